@@ -1,0 +1,86 @@
+// troupe-train: trains a model from a JSON run config in one process.
+//
+// Exit codes: 0 done; 2 bad input (command line, config, dataset, a
+// checkpoint that does not fit); 1 a failure while training (e.g. the loss
+// turned NaN, a disk error).
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "models/trainer.hpp"
+#include "runtime/config.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/errc.hpp"
+
+namespace {
+
+int exit_code(const caf::error& err) {
+  if (err.category() != caf::atom("troupe"))
+    return 1;
+  switch (static_cast<troupe::errc>(err.code())) {
+    case troupe::errc::invalid_config:
+    case troupe::errc::file_not_found:
+    case troupe::errc::bad_format:
+    case troupe::errc::layout_mismatch:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+int fail(const caf::error& err) {
+  std::cerr << "troupe-train: error: " << troupe::describe(err) << std::endl;
+  return exit_code(err);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a model from a JSON run config in one process."};
+  std::string config_path;
+  int threads = 0, epochs = 0;
+  int64_t max_steps = -1;
+  app.add_option("-c,--config", config_path, "run config (JSON)")->required();
+  app.add_option("--threads", threads, "compute threads (overrides config)")
+    ->check(CLI::Range(1, 256));
+  app.add_option("--epochs", epochs, "epochs (overrides config)")
+    ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-steps", max_steps,
+                 "step limit, 0 for none (overrides config)")
+    ->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "troupe-train: error: " << e.what()
+              << " (see --help)" << std::endl;
+    return 2;
+  }
+  auto cfg = troupe::load_run_config(config_path);
+  if (!cfg)
+    return fail(cfg.error());
+  if (threads > 0)
+    cfg->training.threads = threads;
+  if (epochs > 0)
+    cfg->training.epochs = epochs;
+  if (max_steps >= 0)
+    cfg->training.max_steps = max_steps;
+  auto data = troupe::load_datasets(cfg->data);
+  if (!data)
+    return fail(data.error());
+  try {
+    auto backend = troupe::make_cpu_backend(cfg->training.threads);
+    std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
+    auto summary = troupe::run_local_training(*cfg, *data, *backend,
+                                              std::cout);
+    if (!summary)
+      return fail(summary.error());
+  } catch (const std::exception& e) {
+    std::cerr << "troupe-train: error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,114 @@
+#include "models/conv_layers.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+// -- conv2d -------------------------------------------------------------------
+
+conv2d_layer::conv2d_layer(param_layout& layout, const std::string& name,
+                           image_shape in, int out_channels, int kernel,
+                           activation act)
+  : in_(in), out_c_(out_channels), kernel_(kernel), act_(act) {
+  w_ = layout.add(name + "/w", {kernel, kernel, in.channels, out_channels});
+  b_ = layout.add(name + "/b", {out_channels});
+}
+
+std::string conv2d_layer::describe() const {
+  return "conv " + std::to_string(kernel_) + "x" + std::to_string(kernel_) + " "
+         + std::to_string(in_.channels) + "->" + std::to_string(out_c_) + " "
+         + to_string(act_);
+}
+
+void conv2d_layer::init(float* flat, const model_config& cfg,
+                        splitmix64& rng) const {
+  int fan_in = kernel_ * kernel_ * in_.channels;
+  int fan_out = kernel_ * kernel_ * out_c_;
+  init_weights(flat + w_, static_cast<size_t>(fan_in) * out_c_, fan_in,
+               fan_out, cfg, rng);
+  std::fill(flat + b_, flat + b_ + out_c_, 0.f);
+}
+
+compute_backend::conv_shape conv2d_layer::geometry(int batch) const {
+  return {batch, in_.height, in_.width, in_.channels, kernel_, 1, kernel_ / 2};
+}
+
+void conv2d_layer::reserve(compute_backend& be, int batch) {
+  if (batch <= capacity_)
+    return;
+  auto g = geometry(batch);
+  size_t rows = static_cast<size_t>(batch) * g.out_height() * g.out_width();
+  cols_ = be.allocate(rows * static_cast<size_t>(g.patch()) * sizeof(float));
+  capacity_ = batch;
+}
+
+void conv2d_layer::forward(compute_backend& be, const float* params,
+                           const float* x, float* y, int batch) {
+  auto g = geometry(batch);
+  int rows = batch * g.out_height() * g.out_width();
+  be.im2col(x, g, cols_.floats());
+  // y (rows, out_c) = cols (rows, patch) * W (patch, out_c); rows are
+  // (image, y, x), so y is NHWC.
+  be.gemm(false, false, rows, out_c_, g.patch(), 1.f, cols_.floats(),
+          g.patch(), params + w_, out_c_, 0.f, y, out_c_);
+  be.bias_activation_forward(act_, y, params + b_, rows, out_c_);
+}
+
+void conv2d_layer::backward(compute_backend& be, const float* params,
+                            const float*, const float* y, float* dy,
+                            float* dx, float* grads, int batch) {
+  auto g = geometry(batch);
+  int rows = batch * g.out_height() * g.out_width();
+  be.activation_backward(act_, y, dy, static_cast<size_t>(rows) * out_c_);
+  // dW (patch, out_c) = cols^T (patch, rows) * dz (rows, out_c); sets dW.
+  be.gemm(true, false, g.patch(), out_c_, rows, 1.f, cols_.floats(),
+          g.patch(), dy, out_c_, 0.f, grads + w_, out_c_);
+  be.bias_backward(dy, grads + b_, rows, out_c_);
+  if (dx == nullptr)
+    return;
+  // dcols (rows, patch) = dz (rows, out_c) * W^T (out_c, patch), written over
+  // cols, which dW no longer needs; then scatter back to image layout.
+  be.gemm(false, true, rows, g.patch(), out_c_, 1.f, dy, out_c_, params + w_,
+          out_c_, 0.f, cols_.floats(), g.patch());
+  be.col2im(cols_.floats(), g, dx);
+}
+
+double conv2d_layer::gemm_flops(int batch, bool need_dx) const {
+  double rows = static_cast<double>(batch) * in_.height * in_.width;
+  double one = 2.0 * rows * kernel_ * kernel_ * in_.channels * out_c_;
+  return one * (need_dx ? 3 : 2);
+}
+
+// -- maxpool ------------------------------------------------------------------
+
+maxpool_layer::maxpool_layer(image_shape in, int size) : in_(in), size_(size) {}
+
+std::string maxpool_layer::describe() const {
+  return "maxpool " + std::to_string(size_) + "x" + std::to_string(size_);
+}
+
+void maxpool_layer::reserve(compute_backend& be, int batch) {
+  if (batch <= capacity_)
+    return;
+  argmax_ = be.allocate(static_cast<size_t>(batch) * output_size()
+                        * sizeof(int32_t));
+  capacity_ = batch;
+}
+
+void maxpool_layer::forward(compute_backend& be, const float*, const float* x,
+                            float* y, int batch) {
+  be.maxpool_forward(x, batch, in_.height, in_.width, in_.channels, size_,
+                     size_, y, argmax_.ints());
+}
+
+void maxpool_layer::backward(compute_backend& be, const float*, const float*,
+                             const float*, float* dy, float* dx, float*,
+                             int batch) {
+  if (dx == nullptr)
+    return;
+  be.maxpool_backward(dy, argmax_.ints(),
+                      static_cast<size_t>(batch) * output_size(), dx,
+                      static_cast<size_t>(batch) * in_.size());
+}
+
+} // namespace troupe

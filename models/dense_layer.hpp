@@ -1,0 +1,33 @@
+// Fully connected layer with fused bias and activation.
+#pragma once
+
+#include "models/layer.hpp"
+#include "runtime/param_layout.hpp"
+
+namespace troupe {
+
+/// y = act(x W + b); x is (batch, in), W is (in, out), b is (out).
+class dense_layer final : public layer {
+public:
+  dense_layer(param_layout& layout, const std::string& name, int in, int out,
+              activation act);
+
+  std::string describe() const override;
+  size_t output_size() const override { return static_cast<size_t>(out_); }
+  void init(float* flat, const model_config& cfg,
+            splitmix64& rng) const override;
+  void reserve(compute_backend&, int) override {}
+  void forward(compute_backend& be, const float* params, const float* x,
+               float* y, int batch) override;
+  void backward(compute_backend& be, const float* params, const float* x,
+                const float* y, float* dy, float* dx, float* grads,
+                int batch) override;
+  double gemm_flops(int batch, bool need_dx) const override;
+
+private:
+  int in_, out_;
+  activation act_;
+  size_t w_, b_; // offsets in the flat vector
+};
+
+} // namespace troupe

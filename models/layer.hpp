@@ -1,0 +1,51 @@
+// A layer of a sequential model over the compute-backend interface. A layer
+// owns offsets into the model's flat parameter vector, not the values, so a
+// pull or a checkpoint moves one buffer for the whole model.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "runtime/backend.hpp"
+#include "runtime/config.hpp"
+#include "runtime/random.hpp"
+
+namespace troupe {
+
+class layer {
+public:
+  virtual ~layer() = default;
+
+  /// E.g. "dense 784->256 relu".
+  virtual std::string describe() const = 0;
+
+  /// Output elements per sample.
+  virtual size_t output_size() const = 0;
+
+  /// Writes initial values of this layer's parameters into the host copy of
+  /// the flat vector (weights per `init`, biases 0).
+  virtual void init(float* flat, const model_config& cfg,
+                    splitmix64& rng) const = 0;
+
+  /// Makes room for batches of up to `batch` samples (scratch buffers).
+  virtual void reserve(compute_backend& be, int batch) = 0;
+
+  /// y (batch, output_size) = layer(x). Sets y.
+  virtual void forward(compute_backend& be, const float* params,
+                       const float* x, float* y, int batch) = 0;
+
+  /// Given x, y of the last forward() and dy = dLoss/dy, sets this layer's
+  /// slice of `grads` and, when dx is not null, dx = dLoss/dx. Clobbers dy.
+  virtual void backward(compute_backend& be, const float* params,
+                        const float* x, const float* y, float* dy, float* dx,
+                        float* grads, int batch) = 0;
+
+  /// Floating-point operations of the gemms of one forward+backward pass.
+  virtual double gemm_flops(int batch, bool need_dx) const = 0;
+};
+
+/// Fills n weights per the initialisation scheme, given fan-in and fan-out.
+void init_weights(float* w, size_t n, int fan_in, int fan_out,
+                  const model_config& cfg, splitmix64& rng);
+
+} // namespace troupe

@@ -1,0 +1,89 @@
+// A sequential model bound to one compute backend: layers over one flat
+// parameter buffer and one flat gradient buffer, both in backend memory,
+// with a softmax cross-entropy head.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "models/layer.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/config.hpp"
+#include "runtime/param_layout.hpp"
+
+namespace troupe {
+
+class model {
+public:
+  model(compute_backend& be, model_config cfg, std::string summary,
+        param_layout layout, std::vector<std::unique_ptr<layer>> layers,
+        size_t input_size, int classes);
+
+  /// E.g. "mlp 784-256-128-10 relu".
+  const std::string& summary() const { return summary_; }
+  const param_layout& layout() const { return layout_; }
+  size_t input_size() const { return input_size_; }
+  int classes() const { return classes_; }
+  const std::vector<std::unique_ptr<layer>>& layers() const { return layers_; }
+  compute_backend& backend() { return be_; }
+
+  /// Initial parameters (host, layout.total() values) from the config's
+  /// scheme and seed: the chief's job in a cluster.
+  std::vector<float> initial_params() const;
+
+  /// Backend pointers to the parameters and to the gradients of the last
+  /// forward_backward(); both layout.total() floats.
+  float* params() { return params_.floats(); }
+  const float* grads() const { return grads_.floats(); }
+
+  /// Host -> model parameters, layout.total() values.
+  void set_params(const float* host);
+  /// Model parameters -> host, layout.total() values.
+  void get_params(float* host) const;
+  /// Model gradients -> host, layout.total() values.
+  void get_grads(float* host) const;
+
+  /// Forward and backward pass of a batch given in host memory: x is
+  /// (batch, input_size), labels (batch). Sets grads() to the gradient of
+  /// the batch's mean loss and returns the batch's loss sum and hits.
+  batch_loss forward_backward(const float* x, const int32_t* labels,
+                              int batch);
+
+  /// Forward pass only (evaluation).
+  batch_loss forward(const float* x, const int32_t* labels, int batch);
+
+  /// Floating-point operations of the gemms of one forward_backward().
+  double gemm_flops(int batch) const;
+
+private:
+  void reserve(int batch);
+  /// Runs the layers; returns the logits.
+  const float* run_forward(const float* x, int batch);
+  /// Host input -> a backend pointer (no copy on a host backend).
+  const float* stage_input(const float* x, const int32_t* labels, int batch,
+                           const int32_t** labels_out);
+
+  compute_backend& be_;
+  model_config cfg_;
+  std::string summary_;
+  param_layout layout_;
+  std::vector<std::unique_ptr<layer>> layers_;
+  size_t input_size_;
+  int classes_;
+  backend_buffer params_, grads_;
+  std::vector<backend_buffer> outputs_; // one per layer
+  backend_buffer delta_a_, delta_b_;    // ping-pong dLoss/d(activation)
+  backend_buffer x_stage_, y_stage_;    // inputs, for non-host backends
+  int capacity_ = 0;
+};
+
+/// Builds the model of `cfg` for samples of the given shape (NHWC) and class
+/// count. errc::invalid_config when the architecture does not fit the data
+/// (e.g. a CNN on samples too small for two 2x2 pools).
+caf::expected<std::unique_ptr<model>>
+make_model(const model_config& cfg, int height, int width, int channels,
+           int classes, compute_backend& be);
+
+} // namespace troupe

@@ -1,0 +1,72 @@
+// make_model: the architectures a config can name.
+#include <numeric>
+
+#include "models/conv_layers.hpp"
+#include "models/dense_layer.hpp"
+#include "models/model.hpp"
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+caf::expected<std::unique_ptr<model>>
+make_model(const model_config& cfg, int height, int width, int channels,
+           int classes, compute_backend& be) {
+  param_layout layout;
+  std::vector<std::unique_ptr<layer>> layers;
+  const int input = height * width * channels;
+  std::string summary = to_string(cfg.type);
+  auto add_dense_stack = [&](int in, const std::string& prefix) {
+    std::string sizes = std::to_string(in);
+    int i = 0;
+    for (int width_out : cfg.hidden) {
+      layers.push_back(std::make_unique<dense_layer>(
+        layout, prefix + std::to_string(i++), in, width_out, cfg.act));
+      sizes += "-" + std::to_string(width_out);
+      in = width_out;
+    }
+    layers.push_back(std::make_unique<dense_layer>(
+      layout, prefix + std::to_string(i), in, classes, activation::identity));
+    return sizes + "-" + std::to_string(classes);
+  };
+  switch (cfg.type) {
+    case model_config::kind::softmax:
+    case model_config::kind::mlp:
+      summary += " " + add_dense_stack(input, "dense");
+      if (!cfg.hidden.empty())
+        summary += std::string{" "} + to_string(cfg.act);
+      break;
+    case model_config::kind::cnn: {
+      if (height < 4 || width < 4 || height % 4 != 0 || width % 4 != 0)
+        return make_error(errc::invalid_config,
+                          "/model/type: cnn needs samples whose height and "
+                          "width are multiples of 4 (two 2x2 pools), found "
+                            + std::to_string(height) + "x"
+                            + std::to_string(width));
+      image_shape geometry{height, width, channels};
+      summary += " " + std::to_string(height) + "x" + std::to_string(width)
+                 + "x" + std::to_string(channels);
+      for (size_t block = 0; block < cfg.conv_channels.size(); ++block) {
+        auto conv = std::make_unique<conv2d_layer>(
+          layout, "conv" + std::to_string(block), geometry,
+          cfg.conv_channels[block], cfg.kernel_size, cfg.act);
+        geometry = conv->output_shape();
+        layers.push_back(std::move(conv));
+        auto pool = std::make_unique<maxpool_layer>(geometry, 2);
+        geometry = pool->output_shape();
+        layers.push_back(std::move(pool));
+        summary += " conv" + std::to_string(cfg.kernel_size) + "x"
+                   + std::to_string(cfg.kernel_size) + "-"
+                   + std::to_string(cfg.conv_channels[block]) + "+pool";
+      }
+      summary += " dense "
+                 + add_dense_stack(static_cast<int>(geometry.size()), "dense");
+      summary += std::string{" "} + to_string(cfg.act);
+      break;
+    }
+  }
+  return std::make_unique<model>(be, cfg, std::move(summary), std::move(layout),
+                                 std::move(layers),
+                                 static_cast<size_t>(input), classes);
+}
+
+} // namespace troupe

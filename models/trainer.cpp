@@ -1,0 +1,288 @@
+#include "models/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <dirent.h>
+#include <ostream>
+#include <sys/stat.h>
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+// -- local_trainer ------------------------------------------------------------
+
+local_trainer::local_trainer(model& m, const optimizer_config& cfg)
+  : model_(m), opt_(cfg, m.layout().total()) {
+  if (!m.backend().host_accessible()) {
+    host_params_.resize(m.layout().total());
+    host_grads_.resize(m.layout().total());
+    m.get_params(host_params_.data());
+  }
+}
+
+batch_loss local_trainer::step(const float* x, const int32_t* labels,
+                               int batch) {
+  auto result = model_.forward_backward(x, labels, batch);
+  if (model_.backend().host_accessible()) {
+    // Host memory: update in place, no copies.
+    opt_.apply(model_.params(), model_.grads(), step_);
+  } else {
+    model_.get_grads(host_grads_.data());
+    opt_.apply(host_params_.data(), host_grads_.data(), step_);
+    model_.set_params(host_params_.data());
+  }
+  ++step_;
+  return result;
+}
+
+checkpoint local_trainer::snapshot() const {
+  checkpoint ckpt;
+  ckpt.step = step_;
+  ckpt.layout = model_.layout();
+  ckpt.params.resize(model_.layout().total());
+  model_.get_params(ckpt.params.data());
+  auto& opt = const_cast<optimizer&>(opt_);
+  for (auto& [name, values] : opt.slots())
+    ckpt.slots.emplace_back(name, *values);
+  ckpt.metadata["optimizer"] = to_string(opt_.config().type);
+  ckpt.metadata["model"] = model_.summary();
+  return ckpt;
+}
+
+caf::error local_trainer::restore(const checkpoint& ckpt,
+                                  const std::string& origin) {
+  if (auto err = check_layout(ckpt, model_.layout(), origin))
+    return err;
+  auto slots = opt_.slots();
+  bool same = slots.size() == ckpt.slots.size();
+  for (size_t i = 0; same && i < slots.size(); ++i)
+    same = slots[i].first == ckpt.slots[i].first;
+  if (!same) {
+    auto names = [](auto& list) {
+      std::string out;
+      for (auto& entry : list)
+        out += (out.empty() ? "" : ",") + entry.first;
+      return out.empty() ? std::string{"none"} : out;
+    };
+    return make_error(errc::bad_format,
+                      origin + ": optimizer state (" + names(ckpt.slots)
+                        + ") does not match the configured optimizer "
+                        + to_string(opt_.config().type) + " ("
+                        + names(slots) + ")");
+  }
+  model_.set_params(ckpt.params.data());
+  if (!host_params_.empty())
+    host_params_ = ckpt.params;
+  for (size_t i = 0; i < slots.size(); ++i)
+    *slots[i].second = ckpt.slots[i].second;
+  step_ = ckpt.step;
+  return caf::none;
+}
+
+// -- evaluation ---------------------------------------------------------------
+
+eval_result evaluate(model& m, const dataset& data, int batch_size) {
+  eval_result out;
+  const size_t size = data.sample_size();
+  double loss = 0;
+  int64_t correct = 0;
+  for (int64_t first = 0; first < data.count; first += batch_size) {
+    int n = static_cast<int>(std::min<int64_t>(batch_size, data.count - first));
+    auto r = m.forward(data.images.data() + static_cast<size_t>(first) * size,
+                       data.labels.data() + first, n);
+    loss += r.loss_sum;
+    correct += r.correct;
+  }
+  out.count = data.count;
+  if (data.count > 0) {
+    out.loss = loss / static_cast<double>(data.count);
+    out.accuracy = static_cast<double>(correct)
+                   / static_cast<double>(data.count);
+  }
+  return out;
+}
+
+// -- the loop -----------------------------------------------------------------
+
+int64_t steps_per_epoch(int64_t samples, int batch_size) {
+  return (samples + batch_size - 1) / batch_size;
+}
+
+std::string newest_checkpoint(const std::string& dir) {
+  std::string best;
+  long long best_step = -1;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr)
+    return best;
+  while (auto* entry = readdir(d)) {
+    long long step = 0;
+    int consumed = 0;
+    if (std::sscanf(entry->d_name, "ckpt-%lld.safetensors%n", &step,
+                    &consumed)
+          == 1
+        && entry->d_name[consumed] == '\0' && step > best_step) {
+      best_step = step;
+      best = dir + "/" + entry->d_name;
+    }
+  }
+  closedir(d);
+  return best;
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, x);
+  return buf;
+}
+
+caf::error save(const local_trainer& trainer, const checkpoint_config& cfg,
+                int64_t spe, std::ostream& log) {
+  auto ckpt = trainer.snapshot();
+  ckpt.metadata["epoch"] = std::to_string(ckpt.step / spe);
+  ckpt.metadata["batch_in_epoch"] = std::to_string(ckpt.step % spe);
+  auto path = cfg.dir + "/ckpt-" + std::to_string(ckpt.step) + ".safetensors";
+  if (auto err = write_checkpoint(path, ckpt))
+    return err;
+  log << "checkpoint: step " << ckpt.step << " -> " << path << std::endl;
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<run_summary> run_local_training(const run_config& cfg,
+                                              const train_test& data,
+                                              compute_backend& be,
+                                              std::ostream& log) {
+  const auto& tc = cfg.training;
+  auto made = make_model(cfg.model, data.train.height, data.train.width,
+                         data.train.channels, data.train.classes, be);
+  if (!made)
+    return made.error();
+  model& m = **made;
+  local_trainer trainer{m, tc.optimizer};
+  const int64_t spe = steps_per_epoch(data.train.count, tc.batch_size);
+  int64_t last_step = spe * tc.epochs;
+  if (tc.max_steps > 0)
+    last_step = std::min(last_step, tc.max_steps);
+  log << "model: " << m.summary() << " (" << m.layout().total()
+      << " parameters)\n"
+      << "data: " << data.train.count << " training and " << data.test.count
+      << " test samples from " << data.train.source << "\n"
+      << "training: batch " << tc.batch_size << ", " << spe
+      << " steps per epoch, " << last_step << " steps, optimizer "
+      << to_string(tc.optimizer.type) << " lr " << tc.optimizer.learning_rate
+      << ", backend " << be.describe() << std::endl;
+
+  if (!tc.checkpoint.dir.empty()) {
+    if (mkdir(tc.checkpoint.dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return make_error(errc::io_error, tc.checkpoint.dir
+                                          + ": cannot create checkpoint dir");
+    if (tc.checkpoint.resume) {
+      auto path = newest_checkpoint(tc.checkpoint.dir);
+      if (path.empty()) {
+        log << "resume: no checkpoint in " << tc.checkpoint.dir
+            << ", starting at step 0" << std::endl;
+      } else {
+        auto ckpt = read_checkpoint(path);
+        if (!ckpt)
+          return ckpt.error();
+        if (auto err = trainer.restore(*ckpt, path))
+          return err;
+        log << "resume: step " << trainer.global_step() << " from " << path
+            << std::endl;
+      }
+    }
+  }
+
+  const size_t size = data.train.sample_size();
+  std::vector<float> x(static_cast<size_t>(tc.batch_size) * size);
+  std::vector<int32_t> y(static_cast<size_t>(tc.batch_size));
+  std::vector<uint32_t> order;
+  int64_t order_epoch = -1;
+  run_summary summary;
+  double train_seconds = 0, window_seconds = 0, window_loss = 0;
+  int64_t window_examples = 0, window_steps = 0, trained_examples = 0;
+  auto report_eval = [&](int64_t step) {
+    summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
+    log << "step " << step << ", epoch " << fixed(double(step) / spe, 2)
+        << ": test accuracy = " << fixed(summary.test.accuracy, 4)
+        << ", test loss = " << fixed(summary.test.loss, 4) << " ("
+        << summary.test.count << " examples)" << std::endl;
+  };
+  while (trainer.global_step() < last_step) {
+    const int64_t step = trainer.global_step();
+    const int64_t epoch = step / spe;
+    if (epoch != order_epoch) {
+      order = epoch_order(static_cast<size_t>(data.train.count), tc.seed,
+                          epoch);
+      order_epoch = epoch;
+    }
+    const int64_t first = (step % spe) * tc.batch_size;
+    const int n = static_cast<int>(
+      std::min<int64_t>(tc.batch_size, data.train.count - first));
+    auto t0 = clock_type::now();
+    gather_batch(data.train, order.data() + first, n, x.data(), y.data());
+    auto r = trainer.step(x.data(), y.data(), n);
+    double step_seconds = seconds_since(t0);
+    train_seconds += step_seconds;
+    window_seconds += step_seconds;
+    double mean_loss = r.loss_sum / n;
+    if (!std::isfinite(mean_loss))
+      return make_error(errc::non_finite,
+                        "loss became " + fixed(mean_loss, 4) + " at step "
+                          + std::to_string(step)
+                          + "; lower the learning rate or check the data");
+    window_loss += mean_loss;
+    ++window_steps;
+    window_examples += n;
+    trained_examples += n;
+    const int64_t done = trainer.global_step();
+    if (done % tc.log_every_steps == 0 || done == last_step) {
+      // Training time only: evaluation and checkpoints are not steps.
+      double elapsed = window_seconds;
+      log << "step " << done << ", epoch " << (done - 1) / spe + 1
+          << ", loss = " << fixed(window_loss / window_steps, 4) << " ("
+          << fixed(window_examples / elapsed, 1) << " examples/sec; "
+          << fixed(elapsed / window_steps, 4) << " sec/batch)" << std::endl;
+      window_loss = 0;
+      window_steps = window_examples = 0;
+      window_seconds = 0;
+    }
+    bool epoch_end = done % spe == 0;
+    if ((tc.eval_every_steps > 0 ? done % tc.eval_every_steps == 0 : epoch_end)
+        && done != last_step) {
+      report_eval(done);
+    }
+    if (!tc.checkpoint.dir.empty() && tc.checkpoint.every_steps > 0
+        && done % tc.checkpoint.every_steps == 0 && done != last_step)
+      if (auto err = save(trainer, tc.checkpoint, spe, log))
+        return err;
+  }
+  report_eval(trainer.global_step());
+  if (!tc.checkpoint.dir.empty())
+    if (auto err = save(trainer, tc.checkpoint, spe, log))
+      return err;
+  summary.steps = trainer.global_step();
+  summary.epochs = summary.steps / spe;
+  summary.seconds = train_seconds;
+  summary.examples_per_sec = train_seconds > 0 ? trained_examples / train_seconds
+                                               : 0;
+  log << "done: " << summary.steps << " steps (" << summary.epochs
+      << " epochs) in " << fixed(summary.seconds, 1) << " s of training, "
+      << fixed(summary.examples_per_sec, 1)
+      << " examples/sec, test accuracy = " << fixed(summary.test.accuracy, 4)
+      << std::endl;
+  return summary;
+}
+
+} // namespace troupe

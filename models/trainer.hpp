@@ -1,0 +1,80 @@
+// Training in one process: the reusable training step, evaluation, and the
+// epoch loop with progress lines, checkpoints and resume.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "models/model.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/optimizer.hpp"
+
+namespace troupe {
+
+/// A model replica plus the optimizer over all of its parameters.
+class local_trainer {
+public:
+  local_trainer(model& m, const optimizer_config& cfg);
+
+  /// One step: forward/backward on (x, labels) given in host memory, then
+  /// the optimizer update at the current global step, which then advances.
+  batch_loss step(const float* x, const int32_t* labels, int batch);
+
+  int64_t global_step() const { return step_; }
+  model& replica() { return model_; }
+
+  /// The full state as a checkpoint (parameters, optimizer slots, step).
+  checkpoint snapshot() const;
+
+  /// Restores a snapshot; errc::layout_mismatch naming `origin` when it
+  /// belongs to another model, errc::bad_format when its optimizer slots
+  /// differ from this optimizer's.
+  caf::error restore(const checkpoint& ckpt, const std::string& origin);
+
+private:
+  model& model_;
+  optimizer opt_;
+  int64_t step_ = 0;
+  std::vector<float> host_params_, host_grads_; // non-host backends only
+};
+
+struct eval_result {
+  double loss = 0;     ///< mean
+  double accuracy = 0;
+  int64_t count = 0;
+};
+
+/// Evaluates the model on all of `data` in batches of `batch_size`.
+eval_result evaluate(model& m, const dataset& data, int batch_size);
+
+/// What a finished run reports.
+struct run_summary {
+  int64_t steps = 0;
+  int64_t epochs = 0;   ///< completed epochs
+  double seconds = 0;   ///< training wall time, evaluation excluded
+  double examples_per_sec = 0;
+  eval_result test;
+};
+
+/// Number of steps of one epoch: the last batch may be short, so every
+/// sample is trained exactly once per epoch.
+int64_t steps_per_epoch(int64_t samples, int batch_size);
+
+/// Trains `cfg` on `data` in this process, printing progress to `log`:
+/// resumes from the newest checkpoint when configured to, logs every
+/// log_every_steps, evaluates per eval_every_steps or epoch, checkpoints,
+/// and stops at the epoch or step limit. errc::non_finite when the loss
+/// turns NaN or Inf.
+caf::expected<run_summary> run_local_training(const run_config& cfg,
+                                              const train_test& data,
+                                              compute_backend& be,
+                                              std::ostream& log);
+
+/// The newest "ckpt-<step>.safetensors" in dir, or "" when there is none.
+std::string newest_checkpoint(const std::string& dir);
+
+} // namespace troupe

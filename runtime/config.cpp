@@ -1,0 +1,436 @@
+#include "runtime/config.hpp"
+
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+const char* to_string(model_config::kind k) {
+  switch (k) {
+    case model_config::kind::softmax: return "softmax";
+    case model_config::kind::mlp: return "mlp";
+    case model_config::kind::cnn: return "cnn";
+  }
+  return "?";
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+/// Thrown inside this file only; load_run_config turns it into a caf::error.
+struct config_error {
+  errc code;
+  std::string pointer;
+  std::string message;
+};
+
+std::string found(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return j.get<bool>() ? "true" : "false";
+    case json::value_t::string: return j.dump();
+    default: return j.dump();
+  }
+}
+
+[[noreturn]] void fail(const std::string& pointer, const std::string& expected,
+                       const json& got) {
+  throw config_error{errc::invalid_config, pointer,
+                     "expected " + expected + ", found " + found(got)};
+}
+
+/// Reads the members of one JSON object, remembering which keys it consumed
+/// so that finish() can refuse the rest.
+class object_reader {
+public:
+  object_reader(const json& j, std::string pointer)
+    : j_(j), pointer_(std::move(pointer)) {
+    if (!j_.is_object())
+      fail(pointer_.empty() ? "/" : pointer_, "an object", j_);
+  }
+
+  std::string at(const std::string& key) const { return pointer_ + "/" + key; }
+
+  const json* find(const std::string& key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+
+  const json& require(const std::string& key) {
+    if (auto* v = find(key))
+      return *v;
+    throw config_error{errc::invalid_config, at(key),
+                       "missing required key \"" + key + "\""};
+  }
+
+  int64_t integer(const std::string& key, int64_t fallback, int64_t min,
+                  int64_t max = std::numeric_limits<int64_t>::max()) {
+    auto* v = find(key);
+    return v == nullptr ? fallback : integer_value(*v, at(key), min, max);
+  }
+
+  double number(const std::string& key, double fallback, double min,
+                double max, bool min_exclusive = false) {
+    auto* v = find(key);
+    if (v == nullptr)
+      return fallback;
+    std::ostringstream range;
+    range << "a number " << (min_exclusive ? "> " : ">= ") << min;
+    if (max < std::numeric_limits<double>::max())
+      range << " and <= " << max;
+    if (!v->is_number())
+      fail(at(key), range.str(), *v);
+    double x = v->get<double>();
+    if ((min_exclusive ? x <= min : x < min) || x > max)
+      fail(at(key), range.str(), *v);
+    return x;
+  }
+
+  bool boolean(const std::string& key, bool fallback) {
+    auto* v = find(key);
+    if (v == nullptr)
+      return fallback;
+    if (!v->is_boolean())
+      fail(at(key), "true or false", *v);
+    return v->get<bool>();
+  }
+
+  std::string string(const std::string& key, std::string fallback) {
+    auto* v = find(key);
+    if (v == nullptr)
+      return fallback;
+    if (!v->is_string())
+      fail(at(key), "a string", *v);
+    return v->get<std::string>();
+  }
+
+  /// One of `names`; returns its index.
+  template <class Enum>
+  Enum choice(const std::string& key, Enum fallback,
+              std::initializer_list<std::pair<const char*, Enum>> names,
+              bool required = false) {
+    auto* v = required ? &require(key) : find(key);
+    if (v == nullptr)
+      return fallback;
+    std::string options;
+    for (auto& [name, value] : names)
+      options += (options.empty() ? "" : "|") + std::string{name};
+    if (v->is_string())
+      for (auto& [name, value] : names)
+        if (v->get<std::string>() == name)
+          return value;
+    fail(at(key), "one of " + options, *v);
+  }
+
+  std::vector<int> int_list(const std::string& key, std::vector<int> fallback,
+                            int min) {
+    auto* v = find(key);
+    if (v == nullptr)
+      return fallback;
+    if (!v->is_array())
+      fail(at(key), "an array of integers", *v);
+    std::vector<int> out;
+    for (size_t i = 0; i < v->size(); ++i)
+      out.push_back(static_cast<int>(integer_value(
+        (*v)[i], at(key) + "/" + std::to_string(i), min,
+        std::numeric_limits<int>::max())));
+    return out;
+  }
+
+  std::vector<std::string> string_list(const std::string& key) {
+    auto* v = find(key);
+    if (v == nullptr)
+      return {};
+    if (!v->is_array())
+      fail(at(key), "an array of strings", *v);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string())
+        fail(at(key) + "/" + std::to_string(i), "a string", (*v)[i]);
+      out.push_back((*v)[i].get<std::string>());
+    }
+    return out;
+  }
+
+  /// Rejects every key that no accessor asked for.
+  void finish() const {
+    for (auto& [key, value] : j_.items())
+      if (seen_.count(key) == 0)
+        throw config_error{errc::invalid_config, at(key),
+                           "unknown key \"" + key + "\""};
+  }
+
+private:
+  static int64_t integer_value(const json& v, const std::string& pointer,
+                               int64_t min, int64_t max) {
+    std::string expected = min == 1   ? "a positive integer"
+                           : min == 0 ? "a non-negative integer"
+                                      : "an integer >= " + std::to_string(min);
+    if (max < std::numeric_limits<int64_t>::max())
+      expected += " <= " + std::to_string(max);
+    if (!v.is_number_integer())
+      fail(pointer, expected, v);
+    auto x = v.is_number_unsigned()
+               ? static_cast<int64_t>(std::min<uint64_t>(
+                 v.get<uint64_t>(),
+                 static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+               : v.get<int64_t>();
+    if (x < min || x > max)
+      fail(pointer, expected, v);
+    return x;
+  }
+
+  const json& j_;
+  std::string pointer_;
+  std::set<std::string> seen_;
+};
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty() || (!name.empty() && name.front() == '/'))
+    return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+/// A dataset file: resolved against dir and required to exist.
+std::string data_file(object_reader& r, const std::string& key,
+                      const std::string& dir, const std::string& fallback) {
+  auto path = join(dir, r.string(key, fallback));
+  if (!file_exists(path))
+    throw config_error{errc::file_not_found, r.at(key),
+                       "dataset file not found: " + path};
+  return path;
+}
+
+model_config read_model(object_reader r) {
+  using mk = model_config::kind;
+  using ik = model_config::init_kind;
+  model_config m;
+  m.type = r.choice<mk>(
+    "type", mk::mlp, {{"softmax", mk::softmax}, {"mlp", mk::mlp}, {"cnn", mk::cnn}},
+    true);
+  m.hidden = r.int_list("hidden", m.type == mk::mlp ? std::vector<int>{256, 128}
+                                                     : std::vector<int>{},
+                        1);
+  if (m.type == mk::softmax && !m.hidden.empty())
+    throw config_error{errc::invalid_config, r.at("hidden"),
+                       "softmax regression has no hidden layers"};
+  m.act = r.choice<activation>("activation", activation::relu,
+                               {{"relu", activation::relu},
+                                {"sigmoid", activation::sigmoid},
+                                {"tanh", activation::tanh}});
+  m.init = r.choice<ik>("init", ik::he,
+                        {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
+  m.init_stddev = r.number("init_stddev", 1.0, 0, 1e6, true);
+  if (m.type == mk::cnn) {
+    m.conv_channels = r.int_list("conv_channels", {32, 64}, 1);
+    if (m.conv_channels.size() != 2)
+      throw config_error{errc::invalid_config, r.at("conv_channels"),
+                         "expected 2 entries (two conv+pool blocks), found "
+                           + std::to_string(m.conv_channels.size())};
+    m.kernel_size = static_cast<int>(r.integer("kernel_size", 5, 1, 15));
+    if (m.kernel_size % 2 == 0)
+      throw config_error{errc::invalid_config, r.at("kernel_size"),
+                         "expected an odd kernel size, found "
+                           + std::to_string(m.kernel_size)};
+  }
+  m.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  r.finish();
+  return m;
+}
+
+data_config read_data(object_reader r) {
+  using dk = data_config::kind;
+  data_config d;
+  d.format = r.choice<dk>("format", dk::idx,
+                          {{"idx", dk::idx}, {"cifar10", dk::cifar10},
+                           {"synthetic", dk::synthetic}},
+                          true);
+  switch (d.format) {
+    case dk::idx: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train_images", dir,
+                                 "train-images-idx3-ubyte.gz");
+      d.train_labels = data_file(r, "train_labels", dir,
+                                 "train-labels-idx1-ubyte.gz");
+      d.test_images = data_file(r, "test_images", dir,
+                                "t10k-images-idx3-ubyte.gz");
+      d.test_labels = data_file(r, "test_labels", dir,
+                                "t10k-labels-idx1-ubyte.gz");
+      break;
+    }
+    case dk::cifar10: {
+      auto dir = r.string("dir", "");
+      auto resolve = [&](const std::string& key,
+                         std::vector<std::string> fallback) {
+        auto names = r.string_list(key);
+        if (names.empty())
+          names = std::move(fallback);
+        for (size_t i = 0; i < names.size(); ++i) {
+          names[i] = join(dir, names[i]);
+          if (!file_exists(names[i]))
+            throw config_error{errc::file_not_found,
+                               r.at(key) + "/" + std::to_string(i),
+                               "dataset file not found: " + names[i]};
+        }
+        return names;
+      };
+      d.train_files = resolve("train_files",
+                              {"data_batch_1.bin", "data_batch_2.bin",
+                               "data_batch_3.bin", "data_batch_4.bin",
+                               "data_batch_5.bin"});
+      d.test_files = resolve("test_files", {"test_batch.bin"});
+      break;
+    }
+    case dk::synthetic:
+      d.train_samples = r.integer("train_samples", 1000, 1);
+      d.test_samples = r.integer("test_samples", 200, 1);
+      d.height = static_cast<int>(r.integer("height", 1, 1, 4096));
+      d.width = static_cast<int>(r.integer("width", 16, 1, 4096));
+      d.channels = static_cast<int>(r.integer("channels", 1, 1, 4096));
+      d.classes = static_cast<int>(r.integer("classes", 4, 2, 65536));
+      d.noise = r.number("noise", 0.1, 0, 1e3);
+      d.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+      break;
+  }
+  r.finish();
+  return d;
+}
+
+optimizer_config read_optimizer(object_reader r) {
+  using ok = optimizer_config::kind;
+  optimizer_config o;
+  o.type = r.choice<ok>("type", ok::sgd,
+                        {{"sgd", ok::sgd}, {"momentum", ok::momentum}, {"adam", ok::adam}});
+  o.learning_rate = r.number("learning_rate",
+                             o.type == ok::adam ? 0.001 : 0.01, 0, 1e6, true);
+  if (o.type == ok::momentum) {
+    o.momentum = r.number("momentum", 0.9, 0, 1);
+    o.nesterov = r.boolean("nesterov", false);
+  }
+  if (o.type == ok::adam) {
+    o.beta1 = r.number("beta1", 0.9, 0, 1);
+    o.beta2 = r.number("beta2", 0.999, 0, 1);
+    o.epsilon = r.number("epsilon", 1e-8, 0, 1, true);
+  }
+  o.weight_decay = r.number("weight_decay", 0, 0, 1e6);
+  if (auto* s = r.find("schedule")) {
+    object_reader sr{*s, r.at("schedule")};
+    using sk = lr_schedule::kind;
+    o.schedule.type = sr.choice<sk>(
+      "type", sk::constant, {{"constant", sk::constant}, {"exponential", sk::exponential}},
+      true);
+    if (o.schedule.type == sk::exponential) {
+      o.schedule.decay_steps = static_cast<double>(
+        sr.integer("decay_steps", 1000, 1));
+      o.schedule.decay_rate = sr.number("decay_rate", 0.96, 0, 1e6, true);
+      o.schedule.staircase = sr.boolean("staircase", false);
+    }
+    sr.finish();
+  }
+  r.finish();
+  return o;
+}
+
+training_config read_training(object_reader r) {
+  training_config t;
+  t.batch_size = static_cast<int>(r.integer("batch_size", 128, 1, 1 << 20));
+  t.epochs = static_cast<int>(r.integer("epochs", 10, 1, 1 << 20));
+  t.max_steps = r.integer("max_steps", 0, 0);
+  t.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  t.threads = static_cast<int>(r.integer("threads", 1, 1, 256));
+  t.log_every_steps = r.integer("log_every_steps", 100, 1);
+  t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
+  if (auto* o = r.find("optimizer"))
+    t.optimizer = read_optimizer(object_reader{*o, r.at("optimizer")});
+  if (auto* c = r.find("checkpoint")) {
+    object_reader cr{*c, r.at("checkpoint")};
+    t.checkpoint.dir = cr.string("dir", "");
+    if (t.checkpoint.dir.empty())
+      throw config_error{errc::invalid_config, cr.at("dir"),
+                         "missing required key \"dir\""};
+    t.checkpoint.every_steps = cr.integer("every_steps", 0, 0);
+    t.checkpoint.resume = cr.boolean("resume", false);
+    cr.finish();
+  }
+  r.finish();
+  return t;
+}
+
+std::string position(const std::string& text, size_t byte) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col);
+}
+
+} // namespace
+
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    auto pos = what.find("parse error");
+    return make_error(errc::invalid_config,
+                      origin + ": invalid JSON at " + position(text, e.byte)
+                        + ": "
+                        + (pos == std::string::npos ? what : what.substr(pos)));
+  }
+  try {
+    run_config cfg;
+    cfg.origin = origin;
+    object_reader r{root, ""};
+    cfg.name = r.string("name", "run");
+    cfg.model = read_model(object_reader{r.require("model"), "/model"});
+    cfg.data = read_data(object_reader{r.require("data"), "/data"});
+    if (auto* t = r.find("training"))
+      cfg.training = read_training(object_reader{*t, "/training"});
+    r.finish();
+    return cfg;
+  } catch (const config_error& e) {
+    return make_error(e.code, origin + ": " + e.pointer + ": " + e.message);
+  } catch (const json::exception& e) { // defensive: a type error we missed
+    return make_error(errc::invalid_config, origin + ": " + e.what());
+  }
+}
+
+caf::expected<run_config> load_run_config(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+      return make_error(errc::file_not_found,
+                        path + ": config file not found");
+    return make_error(errc::io_error, path + ": cannot read config file");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_run_config(text.str(), path);
+}
+
+} // namespace troupe

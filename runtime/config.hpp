@@ -1,0 +1,95 @@
+// The run configuration: JSON -> plain structs, validated in one place.
+// Every error is one line that names the file, the JSON pointer of the bad
+// value, what was expected and what was found; unknown keys are errors.
+//
+// Shape of a file (see config/ for complete examples):
+//   { "name": "...",
+//     "model":    { "type": "mlp", "hidden": [256, 128], ... },
+//     "data":     { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
+//     "training": { "batch_size": 128, "epochs": 10,
+//                   "optimizer": { "type": "adam", "learning_rate": 0.001 },
+//                   "checkpoint": { "dir": "ckpt", "every_steps": 1000 } } }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/optimizer.hpp"
+
+namespace troupe {
+
+struct model_config {
+  enum class kind { softmax, mlp, cnn };
+  enum class init_kind { normal, xavier, he };
+  kind type = kind::mlp;
+  /// Hidden dense layer sizes (mlp; for cnn the dense layers after the
+  /// convolutions). Input and output sizes come from the dataset.
+  std::vector<int> hidden;
+  activation act = activation::relu;
+  /// Weight initialisation: normal(0, init_stddev) as the classic TF
+  /// tutorials did, Xavier/Glorot uniform, or He normal. Biases start at 0.
+  init_kind init = init_kind::he;
+  double init_stddev = 1.0;
+  std::vector<int> conv_channels{32, 64}; ///< cnn: output channels per block
+  int kernel_size = 5;                    ///< cnn: odd, "same" padding
+  uint64_t seed = 1;                      ///< initialisation seed
+};
+
+struct data_config {
+  enum class kind { idx, cifar10, synthetic };
+  kind format = kind::idx;
+  // idx: resolved paths (relative names are joined to "dir").
+  std::string train_images, train_labels, test_images, test_labels;
+  // cifar10: resolved batch files.
+  std::vector<std::string> train_files, test_files;
+  // synthetic
+  int64_t train_samples = 1000, test_samples = 200;
+  int height = 1, width = 16, channels = 1, classes = 4;
+  double noise = 0.1;
+  uint64_t seed = 1;
+};
+
+struct checkpoint_config {
+  std::string dir;          ///< empty: no checkpoints
+  int64_t every_steps = 0;  ///< 0: only at the end of the run
+  bool resume = false;      ///< start from the newest checkpoint in dir
+};
+
+struct training_config {
+  int batch_size = 128;
+  int epochs = 10;           ///< stop after this many epochs
+  int64_t max_steps = 0;     ///< 0: no step limit
+  uint64_t seed = 1;         ///< epoch shuffling seed
+  int threads = 1;           ///< compute threads (OpenBLAS)
+  int64_t log_every_steps = 100;
+  int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
+  optimizer_config optimizer;
+  checkpoint_config checkpoint;
+};
+
+struct run_config {
+  std::string origin; ///< the file it came from
+  std::string name;
+  model_config model;
+  data_config data;
+  training_config training;
+};
+
+/// Reads and validates the run configuration in `path`. Errors:
+/// errc::file_not_found / errc::io_error for the file itself,
+/// errc::invalid_config for anything wrong inside it (one line naming the
+/// JSON pointer), errc::file_not_found for a dataset file that is missing
+/// (also naming the JSON pointer).
+caf::expected<run_config> load_run_config(const std::string& path);
+
+/// The same for JSON text; `origin` names it in messages.
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin);
+
+/// "softmax", "mlp", "cnn".
+const char* to_string(model_config::kind k);
+
+} // namespace troupe

@@ -1,0 +1,266 @@
+#include "runtime/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <sys/mman.h>
+
+#include "runtime/blas_loader.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr int cblas_row_major = 101;
+constexpr int cblas_no_trans = 111;
+constexpr int cblas_trans = 112;
+
+// Buffers of 2 MiB and more get transparent huge pages: first-touch faults
+// of 4 KiB pages cost ~13 us each on these VMs (~300 MB/s), so a fresh
+// 100 MB activation buffer would otherwise take a third of a second.
+constexpr size_t huge_page = size_t{2} << 20;
+
+class cpu_backend final : public compute_backend {
+public:
+  explicit cpu_backend(int threads) : threads_(threads < 1 ? 1 : threads) {
+    blas::set_threads(threads_);
+  }
+
+  std::string describe() const override {
+    auto& lib = blas::get();
+    return "cpu (OpenBLAS " + lib.core + " kernels, " + std::to_string(threads_)
+           + (threads_ == 1 ? " thread)" : " threads)");
+  }
+
+  bool host_accessible() const override { return true; }
+
+  backend_buffer allocate(size_t bytes) override {
+    size_t align = bytes >= huge_page ? huge_page : 64;
+    size_t rounded = (bytes + align - 1) / align * align;
+    void* ptr = std::aligned_alloc(align, rounded == 0 ? align : rounded);
+    if (ptr == nullptr)
+      throw std::bad_alloc{};
+    if (align == huge_page)
+      madvise(ptr, rounded, MADV_HUGEPAGE); // a hint; failure is harmless
+    return backend_buffer{this, ptr, bytes};
+  }
+
+  void release(void* ptr) noexcept override { std::free(ptr); }
+
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(dst, src, bytes);
+  }
+
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(dst, src, bytes);
+  }
+
+  void fill(float* x, size_t n, float value) override {
+    std::fill(x, x + n, value);
+  }
+
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+            const float* a, int lda, const float* b, int ldb, float beta,
+            float* c, int ldc) override {
+    if (m == 0 || n == 0)
+      return;
+    if (k == 0) { // BLAS leaves C untouched for k = 0 only when beta = 1
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j)
+          c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+      return;
+    }
+    blas::get().sgemm(cblas_row_major, trans_a ? cblas_trans : cblas_no_trans,
+                      trans_b ? cblas_trans : cblas_no_trans, m, n, k, alpha,
+                      a, lda, b, ldb, beta, c, ldc);
+  }
+
+  void axpy(size_t n, float alpha, const float* x, float* y) override {
+    for (size_t i = 0; i < n; ++i)
+      y[i] += alpha * x[i];
+  }
+
+  void bias_activation_forward(activation act, float* y, const float* bias,
+                               int rows, int cols) override {
+    for (int r = 0; r < rows; ++r) {
+      float* row = y + static_cast<size_t>(r) * cols;
+      if (bias != nullptr)
+        for (int j = 0; j < cols; ++j)
+          row[j] += bias[j];
+      apply_activation(act, row, static_cast<size_t>(cols));
+    }
+  }
+
+  void activation_backward(activation act, const float* y, float* dy,
+                           size_t n) override {
+    switch (act) {
+      case activation::identity: return;
+      case activation::sigmoid:
+        for (size_t i = 0; i < n; ++i)
+          dy[i] *= y[i] * (1.f - y[i]);
+        return;
+      case activation::tanh:
+        for (size_t i = 0; i < n; ++i)
+          dy[i] *= 1.f - y[i] * y[i];
+        return;
+      case activation::relu:
+        for (size_t i = 0; i < n; ++i)
+          dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+        return;
+    }
+  }
+
+  void bias_backward(const float* dy, float* db, int rows, int cols) override {
+    std::fill(db, db + cols, 0.f);
+    for (int r = 0; r < rows; ++r) {
+      const float* row = dy + static_cast<size_t>(r) * cols;
+      for (int j = 0; j < cols; ++j)
+        db[j] += row[j];
+    }
+  }
+
+  batch_loss softmax_cross_entropy(const float* logits, const int32_t* labels,
+                                   int rows, int classes, float* dlogits,
+                                   float scale) override {
+    batch_loss out;
+    for (int r = 0; r < rows; ++r) {
+      const float* z = logits + static_cast<size_t>(r) * classes;
+      int best = 0;
+      for (int j = 1; j < classes; ++j)
+        if (z[j] > z[best])
+          best = j;
+      float zmax = z[best];
+      double sum = 0;
+      for (int j = 0; j < classes; ++j)
+        sum += std::exp(static_cast<double>(z[j] - zmax));
+      int label = labels[r];
+      out.loss_sum += std::log(sum) - static_cast<double>(z[label] - zmax);
+      out.correct += best == label ? 1 : 0;
+      if (dlogits != nullptr) {
+        float* d = dlogits + static_cast<size_t>(r) * classes;
+        float inv = static_cast<float>(1.0 / sum);
+        for (int j = 0; j < classes; ++j)
+          d[j] = scale * std::exp(z[j] - zmax) * inv;
+        d[label] -= scale;
+      }
+    }
+    return out;
+  }
+
+  void im2col(const float* x, const conv_shape& s, float* cols) override {
+    const int oh = s.out_height(), ow = s.out_width(), patch = s.patch();
+    const size_t run = static_cast<size_t>(s.channels) * sizeof(float);
+    for (int b = 0; b < s.batch; ++b)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox) {
+          float* dst = cols
+                       + ((static_cast<size_t>(b) * oh + oy) * ow + ox) * patch;
+          for (int ky = 0; ky < s.kernel; ++ky) {
+            int iy = oy * s.stride - s.pad + ky;
+            for (int kx = 0; kx < s.kernel; ++kx, dst += s.channels) {
+              int ix = ox * s.stride - s.pad + kx;
+              if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width)
+                std::memset(dst, 0, run);
+              else
+                std::memcpy(dst, x + pixel(s, b, iy, ix), run);
+            }
+          }
+        }
+  }
+
+  void col2im(const float* dcols, const conv_shape& s, float* dx) override {
+    const int oh = s.out_height(), ow = s.out_width(), patch = s.patch();
+    std::fill(dx, dx + static_cast<size_t>(s.batch) * s.height * s.width
+                         * s.channels,
+              0.f);
+    for (int b = 0; b < s.batch; ++b)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox) {
+          const float* src
+            = dcols + ((static_cast<size_t>(b) * oh + oy) * ow + ox) * patch;
+          for (int ky = 0; ky < s.kernel; ++ky) {
+            int iy = oy * s.stride - s.pad + ky;
+            for (int kx = 0; kx < s.kernel; ++kx, src += s.channels) {
+              int ix = ox * s.stride - s.pad + kx;
+              if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width)
+                continue;
+              float* dst = dx + pixel(s, b, iy, ix);
+              for (int ch = 0; ch < s.channels; ++ch)
+                dst[ch] += src[ch];
+            }
+          }
+        }
+  }
+
+  void maxpool_forward(const float* x, int batch, int h, int w, int c,
+                       int size, int stride, float* y,
+                       int32_t* argmax) override {
+    const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
+    for (int b = 0; b < batch; ++b)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox) {
+          size_t out = ((static_cast<size_t>(b) * oh + oy) * ow + ox) * c;
+          for (int ch = 0; ch < c; ++ch) {
+            y[out + ch] = -std::numeric_limits<float>::infinity();
+            argmax[out + ch] = 0;
+          }
+          for (int ky = 0; ky < size; ++ky)
+            for (int kx = 0; kx < size; ++kx) {
+              size_t in = ((static_cast<size_t>(b) * h + oy * stride + ky) * w
+                           + ox * stride + kx)
+                          * c;
+              for (int ch = 0; ch < c; ++ch)
+                if (x[in + ch] > y[out + ch]) {
+                  y[out + ch] = x[in + ch];
+                  argmax[out + ch] = static_cast<int32_t>(in + ch);
+                }
+            }
+        }
+  }
+
+  void maxpool_backward(const float* dy, const int32_t* argmax, size_t n_y,
+                        float* dx, size_t n_x) override {
+    std::fill(dx, dx + n_x, 0.f);
+    for (size_t i = 0; i < n_y; ++i)
+      dx[argmax[i]] += dy[i];
+  }
+
+private:
+  static size_t pixel(const conv_shape& s, int b, int iy, int ix) {
+    return ((static_cast<size_t>(b) * s.height + iy) * s.width + ix)
+           * s.channels;
+  }
+
+  static void apply_activation(activation act, float* y, size_t n) {
+    switch (act) {
+      case activation::identity: return;
+      case activation::sigmoid:
+        for (size_t i = 0; i < n; ++i)
+          y[i] = 1.f / (1.f + std::exp(-y[i]));
+        return;
+      case activation::tanh:
+        for (size_t i = 0; i < n; ++i)
+          y[i] = std::tanh(y[i]);
+        return;
+      case activation::relu:
+        for (size_t i = 0; i < n; ++i)
+          y[i] = y[i] > 0.f ? y[i] : 0.f;
+        return;
+    }
+  }
+
+  int threads_;
+};
+
+} // namespace
+
+std::unique_ptr<compute_backend> make_cpu_backend(int threads) {
+  return std::make_unique<cpu_backend>(threads);
+}
+
+} // namespace troupe

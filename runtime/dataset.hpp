@@ -1,0 +1,69 @@
+// In-memory labelled image datasets and the per-epoch sample order.
+// Samples are stored as floats in [0, 1], NHWC (one sample is height x width
+// x channels), labels as int32 in [0, classes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/config.hpp"
+
+namespace troupe {
+
+struct dataset {
+  std::string source; ///< where it came from, for messages
+  int64_t count = 0;
+  int height = 0, width = 0, channels = 0;
+  int classes = 0;
+  std::vector<float> images;  ///< count * sample_size()
+  std::vector<int32_t> labels; ///< count
+
+  size_t sample_size() const {
+    return static_cast<size_t>(height) * width * channels;
+  }
+};
+
+/// Reads an IDX image file (magic 0x803, unsigned bytes, N x rows x cols) and
+/// its IDX label file (magic 0x801), gzipped or not, as MNIST and
+/// Fashion-MNIST ship them. Errors name the file and what is wrong with it:
+/// errc::file_not_found, errc::io_error, errc::bad_format (bad magic,
+/// truncated data, count mismatch, label >= classes).
+caf::expected<dataset> load_idx(const std::string& images_path,
+                                const std::string& labels_path,
+                                int classes = 10);
+
+/// Reads CIFAR-10 binary batch files (records of 1 label byte + 3072 pixel
+/// bytes, three 32x32 planes R, G, B) and concatenates them.
+caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths);
+
+/// A synthetic classification problem for tests: `classes` Gaussian blobs
+/// whose centres come from `centre_seed`, samples from `sample_seed`, noise
+/// standard deviation `noise`; values are clamped to [0, 1].
+dataset make_synthetic(int64_t count, int height, int width, int channels,
+                       int classes, double noise, uint64_t centre_seed,
+                       uint64_t sample_seed);
+
+/// The order in which epoch `epoch` visits samples 0..n-1: a Fisher-Yates
+/// shuffle driven by (seed, epoch) alone, so any process computes the same
+/// order, independent of the C++ library's distributions.
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
+
+/// Copies the samples named by idx[0..n) into x (n, sample_size) and y (n).
+void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
+                  int32_t* y);
+
+} // namespace troupe
+
+namespace troupe {
+
+struct train_test {
+  dataset train, test;
+};
+
+/// Loads (or, for "synthetic", makes) the training and test sets that `cfg`
+/// names. Errors as load_idx / load_cifar10.
+caf::expected<train_test> load_datasets(const data_config& cfg);
+
+} // namespace troupe

@@ -1,0 +1,196 @@
+// File readers for runtime/dataset.hpp: IDX (MNIST, Fashion-MNIST) and the
+// CIFAR-10 binary format. zlib's gz* functions read gzipped and plain files
+// alike, so one code path serves both.
+#include "runtime/dataset.hpp"
+
+#include <cstdio>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+class gz_file {
+public:
+  explicit gz_file(const std::string& path)
+    : path_(path), file_(gzopen(path.c_str(), "rb")) {}
+  ~gz_file() {
+    if (file_ != nullptr)
+      gzclose(file_);
+  }
+  gz_file(const gz_file&) = delete;
+  gz_file& operator=(const gz_file&) = delete;
+
+  bool is_open() const { return file_ != nullptr; }
+
+  /// Reads up to n bytes; returns the count read, or -1 on a zlib error
+  /// (a corrupt or truncated gzip stream).
+  int64_t read(void* dst, size_t n) {
+    size_t total = 0;
+    auto* out = static_cast<unsigned char*>(dst);
+    while (total < n) {
+      auto chunk = static_cast<unsigned>(std::min<size_t>(n - total, 1u << 30));
+      int got = gzread(file_, out + total, chunk);
+      if (got < 0)
+        return -1;
+      if (got == 0)
+        break;
+      total += static_cast<size_t>(got);
+    }
+    return static_cast<int64_t>(total);
+  }
+
+private:
+  std::string path_;
+  gzFile file_;
+};
+
+caf::error open_error(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return make_error(errc::file_not_found, path + ": no such file");
+  return make_error(errc::io_error, path + ": cannot open for reading");
+}
+
+uint32_t big_endian(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8)
+         | uint32_t{p[3]};
+}
+
+caf::error read_exact(gz_file& f, const std::string& path, void* dst,
+                      size_t n, const char* what) {
+  auto got = f.read(dst, n);
+  if (got < 0)
+    return make_error(errc::bad_format,
+                      path + ": corrupt compressed data while reading " + what);
+  if (static_cast<size_t>(got) != n)
+    return make_error(errc::bad_format,
+                      path + ": truncated: " + what + " needs "
+                        + std::to_string(n) + " bytes, file has "
+                        + std::to_string(got));
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<dataset> load_idx(const std::string& images_path,
+                                const std::string& labels_path, int classes) {
+  dataset out;
+  out.source = images_path;
+  out.classes = classes;
+  out.channels = 1;
+  { // images
+    gz_file f{images_path};
+    if (!f.is_open())
+      return open_error(images_path);
+    unsigned char header[16];
+    if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
+      return err;
+    uint32_t magic = big_endian(header);
+    if (magic != 0x803) {
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "0x%x", magic);
+      return make_error(errc::bad_format,
+                        images_path + ": not an IDX image file (magic "
+                          + buf + ", expected 0x803)");
+    }
+    out.count = big_endian(header + 4);
+    out.height = static_cast<int>(big_endian(header + 8));
+    out.width = static_cast<int>(big_endian(header + 12));
+    if (out.height <= 0 || out.width <= 0 || out.height > 4096
+        || out.width > 4096)
+      return make_error(errc::bad_format,
+                        images_path + ": implausible image size "
+                          + std::to_string(out.height) + "x"
+                          + std::to_string(out.width));
+    std::vector<unsigned char> pixels(static_cast<size_t>(out.count)
+                                      * out.sample_size());
+    if (auto err = read_exact(f, images_path, pixels.data(), pixels.size(),
+                              "the pixel data"))
+      return err;
+    out.images.resize(pixels.size());
+    for (size_t i = 0; i < pixels.size(); ++i)
+      out.images[i] = static_cast<float>(pixels[i]) * (1.f / 255.f);
+  }
+  { // labels
+    gz_file f{labels_path};
+    if (!f.is_open())
+      return open_error(labels_path);
+    unsigned char header[8];
+    if (auto err = read_exact(f, labels_path, header, 8, "the IDX header"))
+      return err;
+    if (big_endian(header) != 0x801)
+      return make_error(errc::bad_format,
+                        labels_path + ": not an IDX label file (expected magic "
+                                      "0x801)");
+    int64_t n = big_endian(header + 4);
+    if (n != out.count)
+      return make_error(errc::bad_format,
+                        labels_path + ": has " + std::to_string(n)
+                          + " labels but " + images_path + " has "
+                          + std::to_string(out.count) + " images");
+    std::vector<unsigned char> raw(static_cast<size_t>(n));
+    if (auto err = read_exact(f, labels_path, raw.data(), raw.size(),
+                              "the labels"))
+      return err;
+    out.labels.resize(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] >= classes)
+        return make_error(errc::bad_format,
+                          labels_path + ": label " + std::to_string(raw[i])
+                            + " at index " + std::to_string(i)
+                            + " is not below " + std::to_string(classes));
+      out.labels[i] = raw[i];
+    }
+  }
+  return out;
+}
+
+caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
+  constexpr int side = 32, planes = 3, plane = side * side;
+  constexpr size_t record = 1 + planes * plane;
+  dataset out;
+  out.source = paths.empty() ? "cifar10" : paths.front();
+  out.height = side;
+  out.width = side;
+  out.channels = planes;
+  out.classes = 10;
+  if (paths.empty())
+    return make_error(errc::invalid_argument, "no CIFAR-10 files given");
+  std::vector<unsigned char> rec(record);
+  for (auto& path : paths) {
+    gz_file f{path};
+    if (!f.is_open())
+      return open_error(path);
+    for (int64_t i = 0;; ++i) {
+      auto got = f.read(rec.data(), record);
+      if (got == 0)
+        break;
+      if (got != static_cast<int64_t>(record))
+        return make_error(errc::bad_format,
+                          path + ": truncated CIFAR-10 record "
+                            + std::to_string(i) + " (" + std::to_string(got)
+                            + " of " + std::to_string(record) + " bytes)");
+      if (rec[0] >= out.classes)
+        return make_error(errc::bad_format,
+                          path + ": label " + std::to_string(rec[0])
+                            + " of record " + std::to_string(i)
+                            + " is not below 10");
+      out.labels.push_back(rec[0]);
+      // Planes R, G, B of row-major pixels -> NHWC.
+      size_t base = out.images.size();
+      out.images.resize(base + planes * plane);
+      for (int p = 0; p < plane; ++p)
+        for (int c = 0; c < planes; ++c)
+          out.images[base + static_cast<size_t>(p) * planes + c]
+            = static_cast<float>(rec[1 + c * plane + p]) * (1.f / 255.f);
+    }
+  }
+  out.count = static_cast<int64_t>(out.labels.size());
+  return out;
+}
+
+} // namespace troupe

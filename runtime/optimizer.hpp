@@ -1,0 +1,72 @@
+// Optimizers over a flat float range: SGD, momentum and Adam with optional L2
+// weight decay, and TF1-style learning-rate schedules. A parameter shard runs
+// one over the slice it owns; the single-process trainer runs one over all.
+// Every update is element-wise, so optimizing slices independently equals
+// optimizing the whole vector.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// Learning rate as a function of the global step, as TF1's
+/// tf.train.exponential_decay: lr * rate^(step / decay_steps), with the
+/// exponent floored when `staircase`.
+struct lr_schedule {
+  enum class kind { constant, exponential };
+  kind type = kind::constant;
+  double decay_steps = 1000; ///< > 0
+  double decay_rate = 1.0;   ///< > 0
+  bool staircase = false;
+};
+
+struct optimizer_config {
+  enum class kind { sgd, momentum, adam };
+  kind type = kind::sgd;
+  double learning_rate = 0.01;
+  double momentum = 0.9;  ///< momentum only
+  bool nesterov = false;  ///< momentum only
+  double beta1 = 0.9;     ///< adam only
+  double beta2 = 0.999;   ///< adam only
+  double epsilon = 1e-8;  ///< adam only
+  /// L2 penalty: grad += weight_decay * param before the update (coupled
+  /// decay, as a tf.nn.l2_loss term in the loss would do). 0 disables it.
+  double weight_decay = 0;
+  lr_schedule schedule;
+};
+
+/// "sgd", "momentum", "adam".
+const char* to_string(optimizer_config::kind k);
+
+/// The learning rate at global step `step` (0-based).
+double learning_rate_at(const optimizer_config& cfg, int64_t step);
+
+/// An optimizer bound to a range of `size` elements; owns its state.
+class optimizer {
+public:
+  optimizer(optimizer_config cfg, size_t size);
+
+  /// params -= update(grads) for one step; `step` is the global step of this
+  /// update (0-based), which sets the learning rate and Adam's bias
+  /// correction. Both arrays have size() elements.
+  void apply(float* params, const float* grads, int64_t step);
+
+  size_t size() const { return size_; }
+  const optimizer_config& config() const { return cfg_; }
+
+  /// Named state vectors ("momentum", or "adam_m" and "adam_v"), each size()
+  /// long, for checkpoints; empty for SGD.
+  std::vector<std::pair<std::string, std::vector<float>*>> slots();
+
+private:
+  optimizer_config cfg_;
+  size_t size_;
+  std::vector<float> slot_a_; // momentum accumulator, or Adam's m
+  std::vector<float> slot_b_; // Adam's v
+};
+
+} // namespace troupe

@@ -1,0 +1,73 @@
+// Named tensors packed into one flat float vector, and the split of that
+// vector into contiguous shard ranges. Everything that moves parameters
+// (pulls, pushes, checkpoints) speaks in offsets of this layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/error.hpp"
+
+namespace troupe {
+
+/// A tensor shape, outermost dimension first (row-major).
+using shape = std::vector<int64_t>;
+
+/// Number of elements of `s` (1 for a scalar shape {}).
+int64_t element_count(const shape& s);
+
+/// Renders `s` as "784x256".
+std::string to_string(const shape& s);
+
+/// One named tensor inside the flat vector.
+struct tensor_slot {
+  std::string name;
+  shape dims;
+  size_t offset = 0; ///< first element in the flat vector
+  size_t size = 0;   ///< element count
+};
+
+/// A half-open element range [begin, end) of the flat vector.
+struct flat_range {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t size() const { return end - begin; }
+  friend bool operator==(const flat_range& a, const flat_range& b) {
+    return a.begin == b.begin && a.end == b.end;
+  }
+};
+
+/// An ordered list of named tensors laid out back to back.
+class param_layout {
+public:
+  /// Appends a tensor and returns its offset. Names must be unique; a
+  /// duplicate is a programming error and throws std::invalid_argument.
+  size_t add(std::string name, shape dims);
+
+  /// Total element count.
+  size_t total() const { return total_; }
+
+  const std::vector<tensor_slot>& tensors() const { return tensors_; }
+
+  /// The tensor called `name`, or nullptr.
+  const tensor_slot* find(const std::string& name) const;
+
+  /// Splits [0, total) into `n` contiguous ranges whose sizes differ by at
+  /// most one element, cutting through tensors where needed (a shard owns
+  /// bytes, not tensors, so one huge tensor still spreads over all shards).
+  /// Returns errc::invalid_argument for n < 1 or n > total.
+  caf::expected<std::vector<flat_range>> split(size_t n) const;
+
+  /// Error naming the first difference between two layouts, or none.
+  caf::error compare(const param_layout& other) const;
+
+  friend bool operator==(const param_layout& a, const param_layout& b);
+
+private:
+  std::vector<tensor_slot> tensors_;
+  size_t total_ = 0;
+};
+
+} // namespace troupe
