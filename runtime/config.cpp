@@ -178,7 +178,7 @@ private:
     std::string expected = min == 1   ? "a positive integer"
                            : min == 0 ? "a non-negative integer"
                                       : "an integer >= " + std::to_string(min);
-    if (max < std::numeric_limits<int64_t>::max())
+    if (max < std::numeric_limits<int>::max())
       expected += " <= " + std::to_string(max);
     if (!v.is_number_integer())
       fail(pointer, expected, v);
@@ -319,7 +319,8 @@ optimizer_config read_optimizer(object_reader r) {
   o.type = r.choice<ok>("type", ok::sgd,
                         {{"sgd", ok::sgd}, {"momentum", ok::momentum}, {"adam", ok::adam}});
   o.learning_rate = r.number("learning_rate",
-                             o.type == ok::adam ? 0.001 : 0.01, 0, 1e6, true);
+                             o.type == ok::adam ? 0.001 : 0.01, 0,
+                             std::numeric_limits<double>::max(), true);
   if (o.type == ok::momentum) {
     o.momentum = r.number("momentum", 0.9, 0, 1);
     o.nesterov = r.boolean("nesterov", false);

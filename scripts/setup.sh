@@ -1,0 +1,49 @@
+# Sourced by scripts/run.sh and scripts/test.sh: installs the Debian packages
+# troupe needs (only those missing, with sudo when not root) and builds it.
+# Idempotent: with everything in place it costs a dpkg query and an
+# incremental build.
+
+TROUPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TROUPE_BUILD="${TROUPE_BUILD:-$TROUPE_ROOT/build}"
+
+troupe_packages=(
+  cmake g++ make pkg-config
+  libcaf-dev nlohmann-json3-dev libboost-test-dev libopenblas-dev
+  zlib1g-dev libcli11-dev
+  dataset-fashion-mnist
+)
+
+troupe_install_missing() {
+  local missing=()
+  for pkg in "${troupe_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null \
+         | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      echo "troupe: need root or sudo to install: ${missing[*]}" >&2
+      return 1
+    fi
+    sudo="sudo"
+  fi
+  echo "troupe: installing ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+  $sudo env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" || return 1
+}
+
+troupe_build() {
+  if [ ! -f "$TROUPE_BUILD/CMakeCache.txt" ]; then
+    cmake -S "$TROUPE_ROOT" -B "$TROUPE_BUILD" -DCMAKE_BUILD_TYPE=Release \
+      || return 1
+  fi
+  cmake --build "$TROUPE_BUILD" -j2
+}
+
+troupe_setup() {
+  troupe_install_missing && troupe_build
+}

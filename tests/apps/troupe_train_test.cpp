@@ -1,0 +1,129 @@
+// troupe-train driven as a user drives it: a real process, real files,
+// exit codes and the one-line errors on stderr.
+#include <boost/test/unit_test.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "test_util.hpp"
+
+using troupe::test::temp_dir;
+
+namespace {
+
+struct outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
+outcome run_train(const temp_dir& tmp, const std::string& args) {
+  std::string cmd = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-train "
+                    + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
+  int status = std::system(cmd.c_str());
+  outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(tmp.file("out"));
+  o.err = slurp(tmp.file("err"));
+  return o;
+}
+
+const char* good = R"({
+  "name": "apps-test",
+  "model": { "type": "mlp", "hidden": [16] },
+  "data": { "format": "synthetic", "width": 12, "classes": 4,
+            "train_samples": 400, "test_samples": 100 },
+  "training": { "batch_size": 32, "epochs": 2,
+                "optimizer": { "type": "adam", "learning_rate": 0.01 } }
+})";
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string text = good;
+  auto pos = text.find(from);
+  BOOST_REQUIRE(pos != std::string::npos);
+  return text.replace(pos, from.size(), to);
+}
+
+// Writes `text` as a config, runs it, and expects exit 2 with exactly one
+// stderr line equal to "troupe-train: error: <cfg>: <tail>".
+void expect_bad(const std::string& text, const std::string& tail) {
+  temp_dir tmp;
+  auto cfg = tmp.file("cfg.json");
+  troupe::test::write_file(cfg, text);
+  auto o = run_train(tmp, "--config " + cfg);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-train: error: " + cfg + ": " + tail + "\n");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(troupe_train)
+
+BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("model: mlp 12-16-4 relu") != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos, o.out);
+  BOOST_TEST(o.err.empty());
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type) {
+  expect_bad(with(R"("batch_size": 32)", R"("batch_size": 3.5)"),
+             "/training/batch_size: expected a positive integer <= 1048576, found 3.5");
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_key) {
+  expect_bad(with(R"("model": { "type": "mlp", "hidden": [16] },)", ""),
+             R"(/model: missing required key "model")");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key) {
+  expect_bad(with(R"("epochs": 2)", R"("epochs": 2, "epoch": 3)"),
+             R"(/training/epoch: unknown key "epoch")");
+}
+
+BOOST_AUTO_TEST_CASE(dataset_path_that_does_not_exist) {
+  expect_bad(with(R"({ "format": "synthetic", "width": 12, "classes": 4,
+            "train_samples": 400, "test_samples": 100 })",
+                  R"({ "format": "idx", "dir": "/nonexistent" })"),
+             "/data/train_images: dataset file not found: "
+             "/nonexistent/train-images-idx3-ubyte.gz");
+}
+
+BOOST_AUTO_TEST_CASE(config_file_and_flags) {
+  temp_dir tmp;
+  auto o = run_train(tmp, "--config /nonexistent.json");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err
+             == "troupe-train: error: /nonexistent.json: config file not found\n");
+  o = run_train(tmp, "--config x --threads 0");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("--threads") != std::string::npos, o.err);
+  o = run_train(tmp, "");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("--config is required") != std::string::npos, o.err);
+}
+
+// The real dataset through the real command: softmax regression, one epoch.
+BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), R"({
+    "model": { "type": "softmax" },
+    "data": { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
+    "training": { "batch_size": 100, "epochs": 1, "log_every_steps": 200,
+                  "optimizer": { "type": "sgd", "learning_rate": 0.1 } } })");
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  auto pos = o.out.find("done: 600 steps (1 epochs)");
+  BOOST_REQUIRE_MESSAGE(pos != std::string::npos, o.out);
+  auto acc = std::stod(o.out.substr(o.out.find("test accuracy = ", pos) + 16));
+  BOOST_TEST(acc > 0.75, o.out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,128 @@
+#include "models/trainer.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <sstream>
+
+#include "runtime/cpu_backend.hpp"
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::temp_dir;
+
+namespace {
+
+run_config synthetic_run() {
+  run_config cfg;
+  cfg.name = "synthetic";
+  cfg.model.type = model_config::kind::mlp;
+  cfg.model.hidden = {16};
+  cfg.data.format = data_config::kind::synthetic;
+  cfg.data.width = 12;
+  cfg.data.classes = 4;
+  cfg.data.train_samples = 500;
+  cfg.data.test_samples = 200;
+  cfg.training.batch_size = 32;
+  cfg.training.epochs = 3;
+  cfg.training.log_every_steps = 10;
+  cfg.training.optimizer.type = optimizer_config::kind::adam;
+  cfg.training.optimizer.learning_rate = 0.01;
+  return cfg;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(trainer)
+
+BOOST_AUTO_TEST_CASE(learns_a_separable_problem) {
+  auto cfg = synthetic_run();
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log;
+  auto summary = run_local_training(cfg, *data, *be, log);
+  BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
+  BOOST_TEST(summary->steps == 3 * 16); // ceil(500 / 32) = 16 per epoch
+  BOOST_TEST(summary->epochs == 3);
+  BOOST_TEST(summary->test.accuracy > 0.95, log.str());
+  BOOST_TEST(log.str().find("step 10, epoch 1, loss = ") != std::string::npos);
+  BOOST_TEST(log.str().find("examples/sec; ") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(resume_continues_bitwise) {
+  auto cfg = synthetic_run();
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  temp_dir straight, split;
+  std::ostringstream log;
+  // Straight through 40 steps (crosses an epoch boundary at 16 and 32).
+  cfg.training.max_steps = 40;
+  cfg.training.checkpoint.dir = straight.path();
+  BOOST_REQUIRE(run_local_training(cfg, *data, *be, log));
+  // 20 steps, stop, resume to 40.
+  cfg.training.checkpoint.dir = split.path();
+  cfg.training.max_steps = 20;
+  BOOST_REQUIRE(run_local_training(cfg, *data, *be, log));
+  cfg.training.max_steps = 40;
+  cfg.training.checkpoint.resume = true;
+  BOOST_REQUIRE(run_local_training(cfg, *data, *be, log));
+  BOOST_TEST(log.str().find("resume: step 20 from ") != std::string::npos);
+  auto a = read_checkpoint(straight.file("ckpt-40.safetensors"));
+  auto b = read_checkpoint(split.file("ckpt-40.safetensors"));
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(b);
+  BOOST_TEST(a->step == 40);
+  BOOST_TEST(b->step == 40);
+  BOOST_REQUIRE(a->params.size() == b->params.size());
+  BOOST_TEST(std::memcmp(a->params.data(), b->params.data(),
+                         a->params.size() * 4) == 0);
+  BOOST_REQUIRE(a->slots.size() == 2u);
+  BOOST_TEST(a->slots[1].second == b->slots[1].second);
+  BOOST_TEST(newest_checkpoint(split.path()) == split.file("ckpt-40.safetensors"));
+}
+
+BOOST_AUTO_TEST_CASE(resume_refuses_another_model_or_optimizer) {
+  auto cfg = synthetic_run();
+  auto data = load_datasets(cfg.data);
+  auto be = make_cpu_backend(1);
+  temp_dir dir;
+  std::ostringstream log;
+  cfg.training.max_steps = 5;
+  cfg.training.checkpoint.dir = dir.path();
+  BOOST_REQUIRE(run_local_training(cfg, *data, *be, log));
+  cfg.training.checkpoint.resume = true;
+  auto other = cfg;
+  other.model.hidden = {17};
+  auto r = run_local_training(other, *data, *be, log);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::layout_mismatch));
+  BOOST_TEST(describe(r.error()).find("checkpoint does not fit this model: "
+                                      "tensor 0 is dense0/w (12x16), expected "
+                                      "dense0/w (12x17)")
+             != std::string::npos, describe(r.error()));
+  other = cfg;
+  other.training.optimizer.type = optimizer_config::kind::sgd;
+  r = run_local_training(other, *data, *be, log);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(describe(r.error()).find(
+               "optimizer state (adam_m,adam_v) does not match the configured "
+               "optimizer sgd (none)")
+             != std::string::npos, describe(r.error()));
+}
+
+BOOST_AUTO_TEST_CASE(nan_loss_stops_the_run) {
+  auto cfg = synthetic_run();
+  cfg.training.optimizer.type = optimizer_config::kind::sgd;
+  cfg.training.optimizer.learning_rate = 1e30;
+  auto data = load_datasets(cfg.data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log;
+  auto r = run_local_training(cfg, *data, *be, log);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::non_finite));
+  BOOST_TEST(describe(r.error()).find("loss became ") == 0, describe(r.error()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

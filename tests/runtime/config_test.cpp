@@ -1,0 +1,141 @@
+#include "runtime/config.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <dirent.h>
+
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+
+namespace {
+
+const char* synthetic_config = R"({
+  "name": "t",
+  "model": { "type": "mlp", "hidden": [8] },
+  "data": { "format": "synthetic", "width": 4, "classes": 3 },
+  "training": { "batch_size": 16, "optimizer": { "type": "momentum",
+                "learning_rate": 0.1, "momentum": 0.5,
+                "schedule": { "type": "exponential", "decay_steps": 10,
+                              "decay_rate": 0.5, "staircase": true } } }
+})";
+
+std::string error_of(const std::string& text) {
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE(!cfg);
+  return describe(cfg.error());
+}
+
+std::string replace(std::string text, const std::string& from,
+                    const std::string& to) {
+  auto pos = text.find(from);
+  BOOST_REQUIRE(pos != std::string::npos);
+  return text.replace(pos, from.size(), to);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config)
+
+BOOST_AUTO_TEST_CASE(a_valid_file_fills_the_structs) {
+  auto cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->name == "t");
+  BOOST_TEST((cfg->model.type == model_config::kind::mlp));
+  BOOST_TEST(cfg->model.hidden == std::vector<int>{8});
+  BOOST_TEST((cfg->data.format == data_config::kind::synthetic));
+  BOOST_TEST(cfg->data.width == 4);
+  BOOST_TEST(cfg->training.batch_size == 16);
+  BOOST_TEST(cfg->training.epochs == 10); // default
+  BOOST_TEST(cfg->training.optimizer.momentum == 0.5);
+  BOOST_TEST(cfg->training.optimizer.schedule.staircase);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_names_path_expectation_and_value) {
+  auto text = replace(synthetic_config, R"("batch_size": 16)",
+                      R"("batch_size": "abc")");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
+  text = replace(synthetic_config, R"("hidden": [8])", R"("hidden": [8, -1])");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /model/hidden/1: expected a positive integer, found -1");
+  text = replace(synthetic_config, R"("type": "momentum")",
+                 R"("type": "adamw")");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")");
+  text = replace(synthetic_config, R"("staircase": true)",
+                 R"("staircase": 1)");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /training/optimizer/schedule/staircase: expected true or false, found 1");
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_key) {
+  auto text = replace(synthetic_config, R"("model": { "type": "mlp", "hidden": [8] },)", "");
+  BOOST_TEST(error_of(text) == R"(cfg.json: /model: missing required key "model")");
+  text = replace(synthetic_config, R"("format": "synthetic", )", "");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /data/format: missing required key "format")");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_are_refused) {
+  auto text = replace(synthetic_config, R"("batch_size": 16)",
+                      R"("batch_size": 16, "batchsize": 32)");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /training/batchsize: unknown key "batchsize")");
+  text = replace(synthetic_config, R"("name": "t",)", R"("name": "t", "x": 1,)");
+  BOOST_TEST(error_of(text) == R"(cfg.json: /x: unknown key "x")");
+}
+
+BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
+  auto text = replace(synthetic_config, R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+                      R"({ "format": "idx", "dir": "/nonexistent/fmnist" })");
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE(!cfg);
+  BOOST_TEST((cfg.error() == errc::file_not_found));
+  BOOST_TEST(describe(cfg.error())
+             == "cfg.json: /data/train_images: dataset file not found: "
+                "/nonexistent/fmnist/train-images-idx3-ubyte.gz");
+}
+
+BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
+  auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
+  BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0,
+             msg);
+}
+
+BOOST_AUTO_TEST_CASE(value_checks_beyond_types) {
+  auto text = replace(synthetic_config, R"("learning_rate": 0.1)",
+                      R"("learning_rate": 0)");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /training/optimizer/learning_rate: expected a number > 0, found 0");
+  text = replace(synthetic_config, R"("type": "mlp", "hidden": [8])",
+                 R"("type": "softmax", "hidden": [8])");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /model/hidden: softmax regression has no hidden layers");
+}
+
+BOOST_AUTO_TEST_CASE(missing_config_file) {
+  auto cfg = load_run_config("/nonexistent/run.json");
+  BOOST_REQUIRE(!cfg);
+  BOOST_TEST(describe(cfg.error()) == "/nonexistent/run.json: config file not found");
+}
+
+// Every example in config/ must load: they are documentation that runs.
+BOOST_AUTO_TEST_CASE(every_file_in_config_dir_loads) {
+  std::string dir = std::string{TROUPE_SOURCE_DIR} + "/config";
+  DIR* d = opendir(dir.c_str());
+  BOOST_REQUIRE(d != nullptr);
+  int loaded = 0;
+  while (auto* entry = readdir(d)) {
+    std::string name = entry->d_name;
+    if (name.size() < 5 || name.substr(name.size() - 5) != ".json")
+      continue;
+    auto cfg = load_run_config(dir + "/" + name);
+    BOOST_CHECK_MESSAGE(cfg, name << ": " << troupe::test::why(cfg));
+    ++loaded;
+  }
+  closedir(d);
+  BOOST_TEST(loaded >= 3);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,182 @@
+#include "runtime/dataset.hpp"
+
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <zlib.h>
+
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::temp_dir;
+
+namespace {
+
+std::string be32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i)
+    s[static_cast<size_t>(i)] = static_cast<char>(v >> (24 - 8 * i));
+  return s;
+}
+
+// n images of 2x3 pixels whose pixel j of image i is 10*i + j.
+std::string idx_images(uint32_t n) {
+  std::string s = be32(0x803) + be32(n) + be32(2) + be32(3);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = 0; j < 6; ++j)
+      s += static_cast<char>(10 * i + j);
+  return s;
+}
+
+std::string idx_labels(uint32_t n) {
+  std::string s = be32(0x801) + be32(n);
+  for (uint32_t i = 0; i < n; ++i)
+    s += static_cast<char>(i % 10);
+  return s;
+}
+
+void write_gz(const std::string& path, const std::string& data) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, data.data(), static_cast<unsigned>(data.size()));
+  gzclose(f);
+}
+
+std::string error_text(const caf::expected<dataset>& d) {
+  BOOST_REQUIRE(!d);
+  return describe(d.error());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dataset)
+
+BOOST_AUTO_TEST_CASE(idx_plain_and_gzipped_read_the_same) {
+  temp_dir tmp;
+  test::write_file(tmp.file("img"), idx_images(4));
+  test::write_file(tmp.file("lbl"), idx_labels(4));
+  write_gz(tmp.file("img.gz"), idx_images(4));
+  write_gz(tmp.file("lbl.gz"), idx_labels(4));
+  auto plain = load_idx(tmp.file("img"), tmp.file("lbl"));
+  auto gz = load_idx(tmp.file("img.gz"), tmp.file("lbl.gz"));
+  BOOST_REQUIRE_MESSAGE(plain, troupe::test::why(plain));
+  BOOST_REQUIRE_MESSAGE(gz, troupe::test::why(gz));
+  BOOST_TEST(plain->count == 4);
+  BOOST_TEST(plain->height == 2);
+  BOOST_TEST(plain->width == 3);
+  BOOST_TEST(plain->images[6 * 2 + 5] == 25.f / 255.f,
+             boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(plain->labels[3] == 3);
+  BOOST_TEST(plain->images == gz->images);
+  BOOST_TEST(plain->labels == gz->labels);
+}
+
+BOOST_AUTO_TEST_CASE(idx_errors_name_file_and_problem) {
+  temp_dir tmp;
+  auto img = tmp.file("img"), lbl = tmp.file("lbl");
+  test::write_file(lbl, idx_labels(4));
+  // truncated pixel data
+  test::write_file(img, idx_images(4).substr(0, 16 + 20));
+  BOOST_TEST(error_text(load_idx(img, lbl))
+             == img + ": truncated: the pixel data needs 24 bytes, file has 20");
+  // truncated gzip stream
+  {
+    write_gz(img + ".gz", idx_images(4));
+    std::string gz;
+    std::ifstream in{img + ".gz", std::ios::binary};
+    gz.assign(std::istreambuf_iterator<char>{in}, {});
+    test::write_file(img + ".cut.gz", gz.substr(0, gz.size() / 2));
+    auto d = load_idx(img + ".cut.gz", lbl);
+    BOOST_TEST(!d);
+    BOOST_TEST((d.error() == errc::bad_format));
+  }
+  // wrong magic: the label file given as images
+  BOOST_TEST(error_text(load_idx(lbl, lbl))
+                 .find(lbl + ": truncated") == 0); // 8-byte file, 16-byte header
+  test::write_file(img, idx_labels(4) + std::string(8, '\0'));
+  BOOST_TEST(error_text(load_idx(img, lbl))
+             == img + ": not an IDX image file (magic 0x801, expected 0x803)");
+  // count mismatch
+  test::write_file(img, idx_images(5));
+  BOOST_TEST(error_text(load_idx(img, lbl))
+             == lbl + ": has 4 labels but " + img + " has 5 images");
+  // label out of range
+  test::write_file(img, idx_images(4));
+  std::string bad = idx_labels(4);
+  bad[9] = 12;
+  test::write_file(lbl, bad);
+  BOOST_TEST(error_text(load_idx(img, lbl))
+             == lbl + ": label 12 at index 1 is not below 10");
+  // missing file
+  auto d = load_idx(tmp.file("nope"), lbl);
+  BOOST_TEST((d.error() == errc::file_not_found));
+  BOOST_TEST(error_text(d) == tmp.file("nope") + ": no such file");
+}
+
+BOOST_AUTO_TEST_CASE(cifar10_binary_round_trip_and_truncation) {
+  temp_dir tmp;
+  std::string records;
+  for (int r = 0; r < 3; ++r) {
+    records += static_cast<char>(r + 1);
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < 1024; ++p)
+        records += static_cast<char>((p + c * 7 + r) % 256);
+  }
+  test::write_file(tmp.file("b1.bin"), records);
+  test::write_file(tmp.file("b2.bin"), records.substr(0, 3073));
+  auto d = load_cifar10({tmp.file("b1.bin"), tmp.file("b2.bin")});
+  BOOST_REQUIRE_MESSAGE(d, troupe::test::why(d));
+  BOOST_TEST(d->count == 4);
+  BOOST_TEST(d->channels == 3);
+  BOOST_TEST(d->labels == (std::vector<int32_t>{1, 2, 3, 1}));
+  // record 1, pixel 5, channel G (c = 1): (5 + 7 + 1) % 256 = 13; NHWC
+  BOOST_TEST(d->images[3072 + 5 * 3 + 1] == 13.f / 255.f,
+             boost::test_tools::tolerance(1e-6f));
+  test::write_file(tmp.file("cut.bin"), records.substr(0, 3073 + 100));
+  auto cut = load_cifar10({tmp.file("cut.bin")});
+  BOOST_TEST(error_text(cut)
+             == tmp.file("cut.bin")
+                  + ": truncated CIFAR-10 record 1 (100 of 3073 bytes)");
+}
+
+BOOST_AUTO_TEST_CASE(epoch_order_is_a_seeded_permutation) {
+  auto a = epoch_order(1000, 7, 0);
+  auto b = epoch_order(1000, 7, 0);
+  auto c = epoch_order(1000, 7, 1);
+  auto d = epoch_order(1000, 8, 0);
+  BOOST_TEST(a == b);
+  BOOST_TEST(a != c);
+  BOOST_TEST(a != d);
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < 1000; ++i)
+    BOOST_REQUIRE(sorted[i] == i);
+  BOOST_TEST(epoch_order(0, 1, 0).empty());
+}
+
+BOOST_AUTO_TEST_CASE(synthetic_is_deterministic_and_labelled) {
+  auto a = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
+  auto b = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
+  BOOST_TEST(a.images == b.images);
+  BOOST_TEST(a.labels == b.labels);
+  for (auto l : a.labels)
+    BOOST_REQUIRE(l >= 0 && l < 3);
+  for (auto x : a.images)
+    BOOST_REQUIRE(x >= 0.f && x <= 1.f);
+}
+
+BOOST_AUTO_TEST_CASE(fashion_mnist_from_debian_loads) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  auto d = load_idx(dir + "t10k-images-idx3-ubyte.gz",
+                    dir + "t10k-labels-idx1-ubyte.gz");
+  BOOST_REQUIRE_MESSAGE(d, troupe::test::why(d));
+  BOOST_TEST(d->count == 10000);
+  BOOST_TEST(d->height == 28);
+  BOOST_TEST(d->width == 28);
+  std::vector<int> per_class(10);
+  for (auto l : d->labels)
+    ++per_class[static_cast<size_t>(l)];
+  for (int n : per_class)
+    BOOST_TEST(n == 1000); // Fashion-MNIST's test set is balanced
+}
+
+BOOST_AUTO_TEST_SUITE_END()

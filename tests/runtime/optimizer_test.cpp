@@ -1,0 +1,93 @@
+#include "runtime/optimizer.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(optimizer)
+
+BOOST_AUTO_TEST_CASE(sgd_with_weight_decay) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::sgd;
+  cfg.learning_rate = 0.5;
+  cfg.weight_decay = 0.1;
+  troupe::optimizer opt{cfg, 2};
+  float p[2] = {1.f, -2.f};
+  float g[2] = {0.2f, 0.4f};
+  opt.apply(p, g, 0);
+  // p -= 0.5 * (g + 0.1 p)
+  BOOST_TEST(p[0] == 1.f - 0.5f * (0.2f + 0.1f), boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(p[1] == -2.f - 0.5f * (0.4f - 0.2f), boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(opt.slots().empty());
+}
+
+BOOST_AUTO_TEST_CASE(momentum_matches_tf_update) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::momentum;
+  cfg.learning_rate = 0.1;
+  cfg.momentum = 0.9;
+  troupe::optimizer opt{cfg, 1};
+  float p = 1.f, g = 1.f;
+  opt.apply(&p, &g, 0); // acc = 1, p = 0.9
+  opt.apply(&p, &g, 1); // acc = 1.9, p = 0.71
+  BOOST_TEST(p == 0.71f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST((*opt.slots()[0].second)[0] == 1.9f, boost::test_tools::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_CASE(adam_matches_hand_computation) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  cfg.learning_rate = 0.01;
+  troupe::optimizer opt{cfg, 1};
+  float p = 0.5f;
+  double m = 0, v = 0, ref = 0.5;
+  const float grads[3] = {0.1f, -0.3f, 0.2f};
+  for (int t = 0; t < 3; ++t) {
+    float g = grads[t];
+    opt.apply(&p, &g, t);
+    m = 0.9 * m + 0.1 * g;
+    v = 0.999 * v + 0.001 * g * g;
+    double mhat = m / (1 - std::pow(0.9, t + 1));
+    double vhat = v / (1 - std::pow(0.999, t + 1));
+    ref -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+  }
+  BOOST_TEST(p == static_cast<float>(ref), boost::test_tools::tolerance(1e-5f));
+  BOOST_TEST(opt.slots().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(exponential_decay_like_tf1) {
+  optimizer_config cfg;
+  cfg.learning_rate = 0.1;
+  cfg.schedule.type = lr_schedule::kind::exponential;
+  cfg.schedule.decay_steps = 100;
+  cfg.schedule.decay_rate = 0.5;
+  BOOST_TEST(learning_rate_at(cfg, 0) == 0.1);
+  BOOST_TEST(learning_rate_at(cfg, 150) == 0.1 * std::pow(0.5, 1.5),
+             boost::test_tools::tolerance(1e-12));
+  cfg.schedule.staircase = true;
+  BOOST_TEST(learning_rate_at(cfg, 150) == 0.05, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(learning_rate_at(cfg, 200) == 0.025, boost::test_tools::tolerance(1e-12));
+  cfg.schedule.type = lr_schedule::kind::constant;
+  BOOST_TEST(learning_rate_at(cfg, 1000) == 0.1);
+}
+
+// A shard optimizes its slice alone: the result must equal the whole.
+BOOST_AUTO_TEST_CASE(slices_equal_the_whole) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  std::vector<float> whole(10), parts(10), g(10);
+  for (int i = 0; i < 10; ++i) {
+    whole[i] = parts[i] = 0.1f * i;
+    g[i] = 0.05f * (i - 5);
+  }
+  troupe::optimizer all{cfg, 10}, lo{cfg, 4}, hi{cfg, 6};
+  for (int t = 0; t < 5; ++t) {
+    all.apply(whole.data(), g.data(), t);
+    lo.apply(parts.data(), g.data(), t);
+    hi.apply(parts.data() + 4, g.data() + 4, t);
+  }
+  BOOST_TEST(whole == parts);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,63 @@
+#include "runtime/param_layout.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(param_layout)
+
+BOOST_AUTO_TEST_CASE(tensors_are_packed_back_to_back) {
+  troupe::param_layout layout;
+  BOOST_TEST(layout.add("w", {3, 4}) == 0u);
+  BOOST_TEST(layout.add("b", {4}) == 12u);
+  BOOST_TEST(layout.add("s", {}) == 16u);
+  BOOST_TEST(layout.total() == 17u);
+  BOOST_TEST(layout.find("b")->size == 4u);
+  BOOST_TEST(layout.find("nope") == nullptr);
+  BOOST_CHECK_THROW(layout.add("w", {1}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(split_is_balanced_and_ignores_tensor_boundaries) {
+  troupe::param_layout layout;
+  layout.add("big", {1000});
+  layout.add("small", {3});
+  for (size_t n : {1u, 2u, 3u, 7u, 1003u}) {
+    auto ranges = layout.split(n);
+    BOOST_REQUIRE(ranges);
+    BOOST_TEST(ranges->size() == n);
+    size_t expect_begin = 0, smallest = SIZE_MAX, largest = 0;
+    for (auto& r : *ranges) {
+      BOOST_TEST(r.begin == expect_begin); // contiguous, no gaps
+      expect_begin = r.end;
+      smallest = std::min(smallest, r.size());
+      largest = std::max(largest, r.size());
+    }
+    BOOST_TEST(expect_begin == layout.total());
+    BOOST_TEST(largest - smallest <= 1u);
+  }
+  auto two = layout.split(2);
+  BOOST_TEST((*two)[0].end == 501u); // cuts through "big"
+}
+
+BOOST_AUTO_TEST_CASE(split_refuses_impossible_counts) {
+  troupe::param_layout layout;
+  layout.add("w", {4});
+  auto zero = layout.split(0);
+  BOOST_REQUIRE(!zero);
+  BOOST_TEST(describe(zero.error()) == "cannot split 4 parameters into 0 shards");
+  BOOST_TEST(!layout.split(5));
+}
+
+BOOST_AUTO_TEST_CASE(compare_names_the_first_difference) {
+  troupe::param_layout a, b;
+  a.add("w", {2, 3});
+  b.add("w", {3, 2});
+  auto err = a.compare(b);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(describe(err) == "tensor 0 is w (3x2), expected w (2x3)");
+  BOOST_TEST(!a.compare(a));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
