@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# CPU training-loop benchmark, side by side in one run: troupe's loop and
+# OpenBLAS sgemm on the same gemm shapes (bench-cpu-training), and PyTorch
+# 1.13 from Debian (python3-torch on libopenblas0-openmp) on the same models,
+# batches and thread counts. Each side runs twice: with OpenBLAS's default
+# kernel choice (OPENBLAS_CORETYPE as inherited, or OpenBLAS's detection)
+# and with the best kernels the CPU supports (troupe's auto policy; for
+# PyTorch the same core forced through OPENBLAS_CORETYPE).
+# Usage: scripts/bench-cpu.sh [seconds per measurement, default 1]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_packages+=(python3-torch libopenblas0-openmp)
+troupe_setup
+seconds="${1:-1}"
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+bench="$TROUPE_BUILD/apps/bench-cpu-training"
+openmp_blas=/usr/lib/x86_64-linux-gnu/openblas-openmp
+# The kernels auto picks: ask the bench, which reports OpenBLAS's core name.
+# (sed reads all of its input: no SIGPIPE under pipefail.)
+core_of() { sed -n '1s/.*"kernels":"\([^"]*\)".*/\1/p'; }
+best="$("$bench" --seconds 0.01 --threads 1 --json | core_of)"
+default_core="$(TROUPE_BLAS_KERNELS=default "$bench" --seconds 0.01 \
+        --threads 1 --json | core_of)"
+export GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+TROUPE_BLAS_KERNELS=default "$bench" --json --seconds "$seconds" >>"$out"
+"$bench" --json --seconds "$seconds" >>"$out"
+OPENBLAS_CORETYPE="$default_core" LD_LIBRARY_PATH="$openmp_blas" \
+  /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" --seconds "$seconds" \
+  --kernels "$default_core" >>"$out"
+OPENBLAS_CORETYPE="$best" LD_LIBRARY_PATH="$openmp_blas" \
+  /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" --seconds "$seconds" \
+  --kernels "$best" >>"$out"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+t = {(r["kernels"], r["model"], r["batch"], r["threads"]): r
+     for r in rows if r["impl"] == "troupe"}
+p = {(r["kernels"], r["model"], r["batch"], r["threads"]): r
+     for r in rows if r["impl"] == "pytorch"}
+print("| kernels | model | batch | threads | troupe samples/s | loop GFLOP/s "
+      "| sgemm GFLOP/s | loop/sgemm | PyTorch samples/s | troupe/PyTorch |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for key in sorted(t, key=lambda k: (k[0], k[1], k[2], k[3])):
+    r, q = t[key], p.get(key)
+    ratio = r["samples_per_sec"] / q["samples_per_sec"] if q else float("nan")
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} "
+          f"| {r['samples_per_sec']:.0f} | {r['loop_gflops']:.1f} "
+          f"| {r['sgemm_gflops']:.1f} "
+          f"| {100 * r['loop_gflops'] / r['sgemm_gflops']:.0f}% "
+          f"| {q['samples_per_sec'] if q else float('nan'):.0f} | {ratio:.2f}x |")
+PY
