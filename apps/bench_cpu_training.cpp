@@ -37,8 +37,7 @@ public:
   std::string describe() const override { return in_.describe(); }
   bool host_accessible() const override { return in_.host_accessible(); }
   backend_buffer allocate(size_t bytes) override {
-    auto b = in_.allocate(bytes);
-    return b;
+    return in_.allocate(bytes);
   }
   void release(void* p) noexcept override { in_.release(p); }
   void upload(void* d, const void* s, size_t n) override { in_.upload(d, s, n); }
