@@ -43,9 +43,7 @@ checkpoint local_trainer::snapshot() const {
   ckpt.layout = model_.layout();
   ckpt.params.resize(model_.layout().total());
   model_.get_params(ckpt.params.data());
-  auto& opt = const_cast<optimizer&>(opt_);
-  for (auto& [name, values] : opt.slots())
-    ckpt.slots.emplace_back(name, *values);
+  ckpt.slots = opt_.copy_slots();
   ckpt.metadata["optimizer"] = to_string(opt_.config().type);
   ckpt.metadata["model"] = model_.summary();
   return ckpt;

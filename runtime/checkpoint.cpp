@@ -35,12 +35,6 @@ caf::error format_error(const std::string& path, const std::string& what) {
   return make_error(errc::bad_format, path + ": " + what);
 }
 
-struct region {
-  std::string name;
-  const std::vector<float>* data;
-  const shape* dims;
-};
-
 class fd_guard {
 public:
   explicit fd_guard(int fd) : fd_(fd) {}

@@ -16,7 +16,7 @@ namespace {
 class gz_file {
 public:
   explicit gz_file(const std::string& path)
-    : path_(path), file_(gzopen(path.c_str(), "rb")) {}
+    : file_(gzopen(path.c_str(), "rb")) {}
   ~gz_file() {
     if (file_ != nullptr)
       gzclose(file_);
@@ -44,7 +44,6 @@ public:
   }
 
 private:
-  std::string path_;
   gzFile file_;
 };
 

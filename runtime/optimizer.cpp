@@ -81,14 +81,30 @@ void optimizer::apply(float* params, const float* grads, int64_t step) {
   }
 }
 
-std::vector<std::pair<std::string, std::vector<float>*>> optimizer::slots() {
+std::vector<std::string> optimizer::slot_names() const {
   switch (cfg_.type) {
     case optimizer_config::kind::sgd: return {};
-    case optimizer_config::kind::momentum: return {{"momentum", &slot_a_}};
-    case optimizer_config::kind::adam:
-      return {{"adam_m", &slot_a_}, {"adam_v", &slot_b_}};
+    case optimizer_config::kind::momentum: return {"momentum"};
+    case optimizer_config::kind::adam: return {"adam_m", "adam_v"};
   }
   return {};
+}
+
+std::vector<std::pair<std::string, std::vector<float>*>> optimizer::slots() {
+  std::vector<std::pair<std::string, std::vector<float>*>> out;
+  auto names = slot_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    out.emplace_back(names[i], i == 0 ? &slot_a_ : &slot_b_);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<float>>>
+optimizer::copy_slots() const {
+  std::vector<std::pair<std::string, std::vector<float>>> out;
+  auto names = slot_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    out.emplace_back(names[i], i == 0 ? slot_a_ : slot_b_);
+  return out;
 }
 
 } // namespace troupe

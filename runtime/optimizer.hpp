@@ -62,7 +62,13 @@ public:
   /// long, for checkpoints; empty for SGD.
   std::vector<std::pair<std::string, std::vector<float>*>> slots();
 
+  /// Copies of the same slots, for snapshots.
+  std::vector<std::pair<std::string, std::vector<float>>> copy_slots() const;
+
 private:
+  /// Slot names in order; slot 0 lives in slot_a_, slot 1 in slot_b_.
+  std::vector<std::string> slot_names() const;
+
   optimizer_config cfg_;
   size_t size_;
   std::vector<float> slot_a_; // momentum accumulator, or Adam's m
