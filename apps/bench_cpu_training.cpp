@@ -16,7 +16,7 @@
 #include "models/model.hpp"
 #include "runtime/blas_loader.hpp"
 #include "runtime/cpu_backend.hpp"
-#include "runtime/optimizer.hpp"
+#include "models/trainer.hpp"
 #include "runtime/random.hpp"
 
 using namespace troupe;
@@ -29,6 +29,7 @@ public:
   struct gemm_call {
     bool ta, tb;
     int m, n, k, lda, ldb, ldc;
+    float alpha, beta; // beta 1 where the SGD update rides on the gemm
   };
   explicit recording_backend(compute_backend& inner) : in_(inner) {}
   bool recording = false;
@@ -49,7 +50,7 @@ public:
             int lda, const float* b, int ldb, float beta, float* c,
             int ldc) override {
     if (recording)
-      calls.push_back({ta, tb, m, n, k, lda, ldb, ldc});
+      calls.push_back({ta, tb, m, n, k, lda, ldb, ldc, alpha, beta});
     in_.gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   void axpy(size_t n, float a, const float* x, float* y) override {
@@ -109,7 +110,7 @@ result measure(const std::vector<int>& hidden, activation act, int batch,
   optimizer_config ocfg;
   ocfg.type = optimizer_config::kind::sgd;
   ocfg.learning_rate = 0.01;
-  optimizer opt{ocfg, m->layout().total()};
+  local_trainer trainer{*m, ocfg};
   // A pool of random batches, cycled.
   const int pool = 16;
   splitmix64 rng{42};
@@ -121,9 +122,8 @@ result measure(const std::vector<int>& hidden, activation act, int batch,
     v = static_cast<int32_t>(rng.below(10));
   auto step = [&](int64_t i) {
     size_t slot = static_cast<size_t>(i % pool);
-    m->forward_backward(x.data() + slot * batch * 784,
-                        y.data() + slot * batch, batch);
-    opt.apply(m->params(), m->grads(), i);
+    trainer.step(x.data() + slot * batch * 784, y.data() + slot * batch,
+                 batch);
   };
   be.recording = true;
   step(0);
@@ -164,8 +164,8 @@ result measure(const std::vector<int>& hidden, activation act, int batch,
   auto replay = [&] {
     for (size_t i = 0; i < be.calls.size(); ++i) {
       auto& k = be.calls[i];
-      cpu->gemm(k.ta, k.tb, k.m, k.n, k.k, 1.f, a[i].data(), k.lda,
-                b[i].data(), k.ldb, 0.f, c[i].data(), k.ldc);
+      cpu->gemm(k.ta, k.tb, k.m, k.n, k.k, k.alpha, a[i].data(), k.lda,
+                b[i].data(), k.ldb, k.beta, c[i].data(), k.ldc);
     }
   };
   for (int i = 0; i < 20; ++i)

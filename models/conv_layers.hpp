@@ -31,6 +31,7 @@ public:
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
+  flat_range param_range() const override { return {w_, b_ + out_c_}; }
   double gemm_flops(int batch, bool need_dx) const override;
 
 private:
@@ -61,6 +62,7 @@ public:
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
+  flat_range param_range() const override { return {}; }
   double gemm_flops(int, bool) const override { return 0; }
 
 private:

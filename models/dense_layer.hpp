@@ -22,6 +22,10 @@ public:
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
+  void backward_sgd(compute_backend& be, float* params, const float* x,
+                    const float* y, float* dy, float* dx, float* grads,
+                    float lr, int batch) override;
+  flat_range param_range() const override { return {w_, b_ + out_}; }
   double gemm_flops(int batch, bool need_dx) const override;
 
 private:

@@ -8,6 +8,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/config.hpp"
+#include "runtime/param_layout.hpp"
 #include "runtime/random.hpp"
 
 namespace troupe {
@@ -40,6 +41,16 @@ public:
                         const float* x, const float* y, float* dy, float* dx,
                         float* grads, int batch) = 0;
 
+  /// backward() fused with a plain SGD update of this layer's parameters,
+  /// params -= lr * gradient, where dx still uses the weights before the
+  /// update; `grads` is scratch. The default runs backward() and then one
+  /// axpy over param_range(); layers override it where the update can ride
+  /// on the gradient's own gemm (no separate gradient pass through memory).
+  virtual void backward_sgd(compute_backend& be, float* params, const float* x,
+                            const float* y, float* dy, float* dx, float* grads,
+                            float lr, int batch);
+  /// This layer's part of the flat vector (empty when it has none).
+  virtual flat_range param_range() const = 0;
   /// Floating-point operations of the gemms of one forward+backward pass.
   virtual double gemm_flops(int batch, bool need_dx) const = 0;
 };

@@ -95,6 +95,16 @@ batch_loss model::forward(const float* x, const int32_t* labels, int batch) {
 
 batch_loss model::forward_backward(const float* x, const int32_t* labels,
                                    int batch) {
+  return train_pass(x, labels, batch, nullptr);
+}
+
+batch_loss model::sgd_step(const float* x, const int32_t* labels, int batch,
+                           float lr) {
+  return train_pass(x, labels, batch, &lr);
+}
+
+batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
+                             const float* sgd_lr) {
   reserve(batch);
   const int32_t* y = nullptr;
   const float* input = stage_input(x, labels, batch, &y);
@@ -106,8 +116,15 @@ batch_loss model::forward_backward(const float* x, const int32_t* labels,
                                           1.f / static_cast<float>(batch));
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* layer_in = i == 0 ? input : outputs_[i - 1].floats();
-    layers_[i]->backward(be_, params_.floats(), layer_in, outputs_[i].floats(),
-                         dy, i == 0 ? nullptr : dx, grads_.floats(), batch);
+    float* layer_dx = i == 0 ? nullptr : dx;
+    if (sgd_lr != nullptr)
+      layers_[i]->backward_sgd(be_, params_.floats(), layer_in,
+                               outputs_[i].floats(), dy, layer_dx,
+                               grads_.floats(), *sgd_lr, batch);
+    else
+      layers_[i]->backward(be_, params_.floats(), layer_in,
+                           outputs_[i].floats(), dy, layer_dx,
+                           grads_.floats(), batch);
     std::swap(dy, dx);
   }
   return result;

@@ -51,6 +51,13 @@ public:
   batch_loss forward_backward(const float* x, const int32_t* labels,
                               int batch);
 
+  /// forward_backward() fused with a plain SGD update (params -= lr *
+  /// gradient of the mean loss), layer by layer as the backward pass goes;
+  /// grads() is left undefined. The same step as forward_backward() and
+  /// optimizer::apply() for SGD without weight decay, with less memory
+  /// traffic.
+  batch_loss sgd_step(const float* x, const int32_t* labels, int batch,
+                      float lr);
   /// Forward pass only (evaluation).
   batch_loss forward(const float* x, const int32_t* labels, int batch);
 
@@ -59,6 +66,9 @@ public:
 
 private:
   void reserve(int batch);
+  /// Forward and backward; with sgd_lr, the SGD update fused in.
+  batch_loss train_pass(const float* x, const int32_t* labels, int batch,
+                        const float* sgd_lr);
   /// Runs the layers; returns the logits.
   const float* run_forward(const float* x, int batch);
   /// Host input -> a backend pointer (no copy on a host backend).

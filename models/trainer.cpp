@@ -14,7 +14,9 @@ namespace troupe {
 // -- local_trainer ------------------------------------------------------------
 
 local_trainer::local_trainer(model& m, const optimizer_config& cfg)
-  : model_(m), opt_(cfg, m.layout().total()) {
+  : model_(m), opt_(cfg, m.layout().total()),
+    fused_sgd_(cfg.type == optimizer_config::kind::sgd
+               && cfg.weight_decay == 0) {
   if (!m.backend().host_accessible()) {
     host_params_.resize(m.layout().total());
     host_grads_.resize(m.layout().total());
@@ -24,6 +26,12 @@ local_trainer::local_trainer(model& m, const optimizer_config& cfg)
 
 batch_loss local_trainer::step(const float* x, const int32_t* labels,
                                int batch) {
+  if (fused_sgd_) {
+    auto lr = static_cast<float>(learning_rate_at(opt_.config(), step_));
+    auto result = model_.sgd_step(x, labels, batch, lr);
+    ++step_;
+    return result;
+  }
   auto result = model_.forward_backward(x, labels, batch);
   if (model_.backend().host_accessible()) {
     // Host memory: update in place, no copies.

@@ -38,6 +38,9 @@ public:
 private:
   model& model_;
   optimizer opt_;
+  // Plain SGD without weight decay rides on the backward pass (see
+  // model::sgd_step); every other optimizer needs the whole gradient.
+  bool fused_sgd_;
   int64_t step_ = 0;
   std::vector<float> host_params_, host_grads_; // non-host backends only
 };

@@ -6,12 +6,15 @@
 # kernel choice (OPENBLAS_CORETYPE as inherited, or OpenBLAS's detection)
 # and with the best kernels the CPU supports (troupe's auto policy; for
 # PyTorch the same core forced through OPENBLAS_CORETYPE).
-# Usage: scripts/bench-cpu.sh [seconds per measurement, default 1]
+# The two vCPUs of a small VM swing by tens of percent from run to run, so
+# the sides are interleaved over several rounds and the table shows medians.
+# Usage: scripts/bench-cpu.sh [seconds per measurement, default 1] [rounds, default 3]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_packages+=(python3-torch libopenblas0-openmp)
 troupe_setup
 seconds="${1:-1}"
+rounds="${2:-3}"
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 bench="$TROUPE_BUILD/apps/bench-cpu-training"
@@ -23,21 +26,31 @@ best="$("$bench" --seconds 0.01 --threads 1 --json | core_of)"
 default_core="$(TROUPE_BLAS_KERNELS=default "$bench" --seconds 0.01 \
         --threads 1 --json | core_of)"
 export GLIBC_TUNABLES=glibc.malloc.hugetlb=1
-TROUPE_BLAS_KERNELS=default "$bench" --json --seconds "$seconds" >>"$out"
-"$bench" --json --seconds "$seconds" >>"$out"
-OPENBLAS_CORETYPE="$default_core" LD_LIBRARY_PATH="$openmp_blas" \
-  /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" --seconds "$seconds" \
-  --kernels "$default_core" >>"$out"
-OPENBLAS_CORETYPE="$best" LD_LIBRARY_PATH="$openmp_blas" \
-  /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" --seconds "$seconds" \
-  --kernels "$best" >>"$out"
+for ((round = 1; round <= rounds; ++round)); do
+  echo "round $round of $rounds" >&2
+  TROUPE_BLAS_KERNELS=default "$bench" --json --seconds "$seconds" >>"$out"
+  "$bench" --json --seconds "$seconds" >>"$out"
+  OPENBLAS_CORETYPE="$default_core" LD_LIBRARY_PATH="$openmp_blas" \
+    /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" \
+    --seconds "$seconds" --kernels "$default_core" >>"$out"
+  OPENBLAS_CORETYPE="$best" LD_LIBRARY_PATH="$openmp_blas" \
+    /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" \
+    --seconds "$seconds" --kernels "$best" >>"$out"
+done
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
+from statistics import median
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-t = {(r["kernels"], r["model"], r["batch"], r["threads"]): r
-     for r in rows if r["impl"] == "troupe"}
-p = {(r["kernels"], r["model"], r["batch"], r["threads"]): r
-     for r in rows if r["impl"] == "pytorch"}
+def medians(impl):
+    """Per (kernels, model, batch, threads): the median of each figure."""
+    groups = {}
+    for r in rows:
+        if r["impl"] == impl:
+            key = (r["kernels"], r["model"], r["batch"], r["threads"])
+            groups.setdefault(key, []).append(r)
+    return {k: {f: median(r[f] for r in g) for f in g[0]
+                if isinstance(g[0][f], float)} for k, g in groups.items()}
+t, p = medians("troupe"), medians("pytorch")
 print("| kernels | model | batch | threads | troupe samples/s | loop GFLOP/s "
       "| sgemm GFLOP/s | loop/sgemm | PyTorch samples/s | troupe/PyTorch |")
 print("|---|---|---|---|---|---|---|---|---|---|")

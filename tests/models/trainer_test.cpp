@@ -1,6 +1,7 @@
 #include "models/trainer.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -123,6 +124,59 @@ BOOST_AUTO_TEST_CASE(nan_loss_stops_the_run) {
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::non_finite));
   BOOST_TEST(describe(r.error()).find("loss became ") == 0, describe(r.error()));
+}
+
+
+namespace {
+
+/// One sgd_step() against forward_backward() plus optimizer::apply() from
+/// the same parameters and batch: the fused path must be the same update.
+void check_fused_sgd_matches(const model_config& mcfg, int side, int channels) {
+  auto be = make_cpu_backend(1);
+  auto fused = std::move(*make_model(mcfg, side, side, channels, 4, *be));
+  auto plain = std::move(*make_model(mcfg, side, side, channels, 4, *be));
+  auto init = fused->initial_params();
+  fused->set_params(init.data());
+  plain->set_params(init.data());
+  const int batch = 8;
+  splitmix64 rng{7};
+  std::vector<float> x(batch * fused->input_size());
+  std::vector<int32_t> y(batch);
+  for (auto& v : x)
+    v = static_cast<float>(rng.uniform01());
+  for (auto& v : y)
+    v = static_cast<int32_t>(rng.below(4));
+  optimizer_config ocfg;
+  ocfg.type = optimizer_config::kind::sgd;
+  ocfg.learning_rate = 0.5; // large, so that a missed update shows
+  optimizer opt{ocfg, init.size()};
+  auto fused_loss = fused->sgd_step(x.data(), y.data(), batch, 0.5f);
+  auto plain_loss = plain->forward_backward(x.data(), y.data(), batch);
+  opt.apply(plain->params(), plain->grads(), 0);
+  BOOST_TEST(fused_loss.loss_sum == plain_loss.loss_sum);
+  std::vector<float> a(init.size()), b(init.size());
+  fused->get_params(a.data());
+  plain->get_params(b.data());
+  double moved = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST(a[i] == b[i], boost::test_tools::tolerance(1e-4f));
+    moved += std::abs(static_cast<double>(b[i]) - init[i]);
+  }
+  BOOST_TEST(moved > 1e-3); // the step did change the parameters
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(fused_sgd_step_matches_gradient_then_update) {
+  model_config mlp;
+  mlp.type = model_config::kind::mlp;
+  mlp.hidden = {16, 8};
+  check_fused_sgd_matches(mlp, 6, 1);
+  model_config cnn;
+  cnn.type = model_config::kind::cnn;
+  cnn.conv_channels = {4, 4};
+  cnn.hidden = {8};
+  check_fused_sgd_matches(cnn, 8, 3);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
