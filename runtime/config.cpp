@@ -22,6 +22,16 @@ const char* to_string(model_config::kind k) {
   return "?";
 }
 
+const char* to_string(cluster_config::mode m) {
+  switch (m) {
+    case cluster_config::mode::async: return "async";
+    case cluster_config::mode::sync: return "sync";
+    case cluster_config::mode::ssp: return "ssp";
+    case cluster_config::mode::easgd: return "easgd";
+  }
+  return "?";
+}
+
 namespace {
 
 using json = nlohmann::json;
@@ -374,6 +384,34 @@ training_config read_training(object_reader r) {
   return t;
 }
 
+cluster_config read_cluster(object_reader r) {
+  using mk = cluster_config::mode;
+  cluster_config c;
+  c.shards = static_cast<int>(r.integer("shards", 2, 1, 1024));
+  c.workers = static_cast<int>(r.integer("workers", 2, 1, 1024));
+  c.consistency = r.choice("mode", mk::async,
+                           {{"async", mk::async}, {"sync", mk::sync},
+                            {"ssp", mk::ssp}, {"easgd", mk::easgd}});
+  c.replicas_to_aggregate = static_cast<int>(
+    r.integer("replicas_to_aggregate", 0, 0, 1024));
+  if (c.replicas_to_aggregate > c.workers)
+    throw config_error{errc::invalid_config, r.at("replicas_to_aggregate"),
+                       "must be <= number of workers ("
+                         + std::to_string(c.workers) + "), got "
+                         + std::to_string(c.replicas_to_aggregate)};
+  c.staleness = static_cast<int>(r.integer("staleness", 3, 0, 1 << 20));
+  c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
+  c.beta = r.number("beta", 0.9, 0, 1, true);
+  c.moving_rate = r.number("moving_rate", 0, 0, 1);
+  c.max_restarts = static_cast<int>(r.integer("max_restarts", 3, 0, 1 << 20));
+  c.restart_window_s = r.number("restart_window_s", 60, 0, 1e9, true);
+  c.target_accuracy = r.number("target_accuracy", 0, 0, 1);
+  c.request_timeout_ms = r.integer("request_timeout_ms", 30000, 1);
+  c.metrics_dir = r.string("metrics_dir", "");
+  r.finish();
+  return c;
+}
+
 std::string position(const std::string& text, size_t byte) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < byte && i < text.size(); ++i) {
@@ -411,6 +449,8 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     cfg.data = read_data(object_reader{r.require("data"), "/data"});
     if (auto* t = r.find("training"))
       cfg.training = read_training(object_reader{*t, "/training"});
+    if (auto* c = r.find("cluster"))
+      cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
     r.finish();
     return cfg;
   } catch (const config_error& e) {

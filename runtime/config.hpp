@@ -70,12 +70,50 @@ struct training_config {
   checkpoint_config checkpoint;
 };
 
+/// How the actor cluster runs: roles, consistency mode, supervision.
+struct cluster_config {
+  enum class mode { async, sync, ssp, easgd };
+  int shards = 2;
+  int workers = 2;
+  mode consistency = mode::async;
+  /// sync: pushes averaged per update; 0 = all workers (no backups).
+  int replicas_to_aggregate = 0;
+  /// ssp: how many clocks a worker may run ahead of the slowest.
+  int staleness = 3;
+  /// easgd: communication period (local steps between exchanges).
+  int tau = 4;
+  /// easgd: beta of TF's ElasticAverageOptimizer.
+  double beta = 0.9;
+  /// easgd: elastic moving rate; 0 = beta / tau / workers (TF's default).
+  double moving_rate = 0;
+  /// Supervision, as Erlang/OTP's intensity: past max_restarts restarts
+  /// within restart_window_s seconds the run stops with an error.
+  int max_restarts = 3;
+  double restart_window_s = 60;
+  /// Stop once test accuracy reaches this; 0 = no target.
+  double target_accuracy = 0;
+  /// Every request between actors times out after this (milliseconds).
+  int64_t request_timeout_ms = 30000;
+  /// Metrics as JSON lines and CSV under this folder; empty = none.
+  std::string metrics_dir;
+
+  /// The moving rate in effect.
+  double elastic_rate() const {
+    return moving_rate > 0 ? moving_rate : beta / tau / workers;
+  }
+  /// Pushes averaged per sync update.
+  int aggregate() const {
+    return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers;
+  }
+};
+
 struct run_config {
   std::string origin; ///< the file it came from
   std::string name;
   model_config model;
   data_config data;
   training_config training;
+  cluster_config cluster;
 };
 
 /// Reads and validates the run configuration in `path`. Errors:
@@ -88,6 +126,9 @@ caf::expected<run_config> load_run_config(const std::string& path);
 /// The same for JSON text; `origin` names it in messages.
 caf::expected<run_config> parse_run_config(const std::string& text,
                                            const std::string& origin);
+
+/// "async", "sync", "ssp", "easgd".
+const char* to_string(cluster_config::mode m);
 
 /// "softmax", "mlp", "cnn".
 const char* to_string(model_config::kind k);

@@ -114,6 +114,37 @@ BOOST_AUTO_TEST_CASE(value_checks_beyond_types) {
              == "cfg.json: /model/hidden: softmax regression has no hidden layers");
 }
 
+BOOST_AUTO_TEST_CASE(cluster_section) {
+  auto cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(cfg->cluster.shards == 2); // defaults without a cluster section
+  BOOST_TEST((cfg->cluster.consistency == cluster_config::mode::async));
+  auto text = replace(synthetic_config, R"("name": "t",)",
+                      R"("name": "t", "cluster": { "workers": 3, "shards": 1,
+                         "mode": "easgd", "tau": 5, "max_restarts": 2 },)");
+  cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->cluster.consistency == cluster_config::mode::easgd));
+  BOOST_TEST(cfg->cluster.workers == 3);
+  BOOST_TEST(cfg->cluster.max_restarts == 2);
+  BOOST_TEST(cfg->cluster.elastic_rate() == 0.9 / 5 / 3);
+  BOOST_TEST(cfg->cluster.aggregate() == 3);
+  text = replace(synthetic_config, R"("name": "t",)",
+                 R"("name": "t", "cluster": { "workers": 3,
+                    "mode": "sync", "replicas_to_aggregate": 5 },)");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /cluster/replicas_to_aggregate: must be <= number "
+                "of workers (3), got 5");
+  text = replace(synthetic_config, R"("name": "t",)",
+                 R"("name": "t", "cluster": { "mode": "downpour" },)");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /cluster/mode: expected one of async|sync|ssp|easgd, found "downpour")");
+  text = replace(synthetic_config, R"("name": "t",)",
+                 R"("name": "t", "cluster": { "worker": 2 },)");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /cluster/worker: unknown key "worker")");
+}
+
 BOOST_AUTO_TEST_CASE(missing_config_file) {
   auto cfg = load_run_config("/nonexistent/run.json");
   BOOST_REQUIRE(!cfg);

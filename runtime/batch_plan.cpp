@@ -1,0 +1,111 @@
+#include "runtime/batch_plan.hpp"
+
+#include <algorithm>
+
+#include "runtime/dataset.hpp"
+
+namespace troupe {
+
+batch_plan::batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
+                       int64_t max_batches)
+  : samples_(samples), batch_(batch), seed_(seed), epochs_(epochs) {
+  per_epoch_ = static_cast<int64_t>((samples + static_cast<size_t>(batch) - 1)
+                                    / static_cast<size_t>(batch));
+  total_ = per_epoch_ * epochs;
+  if (max_batches > 0)
+    total_ = std::min(total_, max_batches);
+}
+
+const std::vector<uint32_t>& batch_plan::order(int32_t epoch) {
+  // Leases come from the newest epoch or, requeued, from the one before, so
+  // two cached orders serve nearly every lookup; the older one is evicted.
+  for (auto& c : cache_)
+    if (c.epoch == epoch)
+      return c.order;
+  auto& victim = cache_[cache_[0].epoch < cache_[1].epoch ? 0 : 1];
+  victim.epoch = epoch;
+  victim.order = epoch_order(samples_, seed_, epoch);
+  return victim.order;
+}
+
+lease_grant batch_plan::make_grant(batch_ref b) {
+  lease_grant g;
+  g.id = next_id_++;
+  g.epoch = b.epoch;
+  g.index = b.index;
+  auto& o = order(b.epoch);
+  size_t first = static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
+  size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
+  g.samples.assign(o.begin() + static_cast<std::ptrdiff_t>(first),
+                   o.begin() + static_cast<std::ptrdiff_t>(last));
+  return g;
+}
+
+std::optional<lease_grant> batch_plan::lease(int32_t worker) {
+  batch_ref b{};
+  if (!requeued_.empty()) {
+    b = requeued_.front();
+    requeued_.pop_front();
+  } else if (next_ < total_) {
+    b = batch_ref{static_cast<int32_t>(next_ / per_epoch_), next_ % per_epoch_};
+    ++next_;
+  } else {
+    return std::nullopt;
+  }
+  auto g = make_grant(b);
+  out_.emplace(g.id, out_lease{worker, b});
+  return g;
+}
+
+bool batch_plan::ack(int64_t lease_id) {
+  auto it = out_.find(lease_id);
+  if (it == out_.end())
+    return false;
+  auto b = it->second.batch;
+  size_t first = static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
+  size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
+  samples_done_[b.epoch] += static_cast<int64_t>(last - first);
+  ++acked_;
+  out_.erase(it);
+  return true;
+}
+
+int batch_plan::requeue(int32_t worker) {
+  int n = 0;
+  for (auto it = out_.begin(); it != out_.end();) {
+    if (it->second.worker == worker) {
+      requeued_.push_back(it->second.batch);
+      it = out_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+bool batch_plan::complete() const {
+  return next_ >= total_ && out_.empty() && requeued_.empty();
+}
+
+int64_t batch_plan::samples_done(int32_t epoch) const {
+  auto it = samples_done_.find(epoch);
+  return it == samples_done_.end() ? 0 : it->second;
+}
+
+void batch_plan::restore(int64_t position) {
+  next_ = std::min(position, total_);
+  acked_ = next_;
+  out_.clear();
+  requeued_.clear();
+  samples_done_.clear();
+  for (int64_t b = 0; b < next_; ++b) {
+    auto epoch = static_cast<int32_t>(b / per_epoch_);
+    size_t first = static_cast<size_t>(b % per_epoch_)
+                   * static_cast<size_t>(batch_);
+    size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
+    samples_done_[epoch] += static_cast<int64_t>(last - first);
+  }
+}
+
+} // namespace troupe

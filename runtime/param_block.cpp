@@ -1,0 +1,152 @@
+#include "runtime/param_block.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+param_block::param_block(options opts, std::vector<float> initial)
+  : opts_(opts),
+    values_(std::make_shared<std::vector<float>>(std::move(initial))),
+    opt_(opts.optimizer, values_->size()) {
+  if (opts_.mode == cluster_config::mode::sync)
+    sum_.assign(values_->size(), 0.f);
+}
+
+void param_block::add_worker(int32_t id) {
+  clocks_.emplace(id, 0);
+}
+
+int64_t param_block::clock(int32_t id) const {
+  auto it = clocks_.find(id);
+  return it == clocks_.end() ? 0 : it->second;
+}
+
+int64_t param_block::min_clock() const {
+  int64_t low = std::numeric_limits<int64_t>::max();
+  for (auto& [id, c] : clocks_)
+    low = std::min(low, c);
+  return clocks_.empty() ? 0 : low;
+}
+
+std::vector<float>& param_block::writable() {
+  if (values_.use_count() > 1) // a pull still reads the old values
+    values_ = std::make_shared<std::vector<float>>(*values_);
+  return *values_;
+}
+
+void param_block::apply_update(const float* grads) {
+  auto& v = writable();
+  if (opts_.mode == cluster_config::mode::easgd) {
+    // center += rate * (local - center), as TF's ElasticAverageOptimizer.
+    auto rate = static_cast<float>(opts_.elastic_rate);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] += rate * grads[i];
+  } else {
+    // The optimizer's step is the block's version: the learning-rate
+    // schedule and Adam's bias correction follow the updates applied here.
+    opt_.apply(v.data(), grads, version_);
+  }
+  ++version_;
+}
+
+caf::expected<param_block::outcome>
+param_block::push(int32_t worker, int64_t tag, const float* data, size_t n) {
+  auto refuse = [&](errc code, std::string what) {
+    ++stats_.refused;
+    return make_error(code, std::move(what));
+  };
+  if (n != size())
+    return refuse(errc::wrong_size, "push from worker " + std::to_string(worker)
+                                      + " has " + std::to_string(n)
+                                      + " values, the shard holds "
+                                      + std::to_string(size()));
+  auto clock = clocks_.find(worker);
+  if (clock == clocks_.end())
+    return refuse(errc::invalid_argument,
+                  "push from unknown worker " + std::to_string(worker));
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(data[i]))
+      return refuse(errc::non_finite,
+                    "push from worker " + std::to_string(worker)
+                      + " holds a non-finite value at offset "
+                      + std::to_string(i));
+  if (opts_.mode != cluster_config::mode::sync) {
+    apply_update(data);
+    ++clock->second;
+    ++stats_.accepted;
+    return outcome::applied;
+  }
+  if (tag < version_) {
+    ++stats_.stale;
+    return outcome::stale;
+  }
+  if (tag > version_)
+    return refuse(errc::invalid_argument,
+                  "push from worker " + std::to_string(worker)
+                    + " for version " + std::to_string(tag)
+                    + ", the shard is at " + std::to_string(version_));
+  if (!pushed_.insert(worker).second) {
+    // A second push of one worker for one version would weigh it twice.
+    ++stats_.stale;
+    return outcome::stale;
+  }
+  for (size_t i = 0; i < n; ++i)
+    sum_[i] += data[i];
+  ++clock->second;
+  ++stats_.accepted;
+  if (static_cast<int>(pushed_.size()) < opts_.aggregate)
+    return outcome::aggregated;
+  auto inv = 1.f / static_cast<float>(pushed_.size());
+  for (auto& g : sum_)
+    g *= inv;
+  apply_update(sum_.data());
+  std::fill(sum_.begin(), sum_.end(), 0.f);
+  pushed_.clear();
+  return outcome::applied;
+}
+
+bool param_block::pull_ready(int32_t worker, int64_t min_version) const {
+  switch (opts_.mode) {
+    case cluster_config::mode::sync:
+      return version_ >= min_version;
+    case cluster_config::mode::ssp:
+      return clock(worker) - min_clock() <= opts_.staleness;
+    default:
+      return true;
+  }
+}
+
+caf::error param_block::restore(
+  std::vector<float> values,
+  const std::vector<std::pair<std::string, std::vector<float>>>& slots,
+  int64_t version) {
+  if (values.size() != size())
+    return make_error(errc::wrong_size,
+                      "restore with " + std::to_string(values.size())
+                        + " values, the shard holds " + std::to_string(size()));
+  auto mine = opt_.slots();
+  if (mine.size() != slots.size())
+    return make_error(errc::layout_mismatch,
+                      "restore with " + std::to_string(slots.size())
+                        + " optimizer slots, the shard's optimizer has "
+                        + std::to_string(mine.size()));
+  for (size_t i = 0; i < mine.size(); ++i)
+    if (mine[i].first != slots[i].first
+        || mine[i].second->size() != slots[i].second.size())
+      return make_error(errc::layout_mismatch,
+                        "restore: optimizer slot " + slots[i].first
+                          + " does not fit the shard's " + mine[i].first);
+  for (size_t i = 0; i < mine.size(); ++i)
+    *mine[i].second = slots[i].second;
+  values_ = std::make_shared<std::vector<float>>(std::move(values));
+  version_ = version;
+  pushed_.clear();
+  std::fill(sum_.begin(), sum_.end(), 0.f);
+  return {};
+}
+
+} // namespace troupe

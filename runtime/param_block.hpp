@@ -1,0 +1,110 @@
+// One parameter shard's slice of the flat vector, its optimizer state, its
+// version counter and the rules of the consistency modes. The shard actor is
+// a thin shell around this class, so the rules are tested without actors.
+//
+// Modes (see cluster_config):
+// - async: every valid push is applied on arrival; version += 1 per push.
+// - sync:  pushes tagged with the current version are summed until
+//          `aggregate` distinct workers have pushed, then their mean is
+//          applied once (version += 1); pushes tagged with an older version
+//          are stale and dropped, as in TF's SyncReplicasOptimizer.
+// - ssp:   as async, plus a clock per worker (its accepted pushes); a pull
+//          by a worker more than `staleness` clocks ahead of the slowest
+//          waits (pull_ready() says when it may be answered).
+// - easgd: the block holds the center variable; a push carries the elastic
+//          difference local - center and applies center += rate * diff.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/config.hpp"
+#include "runtime/optimizer.hpp"
+
+namespace troupe {
+
+class param_block {
+public:
+  struct options {
+    cluster_config::mode mode = cluster_config::mode::async;
+    optimizer_config optimizer;
+    int aggregate = 1;        ///< sync: pushes per update
+    int staleness = 0;        ///< ssp
+    double elastic_rate = 0;  ///< easgd: moving rate
+  };
+
+  /// What became of a valid push.
+  enum class outcome : uint8_t { applied, aggregated, stale };
+
+  /// Counters, for the shell and for tests.
+  struct counters {
+    int64_t accepted = 0; ///< pushes applied or aggregated
+    int64_t stale = 0;    ///< sync: pushes dropped as stale
+    int64_t refused = 0;  ///< pushes refused with an error
+  };
+
+  param_block(options opts, std::vector<float> initial);
+
+  size_t size() const { return values_->size(); }
+  int64_t version() const { return version_; }
+  const counters& stats() const { return stats_; }
+  const options& opts() const { return opts_; }
+
+  /// The current values, shared until the next update (copy on write).
+  std::shared_ptr<const std::vector<float>> values() const { return values_; }
+
+  /// Workers whose pushes are accepted; pushes from others are refused.
+  void add_worker(int32_t id);
+  bool knows(int32_t id) const { return clocks_.count(id) > 0; }
+  /// ssp: the worker's clock (accepted pushes); 0 for unknown workers.
+  int64_t clock(int32_t id) const;
+  int64_t min_clock() const;
+
+  /// Validates and applies or aggregates one push of `n` floats tagged with
+  /// the version the worker computed on (sync) or its clock. Errors, with
+  /// the block unchanged and `refused` counted: errc::wrong_size,
+  /// errc::invalid_argument (unknown worker, a sync push for a version not
+  /// yet reached), errc::non_finite (NaN or Inf).
+  caf::expected<outcome> push(int32_t worker, int64_t tag, const float* data,
+                              size_t n);
+
+  /// Whether a pull by `worker` that needs at least `min_version` may be
+  /// answered now: sync waits for the version, ssp for the slowest worker.
+  bool pull_ready(int32_t worker, int64_t min_version) const;
+
+  /// Optimizer state vectors (empty for SGD and EASGD centers).
+  std::vector<std::pair<std::string, std::vector<float>>> slots() const {
+    return opt_.copy_slots();
+  }
+
+  /// Replaces values, optimizer slots and version (a restore from a
+  /// checkpoint). errc::wrong_size / errc::layout_mismatch when they do not
+  /// fit this block; the block is unchanged then.
+  caf::error restore(std::vector<float> values,
+                     const std::vector<std::pair<std::string,
+                                                 std::vector<float>>>& slots,
+                     int64_t version);
+
+private:
+  /// The values, cloned first when a pull still holds them.
+  std::vector<float>& writable();
+  void apply_update(const float* grads);
+
+  options opts_;
+  std::shared_ptr<std::vector<float>> values_;
+  optimizer opt_;
+  int64_t version_ = 0;
+  counters stats_;
+  std::map<int32_t, int64_t> clocks_;
+  // sync: the sum of this version's pushes and who sent them.
+  std::vector<float> sum_;
+  std::set<int32_t> pushed_;
+};
+
+} // namespace troupe

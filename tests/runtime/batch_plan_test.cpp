@@ -1,0 +1,82 @@
+#include "runtime/batch_plan.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <set>
+
+#include "runtime/dataset.hpp"
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(batch_plan)
+
+BOOST_AUTO_TEST_CASE(batches_follow_the_epoch_order) {
+  troupe::batch_plan plan{10, 4, 7, 2, 0};
+  BOOST_TEST(plan.batches_per_epoch() == 3);
+  auto order = epoch_order(10, 7, 0);
+  auto a = plan.lease(0);
+  BOOST_REQUIRE(a);
+  BOOST_TEST(a->samples == std::vector<uint32_t>(order.begin(), order.begin() + 4));
+  plan.lease(1);
+  auto c = plan.lease(0);
+  BOOST_TEST(c->samples.size() == 2u); // the short last batch
+  auto d = plan.lease(1);
+  BOOST_TEST(d->epoch == 1);
+  auto order1 = epoch_order(10, 7, 1);
+  BOOST_TEST(d->samples == std::vector<uint32_t>(order1.begin(), order1.begin() + 4));
+}
+
+BOOST_AUTO_TEST_CASE(every_sample_once_per_epoch_when_workers_die) {
+  troupe::batch_plan plan{103, 8, 3, 3, 0};
+  // Per epoch, how often each sample was trained (acked).
+  std::vector<std::multiset<uint32_t>> trained(3);
+  std::vector<lease_grant> held;
+  int round = 0;
+  while (!plan.complete()) {
+    BOOST_REQUIRE(round++ < 1000);
+    for (int32_t w = 0; w < 3; ++w)
+      if (auto g = plan.lease(w))
+        held.push_back(*g);
+    // Worker 1 dies every 5th round holding its leases; the others ack.
+    if (round % 5 == 0)
+      BOOST_TEST(plan.requeue(1) > 0);
+    std::vector<lease_grant> keep;
+    for (auto& g : held) {
+      if (plan.ack(g.id))
+        trained[g.epoch].insert(g.samples.begin(), g.samples.end());
+    }
+    held = keep;
+  }
+  for (int e = 0; e < 3; ++e) {
+    BOOST_TEST(trained[e].size() == 103u);
+    BOOST_TEST(std::set<uint32_t>(trained[e].begin(), trained[e].end()).size()
+               == 103u);
+    BOOST_TEST(plan.samples_done(e) == 103);
+  }
+  BOOST_TEST(plan.acked() == 3 * 13);
+}
+
+BOOST_AUTO_TEST_CASE(ack_is_once_and_max_batches_stops_the_plan) {
+  troupe::batch_plan plan{100, 10, 1, 5, 3};
+  auto a = plan.lease(0);
+  BOOST_TEST(plan.ack(a->id));
+  BOOST_TEST(!plan.ack(a->id));
+  BOOST_TEST(!plan.ack(12345));
+  plan.lease(0);
+  plan.lease(0);
+  BOOST_TEST(!plan.lease(0));
+  BOOST_TEST(!plan.complete()); // two still out
+  BOOST_TEST(plan.outstanding() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(restore_continues_at_the_position) {
+  troupe::batch_plan a{50, 10, 9, 2, 0}, b{50, 10, 9, 2, 0};
+  for (int i = 0; i < 7; ++i)
+    a.ack(a.lease(0)->id);
+  b.restore(a.position());
+  BOOST_TEST(b.acked() == 7);
+  BOOST_TEST(b.samples_done(0) == 50);
+  BOOST_TEST(b.samples_done(1) == 20);
+  BOOST_TEST(a.lease(0)->samples == b.lease(0)->samples);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,147 @@
+#include "runtime/param_block.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <limits>
+
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+using mode = cluster_config::mode;
+using block = troupe::param_block;
+
+namespace {
+
+block make_block(mode m, int aggregate = 1, int staleness = 0) {
+  block::options o;
+  o.mode = m;
+  o.optimizer.type = optimizer_config::kind::sgd;
+  o.optimizer.learning_rate = 0.5;
+  o.aggregate = aggregate;
+  o.staleness = staleness;
+  o.elastic_rate = 0.25;
+  block b{o, {1.f, 2.f, 3.f}};
+  b.add_worker(0);
+  b.add_worker(1);
+  b.add_worker(2);
+  return b;
+}
+
+std::vector<float> values_of(const block& b) {
+  return *b.values();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(param_block)
+
+BOOST_AUTO_TEST_CASE(async_applies_every_push_once) {
+  auto b = make_block(mode::async);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  for (int i = 0; i < 4; ++i) {
+    auto r = b.push(i % 3, 0, g.data(), g.size());
+    BOOST_REQUIRE(r);
+    BOOST_TEST((*r == block::outcome::applied));
+  }
+  BOOST_TEST(b.version() == 4);
+  BOOST_TEST(b.stats().accepted == 4);
+  BOOST_TEST(values_of(b) == (std::vector<float>{-1.f, 0.f, 1.f}));
+}
+
+BOOST_AUTO_TEST_CASE(refused_pushes_leave_the_block_unchanged) {
+  auto b = make_block(mode::async);
+  auto before = values_of(b);
+  std::vector<float> short_push{1.f, 1.f};
+  auto r = b.push(0, 0, short_push.data(), short_push.size());
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::wrong_size));
+  BOOST_TEST(describe(r.error())
+             == "push from worker 0 has 2 values, the shard holds 3");
+  std::vector<float> g{1.f, 1.f, 1.f};
+  r = b.push(7, 0, g.data(), g.size());
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(describe(r.error()) == "push from unknown worker 7");
+  std::vector<float> nan{1.f, std::numeric_limits<float>::quiet_NaN(), 1.f};
+  r = b.push(1, 0, nan.data(), nan.size());
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::non_finite));
+  std::vector<float> inf{std::numeric_limits<float>::infinity(), 0.f, 0.f};
+  BOOST_TEST(!b.push(1, 0, inf.data(), inf.size()));
+  BOOST_TEST(b.stats().refused == 4);
+  BOOST_TEST(b.version() == 0);
+  BOOST_TEST(values_of(b) == before);
+}
+
+BOOST_AUTO_TEST_CASE(sync_averages_then_drops_stale_pushes) {
+  auto b = make_block(mode::sync, 2);
+  std::vector<float> g0{2.f, 0.f, 0.f}, g1{0.f, 2.f, 0.f};
+  auto r = b.push(0, 0, g0.data(), 3);
+  BOOST_TEST((*r == block::outcome::aggregated));
+  BOOST_TEST(b.version() == 0);
+  BOOST_TEST(!b.pull_ready(0, 1)); // waits for the update
+  // A second push of the same worker for the same version does not count.
+  BOOST_TEST((*b.push(0, 0, g0.data(), 3) == block::outcome::stale));
+  r = b.push(1, 0, g1.data(), 3);
+  BOOST_TEST((*r == block::outcome::applied));
+  BOOST_TEST(b.version() == 1);
+  BOOST_TEST(b.pull_ready(0, 1));
+  // mean = (1, 1, 0); lr 0.5
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 3.f}));
+  // The backup worker's push for version 0 is stale now.
+  BOOST_TEST((*b.push(2, 0, g1.data(), 3) == block::outcome::stale));
+  BOOST_TEST(b.stats().stale == 2);
+  // A push from the future is a protocol error.
+  BOOST_TEST(!b.push(2, 5, g1.data(), 3));
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 3.f}));
+}
+
+BOOST_AUTO_TEST_CASE(ssp_holds_pulls_of_workers_too_far_ahead) {
+  auto b = make_block(mode::ssp, 1, 2);
+  std::vector<float> g{0.f, 0.f, 0.f};
+  for (int i = 0; i < 2; ++i)
+    BOOST_REQUIRE(b.push(0, 0, g.data(), 3));
+  BOOST_TEST(b.pull_ready(0, 0)); // clock 2, slowest 0: 2 ahead
+  BOOST_REQUIRE(b.push(0, 0, g.data(), 3));
+  BOOST_TEST(!b.pull_ready(0, 0)); // 3 ahead
+  BOOST_TEST(b.pull_ready(1, 0));
+  BOOST_REQUIRE(b.push(1, 0, g.data(), 3));
+  BOOST_TEST(!b.pull_ready(0, 0)); // worker 2 is still at 0
+  BOOST_REQUIRE(b.push(2, 0, g.data(), 3));
+  BOOST_TEST(b.pull_ready(0, 0));
+  BOOST_TEST(b.min_clock() == 1);
+  BOOST_TEST(b.clock(0) == 3);
+}
+
+BOOST_AUTO_TEST_CASE(easgd_moves_the_center_by_the_elastic_rate) {
+  auto b = make_block(mode::easgd);
+  std::vector<float> diff{4.f, -4.f, 0.f};
+  BOOST_REQUIRE(b.push(0, 0, diff.data(), 3));
+  BOOST_TEST(values_of(b) == (std::vector<float>{2.f, 1.f, 3.f}));
+  BOOST_TEST(b.version() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(pulled_values_are_not_changed_by_later_updates) {
+  auto b = make_block(mode::async);
+  auto held = b.values();
+  std::vector<float> g{1.f, 1.f, 1.f};
+  BOOST_REQUIRE(b.push(0, 0, g.data(), 3));
+  BOOST_TEST(*held == (std::vector<float>{1.f, 2.f, 3.f}));
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 2.5f}));
+}
+
+BOOST_AUTO_TEST_CASE(restore_checks_sizes_and_slots) {
+  block::options o;
+  o.optimizer.type = optimizer_config::kind::momentum;
+  block b{o, {1.f, 2.f}};
+  BOOST_TEST(static_cast<bool>(b.restore({1.f}, {}, 3)));
+  BOOST_TEST(static_cast<bool>(b.restore({1.f, 1.f}, {}, 3)));
+  BOOST_TEST(static_cast<bool>(
+    b.restore({1.f, 1.f}, {{"adam_m", {0.f, 0.f}}}, 3)));
+  BOOST_TEST(b.version() == 0);
+  BOOST_TEST(!b.restore({5.f, 6.f}, {{"momentum", {0.1f, 0.2f}}}, 3));
+  BOOST_TEST(b.version() == 3);
+  BOOST_TEST(values_of(b) == (std::vector<float>{5.f, 6.f}));
+  BOOST_TEST(b.slots()[0].second == (std::vector<float>{0.1f, 0.2f}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
