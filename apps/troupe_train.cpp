@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/exit_codes.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cpu_backend.hpp"
@@ -16,23 +17,8 @@
 
 namespace {
 
-int exit_code(const caf::error& err) {
-  if (err.category() != caf::atom("troupe"))
-    return 1;
-  switch (static_cast<troupe::errc>(err.code())) {
-    case troupe::errc::invalid_config:
-    case troupe::errc::file_not_found:
-    case troupe::errc::bad_format:
-    case troupe::errc::layout_mismatch:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 int fail(const caf::error& err) {
-  std::cerr << "troupe-train: error: " << troupe::describe(err) << std::endl;
-  return exit_code(err);
+  return troupe::report_failure("troupe-train", err);
 }
 
 } // namespace

@@ -41,12 +41,13 @@ lease_grant batch_plan::make_grant(batch_ref b) {
   return g;
 }
 
-std::optional<lease_grant> batch_plan::lease(int32_t worker) {
+std::optional<lease_grant> batch_plan::lease(int32_t worker,
+                                             bool new_batches) {
   batch_ref b{};
   if (!requeued_.empty()) {
     b = requeued_.front();
     requeued_.pop_front();
-  } else if (next_ < total_) {
+  } else if (new_batches && next_ < total_) {
     b = batch_ref{static_cast<int32_t>(next_ / per_epoch_), next_ % per_epoch_};
     ++next_;
   } else {

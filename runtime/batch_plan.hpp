@@ -35,8 +35,10 @@ public:
   int64_t batches_per_epoch() const { return per_epoch_; }
 
   /// The next batch for `worker`, or nothing when none is left to lease
-  /// (all leased and out, or the plan is complete).
-  std::optional<lease_grant> lease(int32_t worker);
+  /// (all leased and out, or the plan is complete). With `new_batches`
+  /// false only requeued batches are leased (a paused feeder still lets
+  /// the batches of a lost worker be trained, so its pause can settle).
+  std::optional<lease_grant> lease(int32_t worker, bool new_batches = true);
 
   /// Marks a lease done; false for an unknown or already acked lease.
   bool ack(int64_t lease_id);
@@ -48,6 +50,8 @@ public:
   bool complete() const;
   /// Leases out and not acked.
   size_t outstanding() const { return out_.size(); }
+  /// Requeued batches waiting for a worker.
+  size_t queued() const { return requeued_.size(); }
   /// Batches acked so far (the cluster's step count).
   int64_t acked() const { return acked_; }
   /// Samples acked in `epoch` (each sample once per epoch when complete).

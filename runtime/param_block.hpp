@@ -61,6 +61,9 @@ public:
 
   /// Workers whose pushes are accepted; pushes from others are refused.
   void add_worker(int32_t id);
+  /// A worker that has finished: its clock no longer holds ssp pulls back
+  /// and its pushes are refused.
+  void remove_worker(int32_t id) { clocks_.erase(id); }
   bool knows(int32_t id) const { return clocks_.count(id) > 0; }
   /// ssp: the worker's clock (accepted pushes); 0 for unknown workers.
   int64_t clock(int32_t id) const;

@@ -1,0 +1,44 @@
+// The chief supervisor: sets up and runs one training run on the cluster.
+//
+// States: idle -> (run) starting: initialises parameters (or reads the
+// newest checkpoint), spawns and monitors the shards and the feeder, joins
+// the worker ids on every shard, spawns and monitors the workers ->
+// training: takes worker reports, logs progress, evaluates and checkpoints
+// every K steps (a checkpoint pauses the feeder until every lease is acked,
+// so all shards are snapshot at one step), restarts failed workers under
+// the restart intensity -> finishing (all workers done, or the target
+// accuracy reached): final evaluation and checkpoint, summary, reply ->
+// down. A NaN loss, a dead shard or feeder, or too many restarts end the
+// run with an error reply instead.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+
+#include "actors/protocol.hpp"
+#include "runtime/config.hpp"
+#include "runtime/dataset.hpp"
+
+namespace troupe {
+
+struct chief_options {
+  run_config cfg;
+  std::shared_ptr<const train_test> data;
+  std::ostream* log = nullptr; ///< progress lines; null: quiet
+  /// Passed to every worker (see worker_options::fault_hook).
+  std::function<void(int32_t, int64_t)> fault_hook;
+};
+
+struct chief_state;
+
+chief_actor::behavior_type
+chief_impl(chief_actor::stateful_pointer<chief_state> self,
+           chief_options opts);
+
+/// Runs `opts.cfg` on a cluster inside `sys` and waits for its end (the
+/// embedded mode). The run's own errors come back as errors.
+caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
+                                           chief_options opts);
+
+} // namespace troupe

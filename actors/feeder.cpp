@@ -1,0 +1,69 @@
+#include "actors/feeder.hpp"
+
+namespace troupe {
+
+namespace {
+
+using self_ptr = feeder_actor::stateful_pointer<feeder_state>;
+
+/// Replies to a pending pause once nothing is out.
+void settle_pause(self_ptr self) {
+  auto& st = self->state;
+  if (st.pause_reply && st.plan->outstanding() == 0
+      && st.plan->queued() == 0) {
+    st.pause_reply->deliver(st.plan->position());
+    st.pause_reply.reset();
+  }
+}
+
+} // namespace
+
+feeder_actor::behavior_type
+feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
+            feeder_options opts) {
+  self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
+                           opts.max_batches);
+  return {
+    [=](lease_atom, int32_t worker) -> lease_reply {
+      auto& st = self->state;
+      lease_reply r;
+      if (st.finished || st.plan->complete()) {
+        r.status = lease_reply::done;
+      } else {
+        if (auto g = st.plan->lease(worker, !st.paused)) {
+          r.status = lease_reply::granted;
+          r.grant = std::move(*g);
+        }
+      }
+      return r;
+    },
+    [=](ack_atom, int64_t lease) -> bool {
+      bool ok = self->state.plan->ack(lease);
+      settle_pause(self);
+      return ok;
+    },
+    [=](requeue_atom, int32_t worker) -> int32_t {
+      auto n = self->state.plan->requeue(worker);
+      settle_pause(self);
+      return n;
+    },
+    [=](pause_atom) -> caf::result<int64_t> {
+      auto& st = self->state;
+      st.paused = true;
+      if (st.plan->outstanding() == 0 && st.plan->queued() == 0)
+        return st.plan->position();
+      if (st.pause_reply) // one pause at a time: the chief never overlaps them
+        return caf::sec::request_receiver_down;
+      st.pause_reply = self->make_response_promise<int64_t>();
+      return *st.pause_reply;
+    },
+    [=](resume_atom) { self->state.paused = false; },
+    [=](finish_atom) { self->state.finished = true; },
+    [=](restore_atom, int64_t position) -> int64_t {
+      self->state.plan->restore(position);
+      return self->state.plan->position();
+    },
+  };
+}
+
+} // namespace troupe

@@ -1,0 +1,338 @@
+// The whole message protocol of troupe: atoms, message types (with their
+// inspect overloads), the type-ID block and one typed_actor alias per role.
+// Nothing else defines atoms or message types, so moving to CAF 0.18+ is a
+// change to this file.
+//
+// Parameter and gradient payloads are flat float buffers tagged with shard,
+// version/step and worker. They are written as one raw block (host byte
+// order, little-endian checked below), not float by float: CAF 0.17's
+// element-wise vector<float> serialization is about ten times slower.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "caf/all.hpp"
+#include "runtime/batch_plan.hpp"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "float payloads travel in host byte order");
+
+namespace troupe {
+
+// -- message types -------------------------------------------------------------
+
+/// A pull reply: one shard's values at a version. The pointer is shared with
+/// the shard (copy on write there), so an in-process pull copies nothing.
+struct float_block {
+  int32_t shard = 0;
+  int64_t version = 0;
+  std::shared_ptr<const std::vector<float>> values;
+};
+
+/// A push: a worker's gradient (or EASGD elastic difference) for one shard.
+/// `tag` is the version the worker computed on (sync) or its clock.
+struct gradient_push {
+  int32_t shard = 0;
+  int32_t worker = 0;
+  int64_t tag = 0;
+  std::vector<float> values;
+};
+
+/// A shard's answer to a valid push.
+struct push_ack {
+  int64_t version = 0; ///< the shard's version after the push
+  bool stale = false;  ///< sync: dropped as stale
+};
+
+/// The feeder's answer to a lease request.
+struct lease_reply {
+  static constexpr uint8_t granted = 0;
+  static constexpr uint8_t wait = 1; ///< paused or all out: ask again soon
+  static constexpr uint8_t done = 2; ///< nothing more to train
+  uint8_t status = wait;
+  lease_grant grant;
+};
+
+/// What a worker reports to the chief after each step.
+struct worker_report {
+  int32_t worker = 0;
+  int32_t epoch = 0;
+  int32_t samples = 0;
+  int32_t hits = 0;
+  double loss_sum = 0;
+  double step_seconds = 0; ///< wall time of the whole step
+  int64_t clock = 0;       ///< the worker's own step count
+};
+
+/// A shard's full state: values, optimizer slots, version.
+struct shard_state_msg {
+  int32_t shard = 0;
+  int64_t version = 0;
+  std::vector<float> values;
+  std::vector<std::string> slot_names;
+  std::vector<std::vector<float>> slots;
+};
+
+/// Counters of one shard, for the chief, the shell and tests.
+struct shard_stats {
+  int32_t shard = 0;
+  int64_t version = 0;
+  int64_t accepted = 0;
+  int64_t stale = 0;
+  int64_t refused = 0;
+  /// ssp: (worker, its clock, slowest clock) at every pull answered.
+  std::vector<int64_t> pull_trace;
+};
+
+/// How a run ended.
+struct cluster_summary {
+  int64_t steps = 0;       ///< batches trained, all workers together
+  double epochs = 0;
+  double seconds = 0;
+  double examples_per_sec = 0;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  int32_t restarts = 0;
+  int64_t version = 0;     ///< shard 0's version at the end
+};
+
+// -- inspect -------------------------------------------------------------------
+
+namespace detail {
+
+template <class Inspector>
+constexpr bool is_wire
+  = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
+    || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+
+inline caf::error write_floats(caf::serializer& f, const float* data,
+                               size_t n) {
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), const_cast<float*>(data)))
+      return err;
+  return f.end_sequence();
+}
+
+inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  v.resize(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), v.data()))
+      return err;
+  return f.end_sequence();
+}
+
+inline caf::error write_float_vectors(caf::serializer& f,
+                                      const std::vector<std::vector<float>>& v) {
+  if (auto err = f(static_cast<uint64_t>(v.size())))
+    return err;
+  for (auto& x : v)
+    if (auto err = write_floats(f, x.data(), x.size()))
+      return err;
+  return {};
+}
+
+inline caf::error read_float_vectors(caf::deserializer& f,
+                                     std::vector<std::vector<float>>& v) {
+  uint64_t n = 0;
+  if (auto err = f(n))
+    return err;
+  v.resize(n);
+  for (auto& x : v)
+    if (auto err = read_floats(f, x))
+      return err;
+  return {};
+}
+
+} // namespace detail
+
+inline caf::error inspect(caf::serializer& f, float_block& x) {
+  if (auto err = f(x.shard, x.version))
+    return err;
+  return detail::write_floats(f, x.values ? x.values->data() : nullptr,
+                              x.values ? x.values->size() : 0);
+}
+inline caf::error inspect(caf::deserializer& f, float_block& x) {
+  if (auto err = f(x.shard, x.version))
+    return err;
+  auto v = std::make_shared<std::vector<float>>();
+  if (auto err = detail::read_floats(f, *v))
+    return err;
+  x.values = std::move(v);
+  return {};
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, float_block& x) {
+  return f(caf::meta::type_name("float_block"), x.shard, x.version,
+           static_cast<uint64_t>(x.values ? x.values->size() : 0));
+}
+
+inline caf::error inspect(caf::serializer& f, gradient_push& x) {
+  if (auto err = f(x.shard, x.worker, x.tag))
+    return err;
+  return detail::write_floats(f, x.values.data(), x.values.size());
+}
+inline caf::error inspect(caf::deserializer& f, gradient_push& x) {
+  if (auto err = f(x.shard, x.worker, x.tag))
+    return err;
+  return detail::read_floats(f, x.values);
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, gradient_push& x) {
+  return f(caf::meta::type_name("gradient_push"), x.shard, x.worker, x.tag,
+           static_cast<uint64_t>(x.values.size()));
+}
+
+inline caf::error inspect(caf::serializer& f, shard_state_msg& x) {
+  if (auto err = f(x.shard, x.version, x.slot_names))
+    return err;
+  if (auto err = detail::write_floats(f, x.values.data(), x.values.size()))
+    return err;
+  return detail::write_float_vectors(f, x.slots);
+}
+inline caf::error inspect(caf::deserializer& f, shard_state_msg& x) {
+  if (auto err = f(x.shard, x.version, x.slot_names))
+    return err;
+  if (auto err = detail::read_floats(f, x.values))
+    return err;
+  return detail::read_float_vectors(f, x.slots);
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, shard_state_msg& x) {
+  return f(caf::meta::type_name("shard_state_msg"), x.shard, x.version,
+           x.slot_names, static_cast<uint64_t>(x.values.size()));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
+  return f(caf::meta::type_name("push_ack"), x.version, x.stale);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
+  return f(caf::meta::type_name("lease_grant"), x.id, x.epoch, x.index,
+           x.samples);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
+  return f(caf::meta::type_name("lease_reply"), x.status, x.grant);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
+  return f(caf::meta::type_name("worker_report"), x.worker, x.epoch,
+           x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
+  return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
+           x.accepted, x.stale, x.refused, x.pull_trace);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
+  return f(caf::meta::type_name("cluster_summary"), x.steps, x.epochs, x.seconds,
+           x.examples_per_sec, x.test_accuracy, x.test_loss, x.restarts,
+           x.version);
+}
+
+} // namespace troupe
+
+// -- type IDs and atoms ----------------------------------------------------------
+
+CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(troupe, (troupe::float_block))
+  CAF_ADD_TYPE_ID(troupe, (troupe::gradient_push))
+  CAF_ADD_TYPE_ID(troupe, (troupe::push_ack))
+  CAF_ADD_TYPE_ID(troupe, (troupe::lease_reply))
+  CAF_ADD_TYPE_ID(troupe, (troupe::worker_report))
+  CAF_ADD_TYPE_ID(troupe, (troupe::shard_state_msg))
+  CAF_ADD_TYPE_ID(troupe, (troupe::shard_stats))
+  CAF_ADD_TYPE_ID(troupe, (troupe::cluster_summary))
+CAF_END_TYPE_ID_BLOCK(troupe)
+
+CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
+CAF_ADD_ATOM(troupe, troupe, push_atom, "push")
+CAF_ADD_ATOM(troupe, troupe, join_atom, "join")
+CAF_ADD_ATOM(troupe, troupe, leave_atom, "leave")
+CAF_ADD_ATOM(troupe, troupe, lease_atom, "lease")
+CAF_ADD_ATOM(troupe, troupe, ack_atom, "ack")
+CAF_ADD_ATOM(troupe, troupe, requeue_atom, "requeue")
+CAF_ADD_ATOM(troupe, troupe, pause_atom, "pause")
+CAF_ADD_ATOM(troupe, troupe, resume_atom, "resume")
+CAF_ADD_ATOM(troupe, troupe, finish_atom, "finish")
+CAF_ADD_ATOM(troupe, troupe, snapshot_atom, "snapshot")
+CAF_ADD_ATOM(troupe, troupe, restore_atom, "restore")
+CAF_ADD_ATOM(troupe, troupe, stats_atom, "stats")
+CAF_ADD_ATOM(troupe, troupe, report_atom, "report")
+CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
+CAF_ADD_ATOM(troupe, troupe, run_atom, "run")
+CAF_ADD_ATOM(troupe, troupe, tick_atom, "tick")
+
+// -- actor interfaces --------------------------------------------------------------
+
+namespace troupe {
+
+/// A parameter shard (actors/shard.hpp).
+using shard_actor = caf::typed_actor<
+  // Accepts pushes from this worker from now on; replies with the version.
+  caf::replies_to<join_atom, int32_t>::with<int64_t>,
+  // Forgets a worker that has finished (ssp stops waiting for its clock).
+  caf::reacts_to<leave_atom, int32_t>,
+  // Values for `worker` once version >= min_version (sync) and the worker is
+  // within the staleness bound (ssp); the chief pulls as worker -1.
+  caf::replies_to<pull_atom, int32_t, int64_t>::with<float_block>,
+  // Applies or aggregates a push; errors leave the shard unchanged.
+  caf::replies_to<push_atom, gradient_push>::with<push_ack>,
+  // The shard's full state, for checkpoints.
+  caf::replies_to<snapshot_atom>::with<shard_state_msg>,
+  // Replaces the shard's state; replies with the version.
+  caf::replies_to<restore_atom, shard_state_msg>::with<int64_t>,
+  // Counters and (ssp) the clock trace.
+  caf::replies_to<stats_atom>::with<shard_stats>>;
+
+/// The data feeder (actors/feeder.hpp).
+using feeder_actor = caf::typed_actor<
+  // The next batch for a worker, or wait (paused, all out), or done.
+  caf::replies_to<lease_atom, int32_t>::with<lease_reply>,
+  // Marks a lease done; replies false for an unknown or repeated ack.
+  caf::replies_to<ack_atom, int64_t>::with<bool>,
+  // Puts a lost worker's leases back; replies with how many.
+  caf::replies_to<requeue_atom, int32_t>::with<int32_t>,
+  // Stops leasing; replies with the position once no lease is out.
+  caf::replies_to<pause_atom>::with<int64_t>,
+  // Leases again after a pause.
+  caf::reacts_to<resume_atom>,
+  // Leases nothing more: workers get done.
+  caf::reacts_to<finish_atom>,
+  // Continues from a checkpointed position; replies with it.
+  caf::replies_to<restore_atom, int64_t>::with<int64_t>>;
+
+/// A worker (actors/worker.hpp). Its only messages are its own loop's.
+using worker_actor = caf::typed_actor<
+  // Runs the next training step.
+  caf::reacts_to<step_atom>>;
+
+/// The chief supervisor (actors/chief.hpp).
+using chief_actor = caf::typed_actor<
+  // Starts the run; replies when it ends, or with the error that ended it.
+  caf::replies_to<run_atom>::with<cluster_summary>,
+  // A worker's step report.
+  caf::reacts_to<report_atom, worker_report>,
+  // Periodic housekeeping.
+  caf::reacts_to<tick_atom>>;
+
+} // namespace troupe

@@ -1,0 +1,100 @@
+#include "actors/shard.hpp"
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+using self_ptr = shard_actor::stateful_pointer<shard_state>;
+
+float_block answer(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  if (st.block->opts().mode == cluster_config::mode::ssp && worker >= 0) {
+    st.pull_trace.push_back(worker);
+    st.pull_trace.push_back(st.block->clock(worker));
+    st.pull_trace.push_back(st.block->min_clock());
+  }
+  return float_block{st.id, st.block->version(), st.block->values()};
+}
+
+/// Answers every parked pull that has become ready.
+void serve_parked(self_ptr self) {
+  auto& parked = self->state.parked;
+  for (size_t i = 0; i < parked.size();) {
+    auto& p = parked[i];
+    if (self->state.block->pull_ready(p.worker, p.min_version)) {
+      p.promise.deliver(answer(self, p.worker));
+      parked.erase(parked.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+} // namespace
+
+shard_actor::behavior_type
+shard_impl(shard_actor::stateful_pointer<shard_state> self,
+           shard_options opts) {
+  self->state.id = opts.id;
+  self->state.block = std::make_unique<param_block>(opts.block,
+                                                    std::move(opts.initial));
+  return {
+    [=](join_atom, int32_t worker) -> int64_t {
+      self->state.block->add_worker(worker);
+      serve_parked(self); // a new slowest clock can release ssp pulls
+      return self->state.block->version();
+    },
+    [=](leave_atom, int32_t worker) {
+      self->state.block->remove_worker(worker);
+      serve_parked(self);
+    },
+    [=](pull_atom, int32_t worker,
+        int64_t min_version) -> caf::result<float_block> {
+      if (worker < 0 || self->state.block->pull_ready(worker, min_version))
+        return answer(self, worker);
+      auto promise = self->make_response_promise<float_block>();
+      self->state.parked.push_back({promise, worker, min_version});
+      return promise;
+    },
+    [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
+      auto& b = *self->state.block;
+      auto r = b.push(g.worker, g.tag, g.values.data(), g.values.size());
+      if (!r)
+        return std::move(r.error());
+      serve_parked(self);
+      return push_ack{b.version(), *r == param_block::outcome::stale};
+    },
+    [=](snapshot_atom) -> shard_state_msg {
+      auto& b = *self->state.block;
+      shard_state_msg s;
+      s.shard = self->state.id;
+      s.version = b.version();
+      s.values = *b.values();
+      for (auto& [name, v] : b.slots()) {
+        s.slot_names.push_back(name);
+        s.slots.push_back(std::move(v));
+      }
+      return s;
+    },
+    [=](restore_atom, shard_state_msg& s) -> caf::result<int64_t> {
+      std::vector<std::pair<std::string, std::vector<float>>> slots;
+      for (size_t i = 0; i < s.slots.size() && i < s.slot_names.size(); ++i)
+        slots.emplace_back(s.slot_names[i], std::move(s.slots[i]));
+      if (auto err = self->state.block->restore(std::move(s.values), slots,
+                                                s.version))
+        return err;
+      serve_parked(self);
+      return self->state.block->version();
+    },
+    [=](stats_atom) -> shard_stats {
+      auto& b = *self->state.block;
+      return shard_stats{self->state.id,      b.version(),
+                         b.stats().accepted, b.stats().stale,
+                         b.stats().refused,  self->state.pull_trace};
+    },
+  };
+}
+
+} // namespace troupe

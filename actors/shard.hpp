@@ -1,0 +1,39 @@
+// The parameter shard actor: a thin shell around runtime/param_block.
+//
+// States: one. It accepts joins, pulls, pushes, snapshots, restores and stats
+// at any time. A pull that the consistency mode cannot answer yet (sync:
+// version not reached; ssp: the worker too far ahead) is parked and answered
+// by the push that makes it ready.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "runtime/param_block.hpp"
+
+namespace troupe {
+
+struct shard_options {
+  int32_t id = 0;
+  param_block::options block;
+  std::vector<float> initial; ///< this shard's slice of the parameters
+};
+
+struct shard_state {
+  static inline const char* name = "shard";
+  struct parked_pull {
+    caf::typed_response_promise<float_block> promise;
+    int32_t worker;
+    int64_t min_version;
+  };
+  int32_t id = 0;
+  std::unique_ptr<param_block> block;
+  std::vector<parked_pull> parked;
+  std::vector<int64_t> pull_trace; ///< ssp: worker, clock, slowest clock
+};
+
+shard_actor::behavior_type
+shard_impl(shard_actor::stateful_pointer<shard_state> self, shard_options opts);
+
+} // namespace troupe

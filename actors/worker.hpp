@@ -1,0 +1,66 @@
+// The worker actor: a model replica on a compute backend, training leased
+// batches against the shards.
+//
+// Loop (async, sync, ssp): lease a batch -> pull every shard in parallel ->
+// forward/backward -> push the gradient slices to every shard -> ack the
+// lease, report to the chief -> again. sync pulls wait for the version after
+// the worker's last push; ssp pulls wait while the worker is too far ahead
+// (the shards decide both). easgd: the worker trains locally with its own
+// optimizer and every `tau` steps pulls the center, moves toward it and
+// pushes the elastic difference.
+//
+// The worker ends normally when the feeder says done. Any failure (an error
+// reply, a timeout, an exception from the backend) ends it with that error,
+// and the chief restarts it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "models/model.hpp"
+#include "models/trainer.hpp"
+#include "runtime/config.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/param_layout.hpp"
+
+namespace troupe {
+
+struct worker_options {
+  int32_t id = 0;
+  run_config cfg;
+  std::shared_ptr<const train_test> data;
+  feeder_actor feeder;
+  std::vector<shard_actor> shards;
+  std::vector<flat_range> ranges; ///< each shard's part of the flat vector
+  chief_actor chief;
+  /// Called before each step with (worker, clock); tests throw from it to
+  /// make a worker fail.
+  std::function<void(int32_t, int64_t)> fault_hook;
+};
+
+struct worker_state {
+  static inline const char* name = "worker";
+  worker_options opts;
+  std::unique_ptr<compute_backend> backend;
+  std::unique_ptr<model> replica;
+  std::unique_ptr<local_trainer> local; ///< easgd: local optimizer
+  std::vector<float> x;                 ///< batch inputs
+  std::vector<int32_t> y;               ///< batch labels
+  std::vector<int64_t> versions;        ///< per shard, of the last pull
+  std::vector<float> host;              ///< easgd: local parameters
+  lease_grant lease;
+  int64_t clock = 0;     ///< steps done by this worker
+  int64_t min_version = 0; ///< sync: version the next pull waits for
+  bool initialised = false;
+  int pending = 0;       ///< replies outstanding in the current phase
+  double step_start = 0;
+  batch_loss loss;
+};
+
+worker_actor::behavior_type
+worker_impl(worker_actor::stateful_pointer<worker_state> self,
+            worker_options opts);
+
+} // namespace troupe
