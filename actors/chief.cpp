@@ -51,7 +51,8 @@ struct chief_state {
   double window_loss = 0, window_start = 0;
   std::map<int32_t, worker_progress> per_worker;
   double last_accuracy = -1, last_loss = 0;
-  int64_t last_eval_step = -1;
+  int64_t last_eval_step = -1; ///< steps when the last evaluation began
+  std::vector<std::function<void()>> eval_waiters;
   int64_t samples = 0;
   bool checkpointing = false, evaluating = false, stopping = false;
   bool ended = false;
@@ -151,11 +152,21 @@ void pull_params(self_ptr self,
     });
 }
 
+/// Evaluates the current parameters on the test set, then runs `then`.
+/// One evaluation at a time: a request during one waits for it and then
+/// evaluates again unless no step has been trained since it began (every
+/// push of a reported step is applied before its report is sent, so an
+/// evaluation begun at step N sees all N steps).
 void evaluate_now(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  if (st.last_eval_step == st.steps) // e.g. the end of the last epoch
+  if (st.evaluating) {
+    st.eval_waiters.push_back(std::move(then));
+    return;
+  }
+  if (st.last_eval_step == st.steps)
     return then();
   st.evaluating = true;
+  st.last_eval_step = st.steps;
   pull_params(self, [=](std::vector<float>& params, int64_t) {
     auto& s = self->state;
     s.evaluator->set_params(params.data());
@@ -163,16 +174,19 @@ void evaluate_now(self_ptr self, std::function<void()> then) {
                       std::max(s.opts.cfg.training.batch_size, 256));
     s.last_accuracy = r.accuracy;
     s.last_loss = r.loss;
-    s.last_eval_step = s.steps;
     double t = now_seconds() - s.t0;
+    auto at = s.last_eval_step;
     say(self, fmt("step %lld, epoch %.2f: test accuracy = %.4f, test loss = "
                   "%.4f (%lld examples, %.1f s)",
-                  static_cast<long long>(s.steps), epoch_of(self, s.steps),
+                  static_cast<long long>(at), epoch_of(self, at),
                   r.accuracy, r.loss, static_cast<long long>(r.count), t));
-    s.metrics.evaluation(t, s.steps, epoch_of(self, s.steps), r.accuracy,
-                         r.loss);
+    s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
     s.evaluating = false;
     then();
+    auto waiters = std::move(self->state.eval_waiters);
+    self->state.eval_waiters.clear();
+    for (auto& f : waiters)
+      evaluate_now(self, std::move(f));
   });
 }
 
@@ -257,13 +271,41 @@ void finish_run(self_ptr self) {
       r.test_accuracy = s.last_accuracy;
       r.test_loss = s.last_loss;
       r.restarts = s.restarts->total();
-      pull_params(self, [=](std::vector<float>&, int64_t version) {
-        auto summary = r;
-        summary.version = version;
-        print_summary(self, summary);
-        self->state.ended = true;
-        self->state.reply.deliver(summary);
-        shut_down(self);
+      pull_params(self, [=](std::vector<float>& params, int64_t version) {
+        auto final_params = std::make_shared<std::vector<float>>(
+          std::move(params));
+        ask_all_shards<shard_stats>(
+          self,
+          [=](size_t i) {
+            return self->request(self->state.shards[i], timeout_of(self),
+                                 stats_atom_v);
+          },
+          [=](std::vector<shard_stats>& stats) {
+            auto summary = r;
+            summary.version = version;
+            for (auto& x : stats) {
+              summary.pushes_accepted += x.accepted;
+              summary.pushes_stale += x.stale;
+              summary.pushes_refused += x.refused;
+            }
+            auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
+              std::move(stats));
+            self
+              ->request(self->state.feeder, timeout_of(self), stats_atom_v)
+              .then(
+                [=](feeder_stats& fs) {
+                  auto done = summary;
+                  done.epoch_samples = std::move(fs.epoch_samples);
+                  print_summary(self, done);
+                  if (self->state.opts.on_finish)
+                    self->state.opts.on_finish(*final_params,
+                                               *shard_stats_copy);
+                  self->state.ended = true;
+                  self->state.reply.deliver(done);
+                  shut_down(self);
+                },
+                [=](caf::error& err) { fail_run(self, std::move(err)); });
+          });
       });
     });
   };
@@ -303,7 +345,7 @@ void on_worker_down(self_ptr self, int32_t id, const caf::error& reason) {
   auto why = describe(reason);
   if (!st.restarts->allow(now_seconds()))
     return fail_run(self,
-                    make_error(errc::invalid_argument,
+                    make_error(errc::restart_limit,
                                fmt("worker %d failed and the restart limit is "
                                    "reached (%d restarts within %.0f s): %s",
                                    id, st.restarts->max_restarts(),
@@ -525,7 +567,7 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
       st.worker_of.erase(it);
       return on_worker_down(self, id, dm.reason);
     }
-    fail_run(self, make_error(errc::invalid_argument,
+    fail_run(self, make_error(errc::actor_down,
                               "a shard or the feeder stopped: "
                                 + describe(dm.reason)));
   });

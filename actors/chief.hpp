@@ -28,6 +28,10 @@ struct chief_options {
   std::ostream* log = nullptr; ///< progress lines; null: quiet
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
+  /// Called at the end of a successful run with the final parameters (the
+  /// whole flat vector) and every shard's counters; for tests.
+  std::function<void(const std::vector<float>&,
+                     const std::vector<shard_stats>&)> on_finish;
 };
 
 struct chief_state;

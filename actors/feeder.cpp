@@ -59,6 +59,10 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
     },
     [=](resume_atom) { self->state.paused = false; },
     [=](finish_atom) { self->state.finished = true; },
+    [=](stats_atom) -> feeder_stats {
+      auto& plan = *self->state.plan;
+      return feeder_stats{plan.acked(), plan.position(), plan.epoch_samples()};
+    },
     [=](restore_atom, int64_t position) -> int64_t {
       self->state.plan->restore(position);
       return self->state.plan->position();

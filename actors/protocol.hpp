@@ -88,6 +88,13 @@ struct shard_stats {
   std::vector<int64_t> pull_trace;
 };
 
+/// The feeder's counters.
+struct feeder_stats {
+  int64_t acked = 0;    ///< batches done
+  int64_t position = 0; ///< batches handed out, in plan order
+  std::vector<int64_t> epoch_samples; ///< samples done per epoch
+};
+
 /// How a run ended.
 struct cluster_summary {
   int64_t steps = 0;       ///< batches trained, all workers together
@@ -98,6 +105,8 @@ struct cluster_summary {
   double test_loss = 0;
   int32_t restarts = 0;
   int64_t version = 0;     ///< shard 0's version at the end
+  int64_t pushes_accepted = 0, pushes_stale = 0, pushes_refused = 0;
+  std::vector<int64_t> epoch_samples; ///< samples trained per epoch
 };
 
 // -- inspect -------------------------------------------------------------------
@@ -243,10 +252,17 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, feeder_stats& x) {
+  return f(caf::meta::type_name("feeder_stats"), x.acked, x.position,
+           x.epoch_samples);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
   return f(caf::meta::type_name("cluster_summary"), x.steps, x.epochs, x.seconds,
            x.examples_per_sec, x.test_accuracy, x.test_loss, x.restarts,
-           x.version);
+           x.version, x.pushes_accepted, x.pushes_stale, x.pushes_refused,
+           x.epoch_samples);
 }
 
 } // namespace troupe
@@ -261,6 +277,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::worker_report))
   CAF_ADD_TYPE_ID(troupe, (troupe::shard_state_msg))
   CAF_ADD_TYPE_ID(troupe, (troupe::shard_stats))
+  CAF_ADD_TYPE_ID(troupe, (troupe::feeder_stats))
   CAF_ADD_TYPE_ID(troupe, (troupe::cluster_summary))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
@@ -319,7 +336,9 @@ using feeder_actor = caf::typed_actor<
   // Leases nothing more: workers get done.
   caf::reacts_to<finish_atom>,
   // Continues from a checkpointed position; replies with it.
-  caf::replies_to<restore_atom, int64_t>::with<int64_t>>;
+  caf::replies_to<restore_atom, int64_t>::with<int64_t>,
+  // Counters: batches done, position, samples done per epoch.
+  caf::replies_to<stats_atom>::with<feeder_stats>>;
 
 /// A worker (actors/worker.hpp). Its only messages are its own loop's.
 using worker_actor = caf::typed_actor<

@@ -135,30 +135,27 @@ bool compute(self_ptr self) {
   return false;
 }
 
-void train_leased(self_ptr self) {
-  auto& st = self->state;
-  if (!is_easgd(self)) {
-    pull_all(self, [=] {
-      if (!compute(self))
-        return;
-      push_all(
-        self,
-        [=](size_t begin, std::vector<float>& out) {
-          self->state.backend->download(out.data(),
-                                        self->state.replica->grads() + begin,
-                                        out.size() * sizeof(float));
-        },
-        [=] {
-          auto& s2 = self->state;
-          // sync: the next pull waits for the update this push is part of.
-          if (s2.opts.cfg.cluster.consistency == cluster_config::mode::sync)
-            s2.min_version = s2.versions.empty() ? 0 : s2.versions[0] + 1;
-          finish_step(self);
-        });
+/// Pushes the gradient of the leased batch to every shard, then goes on.
+void push_gradient(self_ptr self) {
+  push_all(
+    self,
+    [=](size_t begin, std::vector<float>& out) {
+      self->state.backend->download(out.data(),
+                                    self->state.replica->grads() + begin,
+                                    out.size() * sizeof(float));
+    },
+    [=] {
+      auto& st = self->state;
+      // sync: the next pull waits for the update this push is part of.
+      if (st.opts.cfg.cluster.consistency == cluster_config::mode::sync)
+        st.min_version = st.versions.empty() ? 0 : st.versions[0] + 1;
+      finish_step(self);
     });
-    return;
-  }
-  // easgd: a local step; every tau steps the elastic exchange.
+}
+
+/// easgd: a local step; every tau steps the elastic exchange.
+void elastic_step(self_ptr self) {
+  auto& st = self->state;
   if (!compute(self))
     return;
   int tau = st.opts.cfg.cluster.tau;
@@ -187,9 +184,10 @@ void train_leased(self_ptr self) {
   });
 }
 
-void next_step(self_ptr self) {
+/// Leases a batch into state.lease and runs `then`. Quits when the feeder
+/// is done; when it says wait, the whole step starts over a little later.
+void lease_then(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  st.step_start = now_seconds();
   self->request(st.opts.feeder, timeout_of(self), lease_atom_v, st.opts.id)
     .then(
       [=](lease_reply& r) {
@@ -200,9 +198,24 @@ void next_step(self_ptr self) {
           return;
         }
         self->state.lease = std::move(r.grant);
-        train_leased(self);
+        then();
       },
       [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
+/// One step. The pull comes before the lease: in sync mode a worker then
+/// leases its batch for step s+1 only after update s, so every update
+/// averages the gradients of consecutive batches, one per worker.
+void next_step(self_ptr self) {
+  self->state.step_start = now_seconds();
+  if (is_easgd(self))
+    return lease_then(self, [=] { elastic_step(self); });
+  pull_all(self, [=] {
+    lease_then(self, [=] {
+      if (compute(self))
+        push_gradient(self);
+    });
+  });
 }
 
 } // namespace
@@ -212,6 +225,20 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
             worker_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  // An exception (a backend failure, an injected fault) ends the worker
+  // with an error that says what happened; the chief restarts it.
+  self->set_exception_handler([=](std::exception_ptr& ep) -> caf::error {
+    auto id = std::to_string(self->state.opts.id);
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      return make_error(errc::worker_failed,
+                        "worker " + id + " threw: " + e.what());
+    } catch (...) {
+      return make_error(errc::worker_failed,
+                        "worker " + id + " threw an unknown exception");
+    }
+  });
   const auto& cfg = st.opts.cfg;
   const auto& train = st.opts.data->train;
   st.backend = make_cpu_backend(cfg.training.threads);

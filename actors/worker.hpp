@@ -1,11 +1,12 @@
 // The worker actor: a model replica on a compute backend, training leased
 // batches against the shards.
 //
-// Loop (async, sync, ssp): lease a batch -> pull every shard in parallel ->
+// Loop (async, sync, ssp): pull every shard in parallel -> lease a batch ->
 // forward/backward -> push the gradient slices to every shard -> ack the
 // lease, report to the chief -> again. sync pulls wait for the version after
 // the worker's last push; ssp pulls wait while the worker is too far ahead
-// (the shards decide both). easgd: the worker trains locally with its own
+// (the shards decide both). Each step is one message chain; the next pull
+// is not yet overlapped with compute. easgd: the worker trains locally with its own
 // optimizer and every `tau` steps pulls the center, moves toward it and
 // pushes the elastic difference.
 //

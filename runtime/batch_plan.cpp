@@ -94,6 +94,16 @@ int64_t batch_plan::samples_done(int32_t epoch) const {
   return it == samples_done_.end() ? 0 : it->second;
 }
 
+std::vector<int64_t> batch_plan::epoch_samples() const {
+  std::vector<int64_t> out;
+  for (auto& [epoch, n] : samples_done_) {
+    if (out.size() <= static_cast<size_t>(epoch))
+      out.resize(static_cast<size_t>(epoch) + 1, 0);
+    out[static_cast<size_t>(epoch)] = n;
+  }
+  return out;
+}
+
 void batch_plan::restore(int64_t position) {
   next_ = std::min(position, total_);
   acked_ = next_;

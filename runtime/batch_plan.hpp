@@ -56,6 +56,8 @@ public:
   int64_t acked() const { return acked_; }
   /// Samples acked in `epoch` (each sample once per epoch when complete).
   int64_t samples_done(int32_t epoch) const;
+  /// Samples acked per epoch, from epoch 0 to the last one touched.
+  std::vector<int64_t> epoch_samples() const;
   /// The epoch that the next new batch belongs to (epochs when done).
   int32_t epoch() const { return static_cast<int32_t>(next_ / per_epoch_); }
 

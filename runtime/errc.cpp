@@ -15,6 +15,9 @@ std::string to_string(errc code) {
     case errc::non_finite: return "non_finite";
     case errc::backend_unavailable: return "backend_unavailable";
     case errc::invalid_argument: return "invalid_argument";
+    case errc::worker_failed: return "worker_failed";
+    case errc::restart_limit: return "restart_limit";
+    case errc::actor_down: return "actor_down";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

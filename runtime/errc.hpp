@@ -23,6 +23,9 @@ enum class errc : uint8_t {
   non_finite,           ///< a value is NaN or Inf where that is not allowed
   backend_unavailable,  ///< the requested compute backend cannot be used
   invalid_argument,     ///< a caller passed an argument outside the contract
+  worker_failed,        ///< a worker threw (backend failure, injected fault)
+  restart_limit,        ///< failures came faster than the restart intensity
+  actor_down,           ///< a shard or the feeder stopped during a run
 };
 
 /// The enumerator's name, e.g. "invalid_config".

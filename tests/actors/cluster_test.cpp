@@ -1,0 +1,170 @@
+// The consistency modes, each on a small problem whose right answer is
+// known: counts for async, large-batch SGD for sync, recorded clocks for
+// ssp, a hand-computed sequence for easgd.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <thread>
+
+#include "fixture.hpp"
+#include "models/model.hpp"
+#include "models/trainer.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::cluster_fixture;
+using troupe::test::small_run;
+using mode = cluster_config::mode;
+
+namespace {
+
+/// The initial parameters the chief makes for `cfg`, and a model to train a
+/// reference copy on, with the training data.
+struct reference {
+  std::unique_ptr<compute_backend> be = make_cpu_backend(1);
+  train_test data;
+  std::unique_ptr<model> m;
+  explicit reference(const run_config& cfg) {
+    data = std::move(*load_datasets(cfg.data));
+    m = std::move(*make_model(cfg.model, data.train.height, data.train.width,
+                              data.train.channels, data.train.classes, *be));
+    auto init = m->initial_params();
+    m->set_params(init.data());
+  }
+  std::vector<float> params() const {
+    std::vector<float> p(m->layout().total());
+    m->get_params(p.data());
+    return p;
+  }
+};
+
+void check_close(const std::vector<float>& a, const std::vector<float>& b,
+                 float tol) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  float worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / (1.f + std::abs(b[i])));
+  BOOST_TEST(worst <= tol);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster)
+
+BOOST_AUTO_TEST_CASE(async_applies_every_accepted_push_once) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::async, 2, 2);
+  cfg.training.epochs = 3;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(r->steps == 3 * 16);
+  BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256, 256}));
+  // Every push went to both shards and was applied exactly once there.
+  BOOST_TEST(r->pushes_accepted == 2 * r->steps);
+  BOOST_TEST(r->pushes_refused == 0);
+  for (auto& s : f.shards) {
+    BOOST_TEST(s.accepted == s.version);
+    BOOST_TEST(s.version == r->steps);
+  }
+  BOOST_TEST(r->test_accuracy > 0.9, f.log.str());
+}
+
+BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::sync, 2, 2);
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(r->pushes_stale == 0);
+  BOOST_TEST(r->version == r->steps / 2);
+  // The same epochs with one SGD step per pair of consecutive batches.
+  reference ref{cfg};
+  optimizer_config sgd = cfg.training.optimizer;
+  local_trainer trainer{*ref.m, sgd};
+  const int big = 2 * cfg.training.batch_size;
+  std::vector<float> x(static_cast<size_t>(big) * ref.data.train.sample_size());
+  std::vector<int32_t> y(static_cast<size_t>(big));
+  for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
+    auto order = epoch_order(256, cfg.training.seed, epoch);
+    for (size_t b = 0; b < order.size(); b += static_cast<size_t>(big)) {
+      gather_batch(ref.data.train, order.data() + b, big, x.data(), y.data());
+      trainer.step(x.data(), y.data(), big);
+    }
+  }
+  check_close(f.final_params, ref.params(), 1e-5f);
+}
+
+BOOST_AUTO_TEST_CASE(sync_backup_workers_pushes_are_dropped_as_stale) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::sync, 3, 1);
+  cfg.cluster.replicas_to_aggregate = 2;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  // Every push either counted toward an update or was dropped as stale,
+  // and each update averaged exactly two.
+  BOOST_TEST(r->pushes_accepted + r->pushes_stale == r->steps);
+  BOOST_TEST(r->pushes_accepted / 2 == r->version);
+  BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256}));
+}
+
+BOOST_AUTO_TEST_CASE(ssp_never_lets_a_worker_run_more_than_staleness_ahead) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::ssp, 3, 2);
+  cfg.cluster.staleness = 2;
+  cfg.training.epochs = 3;
+  // Worker 2 is slow, so the others hit the bound.
+  auto r = f.run(cfg, [](int32_t worker, int64_t) {
+    if (worker == 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  });
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  int64_t widest = 0, answered = 0;
+  for (auto& s : f.shards) {
+    BOOST_REQUIRE(s.pull_trace.size() % 3 == 0);
+    for (size_t i = 0; i < s.pull_trace.size(); i += 3) {
+      auto ahead = s.pull_trace[i + 1] - s.pull_trace[i + 2];
+      BOOST_TEST(ahead <= 2);
+      widest = std::max(widest, ahead);
+      ++answered;
+    }
+  }
+  BOOST_TEST(answered >= r->steps); // a pull per step and shard at least
+  BOOST_TEST(widest == 2);          // the bound was reached, and held
+  BOOST_TEST(r->pushes_accepted == 2 * r->steps);
+}
+
+BOOST_AUTO_TEST_CASE(easgd_matches_a_hand_computed_sequence) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::easgd, 1, 2);
+  cfg.cluster.tau = 2;
+  cfg.cluster.moving_rate = 0.3;
+  cfg.training.max_steps = 6;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(r->version == 3); // one exchange every tau = 2 steps
+  // By hand: local SGD steps; after every 2nd, diff = local - center,
+  // local -= 0.3 diff, center += 0.3 diff.
+  reference ref{cfg};
+  auto center = ref.params();
+  local_trainer trainer{*ref.m, cfg.training.optimizer};
+  const int b = cfg.training.batch_size;
+  std::vector<float> x(static_cast<size_t>(b) * ref.data.train.sample_size());
+  std::vector<int32_t> y(static_cast<size_t>(b));
+  auto order = epoch_order(256, cfg.training.seed, 0);
+  for (int step = 0; step < 6; ++step) {
+    gather_batch(ref.data.train, order.data() + step * b, b, x.data(),
+                 y.data());
+    trainer.step(x.data(), y.data(), b);
+    if ((step + 1) % 2 != 0)
+      continue;
+    auto local = ref.params();
+    for (size_t i = 0; i < local.size(); ++i) {
+      float diff = local[i] - center[i];
+      local[i] -= 0.3f * diff;
+      center[i] += 0.3f * diff;
+    }
+    ref.m->set_params(local.data());
+  }
+  check_close(f.final_params, center, 1e-6f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

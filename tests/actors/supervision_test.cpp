@@ -1,0 +1,104 @@
+// The chief as a supervisor: restarts, the restart limit, NaN, checkpoints.
+#include <atomic>
+#include <boost/test/unit_test.hpp>
+#include <stdexcept>
+
+#include "fixture.hpp"
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::cluster_fixture;
+using troupe::test::small_run;
+using troupe::test::temp_dir;
+using mode = cluster_config::mode;
+
+BOOST_AUTO_TEST_SUITE(supervision)
+
+BOOST_AUTO_TEST_CASE(a_failed_worker_is_restarted_and_no_sample_is_lost) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::async, 2, 2);
+  std::atomic<int> thrown{0};
+  auto r = f.run(cfg, [&](int32_t worker, int64_t clock) {
+    // Once: the restarted worker counts its clock from 0 again.
+    if (worker == 0 && clock == 5 && thrown.exchange(1) == 0)
+      throw std::runtime_error("injected fault");
+  });
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(thrown.load() == 1);
+  BOOST_TEST(r->restarts == 1);
+  BOOST_TEST(r->steps == 2 * 16);
+  BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256}));
+  BOOST_TEST(f.log.str().find("worker 0 failed (worker 0 threw: injected "
+                              "fault)")
+               != std::string::npos,
+             f.log.str());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_keeps_failing_trips_the_restart_limit) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::async, 2, 1);
+  cfg.cluster.max_restarts = 2;
+  auto r = f.run(cfg, [](int32_t worker, int64_t) {
+    if (worker == 0)
+      throw std::runtime_error("broken replica");
+  });
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::restart_limit));
+  auto msg = describe(r.error());
+  BOOST_TEST(msg.find("worker 0 failed and the restart limit is reached (2 "
+                      "restarts within 60 s)")
+               == 0,
+             msg);
+}
+
+BOOST_AUTO_TEST_CASE(a_nan_loss_stops_the_run) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::async, 1, 1);
+  cfg.training.optimizer.learning_rate = 1e30;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::non_finite), describe(r.error()));
+  BOOST_TEST(describe(r.error()).find("the loss turned") == 0,
+             describe(r.error()));
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
+  temp_dir dir;
+  auto cfg = small_run(mode::async, 1, 2);
+  cfg.training.optimizer.type = optimizer_config::kind::adam;
+  cfg.training.optimizer.learning_rate = 0.01;
+  cfg.training.max_steps = 20;
+  std::vector<float> straight;
+  {
+    cluster_fixture f;
+    auto r = f.run(cfg);
+    BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
+    straight = f.final_params;
+  }
+  cfg.training.checkpoint.dir = dir.path();
+  cfg.training.checkpoint.every_steps = 6;
+  cfg.training.max_steps = 12;
+  {
+    cluster_fixture f;
+    auto r = f.run(cfg);
+    BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
+    // One every 6 steps (at the first quiet point after it) and one at the
+    // end.
+    auto log = f.log.str();
+    auto first = log.find(": checkpoint ");
+    BOOST_TEST(first != std::string::npos, log);
+    BOOST_TEST(log.find(": checkpoint ", first + 1) != std::string::npos, log);
+    BOOST_TEST(log.find("ckpt-12.safetensors") != std::string::npos, log);
+  }
+  cfg.training.checkpoint.resume = true;
+  cfg.training.max_steps = 20;
+  cluster_fixture f;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(f.log.str().find("resuming from") != std::string::npos);
+  BOOST_TEST(r->steps == 20);
+  BOOST_TEST(f.final_params == straight); // bitwise
+}
+
+BOOST_AUTO_TEST_SUITE_END()
