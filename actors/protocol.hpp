@@ -34,12 +34,28 @@ struct float_block {
 };
 
 /// A push: a worker's gradient (or EASGD elastic difference) for one shard.
-/// `tag` is the version the worker computed on (sync) or its clock.
+/// `tag` is the version the worker computed on (sync) or its clock. The
+/// values are [offset, offset + size) of a buffer the worker shares: in one
+/// process every shard reads its slice of the worker's gradient buffer
+/// without a copy; on the wire only the slice travels.
 struct gradient_push {
   int32_t shard = 0;
   int32_t worker = 0;
   int64_t tag = 0;
-  std::vector<float> values;
+  std::shared_ptr<const std::vector<float>> buffer;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  const float* data() const { return buffer ? buffer->data() + offset : nullptr; }
+
+  /// A push that owns its values.
+  static gradient_push of(int32_t shard, int32_t worker, int64_t tag,
+                          std::vector<float> values) {
+    auto n = values.size();
+    return {shard, worker, tag,
+            std::make_shared<const std::vector<float>>(std::move(values)), 0,
+            n};
+  }
 };
 
 /// A shard's answer to a valid push.
@@ -188,18 +204,24 @@ inspect(Inspector& f, float_block& x) {
 inline caf::error inspect(caf::serializer& f, gradient_push& x) {
   if (auto err = f(x.shard, x.worker, x.tag))
     return err;
-  return detail::write_floats(f, x.values.data(), x.values.size());
+  return detail::write_floats(f, x.data(), x.size);
 }
 inline caf::error inspect(caf::deserializer& f, gradient_push& x) {
   if (auto err = f(x.shard, x.worker, x.tag))
     return err;
-  return detail::read_floats(f, x.values);
+  auto v = std::make_shared<std::vector<float>>();
+  if (auto err = detail::read_floats(f, *v))
+    return err;
+  x.offset = 0;
+  x.size = v->size();
+  x.buffer = std::move(v);
+  return {};
 }
 template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, gradient_push& x) {
   return f(caf::meta::type_name("gradient_push"), x.shard, x.worker, x.tag,
-           static_cast<uint64_t>(x.values.size()));
+           x.size);
 }
 
 inline caf::error inspect(caf::serializer& f, shard_state_msg& x) {

@@ -60,7 +60,8 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     },
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
       auto& b = *self->state.block;
-      auto r = b.push(g.worker, g.tag, g.values.data(), g.values.size());
+      auto r = b.push(g.worker, g.tag, g.data(), g.size);
+
       if (!r)
         return std::move(r.error());
       serve_parked(self);

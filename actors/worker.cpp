@@ -1,5 +1,6 @@
 #include "actors/worker.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -36,7 +37,7 @@ void fail(self_ptr self, caf::error err) {
 /// state.host (easgd) or in the replica (the other modes).
 void pull_all(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  st.pending = static_cast<int>(st.opts.shards.size());
+  auto left = std::make_shared<size_t>(st.opts.shards.size());
   auto done = std::make_shared<std::function<void()>>(std::move(then));
   for (size_t i = 0; i < st.opts.shards.size(); ++i) {
     self->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
@@ -56,22 +57,20 @@ void pull_all(self_ptr self, std::function<void()> then) {
             s.backend->upload(s.replica->params() + r.begin, b.values->data(),
                               r.size() * sizeof(float));
           s.versions[i] = b.version;
-          if (--s.pending == 0)
+          if (--*left == 0)
             (*done)();
         },
         [=](caf::error& err) { fail(self, std::move(err)); });
   }
 }
 
-/// Pushes one slice per shard; `then` runs once every shard has answered.
-/// `fill(begin, out)` writes the values from flat offset `begin` into `out`
-/// (already sized to the shard).
-void push_all(self_ptr self,
-              std::function<void(size_t, std::vector<float>&)> fill,
-              std::function<void()> then) {
+/// Sends every shard its slice of `flat` (layout.total() floats); `applied`
+/// runs once every shard has accepted its slice.
+void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
+              std::function<void()> applied) {
   auto& st = self->state;
-  st.pending = static_cast<int>(st.opts.shards.size());
-  auto done = std::make_shared<std::function<void()>>(std::move(then));
+  auto left = std::make_shared<size_t>(st.opts.shards.size());
+  auto done = std::make_shared<std::function<void()>>(std::move(applied));
   for (size_t i = 0; i < st.opts.shards.size(); ++i) {
     gradient_push g;
     g.shard = static_cast<int32_t>(i);
@@ -79,26 +78,25 @@ void push_all(self_ptr self,
     g.tag = st.opts.cfg.cluster.consistency == cluster_config::mode::sync
               ? st.versions[i]
               : st.clock;
-    auto r = st.opts.ranges[i];
-    g.values.resize(r.size());
-    fill(r.begin, g.values);
+    g.buffer = flat;
+    g.offset = st.opts.ranges[i].begin;
+    g.size = st.opts.ranges[i].size();
     self->request(st.opts.shards[i], timeout_of(self), push_atom_v,
                   std::move(g))
       .then(
         [=](const push_ack&) {
-          if (--self->state.pending == 0)
+          if (--*left == 0)
             (*done)();
         },
         [=](caf::error& err) { fail(self, std::move(err)); });
   }
 }
 
-/// Ack the lease, report to the chief, go on.
-void finish_step(self_ptr self) {
+/// What to do once a step's pushes are applied: ack its lease (the batch is
+/// done only then) and report to the chief (so every reported step is
+/// applied on every shard).
+std::function<void()> settle(self_ptr self) {
   auto& st = self->state;
-  self->request(st.opts.feeder, timeout_of(self), ack_atom_v, st.lease.id)
-    .then([](bool) {}, [=](caf::error& err) { fail(self, std::move(err)); });
-  ++st.clock;
   worker_report r;
   r.worker = st.opts.id;
   r.epoch = st.lease.epoch;
@@ -106,9 +104,42 @@ void finish_step(self_ptr self) {
   r.hits = static_cast<int32_t>(st.loss.correct);
   r.loss_sum = st.loss.loss_sum;
   r.step_seconds = now_seconds() - st.step_start;
-  r.clock = st.clock;
-  self->send(st.opts.chief, report_atom_v, r);
+  r.clock = st.clock + 1;
+  auto lease = st.lease.id;
+  ++st.unsettled;
+  return [=] {
+    auto& s = self->state;
+    self->request(s.opts.feeder, timeout_of(self), ack_atom_v, lease)
+      .then([](bool) {}, [=](caf::error& err) { fail(self, std::move(err)); });
+    self->send(s.opts.chief, report_atom_v, r);
+    if (--s.unsettled == 0 && s.feeder_done)
+      self->quit();
+  };
+}
+
+/// The step's messages are out: the next one starts at once. A later pull
+/// to a shard is queued behind this step's push to it (CAF keeps the order
+/// of messages between two actors), so it sees this step's update.
+void next(self_ptr self) {
+  ++self->state.clock;
   self->send(self, step_atom_v);
+}
+
+/// A flat gradient buffer that no shard reads any more. In one process the
+/// shards read their slices of the worker's buffer in place until they have
+/// applied them, so the worker cycles through a few.
+std::shared_ptr<std::vector<float>> free_gradient_buffer(self_ptr self) {
+  auto& st = self->state;
+  for (auto& b : st.grad_pool)
+    if (b.use_count() == 1) {
+      // Pairs with the release in the shards' shared_ptr destructors: their
+      // reads of this buffer are done before it is written again.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return b;
+    }
+  st.grad_pool.push_back(
+    std::make_shared<std::vector<float>>(st.replica->layout().total()));
+  return st.grad_pool.back();
 }
 
 /// Forward/backward on the leased batch; false after reporting a
@@ -120,9 +151,17 @@ bool compute(self_ptr self) {
   int n = static_cast<int>(st.lease.samples.size());
   gather_batch(st.opts.data->train, st.lease.samples.data(), n, st.x.data(),
                st.y.data());
-  st.loss = is_easgd(self) ? st.local->step(st.x.data(), st.y.data(), n)
-                           : st.replica->forward_backward(st.x.data(),
-                                                          st.y.data(), n);
+  if (is_easgd(self)) {
+    st.loss = st.local->step(st.x.data(), st.y.data(), n);
+  } else {
+    st.grads = free_gradient_buffer(self);
+    bool in_place = st.backend->host_accessible();
+    if (in_place)
+      (void) st.replica->bind_grads(st.grads->data());
+    st.loss = st.replica->forward_backward(st.x.data(), st.y.data(), n);
+    if (!in_place)
+      st.replica->get_grads(st.grads->data());
+  }
   if (std::isfinite(st.loss.loss_sum))
     return true;
   worker_report r;
@@ -135,22 +174,27 @@ bool compute(self_ptr self) {
   return false;
 }
 
+void next_step(self_ptr self);
+
 /// Pushes the gradient of the leased batch to every shard, then goes on.
 void push_gradient(self_ptr self) {
-  push_all(
-    self,
-    [=](size_t begin, std::vector<float>& out) {
-      self->state.backend->download(out.data(),
-                                    self->state.replica->grads() + begin,
-                                    out.size() * sizeof(float));
-    },
-    [=] {
-      auto& st = self->state;
-      // sync: the next pull waits for the update this push is part of.
-      if (st.opts.cfg.cluster.consistency == cluster_config::mode::sync)
-        st.min_version = st.versions.empty() ? 0 : st.versions[0] + 1;
-      finish_step(self);
-    });
+  auto& st = self->state;
+  auto applied = settle(self);
+  switch (st.opts.cfg.cluster.consistency) {
+    case cluster_config::mode::async:
+      // The next step is already on its way (see next_step).
+      push_all(self, st.grads, std::move(applied));
+      ++st.clock;
+      return;
+    case cluster_config::mode::sync:
+      push_all(self, st.grads, std::move(applied));
+      // The next pull waits for the update this push is part of.
+      st.min_version = st.versions.empty() ? 0 : st.versions[0] + 1;
+      return next(self);
+    default:
+      push_all(self, st.grads, std::move(applied));
+      return next(self);
+  }
 }
 
 /// easgd: a local step; every tau steps the elastic exchange.
@@ -159,8 +203,10 @@ void elastic_step(self_ptr self) {
   if (!compute(self))
     return;
   int tau = st.opts.cfg.cluster.tau;
-  if ((st.clock + 1) % tau != 0)
-    return finish_step(self);
+  if ((st.clock + 1) % tau != 0) {
+    settle(self)();
+    return next(self);
+  }
   auto local = std::make_shared<std::vector<float>>(st.host.size());
   st.replica->get_params(local->data());
   pull_all(self, [=] {
@@ -169,18 +215,14 @@ void elastic_step(self_ptr self) {
     // diff = local - center; local -= alpha * diff; the shard then does
     // center += alpha * diff (TF's ElasticAverageOptimizer).
     auto diff = std::make_shared<std::vector<float>>(local->size());
+    // (pushed below, then only read by the shards)
     for (size_t i = 0; i < local->size(); ++i) {
       (*diff)[i] = (*local)[i] - s.host[i];
       (*local)[i] -= alpha * (*diff)[i];
     }
     s.replica->set_params(local->data());
-    push_all(
-      self,
-      [diff](size_t begin, std::vector<float>& out) {
-        std::memcpy(out.data(), diff->data() + begin,
-                    out.size() * sizeof(float));
-      },
-      [=] { finish_step(self); });
+    push_all(self, diff, settle(self));
+    next(self);
   });
 }
 
@@ -191,8 +233,13 @@ void lease_then(self_ptr self, std::function<void()> then) {
   self->request(st.opts.feeder, timeout_of(self), lease_atom_v, st.opts.id)
     .then(
       [=](lease_reply& r) {
-        if (r.status == lease_reply::done)
-          return self->quit();
+        if (r.status == lease_reply::done) {
+          // Done once every pushed step is settled (its lease acked).
+          self->state.feeder_done = true;
+          if (self->state.unsettled == 0)
+            self->quit();
+          return;
+        }
         if (r.status == lease_reply::wait) {
           self->delayed_send(self, std::chrono::milliseconds(2), step_atom_v);
           return;
@@ -203,19 +250,42 @@ void lease_then(self_ptr self, std::function<void()> then) {
       [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
-/// One step. The pull comes before the lease: in sync mode a worker then
-/// leases its batch for step s+1 only after update s, so every update
-/// averages the gradients of consecutive batches, one per worker.
+/// One step. async and ssp ask for the batch and the values at once. sync
+/// pulls first: a worker then leases its batch for step s+1 only after
+/// update s, so every update averages consecutive batches, one per worker.
+/// async prefetches: as a step starts computing, the next step's pull and
+/// lease go out, so their answers wait in the mailbox when it is done and
+/// the shards' update of this step overlaps the next one's compute. A
+/// step's values then lack the worker's own previous update (one step
+/// stale, like Downpour's fetch); every push is still applied once.
 void next_step(self_ptr self) {
   self->state.step_start = now_seconds();
-  if (is_easgd(self))
-    return lease_then(self, [=] { elastic_step(self); });
-  pull_all(self, [=] {
-    lease_then(self, [=] {
-      if (compute(self))
-        push_gradient(self);
-    });
-  });
+  auto work = [=] {
+    if (self->state.halted)
+      return;
+    if (self->state.opts.cfg.cluster.consistency
+        == cluster_config::mode::async)
+      next_step(self);
+    if (compute(self))
+      push_gradient(self);
+    else
+      self->state.halted = true;
+  };
+  switch (self->state.opts.cfg.cluster.consistency) {
+    case cluster_config::mode::easgd:
+      return lease_then(self, [=] { elastic_step(self); });
+    case cluster_config::mode::sync:
+      return pull_all(self, [=] { lease_then(self, work); });
+    default: {
+      auto left = std::make_shared<int>(2);
+      auto join = [=] {
+        if (--*left == 0)
+          work();
+      };
+      pull_all(self, join);
+      lease_then(self, join);
+    }
+  }
 }
 
 } // namespace

@@ -1,12 +1,12 @@
 // The worker actor: a model replica on a compute backend, training leased
 // batches against the shards.
 //
-// Loop (async, sync, ssp): pull every shard in parallel -> lease a batch ->
-// forward/backward -> push the gradient slices to every shard -> ack the
-// lease, report to the chief -> again. sync pulls wait for the version after
-// the worker's last push; ssp pulls wait while the worker is too far ahead
-// (the shards decide both). Each step is one message chain; the next pull
-// is not yet overlapped with compute. easgd: the worker trains locally with its own
+// Loop (async, sync, ssp): pull every shard in parallel and lease a batch
+// (sync: pull, then lease) -> forward/backward -> push the gradient slices
+// to every shard and start the next step at once; when every shard has
+// applied its slice, ack the lease and report to the chief. sync pulls wait
+// for the version after the worker's last push; ssp pulls wait while the
+// worker is too far ahead (the shards decide both). easgd: the worker trains locally with its own
 // optimizer and every `tau` steps pulls the center, moves toward it and
 // pushes the elastic difference.
 //
@@ -50,12 +50,17 @@ struct worker_state {
   std::vector<float> x;                 ///< batch inputs
   std::vector<int32_t> y;               ///< batch labels
   std::vector<int64_t> versions;        ///< per shard, of the last pull
-  std::vector<float> host;              ///< easgd: local parameters
+  std::vector<float> host;              ///< easgd: the pulled center
+  /// Flat gradient buffers, shared with the shards while they apply them.
+  std::vector<std::shared_ptr<std::vector<float>>> grad_pool;
+  std::shared_ptr<std::vector<float>> grads; ///< this step's buffer
   lease_grant lease;
   int64_t clock = 0;     ///< steps done by this worker
   int64_t min_version = 0; ///< sync: version the next pull waits for
   bool initialised = false;
-  int pending = 0;       ///< replies outstanding in the current phase
+  int unsettled = 0;         ///< pushed steps whose pushes are not all applied
+  bool feeder_done = false;  ///< quit once nothing is unsettled
+  bool halted = false;       ///< after a non-finite loss
   double step_start = 0;
   batch_loss loss;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/errc.hpp"
+
 namespace troupe {
 
 model::model(compute_backend& be, model_config cfg, std::string summary,
@@ -38,7 +40,16 @@ void model::get_params(float* host) const {
 }
 
 void model::get_grads(float* host) const {
-  be_.download(host, grads_.floats(), layout_.total() * sizeof(float));
+  be_.download(host, grads(), layout_.total() * sizeof(float));
+}
+
+caf::error model::bind_grads(float* external) {
+  if (external != nullptr && !be_.host_accessible())
+    return make_error(errc::backend_unavailable,
+                      "gradients can only be bound to host memory on a host "
+                      "backend, not on " + be_.describe());
+  grads_view_ = external;
+  return {};
 }
 
 void model::reserve(int batch) {
@@ -120,11 +131,11 @@ batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
     if (sgd_lr != nullptr)
       layers_[i]->backward_sgd(be_, params_.floats(), layer_in,
                                outputs_[i].floats(), dy, layer_dx,
-                               grads_.floats(), *sgd_lr, batch);
+                               grads_out(), *sgd_lr, batch);
     else
       layers_[i]->backward(be_, params_.floats(), layer_in,
                            outputs_[i].floats(), dy, layer_dx,
-                           grads_.floats(), batch);
+                           grads_out(), batch);
     std::swap(dy, dx);
   }
   return result;

@@ -36,7 +36,12 @@ public:
   /// Backend pointers to the parameters and to the gradients of the last
   /// forward_backward(); both layout.total() floats.
   float* params() { return params_.floats(); }
-  const float* grads() const { return grads_.floats(); }
+  const float* grads() const { return grads_view_ ? grads_view_ : grads_.floats(); }
+  /// Host backends: the gradients of the next passes go to `external`
+  /// (layout.total() floats) instead of the model's own buffer, so a worker
+  /// can hand them to the shards without a copy; nullptr goes back to the
+  /// model's buffer. errc::backend_unavailable on a non-host backend.
+  caf::error bind_grads(float* external);
 
   /// Host -> model parameters, layout.total() values.
   void set_params(const float* host);
@@ -83,6 +88,8 @@ private:
   size_t input_size_;
   int classes_;
   backend_buffer params_, grads_;
+  float* grads_view_ = nullptr; // see bind_grads
+  float* grads_out() { return grads_view_ ? grads_view_ : grads_.floats(); }
   std::vector<backend_buffer> outputs_; // one per layer
   backend_buffer delta_a_, delta_b_;    // ping-pong dLoss/d(activation)
   backend_buffer x_stage_, y_stage_;    // inputs, for non-host backends

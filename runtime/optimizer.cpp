@@ -31,52 +31,79 @@ optimizer::optimizer(optimizer_config cfg, size_t size)
     slot_b_.assign(size_, 0.f);
 }
 
+namespace {
+
+// The update loops, one per optimizer, over non-aliasing arrays so that the
+// compiler vectorises them, each compiled for AVX-512, AVX2 and the
+// baseline and picked at load time (GCC target_clones): on a parameter shard
+// the optimizer is most of the work, and Adam's sqrt and division gain most
+// from the wider units.
+#define TROUPE_UPDATE_LOOP                                                     \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+
+TROUPE_UPDATE_LOOP
+void sgd_update(float* __restrict p, const float* __restrict g, size_t n,
+                float lr, float wd) {
+  for (size_t i = 0; i < n; ++i)
+    p[i] -= lr * (g[i] + wd * p[i]);
+}
+
+// tf.train.MomentumOptimizer: accum = m * accum + g; p -= lr * accum
+// (Nesterov: p -= lr * (g + m * accum)).
+TROUPE_UPDATE_LOOP
+void momentum_update(float* __restrict p, const float* __restrict g,
+                     float* __restrict acc, size_t n, float lr, float wd,
+                     float m, bool nesterov) {
+  if (nesterov) {
+    for (size_t i = 0; i < n; ++i) {
+      float gi = g[i] + wd * p[i];
+      acc[i] = m * acc[i] + gi;
+      p[i] -= lr * (gi + m * acc[i]);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      acc[i] = m * acc[i] + g[i] + wd * p[i];
+      p[i] -= lr * acc[i];
+    }
+  }
+}
+
+// tf.train.AdamOptimizer, with the bias correction folded into alpha.
+TROUPE_UPDATE_LOOP
+void adam_update(float* __restrict p, const float* __restrict g,
+                 float* __restrict mv, float* __restrict vv, size_t n,
+                 float alpha, float wd, float b1, float b2, float eps) {
+  for (size_t i = 0; i < n; ++i) {
+    float gi = g[i] + wd * p[i];
+    mv[i] = b1 * mv[i] + (1.f - b1) * gi;
+    vv[i] = b2 * vv[i] + (1.f - b2) * gi * gi;
+    p[i] -= alpha * mv[i] / (std::sqrt(vv[i]) + eps);
+  }
+}
+
+#undef TROUPE_UPDATE_LOOP
+
+} // namespace
+
 void optimizer::apply(float* params, const float* grads, int64_t step) {
   const float lr = static_cast<float>(learning_rate_at(cfg_, step));
   const float wd = static_cast<float>(cfg_.weight_decay);
-  const size_t n = size_;
   switch (cfg_.type) {
     case optimizer_config::kind::sgd:
-      for (size_t i = 0; i < n; ++i)
-        params[i] -= lr * (grads[i] + wd * params[i]);
-      return;
-    case optimizer_config::kind::momentum: {
-      // tf.train.MomentumOptimizer: accum = m * accum + g; p -= lr * accum
-      // (Nesterov: p -= lr * (g + m * accum)).
-      const float m = static_cast<float>(cfg_.momentum);
-      float* acc = slot_a_.data();
-      if (cfg_.nesterov) {
-        for (size_t i = 0; i < n; ++i) {
-          float g = grads[i] + wd * params[i];
-          acc[i] = m * acc[i] + g;
-          params[i] -= lr * (g + m * acc[i]);
-        }
-      } else {
-        for (size_t i = 0; i < n; ++i) {
-          acc[i] = m * acc[i] + grads[i] + wd * params[i];
-          params[i] -= lr * acc[i];
-        }
-      }
-      return;
-    }
+      return sgd_update(params, grads, size_, lr, wd);
+    case optimizer_config::kind::momentum:
+      return momentum_update(params, grads, slot_a_.data(), size_, lr, wd,
+                             static_cast<float>(cfg_.momentum),
+                             cfg_.nesterov);
     case optimizer_config::kind::adam: {
-      // tf.train.AdamOptimizer: bias correction folded into the step size.
       const double t = static_cast<double>(step + 1);
-      const float b1 = static_cast<float>(cfg_.beta1);
-      const float b2 = static_cast<float>(cfg_.beta2);
-      const float eps = static_cast<float>(cfg_.epsilon);
       const float alpha = static_cast<float>(
         lr * std::sqrt(1.0 - std::pow(cfg_.beta2, t))
         / (1.0 - std::pow(cfg_.beta1, t)));
-      float* mv = slot_a_.data();
-      float* vv = slot_b_.data();
-      for (size_t i = 0; i < n; ++i) {
-        float g = grads[i] + wd * params[i];
-        mv[i] = b1 * mv[i] + (1.f - b1) * g;
-        vv[i] = b2 * vv[i] + (1.f - b2) * g * g;
-        params[i] -= alpha * mv[i] / (std::sqrt(vv[i]) + eps);
-      }
-      return;
+      return adam_update(params, grads, slot_a_.data(), slot_b_.data(), size_,
+                         alpha, wd, static_cast<float>(cfg_.beta1),
+                         static_cast<float>(cfg_.beta2),
+                         static_cast<float>(cfg_.epsilon));
     }
   }
 }

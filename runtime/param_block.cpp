@@ -2,11 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/errc.hpp"
 
 namespace troupe {
+
+namespace {
+
+/// Whether no value is NaN or Inf: one branch-free pass (exponent bits all
+/// ones means NaN or Inf) that the compiler vectorises, since every push is
+/// checked before it touches the shard.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+bool all_finite(const float* data, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, data + i, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+} // namespace
 
 param_block::param_block(options opts, std::vector<float> initial)
   : opts_(opts),
@@ -68,12 +87,15 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n) {
   if (clock == clocks_.end())
     return refuse(errc::invalid_argument,
                   "push from unknown worker " + std::to_string(worker));
-  for (size_t i = 0; i < n; ++i)
-    if (!std::isfinite(data[i]))
-      return refuse(errc::non_finite,
-                    "push from worker " + std::to_string(worker)
-                      + " holds a non-finite value at offset "
-                      + std::to_string(i));
+  if (!all_finite(data, n)) {
+    size_t i = 0;
+    while (std::isfinite(data[i]))
+      ++i;
+    return refuse(errc::non_finite,
+                  "push from worker " + std::to_string(worker)
+                    + " holds a non-finite value at offset "
+                    + std::to_string(i));
+  }
   if (opts_.mode != cluster_config::mode::sync) {
     apply_update(data);
     ++clock->second;

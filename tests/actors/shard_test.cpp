@@ -28,11 +28,12 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
       .receive([](push_ack&) {}, [&](caf::error& err) { result = err; });
     return result;
   };
-  auto err = push({0, 0, 0, {1.f, 1.f}});
+  auto err = push(gradient_push::of(0, 0, 0, {1.f, 1.f}));
   BOOST_TEST((err == errc::wrong_size));
-  err = push({0, 7, 0, {1.f, 1.f, 1.f}});
+  err = push(gradient_push::of(0, 7, 0, {1.f, 1.f, 1.f}));
   BOOST_TEST((err == errc::invalid_argument));
-  err = push({0, 0, 0, {1.f, std::numeric_limits<float>::infinity(), 1.f}});
+  err = push(gradient_push::of(
+    0, 0, 0, {1.f, std::numeric_limits<float>::infinity(), 1.f}));
   BOOST_TEST((err == errc::non_finite));
   shard_stats stats;
   self->request(s, t, stats_atom_v).receive([&](shard_stats& x) { stats = x; },
@@ -44,7 +45,7 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
     .receive([&](float_block& b) { values = b; }, [](caf::error&) {});
   BOOST_TEST(*values.values == (std::vector<float>{1.f, 2.f, 3.f}));
   // A good push still works.
-  BOOST_TEST(!push({0, 0, 0, {1.f, 1.f, 1.f}}));
+  BOOST_TEST(!push(gradient_push::of(0, 0, 0, {1.f, 1.f, 1.f})));
   self->send_exit(s, caf::exit_reason::user_shutdown);
 }
 
