@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Set up (install what is missing, build), then run the main job on the
-# embedded default config, config/local.json. Extra arguments go to the
-# training command, e.g. scripts/run.sh --epochs 2.
+# Set up (install what is missing, build), then run the main job: the actor
+# cluster on the embedded default config, config/local.json (chief, 2
+# shards, 2 workers and the feeder in one process), then plot its test
+# accuracy into runs/accuracy.png. Extra arguments go to troupe-node, e.g.
+# scripts/run.sh --epochs 2.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
-exec "$TROUPE_BUILD/apps/troupe-train" --config "$TROUPE_ROOT/config/local.json" "$@"
+cd "$TROUPE_ROOT"
+"$TROUPE_BUILD/apps/troupe-node" --config config/local.json \
+  --metrics-dir runs "$@"
+scripts/plot.sh runs

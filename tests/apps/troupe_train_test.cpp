@@ -1,35 +1,17 @@
 // troupe-train driven as a user drives it: a real process, real files,
 // exit codes and the one-line errors on stderr.
 #include <boost/test/unit_test.hpp>
-#include <cstdio>
-#include <fstream>
-#include <sys/wait.h>
 
-#include "test_util.hpp"
+#include "app_runner.hpp"
 
 using troupe::test::temp_dir;
 
 namespace {
 
-struct outcome {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in{path};
-  return {std::istreambuf_iterator<char>{in}, {}};
-}
+using troupe::test::outcome;
 
 outcome run_train(const temp_dir& tmp, const std::string& args) {
-  std::string cmd = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-train "
-                    + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
-  int status = std::system(cmd.c_str());
-  outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(tmp.file("out"));
-  o.err = slurp(tmp.file("err"));
-  return o;
+  return troupe::test::run_app(tmp, "troupe-train", args);
 }
 
 const char* good = R"({

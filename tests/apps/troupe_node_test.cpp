@@ -1,0 +1,89 @@
+// troupe-node driven as a user drives it: a real process running the
+// embedded cluster on real files, its exit codes and its error lines.
+#include <boost/test/unit_test.hpp>
+
+#include "app_runner.hpp"
+
+using troupe::test::run_app;
+using troupe::test::temp_dir;
+
+namespace {
+
+const char* small_cluster = R"({
+  "name": "node-test",
+  "model": { "type": "mlp", "hidden": [16] },
+  "data": { "format": "synthetic", "width": 12, "classes": 4,
+            "train_samples": 400, "test_samples": 100 },
+  "training": { "batch_size": 32, "epochs": 2, "log_every_steps": 5,
+                "optimizer": { "type": "adam", "learning_rate": 0.01 } },
+  "cluster": { "shards": 2, "workers": 2, "mode": "sync" }
+})";
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(troupe_node)
+
+BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
+  auto o = run_app(tmp, "troupe-node",
+                   "--config " + tmp.file("cfg.json") + " --metrics-dir "
+                     + tmp.file("runs"));
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("sync, 2 workers, 2 shards, embedded")
+               != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("worker 1: step 5, loss = ") != std::string::npos,
+             o.out);
+  BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")
+               != std::string::npos, o.out);
+  auto csv = troupe::test::slurp(tmp.file("runs/node-test.csv"));
+  BOOST_TEST(csv.find("seconds,step,epoch,test_accuracy,test_loss\n") == 0,
+             csv);
+  BOOST_TEST(csv.find(",26,2.0000,") != std::string::npos, csv);
+  auto jsonl = troupe::test::slurp(tmp.file("runs/node-test.jsonl"));
+  BOOST_TEST(jsonl.find(R"({"event":"progress","seconds":)") == 0, jsonl);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_exit_2) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
+  auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("nope.json"));
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-node: error: " + tmp.file("nope.json")
+                        + ": config file not found\n");
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("cfg.json") + " --mode downpour");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-node: error: --mode: downpour not in") == 0,
+             o.err);
+  std::string text = small_cluster;
+  text.replace(text.find(R"("mode": "sync")"), 14,
+               R"("mode": "sync", "replicas_to_aggregate": 2)");
+  troupe::test::write_file(tmp.file("agg.json"), text);
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("agg.json") + " --workers 1");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-node: error: --workers 1 is below the config's "
+                      "/cluster/replicas_to_aggregate (2)\n");
+  text = small_cluster;
+  text.replace(text.find(R"("shards": 2)"), 11, R"("shards": "two")");
+  troupe::test::write_file(tmp.file("type.json"), text);
+  o = run_app(tmp, "troupe-node", "--config " + tmp.file("type.json"));
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("/cluster/shards: expected a positive integer")
+               != std::string::npos, o.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_nan_loss_fails_with_exit_1) {
+  temp_dir tmp;
+  std::string text = small_cluster;
+  text.replace(text.find(R"("learning_rate": 0.01)"), 21,
+               R"("learning_rate": 1e30)");
+  text.replace(text.find(R"("type": "adam")"), 14, R"("type": "sgd")");
+  troupe::test::write_file(tmp.file("cfg.json"), text);
+  auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 1);
+  BOOST_TEST(o.err.find("troupe-node: error: the loss turned") == 0, o.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
