@@ -29,6 +29,7 @@ struct chief_state {
   struct worker_progress {
     int64_t steps = 0, samples = 0;
     double loss_sum = 0, seconds = 0;
+    int64_t window_steps = 0; ///< steps since the last log line
   };
   chief_options opts;
   std::unique_ptr<compute_backend> backend;
@@ -295,6 +296,10 @@ void finish_run(self_ptr self) {
               .then(
                 [=](feeder_stats& fs) {
                   auto done = summary;
+                  // The feeder's count is the authority: a worker that died
+                  // may have settled steps it had not reported yet.
+                  done.steps = fs.acked;
+                  done.epochs = epoch_of(self, fs.acked);
                   done.epoch_samples = std::move(fs.epoch_samples);
                   print_summary(self, done);
                   if (self->state.opts.on_finish)
@@ -370,26 +375,32 @@ void on_report(self_ptr self, const worker_report& r) {
                                          std::isnan(r.loss_sum) ? "NaN" : "Inf",
                                          static_cast<long long>(st.steps),
                                          r.worker)));
-  ++st.steps;
+  // A report covers a few steps: log when a multiple of log_every_steps
+  // is crossed.
+  auto every = st.opts.cfg.training.log_every_steps;
+  auto crossed = [every](int64_t before, int64_t after) {
+    return before / every != after / every;
+  };
+  st.steps += r.steps;
   st.samples += r.samples;
   st.window_samples += r.samples;
   st.window_loss += r.loss_sum;
   auto& w = st.per_worker[r.worker];
-  ++w.steps;
+  w.steps += r.steps;
   w.samples += r.samples;
   w.loss_sum += r.loss_sum;
   w.seconds += r.step_seconds;
-  auto every = st.opts.cfg.training.log_every_steps;
-  if (w.steps % every == 0) {
+  w.window_steps += r.steps;
+  if (crossed(w.steps - r.steps, w.steps)) {
     say(self, fmt("worker %d: step %lld, loss = %.4f (%.1f examples/sec; "
                   "%.4f sec/batch)",
                   r.worker, static_cast<long long>(w.steps),
                   w.loss_sum / static_cast<double>(w.samples),
                   static_cast<double>(w.samples) / w.seconds,
-                  w.seconds / static_cast<double>(every)));
-    w = chief_state::worker_progress{w.steps, 0, 0, 0};
+                  w.seconds / static_cast<double>(w.window_steps)));
+    w = chief_state::worker_progress{w.steps, 0, 0, 0, 0};
   }
-  if (st.steps % every == 0) {
+  if (crossed(st.steps - r.steps, st.steps)) {
     double now = now_seconds();
     double rate = static_cast<double>(st.window_samples)
                   / (now - st.window_start);
@@ -412,7 +423,9 @@ void on_report(self_ptr self, const worker_report& r) {
     return;
   if (st.steps >= st.next_eval && !st.evaluating) {
     auto eval_every = st.opts.cfg.training.eval_every_steps;
-    st.next_eval = st.steps + (eval_every > 0 ? eval_every : st.per_epoch);
+    auto interval = eval_every > 0 ? eval_every : st.per_epoch;
+    while (st.next_eval <= st.steps)
+      st.next_eval += interval;
     evaluate_now(self, [=] {
       auto& s = self->state;
       auto target = s.opts.cfg.cluster.target_accuracy;
@@ -425,7 +438,8 @@ void on_report(self_ptr self, const worker_report& r) {
   auto ckpt_every = st.opts.cfg.training.checkpoint.every_steps;
   if (ckpt_every > 0 && st.steps >= st.next_checkpoint && !st.checkpointing
       && !st.opts.cfg.training.checkpoint.dir.empty()) {
-    st.next_checkpoint = st.steps + ckpt_every;
+    while (st.next_checkpoint <= st.steps)
+      st.next_checkpoint += ckpt_every;
     checkpoint_now(self, [] {});
   }
 }

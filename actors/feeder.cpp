@@ -37,10 +37,9 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       }
       return r;
     },
-    [=](ack_atom, int64_t lease) -> bool {
-      bool ok = self->state.plan->ack(lease);
+    [=](ack_atom, int64_t lease) {
+      self->state.plan->ack(lease);
       settle_pause(self);
-      return ok;
     },
     [=](requeue_atom, int32_t worker) -> int32_t {
       auto n = self->state.plan->requeue(worker);

@@ -73,14 +73,17 @@ struct lease_reply {
   lease_grant grant;
 };
 
-/// What a worker reports to the chief after each step.
+/// What a worker reports to the chief: a few settled steps at a time (every
+/// 8 steps or 50 ms, and before it ends), so that the chief is not woken
+/// for every batch.
 struct worker_report {
   int32_t worker = 0;
-  int32_t epoch = 0;
+  int32_t epoch = 0;       ///< of the last step
+  int32_t steps = 0;       ///< steps covered
   int32_t samples = 0;
   int32_t hits = 0;
   double loss_sum = 0;
-  double step_seconds = 0; ///< wall time of the whole step
+  double step_seconds = 0; ///< wall time of the steps, summed
   int64_t clock = 0;       ///< the worker's own step count
 };
 
@@ -263,7 +266,7 @@ typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
-  return f(caf::meta::type_name("worker_report"), x.worker, x.epoch,
+  return f(caf::meta::type_name("worker_report"), x.worker, x.epoch, x.steps,
            x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock);
 }
 
@@ -347,8 +350,8 @@ using shard_actor = caf::typed_actor<
 using feeder_actor = caf::typed_actor<
   // The next batch for a worker, or wait (paused, all out), or done.
   caf::replies_to<lease_atom, int32_t>::with<lease_reply>,
-  // Marks a lease done; replies false for an unknown or repeated ack.
-  caf::replies_to<ack_atom, int64_t>::with<bool>,
+  // Marks a lease done (an unknown or repeated ack changes nothing).
+  caf::reacts_to<ack_atom, int64_t>,
   // Puts a lost worker's leases back; replies with how many.
   caf::replies_to<requeue_atom, int32_t>::with<int32_t>,
   // Stops leasing; replies with the position once no lease is out.

@@ -92,14 +92,35 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
   }
 }
 
+/// Sends the steps settled since the last report to the chief.
+void flush_report(self_ptr self) {
+  auto& st = self->state;
+  if (st.report.steps == 0)
+    return;
+  st.report.worker = st.opts.id;
+  self->send(st.opts.chief, report_atom_v, st.report);
+  st.report = worker_report{};
+  st.last_report = now_seconds();
+}
+
+/// Ends the worker once the feeder is done and every pushed step is
+/// settled.
+void quit_when_settled(self_ptr self) {
+  auto& st = self->state;
+  if (st.feeder_done && st.unsettled == 0) {
+    flush_report(self);
+    self->quit();
+  }
+}
+
 /// What to do once a step's pushes are applied: ack its lease (the batch is
-/// done only then) and report to the chief (so every reported step is
-/// applied on every shard).
+/// done only then) and count it for the next report to the chief (so every
+/// reported step is applied on every shard).
 std::function<void()> settle(self_ptr self) {
   auto& st = self->state;
   worker_report r;
-  r.worker = st.opts.id;
   r.epoch = st.lease.epoch;
+  r.steps = 1;
   r.samples = static_cast<int32_t>(st.lease.samples.size());
   r.hits = static_cast<int32_t>(st.loss.correct);
   r.loss_sum = st.loss.loss_sum;
@@ -109,11 +130,19 @@ std::function<void()> settle(self_ptr self) {
   ++st.unsettled;
   return [=] {
     auto& s = self->state;
-    self->request(s.opts.feeder, timeout_of(self), ack_atom_v, lease)
-      .then([](bool) {}, [=](caf::error& err) { fail(self, std::move(err)); });
-    self->send(s.opts.chief, report_atom_v, r);
-    if (--s.unsettled == 0 && s.feeder_done)
-      self->quit();
+    self->send(s.opts.feeder, ack_atom_v, lease);
+    auto& acc = s.report;
+    acc.epoch = r.epoch;
+    acc.steps += r.steps;
+    acc.samples += r.samples;
+    acc.hits += r.hits;
+    acc.loss_sum += r.loss_sum;
+    acc.step_seconds += r.step_seconds;
+    acc.clock = r.clock;
+    --s.unsettled;
+    if (acc.steps >= 8 || now_seconds() - s.last_report >= 0.05)
+      flush_report(self);
+    quit_when_settled(self);
   };
 }
 
@@ -236,9 +265,7 @@ void lease_then(self_ptr self, std::function<void()> then) {
         if (r.status == lease_reply::done) {
           // Done once every pushed step is settled (its lease acked).
           self->state.feeder_done = true;
-          if (self->state.unsettled == 0)
-            self->quit();
-          return;
+          return quit_when_settled(self);
         }
         if (r.status == lease_reply::wait) {
           self->delayed_send(self, std::chrono::milliseconds(2), step_atom_v);

@@ -61,6 +61,8 @@ struct worker_state {
   int unsettled = 0;         ///< pushed steps whose pushes are not all applied
   bool feeder_done = false;  ///< quit once nothing is unsettled
   bool halted = false;       ///< after a non-finite loss
+  worker_report report;      ///< settled steps not yet reported
+  double last_report = 0;
   double step_start = 0;
   batch_loss loss;
 };

@@ -120,15 +120,28 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n) {
     sum_[i] += data[i];
   ++clock->second;
   ++stats_.accepted;
-  if (static_cast<int>(pushed_.size()) < opts_.aggregate)
-    return outcome::aggregated;
+  return apply_aggregate_if_complete() ? outcome::applied
+                                       : outcome::aggregated;
+}
+
+bool param_block::apply_aggregate_if_complete() {
+  auto needed = std::min<size_t>(static_cast<size_t>(opts_.aggregate),
+                                 clocks_.size());
+  if (pushed_.empty() || pushed_.size() < needed)
+    return false;
   auto inv = 1.f / static_cast<float>(pushed_.size());
   for (auto& g : sum_)
     g *= inv;
   apply_update(sum_.data());
   std::fill(sum_.begin(), sum_.end(), 0.f);
   pushed_.clear();
-  return outcome::applied;
+  return true;
+}
+
+void param_block::remove_worker(int32_t id) {
+  clocks_.erase(id);
+  if (opts_.mode == cluster_config::mode::sync)
+    apply_aggregate_if_complete();
 }
 
 bool param_block::pull_ready(int32_t worker, int64_t min_version) const {

@@ -62,8 +62,11 @@ public:
   /// Workers whose pushes are accepted; pushes from others are refused.
   void add_worker(int32_t id);
   /// A worker that has finished: its clock no longer holds ssp pulls back
-  /// and its pushes are refused.
-  void remove_worker(int32_t id) { clocks_.erase(id); }
+  /// and its pushes are refused. sync: the pushes of an update are capped
+  /// by the workers left, so the last ones are not left waiting for
+  /// gradients that will never come (an update waiting for them is applied
+  /// now).
+  void remove_worker(int32_t id);
   bool knows(int32_t id) const { return clocks_.count(id) > 0; }
   /// ssp: the worker's clock (accepted pushes); 0 for unknown workers.
   int64_t clock(int32_t id) const;
@@ -98,6 +101,9 @@ private:
   /// The values, cloned first when a pull still holds them.
   std::vector<float>& writable();
   void apply_update(const float* grads);
+  /// sync: applies the mean of this version's pushes once enough are in;
+  /// true when it did.
+  bool apply_aggregate_if_complete();
 
   options opts_;
   std::shared_ptr<std::vector<float>> values_;

@@ -32,8 +32,8 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("sync, 2 workers, 2 shards, embedded")
                != std::string::npos, o.out);
-  BOOST_TEST(o.out.find("worker 1: step 5, loss = ") != std::string::npos,
-             o.out);
+  BOOST_TEST(o.out.find("worker 1: step ") != std::string::npos, o.out);
+  BOOST_TEST(o.out.find(", loss = ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")
                != std::string::npos, o.out);
   auto csv = troupe::test::slurp(tmp.file("runs/node-test.csv"));

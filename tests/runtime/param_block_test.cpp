@@ -95,6 +95,17 @@ BOOST_AUTO_TEST_CASE(sync_averages_then_drops_stale_pushes) {
   BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 3.f}));
 }
 
+BOOST_AUTO_TEST_CASE(sync_caps_the_aggregate_by_the_workers_left) {
+  auto b = make_block(mode::sync, 3);
+  std::vector<float> g{2.f, 2.f, 2.f};
+  BOOST_TEST((*b.push(0, 0, g.data(), 3) == block::outcome::aggregated));
+  b.remove_worker(2);
+  BOOST_TEST(b.version() == 0); // two workers left, one push in
+  b.remove_worker(1);           // only worker 0 left: its push is the update
+  BOOST_TEST(b.version() == 1);
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.f, 1.f, 2.f}));
+}
+
 BOOST_AUTO_TEST_CASE(ssp_holds_pulls_of_workers_too_far_ahead) {
   auto b = make_block(mode::ssp, 1, 2);
   std::vector<float> g{0.f, 0.f, 0.f};
