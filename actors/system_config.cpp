@@ -1,5 +1,8 @@
 #include "actors/system_config.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "actors/protocol.hpp"
 #include "runtime/errc.hpp"
 
@@ -18,6 +21,13 @@ void init_config(caf::actor_system_config& cfg) {
                            return out;
                          });
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  // One scheduler thread per hardware thread, not CAF's default of at least
+  // four: workers compute inside their handlers, and on a 2-core machine
+  // the extra threads only add context switches (an in-process run with 1
+  // worker went from 112k to 126k samples/s, with 2 workers from 154k to
+  // 180k-196k).
+  auto threads = std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<int>(threads));
 }
 
 } // namespace troupe
