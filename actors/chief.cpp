@@ -13,6 +13,7 @@
 
 #include "actors/feeder.hpp"
 #include "actors/shard.hpp"
+#include "actors/timing.hpp"
 #include "actors/worker.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
@@ -63,15 +64,8 @@ namespace {
 
 using self_ptr = chief_actor::stateful_pointer<chief_state>;
 
-double now_seconds() {
-  return std::chrono::duration<double>(
-           std::chrono::steady_clock::now().time_since_epoch())
-    .count();
-}
-
 caf::timespan timeout_of(self_ptr self) {
-  return std::chrono::milliseconds(
-    self->state.opts.cfg.cluster.request_timeout_ms);
+  return request_timeout(self->state.opts.cfg);
 }
 
 void say(self_ptr self, const std::string& line) {

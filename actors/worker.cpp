@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "actors/timing.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/errc.hpp"
 
@@ -14,15 +15,8 @@ namespace {
 
 using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
-double now_seconds() {
-  return std::chrono::duration<double>(
-           std::chrono::steady_clock::now().time_since_epoch())
-    .count();
-}
-
 caf::timespan timeout_of(self_ptr self) {
-  return std::chrono::milliseconds(
-    self->state.opts.cfg.cluster.request_timeout_ms);
+  return request_timeout(self->state.opts.cfg);
 }
 
 bool is_easgd(self_ptr self) {
