@@ -55,6 +55,7 @@ struct chief_state {
   double last_accuracy = -1, last_loss = 0;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
   std::vector<std::function<void()>> eval_waiters;
+  std::vector<std::function<void()>> checkpoint_waiters;
   int64_t samples = 0;
   bool checkpointing = false, evaluating = false, stopping = false;
   bool ended = false;
@@ -189,6 +190,11 @@ void evaluate_now(self_ptr self, std::function<void()> then) {
 /// that one step, writes the file, resumes.
 void checkpoint_now(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
+  if (st.checkpointing) { // one at a time; e.g. the final one waits
+    st.checkpoint_waiters.push_back(
+      [=] { checkpoint_now(self, then); });
+    return;
+  }
   st.checkpointing = true;
   self->request(st.feeder, timeout_of(self), pause_atom_v)
     .then(
@@ -232,6 +238,10 @@ void checkpoint_now(self_ptr self, std::function<void()> then) {
             self->send(s.feeder, resume_atom_v);
             s.checkpointing = false;
             then();
+            auto waiters = std::move(self->state.checkpoint_waiters);
+            self->state.checkpoint_waiters.clear();
+            for (auto& f : waiters)
+              f();
           });
       },
       [=](caf::error& err) { fail_run(self, std::move(err)); });
@@ -251,7 +261,7 @@ void print_summary(self_ptr self, const cluster_summary& r) {
 
 void finish_run(self_ptr self) {
   auto& st = self->state;
-  if (st.stopping && st.ended)
+  if (st.stopping)
     return;
   st.stopping = true;
   double seconds = now_seconds() - st.t0;

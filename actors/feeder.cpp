@@ -1,5 +1,7 @@
 #include "actors/feeder.hpp"
 
+#include "runtime/errc.hpp"
+
 namespace troupe {
 
 namespace {
@@ -51,8 +53,9 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       st.paused = true;
       if (st.plan->outstanding() == 0 && st.plan->queued() == 0)
         return st.plan->position();
-      if (st.pause_reply) // one pause at a time: the chief never overlaps them
-        return caf::sec::request_receiver_down;
+      if (st.pause_reply) // the chief never overlaps its checkpoints
+        return make_error(errc::invalid_argument,
+                          "the feeder is already pausing");
       st.pause_reply = self->make_response_promise<int64_t>();
       return *st.pause_reply;
     },

@@ -99,10 +99,12 @@ BOOST_AUTO_TEST_CASE(sync_backup_workers_pushes_are_dropped_as_stale) {
   cfg.cluster.replicas_to_aggregate = 2;
   auto r = f.run(cfg);
   BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  // Every push either counted toward an update or was dropped as stale,
-  // and each update averaged exactly two.
+  // Every push either counted toward an update or was dropped as stale.
+  // Each update averaged two, except at the very end: once the feeder is
+  // done and workers leave, the last one or two updates take what is left.
   BOOST_TEST(r->pushes_accepted + r->pushes_stale == r->steps);
-  BOOST_TEST(r->pushes_accepted / 2 == r->version);
+  BOOST_TEST(r->pushes_accepted <= 2 * r->version);
+  BOOST_TEST(r->pushes_accepted >= 2 * r->version - 2);
   BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256}));
 }
 

@@ -63,6 +63,20 @@ BOOST_AUTO_TEST_CASE(a_nan_loss_stops_the_run) {
              describe(r.error()));
 }
 
+BOOST_AUTO_TEST_CASE(reaching_the_target_accuracy_ends_the_run_early) {
+  cluster_fixture f;
+  auto cfg = small_run(mode::async, 2, 2);
+  cfg.training.epochs = 50;
+  cfg.training.eval_every_steps = 4;
+  cfg.cluster.target_accuracy = 0.9;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_TEST(r->test_accuracy >= 0.9);
+  BOOST_TEST(r->steps < 50 * 16);
+  BOOST_TEST(f.log.str().find("target accuracy 0.9000 reached; finishing")
+               != std::string::npos, f.log.str());
+}
+
 BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
   // sync with one worker: every step sees the previous update, so the run
   // is deterministic and an interrupted run must equal a straight one (an
