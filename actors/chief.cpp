@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -226,7 +228,7 @@ void checkpoint_now(self_ptr self, std::function<void()> then) {
               = to_string(s.opts.cfg.training.optimizer.type);
             ckpt.metadata["model"] = s.evaluator->summary();
             ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
-            ckpt.metadata["version"] = std::to_string(parts[0].version);
+            ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
             auto& dir = s.opts.cfg.training.checkpoint.dir;
             ::mkdir(dir.c_str(), 0755);
             auto path = dir + "/ckpt-" + std::to_string(position)
@@ -495,6 +497,7 @@ void start(self_ptr self) {
   // Resume: the newest checkpoint's parameters, optimizer state, shard
   // version and feeder position.
   std::optional<checkpoint> resumed;
+  int64_t resumed_version = 0;
   if (cfg.training.checkpoint.resume) {
     auto path = newest_checkpoint(cfg.training.checkpoint.dir);
     if (!path.empty()) {
@@ -503,6 +506,22 @@ void start(self_ptr self) {
         return fail_run(self, ck.error());
       if (auto err = check_layout(*ck, st.evaluator->layout(), path))
         return fail_run(self, std::move(err));
+      // The shards' version; files of troupe-train have none, and there the
+      // step is the optimizer's step.
+      resumed_version = ck->step;
+      if (auto it = ck->metadata.find("shard_version");
+          it != ck->metadata.end()) {
+        char* end = nullptr;
+        errno = 0;
+        resumed_version = std::strtoll(it->second.c_str(), &end, 10);
+        if (it->second.empty() || *end != '\0' || errno != 0
+            || resumed_version < 0)
+          return fail_run(self, make_error(errc::bad_format,
+                                           path + ": metadata \"shard_version\""
+                                             " is not a non-negative "
+                                             "integer: \""
+                                             + it->second + "\""));
+      }
       say(self, fmt("resuming from %s at step %lld", path.c_str(),
                     static_cast<long long>(ck->step)));
       resumed = std::move(*ck);
@@ -536,9 +555,7 @@ void start(self_ptr self) {
   if (!resumed)
     return start_workers(self);
   int64_t position = resumed->step;
-  int64_t version = std::stoll(resumed->metadata.count("version")
-                                 ? resumed->metadata.at("version")
-                                 : std::to_string(position));
+  int64_t version = resumed_version;
   st.steps = position;
   st.next_eval = position + (st.next_eval - position % st.next_eval);
   if (st.next_checkpoint > 0)
@@ -596,7 +613,6 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
       return self->state.reply;
     },
     [=](report_atom, const worker_report& r) { on_report(self, r); },
-    [=](tick_atom) {},
   };
 }
 

@@ -103,8 +103,10 @@ struct shard_stats {
   int64_t accepted = 0;
   int64_t stale = 0;
   int64_t refused = 0;
-  /// ssp: (worker, its clock, slowest clock) at every pull answered.
-  std::vector<int64_t> pull_trace;
+  /// ssp: worker pulls answered, and the widest lead (the worker's clock
+  /// minus the slowest clock) seen when answering one.
+  int64_t ssp_pulls = 0;
+  int64_t ssp_max_lead = 0;
 };
 
 /// The feeder's counters.
@@ -273,7 +275,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
-           x.accepted, x.stale, x.refused, x.pull_trace);
+           x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead);
 }
 
 template <class Inspector>
@@ -322,7 +324,6 @@ CAF_ADD_ATOM(troupe, troupe, stats_atom, "stats")
 CAF_ADD_ATOM(troupe, troupe, report_atom, "report")
 CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
 CAF_ADD_ATOM(troupe, troupe, run_atom, "run")
-CAF_ADD_ATOM(troupe, troupe, tick_atom, "tick")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -343,7 +344,7 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<snapshot_atom>::with<shard_state_msg>,
   // Replaces the shard's state; replies with the version.
   caf::replies_to<restore_atom, shard_state_msg>::with<int64_t>,
-  // Counters and (ssp) the clock trace.
+  // Counters and (ssp) the widest clock lead it allowed.
   caf::replies_to<stats_atom>::with<shard_stats>>;
 
 /// The data feeder (actors/feeder.hpp).
@@ -375,8 +376,6 @@ using chief_actor = caf::typed_actor<
   // Starts the run; replies when it ends, or with the error that ended it.
   caf::replies_to<run_atom>::with<cluster_summary>,
   // A worker's step report.
-  caf::reacts_to<report_atom, worker_report>,
-  // Periodic housekeeping.
-  caf::reacts_to<tick_atom>>;
+  caf::reacts_to<report_atom, worker_report>>;
 
 } // namespace troupe

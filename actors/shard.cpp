@@ -1,5 +1,7 @@
 #include "actors/shard.hpp"
 
+#include <algorithm>
+
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -11,9 +13,9 @@ using self_ptr = shard_actor::stateful_pointer<shard_state>;
 float_block answer(self_ptr self, int32_t worker) {
   auto& st = self->state;
   if (st.block->opts().mode == cluster_config::mode::ssp && worker >= 0) {
-    st.pull_trace.push_back(worker);
-    st.pull_trace.push_back(st.block->clock(worker));
-    st.pull_trace.push_back(st.block->min_clock());
+    ++st.ssp_pulls;
+    st.ssp_max_lead = std::max(st.ssp_max_lead, st.block->clock(worker)
+                                                  - st.block->min_clock());
   }
   return float_block{st.id, st.block->version(), st.block->values()};
 }
@@ -93,7 +95,8 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       auto& b = *self->state.block;
       return shard_stats{self->state.id,      b.version(),
                          b.stats().accepted, b.stats().stale,
-                         b.stats().refused,  self->state.pull_trace};
+                         b.stats().refused,  self->state.ssp_pulls,
+                         self->state.ssp_max_lead};
     },
   };
 }

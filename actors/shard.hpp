@@ -30,7 +30,8 @@ struct shard_state {
   int32_t id = 0;
   std::unique_ptr<param_block> block;
   std::vector<parked_pull> parked;
-  std::vector<int64_t> pull_trace; ///< ssp: worker, clock, slowest clock
+  int64_t ssp_pulls = 0;    ///< ssp: worker pulls answered
+  int64_t ssp_max_lead = 0; ///< ssp: widest clock lead at an answered pull
 };
 
 shard_actor::behavior_type

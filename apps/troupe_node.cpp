@@ -61,12 +61,12 @@ int main(int argc, char** argv) {
     cfg->cluster.workers = workers;
   if (shards > 0)
     cfg->cluster.shards = shards;
-  if (!mode.empty())
-    cfg->cluster.consistency
-      = mode == "sync"    ? troupe::cluster_config::mode::sync
-        : mode == "ssp"   ? troupe::cluster_config::mode::ssp
-        : mode == "easgd" ? troupe::cluster_config::mode::easgd
-                          : troupe::cluster_config::mode::async;
+  // CLI11 has checked the name; the names are those of to_string.
+  using troupe::cluster_config;
+  for (auto m : {cluster_config::mode::async, cluster_config::mode::sync,
+                 cluster_config::mode::ssp, cluster_config::mode::easgd})
+    if (mode == to_string(m))
+      cfg->cluster.consistency = m;
   if (cfg->cluster.replicas_to_aggregate > cfg->cluster.workers)
     return fail(troupe::make_error(
       troupe::errc::invalid_config,

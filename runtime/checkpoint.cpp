@@ -95,8 +95,15 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
   // of the data section.
   json header = json::object();
   json meta = json::object();
-  for (auto& [key, value] : ckpt.metadata)
+  for (auto& [key, value] : ckpt.metadata) {
+    // The file's own keys: a caller's value there would be overwritten on
+    // write and dropped on read, silently.
+    if (key == "format" || key == "version" || key == "step")
+      return make_error(errc::invalid_argument,
+                        path + ": metadata key \"" + key
+                          + "\" is reserved for the checkpoint format");
     meta[key] = value;
+  }
   meta["format"] = format_name;
   meta["version"] = format_version;
   meta["step"] = std::to_string(ckpt.step);

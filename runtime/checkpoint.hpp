@@ -31,8 +31,10 @@ struct checkpoint {
 
 /// Writes `ckpt` to `path` atomically: a temporary file in the same
 /// directory, fsync, then rename, so a crash leaves the old file or the new
-/// one, never half of one. Returns errc::io_error naming the path, or
-/// errc::wrong_size when a vector does not match the layout.
+/// one, never half of one. Returns errc::io_error naming the path,
+/// errc::wrong_size when a vector does not match the layout, or
+/// errc::invalid_argument for a metadata key the format reserves ("format",
+/// "version", "step").
 caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt);
 
 /// Reads a checkpoint written by write_checkpoint. Errors name the file:

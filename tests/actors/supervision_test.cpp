@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "fixture.hpp"
+#include "runtime/checkpoint.hpp"
 #include "runtime/errc.hpp"
 #include "test_util.hpp"
 
@@ -116,6 +117,49 @@ BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
   BOOST_TEST(f.log.str().find("resuming from") != std::string::npos);
   BOOST_TEST(r->steps == 20);
   BOOST_TEST(f.final_params == straight); // bitwise
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_keeps_the_shard_version_apart_from_the_step) {
+  // sync with 2 workers: 8 batches are 4 updates, and Adam's bias
+  // correction after a resume follows the updates.
+  temp_dir dir;
+  auto cfg = small_run(mode::sync, 2, 2);
+  cfg.training.optimizer.type = optimizer_config::kind::adam;
+  cfg.training.max_steps = 8;
+  cfg.training.checkpoint.dir = dir.path();
+  cluster_fixture f;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
+  auto ck = read_checkpoint(dir.file("ckpt-8.safetensors"));
+  BOOST_REQUIRE_MESSAGE(ck, troupe::test::why(ck));
+  BOOST_TEST(ck->step == 8);
+  BOOST_TEST(ck->metadata.at("shard_version") == "4");
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_with_a_bad_version_is_refused_by_name) {
+  temp_dir dir;
+  auto cfg = small_run(mode::sync, 1, 2);
+  cfg.training.max_steps = 4;
+  cfg.training.checkpoint.dir = dir.path();
+  {
+    cluster_fixture f;
+    BOOST_REQUIRE(f.run(cfg));
+  }
+  auto path = dir.file("ckpt-4.safetensors");
+  auto ck = read_checkpoint(path);
+  BOOST_REQUIRE_MESSAGE(ck, troupe::test::why(ck));
+  BOOST_TEST(ck->metadata.at("shard_version") == "4");
+  ck->metadata["shard_version"] = "4x";
+  BOOST_REQUIRE(!write_checkpoint(path, *ck));
+  cfg.training.checkpoint.resume = true;
+  cfg.training.max_steps = 8;
+  cluster_fixture f;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::bad_format));
+  BOOST_TEST(describe(r.error())
+             == path + ": metadata \"shard_version\" is not a "
+                       "non-negative integer: \"4x\"");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

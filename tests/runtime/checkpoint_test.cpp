@@ -141,4 +141,18 @@ BOOST_AUTO_TEST_CASE(wrong_sized_vectors_are_not_written) {
   BOOST_TEST(!read_checkpoint(tmp.file("c")));
 }
 
+BOOST_AUTO_TEST_CASE(reserved_metadata_keys_are_not_written) {
+  temp_dir tmp;
+  for (const char* key : {"format", "version", "step"}) {
+    auto c = sample();
+    c.metadata[key] = "7";
+    auto err = write_checkpoint(tmp.file("c"), c);
+    BOOST_TEST((err == errc::invalid_argument));
+    BOOST_TEST(describe(err)
+               == tmp.file("c") + ": metadata key \"" + key
+                    + "\" is reserved for the checkpoint format");
+    BOOST_TEST(!read_checkpoint(tmp.file("c")));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
