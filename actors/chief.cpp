@@ -1,4 +1,5 @@
 #include "actors/chief.hpp"
+#include "actors/chief_state.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,8 @@
 #include <sys/stat.h>
 
 #include "actors/feeder.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
 #include "actors/worker.hpp"
@@ -27,56 +30,17 @@
 
 namespace troupe {
 
-struct chief_state {
-  static inline const char* name = "chief";
-  struct worker_progress {
-    int64_t steps = 0, samples = 0;
-    double loss_sum = 0, seconds = 0;
-    int64_t window_steps = 0; ///< steps since the last log line
-  };
-  chief_options opts;
-  std::unique_ptr<compute_backend> backend;
-  std::unique_ptr<model> evaluator;
-  std::vector<flat_range> ranges;
-  std::vector<shard_actor> shards;
-  feeder_actor feeder;
-  std::map<int32_t, worker_actor> workers;
-  std::map<caf::actor_addr, int32_t> worker_of;
-  std::set<int32_t> finished;
-  std::unique_ptr<restart_limit> restarts;
-  caf::typed_response_promise<cluster_summary> reply;
-  metrics_log metrics;
-  double t0 = 0;
-  int64_t steps = 0;         ///< batches trained (reports), resumed included
-  int64_t per_epoch = 1;
-  int64_t next_eval = 0, next_checkpoint = 0;
-  // The progress window since the last log line.
-  int64_t window_samples = 0, window_count = 0;
-  double window_loss = 0, window_start = 0;
-  std::map<int32_t, worker_progress> per_worker;
-  double last_accuracy = -1, last_loss = 0;
-  int64_t last_eval_step = -1; ///< steps when the last evaluation began
-  std::vector<std::function<void()>> eval_waiters;
-  std::vector<std::function<void()>> checkpoint_waiters;
-  int64_t samples = 0;
-  bool checkpointing = false, evaluating = false, stopping = false;
-  bool ended = false;
-};
+namespace chief_ops {
 
-namespace {
-
-using self_ptr = chief_actor::stateful_pointer<chief_state>;
-
-caf::timespan timeout_of(self_ptr self) {
+caf::timespan timeout_of(chief_self self) {
   return request_timeout(self->state.opts.cfg);
 }
 
-void say(self_ptr self, const std::string& line) {
+void say(chief_self self, const std::string& line) {
   if (self->state.opts.log != nullptr)
     *self->state.opts.log << line << std::endl;
 }
 
-std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string fmt(const char* format, ...) {
   char buf[512];
   va_list args;
@@ -86,54 +50,98 @@ std::string fmt(const char* format, ...) {
   return buf;
 }
 
-double epoch_of(self_ptr self, int64_t steps) {
+
+double epoch_of(chief_self self, int64_t steps) {
   return static_cast<double>(steps)
          / static_cast<double>(self->state.per_epoch);
 }
 
 /// Stops every actor of the run, then the chief.
-void shut_down(self_ptr self) {
+void shut_down(chief_self self) {
   auto& st = self->state;
   for (auto& [id, w] : st.workers)
-    self->send_exit(w, caf::exit_reason::user_shutdown);
+    if (w.handle)
+      self->send_exit(w.handle, caf::exit_reason::user_shutdown);
   for (auto& s : st.shards)
-    self->send_exit(s, caf::exit_reason::user_shutdown);
+    if (s)
+      self->send_exit(s, caf::exit_reason::user_shutdown);
   if (st.feeder)
     self->send_exit(st.feeder, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
-void fail_run(self_ptr self, caf::error err) {
+/// Tells every node agent that the run is over (each stops what it
+/// started and its process exits), then runs `then`; a node that does not
+/// answer within two seconds is not waited for.
+void release_nodes(chief_self self, std::function<void()> then) {
+  auto& st = self->state;
+  std::vector<node_agent_actor> agents;
+  for (auto& [name, n] : st.nodes)
+    if (n.up && n.agent)
+      agents.push_back(n.agent);
+  if (agents.empty())
+    return then();
+  auto left = std::make_shared<size_t>(agents.size());
+  auto done = std::make_shared<std::function<void()>>(std::move(then));
+  for (auto& a : agents)
+    self->request(a, std::chrono::seconds(2), finish_atom_v)
+      .then(
+        [=](bool) {
+          if (--*left == 0)
+            (*done)();
+        },
+        [=](caf::error&) {
+          if (--*left == 0)
+            (*done)();
+        });
+}
+
+void fail_run(chief_self self, caf::error err) {
   auto& st = self->state;
   if (st.ended)
     return;
   st.ended = true;
   say(self, "error: " + describe(err));
-  st.reply.deliver(std::move(err));
-  shut_down(self);
+  release_nodes(self, [=]() mutable {
+    self->state.reply.deliver(std::move(err));
+    shut_down(self);
+  });
 }
 
 /// Requests `make(i)` from every shard; `done` gets the replies in shard
-/// order once all are in; any error fails the run.
+/// order once all are in. An error fails the run, unless the shards were
+/// replaced meanwhile (a recovery) and `lost` is given: then `lost` runs.
 template <class Reply, class Make>
-void ask_all_shards(self_ptr self, Make make,
-                    std::function<void(std::vector<Reply>&)> done) {
+void ask_all_shards(chief_self self, Make make,
+                    std::function<void(std::vector<Reply>&)> done,
+                    std::function<void()> lost = nullptr) {
   auto n = self->state.shards.size();
   auto replies = std::make_shared<std::vector<Reply>>(n);
   auto left = std::make_shared<size_t>(n);
+  auto gen = self->state.generation;
+  auto failed = std::make_shared<bool>(false);
   for (size_t i = 0; i < n; ++i)
     make(i).then(
       [=](Reply& r) {
         (*replies)[i] = std::move(r);
-        if (--*left == 0)
+        if (--*left == 0 && !*failed)
           done(*replies);
       },
-      [=](caf::error& err) { fail_run(self, std::move(err)); });
+      [=](caf::error& err) {
+        if (*failed)
+          return;
+        *failed = true;
+        auto& st = self->state;
+        if (lost && (st.recovering || st.generation != gen))
+          return lost();
+        fail_run(self, std::move(err));
+      });
 }
 
 /// Pulls every shard (as worker -1) into one host vector.
-void pull_params(self_ptr self,
-                 std::function<void(std::vector<float>&, int64_t)> done) {
+void pull_params(chief_self self,
+                 std::function<void(std::vector<float>&, int64_t)> done,
+                 std::function<void()> lost = nullptr) {
   ask_all_shards<float_block>(
     self,
     [=](size_t i) {
@@ -147,7 +155,16 @@ void pull_params(self_ptr self,
         std::copy(blocks[i].values->begin(), blocks[i].values->end(),
                   all.begin() + static_cast<std::ptrdiff_t>(st.ranges[i].begin));
       done(all, blocks.empty() ? 0 : blocks[0].version);
-    });
+    },
+    std::move(lost));
+}
+
+/// Runs `f` now, or after the shard recovery in progress.
+void when_recovered(chief_self self, std::function<void()> f) {
+  if (self->state.recovering)
+    self->state.after_recovery.push_back(std::move(f));
+  else
+    f();
 }
 
 /// Evaluates the current parameters on the test set, then runs `then`.
@@ -155,52 +172,124 @@ void pull_params(self_ptr self,
 /// evaluates again unless no step has been trained since it began (every
 /// push of a reported step is applied before its report is sent, so an
 /// evaluation begun at step N sees all N steps).
-void evaluate_now(self_ptr self, std::function<void()> then) {
+void evaluate_now(chief_self self, std::function<void()> then) {
   auto& st = self->state;
   if (st.evaluating) {
     st.eval_waiters.push_back(std::move(then));
+    return;
+  }
+  if (st.recovering) {
+    st.after_recovery.push_back([=] { evaluate_now(self, then); });
     return;
   }
   if (st.last_eval_step == st.steps)
     return then();
   st.evaluating = true;
   st.last_eval_step = st.steps;
-  pull_params(self, [=](std::vector<float>& params, int64_t) {
+  auto retry = [=] { // a shard was lost meanwhile: again after recovery
     auto& s = self->state;
-    s.evaluator->set_params(params.data());
-    auto r = evaluate(*s.evaluator, s.opts.data->test,
-                      std::max(s.opts.cfg.training.batch_size, 256));
-    s.last_accuracy = r.accuracy;
-    s.last_loss = r.loss;
-    double t = now_seconds() - s.t0;
-    auto at = s.last_eval_step;
-    say(self, fmt("step %lld, epoch %.2f: test accuracy = %.4f, test loss = "
-                  "%.4f (%lld examples, %.1f s)",
-                  static_cast<long long>(at), epoch_of(self, at),
-                  r.accuracy, r.loss, static_cast<long long>(r.count), t));
-    s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
     s.evaluating = false;
-    then();
-    auto waiters = std::move(self->state.eval_waiters);
-    self->state.eval_waiters.clear();
+    s.last_eval_step = -1;
+    auto waiters = std::move(s.eval_waiters);
+    s.eval_waiters.clear();
+    waiters.insert(waiters.begin(), then);
     for (auto& f : waiters)
-      evaluate_now(self, std::move(f));
-  });
+      when_recovered(self, [=] { evaluate_now(self, f); });
+  };
+  pull_params(
+    self,
+    [=](std::vector<float>& params, int64_t) {
+      auto& s = self->state;
+      s.evaluator->set_params(params.data());
+      auto r = evaluate(*s.evaluator, s.opts.data->test,
+                        std::max(s.opts.cfg.training.batch_size, 256));
+      s.last_accuracy = r.accuracy;
+      s.last_loss = r.loss;
+      double t = now_seconds() - s.t0;
+      auto at = s.last_eval_step;
+      say(self, fmt("step %lld, epoch %.2f: test accuracy = %.4f, test loss = "
+                    "%.4f (%lld examples, %.1f s)",
+                    static_cast<long long>(at), epoch_of(self, at),
+                    r.accuracy, r.loss, static_cast<long long>(r.count), t));
+      s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
+      s.evaluating = false;
+      then();
+      auto waiters = std::move(self->state.eval_waiters);
+      self->state.eval_waiters.clear();
+      for (auto& f : waiters)
+        evaluate_now(self, std::move(f));
+    },
+    retry);
+}
+
+/// Writes the shards' states as one checkpoint file at feeder position
+/// `position`; returns the error of the write.
+caf::error write_shards(chief_self self, int64_t position,
+                        std::vector<shard_state_msg>& parts) {
+  auto& s = self->state;
+  checkpoint ckpt;
+  ckpt.step = position;
+  ckpt.layout = s.evaluator->layout();
+  ckpt.params.resize(ckpt.layout.total());
+  for (size_t n = 0; n < parts[0].slot_names.size(); ++n)
+    ckpt.slots.emplace_back(parts[0].slot_names[n],
+                            std::vector<float>(ckpt.layout.total()));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto off = static_cast<std::ptrdiff_t>(s.ranges[i].begin);
+    std::copy(parts[i].values.begin(), parts[i].values.end(),
+              ckpt.params.begin() + off);
+    for (size_t n = 0; n < parts[i].slots.size(); ++n)
+      std::copy(parts[i].slots[n].begin(), parts[i].slots[n].end(),
+                ckpt.slots[n].second.begin() + off);
+  }
+  ckpt.metadata["optimizer"] = to_string(s.opts.cfg.training.optimizer.type);
+  ckpt.metadata["model"] = s.evaluator->summary();
+  ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
+  ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
+  auto& dir = s.opts.cfg.training.checkpoint.dir;
+  ::mkdir(dir.c_str(), 0755);
+  auto path = dir + "/ckpt-" + std::to_string(position) + ".safetensors";
+  if (auto err = write_checkpoint(path, ckpt))
+    return err;
+  s.last_checkpoint = path;
+  say(self, fmt("step %lld: checkpoint %s", static_cast<long long>(position),
+                path.c_str()));
+  return {};
 }
 
 /// Pauses the feeder until every lease is acked, snapshots every shard at
 /// that one step, writes the file, resumes.
-void checkpoint_now(self_ptr self, std::function<void()> then) {
+void checkpoint_now(chief_self self, std::function<void()> then) {
   auto& st = self->state;
-  if (st.checkpointing) { // one at a time; e.g. the final one waits
-    st.checkpoint_waiters.push_back(
-      [=] { checkpoint_now(self, then); });
+  if (st.checkpointing || st.recovering) { // one at a time
+    auto again = [=] { checkpoint_now(self, then); };
+    if (st.checkpointing)
+      st.checkpoint_waiters.push_back(again);
+    else
+      st.after_recovery.push_back(again);
     return;
   }
   st.checkpointing = true;
+  auto finished = [=] {
+    auto& s = self->state;
+    s.checkpointing = false;
+    auto waiters = std::move(s.checkpoint_waiters);
+    s.checkpoint_waiters.clear();
+    for (auto& f : waiters)
+      f();
+  };
+  // A shard lost meanwhile: the recovery resumes the feeder; this
+  // checkpoint is taken again afterwards.
+  auto lost = [=] {
+    finished();
+    when_recovered(self, [=] { checkpoint_now(self, then); });
+  };
+  auto gen = st.generation;
   self->request(st.feeder, timeout_of(self), pause_atom_v)
     .then(
       [=](int64_t position) {
+        if (self->state.generation != gen || self->state.recovering)
+          return lost();
         ask_all_shards<shard_state_msg>(
           self,
           [=](size_t i) {
@@ -208,60 +297,35 @@ void checkpoint_now(self_ptr self, std::function<void()> then) {
                                  snapshot_atom_v);
           },
           [=](std::vector<shard_state_msg>& parts) {
-            auto& s = self->state;
-            checkpoint ckpt;
-            ckpt.step = position;
-            ckpt.layout = s.evaluator->layout();
-            ckpt.params.resize(ckpt.layout.total());
-            for (size_t n = 0; n < parts[0].slot_names.size(); ++n)
-              ckpt.slots.emplace_back(parts[0].slot_names[n],
-                                      std::vector<float>(ckpt.layout.total()));
-            for (size_t i = 0; i < parts.size(); ++i) {
-              auto off = static_cast<std::ptrdiff_t>(s.ranges[i].begin);
-              std::copy(parts[i].values.begin(), parts[i].values.end(),
-                        ckpt.params.begin() + off);
-              for (size_t n = 0; n < parts[i].slots.size(); ++n)
-                std::copy(parts[i].slots[n].begin(), parts[i].slots[n].end(),
-                          ckpt.slots[n].second.begin() + off);
-            }
-            ckpt.metadata["optimizer"]
-              = to_string(s.opts.cfg.training.optimizer.type);
-            ckpt.metadata["model"] = s.evaluator->summary();
-            ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
-            ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
-            auto& dir = s.opts.cfg.training.checkpoint.dir;
-            ::mkdir(dir.c_str(), 0755);
-            auto path = dir + "/ckpt-" + std::to_string(position)
-                        + ".safetensors";
-            if (auto err = write_checkpoint(path, ckpt))
+            if (auto err = write_shards(self, position, parts))
               return fail_run(self, std::move(err));
-            say(self, fmt("step %lld: checkpoint %s",
-                          static_cast<long long>(position), path.c_str()));
-            self->send(s.feeder, resume_atom_v);
-            s.checkpointing = false;
+            if (!self->state.user_paused)
+              self->send(self->state.feeder, resume_atom_v);
+            finished();
             then();
-            auto waiters = std::move(self->state.checkpoint_waiters);
-            self->state.checkpoint_waiters.clear();
-            for (auto& f : waiters)
-              f();
-          });
+          },
+          lost);
       },
       [=](caf::error& err) { fail_run(self, std::move(err)); });
 }
 
-void print_summary(self_ptr self, const cluster_summary& r) {
+void print_summary(chief_self self, const cluster_summary& r) {
   auto& c = self->state.opts.cfg;
   say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
                 "workers", "shards", "steps", "epochs", "seconds",
                 "examples/s", "test acc", "restarts"));
-  say(self, fmt("%-24s %-6s %7d %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
+  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
                 c.name.c_str(), to_string(c.cluster.consistency),
-                c.cluster.workers, c.cluster.shards,
+                self->state.workers.size(), c.cluster.shards,
                 static_cast<long long>(r.steps), r.epochs, r.seconds,
                 r.examples_per_sec, r.test_accuracy, r.restarts));
+  if (self->state.recoveries > 0)
+    say(self, fmt("shard recoveries: %d, steps lost and retrained: %lld",
+                  self->state.recoveries,
+                  static_cast<long long>(self->state.lost_steps)));
 }
 
-void finish_run(self_ptr self) {
+void finish_run(chief_self self) {
   auto& st = self->state;
   if (st.stopping)
     return;
@@ -312,8 +376,10 @@ void finish_run(self_ptr self) {
                     self->state.opts.on_finish(*final_params,
                                                *shard_stats_copy);
                   self->state.ended = true;
-                  self->state.reply.deliver(done);
-                  shut_down(self);
+                  release_nodes(self, [=] {
+                    self->state.reply.deliver(done);
+                    shut_down(self);
+                  });
                 },
                 [=](caf::error& err) { fail_run(self, std::move(err)); });
           });
@@ -326,34 +392,215 @@ void finish_run(self_ptr self) {
     after_checkpoint();
 }
 
-void spawn_worker(self_ptr self, int32_t id) {
-  auto& st = self->state;
-  worker_options w;
-  w.id = id;
-  w.cfg = st.opts.cfg;
-  w.data = st.opts.data;
-  w.feeder = st.feeder;
-  w.shards = st.shards;
-  w.ranges = st.ranges;
-  w.chief = caf::actor_cast<chief_actor>(self);
-  w.fault_hook = st.opts.fault_hook;
-  auto h = self->spawn<caf::monitored>(worker_impl, std::move(w));
-  st.workers[id] = h;
-  st.worker_of[h.address()] = id;
+void restore_after_loss(chief_self self);
+
+std::string where(const chief_state::node_entry& n) {
+  return n.host.empty() ? std::string{"this process"}
+                        : n.host + ":" + std::to_string(n.port);
 }
 
-void on_worker_down(self_ptr self, int32_t id, const caf::error& reason) {
+/// A node's process is gone (its agent's link broke, or a request to it
+/// failed): nothing more is placed there until it registers again.
+void node_lost(chief_self self, const std::string& name,
+               const std::string& why) {
+  auto it = self->state.nodes.find(name);
+  if (it == self->state.nodes.end() || !it->second.up)
+    return;
+  it->second.up = false;
+  it->second.agent = node_agent_actor{};
+  say(self, fmt("node %s (%s) is down: %s", name.c_str(),
+                where(it->second).c_str(), why.c_str()));
+}
+
+std::string least_loaded_node(chief_self self) {
   auto& st = self->state;
+  std::map<std::string, int> load;
+  for (auto& [id, w] : st.workers)
+    if (w.state != "finished")
+      ++load[w.node];
+  std::string best;
+  int best_rank = 0;
+  for (auto& [name, n] : st.nodes) {
+    if (!n.up)
+      continue;
+    // Nodes meant for workers first, then the rest; fewest workers wins.
+    bool meant = n.planned_workers > 0 || n.joined;
+    int rank = (meant ? 0 : 1 << 20) + load[name];
+    if (best.empty() || rank < best_rank) {
+      best = name;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
+std::vector<uint64_t> shard_bounds(chief_self self) {
+  std::vector<uint64_t> b;
+  for (auto& r : self->state.ranges)
+    b.push_back(r.begin);
+  b.push_back(self->state.ranges.empty() ? 0 : self->state.ranges.back().end);
+  return b;
+}
+
+/// Starts worker `id` through the agent of its node, or of another node
+/// when its own is down (on_node_loss "move"), or leaves it waiting for
+/// its node to come back ("wait").
+void place_worker(chief_self self, int32_t id) {
+  auto& st = self->state;
+  if (st.ended || st.recovering)
+    return;
+  auto& w = st.workers[id];
+  auto home = st.nodes.find(w.node);
+  std::string node;
+  if (home != st.nodes.end() && home->second.up)
+    node = w.node;
+  else if (st.opts.cfg.cluster.on_node_loss
+           == cluster_config::node_loss::wait) {
+    w.state = "waiting";
+    say(self, fmt("worker %d waits for node %s to come back", id,
+                  w.node.c_str()));
+    return;
+  } else
+    node = least_loaded_node(self);
+  if (node.empty())
+    return fail_run(self, make_error(errc::node_unreachable,
+                                     fmt("no node is up to run worker %d",
+                                         id)));
+  if (node != w.node) {
+    say(self, fmt("worker %d moves from node %s to node %s", id,
+                  w.node.c_str(), node.c_str()));
+    w.node = node;
+  }
+  w.state = "starting";
+  worker_spawn ws;
+  ws.id = id;
+  ws.feeder = st.feeder;
+  ws.shards = st.shards;
+  ws.bounds = shard_bounds(self);
+  ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
+  auto gen = st.generation;
+  self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
+                std::move(ws))
+    .then(
+      [=](worker_actor& h) {
+        auto& s = self->state;
+        if (s.ended || s.generation != gen) {
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          return;
+        }
+        self->monitor(h);
+        auto& e = s.workers[id];
+        e.handle = h;
+        e.state = "running";
+        s.worker_of[h.address()] = id;
+      },
+      [=](caf::error& err) {
+        node_lost(self, node, "placing worker failed: " + describe(err));
+        place_worker(self, id);
+      });
+}
+
+/// Joins worker ids on every shard; `then` runs once all have answered.
+void join_on_shards(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then) {
+  auto& st = self->state;
+  auto total = ids.size() * st.shards.size();
+  if (total == 0)
+    return then();
+  auto left = std::make_shared<size_t>(total);
+  auto done = std::make_shared<std::function<void()>>(std::move(then));
+  for (auto id : ids)
+    for (auto& s : st.shards)
+      self->request(s, timeout_of(self), join_atom_v, id)
+        .then(
+          [=](int64_t) {
+            if (--*left == 0)
+              (*done)();
+          },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+int live_workers(chief_self self) {
+  int n = 0;
+  for (auto& [id, w] : self->state.workers)
+    n += w.state != "finished";
+  return n;
+}
+
+/// sync with replicas_to_aggregate 0 ("all workers"): the count follows
+/// the workers that are left.
+void retune_aggregate(chief_self self) {
+  auto& c = self->state.opts.cfg.cluster;
+  if (c.consistency != cluster_config::mode::sync
+      || c.replicas_to_aggregate != 0)
+    return;
+  auto n = static_cast<double>(std::max(1, live_workers(self)));
+  for (auto& s : self->state.shards)
+    self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"}, n)
+      .then([](bool) {}, [](caf::error&) {});
+}
+
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n) {
+  auto& st = self->state;
+  std::vector<int32_t> ids;
+  for (int k = 0; k < n; ++k) {
+    auto id = st.next_worker++;
+    st.workers[id].node = node;
+    ids.push_back(id);
+  }
+  say(self, fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s",
+                node.c_str()));
+  join_on_shards(self, ids, [=] {
+    retune_aggregate(self);
+    for (auto id : ids)
+      place_worker(self, id);
+  });
+  return ids;
+}
+
+void set_user_pause(chief_self self, bool paused) {
+  auto& st = self->state;
+  if (st.user_paused == paused)
+    return;
+  st.user_paused = paused;
+  say(self, paused ? "paused by the shell" : "resumed by the shell");
+  if (paused)
+    self->request(st.feeder, timeout_of(self), pause_atom_v)
+      .then([](int64_t) {}, [](caf::error&) {});
+  else if (!st.checkpointing && !st.recovering)
+    self->send(st.feeder, resume_atom_v);
+}
+
+void stop_run(chief_self self) {
+  auto& st = self->state;
+  say(self, "stop requested; finishing after the steps in flight");
+  self->send(st.feeder, finish_atom_v);
+  if (st.user_paused)
+    set_user_pause(self, false);
+}
+
+void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
+  auto& st = self->state;
+  auto& w = st.workers[id];
+  w.handle = worker_actor{};
+  if (st.recycling.erase(id) > 0) { // stopped for a shard recovery
+    if (st.recycling.empty())
+      restore_after_loss(self);
+    return;
+  }
   if (!reason || reason == caf::exit_reason::user_shutdown) {
-    st.finished.insert(id);
+    w.state = "finished";
     // It will push no more: ssp stops waiting for its clock.
     for (auto& s : st.shards)
       self->send(s, leave_atom_v, id);
-    if (st.finished.size() == st.workers.size())
+    if (live_workers(self) == 0)
       finish_run(self);
     return;
   }
   auto why = describe(reason);
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, w.node, why);
   if (!st.restarts->allow(now_seconds()))
     return fail_run(self,
                     make_error(errc::restart_limit,
@@ -361,16 +608,206 @@ void on_worker_down(self_ptr self, int32_t id, const caf::error& reason) {
                                    "reached (%d restarts within %.0f s): %s",
                                    id, st.restarts->max_restarts(),
                                    st.restarts->window(), why.c_str())));
+  ++w.restarts;
+  w.state = "starting";
   say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
                 "within %.0f s)",
                 id, why.c_str(), st.restarts->total(),
                 st.restarts->max_restarts(), st.restarts->window()));
   self->request(st.feeder, timeout_of(self), requeue_atom_v, id)
-    .then([=](int32_t) { spawn_worker(self, id); },
+    .then([=](int32_t) { place_worker(self, id); },
           [=](caf::error& err) { fail_run(self, std::move(err)); });
 }
 
-void on_report(self_ptr self, const worker_report& r) {
+/// Starts shard `i` on `node` through its agent with `state`.
+void place_shard(chief_self self, size_t i, const std::string& node,
+                 shard_state_msg state, std::function<void()> then) {
+  auto& st = self->state;
+  shard_spawn sp;
+  sp.id = static_cast<int32_t>(i);
+  sp.aggregate = st.opts.cfg.cluster.replicas_to_aggregate > 0
+                   ? st.opts.cfg.cluster.replicas_to_aggregate
+                   : std::max(1, live_workers(self));
+  sp.state = std::move(state);
+  self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
+                std::move(sp))
+    .then(
+      [=](shard_actor& h) {
+        auto& s = self->state;
+        self->monitor(h);
+        s.shards[i] = h;
+        s.shard_node[i] = node;
+        s.shard_of[h.address()] = i;
+        then();
+      },
+      [=](caf::error& err) {
+        fail_run(self, make_error(errc::actor_down,
+                                  fmt("cannot start shard %zu on node %s: %s",
+                                      i, node.c_str(),
+                                      describe(err).c_str())));
+      });
+}
+
+/// The node for a shard whose node is gone: the up node meant for shards
+/// that holds the fewest, else the chief's own.
+std::string shard_home(chief_self self, size_t i) {
+  auto& st = self->state;
+  if (st.nodes[st.shard_node[i]].up)
+    return st.shard_node[i];
+  std::map<std::string, int> load;
+  for (size_t k = 0; k < st.shards.size(); ++k)
+    if (st.shards[k])
+      ++load[st.shard_node[k]];
+  std::string best;
+  for (auto& [name, n] : st.nodes)
+    if (n.up && n.planned_shards > 0
+        && (best.empty() || load[name] < load[best]))
+      best = name;
+  if (best.empty())
+    best = st.opts.cfg.cluster.distributed() ? st.opts.cfg.cluster.chief_node
+                                             : "local";
+  return best;
+}
+
+/// One shard's slice of a checkpoint.
+shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
+                         int64_t version) {
+  auto r = self->state.ranges[i];
+  auto b = static_cast<std::ptrdiff_t>(r.begin);
+  auto e = static_cast<std::ptrdiff_t>(r.end);
+  shard_state_msg s;
+  s.shard = static_cast<int32_t>(i);
+  s.version = version;
+  s.values.assign(ck.params.begin() + b, ck.params.begin() + e);
+  for (auto& [name, v] : ck.slots) {
+    s.slot_names.push_back(name);
+    s.slots.emplace_back(v.begin() + b, v.begin() + e);
+  }
+  return s;
+}
+
+/// The shard version a checkpoint records; troupe-train's files have
+/// none, and there the step is the optimizer's step.
+caf::expected<int64_t> version_of(const checkpoint& ck,
+                                  const std::string& path) {
+  auto it = ck.metadata.find("shard_version");
+  if (it == ck.metadata.end())
+    return ck.step;
+  char* end = nullptr;
+  errno = 0;
+  auto v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || errno != 0 || v < 0)
+    return make_error(errc::bad_format,
+                      path + ": metadata \"shard_version\" is not a "
+                             "non-negative integer: \""
+                        + it->second + "\"");
+  return v;
+}
+
+/// Every worker is stopped: restore all shards (the lost ones started
+/// anew) from the newest checkpoint, rewind the feeder to its position,
+/// start the workers again.
+void restore_after_loss(chief_self self) {
+  auto& st = self->state;
+  auto path = newest_checkpoint(st.opts.cfg.training.checkpoint.dir);
+  if (path.empty())
+    return fail_run(self, make_error(errc::actor_down,
+                                     "a shard was lost and there is no "
+                                     "checkpoint to restore it from"));
+  auto ck = read_checkpoint(path);
+  if (!ck)
+    return fail_run(self, ck.error());
+  auto version = version_of(*ck, path);
+  if (!version)
+    return fail_run(self, version.error());
+  auto shared = std::make_shared<checkpoint>(std::move(*ck));
+  auto position = shared->step;
+  auto left = std::make_shared<size_t>(st.shards.size());
+  auto all_restored = [=] {
+    auto& s = self->state;
+    std::vector<int32_t> ids;
+    for (auto& [id, w] : s.workers)
+      if (w.state != "finished")
+        ids.push_back(id);
+    join_on_shards(self, ids, [=] {
+      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                    position)
+        .then(
+          [=](int64_t) {
+            auto& s2 = self->state;
+            auto lost = std::max<int64_t>(0, s2.steps - position);
+            s2.lost_steps += lost;
+            s2.steps = position;
+            s2.last_eval_step = -1;
+            say(self, fmt("shards restored from %s at step %lld; %lld steps "
+                          "lost, to be trained again",
+                          path.c_str(), static_cast<long long>(position),
+                          static_cast<long long>(lost)));
+            if (!s2.user_paused)
+              self->send(s2.feeder, resume_atom_v);
+            s2.recovering = false;
+            for (auto id : ids)
+              place_worker(self, id);
+            auto later = std::move(s2.after_recovery);
+            s2.after_recovery.clear();
+            for (auto& f : later)
+              f();
+          },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+    });
+  };
+  for (size_t i = 0; i < st.shards.size(); ++i) {
+    auto state = slice_of(self, *shared, i, *version);
+    auto one_done = [=] {
+      if (--*left == 0)
+        all_restored();
+    };
+    if (st.shards[i]) {
+      self->request(st.shards[i], timeout_of(self), restore_atom_v,
+                    std::move(state))
+        .then([=](int64_t) { one_done(); },
+              [=](caf::error& err) { fail_run(self, std::move(err)); });
+    } else {
+      auto node = shard_home(self, i);
+      say(self, fmt("starting shard %zu on node %s", i, node.c_str()));
+      place_shard(self, i, node, std::move(state), one_done);
+    }
+  }
+}
+
+/// A shard went down: stop every worker, then restore_after_loss.
+void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
+  auto& st = self->state;
+  auto why = describe(reason);
+  auto node = st.shard_node[i];
+  st.shard_of.erase(st.shards[i].address());
+  st.shards[i] = shard_actor{};
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, node, why);
+  if (st.opts.cfg.training.checkpoint.dir.empty())
+    return fail_run(self, make_error(errc::actor_down,
+                                     fmt("shard %zu on node %s stopped (%s) "
+                                         "and the run has no checkpoint dir "
+                                         "to restore it from",
+                                         i, node.c_str(), why.c_str())));
+  say(self, fmt("shard %zu on node %s stopped (%s); restoring the shards "
+                "from the newest checkpoint",
+                i, node.c_str(), why.c_str()));
+  if (st.recovering) // the recovery under way restarts it too
+    return;
+  st.recovering = true;
+  ++st.generation;
+  ++st.recoveries;
+  for (auto& [id, w] : st.workers)
+    if (w.handle) {
+      st.recycling.insert(id);
+      self->send_exit(w.handle, caf::exit_reason::user_shutdown);
+    }
+  if (st.recycling.empty())
+    restore_after_loss(self);
+}
+
+void on_report(chief_self self, const worker_report& r) {
   auto& st = self->state;
   if (st.ended)
     return;
@@ -391,6 +828,12 @@ void on_report(self_ptr self, const worker_report& r) {
   st.samples += r.samples;
   st.window_samples += r.samples;
   st.window_loss += r.loss_sum;
+  auto& e = st.workers[r.worker];
+  e.steps += r.steps;
+  e.samples += r.samples;
+  e.clock = r.clock;
+  e.seconds += r.step_seconds;
+  e.last_loss = r.samples > 0 ? r.loss_sum / r.samples : e.last_loss;
   auto& w = st.per_worker[r.worker];
   w.steps += r.steps;
   w.samples += r.samples;
@@ -415,9 +858,9 @@ void on_report(self_ptr self, const worker_report& r) {
                         ? std::string{"-"}
                         : fmt("%.4f", st.last_accuracy);
     say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
-                  "%zu workers, test accuracy = %s",
+                  "%d workers, test accuracy = %s",
                   static_cast<long long>(st.steps), epoch_of(self, st.steps),
-                  loss, rate, st.workers.size() - st.finished.size(),
+                  loss, rate, live_workers(self),
                   acc.c_str()));
     st.metrics.progress(now - st.t0, st.steps, epoch_of(self, st.steps), loss,
                         rate);
@@ -450,30 +893,118 @@ void on_report(self_ptr self, const worker_report& r) {
   }
 }
 
-/// Joins every worker id on every shard, then spawns the workers.
-void start_workers(self_ptr self) {
+/// Joins every worker id on every shard, then starts the workers where
+/// the placement puts them.
+void start_workers(chief_self self) {
   auto& st = self->state;
-  auto total = static_cast<size_t>(st.opts.cfg.cluster.workers)
-               * st.shards.size();
-  auto left = std::make_shared<size_t>(total);
-  for (int32_t id = 0; id < st.opts.cfg.cluster.workers; ++id)
-    for (auto& s : st.shards)
-      self->request(s, timeout_of(self), join_atom_v, id)
-        .then(
-          [=](int64_t) {
-            if (--*left > 0)
-              return;
-            auto& s2 = self->state;
-            s2.t0 = now_seconds();
-            s2.window_start = s2.t0;
-            for (int32_t w = 0; w < s2.opts.cfg.cluster.workers; ++w)
-              spawn_worker(self, w);
-          },
-          [=](caf::error& err) { fail_run(self, std::move(err)); });
+  std::vector<int32_t> ids;
+  auto plan = [&](const std::string& name, int count) {
+    for (int k = 0; k < count; ++k) {
+      auto id = st.next_worker++;
+      st.workers[id].node = name;
+      ids.push_back(id);
+    }
+  };
+  if (st.opts.cfg.cluster.distributed()) {
+    for (auto& n : st.opts.cfg.cluster.nodes)
+      plan(n.name, n.workers);
+    for (auto& [name, n] : st.nodes) // joined before the start
+      if (n.joined)
+        plan(name, n.planned_workers);
+  } else {
+    plan("local", st.opts.cfg.cluster.workers);
+  }
+  join_on_shards(self, ids, [=] {
+    auto& s = self->state;
+    s.training = true;
+    s.t0 = now_seconds();
+    s.window_start = s.t0;
+    retune_aggregate(self);
+    for (auto id : ids)
+      place_worker(self, id);
+  });
 }
 
-/// Reads the newest checkpoint when resuming; restores shards and feeder.
-void start(self_ptr self) {
+/// Shards (through the agents), feeder, the resumed state, then workers.
+void start_shards(chief_self self) {
+  auto& st = self->state;
+  const auto& cfg = st.opts.cfg;
+  std::vector<std::string> homes;
+  if (cfg.cluster.distributed()) {
+    for (auto& n : cfg.cluster.nodes)
+      for (int k = 0; k < n.shards; ++k)
+        homes.push_back(n.name);
+  } else {
+    homes.assign(st.ranges.size(), "local");
+  }
+  st.shards.assign(st.ranges.size(), shard_actor{});
+  st.shard_node = homes;
+  auto left = std::make_shared<size_t>(st.ranges.size());
+  for (size_t i = 0; i < st.ranges.size(); ++i) {
+    auto r = st.ranges[i];
+    shard_state_msg s;
+    s.shard = static_cast<int32_t>(i);
+    s.values.assign(st.initial.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                    st.initial.begin() + static_cast<std::ptrdiff_t>(r.end));
+    place_shard(self, i, homes[i], std::move(s), [=] {
+      if (--*left > 0)
+        return;
+      auto& s2 = self->state;
+      if (!s2.resume_from)
+        return s2.opts.cfg.cluster.distributed()
+                   && !s2.opts.cfg.training.checkpoint.dir.empty()
+                 // A checkpoint to restore a lost shard from, before any
+                 // step is trained.
+                 ? checkpoint_now(self, [=] { start_workers(self); })
+                 : start_workers(self);
+      auto ck = s2.resume_from;
+      auto position = ck->step;
+      s2.steps = position;
+      s2.next_eval = position + (s2.next_eval - position % s2.next_eval);
+      if (s2.next_checkpoint > 0)
+        s2.next_checkpoint = position
+                             + s2.opts.cfg.training.checkpoint.every_steps;
+      ask_all_shards<int64_t>(
+        self,
+        [=](size_t k) {
+          return self->request(self->state.shards[k], timeout_of(self),
+                               restore_atom_v,
+                               slice_of(self, *ck, k,
+                                        self->state.initial_version));
+        },
+        [=](std::vector<int64_t>&) {
+          self->state.resume_from = nullptr;
+          self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                        position)
+            .then([=](int64_t) { start_workers(self); },
+                  [=](caf::error& err) { fail_run(self, std::move(err)); });
+        });
+    });
+  }
+}
+
+/// The nodes that have not registered yet, as "name (host:port)".
+std::string missing_nodes(chief_self self) {
+  std::string out;
+  for (auto& [name, n] : self->state.nodes)
+    if (!n.up && !n.joined)
+      out += (out.empty() ? "" : ", ") + name + " (" + where(n) + ")";
+  return out;
+}
+
+/// Once every node of the file is up: the shards.
+void start_when_nodes_ready(chief_self self) {
+  auto& st = self->state;
+  if (st.nodes_ready || st.ended || !missing_nodes(self).empty())
+    return;
+  st.nodes_ready = true;
+  if (st.opts.cfg.cluster.distributed())
+    say(self, fmt("all %zu nodes are up", st.nodes.size()));
+  start_shards(self);
+}
+
+/// Reads the newest checkpoint when resuming; sets up the nodes.
+void start(chief_self self) {
   auto& st = self->state;
   const auto& cfg = st.opts.cfg;
   const auto& train = st.opts.data->train;
@@ -496,8 +1027,6 @@ void start(self_ptr self) {
       return fail_run(self, std::move(err));
   // Resume: the newest checkpoint's parameters, optimizer state, shard
   // version and feeder position.
-  std::optional<checkpoint> resumed;
-  int64_t resumed_version = 0;
   if (cfg.training.checkpoint.resume) {
     auto path = newest_checkpoint(cfg.training.checkpoint.dir);
     if (!path.empty()) {
@@ -506,41 +1035,17 @@ void start(self_ptr self) {
         return fail_run(self, ck.error());
       if (auto err = check_layout(*ck, st.evaluator->layout(), path))
         return fail_run(self, std::move(err));
-      // The shards' version; files of troupe-train have none, and there the
-      // step is the optimizer's step.
-      resumed_version = ck->step;
-      if (auto it = ck->metadata.find("shard_version");
-          it != ck->metadata.end()) {
-        char* end = nullptr;
-        errno = 0;
-        resumed_version = std::strtoll(it->second.c_str(), &end, 10);
-        if (it->second.empty() || *end != '\0' || errno != 0
-            || resumed_version < 0)
-          return fail_run(self, make_error(errc::bad_format,
-                                           path + ": metadata \"shard_version\""
-                                             " is not a non-negative "
-                                             "integer: \""
-                                             + it->second + "\""));
-      }
+      auto version = version_of(*ck, path);
+      if (!version)
+        return fail_run(self, version.error());
+      st.initial_version = *version;
       say(self, fmt("resuming from %s at step %lld", path.c_str(),
                     static_cast<long long>(ck->step)));
-      resumed = std::move(*ck);
+      st.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }
-  auto init = resumed ? resumed->params : st.evaluator->initial_params();
-  for (size_t i = 0; i < st.ranges.size(); ++i) {
-    auto r = st.ranges[i];
-    shard_options so;
-    so.id = static_cast<int32_t>(i);
-    so.block.mode = cfg.cluster.consistency;
-    so.block.optimizer = cfg.training.optimizer;
-    so.block.aggregate = cfg.cluster.aggregate();
-    so.block.staleness = cfg.cluster.staleness;
-    so.block.elastic_rate = cfg.cluster.elastic_rate();
-    so.initial.assign(init.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                      init.begin() + static_cast<std::ptrdiff_t>(r.end));
-    st.shards.push_back(self->spawn<caf::monitored>(shard_impl, std::move(so)));
-  }
+  st.initial = st.resume_from ? st.resume_from->params
+                              : st.evaluator->initial_params();
   feeder_options fo;
   fo.samples = static_cast<size_t>(train.count);
   fo.batch = cfg.training.batch_size;
@@ -552,41 +1057,103 @@ void start(self_ptr self) {
                    ? cfg.training.eval_every_steps
                    : st.per_epoch;
   st.next_checkpoint = cfg.training.checkpoint.every_steps;
-  if (!resumed)
-    return start_workers(self);
-  int64_t position = resumed->step;
-  int64_t version = resumed_version;
-  st.steps = position;
-  st.next_eval = position + (st.next_eval - position % st.next_eval);
-  if (st.next_checkpoint > 0)
-    st.next_checkpoint = position + cfg.training.checkpoint.every_steps;
-  auto ck = std::make_shared<checkpoint>(std::move(*resumed));
-  ask_all_shards<int64_t>(
-    self,
-    [=](size_t i) {
-      auto r = self->state.ranges[i];
-      auto b = static_cast<std::ptrdiff_t>(r.begin);
-      auto e = static_cast<std::ptrdiff_t>(r.end);
-      shard_state_msg s;
-      s.shard = static_cast<int32_t>(i);
-      s.version = version;
-      s.values.assign(ck->params.begin() + b, ck->params.begin() + e);
-      for (auto& [name, v] : ck->slots) {
-        s.slot_names.push_back(name);
-        s.slots.emplace_back(v.begin() + b, v.begin() + e);
-      }
-      return self->request(self->state.shards[i], timeout_of(self),
-                           restore_atom_v, std::move(s));
-    },
-    [=](std::vector<int64_t>&) {
-      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
-                    position)
-        .then([=](int64_t) { start_workers(self); },
-              [=](caf::error& err) { fail_run(self, std::move(err)); });
-    });
+  // This process's own agent; in a cluster the other nodes register.
+  agent_options ao;
+  ao.node = cfg.cluster.distributed() ? cfg.cluster.chief_node : "local";
+  ao.cfg = cfg;
+  ao.data = st.opts.data;
+  ao.fault_hook = st.opts.fault_hook;
+  auto local = self->spawn(node_agent_impl, std::move(ao));
+  if (cfg.cluster.distributed()) {
+    for (auto& n : cfg.cluster.nodes) {
+      auto& e = st.nodes[n.name];
+      e.host = n.host;
+      e.port = n.port;
+      e.planned_shards = n.shards;
+      e.planned_workers = n.workers;
+    }
+    auto& me = st.nodes[cfg.cluster.chief_node];
+    me.agent = local;
+    me.up = true;
+    self->delayed_send(self,
+                       std::chrono::duration_cast<caf::timespan>(
+                         std::chrono::duration<double>(
+                           cfg.cluster.node_timeout_s)),
+                       deadline_atom_v);
+  } else {
+    auto& me = st.nodes["local"];
+    me.agent = local;
+    me.up = true;
+    me.planned_shards = cfg.cluster.shards;
+    me.planned_workers = cfg.cluster.workers;
+  }
+  start_when_nodes_ready(self);
 }
 
-} // namespace
+/// A node process announces itself (see chief_actor).
+caf::result<std::string> on_register(chief_self self, std::string name,
+                                     const std::string& host, uint16_t port,
+                                     node_agent_actor agent,
+                                     int32_t join_workers) {
+  auto& st = self->state;
+  if (st.ended || st.stopping)
+    return make_error(errc::invalid_argument, "the run is ending");
+  if (!st.opts.cfg.cluster.distributed())
+    return make_error(errc::invalid_argument,
+                      "this chief runs an embedded cluster; it takes no nodes");
+  if (join_workers < 0) {
+    auto it = st.nodes.find(name);
+    if (it == st.nodes.end() || it->second.joined) {
+      std::string names;
+      for (auto& n : st.opts.cfg.cluster.nodes)
+        names += (names.empty() ? "" : ", ") + n.name;
+      return make_error(errc::invalid_config,
+                        "unknown node \"" + name + "\" (the cluster file's "
+                        "nodes are: " + names + ")");
+    }
+    if (name == st.opts.cfg.cluster.chief_node)
+      return make_error(errc::invalid_config,
+                        "node \"" + name + "\" is the chief's own node");
+    if (it->second.up)
+      return make_error(errc::invalid_argument,
+                        "node \"" + name + "\" is already up");
+  } else {
+    if (name.empty())
+      name = "joined-" + std::to_string(st.nodes.size());
+    if (st.nodes.count(name) > 0 && st.nodes[name].up)
+      return make_error(errc::invalid_argument,
+                        "a node named \"" + name + "\" is already up");
+    auto& e = st.nodes[name];
+    e.joined = true;
+    e.planned_workers = join_workers;
+  }
+  auto& e = st.nodes[name];
+  e.host = host;
+  e.port = port;
+  e.agent = agent;
+  e.up = true;
+  self->monitor(agent);
+  st.agent_of[agent.address()] = name;
+  say(self, fmt("node %s (%s) is up%s", name.c_str(), where(e).c_str(),
+                join_workers >= 0
+                  ? fmt(", joining with %d workers", join_workers).c_str()
+                  : ""));
+  if (!st.nodes_ready) {
+    start_when_nodes_ready(self);
+    return name;
+  }
+  // A node back after a crash: its waiting workers start there again.
+  for (auto& [id, w] : st.workers)
+    if (w.state == "waiting" && w.node == name)
+      place_worker(self, id);
+  if (join_workers > 0 && st.training)
+    add_workers(self, name, join_workers);
+  return name;
+}
+
+} // namespace chief_ops
+
+using namespace chief_ops;
 
 chief_actor::behavior_type
 chief_impl(chief_actor::stateful_pointer<chief_state> self,
@@ -596,15 +1163,20 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     auto& st = self->state;
     if (st.ended)
       return;
-    auto it = st.worker_of.find(dm.source);
-    if (it != st.worker_of.end()) {
+    if (auto it = st.worker_of.find(dm.source); it != st.worker_of.end()) {
       auto id = it->second;
       st.worker_of.erase(it);
       return on_worker_down(self, id, dm.reason);
     }
+    if (auto it = st.agent_of.find(dm.source); it != st.agent_of.end()) {
+      auto name = it->second;
+      st.agent_of.erase(it);
+      return node_lost(self, name, describe(dm.reason));
+    }
+    if (auto it = st.shard_of.find(dm.source); it != st.shard_of.end())
+      return on_shard_down(self, it->second, dm.reason);
     fail_run(self, make_error(errc::actor_down,
-                              "a shard or the feeder stopped: "
-                                + describe(dm.reason)));
+                              "the feeder stopped: " + describe(dm.reason)));
   });
   return {
     [=](run_atom) -> caf::result<cluster_summary> {
@@ -613,12 +1185,40 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
       return self->state.reply;
     },
     [=](report_atom, const worker_report& r) { on_report(self, r); },
+    [=](register_atom) -> std::string { return self->state.opts.config_text; },
+    [=](register_atom, std::string& name, std::string& host, uint16_t port,
+        node_agent_actor& agent, int32_t join_workers) {
+      return on_register(self, std::move(name), host, port, std::move(agent),
+                         join_workers);
+    },
+    [=](deadline_atom) {
+      auto& st = self->state;
+      if (st.nodes_ready || st.ended)
+        return;
+      fail_run(self,
+               make_error(errc::node_unreachable,
+                          fmt("these nodes did not come up within %.0f s: %s",
+                              st.opts.cfg.cluster.node_timeout_s,
+                              missing_nodes(self).c_str())));
+    },
+    [=](shell_atom, const std::string& line) {
+      return shell_command(self, line);
+    },
   };
 }
 
 caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
                                            chief_options opts) {
+  auto cluster = opts.cfg.cluster;
   auto chief = sys.spawn(chief_impl, std::move(opts));
+  if (cluster.distributed()) {
+    auto& me = *cluster.node(cluster.chief_node);
+    auto port = publish_on(sys, chief, me.host, me.port);
+    if (!port) {
+      caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
+      return port.error();
+    }
+  }
   caf::scoped_actor self{sys};
   caf::expected<cluster_summary> result{caf::sec::bad_function_call};
   // No timeout: a run may take hours, and the chief answers on every path
@@ -626,6 +1226,8 @@ caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
   self->request(chief, caf::infinite, run_atom_v)
     .receive([&](cluster_summary& r) { result = r; },
              [&](caf::error& err) { result = std::move(err); });
+  if (cluster.distributed())
+    sys.middleman().unpublish(chief);
   return result;
 }
 

@@ -24,6 +24,8 @@ namespace troupe {
 
 struct chief_options {
   run_config cfg;
+  /// The config's JSON text, handed to every node that registers.
+  std::string config_text;
   std::shared_ptr<const train_test> data;
   std::ostream* log = nullptr; ///< progress lines; null: quiet
   /// Passed to every worker (see worker_options::fault_hook).
@@ -40,8 +42,11 @@ chief_actor::behavior_type
 chief_impl(chief_actor::stateful_pointer<chief_state> self,
            chief_options opts);
 
-/// Runs `opts.cfg` on a cluster inside `sys` and waits for its end (the
-/// embedded mode). The run's own errors come back as errors.
+/// Runs `opts.cfg` and waits for its end. Embedded (no nodes in the
+/// config): every actor in `sys`. Otherwise the chief also publishes
+/// itself on its node's address and places shards and workers through the
+/// agents of the nodes that register. The run's own errors come back as
+/// errors.
 caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
                                            chief_options opts);
 

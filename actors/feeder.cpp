@@ -66,8 +66,14 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       return feeder_stats{plan.acked(), plan.position(), plan.epoch_samples()};
     },
     [=](restore_atom, int64_t position) -> int64_t {
-      self->state.plan->restore(position);
-      return self->state.plan->position();
+      auto& st = self->state;
+      st.plan->restore(position);
+      // Nothing is outstanding now: a pending pause has settled.
+      if (st.pause_reply) {
+        st.pause_reply->deliver(st.plan->position());
+        st.pause_reply.reset();
+      }
+      return st.plan->position();
     },
   };
 }

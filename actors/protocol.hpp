@@ -324,6 +324,11 @@ CAF_ADD_ATOM(troupe, troupe, stats_atom, "stats")
 CAF_ADD_ATOM(troupe, troupe, report_atom, "report")
 CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
 CAF_ADD_ATOM(troupe, troupe, run_atom, "run")
+CAF_ADD_ATOM(troupe, troupe, place_atom, "place")
+CAF_ADD_ATOM(troupe, troupe, register_atom, "register")
+CAF_ADD_ATOM(troupe, troupe, shell_atom, "shell")
+CAF_ADD_ATOM(troupe, troupe, tune_atom, "tune")
+CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -345,7 +350,10 @@ using shard_actor = caf::typed_actor<
   // Replaces the shard's state; replies with the version.
   caf::replies_to<restore_atom, shard_state_msg>::with<int64_t>,
   // Counters and (ssp) the widest clock lead it allowed.
-  caf::replies_to<stats_atom>::with<shard_stats>>;
+  caf::replies_to<stats_atom>::with<shard_stats>,
+  // Steering: "lr" (base learning rate) or "aggregate" (sync pushes per
+  // update) to a value; errors leave the shard unchanged.
+  caf::replies_to<tune_atom, std::string, double>::with<bool>>;
 
 /// The data feeder (actors/feeder.hpp).
 using feeder_actor = caf::typed_actor<
@@ -371,11 +379,78 @@ using worker_actor = caf::typed_actor<
   // Runs the next training step.
   caf::reacts_to<step_atom>>;
 
+// -- across processes ---------------------------------------------------------------
+
+/// What a node agent needs to start a shard: its id, the pushes per sync
+/// update (the worker count can change while a run goes on) and its
+/// initial state. Everything else comes from the run config that the
+/// agent got from the chief.
+struct shard_spawn {
+  int32_t id = 0;
+  int32_t aggregate = 1;
+  shard_state_msg state;
+};
+
+/// What a node agent needs to start a worker: its id, the peers it talks
+/// to and the shard map (shard i owns [bounds[i], bounds[i+1]) of the flat
+/// vector). The chief goes as an untyped pointer: the chief's interface
+/// names the agent's, so the agent's cannot name the chief's.
+struct worker_spawn {
+  int32_t id = 0;
+  feeder_actor feeder;
+  std::vector<shard_actor> shards;
+  std::vector<uint64_t> bounds;
+  caf::strong_actor_ptr chief;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
+  return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
+  return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
+           x.bounds, x.chief);
+}
+
+} // namespace troupe
+
+CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_spawn))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
+CAF_END_TYPE_ID_BLOCK(troupe_cluster)
+
+
+namespace troupe {
+
+/// The node agent (actors/node_agent.hpp): one per OS process; starts
+/// shards and workers there for the chief.
+using node_agent_actor = caf::typed_actor<
+  caf::replies_to<place_atom, shard_spawn>::with<shard_actor>,
+  caf::replies_to<place_atom, worker_spawn>::with<worker_actor>,
+  // The run is over: stop everything here and quit.
+  caf::replies_to<finish_atom>::with<bool>>;
+
 /// The chief supervisor (actors/chief.hpp).
 using chief_actor = caf::typed_actor<
   // Starts the run; replies when it ends, or with the error that ended it.
   caf::replies_to<run_atom>::with<cluster_summary>,
   // A worker's step report.
-  caf::reacts_to<report_atom, worker_report>>;
+  caf::reacts_to<report_atom, worker_report>,
+  // A node process announces itself: its name, where it listens, its
+  // agent, and how many workers it brings (-1: those the cluster file
+  // places on it; N >= 0 for a node joining a running cluster). The reply
+  // is the node's name (a joining node may come without one).
+  caf::replies_to<register_atom, std::string, std::string, uint16_t,
+                  node_agent_actor, int32_t>::with<std::string>,
+  // The run config's JSON text, which every node runs.
+  caf::replies_to<register_atom>::with<std::string>,
+  // The time for every node to register is up.
+  caf::reacts_to<deadline_atom>,
+  // A shell command line; the reply is JSON text.
+  caf::replies_to<shell_atom, std::string>::with<std::string>>;
 
 } // namespace troupe

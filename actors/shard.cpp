@@ -98,6 +98,23 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
                          b.stats().refused,  self->state.ssp_pulls,
                          self->state.ssp_max_lead};
     },
+    [=](tune_atom, const std::string& key,
+        double value) -> caf::result<bool> {
+      auto& b = *self->state.block;
+      caf::error err;
+      if (key == "lr")
+        err = b.set_learning_rate(value);
+      else if (key == "aggregate")
+        err = b.set_aggregate(static_cast<int>(value));
+      else
+        err = make_error(errc::invalid_argument,
+                         "unknown shard setting \"" + key
+                           + "\" (lr, aggregate)");
+      if (err)
+        return err;
+      serve_parked(self);
+      return true;
+    },
   };
 }
 

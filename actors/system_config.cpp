@@ -10,6 +10,7 @@ namespace troupe {
 
 void init_config(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::troupe>();
+  cfg.add_message_types<caf::id_block::troupe_cluster>();
   cfg.add_error_category(caf::atom("troupe"),
                          [](uint8_t code, caf::atom_value,
                             const caf::message& ctx) {

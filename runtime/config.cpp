@@ -384,11 +384,85 @@ training_config read_training(object_reader r) {
   return t;
 }
 
+std::vector<node_config> read_nodes(const json& v, const std::string& at) {
+  if (!v.is_array() || v.empty())
+    fail(at, "a non-empty array of nodes", v);
+  std::vector<node_config> nodes;
+  for (size_t i = 0; i < v.size(); ++i) {
+    object_reader r{v[i], at + "/" + std::to_string(i)};
+    node_config n;
+    auto name = r.require("name");
+    if (!name.is_string() || name.get<std::string>().empty())
+      fail(r.at("name"), "a non-empty string", name);
+    n.name = name.get<std::string>();
+    for (auto& m : nodes)
+      if (m.name == n.name)
+        throw config_error{errc::invalid_config, r.at("name"),
+                           "node \"" + n.name + "\" is listed twice"};
+    n.host = r.string("host", "127.0.0.1");
+    if (n.host.empty())
+      throw config_error{errc::invalid_config, r.at("host"),
+                         "expected a host name or address, got \"\""};
+    r.require("port");
+    n.port = static_cast<uint16_t>(r.integer("port", 0, 1, 65535));
+    for (auto& m : nodes)
+      if (m.host == n.host && m.port == n.port)
+        throw config_error{errc::invalid_config, r.at("port"),
+                           n.host + ":" + std::to_string(n.port)
+                             + " is already node \"" + m.name + "\"'s"};
+    n.shards = static_cast<int>(r.integer("shards", 0, 0, 1024));
+    n.workers = static_cast<int>(r.integer("workers", 0, 0, 1024));
+    r.finish();
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 cluster_config read_cluster(object_reader r) {
   using mk = cluster_config::mode;
   cluster_config c;
-  c.shards = static_cast<int>(r.integer("shards", 2, 1, 1024));
-  c.workers = static_cast<int>(r.integer("workers", 2, 1, 1024));
+  if (auto* v = r.find("nodes")) {
+    c.nodes = read_nodes(*v, r.at("nodes"));
+    int shards = 0, workers = 0;
+    for (auto& n : c.nodes) {
+      shards += n.shards;
+      workers += n.workers;
+    }
+    // Counts, where also given, must agree with the placement.
+    auto agree = [&](const char* key, int sum) {
+      if (r.find(key) != nullptr
+          && r.integer(key, sum, 0) != sum)
+        throw config_error{errc::invalid_config, r.at(key),
+                           "must equal the " + std::string{key}
+                             + " of the nodes (" + std::to_string(sum)
+                             + "), or be left out"};
+    };
+    agree("shards", shards);
+    agree("workers", workers);
+    if (shards == 0)
+      throw config_error{errc::invalid_config, r.at("nodes"),
+                         "no node holds a shard (give one \"shards\": 1)"};
+    if (workers == 0)
+      throw config_error{errc::invalid_config, r.at("nodes"),
+                         "no node holds a worker (give one \"workers\": 1)"};
+    c.shards = shards;
+    c.workers = workers;
+    c.chief_node = r.string("chief", c.nodes.front().name);
+    if (c.node(c.chief_node) == nullptr) {
+      std::string names;
+      for (auto& n : c.nodes)
+        names += (names.empty() ? "" : ", ") + n.name;
+      throw config_error{errc::invalid_config, r.at("chief"),
+                         "unknown node \"" + c.chief_node
+                           + "\" (the nodes are: " + names + ")"};
+    }
+  } else {
+    c.shards = static_cast<int>(r.integer("shards", 2, 1, 1024));
+    c.workers = static_cast<int>(r.integer("workers", 2, 1, 1024));
+    if (r.find("chief") != nullptr)
+      throw config_error{errc::invalid_config, r.at("chief"),
+                         "needs \"nodes\" to name"};
+  }
   c.consistency = r.choice("mode", mk::async,
                            {{"async", mk::async}, {"sync", mk::sync},
                             {"ssp", mk::ssp}, {"easgd", mk::easgd}});
@@ -408,6 +482,18 @@ cluster_config read_cluster(object_reader r) {
   c.target_accuracy = r.number("target_accuracy", 0, 0, 1);
   c.request_timeout_ms = r.integer("request_timeout_ms", 30000, 1);
   c.metrics_dir = r.string("metrics_dir", "");
+  c.node_timeout_s = r.number("node_timeout_s", 30, 0, 1e6, true);
+  c.heartbeat_interval_ms = r.integer("heartbeat_interval_ms", 500, 1,
+                                      3600000);
+  c.connection_timeout_ms = r.integer("connection_timeout_ms", 3000, 1,
+                                      3600000);
+  if (c.connection_timeout_ms <= c.heartbeat_interval_ms)
+    throw config_error{errc::invalid_config, r.at("connection_timeout_ms"),
+                       "must exceed heartbeat_interval_ms ("
+                         + std::to_string(c.heartbeat_interval_ms) + ")"};
+  c.on_node_loss = r.choice("on_node_loss", cluster_config::node_loss::move,
+                            {{"move", cluster_config::node_loss::move},
+                             {"wait", cluster_config::node_loss::wait}});
   r.finish();
   return c;
 }

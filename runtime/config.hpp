@@ -70,8 +70,24 @@ struct training_config {
   checkpoint_config checkpoint;
 };
 
+/// One OS process of a multi-process cluster: where it listens and which
+/// roles the cluster file places on it.
+struct node_config {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  int shards = 0;  ///< parameter shards it holds, numbered in file order
+  int workers = 0; ///< workers it starts with, numbered in file order
+};
+
 /// How the actor cluster runs: roles, consistency mode, supervision.
+/// Without "nodes" everything lives in one process (the embedded mode);
+/// with them, "shards" and "workers" are the sums over the nodes, and the
+/// chief and the feeder live on the node named by "chief".
 struct cluster_config {
+  /// What the chief does with the workers of a node that went down:
+  /// start them on the surviving nodes, or wait for the node to rejoin.
+  enum class node_loss { move, wait };
   enum class mode { async, sync, ssp, easgd };
   int shards = 2;
   int workers = 2;
@@ -96,6 +112,24 @@ struct cluster_config {
   int64_t request_timeout_ms = 30000;
   /// Metrics as JSON lines and CSV under this folder; empty = none.
   std::string metrics_dir;
+  std::vector<node_config> nodes; ///< empty: embedded
+  std::string chief_node;         ///< the node running chief and feeder
+  /// How long the chief waits for every node to register.
+  double node_timeout_s = 30;
+  /// Middleman heartbeats; a link silent for connection_timeout_ms is
+  /// closed and its actors are reported down.
+  int64_t heartbeat_interval_ms = 500;
+  int64_t connection_timeout_ms = 3000;
+  node_loss on_node_loss = node_loss::move;
+
+  bool distributed() const { return !nodes.empty(); }
+  /// The node called `name`, or null.
+  const node_config* node(const std::string& name) const {
+    for (auto& n : nodes)
+      if (n.name == name)
+        return &n;
+    return nullptr;
+  }
 
   /// The moving rate in effect.
   double elastic_rate() const {

@@ -18,6 +18,7 @@ std::string to_string(errc code) {
     case errc::worker_failed: return "worker_failed";
     case errc::restart_limit: return "restart_limit";
     case errc::actor_down: return "actor_down";
+    case errc::node_unreachable: return "node_unreachable";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -26,6 +26,7 @@ enum class errc : uint8_t {
   worker_failed,        ///< a worker threw (backend failure, injected fault)
   restart_limit,        ///< failures came faster than the restart intensity
   actor_down,           ///< a shard or the feeder stopped during a run
+  node_unreachable,     ///< a node never came up, or cannot be connected to
 };
 
 /// The enumerator's name, e.g. "invalid_config".

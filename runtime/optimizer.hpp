@@ -57,6 +57,8 @@ public:
 
   size_t size() const { return size_; }
   const optimizer_config& config() const { return cfg_; }
+  /// Changes the base learning rate (the schedule still applies to it).
+  void set_learning_rate(double lr) { cfg_.learning_rate = lr; }
 
   /// Named state vectors ("momentum", or "adam_m" and "adam_v"), each size()
   /// long, for checkpoints; empty for SGD.

@@ -144,6 +144,27 @@ void param_block::remove_worker(int32_t id) {
     apply_aggregate_if_complete();
 }
 
+caf::error param_block::set_learning_rate(double lr) {
+  if (!(lr > 0) || !std::isfinite(lr))
+    return make_error(errc::invalid_argument,
+                      "learning rate must be a finite number > 0, got "
+                        + std::to_string(lr));
+  opts_.optimizer.learning_rate = lr;
+  opt_.set_learning_rate(lr);
+  return {};
+}
+
+caf::error param_block::set_aggregate(int aggregate) {
+  if (aggregate < 1)
+    return make_error(errc::invalid_argument,
+                      "replicas to aggregate must be >= 1, got "
+                        + std::to_string(aggregate));
+  opts_.aggregate = aggregate;
+  if (opts_.mode == cluster_config::mode::sync)
+    apply_aggregate_if_complete();
+  return {};
+}
+
 bool param_block::pull_ready(int32_t worker, int64_t min_version) const {
   switch (opts_.mode) {
     case cluster_config::mode::sync:

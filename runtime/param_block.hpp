@@ -67,6 +67,11 @@ public:
   /// gradients that will never come (an update waiting for them is applied
   /// now).
   void remove_worker(int32_t id);
+  /// Steering from the shell: the optimizer's base learning rate, and
+  /// (sync) the pushes per update, e.g. after workers were added. An
+  /// update already complete under a lower count is applied now.
+  caf::error set_learning_rate(double lr);
+  caf::error set_aggregate(int aggregate);
   bool knows(int32_t id) const { return clocks_.count(id) > 0; }
   /// ssp: the worker's clock (accepted pushes); 0 for unknown workers.
   int64_t clock(int32_t id) const;

@@ -1,0 +1,124 @@
+// The chief's state and the operations its two files share: chief.cpp
+// (setting up, supervising and ending a run) and chief_shell.cpp (the
+// shell's commands). Private to the actor; nothing else includes it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/chief.hpp"
+#include "models/model.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/metrics_log.hpp"
+#include "runtime/param_layout.hpp"
+#include "runtime/restart_limit.hpp"
+
+namespace troupe {
+
+struct chief_state {
+  static inline const char* name = "chief";
+  struct worker_progress {
+    int64_t steps = 0, samples = 0;
+    double loss_sum = 0, seconds = 0;
+    int64_t window_steps = 0; ///< steps since the last log line
+  };
+  /// A worker as the chief sees it, for supervision and the shell.
+  struct worker_entry {
+    std::string node;
+    worker_actor handle;   ///< null while (re)starting or waiting
+    std::string state = "starting"; ///< starting|running|waiting|finished
+    int restarts = 0;
+    int64_t steps = 0, samples = 0, clock = 0;
+    double seconds = 0;    ///< compute wall time of its steps
+    double last_loss = 0;
+  };
+  /// One OS process of the cluster.
+  struct node_entry {
+    std::string host;
+    uint16_t port = 0;
+    node_agent_actor agent; ///< null while down
+    bool up = false;
+    bool joined = false;    ///< added to a running cluster
+    int planned_shards = 0, planned_workers = 0;
+  };
+  chief_options opts;
+  std::unique_ptr<compute_backend> backend;
+  std::unique_ptr<model> evaluator;
+  std::vector<flat_range> ranges;
+  std::vector<float> initial;   ///< the parameters the run started from
+  int64_t initial_version = 0;  ///< the shards' version at the start
+  std::shared_ptr<checkpoint> resume_from; ///< until the shards have it
+  std::vector<shard_actor> shards;
+  std::vector<std::string> shard_node;
+  std::map<caf::actor_addr, size_t> shard_of;
+  feeder_actor feeder;
+  std::map<int32_t, worker_entry> workers;
+  std::map<caf::actor_addr, int32_t> worker_of;
+  std::map<std::string, node_entry> nodes;
+  std::map<caf::actor_addr, std::string> agent_of;
+  int32_t next_worker = 0;
+  std::unique_ptr<restart_limit> restarts;
+  caf::typed_response_promise<cluster_summary> reply;
+  metrics_log metrics;
+  double t0 = 0;
+  int64_t steps = 0;         ///< batches trained (reports), resumed included
+  int64_t per_epoch = 1;
+  int64_t next_eval = 0, next_checkpoint = 0;
+  // The progress window since the last log line.
+  int64_t window_samples = 0, window_count = 0;
+  double window_loss = 0, window_start = 0;
+  std::map<int32_t, worker_progress> per_worker;
+  double last_accuracy = -1, last_loss = 0;
+  int64_t last_eval_step = -1; ///< steps when the last evaluation began
+  std::vector<std::function<void()>> eval_waiters;
+  std::vector<std::function<void()>> checkpoint_waiters;
+  std::vector<std::function<void()>> after_recovery;
+  std::string last_checkpoint;
+  int64_t samples = 0;
+  bool nodes_ready = false;   ///< every node of the file registered
+  bool training = false;      ///< workers started
+  bool checkpointing = false, evaluating = false, stopping = false;
+  bool ended = false;
+  bool user_paused = false;
+  /// Shard recovery: workers stopped on purpose, and a counter that makes
+  /// replies of the shards before a recovery recognisable.
+  bool recovering = false;
+  std::set<int32_t> recycling;
+  int64_t generation = 0;
+  int recoveries = 0;
+  int64_t lost_steps = 0;
+};
+
+using chief_self = chief_actor::stateful_pointer<chief_state>;
+
+// Operations shared with the shell (defined in chief.cpp).
+namespace chief_ops {
+
+void say(chief_self self, const std::string& line);
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+caf::timespan timeout_of(chief_self self);
+void fail_run(chief_self self, caf::error err);
+/// Checkpoints now (one at a time); `then` gets the file's path.
+void checkpoint_now(chief_self self, std::function<void()> then);
+/// Adds `n` workers on `node` to the running cluster; returns their ids.
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n);
+/// Picks the up node that holds the fewest workers, preferring nodes the
+/// cluster file gives workers; empty when no node is up.
+std::string least_loaded_node(chief_self self);
+/// Stops feeding (pause) or feeds again (resume), for the shell.
+void set_user_pause(chief_self self, bool paused);
+/// The feeder leases nothing more; the run ends after the last steps.
+void stop_run(chief_self self);
+
+} // namespace chief_ops
+
+/// Runs one shell command line; the reply is JSON text.
+caf::result<std::string> shell_command(chief_self self,
+                                       const std::string& line);
+
+} // namespace troupe

@@ -1,0 +1,85 @@
+#include "actors/node_agent.hpp"
+
+#include "actors/shard.hpp"
+#include "actors/timing.hpp"
+#include "actors/worker.hpp"
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+using self_ptr = node_agent_actor::stateful_pointer<agent_state>;
+
+template <class Handle>
+void keep(self_ptr self, const Handle& h) {
+  self->state.alive.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
+}
+
+} // namespace
+
+node_agent_actor::behavior_type
+node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
+                agent_options opts) {
+  self->state.opts = std::move(opts);
+  return {
+    [=](place_atom, shard_spawn& s) -> caf::result<shard_actor> {
+      auto& cfg = self->state.opts.cfg;
+      shard_options so;
+      so.id = s.id;
+      so.block.mode = cfg.cluster.consistency;
+      so.block.optimizer = cfg.training.optimizer;
+      so.block.aggregate = s.aggregate;
+      so.block.staleness = cfg.cluster.staleness;
+      so.block.elastic_rate = cfg.cluster.elastic_rate();
+      so.initial = s.state.values;
+      auto h = self->spawn(shard_impl, std::move(so));
+      keep(self, h);
+      if (s.state.version == 0 && s.state.slots.empty())
+        return h;
+      // A restarted shard: optimizer state and version from a checkpoint.
+      auto promise = self->make_response_promise<shard_actor>();
+      self->request(h, request_timeout(cfg), restore_atom_v, std::move(s.state))
+        .then([=](int64_t) mutable { promise.deliver(h); },
+              [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+      return promise;
+    },
+    [=](place_atom, worker_spawn& w) -> caf::result<worker_actor> {
+      auto& st = self->state;
+      if (!st.opts.data) {
+        auto data = load_datasets(st.opts.cfg.data);
+        if (!data)
+          return data.error();
+        st.opts.data = std::make_shared<const train_test>(std::move(*data));
+      }
+      if (w.bounds.size() != w.shards.size() + 1)
+        return make_error(errc::invalid_argument,
+                          "worker placement: " + std::to_string(w.shards.size())
+                            + " shards but "
+                            + std::to_string(w.bounds.size()) + " bounds");
+      worker_options wo;
+      wo.id = w.id;
+      wo.cfg = st.opts.cfg;
+      wo.data = st.opts.data;
+      wo.feeder = w.feeder;
+      wo.shards = w.shards;
+      for (size_t i = 0; i + 1 < w.bounds.size(); ++i)
+        wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
+      wo.chief = caf::actor_cast<chief_actor>(w.chief);
+      wo.fault_hook = st.opts.fault_hook;
+      auto h = self->spawn(worker_impl, std::move(wo));
+      keep(self, h);
+      return h;
+    },
+    [=](finish_atom) {
+      for (auto& p : self->state.alive)
+        self->send_exit(caf::actor_cast<caf::actor>(p),
+                        caf::exit_reason::user_shutdown);
+      self->state.alive.clear();
+      self->quit();
+      return true;
+    },
+  };
+}
+
+} // namespace troupe

@@ -1,0 +1,41 @@
+// The node agent: one per OS process. The chief asks it to start shards and
+// workers in its process; that is how a cluster file's placement becomes
+// real, how a failed worker is restarted on its node (or moved to another
+// one), and how workers are added to a running cluster.
+//
+// States: one. It keeps the handles of what it started and, on finish,
+// stops them and quits (the node process then exits).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "runtime/config.hpp"
+#include "runtime/dataset.hpp"
+
+namespace troupe {
+
+struct agent_options {
+  std::string node;
+  run_config cfg;
+  /// The datasets; null: loaded from cfg.data when the first worker starts.
+  std::shared_ptr<const train_test> data;
+  /// Passed to every worker (see worker_options::fault_hook).
+  std::function<void(int32_t, int64_t)> fault_hook;
+};
+
+struct agent_state {
+  static inline const char* name = "node_agent";
+  agent_options opts;
+  std::vector<caf::actor_addr> started;
+  std::vector<caf::strong_actor_ptr> alive;
+};
+
+node_agent_actor::behavior_type
+node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
+                agent_options opts);
+
+} // namespace troupe

@@ -1,0 +1,43 @@
+#include "actors/remote.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "runtime/errc.hpp"
+
+namespace troupe {
+
+void init_network(caf::actor_system_config& cfg, const cluster_config& c) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval",
+          caf::timespan{std::chrono::milliseconds(c.heartbeat_interval_ms)});
+  cfg.set("middleman.connection-timeout",
+          caf::timespan{std::chrono::milliseconds(c.connection_timeout_ms)});
+}
+
+caf::error publish_error(const std::string& host, uint16_t port,
+                         const caf::error& cause) {
+  return make_error(errc::node_unreachable,
+                    "cannot listen on " + host + ":" + std::to_string(port)
+                      + " (port in use, or not an address of this host): "
+                      + describe(cause));
+}
+
+caf::expected<std::pair<std::string, uint16_t>>
+parse_address(const std::string& text) {
+  auto colon = text.rfind(':');
+  auto bad = [&] {
+    return make_error(errc::invalid_argument,
+                      "expected HOST:PORT, got \"" + text + "\"");
+  };
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return bad();
+  char* end = nullptr;
+  errno = 0;
+  auto port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || errno != 0 || port < 1 || port > 65535)
+    return bad();
+  return std::make_pair(text.substr(0, colon), static_cast<uint16_t>(port));
+}
+
+} // namespace troupe
