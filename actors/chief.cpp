@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -247,7 +248,8 @@ caf::error write_shards(chief_self self, int64_t position,
   ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
   ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
   auto& dir = s.opts.cfg.training.checkpoint.dir;
-  ::mkdir(dir.c_str(), 0755);
+  std::error_code ec; // a failure shows in the write's own error
+  std::filesystem::create_directories(dir, ec);
   auto path = dir + "/ckpt-" + std::to_string(position) + ".safetensors";
   if (auto err = write_checkpoint(path, ckpt))
     return err;
@@ -832,6 +834,7 @@ void on_report(chief_self self, const worker_report& r) {
   e.steps += r.steps;
   e.samples += r.samples;
   e.clock = r.clock;
+  e.staleness = r.staleness;
   e.seconds += r.step_seconds;
   e.last_loss = r.samples > 0 ? r.loss_sum / r.samples : e.last_loss;
   auto& w = st.per_worker[r.worker];

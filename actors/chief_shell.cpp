@@ -1,8 +1,9 @@
 // The chief's side of troupe-shell: one command line in, JSON text out.
 // Actors are named "chief", "feeder", "shard:N" and "worker:N" (a space
 // works in place of the colon). Rates are examples per second of compute
-// time; a worker's staleness is how many steps it is behind the fastest
-// worker.
+// time; a worker's step counts all its incarnations' steps, and its
+// staleness is the most updates a shard applied between one of its pulls
+// and the matching push, over its last report.
 #include <algorithm>
 #include <sstream>
 
@@ -64,19 +65,17 @@ bool parse_actor(const std::vector<std::string>& w, size_t at,
 json worker_json(chief_self self, int32_t id) {
   auto& st = self->state;
   auto& w = st.workers.at(id);
-  int64_t fastest = 0;
-  for (auto& [k, x] : st.workers)
-    fastest = std::max(fastest, x.clock);
   return {{"id", "worker:" + std::to_string(id)},
           {"role", "worker"},
           {"node", w.node},
           {"state", st.recovering && w.state != "finished" ? "restoring"
                                                            : w.state},
-          {"step", w.clock},
+          {"step", w.steps},
+          {"clock", w.clock},
           {"samples", w.samples},
           {"examples_per_sec",
            w.seconds > 0 ? static_cast<double>(w.samples) / w.seconds : 0.0},
-          {"staleness", fastest - w.clock},
+          {"staleness", w.staleness},
           {"loss", w.last_loss},
           {"restarts", w.restarts}};
 }
@@ -135,8 +134,8 @@ json nodes_json(chief_self self) {
       if (w.node == name && w.state != "finished")
         workers.push_back(id);
     out.push_back({{"name", name},
-                   {"address", n.host.empty()
-                                 ? std::string{"local"}
+                   {"address", n.host.empty() ? std::string{"local"}
+                               : n.port == 0 ? n.host // joined, not listening
                                  : n.host + ":" + std::to_string(n.port)},
                    {"state", n.up ? "up" : "down"},
                    {"chief", name == st.opts.cfg.cluster.chief_node

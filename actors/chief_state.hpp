@@ -33,6 +33,7 @@ struct chief_state {
     std::string state = "starting"; ///< starting|running|waiting|finished
     int restarts = 0;
     int64_t steps = 0, samples = 0, clock = 0;
+    int64_t staleness = 0; ///< of its last report
     double seconds = 0;    ///< compute wall time of its steps
     double last_loss = 0;
   };

@@ -85,6 +85,9 @@ struct worker_report {
   double loss_sum = 0;
   double step_seconds = 0; ///< wall time of the steps, summed
   int64_t clock = 0;       ///< the worker's own step count
+  /// The most updates any shard applied between a pull of these steps and
+  /// their push (0: the push met the version it was computed on).
+  int64_t staleness = 0;
 };
 
 /// A shard's full state: values, optimizer slots, version.
@@ -269,7 +272,8 @@ typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.worker, x.epoch, x.steps,
-           x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock);
+           x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock,
+           x.staleness);
 }
 
 template <class Inspector>
@@ -416,12 +420,6 @@ typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
 
 } // namespace troupe
 
-CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
-  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_spawn))
-  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
-  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
-  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
-CAF_END_TYPE_ID_BLOCK(troupe_cluster)
 
 
 namespace troupe {
@@ -454,3 +452,17 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<shell_atom, std::string>::with<std::string>>;
 
 } // namespace troupe
+
+CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_spawn))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
+  // Handles travel in messages: the agent's in a registration, the
+  // shards' and workers' in the agent's replies.
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::feeder_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::node_agent_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::chief_actor))
+CAF_END_TYPE_ID_BLOCK(troupe_cluster)

@@ -1,5 +1,6 @@
 #include "actors/worker.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -75,10 +76,13 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
     g.buffer = flat;
     g.offset = st.opts.ranges[i].begin;
     g.size = st.opts.ranges[i].size();
+    auto pulled = st.versions[i];
     self->request(st.opts.shards[i], timeout_of(self), push_atom_v,
                   std::move(g))
       .then(
-        [=](const push_ack&) {
+        [=](const push_ack& ack) {
+          auto& r = self->state.report;
+          r.staleness = std::max(r.staleness, ack.version - 1 - pulled);
           if (--*left == 0)
             (*done)();
         },

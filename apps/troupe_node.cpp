@@ -1,9 +1,17 @@
-// troupe-node: runs a training run on troupe's actor cluster. With only
-// --config, every actor (chief, shards, feeder, workers) lives in this one
-// process: the embedded mode.
+// troupe-node: runs a training run on troupe's actor cluster.
+//   troupe-node --config FILE               every actor in this process
+//                                           (the embedded mode)
+//   troupe-node --config FILE --node NAME   one node of the cluster file:
+//                                           the chief's node runs the run,
+//                                           the others serve it
+//   troupe-node --join HOST:PORT --workers N
+//                                           adds N workers to a running
+//                                           cluster whose chief is there
 //
 // Exit codes: see apps/exit_codes.hpp.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -11,11 +19,20 @@
 #include "actors/chief.hpp"
 #include "actors/system_config.hpp"
 #include "apps/exit_codes.hpp"
+#include "apps/node_process.hpp"
+#include "actors/remote.hpp"
 #include "caf/all.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
 
 namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 int fail(const caf::error& err) {
   return troupe::report_failure("troupe-node", err);
@@ -25,10 +42,23 @@ int fail(const caf::error& err) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Run a training run on troupe's actor cluster."};
-  std::string config_path, mode, metrics_dir;
+  std::string config_path, mode, metrics_dir, node, join, name;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
   int64_t max_steps = -1;
-  app.add_option("-c,--config", config_path, "run config (JSON)")->required();
+  double join_timeout = 10;
+  auto* config_opt
+    = app.add_option("-c,--config", config_path, "run config (JSON)");
+  app.add_option("--node", node,
+                 "run this node of the config's cluster (its \"nodes\")")
+    ->needs(config_opt);
+  auto* join_opt = app.add_option(
+    "--join", join, "add --workers workers to the cluster whose chief "
+                    "listens at HOST:PORT");
+  join_opt->excludes(config_opt);
+  app.add_option("--name", name, "with --join: this node's name");
+  app.add_option("--timeout", join_timeout,
+                 "with --join: seconds to wait for the chief")
+    ->check(CLI::PositiveNumber);
   app.add_option("--workers", workers, "workers (overrides config)")
     ->check(CLI::Range(1, 1024));
   app.add_option("--shards", shards, "parameter shards (overrides config)")
@@ -54,9 +84,53 @@ int main(int argc, char** argv) {
               << std::endl;
     return 2;
   }
+  if (!join.empty()) {
+    if (workers < 1) {
+      std::cerr << "troupe-node: error: --join needs --workers N (N >= 1)"
+                << std::endl;
+      return 2;
+    }
+    return troupe::run_joining_node(join, workers, name, threads,
+                                    join_timeout);
+  }
+  if (config_path.empty()) {
+    std::cerr << "troupe-node: error: --config FILE or --join HOST:PORT is "
+                 "required (see --help)"
+              << std::endl;
+    return 2;
+  }
   auto cfg = troupe::load_run_config(config_path);
   if (!cfg)
     return fail(cfg.error());
+  auto& cl = cfg->cluster;
+  if (cl.distributed() && node.empty()) {
+    std::string names;
+    for (auto& n : cl.nodes)
+      names += (names.empty() ? "" : ", ") + n.name;
+    return fail(troupe::make_error(troupe::errc::invalid_config,
+                                   config_path + " places actors on nodes; "
+                                   "start each with --node NAME (one of: "
+                                     + names + ")"));
+  }
+  if (!node.empty()) {
+    if (!cl.distributed())
+      return fail(troupe::make_error(
+        troupe::errc::invalid_config,
+        config_path + ": --node needs a cluster file with /cluster/nodes"));
+    if (cl.node(node) == nullptr) {
+      std::string names;
+      for (auto& n : cl.nodes)
+        names += (names.empty() ? "" : ", ") + n.name;
+      return fail(troupe::make_error(troupe::errc::invalid_config,
+                                     "unknown node \"" + node + "\": "
+                                       + config_path + " lists " + names));
+    }
+    if (workers > 0 || shards > 0 || !mode.empty())
+      return fail(troupe::make_error(
+        troupe::errc::invalid_config,
+        "--workers, --shards and --mode come from the cluster file when "
+        "--node is given"));
+  }
   if (workers > 0)
     cfg->cluster.workers = workers;
   if (shards > 0)
@@ -81,18 +155,27 @@ int main(int argc, char** argv) {
     cfg->training.threads = threads;
   if (!metrics_dir.empty())
     cfg->cluster.metrics_dir = metrics_dir;
+  if (!node.empty() && node != cl.chief_node)
+    return troupe::run_member_node(*cfg, node);
   auto data = troupe::load_datasets(cfg->data);
   if (!data)
     return fail(data.error());
   caf::actor_system_config sys_cfg;
   troupe::init_config(sys_cfg);
+  if (cl.distributed())
+    troupe::init_network(sys_cfg, cl);
   caf::actor_system sys{sys_cfg};
   std::cout << "run: " << cfg->name << " (" << config_path << "), "
             << to_string(cfg->cluster.consistency) << ", "
             << cfg->cluster.workers << " workers, " << cfg->cluster.shards
-            << " shards, embedded" << std::endl;
+            << " shards, "
+            << (cl.distributed() ? "chief of " + std::to_string(cl.nodes.size())
+                                     + " nodes"
+                                 : std::string{"embedded"})
+            << std::endl;
   troupe::chief_options opts;
   opts.cfg = *cfg;
+  opts.config_text = read_text(config_path);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
   auto summary = troupe::run_cluster(sys, std::move(opts));

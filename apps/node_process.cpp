@@ -1,0 +1,157 @@
+#include "apps/node_process.hpp"
+
+#include <iostream>
+#include <unistd.h>
+
+#include "actors/node_agent.hpp"
+#include "actors/remote.hpp"
+#include "actors/system_config.hpp"
+#include "apps/exit_codes.hpp"
+
+namespace troupe {
+
+namespace {
+
+int fail(const caf::error& err) {
+  return report_failure("troupe-node", err);
+}
+
+/// Registers `agent` with the chief and serves until the run ends: 0 when
+/// the chief ends the run (it tells the agent to finish), 1 when the
+/// chief is lost.
+int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
+          std::string name, const std::string& host, uint16_t port,
+          int32_t join_workers) {
+  caf::scoped_actor self{sys};
+  int code = 0;
+  bool registered = false;
+  self
+    ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
+              port, agent, join_workers)
+    .receive(
+      [&](std::string& assigned) {
+        registered = true;
+        name = assigned;
+      },
+      [&](caf::error& err) { code = fail(err); });
+  if (!registered) {
+    self->send(agent, finish_atom_v);
+    return code;
+  }
+  std::cout << "node " << name << ": registered with the chief" << std::endl;
+  self->monitor(chief);
+  self->monitor(agent);
+  bool done = false;
+  while (!done)
+    self->receive([&](caf::down_msg& dm) {
+      if (dm.source == agent.address()) {
+        std::cout << "node " << name << ": the run is over" << std::endl;
+        done = true;
+      } else if (dm.source == chief.address()) {
+        if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
+          std::cerr << "troupe-node: error: node " << name
+                    << " lost the chief: " << describe(dm.reason)
+                    << std::endl;
+          code = 1;
+        }
+        // Stop what runs here; the agent's down ends the loop.
+        self->request(agent, std::chrono::seconds(5), finish_atom_v)
+          .receive([](bool) {}, [&](caf::error&) { done = true; });
+      }
+    });
+  return code;
+}
+
+} // namespace
+
+int run_member_node(const run_config& cfg, const std::string& node) {
+  auto* me = cfg.cluster.node(node);
+  auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
+  caf::actor_system_config sys_cfg;
+  init_config(sys_cfg);
+  init_network(sys_cfg, cfg.cluster);
+  caf::actor_system sys{sys_cfg};
+  agent_options ao;
+  ao.node = node;
+  ao.cfg = cfg;
+  if (me->workers > 0) { // else loaded if a worker is ever moved here
+    auto data = load_datasets(cfg.data);
+    if (!data)
+      return fail(data.error());
+    ao.data = std::make_shared<const train_test>(std::move(*data));
+  }
+  auto agent = sys.spawn(node_agent_impl, std::move(ao));
+  auto stop_agent = [&] {
+    caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+  };
+  if (auto port = publish_on(sys, agent, me->host, me->port); !port) {
+    stop_agent();
+    return fail(port.error());
+  }
+  std::cout << "node " << node << ": listening on " << me->host << ":"
+            << me->port << "; connecting to the chief at " << chief_node->host
+            << ":" << chief_node->port << std::endl;
+  auto chief = connect_retrying<chief_actor>(sys, chief_node->host,
+                                             chief_node->port,
+                                             cfg.cluster.node_timeout_s);
+  if (!chief) {
+    stop_agent();
+    return fail(make_error(
+      errc::node_unreachable,
+      "cannot reach the chief (node " + cfg.cluster.chief_node + " at "
+        + chief_node->host + ":" + std::to_string(chief_node->port)
+        + ") within " + std::to_string(cfg.cluster.node_timeout_s)
+        + " s: " + describe(chief.error())));
+  }
+  auto code = serve(sys, *chief, agent, node, me->host, me->port, -1);
+  sys.middleman().unpublish(agent);
+  return code;
+}
+
+int run_joining_node(const std::string& chief_address, int workers,
+                     const std::string& name, int threads, double timeout_s) {
+  auto addr = parse_address(chief_address);
+  if (!addr)
+    return fail(addr.error());
+  caf::actor_system_config sys_cfg;
+  init_config(sys_cfg);
+  init_network(sys_cfg, cluster_config{});
+  caf::actor_system sys{sys_cfg};
+  auto chief = connect_retrying<chief_actor>(sys, addr->first, addr->second,
+                                             timeout_s);
+  if (!chief)
+    return fail(make_error(errc::node_unreachable,
+                           "cannot reach the chief at " + chief_address
+                             + " within " + std::to_string(timeout_s)
+                             + " s: " + describe(chief.error())));
+  std::string text;
+  caf::error err;
+  {
+    caf::scoped_actor self{sys};
+    self->request(*chief, std::chrono::seconds(30), register_atom_v)
+      .receive([&](std::string& t) { text = std::move(t); },
+               [&](caf::error& e) { err = std::move(e); });
+  }
+  if (err)
+    return fail(err);
+  auto cfg = parse_run_config(text, "the chief's config");
+  if (!cfg)
+    return fail(cfg.error());
+  if (threads > 0)
+    cfg->training.threads = threads;
+  agent_options ao;
+  ao.node = name;
+  ao.cfg = *cfg;
+  auto data = load_datasets(cfg->data);
+  if (!data)
+    return fail(data.error());
+  ao.data = std::make_shared<const train_test>(std::move(*data));
+  auto agent = sys.spawn(node_agent_impl, std::move(ao));
+  char host[256] = "unknown";
+  ::gethostname(host, sizeof(host) - 1);
+  std::cout << "joining the cluster at " << chief_address << " with "
+            << workers << " workers" << std::endl;
+  return serve(sys, *chief, agent, name, host, 0, workers);
+}
+
+} // namespace troupe

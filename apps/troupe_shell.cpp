@@ -1,0 +1,171 @@
+// troupe-shell: inspect and steer a running cluster through its chief.
+//   troupe-shell --connect HOST:PORT              interactive (line editing,
+//                                                 history, tab completion)
+//   troupe-shell --connect HOST:PORT -c "status"  one command, for scripts
+//                                 [--json]        the chief's JSON as is
+// Exit codes: 0 done; 1 the command failed or the chief is unreachable;
+// 2 bad command line.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "actors/protocol.hpp"
+#include "actors/remote.hpp"
+#include "runtime/errc.hpp"
+#include "actors/system_config.hpp"
+#include "apps/shell_render.hpp"
+
+#ifdef TROUPE_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
+
+namespace {
+
+using namespace troupe;
+
+/// Sends one command line; prints the reply. Returns the exit code.
+int execute(caf::actor_system& sys, const chief_actor& chief,
+            const std::string& line, bool raw_json) {
+  caf::scoped_actor self{sys};
+  int code = 0;
+  auto first = line.substr(0, line.find(' '));
+  self->request(chief, std::chrono::seconds(60), shell_atom_v, line)
+    .receive(
+      [&](std::string& reply) {
+        std::cout << (raw_json ? reply + "\n" : render_reply(first, reply))
+                  << std::flush;
+      },
+      [&](caf::error& err) {
+        std::cerr << "troupe-shell: error: " << describe(err) << std::endl;
+        code = 1;
+      });
+  return code;
+}
+
+#ifdef TROUPE_HAVE_LIBEDIT
+const char* const command_words[]
+  = {"status", "inspect", "nodes",  "workers", "shards", "add-worker",
+     "kill",   "checkpoint", "set", "pause",  "resume", "stop",
+     "help",   "quit",   nullptr};
+std::vector<std::string> actor_words{"chief", "feeder", "shard:", "worker:"};
+
+char* next_match(const char* text, int state) {
+  static size_t index;
+  static bool first_word;
+  if (state == 0) {
+    index = 0;
+    first_word = rl_line_buffer == nullptr
+                 || std::strchr(rl_line_buffer, ' ') == nullptr;
+  }
+  auto len = std::strlen(text);
+  if (first_word) {
+    while (command_words[index] != nullptr) {
+      const char* w = command_words[index++];
+      if (std::strncmp(w, text, len) == 0)
+        return strdup(w);
+    }
+    return nullptr;
+  }
+  while (index < actor_words.size()) {
+    auto& w = actor_words[index++];
+    if (w.compare(0, len, text) == 0)
+      return strdup(w.c_str());
+  }
+  return nullptr;
+}
+
+char** complete(const char* text, int, int) {
+  rl_attempted_completion_over = 1;
+  return rl_completion_matches(text, next_match);
+}
+#endif
+
+/// Reads lines until "quit" or end of input.
+int interactive(caf::actor_system& sys, const chief_actor& chief,
+                const std::string& where, bool raw_json) {
+  std::cout << "connected to the chief at " << where
+            << "; \"help\" lists the commands, \"quit\" leaves" << std::endl;
+  std::string prompt = "troupe " + where + "> ";
+#ifdef TROUPE_HAVE_LIBEDIT
+  std::string history;
+  if (const char* home = std::getenv("HOME"))
+    history = std::string{home} + "/.troupe_history";
+  rl_attempted_completion_function = complete;
+  if (!history.empty())
+    read_history(history.c_str());
+#endif
+  for (;;) {
+    std::string line;
+#ifdef TROUPE_HAVE_LIBEDIT
+    char* raw = readline(prompt.c_str());
+    if (raw == nullptr)
+      break;
+    line = raw;
+    std::free(raw);
+#else
+    std::cout << prompt << std::flush;
+    if (!std::getline(std::cin, line))
+      break;
+#endif
+    auto begin = line.find_first_not_of(" \t");
+    if (begin == std::string::npos)
+      continue;
+    line = line.substr(begin);
+#ifdef TROUPE_HAVE_LIBEDIT
+    add_history(line.c_str());
+    if (!history.empty())
+      write_history(history.c_str());
+#endif
+    if (line == "quit" || line == "exit")
+      break;
+    execute(sys, chief, line, raw_json);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Inspect and steer a running troupe cluster."};
+  std::string address, command;
+  bool raw_json = false;
+  double timeout_s = 5;
+  app.add_option("--connect", address, "the chief's HOST:PORT")->required();
+  app.add_option("-c,--command", command, "run one command and exit");
+  app.add_flag("--json", raw_json, "print the chief's JSON replies as they are");
+  app.add_option("--timeout", timeout_s, "seconds to wait for the chief")
+    ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "troupe-shell: error: " << e.what() << " (see --help)"
+              << std::endl;
+    return 2;
+  }
+  auto addr = parse_address(address);
+  if (!addr) {
+    std::cerr << "troupe-shell: error: --connect: " << describe(addr.error())
+              << std::endl;
+    return 2;
+  }
+  caf::actor_system_config cfg;
+  init_config(cfg);
+  init_network(cfg, cluster_config{});
+  caf::actor_system sys{cfg};
+  auto chief = connect_retrying<chief_actor>(sys, addr->first, addr->second,
+                                             timeout_s);
+  if (!chief) {
+    std::cerr << "troupe-shell: error: cannot reach the chief at " << address
+              << ": " << describe(chief.error()) << std::endl;
+    return 1;
+  }
+  if (!command.empty())
+    return execute(sys, *chief, command, raw_json);
+  return interactive(sys, *chief, address, raw_json);
+}
