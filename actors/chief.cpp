@@ -321,6 +321,14 @@ void print_summary(chief_self self, const cluster_summary& r) {
                 self->state.workers.size(), c.cluster.shards,
                 static_cast<long long>(r.steps), r.epochs, r.seconds,
                 r.examples_per_sec, r.test_accuracy, r.restarts));
+  std::string per_epoch;
+  for (auto n : r.epoch_samples)
+    per_epoch += " " + std::to_string(n);
+  say(self, "samples trained per epoch:" + per_epoch);
+  say(self, fmt("pushes accepted %lld, stale %lld, refused %lld",
+                static_cast<long long>(r.pushes_accepted),
+                static_cast<long long>(r.pushes_stale),
+                static_cast<long long>(r.pushes_refused)));
   if (self->state.recoveries > 0)
     say(self, fmt("shard recoveries: %d, steps lost and retrained: %lld",
                   self->state.recoveries,

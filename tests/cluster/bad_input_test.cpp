@@ -1,0 +1,114 @@
+// Bad input to the multi-process commands: each a clear error naming what
+// was wrong, a non-zero exit, and no hang.
+#include <boost/test/unit_test.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "cluster_file.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(bad_input)
+
+BOOST_AUTO_TEST_CASE(a_node_name_that_is_not_in_the_file) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  process p{dir, "p", "troupe-node", {"--config", cfg, "--node", "w9"}};
+  BOOST_TEST(p.wait(20) == 2);
+  BOOST_TEST(has(p.err(), "unknown node \"w9\""), p.err());
+  BOOST_TEST(has(p.err(), "chief, ps0, w0"), p.err());
+  // Without --node a cluster file says how to start it.
+  process q{dir, "q", "troupe-node", {"--config", cfg}};
+  BOOST_TEST(q.wait(20) == 2);
+  BOOST_TEST(has(q.err(), "start each with --node NAME"), q.err());
+}
+
+BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto j = nlohmann::json::parse(read_all(cfg));
+  j["cluster"]["chief"] = "boss";
+  write_file(cfg, j.dump());
+  process p{dir, "p", "troupe-node", {"--config", cfg, "--node", "chief"}};
+  BOOST_TEST(p.wait(20) == 2);
+  BOOST_TEST(has(p.err(), "/cluster/chief: unknown node \"boss\""), p.err());
+}
+
+BOOST_AUTO_TEST_CASE(a_port_in_use) {
+  temp_dir dir;
+  // Hold a port, as another program would.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  BOOST_REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  spec.nodes[1].port = ntohs(a.sin_port);
+  auto cfg = write_cluster(dir, spec);
+  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
+  BOOST_TEST(ps0.wait(20) != 0);
+  BOOST_TEST(has(ps0.err(), "cannot listen on 127.0.0.1:"
+                              + std::to_string(spec.nodes[1].port)),
+             ps0.err());
+  spec.nodes[0].port = spec.nodes[1].port; // the chief's port, too
+  spec.nodes[1].port = 0;
+  cfg = write_cluster(dir, spec);
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}};
+  BOOST_TEST(chief.wait(20) != 0);
+  BOOST_TEST(has(chief.err(), "cannot listen on"), chief.err());
+  ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.node_timeout_s = 2;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}};
+  BOOST_TEST(chief.wait(30) == 1);
+  BOOST_TEST(has(chief.err(), "did not come up within 2 s: w0 (127.0.0.1:"
+                                + std::to_string(spec.nodes[2].port) + ")"),
+             chief.err());
+  // The node that did come up is told and exits.
+  BOOST_TEST(ps0.wait(20) == 0, ps0.err());
+  // A member whose chief never comes up gives up after the same timeout.
+  process lonely{dir, "lonely", "troupe-node", {"--config", cfg, "--node", "w0"}};
+  BOOST_TEST(lonely.wait(30) == 1);
+  BOOST_TEST(has(lonely.err(), "cannot reach the chief (node chief at "
+                                 "127.0.0.1:"), lonely.err());
+}
+
+BOOST_AUTO_TEST_CASE(join_with_an_unreachable_chief) {
+  temp_dir dir;
+  auto where = "127.0.0.1:" + std::to_string(free_port());
+  process p{dir, "p", "troupe-node",
+            {"--join", where, "--workers", "1", "--timeout", "1"}};
+  BOOST_TEST(p.wait(20) == 1);
+  BOOST_TEST(has(p.err(), "cannot reach the chief at " + where), p.err());
+  process q{dir, "q", "troupe-node", {"--join", where}};
+  BOOST_TEST(q.wait(20) == 2);
+  BOOST_TEST(has(q.err(), "--join needs --workers N"), q.err());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,105 @@
+// Cluster files for the multi-process tests: Fashion-MNIST, the
+// 784-256-128-10 MLP, nodes on 127.0.0.1 at free ports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "process.hpp"
+
+namespace troupe::test {
+
+struct node_spec {
+  std::string name;
+  int shards = 0;
+  int workers = 0;
+  uint16_t port = 0; ///< 0: a free port
+};
+
+struct cluster_spec {
+  std::vector<node_spec> nodes; ///< the first is the chief's
+  std::string mode = "async";
+  int epochs = 2;
+  int64_t checkpoint_every = 0; ///< > 0: checkpoints in <dir>/ckpt
+  std::string on_node_loss = "move";
+  double node_timeout_s = 20;
+};
+
+/// Writes the cluster file to <dir>/cluster.json, fills in the ports and
+/// returns the path.
+inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
+  using json = nlohmann::json;
+  json nodes = json::array();
+  for (auto& n : spec.nodes) {
+    if (n.port == 0)
+      n.port = free_port();
+    json j{{"name", n.name}, {"host", "127.0.0.1"}, {"port", n.port}};
+    if (n.shards > 0)
+      j["shards"] = n.shards;
+    if (n.workers > 0)
+      j["workers"] = n.workers;
+    nodes.push_back(j);
+  }
+  json training{{"batch_size", 128},
+                {"epochs", spec.epochs},
+                {"seed", 1},
+                {"log_every_steps", 100},
+                {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}};
+  if (spec.checkpoint_every > 0)
+    training["checkpoint"] = {{"dir", dir.file("ckpt")},
+                              {"every_steps", spec.checkpoint_every}};
+  json cfg{{"name", "multi-process-test"},
+           {"model", {{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}}},
+           {"data",
+            {{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}}},
+           {"training", training},
+           {"cluster",
+            {{"mode", spec.mode},
+             {"chief", spec.nodes.front().name},
+             {"nodes", nodes},
+             {"node_timeout_s", spec.node_timeout_s},
+             {"request_timeout_ms", 5000},
+             {"heartbeat_interval_ms", 200},
+             {"connection_timeout_ms", 1500},
+             {"on_node_loss", spec.on_node_loss},
+             {"max_restarts", 10}}}};
+  auto path = dir.file("cluster.json");
+  write_file(path, cfg.dump(2));
+  return path;
+}
+
+/// The chief's "host:port".
+inline std::string chief_address(const cluster_spec& spec) {
+  return "127.0.0.1:" + std::to_string(spec.nodes.front().port);
+}
+
+/// A column of the summary table's data row ("test acc" is 8, "steps" 4).
+inline std::string summary_field(const std::string& out, size_t column) {
+  auto head = out.find("\nrun ");
+  if (head == std::string::npos)
+    return "";
+  auto row = out.find('\n', head + 1);
+  auto end = out.find('\n', row + 1);
+  std::istringstream in{out.substr(row + 1, end - row - 1)};
+  std::string word;
+  for (size_t i = 0; i <= column && in >> word;)
+    if (i++ == column)
+      return word;
+  return "";
+}
+
+/// The numbers after "samples trained per epoch:".
+inline std::vector<long> epoch_samples(const std::string& out) {
+  std::vector<long> v;
+  auto at = out.find("samples trained per epoch:");
+  if (at == std::string::npos)
+    return v;
+  std::istringstream in{out.substr(at + 26, out.find('\n', at) - at - 26)};
+  for (long x; in >> x;)
+    v.push_back(x);
+  return v;
+}
+
+} // namespace troupe::test

@@ -1,0 +1,163 @@
+// A cluster of real troupe-node processes on 127.0.0.1: it trains like the
+// in-process cluster, survives kill -9 of a worker node and of a shard
+// node, and takes a node that joins mid-run.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+
+#include "cluster_file.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+using procs = std::vector<std::unique_ptr<process>>;
+
+/// Starts every node but the chief's.
+procs start_members(const temp_dir& dir, const std::string& cfg,
+                    const cluster_spec& spec) {
+  procs out;
+  for (size_t i = 1; i < spec.nodes.size(); ++i)
+    out.push_back(std::make_unique<process>(
+      dir, spec.nodes[i].name, "troupe-node",
+      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name}));
+  return out;
+}
+
+std::unique_ptr<process> start_chief(const temp_dir& dir,
+                                     const std::string& cfg,
+                                     const cluster_spec& spec) {
+  return std::make_unique<process>(
+    dir, spec.nodes.front().name, "troupe-node",
+    std::vector<std::string>{"--config", cfg, "--node",
+                             spec.nodes.front().name});
+}
+
+double accuracy(const std::string& out) {
+  auto s = summary_field(out, 8);
+  return s.empty() ? -1 : std::stod(s);
+}
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(multi_process)
+
+BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
+  // sync: every update averages the same two batches in both runs, so the
+  // results agree closely and the comparison is not at the mercy of
+  // scheduling.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.mode = "sync";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  auto out = chief->out();
+  BOOST_TEST(out.find("all 5 nodes are up") != std::string::npos, out);
+  // The same run in one process: the file without its nodes.
+  auto text = read_all(cfg);
+  auto j = nlohmann::json::parse(text);
+  j["cluster"].erase("nodes");
+  j["cluster"].erase("chief");
+  j["cluster"]["shards"] = 2;
+  j["cluster"]["workers"] = 2;
+  write_file(dir.file("embedded.json"), j.dump());
+  process embedded{dir, "embedded", "troupe-node",
+                   {"--config", dir.file("embedded.json")}};
+  BOOST_REQUIRE_EQUAL(embedded.wait(240), 0);
+  auto multi = accuracy(out), single = accuracy(embedded.out());
+  BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi
+                     << ", one process " << single);
+  BOOST_TEST(multi > 0.80);
+  BOOST_TEST(std::abs(multi - single) <= 0.01);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 3;
+  spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}, {"w1", 0, 2}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(300, 120));
+  auto killed = clock_type::now();
+  members[2]->kill9(); // w1, with workers 1 and 2
+  BOOST_REQUIRE(chief->wait_for_output("node w1 (127.0.0.1:", 10));
+  auto detected = seconds_since(killed);
+  BOOST_TEST_MESSAGE("worker node down after " << detected << " s");
+  BOOST_TEST(detected < 5.0);
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  auto out = chief->out();
+  BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
+               != std::string::npos, out);
+  BOOST_TEST(out.find("worker 2 moves from node w1 to node w0")
+               != std::string::npos, out);
+  // Every sample trained once per epoch: the lost leases went back.
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
+             out);
+  BOOST_TEST(summary_field(out, 9) == "2", out); // restarts
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.checkpoint_every = 200;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 2}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(300, 120));
+  members[1]->kill9(); // ps1, with shard 1
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  auto out = chief->out();
+  BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
+             out);
+  BOOST_TEST(out.find("starting shard 1 on node ps0") != std::string::npos,
+             out);
+  BOOST_TEST(out.find("steps lost, to be trained again") != std::string::npos,
+             out);
+  BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
+  BOOST_TEST(accuracy(out) > 0.75, out);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 3;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  process joiner{dir, "joiner", "troupe-node",
+                 {"--join", chief_address(spec), "--workers", "1", "--name",
+                  "late"}};
+  BOOST_REQUIRE(chief->wait_for_output("adding 1 worker on node late", 30));
+  // Its steps reach the shards: the worker's count grows, and the shard's
+  // accepted pushes cover every worker's steps.
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_TEST(joiner.wait(20) == 0, joiner.err());
+  auto out = chief->out();
+  BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
+  BOOST_TEST(summary_field(out, 2) == "2", out); // workers
+  // One shard, async: a push accepted for every step of either worker.
+  BOOST_TEST(out.find("pushes accepted " + summary_field(out, 4) + ",")
+               != std::string::npos, out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
+             out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

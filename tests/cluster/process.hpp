@@ -1,0 +1,144 @@
+// Real troupe processes for the multi-process tests: started in the
+// background with their output in files, killed with SIGKILL as a crash
+// would, waited for with a deadline. Also a free port on 127.0.0.1 and a
+// poll of a log file.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "test_util.hpp"
+
+extern char** environ;
+
+namespace troupe::test {
+
+inline std::string read_all(const std::string& path) {
+  std::ifstream in{path};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
+/// A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
+inline uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+class process {
+public:
+  /// Starts build/apps/<app> with `args`; stdout and stderr go to
+  /// <dir>/<name>.out and <dir>/<name>.err.
+  process(const temp_dir& dir, std::string name, const std::string& app,
+          std::vector<std::string> args)
+    : out_(dir.file(name + ".out")), err_(dir.file(name + ".err")) {
+    std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/" + app;
+    std::vector<char*> argv;
+    argv.push_back(exe.data());
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ)
+        != 0)
+      pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~process() {
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  bool running() const { return pid_ > 0 && code_ == no_code; }
+  void kill9() {
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      code_ = -SIGKILL;
+    }
+  }
+  /// The exit code, or -1 after `timeout_s` (then the process is killed).
+  int wait(double timeout_s) {
+    auto end = std::chrono::steady_clock::now()
+               + std::chrono::duration<double>(timeout_s);
+    while (code_ == no_code && pid_ > 0) {
+      int status = 0;
+      auto r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        break;
+      }
+      if (std::chrono::steady_clock::now() >= end) {
+        kill9();
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return code_;
+  }
+  std::string out() const { return read_all(out_); }
+  std::string err() const { return read_all(err_); }
+  /// Waits until stdout holds `text`; false after `timeout_s`.
+  bool wait_for_output(const std::string& text, double timeout_s) const {
+    auto end = std::chrono::steady_clock::now()
+               + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      if (out().find(text) != std::string::npos)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  /// Waits until the chief's progress lines ("step N, epoch ...") reach
+  /// `steps`; false after `timeout_s`.
+  bool wait_for_step(long steps, double timeout_s) const {
+    auto end = std::chrono::steady_clock::now()
+               + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      auto text = out();
+      for (size_t at = text.find("\nstep "); at != std::string::npos;
+           at = text.find("\nstep ", at + 1))
+        if (std::atol(text.c_str() + at + 6) >= steps)
+          return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+private:
+  static constexpr int no_code = -1000;
+  pid_t pid_ = -1;
+  int code_ = no_code;
+  std::string out_, err_;
+};
+
+} // namespace troupe::test

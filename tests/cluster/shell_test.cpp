@@ -1,0 +1,131 @@
+// troupe-shell against a running multi-process cluster, non-interactive:
+// status as JSON, and commands that act (pause stops the shards' version
+// counters, resume starts them again, stop ends the run).
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "cluster_file.hpp"
+
+using namespace troupe::test;
+using json = nlohmann::json;
+
+namespace {
+
+/// Runs troupe-shell -c `command` --json; returns (exit code, stdout).
+std::pair<int, std::string> run_shell(const temp_dir& dir,
+                                  const cluster_spec& spec,
+                                  const std::string& command,
+                                  bool as_json = true) {
+  std::vector<std::string> args{"--connect", chief_address(spec), "-c",
+                                command};
+  if (as_json)
+    args.push_back("--json");
+  process p{dir, "shell", "troupe-shell", args};
+  int code = p.wait(30);
+  return {code, p.out() + p.err()};
+}
+
+int64_t version_of_shard0(const temp_dir& dir, const cluster_spec& spec) {
+  auto [code, out] = run_shell(dir, spec, "shards");
+  BOOST_REQUIRE_MESSAGE(code == 0, out);
+  return json::parse(out).at(0).at("version").get<int64_t>();
+}
+
+void sleep_s(double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(shell)
+
+BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 50; // ended by "stop"
+  spec.checkpoint_every = 100000;
+  spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
+  process w0{dir, "w0", "troupe-node", {"--config", cfg, "--node", "w0"}};
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}};
+  BOOST_REQUIRE(chief.wait_for_step(100, 120));
+
+  auto [code, out] = run_shell(dir, spec, "status");
+  BOOST_REQUIRE_MESSAGE(code == 0, out);
+  auto status = json::parse(out);
+  BOOST_TEST(status["run"]["mode"] == "async");
+  auto& actors = status["actors"];
+  BOOST_REQUIRE_EQUAL(actors.size(), 5u); // chief, feeder, 2 shards, worker
+  BOOST_TEST(actors[2]["id"] == "shard:0");
+  BOOST_TEST(actors[2]["node"] == "ps0");
+  BOOST_TEST(actors[4]["id"] == "worker:0");
+  BOOST_TEST(actors[4]["node"] == "w0");
+  BOOST_TEST(actors[4]["state"] == "running");
+  for (auto key : {"step", "examples_per_sec", "staleness", "restarts"})
+    BOOST_TEST(actors[4].contains(key), key);
+
+  // The table for people has the same actors.
+  auto [tcode, table] = run_shell(dir, spec, "status", false);
+  BOOST_TEST(tcode == 0);
+  BOOST_TEST(table.find("worker:0  worker  w0") != std::string::npos, table);
+
+  // pause: the versions stop; resume: they move again.
+  BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
+  sleep_s(0.5); // the leases out settle
+  auto v1 = version_of_shard0(dir, spec);
+  sleep_s(0.7);
+  auto v2 = version_of_shard0(dir, spec);
+  BOOST_TEST(v1 == v2);
+  BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
+  sleep_s(0.7);
+  auto v3 = version_of_shard0(dir, spec);
+  BOOST_TEST(v3 > v2);
+
+  auto [scode, set] = run_shell(dir, spec, "set lr 0.0005");
+  BOOST_TEST(scode == 0, set);
+  auto [ccode, ck] = run_shell(dir, spec, "checkpoint");
+  BOOST_TEST(ccode == 0, ck);
+  BOOST_TEST(json::parse(ck)["checkpoint"].get<std::string>().find("/ckpt-")
+               != std::string::npos);
+  auto [icode, inspect] = run_shell(dir, spec, "inspect worker:0");
+  BOOST_TEST(icode == 0, inspect);
+  BOOST_TEST(json::parse(inspect)["node"] == "w0");
+
+  // Bad commands: an error, exit 1, and the cluster goes on.
+  auto [bcode, bad] = run_shell(dir, spec, "inspect shard:7");
+  BOOST_TEST(bcode == 1);
+  BOOST_TEST(bad.find("no shard 7") != std::string::npos, bad);
+  auto [ucode, unknown] = run_shell(dir, spec, "frobnicate");
+  BOOST_TEST(ucode == 1);
+  BOOST_TEST(unknown.find("unknown command \"frobnicate\"") != std::string::npos,
+             unknown);
+
+  BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
+  BOOST_TEST(chief.wait(60) == 0, chief.err());
+  BOOST_TEST(ps0.wait(20) == 0);
+  BOOST_TEST(w0.wait(20) == 0);
+  BOOST_TEST(chief.out().find("stop requested") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreachable_chief_is_a_clear_error) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}};
+  spec.nodes[0].port = free_port();
+  process p{dir, "shell", "troupe-shell",
+            {"--connect", chief_address(spec), "-c", "status", "--timeout",
+             "1"}};
+  BOOST_TEST(p.wait(20) == 1);
+  BOOST_TEST(p.err().find("cannot reach the chief at " + chief_address(spec))
+               != std::string::npos, p.err());
+  process bad{dir, "bad", "troupe-shell", {"--connect", "nocolon"}};
+  BOOST_TEST(bad.wait(20) == 2);
+  BOOST_TEST(bad.err().find("expected HOST:PORT") != std::string::npos,
+             bad.err());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
