@@ -17,6 +17,7 @@
 
 #include "caf/all.hpp"
 #include "runtime/batch_plan.hpp"
+#include "runtime/buffer_pool.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "float payloads travel in host byte order");
@@ -163,6 +164,20 @@ inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
   return f.end_sequence();
 }
 
+/// Reads a float sequence into a buffer from runtime/buffer_pool (big
+/// messages reuse mapped pages instead of faulting fresh ones in).
+inline caf::error read_pooled(caf::deserializer& f,
+                              std::shared_ptr<std::vector<float>>& out) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  out = pooled_floats(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), out->data()))
+      return err;
+  return f.end_sequence();
+}
+
 inline caf::error write_float_vectors(caf::serializer& f,
                                       const std::vector<std::vector<float>>& v) {
   if (auto err = f(static_cast<uint64_t>(v.size())))
@@ -196,8 +211,8 @@ inline caf::error inspect(caf::serializer& f, float_block& x) {
 inline caf::error inspect(caf::deserializer& f, float_block& x) {
   if (auto err = f(x.shard, x.version))
     return err;
-  auto v = std::make_shared<std::vector<float>>();
-  if (auto err = detail::read_floats(f, *v))
+  std::shared_ptr<std::vector<float>> v;
+  if (auto err = detail::read_pooled(f, v))
     return err;
   x.values = std::move(v);
   return {};
@@ -217,8 +232,8 @@ inline caf::error inspect(caf::serializer& f, gradient_push& x) {
 inline caf::error inspect(caf::deserializer& f, gradient_push& x) {
   if (auto err = f(x.shard, x.worker, x.tag))
     return err;
-  auto v = std::make_shared<std::vector<float>>();
-  if (auto err = detail::read_floats(f, *v))
+  std::shared_ptr<std::vector<float>> v;
+  if (auto err = detail::read_pooled(f, v))
     return err;
   x.offset = 0;
   x.size = v->size();

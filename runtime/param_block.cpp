@@ -1,4 +1,5 @@
 #include "runtime/param_block.hpp"
+#include "runtime/buffer_pool.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,8 +53,11 @@ int64_t param_block::min_clock() const {
 }
 
 std::vector<float>& param_block::writable() {
-  if (values_.use_count() > 1) // a pull still reads the old values
-    values_ = std::make_shared<std::vector<float>>(*values_);
+  if (values_.use_count() > 1) { // a pull still reads the old values
+    auto fresh = pooled_floats(values_->size());
+    std::copy(values_->begin(), values_->end(), fresh->begin());
+    values_ = std::move(fresh);
+  }
   return *values_;
 }
 

@@ -1,0 +1,128 @@
+// bench-transfer: pull+push round trips between two processes on
+// 127.0.0.1, through a real shard actor and troupe's wire format. The
+// process forks: the child hosts one shard of --floats values (plain SGD)
+// published on a free port; the parent pulls the values and pushes a
+// gradient of the same size, --rounds times after one warm-up round, and
+// prints MB/s (bytes moved in both directions per second) and ms per round.
+// Both sides run with the malloc settings of every networked troupe
+// process (init_network).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "actors/remote.hpp"
+#include "actors/shard.hpp"
+#include "actors/system_config.hpp"
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+
+namespace {
+
+/// The child: a shard, published, until the parent tells it to stop.
+int serve(size_t floats, int ready_fd) {
+  caf::actor_system_config cfg;
+  init_config(cfg);
+  init_network(cfg, cluster_config{});
+  caf::actor_system sys{cfg};
+  shard_options so;
+  so.block.optimizer.type = optimizer_config::kind::sgd;
+  so.block.optimizer.learning_rate = 1e-9;
+  so.initial.assign(floats, 0.5f);
+  auto shard = sys.spawn(shard_impl, std::move(so));
+  caf::anon_send(shard, join_atom_v, int32_t{0});
+  auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
+  uint16_t p = port ? *port : 0;
+  if (::write(ready_fd, &p, sizeof(p)) != sizeof(p) || p == 0)
+    return 1;
+  ::close(ready_fd);
+  caf::scoped_actor self{sys};
+  self->monitor(shard);
+  self->receive([](caf::down_msg&) {});
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Pull+push throughput between two processes on 127.0.0.1."};
+  size_t floats = 1000000;
+  int rounds = 20, warmup = 3;
+  app.add_option("--floats", floats, "values per pull and per push")
+    ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  app.add_option("--rounds", rounds, "timed round trips")
+    ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup,
+                 "untimed round trips first (connection, heap growth)")
+    ->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return 1;
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    return serve(floats, fds[1]);
+  }
+  ::close(fds[1]);
+  uint16_t port = 0;
+  if (::read(fds[0], &port, sizeof(port)) != sizeof(port) || port == 0) {
+    std::cerr << "bench-transfer: error: the server did not start" << std::endl;
+    return 1;
+  }
+  int code = 0;
+  {
+    caf::actor_system_config cfg;
+    init_config(cfg);
+    init_network(cfg, cluster_config{});
+    caf::actor_system sys{cfg};
+    auto shard = connect_to<shard_actor>(sys, "127.0.0.1", port,
+                                         std::chrono::seconds(10));
+    if (!shard) {
+      std::cerr << "bench-transfer: error: " << describe(shard.error())
+                << std::endl;
+      ::kill(child, SIGKILL);
+      return 1;
+    }
+    auto grad = std::make_shared<const std::vector<float>>(floats, 1.0f);
+    caf::scoped_actor self{sys};
+    auto round = [&] {
+      bool ok = true;
+      self->request(*shard, std::chrono::seconds(120), pull_atom_v, int32_t{0},
+                    int64_t{0})
+        .receive([&](float_block& b) { ok = b.values->size() == floats; },
+                 [&](caf::error&) { ok = false; });
+      gradient_push g{0, 0, 0, grad, 0, floats};
+      self->request(*shard, std::chrono::seconds(120), push_atom_v, g)
+        .receive([&](push_ack&) {}, [&](caf::error&) { ok = false; });
+      return ok;
+    };
+    bool warm = true;
+    for (int i = 0; i < warmup && warm; ++i)
+      warm = round();
+    if (!warm) {
+      std::cerr << "bench-transfer: error: a round trip failed" << std::endl;
+      code = 1;
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < rounds && code == 0; ++i)
+        if (!round())
+          code = 1;
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                               - t0)
+                   .count();
+      double bytes = 2.0 * 4.0 * static_cast<double>(floats) * rounds;
+      std::printf("%zu floats (%.0f KB): %.3f ms per pull+push, %.1f MB/s\n",
+                  floats, 4.0 * static_cast<double>(floats) / 1000.0,
+                  1000.0 * s / rounds, bytes / s / 1e6);
+    }
+    self->send_exit(*shard, caf::exit_reason::user_shutdown);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return code;
+}
