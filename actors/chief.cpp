@@ -313,14 +313,6 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
 
 void print_summary(chief_self self, const cluster_summary& r) {
   auto& c = self->state.opts.cfg;
-  say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
-                "workers", "shards", "steps", "epochs", "seconds",
-                "examples/s", "test acc", "restarts"));
-  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
-                c.name.c_str(), to_string(c.cluster.consistency),
-                self->state.workers.size(), c.cluster.shards,
-                static_cast<long long>(r.steps), r.epochs, r.seconds,
-                r.examples_per_sec, r.test_accuracy, r.restarts));
   std::string per_epoch;
   for (auto n : r.epoch_samples)
     per_epoch += " " + std::to_string(n);
@@ -333,6 +325,15 @@ void print_summary(chief_self self, const cluster_summary& r) {
     say(self, fmt("shard recoveries: %d, steps lost and retrained: %lld",
                   self->state.recoveries,
                   static_cast<long long>(self->state.lost_steps)));
+  // The table comes last: scripts read its row from the final line.
+  say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
+                "workers", "shards", "steps", "epochs", "seconds",
+                "examples/s", "test acc", "restarts"));
+  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
+                c.name.c_str(), to_string(c.cluster.consistency),
+                self->state.workers.size(), c.cluster.shards,
+                static_cast<long long>(r.steps), r.epochs, r.seconds,
+                r.examples_per_sec, r.test_accuracy, r.restarts));
 }
 
 void finish_run(chief_self self) {

@@ -41,6 +41,12 @@ double accuracy(const std::string& out) {
 
 using clock_type = std::chrono::steady_clock;
 
+/// The chief's line for node `i` of `spec` going down.
+std::string down_line(const cluster_spec& spec, size_t i) {
+  return "node " + spec.nodes[i].name + " (127.0.0.1:"
+         + std::to_string(spec.nodes[i].port) + ") is down";
+}
+
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
@@ -94,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   BOOST_REQUIRE(chief->wait_for_step(300, 120));
   auto killed = clock_type::now();
   members[2]->kill9(); // w1, with workers 1 and 2
-  BOOST_REQUIRE(chief->wait_for_output("node w1 (127.0.0.1:", 10));
+  BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
   auto detected = seconds_since(killed);
   BOOST_TEST_MESSAGE("worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
@@ -108,6 +114,56 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
   BOOST_TEST(summary_field(out, 9) == "2", out); // restarts
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
+  // SIGSTOP closes no socket: only the middleman's heartbeats and
+  // connection timeout (1.5 s in these files) can notice it.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  auto frozen = clock_type::now();
+  members[2]->freeze();
+  BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
+  auto detected = seconds_since(frozen);
+  BOOST_TEST_MESSAGE("frozen worker node down after " << detected << " s");
+  BOOST_TEST(detected < 5.0);
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  auto out = chief->out();
+  BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
+               != std::string::npos, out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+}
+
+BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.on_node_loss = "wait";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  members[2]->kill9();
+  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  process again{dir, "w1-again", "troupe-node",
+                {"--config", cfg, "--node", "w1"}};
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_TEST(again.wait(20) == 0, again.err());
+  auto out = chief->out();
+  auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
+            + ") is up";
+  auto first = out.find(up);
+  BOOST_TEST(out.find(down_line(spec, 3)) != std::string::npos, out);
+  BOOST_TEST(out.find(up, first + 1) != std::string::npos, out); // again
+  BOOST_TEST(out.find("moves") == std::string::npos, out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {

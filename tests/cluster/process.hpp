@@ -85,6 +85,11 @@ public:
       code_ = -SIGKILL;
     }
   }
+  /// Freezes the process (SIGSTOP), as a hang or a partition would.
+  void freeze() {
+    if (running())
+      ::kill(pid_, SIGSTOP);
+  }
   /// The exit code, or -1 after `timeout_s` (then the process is killed).
   int wait(double timeout_s) {
     auto end = std::chrono::steady_clock::now()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Samples/s of the 784-256-128-10 MLP (config/local.json: batch 128, Adam,
+# async) for 1, 2 and 4 workers against 1 and 2 shards, each worker and
+# each shard its own troupe-node process on 127.0.0.1 (plus the chief's),
+# next to the same cluster inside one process. Evaluation only at the end.
+# Usage: scripts/bench-nodes.sh [epochs, default 2]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_setup
+cd "$TROUPE_ROOT"
+epochs="${1:-2}"
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+node="$TROUPE_BUILD/apps/troupe-node"
+printf "%7s %6s %16s %16s\n" workers shards "processes (s/s)" "one process (s/s)"
+for shards in 1 2; do
+  for workers in 1 2 4; do
+    python3 - "$epochs" "$shards" "$workers" "$work" <<'PY'
+import json, socket, sys
+epochs, shards, workers, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+def port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+c = json.load(open("config/local.json"))
+c["training"]["epochs"] = epochs
+c["training"]["eval_every_steps"] = 10**9
+c["training"]["log_every_steps"] = 10**9
+nodes = [{"name": "chief", "host": "127.0.0.1", "port": port()}]
+nodes += [{"name": f"ps{i}", "host": "127.0.0.1", "port": port(), "shards": 1} for i in range(shards)]
+nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": port(), "workers": 1} for i in range(workers)]
+one = dict(c); one["cluster"] = dict(c["cluster"], shards=shards, workers=workers)
+json.dump(one, open(f"{work}/one.json", "w"))
+c["cluster"] = {"mode": "async", "chief": "chief", "nodes": nodes}
+json.dump(c, open(f"{work}/cluster.json", "w"))
+open(f"{work}/members", "w").write(" ".join(n["name"] for n in nodes[1:]))
+PY
+    for m in $(cat "$work/members"); do
+      "$node" --config "$work/cluster.json" --node "$m" >/dev/null 2>&1 &
+    done
+    multi="$("$node" --config "$work/cluster.json" --node chief \
+             | grep -A1 '^run ' | tail -1 | awk '{print $8}')"
+    wait
+    single="$("$node" --config "$work/one.json" | grep -A1 '^run ' | tail -1 \
+              | awk '{print $8}')"
+    printf "%7d %6d %16s %16s\n" "$workers" "$shards" "$multi" "$single"
+  done
+done
