@@ -545,9 +545,11 @@ void retune_aggregate(chief_self self) {
   if (c.consistency != cluster_config::mode::sync
       || c.replicas_to_aggregate != 0)
     return;
-  auto n = static_cast<double>(std::max(1, live_workers(self)));
+  auto n = std::max(1, live_workers(self));
+  say(self, fmt("sync: replicas to aggregate is now %d", n));
   for (auto& s : self->state.shards)
-    self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"}, n)
+    self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
+                  static_cast<double>(n))
       .then([](bool) {}, [](caf::error&) {});
 }
 

@@ -216,4 +216,24 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
              out);
 }
 
+BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.mode = "sync"; // replicas_to_aggregate 0: all workers
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(100, 120));
+  process joiner{dir, "joiner", "troupe-node",
+                 {"--join", chief_address(spec), "--workers", "1"}};
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_TEST(joiner.wait(20) == 0, joiner.err());
+  auto out = chief->out();
+  BOOST_TEST(out.find("sync: replicas to aggregate is now 2")
+               != std::string::npos, out);
+  BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

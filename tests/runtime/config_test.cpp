@@ -169,4 +169,60 @@ BOOST_AUTO_TEST_CASE(every_file_in_config_dir_loads) {
   BOOST_TEST(loaded >= 3);
 }
 
+BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
+  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+    "chief": "head",
+    "nodes": [ { "name": "head", "port": 7000 },
+               { "name": "ps", "host": "10.0.0.2", "port": 7000, "shards": 2 },
+               { "name": "w", "host": "10.0.0.3", "port": 7001, "workers": 3 } ],
+    "on_node_loss": "wait" },
+  "training")");
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  auto& c = cfg->cluster;
+  BOOST_TEST(c.distributed());
+  BOOST_TEST(c.shards == 2);
+  BOOST_TEST(c.workers == 3);
+  BOOST_TEST(c.chief_node == "head");
+  BOOST_TEST(c.node("head")->host == "127.0.0.1"); // the default
+  BOOST_TEST(c.node("w")->port == 7001);
+  BOOST_TEST((c.on_node_loss == cluster_config::node_loss::wait));
+}
+
+BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
+  auto with = [](const std::string& cluster) {
+    return error_of(replace(synthetic_config, R"("training")",
+                            "\"cluster\": " + cluster + ", \"training\""));
+  };
+  auto ok_nodes = std::string{R"([ { "name": "a", "port": 7000, "shards": 1 },
+                                   { "name": "b", "port": 7001, "workers": 1 } ])"};
+  BOOST_TEST(with(R"({ "nodes": [] })").find("/cluster/nodes: expected a "
+                                             "non-empty array")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
+                                  { "name": "a", "port": 7001, "workers": 1 } ] })")
+               .find("/cluster/nodes/1/name: node \"a\" is listed twice")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
+                                  { "name": "b", "port": 7000, "workers": 1 } ] })")
+               .find("/cluster/nodes/1/port: 127.0.0.1:7000 is already node "
+                     "\"a\"'s")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 70000 } ] })")
+               .find("/cluster/nodes/0/port") != std::string::npos);
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "workers": 1 } ] })")
+               .find("no node holds a shard") != std::string::npos);
+  BOOST_TEST(with(R"({ "chief": "z", "nodes": )" + ok_nodes + " }")
+               .find("/cluster/chief: unknown node \"z\" (the nodes are: a, b)")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "workers": 4, "nodes": )" + ok_nodes + " }")
+               .find("/cluster/workers: must equal the workers of the nodes (1)")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "chief": "a" })").find("/cluster/chief: needs \"nodes\"")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")
+               .find("/cluster/connection_timeout_ms: must exceed")
+             != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

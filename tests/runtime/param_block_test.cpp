@@ -106,6 +106,28 @@ BOOST_AUTO_TEST_CASE(sync_caps_the_aggregate_by_the_workers_left) {
   BOOST_TEST(values_of(b) == (std::vector<float>{0.f, 1.f, 2.f}));
 }
 
+BOOST_AUTO_TEST_CASE(steering_changes_lr_and_aggregate_or_nothing) {
+  auto b = make_block(mode::sync, 2);
+  std::vector<float> g{2.f, 2.f, 2.f};
+  BOOST_TEST((*b.push(0, 0, g.data(), 3) == block::outcome::aggregated));
+  BOOST_TEST(static_cast<bool>(b.set_aggregate(0))); // an error, nothing changed
+  BOOST_TEST(b.version() == 0);
+  BOOST_TEST(!static_cast<bool>(b.set_aggregate(1))); // the push in is now a whole update
+  BOOST_TEST(b.version() == 1);
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.f, 1.f, 2.f}));
+  BOOST_TEST(static_cast<bool>(b.set_learning_rate(-1)));
+  BOOST_TEST(static_cast<bool>(b.set_learning_rate(std::numeric_limits<double>::quiet_NaN())));
+  BOOST_TEST(!static_cast<bool>(b.set_learning_rate(0.25)));
+  BOOST_TEST(b.opts().optimizer.learning_rate == 0.25);
+  BOOST_TEST(!static_cast<bool>(b.set_aggregate(3))); // workers were added: wait for three
+  BOOST_TEST((*b.push(0, 1, g.data(), 3) == block::outcome::aggregated));
+  BOOST_TEST((*b.push(1, 1, g.data(), 3) == block::outcome::aggregated));
+  BOOST_TEST(b.version() == 1);
+  BOOST_TEST((*b.push(2, 1, g.data(), 3) == block::outcome::applied));
+  BOOST_TEST(b.version() == 2);
+  BOOST_TEST(values_of(b) == (std::vector<float>{-0.5f, 0.5f, 1.5f}));
+}
+
 BOOST_AUTO_TEST_CASE(ssp_holds_pulls_of_workers_too_far_ahead) {
   auto b = make_block(mode::ssp, 1, 2);
   std::vector<float> g{0.f, 0.f, 0.f};
