@@ -47,9 +47,10 @@ inline uint16_t free_port() {
 class process {
 public:
   /// Starts build/apps/<app> with `args`; stdout and stderr go to
-  /// <dir>/<name>.out and <dir>/<name>.err.
+  /// <dir>/<name>.out and <dir>/<name>.err, stdin comes from `stdin_path`
+  /// if given.
   process(const temp_dir& dir, std::string name, const std::string& app,
-          std::vector<std::string> args)
+          std::vector<std::string> args, const std::string& stdin_path = "")
     : out_(dir.file(name + ".out")), err_(dir.file(name + ".err")) {
     std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/" + app;
     std::vector<char*> argv;
@@ -63,6 +64,9 @@ public:
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!stdin_path.empty())
+      posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY,
+                                       0);
     if (posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ)
         != 0)
       pid_ = -1;

@@ -104,6 +104,18 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(unknown.find("unknown command \"frobnicate\"") != std::string::npos,
              unknown);
 
+  // Interactive, lines from a pipe: each command answered, "quit" leaves.
+  write_file(dir.file("lines"), "nodes\nbogus\nworkers\nquit\nstatus\n");
+  process repl{dir, "repl", "troupe-shell", {"--connect", chief_address(spec)},
+               dir.file("lines")};
+  BOOST_TEST(repl.wait(30) == 0);
+  BOOST_TEST(repl.out().find("\nps0 ") != std::string::npos, repl.out());
+  BOOST_TEST(repl.out().find("worker:0  worker  w0") != std::string::npos,
+             repl.out());
+  BOOST_TEST(repl.out().find("run multi-process-test") == std::string::npos,
+             repl.out()); // nothing after quit
+  BOOST_TEST(repl.err().find("unknown command \"bogus\"") != std::string::npos);
+
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
   BOOST_TEST(chief.wait(60) == 0, chief.err());
   BOOST_TEST(ps0.wait(20) == 0);
