@@ -51,7 +51,6 @@ std::string fmt(const char* format, ...) {
   return buf;
 }
 
-
 double epoch_of(chief_self self, int64_t steps) {
   return static_cast<double>(steps)
          / static_cast<double>(self->state.per_epoch);
@@ -461,6 +460,8 @@ void place_worker(chief_self self, int32_t id) {
   if (st.ended || st.recovering)
     return;
   auto& w = st.workers[id];
+  if (w.handle || w.placing) // running, or being placed
+    return;
   auto home = st.nodes.find(w.node);
   std::string node;
   if (home != st.nodes.end() && home->second.up)
@@ -483,6 +484,7 @@ void place_worker(chief_self self, int32_t id) {
     w.node = node;
   }
   w.state = "starting";
+  w.placing = true;
   worker_spawn ws;
   ws.id = id;
   ws.feeder = st.feeder;
@@ -495,6 +497,7 @@ void place_worker(chief_self self, int32_t id) {
     .then(
       [=](worker_actor& h) {
         auto& s = self->state;
+        s.workers[id].placing = false;
         if (s.ended || s.generation != gen) {
           self->send_exit(h, caf::exit_reason::user_shutdown);
           return;
@@ -506,14 +509,15 @@ void place_worker(chief_self self, int32_t id) {
         s.worker_of[h.address()] = id;
       },
       [=](caf::error& err) {
+        self->state.workers[id].placing = false;
         node_lost(self, node, "placing worker failed: " + describe(err));
         place_worker(self, id);
       });
 }
 
 /// Joins worker ids on every shard; `then` runs once all have answered.
-void join_on_shards(chief_self self, std::vector<int32_t> ids,
-                    std::function<void()> then) {
+void join_now(chief_self self, std::vector<int32_t> ids,
+              std::function<void()> then) {
   auto& st = self->state;
   auto total = ids.size() * st.shards.size();
   if (total == 0)
@@ -529,6 +533,16 @@ void join_on_shards(chief_self self, std::vector<int32_t> ids,
               (*done)();
           },
           [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+/// join_now, or after the shard recovery under way (which joins and
+/// starts every worker it knows, these included).
+void join_on_shards(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then) {
+  if (self->state.recovering)
+    return self->state.after_recovery.push_back(
+      [=] { join_on_shards(self, ids, then); });
+  join_now(self, std::move(ids), std::move(then));
 }
 
 int live_workers(chief_self self) {
@@ -548,9 +562,10 @@ void retune_aggregate(chief_self self) {
   auto n = std::max(1, live_workers(self));
   say(self, fmt("sync: replicas to aggregate is now %d", n));
   for (auto& s : self->state.shards)
-    self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
-                  static_cast<double>(n))
-      .then([](bool) {}, [](caf::error&) {});
+    if (s)
+      self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
+                    static_cast<double>(n))
+        .then([](bool) {}, [](caf::error&) {});
 }
 
 std::vector<int32_t> add_workers(chief_self self, const std::string& node,
@@ -742,7 +757,7 @@ void restore_after_loss(chief_self self) {
     for (auto& [id, w] : s.workers)
       if (w.state != "finished")
         ids.push_back(id);
-    join_on_shards(self, ids, [=] {
+    join_now(self, ids, [=] {
       self->request(self->state.feeder, timeout_of(self), restore_atom_v,
                     position)
         .then(

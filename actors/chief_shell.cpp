@@ -147,7 +147,7 @@ json nodes_json(chief_self self) {
   return out;
 }
 
-/// Asks every live shard for its counters (2 s at most; a shard that does
+/// Asks every live shard for its counters (5 s at most; a shard that does
 /// not answer shows as down) and then runs `done`.
 void with_shard_stats(
   chief_self self,
@@ -168,7 +168,7 @@ void with_shard_stats(
       one();
       continue;
     }
-    self->request(st.shards[i], std::chrono::seconds(2), stats_atom_v)
+    self->request(st.shards[i], std::chrono::seconds(5), stats_atom_v)
       .then(
         [=](shard_stats& s) {
           (*out)[i] = s;
@@ -354,6 +354,8 @@ caf::result<std::string> shell_command(chief_self self,
     return promise;
   }
   if (cmd == "set") {
+    if (st.recovering)
+      return usage("set: a shard is being restored; try again shortly");
     if (w.size() != 3 || w[1] != "lr")
       return usage("usage: set lr VALUE");
     char* end = nullptr;

@@ -32,6 +32,7 @@ struct chief_state {
     worker_actor handle;   ///< null while (re)starting or waiting
     std::string state = "starting"; ///< starting|running|waiting|finished
     int restarts = 0;
+    bool placing = false;  ///< an agent is starting it
     int64_t steps = 0, samples = 0, clock = 0;
     int64_t staleness = 0; ///< of its last report
     double seconds = 0;    ///< compute wall time of its steps

@@ -1,5 +1,6 @@
 #include "apps/node_process.hpp"
 
+#include <cstdio>
 #include <iostream>
 #include <unistd.h>
 
@@ -14,6 +15,12 @@ namespace {
 
 int fail(const caf::error& err) {
   return report_failure("troupe-node", err);
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", s);
+  return buf;
 }
 
 /// Registers `agent` with the chief and serves until the run ends: 0 when
@@ -100,8 +107,8 @@ int run_member_node(const run_config& cfg, const std::string& node) {
       errc::node_unreachable,
       "cannot reach the chief (node " + cfg.cluster.chief_node + " at "
         + chief_node->host + ":" + std::to_string(chief_node->port)
-        + ") within " + std::to_string(cfg.cluster.node_timeout_s)
-        + " s: " + describe(chief.error())));
+        + ") within " + seconds(cfg.cluster.node_timeout_s)
+        + ": " + describe(chief.error())));
   }
   auto code = serve(sys, *chief, agent, node, me->host, me->port, -1);
   sys.middleman().unpublish(agent);
@@ -122,8 +129,8 @@ int run_joining_node(const std::string& chief_address, int workers,
   if (!chief)
     return fail(make_error(errc::node_unreachable,
                            "cannot reach the chief at " + chief_address
-                             + " within " + std::to_string(timeout_s)
-                             + " s: " + describe(chief.error())));
+                             + " within " + seconds(timeout_s) + ": "
+                             + describe(chief.error())));
   std::string text;
   caf::error err;
   {

@@ -80,14 +80,14 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
 BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
   temp_dir dir;
   cluster_spec spec;
-  spec.node_timeout_s = 2;
+  spec.node_timeout_s = 6; // room for a loaded machine to start ps0
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_cluster(dir, spec);
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
   process chief{dir, "chief", "troupe-node",
                 {"--config", cfg, "--node", "chief"}};
-  BOOST_TEST(chief.wait(30) == 1);
-  BOOST_TEST(has(chief.err(), "did not come up within 2 s: w0 (127.0.0.1:"
+  BOOST_TEST(chief.wait(40) == 1);
+  BOOST_TEST(has(chief.err(), "did not come up within 6 s: w0 (127.0.0.1:"
                                 + std::to_string(spec.nodes[2].port) + ")"),
              chief.err());
   // The node that did come up is told and exits.

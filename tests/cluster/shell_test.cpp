@@ -30,7 +30,9 @@ std::pair<int, std::string> run_shell(const temp_dir& dir,
 int64_t version_of_shard0(const temp_dir& dir, const cluster_spec& spec) {
   auto [code, out] = run_shell(dir, spec, "shards");
   BOOST_REQUIRE_MESSAGE(code == 0, out);
-  return json::parse(out).at(0).at("version").get<int64_t>();
+  auto shard = json::parse(out).at(0);
+  BOOST_REQUIRE_MESSAGE(shard.contains("version"), out); // it answered
+  return shard["version"].get<int64_t>();
 }
 
 void sleep_s(double s) {
