@@ -30,8 +30,7 @@ struct agent_options {
 struct agent_state {
   static inline const char* name = "node_agent";
   agent_options opts;
-  std::vector<caf::actor_addr> started;
-  std::vector<caf::strong_actor_ptr> alive;
+  std::vector<caf::strong_actor_ptr> alive; ///< what it started
 };
 
 node_agent_actor::behavior_type
