@@ -107,6 +107,29 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(icode == 0, inspect);
   BOOST_TEST(json::parse(inspect)["node"] == "w0");
 
+  // Fault drills: a killed worker is restarted by its node's agent; a
+  // killed shard is started again and every shard restored from the
+  // newest checkpoint, and the status says how many steps were lost.
+  BOOST_REQUIRE(run_shell(dir, spec, "kill worker:0").first == 0);
+  BOOST_REQUIRE(chief.wait_for_output("worker 0 failed", 20));
+  BOOST_REQUIRE(run_shell(dir, spec, "kill shard:1").first == 0);
+  BOOST_REQUIRE(chief.wait_for_output("steps lost, to be trained again", 30));
+  json run;
+  for (int i = 0; i < 50; ++i) { // until the workers run again
+    auto [code2, st] = run_shell(dir, spec, "status");
+    BOOST_REQUIRE_MESSAGE(code2 == 0, st);
+    run = json::parse(st);
+    if (run["actors"][4]["state"] == "running"
+        && run["actors"][3]["state"] == "running")
+      break;
+    sleep_s(0.2);
+  }
+  BOOST_TEST(run["run"]["shard_recoveries"] == 1);
+  BOOST_TEST(run["run"]["lost_steps"].get<int64_t>() > 0);
+  BOOST_TEST(run["actors"][3]["state"] == "running"); // shard:1
+  BOOST_TEST(run["actors"][3]["node"] == "ps0");
+  BOOST_TEST(run["actors"][4]["restarts"] == 1); // worker:0
+
   // Bad commands: an error, exit 1, and the cluster goes on.
   auto [bcode, bad] = run_shell(dir, spec, "inspect shard:7");
   BOOST_TEST(bcode == 1);
