@@ -187,6 +187,9 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
              out);
   BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
   BOOST_TEST(accuracy(out) > 0.75, out);
+  // The feeder rewound to the checkpoint: the steps after it were trained
+  // again, and each sample still counts once per epoch.
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
