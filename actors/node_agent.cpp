@@ -1,5 +1,7 @@
 #include "actors/node_agent.hpp"
 
+#include <algorithm>
+
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
 #include "actors/worker.hpp"
@@ -11,8 +13,10 @@ namespace {
 
 using self_ptr = node_agent_actor::stateful_pointer<agent_state>;
 
+/// Remembers what it started (to stop it on finish) until it ends.
 template <class Handle>
 void keep(self_ptr self, const Handle& h) {
+  self->monitor(h);
   self->state.alive.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
 }
 
@@ -22,6 +26,15 @@ node_agent_actor::behavior_type
 node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
                 agent_options opts) {
   self->state.opts = std::move(opts);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& alive = self->state.alive;
+    alive.erase(std::remove_if(alive.begin(), alive.end(),
+                               [&](const caf::strong_actor_ptr& p) {
+                                 return caf::actor_cast<caf::actor_addr>(p)
+                                        == dm.source;
+                               }),
+                alive.end());
+  });
   return {
     [=](place_atom, shard_spawn& s) -> caf::result<shard_actor> {
       auto& cfg = self->state.opts.cfg;

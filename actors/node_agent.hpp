@@ -3,8 +3,8 @@
 // real, how a failed worker is restarted on its node (or moved to another
 // one), and how workers are added to a running cluster.
 //
-// States: one. It keeps the handles of what it started and, on finish,
-// stops them and quits (the node process then exits).
+// States: one. It keeps the handles of what it started until they end
+// and, on finish, stops them and quits (the node process then exits).
 #pragma once
 
 #include <functional>
