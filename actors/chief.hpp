@@ -1,15 +1,23 @@
 // The chief supervisor: sets up and runs one training run on the cluster.
 //
-// States: idle -> (run) starting: initialises parameters (or reads the
-// newest checkpoint), spawns and monitors the shards and the feeder, joins
-// the worker ids on every shard, spawns and monitors the workers ->
-// training: takes worker reports, logs progress, evaluates and checkpoints
-// every K steps (a checkpoint pauses the feeder until every lease is acked,
-// so all shards are snapshot at one step), restarts failed workers under
-// the restart intensity -> finishing (all workers done, or the target
-// accuracy reached): final evaluation and checkpoint, summary, reply ->
-// down. A NaN loss, a dead shard or feeder, or too many restarts end the
-// run with an error reply instead.
+// States: idle -> (run) waiting for nodes: spawns the feeder and this
+// process's node agent; in a multi-process cluster every other node
+// registers its agent (or the node timeout names the missing ones) ->
+// starting: initialises parameters (or reads the newest checkpoint), has
+// the agents start the shards where the cluster file puts them, joins the
+// worker ids on every shard, has the agents start the workers; monitors
+// them all -> training: takes worker reports, logs progress, evaluates and
+// checkpoints every K steps (a checkpoint pauses the feeder until every
+// lease is acked, so all shards are snapshot at one step), restarts failed
+// workers through their node's agent (or another node's, when theirs is
+// down) under the restart intensity, adds joining workers, answers the
+// shell; a lost shard sends it through recovering (every worker stopped,
+// every shard restored from the newest checkpoint, the feeder rewound,
+// the workers started again) back to training -> finishing (all workers
+// done, the target accuracy reached, or "stop"): final evaluation and
+// checkpoint, summary, every agent told to finish, reply -> down. A NaN
+// loss, a dead feeder, a lost shard without checkpoints, or too many
+// restarts end the run with an error reply instead.
 #pragma once
 
 #include <functional>
