@@ -606,6 +606,15 @@ void stop_run(chief_self self) {
   self->send(st.feeder, finish_atom_v);
   if (st.user_paused)
     set_user_pause(self, false);
+  // Workers waiting for a node will not come back to end on their own.
+  bool any_active = false;
+  for (auto& [id, w] : st.workers)
+    any_active |= w.state == "running" || w.state == "starting";
+  if (any_active)
+    return;
+  for (auto& [id, w] : st.workers)
+    w.state = "finished";
+  finish_run(self);
 }
 
 void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
@@ -622,6 +631,20 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
     // It will push no more: ssp stops waiting for its clock.
     for (auto& s : st.shards)
       self->send(s, leave_atom_v, id);
+    // A worker ends normally only once the feeder has nothing left, so
+    // workers still waiting for their node have nothing left to train.
+    bool only_waiting = true;
+    for (auto& [k, x] : st.workers)
+      only_waiting &= x.state == "finished" || x.state == "waiting";
+    if (only_waiting)
+      for (auto& [k, x] : st.workers)
+        if (x.state == "waiting") {
+          say(self, fmt("worker %d: nothing left to train; it no longer "
+                        "waits for node %s", k, x.node.c_str()));
+          x.state = "finished";
+          for (auto& s : st.shards)
+            self->send(s, leave_atom_v, k);
+        }
     if (live_workers(self) == 0)
       finish_run(self);
     return;

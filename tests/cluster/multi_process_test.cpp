@@ -166,6 +166,27 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
+BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
+  // on_node_loss "wait" and the node never returns: the other worker
+  // trains the rest (the lost leases included) and the run ends.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 1;
+  spec.on_node_loss = "wait";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE(chief->wait_for_step(100, 120));
+  members[2]->kill9();
+  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  auto out = chief->out();
+  BOOST_TEST(out.find("worker 1 waits for node w1") != std::string::npos, out);
+  BOOST_TEST(out.find("worker 1: nothing left to train") != std::string::npos,
+             out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000}), out);
+}
+
 BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   temp_dir dir;
   cluster_spec spec;
