@@ -72,7 +72,11 @@ BOOST_AUTO_TEST_CASE(reaching_the_target_accuracy_ends_the_run_early) {
   cfg.cluster.target_accuracy = 0.9;
   auto r = f.run(cfg);
   BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  BOOST_TEST(r->test_accuracy >= 0.9);
+  // The target line is printed only for an evaluation at or above it. The
+  // final evaluation comes after the steps still in flight (async), which
+  // can move this small problem's accuracy either way, so it only has to
+  // show training, not the target.
+  BOOST_TEST(r->test_accuracy > 0.5);
   BOOST_TEST(r->steps < 50 * 16);
   BOOST_TEST(f.log.str().find("target accuracy 0.9000 reached; finishing")
                != std::string::npos, f.log.str());
