@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   for (auto& m : members)
     BOOST_TEST(m->wait(20) == 0, m->err());
   auto out = chief->out();
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   write_file(dir.file("embedded.json"), j.dump());
   process embedded{dir, "embedded", "troupe-node",
                    {"--config", dir.file("embedded.json")}};
-  BOOST_REQUIRE_EQUAL(embedded.wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
   auto multi = accuracy(out), single = accuracy(embedded.out());
   BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi
                      << ", one process " << single);
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   auto detected = seconds_since(killed);
   BOOST_TEST_MESSAGE("worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos, out);
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
   auto detected = seconds_since(frozen);
   BOOST_TEST_MESSAGE("frozen worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos, out);
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
   process again{dir, "w1-again", "troupe-node",
                 {"--config", cfg, "--node", "w1"}};
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   BOOST_TEST(again.wait(20) == 0, again.err());
   auto out = chief->out();
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE(chief->wait_for_step(100, 120));
   members[2]->kill9();
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1 waits for node w1") != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: nothing left to train") != std::string::npos,
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE(chief->wait_for_step(300, 120));
   members[1]->kill9(); // ps1, with shard 1
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
              out);
@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   BOOST_REQUIRE(chief->wait_for_output("adding 1 worker on node late", 30));
   // Its steps reach the shards: the worker's count grows, and the shard's
   // accepted pushes cover every worker's steps.
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   BOOST_REQUIRE(chief->wait_for_step(100, 120));
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1"}};
-  BOOST_REQUIRE_EQUAL(chief->wait(240), 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
   auto out = chief->out();
   BOOST_TEST(out.find("sync: replicas to aggregate is now 2")

@@ -30,18 +30,29 @@ inline std::string read_all(const std::string& path) {
   return {std::istreambuf_iterator<char>{in}, {}};
 }
 
-/// A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
+/// A port that was free a moment ago, below the kernel's ephemeral range
+/// (32768-60999 here): a port from bind(0) comes from that range, and
+/// before a node binds it the kernel may give it to some outgoing
+/// connection of a test running beside this one. Candidates start at a
+/// point picked by the process id, and no port is handed out twice.
 inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static uint16_t next = static_cast<uint16_t>(20000 + (::getpid() * 977) % 12000);
+  for (int tries = 0; tries < 12000; ++tries) {
+    uint16_t port = next;
+    next = next + 1 >= 32000 ? 20000 : next + 1;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    if (ok)
+      return port;
+  }
+  return 0;
 }
 
 class process {
