@@ -60,7 +60,6 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"chief", spec.nodes.front().name},
              {"nodes", nodes},
              {"node_timeout_s", spec.node_timeout_s},
-             {"request_timeout_ms", 5000},
              {"heartbeat_interval_ms", 200},
              {"connection_timeout_ms", 1500},
              {"on_node_loss", spec.on_node_loss},
