@@ -1155,14 +1155,11 @@ caf::result<std::string> on_register(chief_self self, std::string name,
                       "this chief runs an embedded cluster; it takes no nodes");
   if (join_workers < 0) {
     auto it = st.nodes.find(name);
-    if (it == st.nodes.end() || it->second.joined) {
-      std::string names;
-      for (auto& n : st.opts.cfg.cluster.nodes)
-        names += (names.empty() ? "" : ", ") + n.name;
+    if (it == st.nodes.end() || it->second.joined)
       return make_error(errc::invalid_config,
                         "unknown node \"" + name + "\" (the cluster file's "
-                        "nodes are: " + names + ")");
-    }
+                        "nodes are: " + st.opts.cfg.cluster.node_names()
+                          + ")");
     if (name == st.opts.cfg.cluster.chief_node)
       return make_error(errc::invalid_config,
                         "node \"" + name + "\" is the chief's own node");

@@ -103,28 +103,21 @@ int main(int argc, char** argv) {
   if (!cfg)
     return fail(cfg.error());
   auto& cl = cfg->cluster;
-  if (cl.distributed() && node.empty()) {
-    std::string names;
-    for (auto& n : cl.nodes)
-      names += (names.empty() ? "" : ", ") + n.name;
+  if (cl.distributed() && node.empty())
     return fail(troupe::make_error(troupe::errc::invalid_config,
                                    config_path + " places actors on nodes; "
                                    "start each with --node NAME (one of: "
-                                     + names + ")"));
-  }
+                                     + cl.node_names() + ")"));
   if (!node.empty()) {
     if (!cl.distributed())
       return fail(troupe::make_error(
         troupe::errc::invalid_config,
         config_path + ": --node needs a cluster file with /cluster/nodes"));
-    if (cl.node(node) == nullptr) {
-      std::string names;
-      for (auto& n : cl.nodes)
-        names += (names.empty() ? "" : ", ") + n.name;
+    if (cl.node(node) == nullptr)
       return fail(troupe::make_error(troupe::errc::invalid_config,
                                      "unknown node \"" + node + "\": "
-                                       + config_path + " lists " + names));
-    }
+                                       + config_path + " lists "
+                                       + cl.node_names()));
     if (workers > 0 || shards > 0 || !mode.empty())
       return fail(troupe::make_error(
         troupe::errc::invalid_config,

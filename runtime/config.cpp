@@ -448,14 +448,10 @@ cluster_config read_cluster(object_reader r) {
     c.shards = shards;
     c.workers = workers;
     c.chief_node = r.string("chief", c.nodes.front().name);
-    if (c.node(c.chief_node) == nullptr) {
-      std::string names;
-      for (auto& n : c.nodes)
-        names += (names.empty() ? "" : ", ") + n.name;
+    if (c.node(c.chief_node) == nullptr)
       throw config_error{errc::invalid_config, r.at("chief"),
                          "unknown node \"" + c.chief_node
-                           + "\" (the nodes are: " + names + ")"};
-    }
+                           + "\" (the nodes are: " + c.node_names() + ")"};
   } else {
     c.shards = static_cast<int>(r.integer("shards", 2, 1, 1024));
     c.workers = static_cast<int>(r.integer("workers", 2, 1, 1024));

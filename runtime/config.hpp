@@ -123,6 +123,13 @@ struct cluster_config {
   node_loss on_node_loss = node_loss::move;
 
   bool distributed() const { return !nodes.empty(); }
+  /// The nodes' names in file order, comma separated (for messages).
+  std::string node_names() const {
+    std::string names;
+    for (auto& n : nodes)
+      names += (names.empty() ? "" : ", ") + n.name;
+    return names;
+  }
   /// The node called `name`, or null.
   const node_config* node(const std::string& name) const {
     for (auto& n : nodes)
