@@ -552,14 +552,20 @@ int live_workers(chief_self self) {
   return n;
 }
 
-/// sync with replicas_to_aggregate 0 ("all workers"): the count follows
-/// the workers that are left.
+/// sync: the pushes per update, replicas_to_aggregate, or with 0 ("all
+/// workers") the workers there are now.
+int aggregate_now(chief_self self) {
+  auto configured = self->state.opts.cfg.cluster.replicas_to_aggregate;
+  return configured > 0 ? configured : std::max(1, live_workers(self));
+}
+
+/// sync with replicas_to_aggregate 0: the count follows the workers.
 void retune_aggregate(chief_self self) {
   auto& c = self->state.opts.cfg.cluster;
   if (c.consistency != cluster_config::mode::sync
       || c.replicas_to_aggregate != 0)
     return;
-  auto n = std::max(1, live_workers(self));
+  auto n = aggregate_now(self);
   say(self, fmt("sync: replicas to aggregate is now %d", n));
   for (auto& s : self->state.shards)
     if (s)
@@ -568,15 +574,21 @@ void retune_aggregate(chief_self self) {
         .then([](bool) {}, [](caf::error&) {});
 }
 
-std::vector<int32_t> add_workers(chief_self self, const std::string& node,
-                                 int n) {
+/// Appends `n` fresh worker ids on `node` to `ids`.
+void new_worker_ids(chief_self self, const std::string& node, int n,
+                    std::vector<int32_t>& ids) {
   auto& st = self->state;
-  std::vector<int32_t> ids;
   for (int k = 0; k < n; ++k) {
     auto id = st.next_worker++;
     st.workers[id].node = node;
     ids.push_back(id);
   }
+}
+
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n) {
+  std::vector<int32_t> ids;
+  new_worker_ids(self, node, n, ids);
   say(self, fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s",
                 node.c_str()));
   join_on_shards(self, ids, [=] {
@@ -600,6 +612,27 @@ void set_user_pause(chief_self self, bool paused) {
     self->send(st.feeder, resume_atom_v);
 }
 
+/// When no worker runs or is being started, the ones waiting for their
+/// node are let go (nothing is left for them, or the run was stopped),
+/// and with no worker left the run finishes.
+void release_waiting_if_idle(chief_self self) {
+  auto& st = self->state;
+  for (auto& [id, w] : st.workers)
+    if (w.state == "running" || w.state == "starting")
+      return;
+  for (auto& [id, w] : st.workers)
+    if (w.state == "waiting") {
+      say(self, fmt("worker %d: nothing left to train; it no longer waits "
+                    "for node %s",
+                    id, w.node.c_str()));
+      w.state = "finished";
+      for (auto& s : st.shards)
+        if (s)
+          self->send(s, leave_atom_v, id);
+    }
+  finish_run(self);
+}
+
 void stop_run(chief_self self) {
   auto& st = self->state;
   say(self, "stop requested; finishing after the steps in flight");
@@ -607,14 +640,7 @@ void stop_run(chief_self self) {
   if (st.user_paused)
     set_user_pause(self, false);
   // Workers waiting for a node will not come back to end on their own.
-  bool any_active = false;
-  for (auto& [id, w] : st.workers)
-    any_active |= w.state == "running" || w.state == "starting";
-  if (any_active)
-    return;
-  for (auto& [id, w] : st.workers)
-    w.state = "finished";
-  finish_run(self);
+  release_waiting_if_idle(self);
 }
 
 void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
@@ -633,20 +659,7 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
       self->send(s, leave_atom_v, id);
     // A worker ends normally only once the feeder has nothing left, so
     // workers still waiting for their node have nothing left to train.
-    bool only_waiting = true;
-    for (auto& [k, x] : st.workers)
-      only_waiting &= x.state == "finished" || x.state == "waiting";
-    if (only_waiting)
-      for (auto& [k, x] : st.workers)
-        if (x.state == "waiting") {
-          say(self, fmt("worker %d: nothing left to train; it no longer "
-                        "waits for node %s", k, x.node.c_str()));
-          x.state = "finished";
-          for (auto& s : st.shards)
-            self->send(s, leave_atom_v, k);
-        }
-    if (live_workers(self) == 0)
-      finish_run(self);
+    release_waiting_if_idle(self);
     return;
   }
   auto why = describe(reason);
@@ -676,9 +689,7 @@ void place_shard(chief_self self, size_t i, const std::string& node,
   auto& st = self->state;
   shard_spawn sp;
   sp.id = static_cast<int32_t>(i);
-  sp.aggregate = st.opts.cfg.cluster.replicas_to_aggregate > 0
-                   ? st.opts.cfg.cluster.replicas_to_aggregate
-                   : std::max(1, live_workers(self));
+  sp.aggregate = aggregate_now(self);
   sp.state = std::move(state);
   self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(sp))
@@ -714,10 +725,7 @@ std::string shard_home(chief_self self, size_t i) {
     if (n.up && n.planned_shards > 0
         && (best.empty() || load[name] < load[best]))
       best = name;
-  if (best.empty())
-    best = st.opts.cfg.cluster.distributed() ? st.opts.cfg.cluster.chief_node
-                                             : "local";
-  return best;
+  return best.empty() ? st.own_node() : best;
 }
 
 /// One shard's slice of a checkpoint.
@@ -879,27 +887,26 @@ void on_report(chief_self self, const worker_report& r) {
   st.samples += r.samples;
   st.window_samples += r.samples;
   st.window_loss += r.loss_sum;
-  auto& e = st.workers[r.worker];
-  e.steps += r.steps;
-  e.samples += r.samples;
-  e.clock = r.clock;
-  e.staleness = r.staleness;
-  e.seconds += r.step_seconds;
-  e.last_loss = r.samples > 0 ? r.loss_sum / r.samples : e.last_loss;
-  auto& w = st.per_worker[r.worker];
+  auto& w = st.workers[r.worker];
   w.steps += r.steps;
   w.samples += r.samples;
-  w.loss_sum += r.loss_sum;
+  w.clock = r.clock;
+  w.staleness = r.staleness;
   w.seconds += r.step_seconds;
+  w.last_loss = r.samples > 0 ? r.loss_sum / r.samples : w.last_loss;
   w.window_steps += r.steps;
+  w.window_samples += r.samples;
+  w.window_loss += r.loss_sum;
+  w.window_seconds += r.step_seconds;
   if (crossed(w.steps - r.steps, w.steps)) {
     say(self, fmt("worker %d: step %lld, loss = %.4f (%.1f examples/sec; "
                   "%.4f sec/batch)",
                   r.worker, static_cast<long long>(w.steps),
-                  w.loss_sum / static_cast<double>(w.samples),
-                  static_cast<double>(w.samples) / w.seconds,
-                  w.seconds / static_cast<double>(w.window_steps)));
-    w = chief_state::worker_progress{w.steps, 0, 0, 0, 0};
+                  w.window_loss / static_cast<double>(w.window_samples),
+                  static_cast<double>(w.window_samples) / w.window_seconds,
+                  w.window_seconds / static_cast<double>(w.window_steps)));
+    w.window_steps = w.window_samples = 0;
+    w.window_loss = w.window_seconds = 0;
   }
   if (crossed(st.steps - r.steps, st.steps)) {
     double now = now_seconds();
@@ -950,21 +957,14 @@ void on_report(chief_self self, const worker_report& r) {
 void start_workers(chief_self self) {
   auto& st = self->state;
   std::vector<int32_t> ids;
-  auto plan = [&](const std::string& name, int count) {
-    for (int k = 0; k < count; ++k) {
-      auto id = st.next_worker++;
-      st.workers[id].node = name;
-      ids.push_back(id);
-    }
-  };
   if (st.opts.cfg.cluster.distributed()) {
-    for (auto& n : st.opts.cfg.cluster.nodes)
-      plan(n.name, n.workers);
+    for (auto& n : st.opts.cfg.cluster.nodes) // ids in file order
+      new_worker_ids(self, n.name, n.workers, ids);
     for (auto& [name, n] : st.nodes) // joined before the start
       if (n.joined)
-        plan(name, n.planned_workers);
+        new_worker_ids(self, name, n.planned_workers, ids);
   } else {
-    plan("local", st.opts.cfg.cluster.workers);
+    new_worker_ids(self, st.own_node(), st.opts.cfg.cluster.workers, ids);
   }
   join_on_shards(self, ids, [=] {
     auto& s = self->state;
@@ -977,7 +977,8 @@ void start_workers(chief_self self) {
   });
 }
 
-/// Shards (through the agents), feeder, the resumed state, then workers.
+/// Shards (through the agents, resumed ones with their state), the
+/// feeder's resumed position, then workers.
 void start_shards(chief_self self) {
   auto& st = self->state;
   const auto& cfg = st.opts.cfg;
@@ -987,17 +988,23 @@ void start_shards(chief_self self) {
       for (int k = 0; k < n.shards; ++k)
         homes.push_back(n.name);
   } else {
-    homes.assign(st.ranges.size(), "local");
+    homes.assign(st.ranges.size(), st.own_node());
   }
   st.shards.assign(st.ranges.size(), shard_actor{});
   st.shard_node = homes;
   auto left = std::make_shared<size_t>(st.ranges.size());
   for (size_t i = 0; i < st.ranges.size(); ++i) {
-    auto r = st.ranges[i];
+    // Resuming, a shard starts with its part of the checkpoint (values,
+    // optimizer state, version); otherwise with the initial values.
     shard_state_msg s;
-    s.shard = static_cast<int32_t>(i);
-    s.values.assign(st.initial.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                    st.initial.begin() + static_cast<std::ptrdiff_t>(r.end));
+    if (st.resume_from) {
+      s = slice_of(self, *st.resume_from, i, st.initial_version);
+    } else {
+      auto r = st.ranges[i];
+      s.shard = static_cast<int32_t>(i);
+      s.values.assign(st.initial.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                      st.initial.begin() + static_cast<std::ptrdiff_t>(r.end));
+    }
     place_shard(self, i, homes[i], std::move(s), [=] {
       if (--*left > 0)
         return;
@@ -1009,28 +1016,16 @@ void start_shards(chief_self self) {
                  // step is trained.
                  ? checkpoint_now(self, [=] { start_workers(self); })
                  : start_workers(self);
-      auto ck = s2.resume_from;
-      auto position = ck->step;
+      auto position = s2.resume_from->step;
+      s2.resume_from = nullptr;
       s2.steps = position;
       s2.next_eval = position + (s2.next_eval - position % s2.next_eval);
       if (s2.next_checkpoint > 0)
         s2.next_checkpoint = position
                              + s2.opts.cfg.training.checkpoint.every_steps;
-      ask_all_shards<int64_t>(
-        self,
-        [=](size_t k) {
-          return self->request(self->state.shards[k], timeout_of(self),
-                               restore_atom_v,
-                               slice_of(self, *ck, k,
-                                        self->state.initial_version));
-        },
-        [=](std::vector<int64_t>&) {
-          self->state.resume_from = nullptr;
-          self->request(self->state.feeder, timeout_of(self), restore_atom_v,
-                        position)
-            .then([=](int64_t) { start_workers(self); },
-                  [=](caf::error& err) { fail_run(self, std::move(err)); });
-        });
+      self->request(s2.feeder, timeout_of(self), restore_atom_v, position)
+        .then([=](int64_t) { start_workers(self); },
+              [=](caf::error& err) { fail_run(self, std::move(err)); });
     });
   }
 }
@@ -1096,8 +1091,8 @@ void start(chief_self self) {
       st.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }
-  st.initial = st.resume_from ? st.resume_from->params
-                              : st.evaluator->initial_params();
+  if (!st.resume_from)
+    st.initial = st.evaluator->initial_params();
   feeder_options fo;
   fo.samples = static_cast<size_t>(train.count);
   fo.batch = cfg.training.batch_size;
@@ -1111,7 +1106,7 @@ void start(chief_self self) {
   st.next_checkpoint = cfg.training.checkpoint.every_steps;
   // This process's own agent; in a cluster the other nodes register.
   agent_options ao;
-  ao.node = cfg.cluster.distributed() ? cfg.cluster.chief_node : "local";
+  ao.node = st.own_node();
   ao.cfg = cfg;
   ao.data = st.opts.data;
   ao.fault_hook = st.opts.fault_hook;
@@ -1124,21 +1119,19 @@ void start(chief_self self) {
       e.planned_shards = n.shards;
       e.planned_workers = n.workers;
     }
-    auto& me = st.nodes[cfg.cluster.chief_node];
-    me.agent = local;
-    me.up = true;
     self->delayed_send(self,
                        std::chrono::duration_cast<caf::timespan>(
                          std::chrono::duration<double>(
                            cfg.cluster.node_timeout_s)),
                        deadline_atom_v);
   } else {
-    auto& me = st.nodes["local"];
-    me.agent = local;
-    me.up = true;
-    me.planned_shards = cfg.cluster.shards;
-    me.planned_workers = cfg.cluster.workers;
+    auto& e = st.nodes[st.own_node()];
+    e.planned_shards = cfg.cluster.shards;
+    e.planned_workers = cfg.cluster.workers;
   }
+  auto& me = st.nodes[st.own_node()];
+  me.agent = local;
+  me.up = true;
   start_when_nodes_ready(self);
 }
 

@@ -138,8 +138,7 @@ json nodes_json(chief_self self) {
                                : n.port == 0 ? n.host // joined, not listening
                                  : n.host + ":" + std::to_string(n.port)},
                    {"state", n.up ? "up" : "down"},
-                   {"chief", name == st.opts.cfg.cluster.chief_node
-                               || name == "local"},
+                   {"chief", name == st.own_node()},
                    {"joined", n.joined},
                    {"shards", shards},
                    {"workers", workers}});
@@ -230,9 +229,7 @@ caf::result<std::string> shell_command(chief_self self,
       auto run = run_json(self);
       actors.push_back({{"id", "chief"},
                         {"role", "chief"},
-                        {"node", s.opts.cfg.cluster.distributed()
-                                   ? s.opts.cfg.cluster.chief_node
-                                   : std::string{"local"}},
+                        {"node", s.own_node()},
                         {"state", s.stopping ? "stopping"
                                   : s.recovering ? "recovering"
                                   : s.user_paused ? "paused" : "training"},
@@ -262,9 +259,9 @@ caf::result<std::string> shell_command(chief_self self,
       if (st.workers.count(static_cast<int32_t>(index)) == 0)
         return usage("no worker " + std::to_string(index));
       auto j = worker_json(self, static_cast<int32_t>(index));
-      auto& p = st.per_worker[static_cast<int32_t>(index)];
-      j["compute_seconds"] = st.workers.at(static_cast<int32_t>(index)).seconds;
-      j["window_steps"] = p.window_steps;
+      auto& x = st.workers.at(static_cast<int32_t>(index));
+      j["compute_seconds"] = x.seconds;
+      j["window_steps"] = x.window_steps;
       return j.dump();
     }
     if (role == "shard") {

@@ -21,11 +21,6 @@ namespace troupe {
 
 struct chief_state {
   static inline const char* name = "chief";
-  struct worker_progress {
-    int64_t steps = 0, samples = 0;
-    double loss_sum = 0, seconds = 0;
-    int64_t window_steps = 0; ///< steps since the last log line
-  };
   /// A worker as the chief sees it, for supervision and the shell.
   struct worker_entry {
     std::string node;
@@ -37,6 +32,9 @@ struct chief_state {
     int64_t staleness = 0; ///< of its last report
     double seconds = 0;    ///< compute wall time of its steps
     double last_loss = 0;
+    /// Since its last progress line: steps, samples, loss, compute time.
+    int64_t window_steps = 0, window_samples = 0;
+    double window_loss = 0, window_seconds = 0;
   };
   /// One OS process of the cluster.
   struct node_entry {
@@ -51,7 +49,7 @@ struct chief_state {
   std::unique_ptr<compute_backend> backend;
   std::unique_ptr<model> evaluator;
   std::vector<flat_range> ranges;
-  std::vector<float> initial;   ///< the parameters the run started from
+  std::vector<float> initial;   ///< a fresh run's initial parameters
   int64_t initial_version = 0;  ///< the shards' version at the start
   std::shared_ptr<checkpoint> resume_from; ///< until the shards have it
   std::vector<shard_actor> shards;
@@ -71,9 +69,8 @@ struct chief_state {
   int64_t per_epoch = 1;
   int64_t next_eval = 0, next_checkpoint = 0;
   // The progress window since the last log line.
-  int64_t window_samples = 0, window_count = 0;
+  int64_t window_samples = 0;
   double window_loss = 0, window_start = 0;
-  std::map<int32_t, worker_progress> per_worker;
   double last_accuracy = -1, last_loss = 0;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
   std::vector<std::function<void()>> eval_waiters;
@@ -93,6 +90,13 @@ struct chief_state {
   int64_t generation = 0;
   int recoveries = 0;
   int64_t lost_steps = 0;
+
+  /// The node this process is: the cluster file's chief node, or "local"
+  /// in the embedded mode.
+  std::string own_node() const {
+    return opts.cfg.cluster.distributed() ? opts.cfg.cluster.chief_node
+                                          : std::string{"local"};
+  }
 };
 
 using chief_self = chief_actor::stateful_pointer<chief_state>;
