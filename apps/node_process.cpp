@@ -1,11 +1,11 @@
 #include "apps/node_process.hpp"
 
-#include <cstdio>
 #include <iostream>
 #include <unistd.h>
 
 #include "actors/node_agent.hpp"
 #include "actors/remote.hpp"
+#include "apps/reach_chief.hpp"
 #include "actors/system_config.hpp"
 #include "apps/exit_codes.hpp"
 
@@ -17,11 +17,6 @@ int fail(const caf::error& err) {
   return report_failure("troupe-node", err);
 }
 
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g s", s);
-  return buf;
-}
 
 /// Registers `agent` with the chief and serves until the run ends: 0 when
 /// the chief ends the run (it tells the agent to finish), 1 when the
@@ -98,17 +93,14 @@ int run_member_node(const run_config& cfg, const std::string& node) {
   std::cout << "node " << node << ": listening on " << me->host << ":"
             << me->port << "; connecting to the chief at " << chief_node->host
             << ":" << chief_node->port << std::endl;
-  auto chief = connect_retrying<chief_actor>(sys, chief_node->host,
-                                             chief_node->port,
-                                             cfg.cluster.node_timeout_s);
+  auto chief = reach_chief(sys, chief_node->host, chief_node->port,
+                           cfg.cluster.node_timeout_s,
+                           "the chief (node " + cfg.cluster.chief_node + " at "
+                             + chief_node->host + ":"
+                             + std::to_string(chief_node->port) + ")");
   if (!chief) {
     stop_agent();
-    return fail(make_error(
-      errc::node_unreachable,
-      "cannot reach the chief (node " + cfg.cluster.chief_node + " at "
-        + chief_node->host + ":" + std::to_string(chief_node->port)
-        + ") within " + seconds(cfg.cluster.node_timeout_s)
-        + ": " + describe(chief.error())));
+    return fail(chief.error());
   }
   auto code = serve(sys, *chief, agent, node, me->host, me->port, -1);
   sys.middleman().unpublish(agent);
@@ -124,13 +116,9 @@ int run_joining_node(const std::string& chief_address, int workers,
   init_config(sys_cfg);
   init_network(sys_cfg, cluster_config{});
   caf::actor_system sys{sys_cfg};
-  auto chief = connect_retrying<chief_actor>(sys, addr->first, addr->second,
-                                             timeout_s);
+  auto chief = reach_chief(sys, addr->first, addr->second, timeout_s);
   if (!chief)
-    return fail(make_error(errc::node_unreachable,
-                           "cannot reach the chief at " + chief_address
-                             + " within " + seconds(timeout_s) + ": "
-                             + describe(chief.error())));
+    return fail(chief.error());
   std::string text;
   caf::error err;
   {

@@ -17,6 +17,7 @@
 #include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 #include "actors/system_config.hpp"
+#include "apps/reach_chief.hpp"
 #include "apps/shell_render.hpp"
 
 #ifdef TROUPE_HAVE_LIBEDIT
@@ -158,11 +159,10 @@ int main(int argc, char** argv) {
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  auto chief = connect_retrying<chief_actor>(sys, addr->first, addr->second,
-                                             timeout_s);
+  auto chief = reach_chief(sys, addr->first, addr->second, timeout_s);
   if (!chief) {
-    std::cerr << "troupe-shell: error: cannot reach the chief at " << address
-              << ": " << describe(chief.error()) << std::endl;
+    std::cerr << "troupe-shell: error: " << describe(chief.error())
+              << std::endl;
     return 1;
   }
   if (!command.empty())
