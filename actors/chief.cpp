@@ -404,11 +404,6 @@ void finish_run(chief_self self) {
 
 void restore_after_loss(chief_self self);
 
-std::string where(const chief_state::node_entry& n) {
-  return n.host.empty() ? std::string{"this process"}
-                        : n.host + ":" + std::to_string(n.port);
-}
-
 /// A node's process is gone (its agent's link broke, or a request to it
 /// failed): nothing more is placed there until it registers again.
 void node_lost(chief_self self, const std::string& name,
@@ -419,7 +414,7 @@ void node_lost(chief_self self, const std::string& name,
   it->second.up = false;
   it->second.agent = node_agent_actor{};
   say(self, fmt("node %s (%s) is down: %s", name.c_str(),
-                where(it->second).c_str(), why.c_str()));
+                it->second.address().c_str(), why.c_str()));
 }
 
 std::string least_loaded_node(chief_self self) {
@@ -1035,7 +1030,7 @@ std::string missing_nodes(chief_self self) {
   std::string out;
   for (auto& [name, n] : self->state.nodes)
     if (!n.up && !n.joined)
-      out += (out.empty() ? "" : ", ") + name + " (" + where(n) + ")";
+      out += (out.empty() ? "" : ", ") + name + " (" + n.address() + ")";
   return out;
 }
 
@@ -1176,7 +1171,7 @@ caf::result<std::string> on_register(chief_self self, std::string name,
   e.up = true;
   self->monitor(agent);
   st.agent_of[agent.address()] = name;
-  say(self, fmt("node %s (%s) is up%s", name.c_str(), where(e).c_str(),
+  say(self, fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
                 join_workers >= 0
                   ? fmt(", joining with %d workers", join_workers).c_str()
                   : ""));

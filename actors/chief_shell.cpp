@@ -134,9 +134,7 @@ json nodes_json(chief_self self) {
       if (w.node == name && w.state != "finished")
         workers.push_back(id);
     out.push_back({{"name", name},
-                   {"address", n.host.empty() ? std::string{"local"}
-                               : n.port == 0 ? n.host // joined, not listening
-                                 : n.host + ":" + std::to_string(n.port)},
+                   {"address", n.address()},
                    {"state", n.up ? "up" : "down"},
                    {"chief", name == st.own_node()},
                    {"joined", n.joined},

@@ -44,6 +44,14 @@ struct chief_state {
     bool up = false;
     bool joined = false;    ///< added to a running cluster
     int planned_shards = 0, planned_workers = 0;
+
+    /// "host:port"; "local" for the embedded process; the host alone for
+    /// a joined node, which does not listen.
+    std::string address() const {
+      if (host.empty())
+        return "local";
+      return port == 0 ? host : host + ":" + std::to_string(port);
+    }
   };
   chief_options opts;
   std::unique_ptr<compute_backend> backend;
