@@ -9,9 +9,7 @@
 //                                           cluster whose chief is there
 //
 // Exit codes: see apps/exit_codes.hpp.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -26,13 +24,6 @@
 #include "runtime/dataset.hpp"
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int fail(const caf::error& err) {
   return troupe::report_failure("troupe-node", err);
@@ -99,7 +90,11 @@ int main(int argc, char** argv) {
               << std::endl;
     return 2;
   }
-  auto cfg = troupe::load_run_config(config_path);
+  // The text goes to every node that registers, so it is read once here.
+  auto text = troupe::read_config_text(config_path);
+  if (!text)
+    return fail(text.error());
+  auto cfg = troupe::parse_run_config(*text, config_path);
   if (!cfg)
     return fail(cfg.error());
   auto& cl = cfg->cluster;
@@ -168,7 +163,7 @@ int main(int argc, char** argv) {
             << std::endl;
   troupe::chief_options opts;
   opts.cfg = *cfg;
-  opts.config_text = read_text(config_path);
+  opts.config_text = std::move(*text);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
   auto summary = troupe::run_cluster(sys, std::move(opts));

@@ -542,7 +542,7 @@ caf::expected<run_config> parse_run_config(const std::string& text,
   }
 }
 
-caf::expected<run_config> load_run_config(const std::string& path) {
+caf::expected<std::string> read_config_text(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in) {
     struct stat st;
@@ -553,7 +553,14 @@ caf::expected<run_config> load_run_config(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_run_config(text.str(), path);
+  return text.str();
+}
+
+caf::expected<run_config> load_run_config(const std::string& path) {
+  auto text = read_config_text(path);
+  if (!text)
+    return text.error();
+  return parse_run_config(*text, path);
 }
 
 } // namespace troupe

@@ -164,6 +164,9 @@ struct run_config {
 /// (also naming the JSON pointer).
 caf::expected<run_config> load_run_config(const std::string& path);
 
+/// The text of a config file, with load_run_config's errors for the file.
+caf::expected<std::string> read_config_text(const std::string& path);
+
 /// The same for JSON text; `origin` names it in messages.
 caf::expected<run_config> parse_run_config(const std::string& text,
                                            const std::string& origin);
