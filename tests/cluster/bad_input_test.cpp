@@ -34,6 +34,28 @@ BOOST_AUTO_TEST_CASE(a_node_name_that_is_not_in_the_file) {
   BOOST_TEST(has(q.err(), "start each with --node NAME"), q.err());
 }
 
+BOOST_AUTO_TEST_CASE(node_flags_that_do_not_fit_the_file) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  // Placement comes from the file, not from flags.
+  process p{dir, "p", "troupe-node",
+            {"--config", cfg, "--node", "chief", "--workers", "3"}};
+  BOOST_TEST(p.wait(20) == 2);
+  BOOST_TEST(has(p.err(), "--workers, --shards and --mode come from the "
+                          "cluster file"), p.err());
+  // --node needs a file that has nodes.
+  auto j = nlohmann::json::parse(read_all(cfg));
+  j["cluster"] = {{"shards", 1}, {"workers", 1}};
+  write_file(dir.file("plain.json"), j.dump());
+  process q{dir, "q", "troupe-node",
+            {"--config", dir.file("plain.json"), "--node", "chief"}};
+  BOOST_TEST(q.wait(20) == 2);
+  BOOST_TEST(has(q.err(), "--node needs a cluster file with /cluster/nodes"),
+             q.err());
+}
+
 BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
   temp_dir dir;
   cluster_spec spec;

@@ -134,6 +134,17 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   auto [bcode, bad] = run_shell(dir, spec, "inspect shard:7");
   BOOST_TEST(bcode == 1);
   BOOST_TEST(bad.find("no shard 7") != std::string::npos, bad);
+  for (auto [command, message] : std::vector<std::pair<std::string, std::string>>{
+         {"set lr -1", "set lr: expected a number > 0, got \"-1\""},
+         {"set momentum 0.5", "usage: set lr VALUE"},
+         {"add-worker 0", "add-worker: N must be 1..1024, got \"0\""},
+         {"add-worker 1 nowhere", "add-worker: no node \"nowhere\" is up"},
+         {"kill feeder", "usage: kill worker:N | shard:N"},
+         {"inspect", "usage: inspect ACTOR"}}) {
+    auto [code3, said] = run_shell(dir, spec, command);
+    BOOST_TEST(code3 == 1, command);
+    BOOST_TEST(said.find(message) != std::string::npos, command + ": " + said);
+  }
   auto [ucode, unknown] = run_shell(dir, spec, "frobnicate");
   BOOST_TEST(ucode == 1);
   BOOST_TEST(unknown.find("unknown command \"frobnicate\"") != std::string::npos,
