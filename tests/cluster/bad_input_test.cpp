@@ -56,6 +56,27 @@ BOOST_AUTO_TEST_CASE(node_flags_that_do_not_fit_the_file) {
              q.err());
 }
 
+BOOST_AUTO_TEST_CASE(a_node_the_chiefs_file_does_not_list) {
+  // A member started from another version of the file: the chief refuses
+  // its registration and names its own nodes.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.node_timeout_s = 10;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto j = nlohmann::json::parse(read_all(cfg));
+  j["cluster"]["nodes"][2]["name"] = "w9";
+  write_file(dir.file("other.json"), j.dump());
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}};
+  process stray{dir, "stray", "troupe-node",
+                {"--config", dir.file("other.json"), "--node", "w9"}};
+  BOOST_TEST(stray.wait(30) == 2);
+  BOOST_TEST(has(stray.err(), "unknown node \"w9\" (the cluster file's "
+                              "nodes are: chief, ps0, w0)"), stray.err());
+  chief.kill9();
+}
+
 BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
   temp_dir dir;
   cluster_spec spec;
