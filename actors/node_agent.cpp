@@ -80,7 +80,13 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
         wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
       wo.chief = caf::actor_cast<chief_actor>(w.chief);
       wo.fault_hook = st.opts.fault_hook;
-      auto h = self->spawn(worker_impl, std::move(wo));
+      // A GPU worker waits for its device in every step (the loss is read
+      // back), so it gets a thread of its own instead of blocking one of
+      // the few scheduler threads; CPU workers stay on the scheduler, which
+      // keeps the deterministic actor tests deterministic.
+      auto h = wo.cfg.training.device.is_gpu()
+                 ? self->spawn<caf::detached>(worker_impl, std::move(wo))
+                 : self->spawn(worker_impl, std::move(wo));
       keep(self, h);
       return h;
     },

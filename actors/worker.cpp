@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "actors/backend_factory.hpp"
 #include "actors/timing.hpp"
-#include "runtime/cpu_backend.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -336,14 +336,28 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   });
   const auto& cfg = st.opts.cfg;
   const auto& train = st.opts.data->train;
-  st.backend = make_cpu_backend(cfg.training.threads);
-  auto m = make_model(cfg.model, train.height, train.width, train.channels,
-                      train.classes, *st.backend);
-  if (!m) {
-    self->quit(m.error());
+  // The model's device buffers are allocated here; a device that fails
+  // then (out of memory, say) ends the worker like a failure in a step.
+  auto made = [&]() -> caf::expected<std::unique_ptr<model>> {
+    auto backend = make_backend(cfg.training.device, cfg.training.threads);
+    if (!backend)
+      return backend.error();
+    st.backend = std::move(*backend);
+    try {
+      return make_model(cfg.model, train.height, train.width, train.channels,
+                        train.classes, *st.backend);
+    } catch (const std::exception& e) {
+      return make_error(errc::worker_failed,
+                        "worker " + std::to_string(st.opts.id)
+                          + " could not set up its model on "
+                          + st.backend->describe() + ": " + e.what());
+    }
+  }();
+  if (!made) {
+    self->quit(made.error());
     return {[](step_atom) {}};
   }
-  st.replica = std::move(*m);
+  st.replica = std::move(*made);
   st.x.resize(static_cast<size_t>(cfg.training.batch_size) * train.sample_size());
   st.y.resize(static_cast<size_t>(cfg.training.batch_size));
   st.versions.assign(st.opts.shards.size(), 0);

@@ -5,9 +5,10 @@
 
 #include "actors/node_agent.hpp"
 #include "actors/remote.hpp"
-#include "apps/reach_chief.hpp"
 #include "actors/system_config.hpp"
+#include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
+#include "apps/reach_chief.hpp"
 
 namespace troupe {
 
@@ -107,16 +108,15 @@ int run_member_node(const run_config& cfg, const std::string& node) {
   return code;
 }
 
-int run_joining_node(const std::string& chief_address, int workers,
-                     const std::string& name, int threads, double timeout_s) {
-  auto addr = parse_address(chief_address);
+int run_joining_node(const join_options& opts) {
+  auto addr = parse_address(opts.chief_address);
   if (!addr)
     return fail(addr.error());
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cluster_config{});
   caf::actor_system sys{sys_cfg};
-  auto chief = reach_chief(sys, addr->first, addr->second, timeout_s);
+  auto chief = reach_chief(sys, addr->first, addr->second, opts.timeout_s);
   if (!chief)
     return fail(chief.error());
   std::string text;
@@ -132,10 +132,12 @@ int run_joining_node(const std::string& chief_address, int workers,
   auto cfg = parse_run_config(text, "the chief's config");
   if (!cfg)
     return fail(cfg.error());
-  if (threads > 0)
-    cfg->training.threads = threads;
+  if (opts.threads > 0)
+    cfg->training.threads = opts.threads;
+  if (auto device_err = choose_device(*cfg, "", opts.device))
+    return fail(device_err);
   agent_options ao;
-  ao.node = name;
+  ao.node = opts.name;
   ao.cfg = *cfg;
   auto data = load_datasets(cfg->data);
   if (!data)
@@ -144,9 +146,10 @@ int run_joining_node(const std::string& chief_address, int workers,
   auto agent = sys.spawn(node_agent_impl, std::move(ao));
   char host[256] = "unknown";
   ::gethostname(host, sizeof(host) - 1);
-  std::cout << "joining the cluster at " << chief_address << " with "
-            << workers << " workers" << std::endl;
-  return serve(sys, *chief, agent, name, host, 0, workers);
+  std::cout << "joining the cluster at " << opts.chief_address << " with "
+            << opts.workers << " workers on "
+            << cfg->training.device.to_string() << std::endl;
+  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers);
 }
 
 } // namespace troupe

@@ -14,10 +14,19 @@ namespace troupe {
 /// until the run ends. Returns the exit code.
 int run_member_node(const run_config& cfg, const std::string& node);
 
-/// Connects to the chief at `chief_address` (HOST:PORT) within
-/// `timeout_s`, takes the run config from it and adds `workers` workers in
-/// this process. Returns the exit code.
-int run_joining_node(const std::string& chief_address, int workers,
-                     const std::string& name, int threads, double timeout_s);
+/// What troupe-node --join was asked for.
+struct join_options {
+  std::string chief_address; ///< HOST:PORT
+  int workers = 1;
+  std::string name;   ///< this node's name; empty: the chief picks one
+  int threads = 0;    ///< 0: the run config's
+  std::string device; ///< --device; empty: the run config's
+  double timeout_s = 10;
+};
+
+/// Connects to the chief within timeout_s, takes the run config from it,
+/// checks the device and adds the workers in this process. Returns the
+/// exit code.
+int run_joining_node(const join_options& opts);
 
 } // namespace troupe

@@ -16,6 +16,7 @@
 
 #include "actors/chief.hpp"
 #include "actors/system_config.hpp"
+#include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/node_process.hpp"
 #include "actors/remote.hpp"
@@ -33,7 +34,7 @@ int fail(const caf::error& err) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Run a training run on troupe's actor cluster."};
-  std::string config_path, mode, metrics_dir, node, join, name;
+  std::string config_path, mode, metrics_dir, node, join, name, device;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
   int64_t max_steps = -1;
   double join_timeout = 10;
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "compute threads per worker (overrides config)")
     ->check(CLI::Range(1, 256));
+  app.add_option("--device", device,
+                 "the workers' device: cpu, gpu or gpu:N (overrides the "
+                 "config and the node's entry)");
   app.add_option("--metrics-dir", metrics_dir,
                  "folder for metrics files (overrides config)");
   try {
@@ -81,8 +85,14 @@ int main(int argc, char** argv) {
                 << std::endl;
       return 2;
     }
-    return troupe::run_joining_node(join, workers, name, threads,
-                                    join_timeout);
+    troupe::join_options jo;
+    jo.chief_address = join;
+    jo.workers = workers;
+    jo.name = name;
+    jo.threads = threads;
+    jo.device = device;
+    jo.timeout_s = join_timeout;
+    return troupe::run_joining_node(jo);
   }
   if (config_path.empty()) {
     std::cerr << "troupe-node: error: --config FILE or --join HOST:PORT is "
@@ -143,6 +153,11 @@ int main(int argc, char** argv) {
     cfg->training.threads = threads;
   if (!metrics_dir.empty())
     cfg->cluster.metrics_dir = metrics_dir;
+  // A node without workers (shards only) needs no device of its own.
+  bool runs_workers = node.empty() || cl.node(node)->workers > 0;
+  if (runs_workers)
+    if (auto err = troupe::choose_device(*cfg, node, device))
+      return fail(err);
   if (!node.empty() && node != cl.chief_node)
     return troupe::run_member_node(*cfg, node);
   auto data = troupe::load_datasets(cfg->data);

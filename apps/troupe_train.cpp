@@ -8,10 +8,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "actors/backend_factory.hpp"
+#include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
-#include "runtime/cpu_backend.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/errc.hpp"
 
@@ -25,12 +26,14 @@ int fail(const caf::error& err) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a model from a JSON run config in one process."};
-  std::string config_path;
+  std::string config_path, device;
   int threads = 0, epochs = 0;
   int64_t max_steps = -1;
   app.add_option("-c,--config", config_path, "run config (JSON)")->required();
   app.add_option("--threads", threads, "compute threads (overrides config)")
     ->check(CLI::Range(1, 256));
+  app.add_option("--device", device,
+                 "compute device: cpu, gpu or gpu:N (overrides config)");
   app.add_option("--epochs", epochs, "epochs (overrides config)")
     ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-steps", max_steps,
@@ -54,13 +57,18 @@ int main(int argc, char** argv) {
     cfg->training.epochs = epochs;
   if (max_steps >= 0)
     cfg->training.max_steps = max_steps;
+  if (auto err = troupe::choose_device(*cfg, "", device))
+    return fail(err);
   auto data = troupe::load_datasets(cfg->data);
   if (!data)
     return fail(data.error());
   try {
-    auto backend = troupe::make_cpu_backend(cfg->training.threads);
+    auto backend = troupe::make_backend(cfg->training.device,
+                                        cfg->training.threads);
+    if (!backend)
+      return fail(backend.error());
     std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
-    auto summary = troupe::run_local_training(*cfg, *data, *backend,
+    auto summary = troupe::run_local_training(*cfg, *data, **backend,
                                               std::cout);
     if (!summary)
       return fail(summary.error());

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace troupe {
@@ -27,6 +28,14 @@ const char* to_string(activation act);
 struct batch_loss {
   double loss_sum = 0;  ///< sum over rows of -log p(label)
   int64_t correct = 0;  ///< rows whose arg-max equals the label
+};
+
+/// A backend operation failed on its device (a CUDA or cuBLAS error, out of
+/// device memory). The message names the call. A worker that meets one
+/// fails, and the chief restarts it like any failed worker.
+class backend_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 class compute_backend;

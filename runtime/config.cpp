@@ -22,6 +22,28 @@ const char* to_string(model_config::kind k) {
   return "?";
 }
 
+std::optional<device_spec> parse_device(const std::string& text) {
+  device_spec spec;
+  if (text == "cpu")
+    return spec;
+  if (text.rfind("gpu", 0) != 0)
+    return std::nullopt;
+  spec.type = device_spec::kind::gpu;
+  if (text.size() == 3)
+    return spec;
+  // "gpu:" then 1 to 4 digits.
+  if (text[3] != ':' || text.size() < 5 || text.size() > 8)
+    return std::nullopt;
+  int index = 0;
+  for (size_t i = 4; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return std::nullopt;
+    index = index * 10 + (text[i] - '0');
+  }
+  spec.index = index;
+  return spec;
+}
+
 const char* to_string(cluster_config::mode m) {
   switch (m) {
     case cluster_config::mode::async: return "async";
@@ -359,6 +381,16 @@ optimizer_config read_optimizer(object_reader r) {
   return o;
 }
 
+device_spec read_device(object_reader& r) {
+  auto text = r.string("device", "cpu");
+  auto spec = parse_device(text);
+  if (!spec)
+    throw config_error{errc::invalid_config, r.at("device"),
+                       "expected \"cpu\", \"gpu\" or \"gpu:N\", found \""
+                         + text + "\""};
+  return *spec;
+}
+
 training_config read_training(object_reader r) {
   training_config t;
   t.batch_size = static_cast<int>(r.integer("batch_size", 128, 1, 1 << 20));
@@ -366,6 +398,7 @@ training_config read_training(object_reader r) {
   t.max_steps = r.integer("max_steps", 0, 0);
   t.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
   t.threads = static_cast<int>(r.integer("threads", 1, 1, 256));
+  t.device = read_device(r);
   t.log_every_steps = r.integer("log_every_steps", 100, 1);
   t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
   if (auto* o = r.find("optimizer"))
@@ -412,6 +445,8 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at) {
                              + " is already node \"" + m.name + "\"'s"};
     n.shards = static_cast<int>(r.integer("shards", 0, 0, 1024));
     n.workers = static_cast<int>(r.integer("workers", 0, 0, 1024));
+    if (r.find("device") != nullptr)
+      n.device = read_device(r);
     r.finish();
     nodes.push_back(std::move(n));
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,12 +59,31 @@ struct checkpoint_config {
   bool resume = false;      ///< start from the newest checkpoint in dir
 };
 
+/// Where a worker runs its forward and backward passes: the CPU backend
+/// (OpenBLAS) or CUDA device `index` (gpu/). Written "cpu", "gpu" (the
+/// first device) or "gpu:N".
+struct device_spec {
+  enum class kind { cpu, gpu };
+  kind type = kind::cpu;
+  int index = 0;
+
+  bool is_gpu() const { return type == kind::gpu; }
+  /// "cpu" or "gpu:N".
+  std::string to_string() const {
+    return is_gpu() ? "gpu:" + std::to_string(index) : "cpu";
+  }
+};
+
+/// "cpu", "gpu" or "gpu:N" (N a decimal device index); nullopt otherwise.
+std::optional<device_spec> parse_device(const std::string& text);
+
 struct training_config {
   int batch_size = 128;
   int epochs = 10;           ///< stop after this many epochs
   int64_t max_steps = 0;     ///< 0: no step limit
   uint64_t seed = 1;         ///< epoch shuffling seed
   int threads = 1;           ///< compute threads (OpenBLAS)
+  device_spec device;        ///< the workers' backend ("device"); cpu
   int64_t log_every_steps = 100;
   int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
   optimizer_config optimizer;
@@ -78,6 +98,9 @@ struct node_config {
   uint16_t port = 0;
   int shards = 0;  ///< parameter shards it holds, numbered in file order
   int workers = 0; ///< workers it starts with, numbered in file order
+  /// The backend of the workers this node runs (its own and any moved or
+  /// added to it); unset: training.device.
+  std::optional<device_spec> device;
 };
 
 /// How the actor cluster runs: roles, consistency mode, supervision.

@@ -1,0 +1,63 @@
+#include "gpu/cuda_check.hpp"
+
+#include <string>
+
+#include "runtime/backend.hpp"
+
+namespace troupe::gpu {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const char* file, int line) {
+  std::string where = file;
+  // The path as the compiler saw it may be absolute; the file name is
+  // enough to find the call.
+  auto slash = where.find_last_of('/');
+  if (slash != std::string::npos)
+    where = "gpu/" + where.substr(slash + 1);
+  throw backend_error{what + " (" + where + ":" + std::to_string(line) + ")"};
+}
+
+} // namespace
+
+void cuda_check(cudaError_t status, const char* call, const char* file,
+                int line) {
+  if (status == cudaSuccess)
+    return;
+  fail(std::string{call} + " failed: " + cudaGetErrorName(status) + ": "
+         + cudaGetErrorString(status),
+       file, line);
+}
+
+void cublas_check(cublasStatus_t status, const char* call, const char* file,
+                  int line) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  fail(std::string{call} + " failed: " + cublasGetStatusName(status) + ": "
+         + cublasGetStatusString(status),
+       file, line);
+}
+
+void launch_check(const char* kernel, const char* file, int line) {
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess)
+    return;
+  fail(std::string{"launch of "} + kernel + " failed: "
+         + cudaGetErrorName(status) + ": " + cudaGetErrorString(status),
+       file, line);
+}
+
+device_scope::device_scope(int device) {
+  TROUPE_CUDA(cudaGetDevice(&previous_));
+  if (previous_ != device)
+    TROUPE_CUDA(cudaSetDevice(device));
+  else
+    previous_ = -1; // nothing to restore
+}
+
+device_scope::~device_scope() {
+  if (previous_ >= 0)
+    cudaSetDevice(previous_); // a destructor must not throw
+}
+
+} // namespace troupe::gpu
