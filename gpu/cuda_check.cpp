@@ -9,6 +9,10 @@ namespace troupe::gpu {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const char* file, int line) {
+  // Clear a non-sticky error (an allocation that did not fit, a refused
+  // argument), or the next launch_check would report it again. A sticky
+  // one (a fault inside a kernel) stays: the context is lost for good.
+  (void) cudaGetLastError();
   std::string where = file;
   // The path as the compiler saw it may be absolute; the file name is
   // enough to find the call.
