@@ -92,7 +92,11 @@ int run_member_node(const run_config& cfg, const std::string& node) {
     return fail(port.error());
   }
   std::cout << "node " << node << ": listening on " << me->host << ":"
-            << me->port << "; connecting to the chief at " << chief_node->host
+            << me->port
+            << (me->workers > 0
+                  ? ", workers on " + cfg.training.device.to_string()
+                  : std::string{})
+            << "; connecting to the chief at " << chief_node->host
             << ":" << chief_node->port << std::endl;
   auto chief = reach_chief(sys, chief_node->host, chief_node->port,
                            cfg.cluster.node_timeout_s,

@@ -175,6 +175,8 @@ int main(int argc, char** argv) {
             << (cl.distributed() ? "chief of " + std::to_string(cl.nodes.size())
                                      + " nodes"
                                  : std::string{"embedded"})
+            << (runs_workers ? ", workers on " + cfg->training.device.to_string()
+                             : std::string{})
             << std::endl;
   troupe::chief_options opts;
   opts.cfg = *cfg;

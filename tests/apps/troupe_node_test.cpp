@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "app_runner.hpp"
+#include "cuda_device.hpp"
 
 using troupe::test::run_app;
 using troupe::test::temp_dir;
@@ -84,6 +85,43 @@ BOOST_AUTO_TEST_CASE(a_nan_loss_fails_with_exit_1) {
   auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("cfg.json"));
   BOOST_TEST(o.code == 1);
   BOOST_TEST(o.err.find("troupe-node: error: the loss turned") == 0, o.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_stops_the_node_at_start) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
+  auto o = run_app(tmp, "troupe-node",
+                   "--config " + tmp.file("cfg.json") + " --device gpu:99");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-node: error: --device: gpu:99 was asked for, "
+                        "but ") == 0, o.err);
+  // A worker node of a cluster file that gives it a device of its own.
+  std::string text = small_cluster;
+  text.replace(text.find(R"("shards": 2, "workers": 2, )"), 26,
+               R"("chief": "a", "nodes": [
+                    { "name": "a", "port": 7000, "shards": 2 },
+                    { "name": "b", "port": 7001, "workers": 2,
+                      "device": "gpu:99" } ], )");
+  troupe::test::write_file(tmp.file("nodes.json"), text);
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("nodes.json") + " --node b", 20);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-node: error: " + tmp.file("nodes.json")
+                        + ": /cluster/nodes/1/device: gpu:99 was asked for, "
+                          "but ") == 0, o.err);
+}
+
+BOOST_AUTO_TEST_CASE(runs_gpu_workers,
+                     *boost::unit_test::precondition(
+                       troupe::test::has_cuda_device)) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
+  auto o = run_app(tmp, "troupe-node",
+                   "--config " + tmp.file("cfg.json") + " --device gpu:0");
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("workers on gpu:0") != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("samples trained per epoch: 400 400")
+               != std::string::npos, o.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

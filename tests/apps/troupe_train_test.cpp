@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "app_runner.hpp"
+#include "cuda_device.hpp"
 
 using troupe::test::temp_dir;
 
@@ -106,6 +107,43 @@ BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
   BOOST_REQUIRE_MESSAGE(pos != std::string::npos, o.out);
   auto acc = std::stod(o.out.substr(o.out.find("test accuracy = ", pos) + 16));
   BOOST_TEST(acc > 0.75, o.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
+  // No machine this runs on has 100 GPUs: the same holds with and without
+  // CUDA, with and without a device; only the reason after "but" differs.
+  temp_dir tmp;
+  auto cfg = tmp.file("cfg.json");
+  troupe::test::write_file(
+    cfg, with(R"("batch_size": 32)", R"("batch_size": 32, "device": "gpu:99")"));
+  auto o = run_train(tmp, "--config " + cfg);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-train: error: " + cfg
+                        + ": /training/device: gpu:99 was asked for, but ")
+               == 0, o.err);
+  BOOST_TEST(o.out.empty(), o.out); // nothing started
+  troupe::test::write_file(cfg, good);
+  o = run_train(tmp, "--config " + cfg + " --device gpu:99");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-train: error: --device: gpu:99 was asked "
+                        "for, but ") == 0, o.err);
+  o = run_train(tmp, "--config " + cfg + " --device tpu");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-train: error: --device: expected \"cpu\", "
+                      "\"gpu\" or \"gpu:N\", found \"tpu\"\n");
+}
+
+BOOST_AUTO_TEST_CASE(trains_on_the_gpu,
+                     *boost::unit_test::precondition(
+                       troupe::test::has_cuda_device)) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json")
+                            + " --device gpu:0");
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("backend gpu:0 (") != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos,
+             o.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

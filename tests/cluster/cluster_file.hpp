@@ -16,6 +16,7 @@ struct node_spec {
   int shards = 0;
   int workers = 0;
   uint16_t port = 0; ///< 0: a free port
+  std::string device{}; ///< the node's "device"; empty: none given
 };
 
 struct cluster_spec {
@@ -40,6 +41,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
       j["shards"] = n.shards;
     if (n.workers > 0)
       j["workers"] = n.workers;
+    if (!n.device.empty())
+      j["device"] = n.device;
     nodes.push_back(j);
   }
   json training{{"batch_size", 128},
@@ -66,6 +69,21 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"max_restarts", 10}}}};
   auto path = dir.file("cluster.json");
   write_file(path, cfg.dump(2));
+  return path;
+}
+
+/// The run of the cluster file at `cluster` in one process: the same file
+/// without its nodes, written to <dir>/embedded.json; returns the path.
+inline std::string write_embedded(const temp_dir& dir,
+                                  const std::string& cluster, int shards,
+                                  int workers) {
+  auto j = nlohmann::json::parse(read_all(cluster));
+  j["cluster"].erase("nodes");
+  j["cluster"].erase("chief");
+  j["cluster"]["shards"] = shards;
+  j["cluster"]["workers"] = workers;
+  auto path = dir.file("embedded.json");
+  write_file(path, j.dump());
   return path;
 }
 

@@ -72,15 +72,8 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   auto out = chief->out();
   BOOST_TEST(out.find("all 5 nodes are up") != std::string::npos, out);
   // The same run in one process: the file without its nodes.
-  auto text = read_all(cfg);
-  auto j = nlohmann::json::parse(text);
-  j["cluster"].erase("nodes");
-  j["cluster"].erase("chief");
-  j["cluster"]["shards"] = 2;
-  j["cluster"]["workers"] = 2;
-  write_file(dir.file("embedded.json"), j.dump());
   process embedded{dir, "embedded", "troupe-node",
-                   {"--config", dir.file("embedded.json")}};
+                   {"--config", write_embedded(dir, cfg, 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
   auto multi = accuracy(out), single = accuracy(embedded.out());
   BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi

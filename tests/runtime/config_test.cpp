@@ -225,4 +225,51 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
+  BOOST_TEST(parse_device("cpu")->to_string() == "cpu");
+  BOOST_TEST(parse_device("gpu")->to_string() == "gpu:0");
+  BOOST_TEST(parse_device("gpu:0")->to_string() == "gpu:0");
+  BOOST_TEST(parse_device("gpu:12")->index == 12);
+  for (const char* bad : {"", "GPU", "gpu:", "gpu0", "gpu:-1", "gpu:1x",
+                          "gpu:12345", "cuda:0", "cpu:0", " gpu"})
+    BOOST_TEST(!parse_device(bad), "\"" << bad << "\" was accepted");
+  auto cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(!cfg->training.device.is_gpu()); // the default
+  auto text = replace(synthetic_config, R"("batch_size": 16)",
+                      R"("batch_size": 16, "device": "gpu:1")");
+  cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->training.device.to_string() == "gpu:1");
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_device_names_the_path_and_the_value) {
+  auto text = replace(synthetic_config, R"("batch_size": 16)",
+                      R"("batch_size": 16, "device": "tpu:0")");
+  BOOST_TEST(error_of(text)
+             == "cfg.json: /training/device: expected \"cpu\", \"gpu\" or "
+                "\"gpu:N\", found \"tpu:0\"");
+  text = replace(synthetic_config, R"("batch_size": 16)",
+                 R"("batch_size": 16, "device": 0)");
+  BOOST_TEST(error_of(text).find("/training/device: expected a string")
+               != std::string::npos);
+  text = replace(synthetic_config, R"("training")", R"("cluster": {
+    "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
+               { "name": "b", "port": 7001, "workers": 1, "device": "gpu:x" } ] },
+  "training")");
+  BOOST_TEST(error_of(text).find("/cluster/nodes/1/device: expected")
+               != std::string::npos, error_of(text));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_may_name_its_workers_device) {
+  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+    "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
+               { "name": "b", "port": 7001, "workers": 1, "device": "gpu" } ] },
+  "training")");
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(!cfg->cluster.node("a")->device.has_value());
+  BOOST_TEST(cfg->cluster.node("b")->device->to_string() == "gpu:0");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,76 @@
+// GPU workers in a cluster of real processes on 127.0.0.1: two worker
+// nodes sharing CUDA device 0 train the same sync run as CPU workers in
+// one process and reach the same accuracy. Skipped without a device.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <memory>
+
+#include "cluster_file.hpp"
+#include "cuda_device.hpp"
+
+using namespace troupe::test;
+
+BOOST_AUTO_TEST_SUITE(gpu_workers,
+                      *boost::unit_test::precondition(has_cuda_device))
+
+BOOST_AUTO_TEST_CASE(gpu_worker_nodes_reach_the_accuracy_of_cpu_workers) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.mode = "sync"; // the same batches per update in both runs
+  spec.nodes = {{"chief"},
+                {"ps0", 1},
+                {"ps1", 1},
+                {"g0", 0, 1, 0, "gpu:0"},
+                {"g1", 0, 1, 0, "gpu:0"}};
+  auto cfg = write_cluster(dir, spec);
+  std::vector<std::unique_ptr<process>> members;
+  for (size_t i = 1; i < spec.nodes.size(); ++i)
+    members.push_back(std::make_unique<process>(
+      dir, spec.nodes[i].name, "troupe-node",
+      std::vector<std::string>{"--config", cfg, "--node",
+                               spec.nodes[i].name}));
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}};
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, chief.err() + chief.out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  BOOST_TEST(members[2]->out().find("workers on gpu:0") != std::string::npos,
+             members[2]->out());
+  // The same run with CPU workers in one process.
+  process embedded{dir, "embedded", "troupe-node",
+                   {"--config", write_embedded(dir, cfg, 2, 2)}};
+  BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
+  auto field = [](const std::string& out) {
+    auto s = summary_field(out, 8);
+    return s.empty() ? -1.0 : std::stod(s);
+  };
+  double gpu = field(chief.out()), cpu = field(embedded.out());
+  BOOST_TEST_MESSAGE("test accuracy: GPU worker nodes " << gpu
+                     << ", CPU workers in one process " << cpu);
+  BOOST_TEST(gpu > 0.80);
+  BOOST_TEST(std::abs(gpu - cpu) <= 0.01);
+  BOOST_TEST(epoch_samples(chief.out()) == (std::vector<long>{60000, 60000}),
+             chief.out());
+}
+
+BOOST_AUTO_TEST_CASE(gpu_workers_in_one_process_reach_the_accuracy_of_cpu) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.mode = "sync";
+  // Only the file's run matters here: its nodes are dropped.
+  spec.nodes = {{"chief"}, {"w", 2, 2}};
+  auto embedded = write_embedded(dir, write_cluster(dir, spec), 2, 2);
+  process cpu{dir, "cpu", "troupe-node", {"--config", embedded}};
+  BOOST_REQUIRE_MESSAGE(cpu.wait(240) == 0, cpu.err());
+  process gpu{dir, "gpu", "troupe-node",
+              {"--config", embedded, "--device", "gpu:0"}};
+  BOOST_REQUIRE_MESSAGE(gpu.wait(240) == 0, gpu.err());
+  auto a = summary_field(gpu.out(), 8), b = summary_field(cpu.out(), 8);
+  BOOST_TEST_MESSAGE("test accuracy: GPU workers " << a << ", CPU workers "
+                                                   << b);
+  BOOST_REQUIRE(!a.empty() && !b.empty());
+  BOOST_TEST(std::abs(std::stod(a) - std::stod(b)) <= 0.01);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
