@@ -22,13 +22,20 @@ namespace {
   throw backend_error{what + " (" + where + ":" + std::to_string(line) + ")"};
 }
 
+/// "cudaMalloc(&ptr, bytes)" -> "cudaMalloc": the call's name, not its
+/// arguments, which say little out of context.
+std::string name_of(const char* call) {
+  std::string text = call;
+  return text.substr(0, text.find('('));
+}
+
 } // namespace
 
 void cuda_check(cudaError_t status, const char* call, const char* file,
                 int line) {
   if (status == cudaSuccess)
     return;
-  fail(std::string{call} + " failed: " + cudaGetErrorName(status) + ": "
+  fail(name_of(call) + " failed: " + cudaGetErrorName(status) + ": "
          + cudaGetErrorString(status),
        file, line);
 }
@@ -37,7 +44,7 @@ void cublas_check(cublasStatus_t status, const char* call, const char* file,
                   int line) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return;
-  fail(std::string{call} + " failed: " + cublasGetStatusName(status) + ": "
+  fail(name_of(call) + " failed: " + cublasGetStatusName(status) + ": "
          + cublasGetStatusString(status),
        file, line);
 }

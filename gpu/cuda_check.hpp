@@ -18,8 +18,9 @@
 
 namespace troupe::gpu {
 
-/// Throws backend_error "<call> failed: <cudaGetErrorString> (<file>:<line>)"
-/// unless status is cudaSuccess.
+/// Throws backend_error "<function> failed: <error name>: <error string>
+/// (gpu/<file>:<line>)" unless status is cudaSuccess; <function> is the
+/// name of the call, e.g. "cudaMalloc".
 void cuda_check(cudaError_t status, const char* call, const char* file,
                 int line);
 
