@@ -54,11 +54,15 @@ BOOST_AUTO_TEST_SUITE(cluster)
 BOOST_AUTO_TEST_CASE(async_applies_every_accepted_push_once) {
   cluster_fixture f;
   auto cfg = small_run(mode::async, 2, 2);
-  cfg.training.epochs = 3;
+  // Long enough that the run learns the problem however the two workers
+  // interleave: at 3 epochs, test accuracy ranged 0.79 to 1.0 with the
+  // scheduling of a loaded machine, and the check below failed now and then.
+  cfg.training.epochs = 6;
   auto r = f.run(cfg);
   BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  BOOST_TEST(r->steps == 3 * 16);
-  BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256, 256}));
+  BOOST_TEST_MESSAGE("async test accuracy " << r->test_accuracy);
+  BOOST_TEST(r->steps == 6 * 16);
+  BOOST_TEST(r->epoch_samples == std::vector<int64_t>(6, 256));
   // Every push went to both shards and was applied exactly once there.
   BOOST_TEST(r->pushes_accepted == 2 * r->steps);
   BOOST_TEST(r->pushes_refused == 0);
