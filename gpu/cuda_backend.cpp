@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/cuda_check.hpp"
+#include "gpu/kernel_math.hpp"
 #include "gpu/kernels.hpp"
 #include "gpu/pinned_ring.hpp"
 #include "runtime/errc.hpp"
@@ -124,15 +125,15 @@ public:
     timed(false, [&] {
       if (k == 0)
         return scale(m, n, beta, c, ldc);
-      // cuBLAS is column-major. A row-major (rows, cols) matrix with row
-      // stride ld is the column-major (cols, rows) matrix with leading
-      // dimension ld, i.e. its transpose, with no copy. So the row-major
-      // C = op(A) op(B) is computed as the column-major
-      // C^T (n, m) = op(B)^T (n, k) * op(A)^T (k, m): B first, then A, with
-      // the same transpose flags and m and n swapped.
-      TROUPE_CUBLAS(cublasSgemm(blas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                &alpha, b, ldb, a, lda, &beta, c, ldc));
+      // cuBLAS is column-major: to_col_major swaps the operands and m, n
+      // (see gpu/kernel_math.hpp; tests/gpu/kernel_math_test.cpp checks
+      // the mapping against OpenBLAS's column-major sgemm). C keeps its
+      // pointer and ldc.
+      auto g = to_col_major(trans_a, trans_b, m, n, k, a, lda, b, ldb);
+      TROUPE_CUBLAS(cublasSgemm(
+        blas_, g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &alpha,
+        g.first, g.ld_first, g.second, g.ld_second, &beta, c, ldc));
     });
   }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "gpu/cuda_check.hpp"
+#include "gpu/kernel_math.hpp"
 
 namespace troupe::gpu {
 
@@ -21,18 +22,6 @@ unsigned blocks_for(size_t n) {
 #define TROUPE_GRID_STRIDE(i, n)                                              \
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; \
        i < (n); i += static_cast<size_t>(gridDim.x) * blockDim.x)
-
-// The same formulas as the CPU backend (runtime/cpu_backend.cpp), so the
-// two agree to a few ulp.
-__device__ float activate(activation act, float v) {
-  switch (act) {
-    case activation::identity: return v;
-    case activation::sigmoid: return 1.f / (1.f + expf(-v));
-    case activation::tanh: return tanhf(v);
-    case activation::relu: return v > 0.f ? v : 0.f;
-  }
-  return v;
-}
 
 __global__ void fill_kernel(float* x, size_t n, float value) {
   TROUPE_GRID_STRIDE(i, n) x[i] = value;
@@ -55,15 +44,7 @@ __global__ void bias_activation_kernel(activation act, float* y,
 
 __global__ void activation_backward_kernel(activation act, const float* y,
                                            float* dy, size_t n) {
-  TROUPE_GRID_STRIDE(i, n) {
-    float out = y[i];
-    switch (act) {
-      case activation::identity: break;
-      case activation::sigmoid: dy[i] *= out * (1.f - out); break;
-      case activation::tanh: dy[i] *= 1.f - out * out; break;
-      case activation::relu: dy[i] = out > 0.f ? dy[i] : 0.f; break;
-    }
-  }
+  TROUPE_GRID_STRIDE(i, n) dy[i] = activation_grad(act, y[i], dy[i]);
 }
 
 // Column sums in two passes. Pass 1: block b sums rows [b*per, (b+1)*per)
@@ -124,30 +105,10 @@ __global__ void softmax_cross_entropy_kernel(const float* logits,
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
     return;
-  const float* z = logits + static_cast<size_t>(r) * classes;
-  int best = 0;
-  for (int j = 1; j < classes; ++j)
-    if (z[j] > z[best])
-      best = j;
-  const float zmax = z[best];
-  double sum = 0;
-  for (int j = 0; j < classes; ++j)
-    sum += exp(static_cast<double>(z[j] - zmax));
-  const int label = labels[r];
-  const bool valid = label >= 0 && label < classes;
-  row_loss[r] = valid ? log(sum) - static_cast<double>(z[label] - zmax)
-                      : nan("");
-  row_hit[r] = valid && best == label ? 1 : 0;
-  if (dlogits == nullptr)
-    return;
-  float* d = dlogits + static_cast<size_t>(r) * classes;
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int j = 0; j < classes; ++j)
-    d[j] = scale * expf(z[j] - zmax) * inv;
-  if (valid)
-    d[label] -= scale;
-  else
-    d[0] = nanf("");
+  const size_t first = static_cast<size_t>(r) * classes;
+  softmax_row(logits + first, labels[r], classes,
+              dlogits == nullptr ? nullptr : dlogits + first, scale,
+              row_loss + r, row_hit + r);
 }
 
 __global__ void loss_total_kernel(const double* row_loss,
@@ -177,84 +138,19 @@ __global__ void loss_total_kernel(const double* row_loss,
   }
 }
 
-/// conv_shape's fields, passed by value to kernels.
-struct conv_geometry {
-  int batch, height, width, channels, kernel, stride, pad, oh, ow, patch;
-};
-
-conv_geometry geometry_of(const compute_backend::conv_shape& s) {
-  return {s.batch,  s.height, s.width,        s.channels,      s.kernel,
-          s.stride, s.pad,    s.out_height(), s.out_width(),   s.patch()};
-}
-
 __global__ void im2col_kernel(const float* x, conv_geometry g, float* cols,
                               size_t n) {
-  TROUPE_GRID_STRIDE(i, n) {
-    const size_t row = i / g.patch;
-    const int p = static_cast<int>(i - row * g.patch);
-    const int ch = p % g.channels;
-    const int kx = (p / g.channels) % g.kernel;
-    const int ky = p / (g.channels * g.kernel);
-    const int ox = static_cast<int>(row % g.ow);
-    const int oy = static_cast<int>((row / g.ow) % g.oh);
-    const size_t b = row / (static_cast<size_t>(g.ow) * g.oh);
-    const int iy = oy * g.stride - g.pad + ky;
-    const int ix = ox * g.stride - g.pad + kx;
-    const bool inside = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width;
-    cols[i] = inside
-                ? x[((b * g.height + iy) * g.width + ix) * g.channels + ch]
-                : 0.f;
-  }
+  TROUPE_GRID_STRIDE(i, n) cols[i] = im2col_value(x, g, i);
 }
 
 __global__ void col2im_kernel(const float* dcols, conv_geometry g, float* dx,
                               size_t n) {
-  TROUPE_GRID_STRIDE(i, n) {
-    const int ch = static_cast<int>(i % g.channels);
-    const int ix = static_cast<int>((i / g.channels) % g.width);
-    const int iy = static_cast<int>((i / g.channels / g.width) % g.height);
-    const size_t b = i / (static_cast<size_t>(g.channels) * g.width * g.height);
-    float sum = 0.f;
-    for (int ky = 0; ky < g.kernel; ++ky) {
-      const int ty = iy + g.pad - ky;
-      if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.oh)
-        continue;
-      const int oy = ty / g.stride;
-      for (int kx = 0; kx < g.kernel; ++kx) {
-        const int tx = ix + g.pad - kx;
-        if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
-          continue;
-        const int ox = tx / g.stride;
-        sum += dcols[((b * g.oh + oy) * g.ow + ox) * g.patch
-                     + (ky * g.kernel + kx) * g.channels + ch];
-      }
-    }
-    dx[i] = sum;
-  }
+  TROUPE_GRID_STRIDE(i, n) dx[i] = col2im_value(dcols, g, i);
 }
 
-__global__ void maxpool_forward_kernel(const float* x, int h, int w, int c,
-                                       int size, int stride, int oh, int ow,
+__global__ void maxpool_forward_kernel(const float* x, pool_geometry g,
                                        float* y, int32_t* argmax, size_t n) {
-  TROUPE_GRID_STRIDE(i, n) {
-    const int ch = static_cast<int>(i % c);
-    const int ox = static_cast<int>((i / c) % ow);
-    const int oy = static_cast<int>((i / c / ow) % oh);
-    const size_t b = i / (static_cast<size_t>(c) * ow * oh);
-    float best = -INFINITY;
-    int32_t where = 0;
-    for (int ky = 0; ky < size; ++ky)
-      for (int kx = 0; kx < size; ++kx) {
-        const size_t in = ((b * h + oy * stride + ky) * w + ox * stride + kx)
-                            * c + ch;
-        if (x[in] > best) {
-          best = x[in];
-          where = static_cast<int32_t>(in);
-        }
-      }
-    y[i] = best;
-    argmax[i] = where;
-  }
+  TROUPE_GRID_STRIDE(i, n) y[i] = maxpool_value(x, g, i, argmax + i);
 }
 
 __global__ void maxpool_backward_kernel(const float* dy, const int32_t* argmax,
@@ -363,12 +259,13 @@ void launch_col2im(const float* dcols, const compute_backend::conv_shape& s,
 void launch_maxpool_forward(const float* x, int batch, int h, int w, int c,
                             int size, int stride, float* y, int32_t* argmax,
                             cudaStream_t stream) {
-  const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
-  const size_t n = static_cast<size_t>(batch) * oh * ow * c;
+  const pool_geometry g{h, w, c, size, stride, (h - size) / stride + 1,
+                        (w - size) / stride + 1};
+  const size_t n = static_cast<size_t>(batch) * g.oh * g.ow * c;
   if (n == 0)
     return;
   maxpool_forward_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(
-    x, h, w, c, size, stride, oh, ow, y, argmax, n);
+    x, g, y, argmax, n);
   TROUPE_LAUNCHED("maxpool_forward_kernel");
 }
 

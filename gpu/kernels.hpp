@@ -63,8 +63,8 @@ void launch_im2col(const float* x, const compute_backend::conv_shape& s,
                    float* cols, cudaStream_t stream);
 
 /// dx (batch, h, w, c) = the sum of every dcols entry that im2col copied
-/// from that pixel; a gather per pixel, so no atomics and the same sum
-/// order on every run.
+/// from that pixel; a gather per pixel, so no atomics, adding in the CPU
+/// backend's order (bitwise the same result).
 void launch_col2im(const float* dcols, const compute_backend::conv_shape& s,
                    float* dx, cudaStream_t stream);
 
