@@ -176,16 +176,16 @@ bool compute(self_ptr self) {
   if (st.opts.fault_hook)
     st.opts.fault_hook(st.opts.id, st.clock);
   int n = static_cast<int>(st.lease.samples.size());
-  gather_batch(st.opts.data->train, st.lease.samples.data(), n, st.x.data(),
-               st.y.data());
+  gather_batch(st.opts.data->train, st.lease.samples.data(), n,
+               st.x.floats(), st.y.ints());
   if (is_easgd(self)) {
-    st.loss = st.local->step(st.x.data(), st.y.data(), n);
+    st.loss = st.local->step(st.x.floats(), st.y.ints(), n);
   } else {
     st.grads = free_gradient_buffer(self);
     bool in_place = st.backend->host_accessible();
     if (in_place)
       (void) st.replica->bind_grads(st.grads->data());
-    st.loss = st.replica->forward_backward(st.x.data(), st.y.data(), n);
+    st.loss = st.replica->forward_backward(st.x.floats(), st.y.ints(), n);
     if (!in_place)
       st.replica->get_grads(st.grads->data());
   }
@@ -358,8 +358,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
     return {[](step_atom) {}};
   }
   st.replica = std::move(*made);
-  st.x.resize(static_cast<size_t>(cfg.training.batch_size) * train.sample_size());
-  st.y.resize(static_cast<size_t>(cfg.training.batch_size));
+  const auto batch = static_cast<size_t>(cfg.training.batch_size);
+  st.x = st.backend->allocate_host(batch * train.sample_size() * sizeof(float));
+  st.y = st.backend->allocate_host(batch * sizeof(int32_t));
   st.versions.assign(st.opts.shards.size(), 0);
   if (cfg.cluster.consistency == cluster_config::mode::easgd) {
     st.local = std::make_unique<local_trainer>(*st.replica,

@@ -47,8 +47,10 @@ struct worker_state {
   std::unique_ptr<compute_backend> backend;
   std::unique_ptr<model> replica;
   std::unique_ptr<local_trainer> local; ///< easgd: local optimizer
-  std::vector<float> x;                 ///< batch inputs
-  std::vector<int32_t> y;               ///< batch labels
+  // The leased batch, gathered into the backend's host memory (pinned on
+  // a GPU: one DMA to the device).
+  backend_buffer x;                     ///< batch inputs
+  backend_buffer y;                     ///< batch labels
   std::vector<int64_t> versions;        ///< per shard, of the last pull
   std::vector<float> host;              ///< easgd: the pulled center
   /// Flat gradient buffers, shared with the shards while they apply them.

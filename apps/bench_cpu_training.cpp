@@ -41,6 +41,10 @@ public:
     return in_.allocate(bytes);
   }
   void release(void* p) noexcept override { in_.release(p); }
+  backend_buffer allocate_host(size_t bytes) override {
+    return in_.allocate_host(bytes);
+  }
+  void release_host(void* p) noexcept override { in_.release_host(p); }
   void upload(void* d, const void* s, size_t n) override { in_.upload(d, s, n); }
   void download(void* d, const void* s, size_t n) override {
     in_.download(d, s, n);

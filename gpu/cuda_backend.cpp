@@ -4,6 +4,8 @@
 #include "gpu/gpu_backend.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,8 +96,33 @@ public:
       cudaSetDevice(previous);
   }
 
+  backend_buffer allocate_host(size_t bytes) override {
+    device_scope scope{device_};
+    void* ptr = nullptr;
+    if (bytes > 0) {
+      TROUPE_CUDA(cudaMallocHost(&ptr, bytes));
+      pinned_[reinterpret_cast<uintptr_t>(ptr)] = bytes;
+    }
+    return backend_buffer{this, ptr, bytes, true};
+  }
+
+  void release_host(void* ptr) noexcept override {
+    pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
+    // Waits for copies still reading it (cudaFreeHost synchronises).
+    cudaFreeHost(ptr);
+  }
+
   void upload(void* dst, const void* src, size_t bytes) override {
     device_scope scope{device_};
+    if (is_pinned(src, bytes)) {
+      // Page-locked already: one DMA, no staging copy. The caller keeps
+      // src unchanged until the next waiting call (backend.hpp).
+      timed(true, [&] {
+        TROUPE_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                    stream_));
+      });
+      return;
+    }
     ring_->upload(dst, src, bytes, stream_, copy_timer());
   }
 
@@ -323,6 +350,16 @@ private:
     TROUPE_CUDA(cudaEventRecord(m.stop, stream_));
   }
 
+  /// Whether [p, p + bytes) lies inside one allocate_host() buffer.
+  bool is_pinned(const void* p, size_t bytes) const {
+    auto at = reinterpret_cast<uintptr_t>(p);
+    auto it = pinned_.upper_bound(at);
+    if (bytes == 0 || it == pinned_.begin())
+      return false;
+    --it;
+    return at + bytes <= it->first + it->second;
+  }
+
   pinned_ring::dma_wrapper copy_timer() {
     return [this](const std::function<void()>& dma) { timed(true, dma); };
   }
@@ -368,6 +405,7 @@ private:
   cublasHandle_t blas_ = nullptr;
   loss_totals* totals_host_ = nullptr; // pinned
   std::unique_ptr<pinned_ring> ring_;
+  std::map<uintptr_t, size_t> pinned_; // allocate_host(): start -> bytes
   scratch column_partials_, row_loss_, row_hit_, totals_;
   bool profiling_ = false;
   std::vector<mark> marks_;

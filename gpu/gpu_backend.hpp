@@ -26,9 +26,10 @@ struct time_split {
 
 /// One device, one stream, one cuBLAS handle, reused step to step. Every
 /// operation is queued on the stream; upload() returns before its DMA is
-/// done (the data went to a pinned slot first), download() and
-/// softmax_cross_entropy() wait for the stream. Failures throw
-/// backend_error naming the CUDA or cuBLAS call.
+/// done (from allocate_host() memory directly, from any other memory
+/// through a pinned staging slot), download() and softmax_cross_entropy()
+/// wait for the stream. Failures throw backend_error naming the CUDA or
+/// cuBLAS call.
 class gpu_backend : public compute_backend {
 public:
   /// The CUDA device index.

@@ -211,8 +211,14 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   }
 
   const size_t size = data.train.sample_size();
-  std::vector<float> x(static_cast<size_t>(tc.batch_size) * size);
-  std::vector<int32_t> y(static_cast<size_t>(tc.batch_size));
+  // Batches are gathered into the backend's host memory (pinned on a GPU,
+  // so the upload is one DMA).
+  auto x_buf = be.allocate_host(static_cast<size_t>(tc.batch_size) * size
+                                * sizeof(float));
+  auto y_buf = be.allocate_host(static_cast<size_t>(tc.batch_size)
+                                * sizeof(int32_t));
+  float* x = x_buf.floats();
+  int32_t* y = y_buf.ints();
   std::vector<uint32_t> order;
   int64_t order_epoch = -1;
   run_summary summary;
@@ -237,8 +243,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     const int n = static_cast<int>(
       std::min<int64_t>(tc.batch_size, data.train.count - first));
     auto t0 = clock_type::now();
-    gather_batch(data.train, order.data() + first, n, x.data(), y.data());
-    auto r = trainer.step(x.data(), y.data(), n);
+    gather_batch(data.train, order.data() + first, n, x, y);
+    auto r = trainer.step(x, y, n);
     double step_seconds = seconds_since(t0);
     train_seconds += step_seconds;
     window_seconds += step_seconds;

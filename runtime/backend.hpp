@@ -44,8 +44,10 @@ class compute_backend;
 class backend_buffer {
 public:
   backend_buffer() = default;
-  backend_buffer(compute_backend* owner, void* ptr, size_t bytes)
-    : owner_(owner), ptr_(ptr), bytes_(bytes) {}
+  /// `host`: memory from allocate_host(), freed by release_host().
+  backend_buffer(compute_backend* owner, void* ptr, size_t bytes,
+                 bool host = false)
+    : owner_(owner), ptr_(ptr), bytes_(bytes), host_(host) {}
   backend_buffer(backend_buffer&& other) noexcept { swap(other); }
   backend_buffer& operator=(backend_buffer&& other) noexcept {
     backend_buffer tmp{std::move(other)};
@@ -65,10 +67,12 @@ private:
     std::swap(owner_, other.owner_);
     std::swap(ptr_, other.ptr_);
     std::swap(bytes_, other.bytes_);
+    std::swap(host_, other.host_);
   }
   compute_backend* owner_ = nullptr;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  bool host_ = false;
 };
 
 class compute_backend {
@@ -89,7 +93,17 @@ public:
   virtual backend_buffer allocate(size_t bytes) = 0;
   /// Frees memory from allocate(); called by backend_buffer only.
   virtual void release(void* ptr) noexcept = 0;
-  /// Host -> backend copy of `bytes` bytes.
+  /// Host memory (uninitialised) that upload() reads at full speed:
+  /// page-locked on a GPU, so an upload from it is one DMA with no staging
+  /// copy; plain memory on the CPU. For buffers refilled every step (a
+  /// worker's batch). See upload() for when it may be written again.
+  virtual backend_buffer allocate_host(size_t bytes) = 0;
+  /// Frees memory from allocate_host(); called by backend_buffer only.
+  virtual void release_host(void* ptr) noexcept = 0;
+  /// Host -> backend copy of `bytes` bytes. The caller may change src once
+  /// this returns, except src inside a buffer from allocate_host(): a GPU
+  /// may still be reading that until the next call that waits for the
+  /// device (download() or softmax_cross_entropy()).
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;
   /// Backend -> host copy of `bytes` bytes; complete on return.
   virtual void download(void* dst, const void* src, size_t bytes) = 0;
@@ -163,7 +177,11 @@ public:
 };
 
 inline backend_buffer::~backend_buffer() {
-  if (owner_ != nullptr && ptr_ != nullptr)
+  if (owner_ == nullptr || ptr_ == nullptr)
+    return;
+  if (host_)
+    owner_->release_host(ptr_);
+  else
     owner_->release(ptr_);
 }
 

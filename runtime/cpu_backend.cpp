@@ -38,17 +38,17 @@ public:
   bool host_accessible() const override { return true; }
 
   backend_buffer allocate(size_t bytes) override {
-    size_t align = bytes >= huge_page ? huge_page : 64;
-    size_t rounded = (bytes + align - 1) / align * align;
-    void* ptr = std::aligned_alloc(align, rounded == 0 ? align : rounded);
-    if (ptr == nullptr)
-      throw std::bad_alloc{};
-    if (align == huge_page)
-      madvise(ptr, rounded, MADV_HUGEPAGE); // a hint; failure is harmless
-    return backend_buffer{this, ptr, bytes};
+    return backend_buffer{this, aligned(bytes), bytes};
   }
 
   void release(void* ptr) noexcept override { std::free(ptr); }
+
+  // The CPU computes in host memory: both kinds are the same.
+  backend_buffer allocate_host(size_t bytes) override {
+    return backend_buffer{this, aligned(bytes), bytes, true};
+  }
+
+  void release_host(void* ptr) noexcept override { std::free(ptr); }
 
   void upload(void* dst, const void* src, size_t bytes) override {
     if (bytes > 0)
@@ -231,6 +231,17 @@ public:
   }
 
 private:
+  static void* aligned(size_t bytes) {
+    size_t align = bytes >= huge_page ? huge_page : 64;
+    size_t rounded = (bytes + align - 1) / align * align;
+    void* ptr = std::aligned_alloc(align, rounded == 0 ? align : rounded);
+    if (ptr == nullptr)
+      throw std::bad_alloc{};
+    if (align == huge_page)
+      madvise(ptr, rounded, MADV_HUGEPAGE); // a hint; failure is harmless
+    return ptr;
+  }
+
   static size_t pixel(const conv_shape& s, int b, int iy, int ix) {
     return ((static_cast<size_t>(b) * s.height + iy) * s.width + ix)
            * s.channels;

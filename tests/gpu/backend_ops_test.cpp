@@ -109,6 +109,30 @@ BOOST_AUTO_TEST_CASE(upload_and_download_round_trip_every_size) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(uploads_from_host_buffers_skip_the_staging_copy) {
+  twin t;
+  // 12 MiB: through the 4 MiB staging slots it would be three DMAs.
+  const size_t n = size_t{3} << 20;
+  auto host = t.gpu->allocate_host(n * sizeof(float));
+  auto values = random_vector(n, 17);
+  std::copy(values.begin(), values.end(), host.floats());
+  auto dev = t.gpu->allocate(n * sizeof(float));
+  t.gpu->set_profiling(true);
+  t.gpu->upload(dev.floats(), host.floats(), n * sizeof(float));
+  auto split = t.gpu->profile();
+  BOOST_TEST(split.copy_ops == 1);
+  t.gpu->set_profiling(false);
+  BOOST_TEST((t.get(dev, n) == values));
+  // A slice inside the buffer is one DMA too.
+  t.gpu->set_profiling(true);
+  t.gpu->upload(dev.floats(), host.floats() + 1000, 5000 * sizeof(float));
+  BOOST_TEST(t.gpu->profile().copy_ops == 1);
+  t.gpu->set_profiling(false);
+  auto back = t.get(dev, 5000);
+  BOOST_TEST((back == std::vector<float>(values.begin() + 1000,
+                                         values.begin() + 6000)));
+}
+
 BOOST_AUTO_TEST_CASE(fill_and_axpy) {
   twin t;
   for (size_t n : {size_t{0}, size_t{1}, size_t{12345}}) {

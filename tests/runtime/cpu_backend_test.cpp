@@ -224,4 +224,17 @@ BOOST_AUTO_TEST_CASE(memory_ops_and_description) {
   BOOST_TEST(host == (std::vector<float>{2.f, 2.f, 2.f, 2.f}));
 }
 
+BOOST_AUTO_TEST_CASE(host_buffers_are_plain_memory_that_uploads_read) {
+  auto be = make_cpu_backend(1);
+  auto host = be->allocate_host(100 * sizeof(float));
+  auto dev = be->allocate(100 * sizeof(float));
+  for (int i = 0; i < 100; ++i)
+    host.floats()[i] = static_cast<float>(i);
+  be->upload(dev.floats(), host.floats(), 100 * sizeof(float));
+  BOOST_TEST(dev.floats()[99] == 99.f);
+  BOOST_TEST(host.bytes() == 100 * sizeof(float));
+  auto moved = std::move(host); // freed once, by release_host
+  BOOST_TEST(moved.floats()[7] == 7.f);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
