@@ -53,7 +53,9 @@ void launch_check(const char* kernel, const char* file, int line) {
   cudaError_t status = cudaGetLastError();
   if (status == cudaSuccess)
     return;
-  fail(std::string{"launch of "} + kernel + " failed: "
+  // The error may be this launch's (a bad configuration) or a fault of an
+  // earlier kernel on the device that the runtime reports only now.
+  fail(std::string{"launching "} + kernel + " reported "
          + cudaGetErrorName(status) + ": " + cudaGetErrorString(status),
        file, line);
 }
