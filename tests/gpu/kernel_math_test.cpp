@@ -12,36 +12,14 @@
 
 #include "runtime/blas_loader.hpp"
 #include "runtime/cpu_backend.hpp"
-#include "runtime/random.hpp"
+#include "numeric_check.hpp"
 
 using namespace troupe;
+using troupe::test::check_close;
+using troupe::test::random_vector;
 using namespace troupe::gpu;
 
 namespace {
-
-std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1,
-                                 float hi = 1) {
-  splitmix64 rng{seed};
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = lo + (hi - lo) * static_cast<float>(rng.uniform01());
-  return v;
-}
-
-void check_close(const std::vector<float>& got, const std::vector<float>& want,
-                 float tol, const std::string& label) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  int misses = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
-    if (!both_nan
-        && !(std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i])))
-        && ++misses <= 5)
-      BOOST_ERROR(label << ": element " << i << " is " << got[i]
-                        << " in the kernel's arithmetic, " << want[i]
-                        << " on the CPU backend");
-  }
-}
 
 constexpr int col_major = 102, no_trans = 111, trans = 112;
 

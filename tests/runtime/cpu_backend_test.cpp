@@ -6,33 +6,11 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/random.hpp"
+#include "numeric_check.hpp"
 
 using namespace troupe;
-
-namespace {
-
-std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1,
-                                 float hi = 1) {
-  splitmix64 rng{seed};
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = lo + (hi - lo) * static_cast<float>(rng.uniform01());
-  return v;
-}
-
-void check_close(const std::vector<float>& got, const std::vector<float>& want,
-                 float tol, const std::string& label) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::fabs(got[i] - want[i]) > tol * (1 + std::fabs(want[i]))) {
-      BOOST_ERROR(label << ": element " << i << " is " << got[i]
-                        << ", expected " << want[i]);
-      return;
-    }
-}
-
-} // namespace
+using troupe::test::check_close;
+using troupe::test::random_vector;
 
 BOOST_AUTO_TEST_SUITE(cpu_backend)
 

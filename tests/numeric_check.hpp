@@ -1,0 +1,44 @@
+// Helpers for the numeric tests of the backends: seeded random vectors and
+// an element-wise comparison that prints the first misses side by side.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/random.hpp"
+
+namespace troupe::test {
+
+/// n values uniform in [lo, hi), the same for the same seed.
+inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1,
+                                        float hi = 1) {
+  splitmix64 rng{seed};
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = lo + (hi - lo) * static_cast<float>(rng.uniform01());
+  return v;
+}
+
+/// |got - want| <= tol * (1 + |want|) everywhere (NaN matches NaN); names
+/// the first five elements that miss, and how many missed in all.
+inline void check_close(const std::vector<float>& got,
+                        const std::vector<float>& want, float tol,
+                        const std::string& label) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  int misses = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+    if (both_nan
+        || std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i])))
+      continue;
+    if (++misses <= 5)
+      BOOST_ERROR(label << ": element " << i << " is " << got[i]
+                        << ", expected " << want[i]);
+  }
+  if (misses > 5)
+    BOOST_ERROR(label << ": " << misses << " elements missed in all");
+}
+
+} // namespace troupe::test
