@@ -20,9 +20,11 @@ namespace troupe::gpu {
 
 namespace {
 
-// Two 4 MiB slots: a 0.9 MB MLP parameter vector or a 3.2 MB batch of 1024
-// images is one slot; bigger transfers alternate, so the host fills one
-// slot while the other's DMA runs.
+// Two 4 MiB slots for uploads from ordinary host memory (a pull's
+// parameters, 0.9 MB for the MLP, fit one) and for downloads (gradients);
+// bigger transfers alternate, so the host fills or empties one slot while
+// the other's DMA runs. Batches come from allocate_host() memory and skip
+// the ring.
 constexpr size_t staging_slot_bytes = size_t{4} << 20;
 constexpr int staging_slots = 2;
 
@@ -288,12 +290,11 @@ public:
 private:
   /// Creates the stream, the cuBLAS handle and the staging memory.
   void open() {
-    const int device = device_;
     cudaDeviceProp prop{};
-    TROUPE_CUDA(cudaGetDeviceProperties(&prop, device));
+    TROUPE_CUDA(cudaGetDeviceProperties(&prop, device_));
     int runtime = 0;
     TROUPE_CUDA(cudaRuntimeGetVersion(&runtime));
-    name_ = "gpu:" + std::to_string(device) + " (" + prop.name + ", sm_"
+    name_ = "gpu:" + std::to_string(device_) + " (" + prop.name + ", sm_"
             + std::to_string(prop.major) + std::to_string(prop.minor)
             + ", CUDA " + std::to_string(runtime / 1000) + "."
             + std::to_string(runtime % 1000 / 10) + ", cuBLAS)";
