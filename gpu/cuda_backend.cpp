@@ -88,14 +88,7 @@ public:
   }
 
   void release(void* ptr) noexcept override {
-    // cudaFree waits for the device; a buffer freed while kernels still
-    // use it is therefore safe.
-    int previous = -1;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device_);
-    cudaFree(ptr);
-    if (previous >= 0 && previous != device_)
-      cudaSetDevice(previous);
+    free_after_stream([ptr] { cudaFree(ptr); });
   }
 
   backend_buffer allocate_host(size_t bytes) override {
@@ -110,8 +103,7 @@ public:
 
   void release_host(void* ptr) noexcept override {
     pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
-    // Waits for copies still reading it (cudaFreeHost synchronises).
-    cudaFreeHost(ptr);
+    free_after_stream([ptr] { cudaFreeHost(ptr); });
   }
 
   void upload(void* dst, const void* src, size_t bytes) override {
@@ -349,6 +341,20 @@ private:
     TROUPE_CUDA(cudaEventRecord(m.start, stream_));
     enqueue();
     TROUPE_CUDA(cudaEventRecord(m.stop, stream_));
+  }
+
+  /// Runs `free` once the stream has finished everything queued, so no
+  /// kernel or DMA still uses the memory (a worker that failed mid-step
+  /// leaves work queued). noexcept: errors here have nobody to go to.
+  template <class Free>
+  void free_after_stream(Free free) noexcept {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    free();
+    if (previous >= 0 && previous != device_)
+      cudaSetDevice(previous);
   }
 
   /// Whether [p, p + bytes) lies inside one allocate_host() buffer.
