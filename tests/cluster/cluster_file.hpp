@@ -2,6 +2,7 @@
 // 784-256-128-10 MLP, nodes on 127.0.0.1 at free ports.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,35 @@ inline std::string summary_field(const std::string& out, size_t column) {
     if (i++ == column)
       return word;
   return "";
+}
+
+using procs = std::vector<std::unique_ptr<process>>;
+
+/// Starts troupe-node for every node of `spec` but the chief's.
+inline procs start_members(const temp_dir& dir, const std::string& cfg,
+                           const cluster_spec& spec) {
+  procs out;
+  for (size_t i = 1; i < spec.nodes.size(); ++i)
+    out.push_back(std::make_unique<process>(
+      dir, spec.nodes[i].name, "troupe-node",
+      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name}));
+  return out;
+}
+
+/// Starts troupe-node for the chief's node (the first of `spec`).
+inline std::unique_ptr<process> start_chief(const temp_dir& dir,
+                                            const std::string& cfg,
+                                            const cluster_spec& spec) {
+  return std::make_unique<process>(
+    dir, spec.nodes.front().name, "troupe-node",
+    std::vector<std::string>{"--config", cfg, "--node",
+                             spec.nodes.front().name});
+}
+
+/// The summary table's test accuracy, or -1 when there is no table.
+inline double test_accuracy(const std::string& out) {
+  auto s = summary_field(out, 8);
+  return s.empty() ? -1 : std::stod(s);
 }
 
 /// The numbers after "samples trained per epoch:".

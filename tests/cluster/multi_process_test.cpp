@@ -12,33 +12,6 @@ using namespace troupe::test;
 
 namespace {
 
-using procs = std::vector<std::unique_ptr<process>>;
-
-/// Starts every node but the chief's.
-procs start_members(const temp_dir& dir, const std::string& cfg,
-                    const cluster_spec& spec) {
-  procs out;
-  for (size_t i = 1; i < spec.nodes.size(); ++i)
-    out.push_back(std::make_unique<process>(
-      dir, spec.nodes[i].name, "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name}));
-  return out;
-}
-
-std::unique_ptr<process> start_chief(const temp_dir& dir,
-                                     const std::string& cfg,
-                                     const cluster_spec& spec) {
-  return std::make_unique<process>(
-    dir, spec.nodes.front().name, "troupe-node",
-    std::vector<std::string>{"--config", cfg, "--node",
-                             spec.nodes.front().name});
-}
-
-double accuracy(const std::string& out) {
-  auto s = summary_field(out, 8);
-  return s.empty() ? -1 : std::stod(s);
-}
-
 using clock_type = std::chrono::steady_clock;
 
 /// The chief's line for node `i` of `spec` going down.
@@ -75,7 +48,7 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   process embedded{dir, "embedded", "troupe-node",
                    {"--config", write_embedded(dir, cfg, 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
-  auto multi = accuracy(out), single = accuracy(embedded.out());
+  auto multi = test_accuracy(out), single = test_accuracy(embedded.out());
   BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi
                      << ", one process " << single);
   BOOST_TEST(multi > 0.80);
@@ -200,7 +173,7 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   BOOST_TEST(out.find("steps lost, to be trained again") != std::string::npos,
              out);
   BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
-  BOOST_TEST(accuracy(out) > 0.75, out);
+  BOOST_TEST(test_accuracy(out) > 0.75, out);
   // The feeder rewound to the checkpoint: the steps after it were trained
   // again, and each sample still counts once per epoch.
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);

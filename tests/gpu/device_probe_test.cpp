@@ -2,6 +2,7 @@
 // none is, and is absent from CPU-only builds.
 #include <boost/test/unit_test.hpp>
 
+#include "cuda_device.hpp"
 #include "runtime/build_config.hpp"
 #if TROUPE_HAVE_CUDA
 #include "gpu/device_probe.hpp"
@@ -11,19 +12,6 @@ BOOST_AUTO_TEST_SUITE(device_probe)
 
 #if TROUPE_HAVE_CUDA
 
-namespace {
-struct has_cuda_device {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
-    auto probe = troupe::gpu::probe_devices();
-    boost::test_tools::assertion_result result{probe.count > 0};
-    if (probe.count == 0)
-      result.message() << "skipped: no usable CUDA device (" << probe.error
-                       << ")";
-    return result;
-  }
-};
-} // namespace
-
 BOOST_AUTO_TEST_CASE(probe_never_fails_hard) {
   auto probe = troupe::gpu::probe_devices();
   BOOST_TEST_MESSAGE("CUDA devices: " << probe.count << " "
@@ -32,7 +20,8 @@ BOOST_AUTO_TEST_CASE(probe_never_fails_hard) {
 }
 
 BOOST_AUTO_TEST_CASE(devices_have_names,
-                     *boost::unit_test::precondition(has_cuda_device{})) {
+                     *boost::unit_test::precondition(
+                       troupe::test::has_cuda_device)) {
   auto probe = troupe::gpu::probe_devices();
   for (auto& name : probe.names)
     BOOST_TEST_MESSAGE("device: " << name);
