@@ -16,6 +16,7 @@
 
 #include "actors/chief.hpp"
 #include "actors/system_config.hpp"
+#include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/node_process.hpp"
@@ -70,15 +71,8 @@ int main(int argc, char** argv) {
                  "config and the node's entry)");
   app.add_option("--metrics-dir", metrics_dir,
                  "folder for metrics files (overrides config)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "troupe-node: error: " << e.what() << " (see --help)"
-              << std::endl;
-    return 2;
-  }
+  if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-node"))
+    return *code;
   if (!join.empty()) {
     if (workers < 1) {
       std::cerr << "troupe-node: error: --join needs --workers N (N >= 1)"

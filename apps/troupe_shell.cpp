@@ -17,6 +17,7 @@
 #include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 #include "actors/system_config.hpp"
+#include "apps/command_line.hpp"
 #include "apps/reach_chief.hpp"
 #include "apps/shell_render.hpp"
 
@@ -140,15 +141,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", raw_json, "print the chief's JSON replies as they are");
   app.add_option("--timeout", timeout_s, "seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "troupe-shell: error: " << e.what() << " (see --help)"
-              << std::endl;
-    return 2;
-  }
+  if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-shell"))
+    return *code;
   auto addr = parse_address(address);
   if (!addr) {
     std::cerr << "troupe-shell: error: --connect: " << describe(addr.error())

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/backend_factory.hpp"
+#include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "models/trainer.hpp"
@@ -39,15 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps", max_steps,
                  "step limit, 0 for none (overrides config)")
     ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "troupe-train: error: " << e.what()
-              << " (see --help)" << std::endl;
-    return 2;
-  }
+  if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-train"))
+    return *code;
   auto cfg = troupe::load_run_config(config_path);
   if (!cfg)
     return fail(cfg.error());
