@@ -43,8 +43,8 @@ make_backend(const device_spec& device, int threads) {
     }
   }
 #if TROUPE_HAVE_CUDA
-  if (auto problem = gpu_problem(device); !problem.empty())
-    return make_error(errc::backend_unavailable, problem);
+  // make_gpu_backend checks the device itself (and says why it is
+  // missing); the start-up check already ran gpu_problem's probe.
   auto made = gpu::make_gpu_backend(device.index);
   if (!made)
     return made.error();
