@@ -348,13 +348,9 @@ private:
   /// leaves work queued). noexcept: errors here have nobody to go to.
   template <class Free>
   void free_after_stream(Free free) noexcept {
-    int previous = -1;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device_);
+    device_scope scope{device_, std::nothrow};
     cudaStreamSynchronize(stream_);
     free();
-    if (previous >= 0 && previous != device_)
-      cudaSetDevice(previous);
   }
 
   /// Whether [p, p + bytes) lies inside one allocate_host() buffer.

@@ -68,6 +68,12 @@ device_scope::device_scope(int device) {
     previous_ = -1; // nothing to restore
 }
 
+device_scope::device_scope(int device, std::nothrow_t) noexcept {
+  if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device
+      || cudaSetDevice(device) != cudaSuccess)
+    previous_ = -1; // nothing to restore
+}
+
 device_scope::~device_scope() {
   if (previous_ >= 0)
     cudaSetDevice(previous_); // a destructor must not throw

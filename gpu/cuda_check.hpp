@@ -13,6 +13,8 @@
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif
 
+#include <new>
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -38,7 +40,11 @@ void launch_check(const char* kernel, const char* file, int line);
 /// one of these.
 class device_scope {
 public:
+  /// Throws backend_error when the device cannot be made current.
   explicit device_scope(int device);
+  /// For noexcept paths (freeing memory): a failure is ignored, and the
+  /// calls that follow report their own errors, if anyone is left to hear.
+  device_scope(int device, std::nothrow_t) noexcept;
   ~device_scope();
   device_scope(const device_scope&) = delete;
   device_scope& operator=(const device_scope&) = delete;
