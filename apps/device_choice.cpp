@@ -5,8 +5,22 @@
 
 namespace troupe {
 
+void add_device_option(CLI::App& app, std::optional<device_spec>& out,
+                       const std::string& help) {
+  auto valid = [](std::string& text) -> std::string {
+    if (parse_device(text))
+      return "";
+    return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \"" + text + "\"";
+  };
+  app
+    .add_option_function<std::string>(
+      "--device", [&out](const std::string& text) { out = parse_device(text); },
+      help)
+    ->check(CLI::Validator{valid, "cpu|gpu|gpu:N"});
+}
+
 caf::error choose_device(run_config& cfg, const std::string& node,
-                         const std::string& device_flag) {
+                         const std::optional<device_spec>& flag) {
   std::string where = cfg.origin + ": /training/device";
   auto& nodes = cfg.cluster.nodes;
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -15,13 +29,8 @@ caf::error choose_device(run_config& cfg, const std::string& node,
       where = cfg.origin + ": /cluster/nodes/" + std::to_string(i)
               + "/device";
     }
-  if (!device_flag.empty()) {
-    auto spec = parse_device(device_flag);
-    if (!spec)
-      return make_error(errc::invalid_config,
-                        "--device: expected \"cpu\", \"gpu\" or \"gpu:N\", "
-                        "found \"" + device_flag + "\"");
-    cfg.training.device = *spec;
+  if (flag) {
+    cfg.training.device = *flag;
     where = "--device";
   }
   return check_device(cfg.training.device, where);

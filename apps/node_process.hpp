@@ -3,6 +3,7 @@
 // file) and a node joining a running cluster with extra workers.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "runtime/config.hpp"
@@ -20,7 +21,7 @@ struct join_options {
   int workers = 1;
   std::string name;   ///< this node's name; empty: the chief picks one
   int threads = 0;    ///< 0: the run config's
-  std::string device; ///< --device; empty: the run config's
+  std::optional<device_spec> device; ///< --device; empty: the config's
   double timeout_s = 10;
 };
 

@@ -10,6 +10,7 @@
 //
 // Exit codes: see apps/exit_codes.hpp.
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -35,7 +36,8 @@ int fail(const caf::error& err) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Run a training run on troupe's actor cluster."};
-  std::string config_path, mode, metrics_dir, node, join, name, device;
+  std::string config_path, mode, metrics_dir, node, join, name;
+  std::optional<troupe::device_spec> device;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
   int64_t max_steps = -1;
   double join_timeout = 10;
@@ -66,9 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "compute threads per worker (overrides config)")
     ->check(CLI::Range(1, 256));
-  app.add_option("--device", device,
-                 "the workers' device: cpu, gpu or gpu:N (overrides the "
-                 "config and the node's entry)");
+  troupe::add_device_option(app, device,
+                            "the workers' device: cpu, gpu or gpu:N "
+                            "(overrides the config and the node's entry)");
   app.add_option("--metrics-dir", metrics_dir,
                  "folder for metrics files (overrides config)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-node"))

@@ -4,6 +4,7 @@
 // checkpoint that does not fit); 1 a failure while training (e.g. the loss
 // turned NaN, a disk error).
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -27,14 +28,16 @@ int fail(const caf::error& err) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a model from a JSON run config in one process."};
-  std::string config_path, device;
+  std::string config_path;
+  std::optional<troupe::device_spec> device;
   int threads = 0, epochs = 0;
   int64_t max_steps = -1;
   app.add_option("-c,--config", config_path, "run config (JSON)")->required();
   app.add_option("--threads", threads, "compute threads (overrides config)")
     ->check(CLI::Range(1, 256));
-  app.add_option("--device", device,
-                 "compute device: cpu, gpu or gpu:N (overrides config)");
+  troupe::add_device_option(app, device,
+                            "compute device: cpu, gpu or gpu:N (overrides "
+                            "config)");
   app.add_option("--epochs", epochs, "epochs (overrides config)")
     ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-steps", max_steps,

@@ -111,6 +111,17 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_stops_the_node_at_start) {
                           "but ") == 0, o.err);
 }
 
+BOOST_AUTO_TEST_CASE(a_malformed_device_is_refused_before_anything_starts) {
+  // With --join, before connecting: the chief's address here is not even
+  // listening, and the error is about the flag.
+  temp_dir tmp;
+  auto o = run_app(tmp, "troupe-node",
+                   "--join 127.0.0.1:9 --workers 1 --device gpu:x", 20);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-node: error: --device: expected \"cpu\", "
+                      "\"gpu\" or \"gpu:N\", found \"gpu:x\" (see --help)\n");
+}
+
 BOOST_AUTO_TEST_CASE(runs_gpu_workers,
                      *boost::unit_test::precondition(
                        troupe::test::has_cuda_device)) {

@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
   o = run_train(tmp, "--config " + cfg + " --device tpu");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err == "troupe-train: error: --device: expected \"cpu\", "
-                      "\"gpu\" or \"gpu:N\", found \"tpu\"\n");
+                      "\"gpu\" or \"gpu:N\", found \"tpu\" (see --help)\n");
 }
 
 BOOST_AUTO_TEST_CASE(trains_on_the_gpu,
