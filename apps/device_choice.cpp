@@ -8,9 +8,7 @@ namespace troupe {
 void add_device_option(CLI::App& app, std::optional<device_spec>& out,
                        const std::string& help) {
   auto valid = [](std::string& text) -> std::string {
-    if (parse_device(text))
-      return "";
-    return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \"" + text + "\"";
+    return parse_device(text) ? "" : bad_device_message(text);
   };
   app
     .add_option_function<std::string>(

@@ -44,6 +44,10 @@ std::optional<device_spec> parse_device(const std::string& text) {
   return spec;
 }
 
+std::string bad_device_message(const std::string& text) {
+  return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \"" + text + "\"";
+}
+
 const char* to_string(cluster_config::mode m) {
   switch (m) {
     case cluster_config::mode::async: return "async";
@@ -386,8 +390,7 @@ device_spec read_device(object_reader& r) {
   auto spec = parse_device(text);
   if (!spec)
     throw config_error{errc::invalid_config, r.at("device"),
-                       "expected \"cpu\", \"gpu\" or \"gpu:N\", found \""
-                         + text + "\""};
+                       bad_device_message(text)};
   return *spec;
 }
 

@@ -76,6 +76,9 @@ struct device_spec {
 
 /// "cpu", "gpu" or "gpu:N" (N a decimal device index); nullopt otherwise.
 std::optional<device_spec> parse_device(const std::string& text);
+/// What parse_device refused, for an error message: "expected \"cpu\",
+/// \"gpu\" or \"gpu:N\", found \"<text>\"".
+std::string bad_device_message(const std::string& text);
 
 struct training_config {
   int batch_size = 128;
