@@ -439,6 +439,23 @@ std::string least_loaded_node(chief_self self) {
   return best;
 }
 
+/// The nodes a worker on `node` must connect to for a direct link to each
+/// of its shards: the shards' nodes, less its own and the chief's (every
+/// node is connected to the chief's already: it registered there).
+std::vector<std::string> shard_links(chief_self self,
+                                     const std::string& node) {
+  auto& st = self->state;
+  std::set<std::string> out;
+  for (auto& home : st.shard_node) {
+    if (home == node || home == st.own_node())
+      continue;
+    auto it = st.nodes.find(home);
+    if (it != st.nodes.end() && it->second.port != 0)
+      out.insert(it->second.host + ":" + std::to_string(it->second.port));
+  }
+  return {out.begin(), out.end()};
+}
+
 std::vector<uint64_t> shard_bounds(chief_self self) {
   std::vector<uint64_t> b;
   for (auto& r : self->state.ranges)
@@ -486,6 +503,7 @@ void place_worker(chief_self self, int32_t id) {
   ws.shards = st.shards;
   ws.bounds = shard_bounds(self);
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
+  ws.links = shard_links(self, node);
   auto gen = st.generation;
   self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(ws))
@@ -1094,6 +1112,7 @@ void start(chief_self self) {
   fo.seed = cfg.training.seed;
   fo.epochs = cfg.training.epochs;
   fo.max_batches = cfg.training.max_steps;
+  fo.hold = hold_time(cfg);
   st.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
   st.next_eval = cfg.training.eval_every_steps > 0
                    ? cfg.training.eval_every_steps

@@ -8,6 +8,62 @@ namespace {
 
 using self_ptr = feeder_actor::stateful_pointer<feeder_state>;
 
+/// The answer to `worker`'s lease now, or nothing if it must wait.
+std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  lease_reply r;
+  if (st.finished || st.plan->complete()) {
+    r.status = lease_reply::done;
+    return r;
+  }
+  auto g = st.plan->lease(worker, !st.paused);
+  if (!g)
+    return std::nullopt;
+  r.status = lease_reply::granted;
+  r.grant = std::move(*g);
+  return r;
+}
+
+/// Answers the held leases that can be answered now, oldest first.
+void serve_held(self_ptr self) {
+  auto& held = self->state.held;
+  size_t kept = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (auto r = try_lease(self, held[i].worker)) {
+      r->held = true;
+      held[i].promise.deliver(std::move(*r));
+    } else {
+      held[kept++] = std::move(held[i]);
+    }
+  }
+  held.resize(kept);
+}
+
+/// Answers the held leases of `worker` (all workers: -1) with "wait". A
+/// held request of a worker that is gone must not be granted: the batch
+/// would be out with nobody to train it.
+void release_held(self_ptr self, int32_t worker) {
+  auto& held = self->state.held;
+  size_t kept = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (worker < 0 || held[i].worker == worker)
+      held[i].promise.deliver(lease_reply{});
+    else
+      held[kept++] = std::move(held[i]);
+  }
+  held.resize(kept);
+}
+
+/// Schedules the next expiry check for the oldest held lease.
+void schedule_expiry(self_ptr self) {
+  auto& st = self->state;
+  if (st.expiry_pending || st.held.empty())
+    return;
+  st.expiry_pending = true;
+  auto due = st.held.front().since + st.hold - caf::make_timestamp();
+  self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v);
+}
+
 /// Replies to a pending pause once nothing is out.
 void settle_pause(self_ptr self) {
   auto& st = self->state;
@@ -25,28 +81,44 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
             feeder_options opts) {
   self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
                            opts.max_batches);
+  self->state.hold = opts.hold;
   return {
-    [=](lease_atom, int32_t worker) -> lease_reply {
+    [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {
+      if (auto r = try_lease(self, worker))
+        return std::move(*r);
       auto& st = self->state;
-      lease_reply r;
-      if (st.finished || st.plan->complete()) {
-        r.status = lease_reply::done;
-      } else {
-        if (auto g = st.plan->lease(worker, !st.paused)) {
-          r.status = lease_reply::granted;
-          r.grant = std::move(*g);
-        }
-      }
-      return r;
+      auto promise = self->make_response_promise<lease_reply>();
+      st.held.push_back({promise, worker, caf::make_timestamp()});
+      schedule_expiry(self);
+      return promise;
     },
     [=](ack_atom, int64_t lease) {
       self->state.plan->ack(lease);
       settle_pause(self);
+      serve_held(self); // the last ack completes the plan: done
     },
     [=](requeue_atom, int32_t worker) -> int32_t {
+      // The chief requeues a lost worker before it starts it again, so a
+      // lease still held for that id is the lost one's.
+      release_held(self, worker);
       auto n = self->state.plan->requeue(worker);
+      serve_held(self);
       settle_pause(self);
       return n;
+    },
+    [=](expire_atom) {
+      auto& st = self->state;
+      st.expiry_pending = false;
+      auto now = caf::make_timestamp();
+      size_t kept = 0;
+      for (size_t i = 0; i < st.held.size(); ++i) {
+        if (now - st.held[i].since >= st.hold)
+          st.held[i].promise.deliver(lease_reply{});
+        else
+          st.held[kept++] = std::move(st.held[i]);
+      }
+      st.held.resize(kept);
+      schedule_expiry(self);
     },
     [=](pause_atom) -> caf::result<int64_t> {
       auto& st = self->state;
@@ -59,8 +131,14 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       st.pause_reply = self->make_response_promise<int64_t>();
       return *st.pause_reply;
     },
-    [=](resume_atom) { self->state.paused = false; },
-    [=](finish_atom) { self->state.finished = true; },
+    [=](resume_atom) {
+      self->state.paused = false;
+      serve_held(self);
+    },
+    [=](finish_atom) {
+      self->state.finished = true;
+      serve_held(self);
+    },
     [=](stats_atom) -> feeder_stats {
       auto& plan = *self->state.plan;
       return feeder_stats{plan.acked(), plan.position(), plan.epoch_samples()};
@@ -73,6 +151,9 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
         st.pause_reply->deliver(st.plan->position());
         st.pause_reply.reset();
       }
+      // The chief restores with every worker stopped: whatever is held
+      // belongs to workers that are gone.
+      release_held(self, -1);
       return st.plan->position();
     },
   };

@@ -1,10 +1,17 @@
 // The data feeder actor: a thin shell around runtime/batch_plan.
 //
 // States: leasing -> (pause) paused -> (resume) leasing; finish or a
-// complete plan -> done. Leasing hands out batches; paused answers "wait"
-// and replies to the pause request once every lease is acked (the chief
-// checkpoints at that quiet point); done answers "done". Acks and requeues
-// are taken in every state.
+// complete plan -> done. Leasing hands out batches; paused grants only
+// requeued batches and replies to the pause request once every lease is
+// acked (the chief checkpoints at that quiet point); done answers "done".
+// Acks and requeues are taken in every state.
+//
+// A lease that cannot be granted now (paused, or every batch out while
+// stragglers finish) is held, not refused: the feeder answers it as soon
+// as a batch can be had (resume, requeue) or the plan is over. A held
+// request is answered "wait" once it has waited `hold`, well within the
+// requester's timeout, and the worker asks again: a waiting cluster sends
+// one small message per worker every `hold`, and pulls nothing.
 #pragma once
 
 #include <optional>
@@ -20,6 +27,9 @@ struct feeder_options {
   uint64_t seed = 1;
   int epochs = 1;
   int64_t max_batches = 0; ///< 0: no limit besides epochs
+  /// How long a lease request is held before "wait" (the worker asks
+  /// again); keep it well below the workers' request timeout.
+  caf::timespan hold = std::chrono::seconds(10);
 };
 
 struct feeder_state {
@@ -28,6 +38,14 @@ struct feeder_state {
   bool paused = false;
   bool finished = false;
   std::optional<caf::typed_response_promise<int64_t>> pause_reply;
+  struct held_lease {
+    caf::typed_response_promise<lease_reply> promise;
+    int32_t worker;
+    caf::timestamp since;
+  };
+  std::vector<held_lease> held; ///< in arrival order
+  caf::timespan hold{};
+  bool expiry_pending = false; ///< an expire message is on its way
 };
 
 feeder_actor::behavior_type

@@ -28,10 +28,17 @@ namespace troupe {
 
 /// A pull reply: one shard's values at a version. The pointer is shared with
 /// the shard (copy on write there), so an in-process pull copies nothing.
+/// Version -1 and no values: the pull waited at the shard for as long as a
+/// pull may be held (sync: version not reached; ssp: the worker too far
+/// ahead) and is to be sent again; a held pull is answered long before its
+/// request times out.
 struct float_block {
   int32_t shard = 0;
   int64_t version = 0;
   std::shared_ptr<const std::vector<float>> values;
+
+  static float_block ask_again_for(int32_t shard) { return {shard, -1, {}}; }
+  bool ask_again() const { return version < 0; }
 };
 
 /// A push: a worker's gradient (or EASGD elastic difference) for one shard.
@@ -65,12 +72,18 @@ struct push_ack {
   bool stale = false;  ///< sync: dropped as stale
 };
 
-/// The feeder's answer to a lease request.
+/// The feeder's answer to a lease request. A request that the feeder cannot
+/// grant yet (paused, every batch out) is held until it can, or until it
+/// has waited as long as a request may be held: then the answer is `wait`
+/// and the worker asks again. Nobody polls.
 struct lease_reply {
   static constexpr uint8_t granted = 0;
-  static constexpr uint8_t wait = 1; ///< paused or all out: ask again soon
+  static constexpr uint8_t wait = 1; ///< held long enough: ask again
   static constexpr uint8_t done = 2; ///< nothing more to train
   uint8_t status = wait;
+  /// The grant came after the request was held: values pulled alongside
+  /// the lease may be older than the pause, and are pulled again.
+  bool held = false;
   lease_grant grant;
 };
 
@@ -281,7 +294,7 @@ typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
-  return f(caf::meta::type_name("lease_reply"), x.status, x.grant);
+  return f(caf::meta::type_name("lease_reply"), x.status, x.held, x.grant);
 }
 
 template <class Inspector>
@@ -348,6 +361,7 @@ CAF_ADD_ATOM(troupe, troupe, register_atom, "register")
 CAF_ADD_ATOM(troupe, troupe, shell_atom, "shell")
 CAF_ADD_ATOM(troupe, troupe, tune_atom, "tune")
 CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
+CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -372,7 +386,9 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<stats_atom>::with<shard_stats>,
   // Steering: "lr" (base learning rate) or "aggregate" (sync pushes per
   // update) to a value; errors leave the shard unchanged.
-  caf::replies_to<tune_atom, std::string, double>::with<bool>>;
+  caf::replies_to<tune_atom, std::string, double>::with<bool>,
+  // Its own timer: answers pulls held for their bound with "ask again".
+  caf::reacts_to<expire_atom>>;
 
 /// The data feeder (actors/feeder.hpp).
 using feeder_actor = caf::typed_actor<
@@ -391,7 +407,9 @@ using feeder_actor = caf::typed_actor<
   // Continues from a checkpointed position; replies with it.
   caf::replies_to<restore_atom, int64_t>::with<int64_t>,
   // Counters: batches done, position, samples done per epoch.
-  caf::replies_to<stats_atom>::with<feeder_stats>>;
+  caf::replies_to<stats_atom>::with<feeder_stats>,
+  // Its own timer: answers leases held for their bound with "wait".
+  caf::reacts_to<expire_atom>>;
 
 /// A worker (actors/worker.hpp). Its only messages are its own loop's.
 using worker_actor = caf::typed_actor<
@@ -414,12 +432,20 @@ struct shard_spawn {
 /// to and the shard map (shard i owns [bounds[i], bounds[i+1]) of the flat
 /// vector). The chief goes as an untyped pointer: the chief's interface
 /// names the agent's, so the agent's cannot name the chief's.
+///
+/// `links` are the "host:port" addresses of the nodes that hold its shards
+/// and that the worker's node is not yet connected to: the agent connects
+/// to each before the worker starts, so that pulls and pushes travel on a
+/// direct connection between the two nodes. CAF 0.17 routes a message to
+/// a node it has no connection to through the node that introduced the
+/// handle, i.e. through the chief.
 struct worker_spawn {
   int32_t id = 0;
   feeder_actor feeder;
   std::vector<shard_actor> shards;
   std::vector<uint64_t> bounds;
   caf::strong_actor_ptr chief;
+  std::vector<std::string> links;
 };
 
 template <class Inspector>
@@ -430,7 +456,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
   return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
-           x.bounds, x.chief);
+           x.bounds, x.chief, x.links);
 }
 
 } // namespace troupe

@@ -3,7 +3,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <arpa/inet.h>
 #include <malloc.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "runtime/errc.hpp"
 
@@ -47,6 +51,44 @@ caf::error publish_error(const std::string& host, uint16_t port,
                     "cannot listen on " + host + ":" + std::to_string(port)
                       + " (port in use, or not an address of this host): "
                       + describe(cause));
+}
+
+std::string local_address_toward(const std::string& host, uint16_t port) {
+  char name[256] = "unknown";
+  ::gethostname(name, sizeof(name) - 1);
+  std::string fallback = name;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  auto service = std::to_string(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0)
+    return fallback;
+  std::string out = fallback;
+  for (auto* a = found; a != nullptr; a = a->ai_next) {
+    // A datagram socket's connect only picks the route and source address.
+    int fd = ::socket(a->ai_family, SOCK_DGRAM, 0);
+    if (fd < 0)
+      continue;
+    sockaddr_storage me{};
+    socklen_t len = sizeof(me);
+    char text[INET6_ADDRSTRLEN] = {};
+    bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0
+              && ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0;
+    ::close(fd);
+    if (!ok)
+      continue;
+    const void* raw = me.ss_family == AF_INET
+                        ? static_cast<const void*>(
+                          &reinterpret_cast<sockaddr_in*>(&me)->sin_addr)
+                        : static_cast<const void*>(
+                          &reinterpret_cast<sockaddr_in6*>(&me)->sin6_addr);
+    if (::inet_ntop(me.ss_family, raw, text, sizeof(text)) != nullptr) {
+      out = text;
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return out;
 }
 
 caf::expected<std::pair<std::string, uint16_t>>

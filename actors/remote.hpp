@@ -85,6 +85,12 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
   return *r;
 }
 
+/// The address of this host on the way to host:port (the source address
+/// the kernel picks for a connection there, without sending anything):
+/// what a node that does not listen on a configured address reports as
+/// its own. The host name when that fails.
+std::string local_address_toward(const std::string& host, uint16_t port);
+
 /// "host:port" -> parts; the error names the bad text.
 caf::expected<std::pair<std::string, uint16_t>>
 parse_address(const std::string& text);

@@ -34,12 +34,23 @@ void serve_parked(self_ptr self) {
   }
 }
 
+/// Schedules the next expiry check for the oldest parked pull.
+void schedule_expiry(self_ptr self) {
+  auto& st = self->state;
+  if (st.expiry_pending || st.parked.empty())
+    return;
+  st.expiry_pending = true;
+  auto due = st.parked.front().since + st.hold - caf::make_timestamp();
+  self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v);
+}
+
 } // namespace
 
 shard_actor::behavior_type
 shard_impl(shard_actor::stateful_pointer<shard_state> self,
            shard_options opts) {
   self->state.id = opts.id;
+  self->state.hold = opts.hold;
   self->state.block = std::make_unique<param_block>(opts.block,
                                                     std::move(opts.initial));
   return {
@@ -57,7 +68,9 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       if (worker < 0 || self->state.block->pull_ready(worker, min_version))
         return answer(self, worker);
       auto promise = self->make_response_promise<float_block>();
-      self->state.parked.push_back({promise, worker, min_version});
+      self->state.parked.push_back(
+        {promise, worker, min_version, caf::make_timestamp()});
+      schedule_expiry(self);
       return promise;
     },
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
@@ -114,6 +127,20 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         return err;
       serve_parked(self);
       return true;
+    },
+    [=](expire_atom) {
+      auto& st = self->state;
+      st.expiry_pending = false;
+      auto now = caf::make_timestamp();
+      size_t kept = 0;
+      for (size_t i = 0; i < st.parked.size(); ++i) {
+        if (now - st.parked[i].since >= st.hold)
+          st.parked[i].promise.deliver(float_block::ask_again_for(st.id));
+        else
+          st.parked[kept++] = std::move(st.parked[i]);
+      }
+      st.parked.resize(kept);
+      schedule_expiry(self);
     },
   };
 }

@@ -3,7 +3,10 @@
 // States: one. It accepts joins, pulls, pushes, snapshots, restores and stats
 // at any time. A pull that the consistency mode cannot answer yet (sync:
 // version not reached; ssp: the worker too far ahead) is parked and answered
-// by the push that makes it ready.
+// by the push that makes it ready, or, once it has waited `hold` (a pause,
+// a worker waiting for its lost node), with "ask again" well within the
+// worker's request timeout: a waiting worker costs one small message per
+// `hold`, never a stream of pulls.
 #pragma once
 
 #include <memory>
@@ -18,6 +21,9 @@ struct shard_options {
   int32_t id = 0;
   param_block::options block;
   std::vector<float> initial; ///< this shard's slice of the parameters
+  /// How long a pull that is not ready may be parked before "ask again";
+  /// keep it well below the workers' request timeout.
+  caf::timespan hold = std::chrono::seconds(10);
 };
 
 struct shard_state {
@@ -26,10 +32,13 @@ struct shard_state {
     caf::typed_response_promise<float_block> promise;
     int32_t worker;
     int64_t min_version;
+    caf::timestamp since;
   };
   int32_t id = 0;
   std::unique_ptr<param_block> block;
-  std::vector<parked_pull> parked;
+  std::vector<parked_pull> parked; ///< in arrival order
+  caf::timespan hold{};
+  bool expiry_pending = false; ///< an expire message is on its way
   int64_t ssp_pulls = 0;    ///< ssp: worker pulls answered
   int64_t ssp_max_lead = 0; ///< ssp: widest clock lead at an answered pull
 };

@@ -21,4 +21,13 @@ inline caf::timespan request_timeout(const run_config& cfg) {
   return std::chrono::milliseconds(cfg.cluster.request_timeout_ms);
 }
 
+/// How long the feeder holds a lease request and a shard a pull that it
+/// cannot answer yet, before it answers "ask again": a third of the
+/// request timeout, so that the answer always beats the timeout, even on
+/// a loaded machine. A waiting worker then sends one small message per
+/// hold instead of polling.
+inline caf::timespan hold_time(const run_config& cfg) {
+  return request_timeout(cfg) / 3;
+}
+
 } // namespace troupe

@@ -28,35 +28,46 @@ void fail(self_ptr self, caf::error err) {
   self->quit(std::move(err));
 }
 
+/// Pulls shard `i` (again, when the shard held the pull for as long as it
+/// may: a pause, a worker waiting for its node) and stores its values;
+/// `one_done` runs once they are in.
+void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
+  auto& st = self->state;
+  self->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
+                st.min_version)
+    .then(
+      [=](const float_block& b) {
+        if (b.ask_again())
+          return pull_one(self, i, one_done);
+        auto& s = self->state;
+        auto r = s.opts.ranges[i];
+        if (!b.values || b.values->size() != r.size())
+          return fail(self, make_error(errc::wrong_size,
+                                       "pull from shard " + std::to_string(i)
+                                         + " returned the wrong size"));
+        if (is_easgd(self))
+          std::memcpy(s.host.data() + r.begin, b.values->data(),
+                      r.size() * sizeof(float));
+        else
+          s.backend->upload(s.replica->params() + r.begin, b.values->data(),
+                            r.size() * sizeof(float));
+        s.versions[i] = b.version;
+        one_done();
+      },
+      [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
 /// Pulls every shard in parallel; `then` runs once all values are in
 /// state.host (easgd) or in the replica (the other modes).
 void pull_all(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
   auto left = std::make_shared<size_t>(st.opts.shards.size());
   auto done = std::make_shared<std::function<void()>>(std::move(then));
-  for (size_t i = 0; i < st.opts.shards.size(); ++i) {
-    self->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
-                  st.min_version)
-      .then(
-        [=](const float_block& b) {
-          auto& s = self->state;
-          auto r = s.opts.ranges[i];
-          if (!b.values || b.values->size() != r.size())
-            return fail(self, make_error(errc::wrong_size,
-                                         "pull from shard " + std::to_string(i)
-                                           + " returned the wrong size"));
-          if (is_easgd(self))
-            std::memcpy(s.host.data() + r.begin, b.values->data(),
-                        r.size() * sizeof(float));
-          else
-            s.backend->upload(s.replica->params() + r.begin, b.values->data(),
-                              r.size() * sizeof(float));
-          s.versions[i] = b.version;
-          if (--*left == 0)
-            (*done)();
-        },
-        [=](caf::error& err) { fail(self, std::move(err)); });
-  }
+  for (size_t i = 0; i < st.opts.shards.size(); ++i)
+    pull_one(self, i, [=] {
+      if (--*left == 0)
+        (*done)();
+    });
 }
 
 /// Sends every shard its slice of `flat` (layout.total() floats); `applied`
@@ -111,6 +122,8 @@ void quit_when_settled(self_ptr self) {
   }
 }
 
+void next_step(self_ptr self);
+
 /// What to do once a step's pushes are applied: ack its lease (the batch is
 /// done only then) and count it for the next report to the chief (so every
 /// reported step is applied on every shard).
@@ -141,6 +154,10 @@ std::function<void()> settle(self_ptr self) {
     if (acc.steps >= 8 || now_seconds() - s.last_report >= 0.05)
       flush_report(self);
     quit_when_settled(self);
+    if (s.step_deferred && s.unsettled < max_unsettled && !s.feeder_done) {
+      s.step_deferred = false;
+      next_step(self);
+    }
   };
 }
 
@@ -201,8 +218,6 @@ bool compute(self_ptr self) {
   return false;
 }
 
-void next_step(self_ptr self);
-
 /// Pushes the gradient of the leased batch to every shard, then goes on.
 void push_gradient(self_ptr self) {
   auto& st = self->state;
@@ -253,9 +268,11 @@ void elastic_step(self_ptr self) {
   });
 }
 
-/// Leases a batch into state.lease and runs `then`. Quits when the feeder
-/// is done; when it says wait, the whole step starts over a little later.
-void lease_then(self_ptr self, std::function<void()> then) {
+/// Leases a batch into state.lease and runs `then` with whether the
+/// request was held at the feeder. Quits when the feeder is done. "wait"
+/// comes only after the feeder held the request for its hold time, so the
+/// worker asks again at once: that is one message per hold, not a poll.
+void lease_then(self_ptr self, std::function<void(bool held)> then) {
   auto& st = self->state;
   self->request(st.opts.feeder, timeout_of(self), lease_atom_v, st.opts.id)
     .then(
@@ -265,12 +282,10 @@ void lease_then(self_ptr self, std::function<void()> then) {
           self->state.feeder_done = true;
           return quit_when_settled(self);
         }
-        if (r.status == lease_reply::wait) {
-          self->delayed_send(self, std::chrono::milliseconds(2), step_atom_v);
-          return;
-        }
+        if (r.status == lease_reply::wait)
+          return lease_then(self, [=](bool) { then(true); });
         self->state.lease = std::move(r.grant);
-        then();
+        then(r.held);
       },
       [=](caf::error& err) { fail(self, std::move(err)); });
 }
@@ -284,7 +299,14 @@ void lease_then(self_ptr self, std::function<void()> then) {
 /// step's values then lack the worker's own previous update (one step
 /// stale, like Downpour's fetch); every push is still applied once.
 void next_step(self_ptr self) {
-  self->state.step_start = now_seconds();
+  auto& st = self->state;
+  if (st.unsettled >= max_unsettled) {
+    // Backpressure: a shard holds at most max_unsettled pushes of this
+    // worker; the step starts when one of them is applied.
+    st.step_deferred = true;
+    return;
+  }
+  st.step_start = now_seconds();
   auto work = [=] {
     if (self->state.halted)
       return;
@@ -298,17 +320,28 @@ void next_step(self_ptr self) {
   };
   switch (self->state.opts.cfg.cluster.consistency) {
     case cluster_config::mode::easgd:
-      return lease_then(self, [=] { elastic_step(self); });
+      return lease_then(self, [=](bool) { elastic_step(self); });
     case cluster_config::mode::sync:
-      return pull_all(self, [=] { lease_then(self, work); });
+      // Nobody pushes while this lease is held (sync updates need every
+      // worker), so the values pulled before it are still current.
+      return pull_all(self, [=] { lease_then(self, [=](bool) { work(); }); });
     default: {
       auto left = std::make_shared<int>(2);
+      auto was_held = std::make_shared<bool>(false);
       auto join = [=] {
-        if (--*left == 0)
-          work();
+        if (--*left > 0)
+          return;
+        // Values pulled before a pause or a wait for a straggler are old:
+        // pull them again.
+        if (*was_held)
+          return pull_all(self, work);
+        work();
       };
       pull_all(self, join);
-      lease_then(self, join);
+      lease_then(self, [=](bool held) {
+        *was_held = held;
+        join();
+      });
     }
   }
 }

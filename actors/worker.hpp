@@ -41,6 +41,10 @@ struct worker_options {
   std::function<void(int32_t, int64_t)> fault_hook;
 };
 
+/// Steps whose pushes may be in flight at once (applied by no shard yet):
+/// bounds each shard's queue to this many pushes per worker.
+constexpr int max_unsettled = 2;
+
 struct worker_state {
   static inline const char* name = "worker";
   worker_options opts;
@@ -61,6 +65,7 @@ struct worker_state {
   int64_t min_version = 0; ///< sync: version the next pull waits for
   bool initialised = false;
   int unsettled = 0;         ///< pushed steps whose pushes are not all applied
+  bool step_deferred = false; ///< a step waits for unsettled to drop
   bool feeder_done = false;  ///< quit once nothing is unsettled
   bool halted = false;       ///< after a non-finite loss
   worker_report report;      ///< settled steps not yet reported

@@ -1,7 +1,6 @@
 #include "apps/node_process.hpp"
 
 #include <iostream>
-#include <unistd.h>
 
 #include "actors/node_agent.hpp"
 #include "actors/remote.hpp"
@@ -148,8 +147,8 @@ int run_joining_node(const join_options& opts) {
     return fail(data.error());
   ao.data = std::make_shared<const train_test>(std::move(*data));
   auto agent = sys.spawn(node_agent_impl, std::move(ao));
-  char host[256] = "unknown";
-  ::gethostname(host, sizeof(host) - 1);
+  // It does not listen: its address is the one the chief sees it at.
+  auto host = local_address_toward(addr->first, addr->second);
   std::cout << "joining the cluster at " << opts.chief_address << " with "
             << opts.workers << " workers on "
             << cfg->training.device.to_string() << std::endl;

@@ -49,4 +49,49 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
   self->send_exit(s, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(a_pull_that_is_not_ready_is_held_then_answered_ask_again) {
+  // sync, two workers: worker 0's pull for version 1 waits for the update
+  // that needs worker 1's push too. The shard holds it; after its hold it
+  // answers "ask again" (no values), and an update answers a held pull.
+  cluster_fixture f;
+  shard_options o;
+  o.block.mode = cluster_config::mode::sync;
+  o.block.aggregate = 2;
+  o.block.optimizer.learning_rate = 1.0;
+  o.initial = {1.f, 2.f};
+  o.hold = std::chrono::milliseconds(400);
+  auto s = f.sys->spawn(shard_impl, o);
+  caf::scoped_actor self{*f.sys};
+  auto t = std::chrono::seconds(10);
+  for (int32_t w : {0, 1})
+    self->request(s, t, join_atom_v, w).receive([](int64_t) {},
+                                                [](caf::error&) {});
+  auto next_block = [&](caf::timespan within) {
+    std::optional<float_block> out;
+    self->receive([&](float_block& b) { out = b; },
+                  caf::after(within) >> [] {});
+    return out;
+  };
+  auto sent = std::chrono::steady_clock::now();
+  self->send(s, pull_atom_v, int32_t{0}, int64_t{1});
+  BOOST_TEST(!next_block(std::chrono::milliseconds(200)));
+  auto again = next_block(std::chrono::seconds(5));
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST(again->ask_again());
+  BOOST_TEST(!again->values);
+  BOOST_TEST((std::chrono::steady_clock::now() - sent
+              >= std::chrono::milliseconds(400)));
+  // Asked again, it is held until both pushes are in.
+  self->send(s, pull_atom_v, int32_t{0}, int64_t{1});
+  for (int32_t w : {0, 1})
+    self->request(s, t, push_atom_v, gradient_push::of(0, w, 0, {1.f, 1.f}))
+      .receive([](push_ack&) {}, [](caf::error&) {});
+  auto ready = next_block(std::chrono::seconds(5));
+  BOOST_REQUIRE(ready.has_value());
+  BOOST_TEST(!ready->ask_again());
+  BOOST_TEST(ready->version == 1);
+  BOOST_TEST(*ready->values == (std::vector<float>{0.f, 1.f}));
+  self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,7 @@
 // Cluster files for the multi-process tests: Fashion-MNIST, the
-// 784-256-128-10 MLP, nodes on 127.0.0.1 at free ports.
+// 784-256-128-10 MLP, nodes on 127.0.0.1 (or a test's own addresses) at
+// free ports; and what the tests read back: the chief's output, the
+// shell's answers.
 #pragma once
 
 #include <memory>
@@ -18,7 +20,13 @@ struct node_spec {
   int workers = 0;
   uint16_t port = 0; ///< 0: a free port
   std::string device{}; ///< the node's "device"; empty: none given
+  std::string host = "127.0.0.1";
 };
+
+/// Bytes of the test model's parameters (784-256-128-10 MLP): what one
+/// pull, or one push, of all shards together moves.
+constexpr double mlp_param_bytes
+  = 4.0 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 
 struct cluster_spec {
   std::vector<node_spec> nodes; ///< the first is the chief's
@@ -37,7 +45,7 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
   for (auto& n : spec.nodes) {
     if (n.port == 0)
       n.port = free_port();
-    json j{{"name", n.name}, {"host", "127.0.0.1"}, {"port", n.port}};
+    json j{{"name", n.name}, {"host", n.host}, {"port", n.port}};
     if (n.shards > 0)
       j["shards"] = n.shards;
     if (n.workers > 0)
@@ -90,7 +98,42 @@ inline std::string write_embedded(const temp_dir& dir,
 
 /// The chief's "host:port".
 inline std::string chief_address(const cluster_spec& spec) {
-  return "127.0.0.1:" + std::to_string(spec.nodes.front().port);
+  return spec.nodes.front().host + ":"
+         + std::to_string(spec.nodes.front().port);
+}
+
+/// Runs troupe-shell -c `command` [--json] against the chief of `spec`;
+/// returns (exit code, stdout and stderr).
+inline std::pair<int, std::string> run_shell(const temp_dir& dir,
+                                             const cluster_spec& spec,
+                                             const std::string& command,
+                                             bool as_json = true) {
+  std::vector<std::string> args{"--connect", chief_address(spec), "-c",
+                                command};
+  if (as_json)
+    args.push_back("--json");
+  process p{dir, "shell", "troupe-shell", args};
+  int code = p.wait(30);
+  return {code, p.out() + p.err()};
+}
+
+/// The version of shard `i` as the shell reports it; -1 when the shell
+/// failed or did not say.
+inline int64_t shard_version(const temp_dir& dir, const cluster_spec& spec,
+                             size_t i = 0) {
+  auto [code, out] = run_shell(dir, spec, "shards");
+  if (code != 0)
+    return -1;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_array() || j.size() <= i || !j[i].contains("version"))
+    return -1;
+  return j[i]["version"].get<int64_t>();
+}
+
+/// The step of the chief's last progress line ("step N, epoch ..."), or 0.
+inline long last_step(const std::string& out) {
+  auto at = out.rfind("\nstep ");
+  return at == std::string::npos ? 0 : std::atol(out.c_str() + at + 6);
 }
 
 /// A column of the summary table's data row ("test acc" is 8, "steps" 4).

@@ -59,12 +59,17 @@ class process {
 public:
   /// Starts build/apps/<app> with `args`; stdout and stderr go to
   /// <dir>/<name>.out and <dir>/<name>.err, stdin comes from `stdin_path`
-  /// if given.
+  /// if given. A non-empty `prefix` runs the app under that command, e.g.
+  /// {"/usr/sbin/ip", "netns", "exec", NS} to put it in a namespace; such
+  /// a prefix execs the app in place, so the pid is still the app's.
   process(const temp_dir& dir, std::string name, const std::string& app,
-          std::vector<std::string> args, const std::string& stdin_path = "")
+          std::vector<std::string> args, const std::string& stdin_path = "",
+          std::vector<std::string> prefix = {})
     : out_(dir.file(name + ".out")), err_(dir.file(name + ".err")) {
     std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/" + app;
     std::vector<char*> argv;
+    for (auto& p : prefix)
+      argv.push_back(p.data());
     argv.push_back(exe.data());
     for (auto& a : args)
       argv.push_back(a.data());
@@ -78,7 +83,7 @@ public:
     if (!stdin_path.empty())
       posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY,
                                        0);
-    if (posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ)
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ)
         != 0)
       pid_ = -1;
     posix_spawn_file_actions_destroy(&fa);
@@ -93,6 +98,7 @@ public:
   process& operator=(const process&) = delete;
 
   bool running() const { return pid_ > 0 && code_ == no_code; }
+  pid_t pid() const { return pid_; }
   void kill9() {
     if (running()) {
       ::kill(pid_, SIGKILL);

@@ -13,20 +13,6 @@ using json = nlohmann::json;
 
 namespace {
 
-/// Runs troupe-shell -c `command` --json; returns (exit code, stdout).
-std::pair<int, std::string> run_shell(const temp_dir& dir,
-                                  const cluster_spec& spec,
-                                  const std::string& command,
-                                  bool as_json = true) {
-  std::vector<std::string> args{"--connect", chief_address(spec), "-c",
-                                command};
-  if (as_json)
-    args.push_back("--json");
-  process p{dir, "shell", "troupe-shell", args};
-  int code = p.wait(30);
-  return {code, p.out() + p.err()};
-}
-
 int64_t version_of_shard0(const temp_dir& dir, const cluster_spec& spec) {
   auto [code, out] = run_shell(dir, spec, "shards");
   BOOST_REQUIRE_MESSAGE(code == 0, out);

@@ -1,0 +1,116 @@
+// The feeder holds a lease it cannot grant (paused, every batch out)
+// instead of answering "wait" at once, grants it as soon as it can, and
+// answers "wait" only once it has held it for its hold time.
+#include "actors/feeder.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using troupe::test::cluster_fixture;
+
+namespace {
+
+/// 4 batches of 16 in one epoch; holds leases for `hold`.
+feeder_actor small_feeder(cluster_fixture& f, caf::timespan hold) {
+  feeder_options o;
+  o.samples = 64;
+  o.batch = 16;
+  o.epochs = 1;
+  o.hold = hold;
+  return f.sys->spawn(feeder_impl, o);
+}
+
+/// The reply to a lease sent earlier with `send`, if one comes within
+/// `within`.
+std::optional<lease_reply> reply_within(caf::scoped_actor& self,
+                                        caf::timespan within) {
+  std::optional<lease_reply> out;
+  self->receive([&](lease_reply& r) { out = std::move(r); },
+                caf::after(within) >> [] {});
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(feeder)
+
+BOOST_AUTO_TEST_CASE(a_paused_feeder_holds_a_lease_and_grants_it_on_resume) {
+  cluster_fixture f;
+  auto feeder = small_feeder(f, 30s);
+  caf::scoped_actor self{*f.sys};
+  self->request(feeder, 5s, pause_atom_v).receive([](int64_t) {},
+                                                  [](caf::error&) {});
+  self->send(feeder, lease_atom_v, int32_t{0});
+  BOOST_TEST(!reply_within(self, 200ms)); // held, not refused
+  self->send(feeder, resume_atom_v);
+  auto r = reply_within(self, 5s);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->status == lease_reply::granted);
+  BOOST_TEST(r->held);
+  BOOST_TEST(r->grant.samples.size() == 16u);
+  self->send_exit(feeder, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_lease_held_while_every_batch_is_out_gets_what_comes_first) {
+  cluster_fixture f;
+  auto feeder = small_feeder(f, 30s);
+  caf::scoped_actor self{*f.sys};
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i)
+    self->request(feeder, 5s, lease_atom_v, int32_t{0})
+      .receive([&](lease_reply& r) { ids.push_back(r.grant.id); },
+               [](caf::error&) {});
+  BOOST_REQUIRE_EQUAL(ids.size(), 4u);
+  // All out: worker 1 waits until worker 0 is lost and its batches return.
+  self->send(feeder, lease_atom_v, int32_t{1});
+  BOOST_TEST(!reply_within(self, 200ms));
+  self->request(feeder, 5s, requeue_atom_v, int32_t{0})
+    .receive([](int32_t n) { BOOST_TEST(n == 4); }, [](caf::error&) {});
+  auto r = reply_within(self, 5s);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->status == lease_reply::granted);
+  // The rest are acked: a lease held then is answered "done" by the last
+  // ack.
+  for (int i = 0; i < 3; ++i)
+    self->request(feeder, 5s, lease_atom_v, int32_t{1})
+      .receive([&](lease_reply& x) { ids.push_back(x.grant.id); },
+               [](caf::error&) {});
+  self->send(feeder, lease_atom_v, int32_t{2});
+  BOOST_TEST(!reply_within(self, 100ms));
+  self->send(feeder, ack_atom_v, r->grant.id);
+  for (size_t i = ids.size() - 3; i < ids.size(); ++i)
+    self->send(feeder, ack_atom_v, ids[i]);
+  auto done = reply_within(self, 5s);
+  BOOST_REQUIRE(done.has_value());
+  BOOST_TEST(done->status == lease_reply::done);
+  self->send_exit(feeder, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_held_lease_is_answered_wait_after_its_hold_and_not_before) {
+  cluster_fixture f;
+  auto feeder = small_feeder(f, 400ms);
+  caf::scoped_actor self{*f.sys};
+  self->request(feeder, 5s, pause_atom_v).receive([](int64_t) {},
+                                                  [](caf::error&) {});
+  auto sent = std::chrono::steady_clock::now();
+  self->send(feeder, lease_atom_v, int32_t{0});
+  auto r = reply_within(self, 10s);
+  auto waited = std::chrono::steady_clock::now() - sent;
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->status == lease_reply::wait);
+  BOOST_TEST((waited >= 400ms));
+  // A lost worker's held lease is let go at its requeue, never granted.
+  self->send(feeder, lease_atom_v, int32_t{3});
+  BOOST_TEST(!reply_within(self, 100ms));
+  self->request(feeder, 5s, requeue_atom_v, int32_t{3})
+    .receive([](int32_t) {}, [](caf::error&) {});
+  auto gone = reply_within(self, 100ms);
+  BOOST_REQUIRE(gone.has_value());
+  BOOST_TEST(gone->status == lease_reply::wait);
+  self->send_exit(feeder, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

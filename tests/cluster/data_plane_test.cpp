@@ -1,0 +1,248 @@
+// The data plane of a multi-process cluster, as an operator would check
+// it: each worker node holds its own connection to each shard node, the
+// chief's process carries control messages only, and a cluster that may
+// not train (paused, or waiting for a lost node) burns no CPU, moves no
+// bytes and grows no memory; it trains every sample once per epoch after.
+// Also across hosts: nodes in network namespaces, each with its own
+// address.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "cluster_file.hpp"
+#include "netns.hpp"
+#include "proc_stats.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+void sleep_s(double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+/// Shard 0's version once it has stood still for a second (the steps in
+/// flight have settled); -1 if it kept moving for 60 s.
+int64_t settled_version(const temp_dir& dir, const cluster_spec& spec) {
+  auto previous = shard_version(dir, spec);
+  for (int i = 0; i < 60; ++i) {
+    sleep_s(1);
+    auto now = shard_version(dir, spec);
+    if (now >= 0 && now == previous)
+      return now;
+    previous = now;
+  }
+  return -1;
+}
+
+/// What a process costs while its cluster waits.
+struct usage {
+  long rss_kb = 0;
+  double cpu_s = 0;
+  long long tcp_bytes = 0;
+};
+
+usage usage_of(const process& p) {
+  return {rss_kb(p.pid()), cpu_seconds(p.pid()), tcp_bytes(p.pid())};
+}
+
+/// Watches `nodes` for `seconds` while the cluster is supposed to be
+/// idle: no node may grow its memory by more than 10% or 50 MB, use more
+/// than 5% of a core, or move more than 1 MB over TCP (heartbeats and the
+/// shell's own queries are a few KB).
+void check_idle(const std::vector<std::pair<std::string, const process*>>& nodes,
+                double seconds) {
+  std::vector<usage> before;
+  for (auto& [name, p] : nodes)
+    before.push_back(usage_of(*p));
+  sleep_s(seconds);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto& name = nodes[i].first;
+    auto after = usage_of(*nodes[i].second);
+    auto grew_kb = after.rss_kb - before[i].rss_kb;
+    auto cpu = after.cpu_s - before[i].cpu_s;
+    auto bytes = after.tcp_bytes - before[i].tcp_bytes;
+    BOOST_TEST_MESSAGE(name << " over " << seconds << " s idle: RSS "
+                            << before[i].rss_kb / 1024 << " -> "
+                            << after.rss_kb / 1024 << " MB, CPU " << cpu
+                            << " s, TCP " << bytes << " bytes");
+    BOOST_TEST(before[i].rss_kb > 0);
+    BOOST_TEST(grew_kb <= 50 * 1024, name);
+    BOOST_TEST(grew_kb <= before[i].rss_kb / 10, name);
+    BOOST_TEST(cpu <= 0.05 * seconds, name);
+    BOOST_TEST(bytes >= 0, name);
+    BOOST_TEST(bytes <= 1000000, name);
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(data_plane)
+
+BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relays_nothing) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 3;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
+                        chief->err() + chief->out());
+  // members: ps0, ps1, w0, w1
+  for (size_t w : {2, 3})
+    for (size_t s : {1, 2})
+      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
+                             spec.nodes[s].port),
+                 spec.nodes[w + 1].name << " -> " << spec.nodes[s].name);
+  // The bytes through the chief's sockets against the parameter bytes
+  // the workers pulled and pushed meanwhile (one pull and one push of
+  // the whole model per step).
+  auto chief_before = tcp_bytes(chief->pid());
+  auto worker_before = tcp_bytes(members[2]->pid())
+                       + tcp_bytes(members[3]->pid());
+  auto step_before = last_step(chief->out());
+  BOOST_REQUIRE(chief->wait_for_step(step_before + 600, 180));
+  auto chief_bytes = tcp_bytes(chief->pid()) - chief_before;
+  auto worker_bytes = tcp_bytes(members[2]->pid())
+                      + tcp_bytes(members[3]->pid()) - worker_before;
+  auto steps = last_step(chief->out()) - step_before;
+  auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
+  BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
+                     << moved / 1e6 << " MB of parameters ("
+                     << worker_bytes / 1e6 << " MB on their sockets); the "
+                     "chief's sockets " << chief_bytes / 1e6 << " MB, "
+                     << 100 * chief_bytes / moved << "%");
+  BOOST_TEST(chief_bytes >= 0);
+  BOOST_TEST(chief_bytes < 0.02 * moved);
+  BOOST_TEST(static_cast<double>(worker_bytes) > 0.9 * moved);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  BOOST_TEST(epoch_samples(chief->out())
+               == (std::vector<long>{60000, 60000, 60000}),
+             chief->out());
+}
+
+BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resume) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
+                        chief->err() + chief->out());
+  BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
+  auto version = settled_version(dir, spec);
+  BOOST_REQUIRE(version >= 0);
+  check_idle({{"chief", chief.get()},
+              {"ps0", members[0].get()},
+              {"w0", members[1].get()},
+              {"w1", members[2].get()}},
+             10);
+  BOOST_TEST(shard_version(dir, spec) == version); // it stood still
+  BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  BOOST_TEST(epoch_samples(chief->out()) == (std::vector<long>{60000, 60000}),
+             chief->out());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns) {
+  // sync: worker 0's pull is held at the shard while worker 1 is gone
+  // (an update needs both), and the shard answers "ask again" every hold
+  // (10 s here) instead of being asked again and again.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.mode = "sync";
+  spec.epochs = 2;
+  spec.on_node_loss = "wait";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
+                        chief->err() + chief->out());
+  members[2]->kill9(); // w1
+  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  auto version = settled_version(dir, spec);
+  BOOST_REQUIRE(version >= 0);
+  check_idle({{"chief", chief.get()},
+              {"ps0", members[0].get()},
+              {"w0", members[1].get()}},
+             12);
+  BOOST_TEST(shard_version(dir, spec) == version);
+  process again{dir, "w1-again", "troupe-node",
+                {"--config", cfg, "--node", "w1"}};
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  BOOST_TEST(again.wait(20) == 0, again.err());
+  auto out = chief->out();
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+  // Worker 1's loss is the only failure: worker 0 waited without one.
+  BOOST_TEST(out.find("worker 0 failed") == std::string::npos, out);
+  BOOST_TEST(summary_field(out, 9) == "1", out); // restarts
+}
+
+/// Network namespaces can be made here (root, iproute2).
+struct namespaces_available {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
+    auto why = netns_lab::unavailable();
+    boost::test_tools::assertion_result r{why.empty()};
+    r.message() << "no network namespaces here: " << why;
+    return r;
+  }
+};
+
+BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
+                     *boost::unit_test::precondition(namespaces_available{})) {
+  // Four "hosts", each its own network namespace and address on a bridge
+  // the test makes: the chief, a shard node, a worker node and a node
+  // that joins mid-run. Declared before the processes: they must end
+  // before their namespaces go.
+  netns_lab lab{4};
+  BOOST_REQUIRE_MESSAGE(lab.ok(), lab.error());
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    spec.nodes[i].host = lab.ip(i);
+  auto cfg = write_cluster(dir, spec);
+  procs members;
+  for (size_t i = 1; i < spec.nodes.size(); ++i)
+    members.push_back(std::make_unique<process>(
+      dir, spec.nodes[i].name, "troupe-node",
+      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
+      "", lab.exec_prefix(i)));
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief"}, "", lab.exec_prefix(0)};
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120), chief.err() + chief.out());
+  process joiner{dir, "joiner", "troupe-node",
+                 {"--join", chief_address(spec), "--workers", "1", "--name",
+                  "late"},
+                 "", lab.exec_prefix(3)};
+  BOOST_REQUIRE_MESSAGE(
+    chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
+  auto shard_port = spec.nodes[1].port;
+  bool joined_link = false;
+  for (int i = 0; i < 100 && !joined_link; ++i, sleep_s(0.1))
+    joined_link = has_link_to(joiner.pid(), lab.ip(1), shard_port);
+  BOOST_TEST(joined_link);
+  BOOST_TEST(has_link_to(members[1]->pid(), lab.ip(1), shard_port));
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, chief.err() + chief.out());
+  BOOST_TEST(joiner.wait(20) == 0, joiner.err());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  auto out = chief.out();
+  // The joined node is known by the address it reached the chief from.
+  BOOST_TEST(out.find("node late (" + lab.ip(3) + ") is up")
+               != std::string::npos, out);
+  BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
