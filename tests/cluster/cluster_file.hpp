@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proc_stats.hpp"
 #include "process.hpp"
 
 namespace troupe::test {
@@ -190,6 +191,22 @@ inline std::vector<long> epoch_samples(const std::string& out) {
   for (long x; in >> x;)
     v.push_back(x);
   return v;
+}
+
+/// The bytes through the chief's sockets while the workers train `steps`
+/// more steps, as a share of the parameter bytes the workers pull and push
+/// meanwhile (the whole model once each way per step); -1 if the run did
+/// not get that far within 120 s. A chief that relayed the data plane
+/// would show about 2 (every byte in and out).
+inline double chief_relay_share(const process& chief, long steps) {
+  auto before = tcp_bytes(chief.pid());
+  auto from = last_step(chief.out());
+  if (!chief.wait_for_step(from + steps, 120))
+    return -1;
+  auto bytes = static_cast<double>(tcp_bytes(chief.pid()) - before);
+  auto moved = static_cast<double>(last_step(chief.out()) - from) * 2
+               * mlp_param_bytes;
+  return bytes / moved;
 }
 
 } // namespace troupe::test

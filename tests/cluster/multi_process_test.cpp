@@ -1,10 +1,12 @@
 // A cluster of real troupe-node processes on 127.0.0.1: it trains like the
 // in-process cluster, survives kill -9 of a worker node and of a shard
-// node, and takes a node that joins mid-run.
+// node, and takes a node that joins mid-run; moved workers, restored shards
+// and joined workers reach their shards directly, not through the chief.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "cluster_file.hpp"
 
@@ -70,6 +72,13 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   auto detected = seconds_since(killed);
   BOOST_TEST_MESSAGE("worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
+  BOOST_REQUIRE(chief->wait_for_output("worker 2 moves", 10));
+  auto share = chief_relay_share(*chief, 200);
+  BOOST_TEST_MESSAGE("moved workers: the chief's share of the traffic "
+                     << share);
+  BOOST_TEST(share >= 0);
+  BOOST_TEST(share < 0.02);
+  BOOST_TEST(has_link_to(members[1]->pid(), "127.0.0.1", spec.nodes[1].port));
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
@@ -164,6 +173,15 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE(chief->wait_for_step(300, 120));
   members[1]->kill9(); // ps1, with shard 1
+  BOOST_REQUIRE(chief->wait_for_output("steps lost, to be trained again", 60));
+  // Shard 1 lives on ps0 now; w0's pulls and pushes still go there
+  // directly (the chief's share holds its checkpoints' snapshots).
+  auto share = chief_relay_share(*chief, 300);
+  BOOST_TEST_MESSAGE("restored shard: the chief's share of the traffic "
+                     << share);
+  BOOST_TEST(share >= 0);
+  BOOST_TEST(share < 0.02);
+  BOOST_TEST(has_link_to(members[2]->pid(), "127.0.0.1", spec.nodes[1].port));
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
@@ -192,6 +210,17 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
                  {"--join", chief_address(spec), "--workers", "1", "--name",
                   "late"}};
   BOOST_REQUIRE(chief->wait_for_output("adding 1 worker on node late", 30));
+  bool linked = false; // the agent connects before the worker starts
+  for (int i = 0; i < 100 && !linked; ++i) {
+    linked = has_link_to(joiner.pid(), "127.0.0.1", spec.nodes[1].port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(linked);
+  auto share = chief_relay_share(*chief, 200);
+  BOOST_TEST_MESSAGE("joined worker: the chief's share of the traffic "
+                     << share);
+  BOOST_TEST(share >= 0);
+  BOOST_TEST(share < 0.02);
   // Its steps reach the shards: the worker's count grows, and the shard's
   // accepted pushes cover every worker's steps.
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
