@@ -301,8 +301,8 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
 void next_step(self_ptr self) {
   auto& st = self->state;
   if (st.unsettled >= max_unsettled) {
-    // Backpressure: a shard holds at most max_unsettled pushes of this
-    // worker; the step starts when one of them is applied.
+    // Backpressure: the shards hold a bounded number of this worker's
+    // pushes (see max_unsettled); this step starts when one is applied.
     st.step_deferred = true;
     return;
   }

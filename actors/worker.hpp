@@ -41,8 +41,11 @@ struct worker_options {
   std::function<void(int32_t, int64_t)> fault_hook;
 };
 
-/// Steps whose pushes may be in flight at once (applied by no shard yet):
-/// bounds each shard's queue to this many pushes per worker.
+/// Steps whose pushes may still be unapplied when a new step starts. So a
+/// shard holds at most this many pushes of a worker, one more in async
+/// mode, whose prefetch starts the next step while the current one
+/// computes (counting that one too would end the prefetch: the step before
+/// is usually still being applied then).
 constexpr int max_unsettled = 2;
 
 struct worker_state {

@@ -1,0 +1,128 @@
+// A worker keeps a bounded number of steps' pushes in flight: against a
+// shard that answers pulls at once but sits on pushes, it stops at
+// max_unsettled (one more in async, the prefetched step) and goes on when
+// they are applied (backpressure).
+#include "actors/worker.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <thread>
+
+#include "actors/feeder.hpp"
+#include "fixture.hpp"
+#include "models/model.hpp"
+#include "runtime/cpu_backend.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using troupe::test::cluster_fixture;
+using troupe::test::small_run;
+
+namespace {
+
+/// A shard that answers pulls at once and holds every push until it is
+/// told "release" (through tune, the one steering message it has).
+struct slow_shard_state {
+  static inline const char* name = "slow_shard";
+  std::vector<float> values;
+  std::vector<caf::typed_response_promise<push_ack>> held;
+  int64_t pushes = 0;
+};
+
+shard_actor::behavior_type
+slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
+  self->state.values.assign(n, 0.f);
+  auto snapshot = [=] {
+    return std::make_shared<const std::vector<float>>(self->state.values);
+  };
+  return {
+    [=](join_atom, int32_t) -> int64_t { return 0; },
+    [=](leave_atom, int32_t) {},
+    [=](pull_atom, int32_t, int64_t) -> float_block {
+      return {0, 0, snapshot()};
+    },
+    [=](push_atom, const gradient_push&) -> caf::result<push_ack> {
+      ++self->state.pushes;
+      auto p = self->make_response_promise<push_ack>();
+      self->state.held.push_back(p);
+      return p;
+    },
+    [=](snapshot_atom) -> shard_state_msg { return {}; },
+    [=](restore_atom, shard_state_msg&) -> int64_t { return 0; },
+    [=](stats_atom) -> shard_stats {
+      shard_stats s;
+      s.accepted = self->state.pushes;
+      return s;
+    },
+    [=](tune_atom, const std::string&, double) -> bool {
+      for (auto& p : self->state.held)
+        p.deliver(push_ack{0, false});
+      self->state.held.clear();
+      return true;
+    },
+    [=](expire_atom) {},
+  };
+}
+
+int64_t pushes_seen(caf::scoped_actor& self, const shard_actor& s) {
+  int64_t n = -1;
+  self->request(s, 5s, stats_atom_v)
+    .receive([&](shard_stats& st) { n = st.accepted; }, [](caf::error&) {});
+  return n;
+}
+
+/// Polls until the shard has seen `n` pushes (at most 10 s); then, after
+/// a pause in which more would have come, returns how many it has seen.
+int64_t pushes_settle_at(caf::scoped_actor& self, const shard_actor& s,
+                         int64_t n) {
+  for (int i = 0; i < 200 && pushes_seen(self, s) < n; ++i)
+    std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(300ms);
+  return pushes_seen(self, s);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(worker)
+
+BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
+  for (auto mode : {cluster_config::mode::async, cluster_config::mode::ssp}) {
+    cluster_fixture f;
+    auto cfg = small_run(mode, 1, 1);
+    auto data = std::make_shared<const train_test>(
+      std::move(*load_datasets(cfg.data)));
+    auto backend = make_cpu_backend(1);
+    auto m = make_model(cfg.model, data->train.height, data->train.width,
+                        data->train.channels, data->train.classes, *backend);
+    BOOST_REQUIRE(m);
+    auto total = (*m)->layout().total();
+    feeder_options fo;
+    fo.samples = data->train.count;
+    fo.batch = cfg.training.batch_size;
+    fo.epochs = 4;
+    auto feeder = f.sys->spawn(feeder_impl, fo);
+    auto shard = f.sys->spawn(slow_shard, total);
+    worker_options wo;
+    wo.id = 0;
+    wo.cfg = cfg;
+    wo.data = data;
+    wo.feeder = feeder;
+    wo.shards = {shard};
+    wo.ranges = {flat_range{0, total}};
+    auto w = f.sys->spawn(worker_impl, std::move(wo));
+    caf::scoped_actor self{*f.sys};
+    int64_t bound = max_unsettled + (mode == cluster_config::mode::async);
+    // The worker pushes that many steps and stops there.
+    BOOST_TEST(pushes_settle_at(self, shard, bound) == bound, to_string(mode));
+    // Applied: it goes on, and stops at as many more.
+    self->request(shard, 5s, tune_atom_v, std::string{"release"}, 0.0)
+      .receive([](bool) {}, [](caf::error&) {});
+    BOOST_TEST(pushes_settle_at(self, shard, 2 * bound) == 2 * bound,
+               to_string(mode));
+    for (auto h : {caf::actor_cast<caf::actor>(w),
+                   caf::actor_cast<caf::actor>(shard),
+                   caf::actor_cast<caf::actor>(feeder)})
+      self->send_exit(h, caf::exit_reason::user_shutdown);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
