@@ -1,5 +1,6 @@
 #include "actors/chief.hpp"
 #include "actors/chief_state.hpp"
+#include "actors/data_link.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -439,15 +440,34 @@ std::string least_loaded_node(chief_self self) {
   return best;
 }
 
-/// The nodes a worker on `node` must connect to for a direct link to each
-/// of its shards: the shards' nodes, less its own and the chief's (every
-/// node is connected to the chief's already: it registered there).
-std::vector<std::string> shard_links(chief_self self,
-                                     const std::string& node) {
+/// Per shard, where a worker on `node` reaches it on the data plane:
+/// "host:port" of its node's data server, or empty for a shard in the
+/// worker's own process or on a node without one.
+std::vector<std::string> data_links(chief_self self, const std::string& node) {
+  auto& st = self->state;
+  std::vector<std::string> out;
+  for (auto& home : st.shard_node) {
+    auto it = st.nodes.find(home);
+    if (home == node || it == st.nodes.end() || it->second.data_port == 0)
+      out.emplace_back();
+    else
+      out.push_back(it->second.host + ":"
+                    + std::to_string(it->second.data_port));
+  }
+  return out;
+}
+
+/// The nodes a worker on `node` must connect to for a direct BASP link to
+/// each shard it does not reach on the data plane: the shards' nodes, less
+/// its own and the chief's (every node is connected to the chief's
+/// already: it registered there).
+std::vector<std::string> shard_links(chief_self self, const std::string& node,
+                                     const std::vector<std::string>& data) {
   auto& st = self->state;
   std::set<std::string> out;
-  for (auto& home : st.shard_node) {
-    if (home == node || home == st.own_node())
+  for (size_t i = 0; i < st.shard_node.size(); ++i) {
+    auto& home = st.shard_node[i];
+    if (home == node || home == st.own_node() || !data[i].empty())
       continue;
     auto it = st.nodes.find(home);
     if (it != st.nodes.end() && it->second.port != 0)
@@ -503,7 +523,8 @@ void place_worker(chief_self self, int32_t id) {
   ws.shards = st.shards;
   ws.bounds = shard_bounds(self);
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
-  ws.links = shard_links(self, node);
+  ws.data_links = data_links(self, node);
+  ws.links = shard_links(self, node, ws.data_links);
   auto gen = st.generation;
   self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(ws))
@@ -1124,6 +1145,7 @@ void start(chief_self self) {
   ao.cfg = cfg;
   ao.data = st.opts.data;
   ao.fault_hook = st.opts.fault_hook;
+  ao.data_plane = st.opts.data_plane;
   auto local = self->spawn(node_agent_impl, std::move(ao));
   if (cfg.cluster.distributed()) {
     for (auto& n : cfg.cluster.nodes) {
@@ -1146,6 +1168,7 @@ void start(chief_self self) {
   auto& me = st.nodes[st.own_node()];
   me.agent = local;
   me.up = true;
+  me.data_port = st.opts.data_plane ? st.opts.data_plane->port() : 0;
   start_when_nodes_ready(self);
 }
 
@@ -1153,7 +1176,8 @@ void start(chief_self self) {
 caf::result<std::string> on_register(chief_self self, std::string name,
                                      const std::string& host, uint16_t port,
                                      node_agent_actor agent,
-                                     int32_t join_workers) {
+                                     int32_t join_workers,
+                                     uint16_t data_port) {
   auto& st = self->state;
   if (st.ended || st.stopping)
     return make_error(errc::invalid_argument, "the run is ending");
@@ -1186,6 +1210,7 @@ caf::result<std::string> on_register(chief_self self, std::string name,
   auto& e = st.nodes[name];
   e.host = host;
   e.port = port;
+  e.data_port = data_port;
   e.agent = agent;
   e.up = true;
   self->monitor(agent);
@@ -1243,9 +1268,9 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     [=](report_atom, const worker_report& r) { on_report(self, r); },
     [=](register_atom) -> std::string { return self->state.opts.config_text; },
     [=](register_atom, std::string& name, std::string& host, uint16_t port,
-        node_agent_actor& agent, int32_t join_workers) {
+        node_agent_actor& agent, int32_t join_workers, uint16_t data_port) {
       return on_register(self, std::move(name), host, port, std::move(agent),
-                         join_workers);
+                         join_workers, data_port);
     },
     [=](deadline_atom) {
       auto& st = self->state;

@@ -30,12 +30,17 @@
 
 namespace troupe {
 
+class data_server;
+
 struct chief_options {
   run_config cfg;
   /// The config's JSON text, handed to every node that registers.
   std::string config_text;
   std::shared_ptr<const train_test> data;
   std::ostream* log = nullptr; ///< progress lines; null: quiet
+  /// This process's data plane (serves the shards placed here to workers
+  /// on other nodes); null in the embedded mode.
+  std::shared_ptr<data_server> data_plane;
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
   /// Called at the end of a successful run with the final parameters (the

@@ -40,6 +40,7 @@ struct chief_state {
   struct node_entry {
     std::string host;
     uint16_t port = 0;
+    uint16_t data_port = 0; ///< its data plane's; 0: none
     node_agent_actor agent; ///< null while down
     bool up = false;
     bool joined = false;    ///< added to a running cluster

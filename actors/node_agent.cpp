@@ -4,6 +4,7 @@
 
 #include "caf/io/all.hpp"
 
+#include "actors/data_link.hpp"
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
@@ -63,7 +64,50 @@ void connect_links(self_ptr self, const std::vector<std::string>& links,
   }
 }
 
+/// The stub for shard `shard` on the data plane at `address`, connecting
+/// to that node's data server the first time it is needed. The error
+/// names a malformed address.
+caf::expected<shard_actor> data_stub(self_ptr self, const std::string& address,
+                                     int32_t shard) {
+  auto& st = self->state;
+  auto key = std::make_pair(address, shard);
+  auto& link = st.data_links[address];
+  if (link && link->failed()) {
+    // A connection that broke stays broken: start over with a new one.
+    link->close();
+    link = nullptr;
+    for (auto it = st.stubs.begin(); it != st.stubs.end();)
+      it = it->first.first == address ? st.stubs.erase(it) : std::next(it);
+  }
+  if (auto it = st.stubs.find(key); it != st.stubs.end())
+    return it->second;
+  auto addr = parse_address(address);
+  if (!addr) {
+    st.data_links.erase(address);
+    return addr.error();
+  }
+  if (!link)
+    link = data_client::open(self->system(), addr->first, addr->second,
+                             request_timeout(st.opts.cfg));
+  auto stub = link->stub(shard);
+  st.stubs.emplace(key, stub);
+  return stub;
+}
+
+/// Closes the data-plane connections (which ends their stubs).
+void close_data_links(agent_state& st) {
+  for (auto& [address, link] : st.data_links)
+    if (link)
+      link->close();
+  st.data_links.clear();
+  st.stubs.clear();
+}
+
 } // namespace
+
+agent_state::~agent_state() {
+  close_data_links(*this);
+}
 
 node_agent_actor::behavior_type
 node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
@@ -92,6 +136,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.hold = hold_time(cfg);
       auto h = self->spawn(shard_impl, std::move(so));
       keep(self, h);
+      if (self->state.opts.data_plane)
+        self->state.opts.data_plane->serve(s.id, h);
       if (s.state.version == 0 && s.state.slots.empty())
         return h;
       // A restarted shard: optimizer state and version from a checkpoint.
@@ -120,6 +166,15 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       wo.data = st.opts.data;
       wo.feeder = w.feeder;
       wo.shards = w.shards;
+      // Shards on other nodes are reached on the data plane, through stubs.
+      for (size_t i = 0; i < w.data_links.size() && i < wo.shards.size(); ++i) {
+        if (w.data_links[i].empty())
+          continue;
+        auto stub = data_stub(self, w.data_links[i], static_cast<int32_t>(i));
+        if (!stub)
+          return stub.error();
+        wo.shards[i] = *stub;
+      }
       for (size_t i = 0; i + 1 < w.bounds.size(); ++i)
         wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
       wo.chief = caf::actor_cast<chief_actor>(w.chief);
@@ -150,6 +205,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
         self->send_exit(caf::actor_cast<caf::actor>(p),
                         caf::exit_reason::user_shutdown);
       self->state.alive.clear();
+      close_data_links(self->state);
       self->quit();
       return true;
     },

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@
 
 namespace troupe {
 
+class data_client;
+class data_server;
+
 struct agent_options {
   std::string node;
   run_config cfg;
@@ -25,12 +29,21 @@ struct agent_options {
   std::shared_ptr<const train_test> data;
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
+  /// This process's data plane: shards placed here are served on it. Null
+  /// in the embedded mode and on nodes that hold no shards (joined ones).
+  std::shared_ptr<data_server> data_plane;
 };
 
 struct agent_state {
   static inline const char* name = "node_agent";
   agent_options opts;
   std::vector<caf::strong_actor_ptr> alive; ///< what it started
+  /// Data-plane connections to shard nodes, by "host:port", and the stubs
+  /// that stand for their shards, shared by the workers here.
+  std::map<std::string, std::shared_ptr<data_client>> data_links;
+  std::map<std::pair<std::string, int32_t>, shard_actor> stubs;
+
+  ~agent_state();
 };
 
 node_agent_actor::behavior_type

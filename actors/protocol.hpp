@@ -362,6 +362,7 @@ CAF_ADD_ATOM(troupe, troupe, shell_atom, "shell")
 CAF_ADD_ATOM(troupe, troupe, tune_atom, "tune")
 CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
+CAF_ADD_ATOM(troupe, troupe, data_atom, "data")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -433,12 +434,16 @@ struct shard_spawn {
 /// vector). The chief goes as an untyped pointer: the chief's interface
 /// names the agent's, so the agent's cannot name the chief's.
 ///
-/// `links` are the "host:port" addresses of the nodes that hold its shards
-/// and that the worker's node is not yet connected to: the agent connects
-/// to each before the worker starts, so that pulls and pushes travel on a
-/// direct connection between the two nodes. CAF 0.17 routes a message to
-/// a node it has no connection to through the node that introduced the
-/// handle, i.e. through the chief.
+/// `data_links[i]` is the "host:port" of the data plane (actors/data_link)
+/// of the node that holds shard i, empty when the worker reaches that
+/// shard as an actor (same process, or a node without a data plane). The
+/// worker's pulls and pushes then go on the data plane's own connection
+/// between the two nodes. `links` are the BASP addresses of the other
+/// shard nodes the worker's node is not yet connected to: the agent
+/// connects to each before the worker starts, so that those messages too
+/// travel directly. CAF 0.17 routes a message to a node it has no
+/// connection to through the node that introduced the handle, i.e. through
+/// the chief.
 struct worker_spawn {
   int32_t id = 0;
   feeder_actor feeder;
@@ -446,6 +451,7 @@ struct worker_spawn {
   std::vector<uint64_t> bounds;
   caf::strong_actor_ptr chief;
   std::vector<std::string> links;
+  std::vector<std::string> data_links;
 };
 
 template <class Inspector>
@@ -456,7 +462,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
   return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
-           x.bounds, x.chief, x.links);
+           x.bounds, x.chief, x.links, x.data_links);
 }
 
 } // namespace troupe
@@ -480,11 +486,12 @@ using chief_actor = caf::typed_actor<
   // A worker's step report.
   caf::reacts_to<report_atom, worker_report>,
   // A node process announces itself: its name, where it listens, its
-  // agent, and how many workers it brings (-1: those the cluster file
-  // places on it; N >= 0 for a node joining a running cluster). The reply
-  // is the node's name (a joining node may come without one).
+  // agent, how many workers it brings (-1: those the cluster file places
+  // on it; N >= 0 for a node joining a running cluster) and the port of
+  // its data plane (0: none). The reply is the node's name (a joining node
+  // may come without one).
   caf::replies_to<register_atom, std::string, std::string, uint16_t,
-                  node_agent_actor, int32_t>::with<std::string>,
+                  node_agent_actor, int32_t, uint16_t>::with<std::string>,
   // The run config's JSON text, which every node runs.
   caf::replies_to<register_atom>::with<std::string>,
   // The time for every node to register is up.

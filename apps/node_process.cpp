@@ -2,7 +2,9 @@
 
 #include <iostream>
 
+#include "actors/data_link.hpp"
 #include "actors/node_agent.hpp"
+#include "actors/timing.hpp"
 #include "actors/remote.hpp"
 #include "actors/system_config.hpp"
 #include "apps/device_choice.hpp"
@@ -23,13 +25,13 @@ int fail(const caf::error& err) {
 /// chief is lost.
 int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
           std::string name, const std::string& host, uint16_t port,
-          int32_t join_workers) {
+          int32_t join_workers, uint16_t data_port) {
   caf::scoped_actor self{sys};
   int code = 0;
   bool registered = false;
   self
     ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
-              port, agent, join_workers)
+              port, agent, join_workers, data_port)
     .receive(
       [&](std::string& assigned) {
         registered = true;
@@ -73,9 +75,15 @@ int run_member_node(const run_config& cfg, const std::string& node) {
   init_config(sys_cfg);
   init_network(sys_cfg, cfg.cluster);
   caf::actor_system sys{sys_cfg};
+  // Shards placed here (by the file, or restored here after their node
+  // was lost) serve workers on other nodes through it.
+  auto data_plane = data_server::start(sys, me->host, request_timeout(cfg));
+  if (!data_plane)
+    return fail(data_plane.error());
   agent_options ao;
   ao.node = node;
   ao.cfg = cfg;
+  ao.data_plane = *data_plane;
   if (me->workers > 0) { // else loaded if a worker is ever moved here
     auto data = load_datasets(cfg.data);
     if (!data)
@@ -84,6 +92,7 @@ int run_member_node(const run_config& cfg, const std::string& node) {
   }
   auto agent = sys.spawn(node_agent_impl, std::move(ao));
   auto stop_agent = [&] {
+    (*data_plane)->stop();
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
   };
   if (auto port = publish_on(sys, agent, me->host, me->port); !port) {
@@ -91,7 +100,8 @@ int run_member_node(const run_config& cfg, const std::string& node) {
     return fail(port.error());
   }
   std::cout << "node " << node << ": listening on " << me->host << ":"
-            << me->port
+            << me->port << ", data plane on " << me->host << ":"
+            << (*data_plane)->port()
             << (me->workers > 0
                   ? ", workers on " + cfg.training.device.to_string()
                   : std::string{})
@@ -106,7 +116,9 @@ int run_member_node(const run_config& cfg, const std::string& node) {
     stop_agent();
     return fail(chief.error());
   }
-  auto code = serve(sys, *chief, agent, node, me->host, me->port, -1);
+  auto code = serve(sys, *chief, agent, node, me->host, me->port, -1,
+                    (*data_plane)->port());
+  (*data_plane)->stop();
   sys.middleman().unpublish(agent);
   return code;
 }
@@ -152,7 +164,8 @@ int run_joining_node(const join_options& opts) {
   std::cout << "joining the cluster at " << opts.chief_address << " with "
             << opts.workers << " workers on "
             << cfg->training.device.to_string() << std::endl;
-  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers);
+  // It holds no shards, so it serves no data plane.
+  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0);
 }
 
 } // namespace troupe

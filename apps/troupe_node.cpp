@@ -16,6 +16,8 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/chief.hpp"
+#include "actors/data_link.hpp"
+#include "actors/timing.hpp"
 #include "actors/system_config.hpp"
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
@@ -175,11 +177,22 @@ int main(int argc, char** argv) {
                              : std::string{})
             << std::endl;
   troupe::chief_options opts;
+  if (cl.distributed()) { // the chief's node may hold shards too
+    auto* me = cl.node(cl.chief_node);
+    auto data_plane = troupe::data_server::start(
+      sys, me->host, troupe::request_timeout(*cfg));
+    if (!data_plane)
+      return fail(data_plane.error());
+    opts.data_plane = *data_plane;
+  }
   opts.cfg = *cfg;
   opts.config_text = std::move(*text);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
+  auto data_plane = opts.data_plane;
   auto summary = troupe::run_cluster(sys, std::move(opts));
+  if (data_plane)
+    data_plane->stop();
   if (!summary)
     return fail(summary.error());
   return 0;

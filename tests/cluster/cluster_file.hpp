@@ -131,6 +131,19 @@ inline int64_t shard_version(const temp_dir& dir, const cluster_spec& spec,
   return j[i]["version"].get<int64_t>();
 }
 
+/// The port of a member node's data plane, from its first line ("...,
+/// data plane on HOST:PORT"); 0 when it has not said.
+inline uint16_t data_port_of(const process& node) {
+  auto out = node.out();
+  auto at = out.find("data plane on ");
+  if (at == std::string::npos)
+    return 0;
+  auto colon = out.find(':', at + 14);
+  return colon == std::string::npos
+           ? 0
+           : static_cast<uint16_t>(std::atoi(out.c_str() + colon + 1));
+}
+
 /// The step of the chief's last progress line ("step N, epoch ..."), or 0.
 inline long last_step(const std::string& out) {
   auto at = out.rfind("\nstep ");

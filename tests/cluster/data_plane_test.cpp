@@ -90,12 +90,15 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
                         chief->err() + chief->out());
-  // members: ps0, ps1, w0, w1
+  // members: ps0, ps1, w0, w1; each worker node holds a connection to
+  // each shard node's data plane.
   for (size_t w : {2, 3})
-    for (size_t s : {1, 2})
-      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
-                             spec.nodes[s].port),
-                 spec.nodes[w + 1].name << " -> " << spec.nodes[s].name);
+    for (size_t s : {0, 1}) {
+      auto port = data_port_of(*members[s]);
+      BOOST_TEST(port != 0);
+      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1", port),
+                 spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
+    }
   // The bytes through the chief's sockets against the parameter bytes
   // the workers pulled and pushed meanwhile (one pull and one push of
   // the whole model per step).
@@ -227,7 +230,8 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
                  "", lab.exec_prefix(3)};
   BOOST_REQUIRE_MESSAGE(
     chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
-  auto shard_port = spec.nodes[1].port;
+  auto shard_port = data_port_of(*members[0]);
+  BOOST_TEST(shard_port != 0);
   bool joined_link = false;
   for (int i = 0; i < 100 && !joined_link; ++i, sleep_s(0.1))
     joined_link = has_link_to(joiner.pid(), lab.ip(1), shard_port);

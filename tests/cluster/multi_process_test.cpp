@@ -78,7 +78,8 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
                      << share);
   BOOST_TEST(share >= 0);
   BOOST_TEST(share < 0.02);
-  BOOST_TEST(has_link_to(members[1]->pid(), "127.0.0.1", spec.nodes[1].port));
+  BOOST_TEST(has_link_to(members[1]->pid(), "127.0.0.1",
+                         data_port_of(*members[0])));
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
@@ -181,7 +182,8 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
                      << share);
   BOOST_TEST(share >= 0);
   BOOST_TEST(share < 0.02);
-  BOOST_TEST(has_link_to(members[2]->pid(), "127.0.0.1", spec.nodes[1].port));
+  BOOST_TEST(has_link_to(members[2]->pid(), "127.0.0.1",
+                         data_port_of(*members[0])));
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
   BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
@@ -212,7 +214,8 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   BOOST_REQUIRE(chief->wait_for_output("adding 1 worker on node late", 30));
   bool linked = false; // the agent connects before the worker starts
   for (int i = 0; i < 100 && !linked; ++i) {
-    linked = has_link_to(joiner.pid(), "127.0.0.1", spec.nodes[1].port);
+    linked = has_link_to(joiner.pid(), "127.0.0.1",
+                         data_port_of(*members[0]));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   BOOST_TEST(linked);

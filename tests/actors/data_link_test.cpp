@@ -1,0 +1,181 @@
+// The data plane's connection on 127.0.0.1, inside one process: a stub
+// pulls and pushes through a data_server to a real shard, errors come back
+// with their code, a malformed frame closes only its own connection, and a
+// lost server fails the stub's requests instead of leaving them open.
+#include "actors/data_link.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "actors/shard.hpp"
+#include "fixture.hpp"
+#include "test_util.hpp"
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using troupe::test::cluster_fixture;
+
+namespace {
+
+struct served_shard {
+  cluster_fixture f;
+  shard_actor shard;
+  std::shared_ptr<data_server> server;
+
+  served_shard() {
+    shard_options o;
+    o.block.optimizer.learning_rate = 1.0;
+    o.initial = {1.f, 2.f, 3.f};
+    shard = f.sys->spawn(shard_impl, o);
+    caf::scoped_actor self{*f.sys};
+    self->request(shard, 5s, join_atom_v, int32_t{0})
+      .receive([](int64_t) {}, [](caf::error&) {});
+    auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
+    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
+    server = *s;
+    server->serve(0, shard);
+  }
+  ~served_shard() {
+    server->stop();
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+};
+
+/// The reply to a pull through `h`: values, or the error.
+caf::expected<float_block> pull(caf::scoped_actor& self, const shard_actor& h) {
+  caf::expected<float_block> out{caf::sec::none};
+  self->request(h, 5s, pull_atom_v, int32_t{0}, int64_t{0})
+    .receive([&](float_block& b) { out = std::move(b); },
+             [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+caf::error push(caf::scoped_actor& self, const shard_actor& h,
+                std::vector<float> g) {
+  caf::error out;
+  self->request(h, 5s, push_atom_v, gradient_push::of(0, 0, 0, std::move(g)))
+    .receive([](push_ack&) {}, [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(data_link)
+
+BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
+  served_shard s;
+  auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
+  auto stub = client->stub(0);
+  caf::scoped_actor self{*s.f.sys};
+  auto b = pull(self, stub);
+  BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
+  BOOST_TEST(*b->values == (std::vector<float>{1.f, 2.f, 3.f}));
+  BOOST_TEST(b->version == 0);
+  BOOST_TEST(client->connected());
+  BOOST_TEST(!push(self, stub, {1.f, 1.f, 1.f}));
+  b = pull(self, stub);
+  BOOST_REQUIRE(b);
+  BOOST_TEST(*b->values == (std::vector<float>{0.f, 1.f, 2.f}));
+  BOOST_TEST(b->version == 1);
+  // The shard's refusals come back with their code and text.
+  auto err = push(self, stub, {1.f, 1.f});
+  BOOST_TEST((err == errc::wrong_size), describe(err));
+  auto other = client->stub(7);
+  auto missing = pull(self, other);
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST((missing.error() == errc::invalid_argument));
+  BOOST_TEST(describe(missing.error()).find("no shard 7 on this node")
+               != std::string::npos, describe(missing.error()));
+  client->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_frame_closes_only_its_own_connection) {
+  served_shard s;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(s.server->port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  // A header that announces 2^40 floats: refused before any allocation.
+  data_frame bad;
+  bad.op = data_frame::push;
+  bad.count = uint64_t{1} << 40;
+  BOOST_REQUIRE(::send(fd, &bad, sizeof(bad), 0) == sizeof(bad));
+  char byte;
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  BOOST_TEST(::recv(fd, &byte, 1, 0) == 0); // closed by the server
+  ::close(fd);
+  // Garbage: closed too.
+  fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  std::string junk(100, 'x');
+  BOOST_REQUIRE(::send(fd, junk.data(), junk.size(), 0) == 100);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  BOOST_TEST(::recv(fd, &byte, 1, 0) == 0);
+  ::close(fd);
+  // Everybody else is still served.
+  auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
+  caf::scoped_actor self{*s.f.sys};
+  auto b = pull(self, client->stub(0));
+  BOOST_TEST(static_cast<bool>(b));
+  client->close();
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
+  served_shard s;
+  auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
+  auto stub = client->stub(0);
+  caf::scoped_actor self{*s.f.sys};
+  BOOST_REQUIRE(pull(self, stub));
+  s.server->stop();
+  caf::expected<float_block> b = float_block{};
+  for (int i = 0; i < 50 && b; ++i) { // until the stub has seen the close
+    b = pull(self, stub);
+    std::this_thread::sleep_for(20ms);
+  }
+  BOOST_REQUIRE(!b);
+  BOOST_TEST((b.error() == errc::node_unreachable), describe(b.error()));
+  client->close();
+  // Nothing listens: the first request fails, naming the address.
+  uint16_t port = 0;
+  {
+    auto gone = data_server::start(*s.f.sys, "127.0.0.1", 5s);
+    BOOST_REQUIRE(gone);
+    port = (*gone)->port();
+  }
+  auto nowhere = data_client::open(*s.f.sys, "127.0.0.1", port, 2s);
+  auto missing = pull(self, nowhere->stub(0));
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST(describe(missing.error()).find("127.0.0.1:" + std::to_string(port))
+               != std::string::npos, describe(missing.error()));
+  nowhere->close();
+}
+
+BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
+  data_frame f;
+  f.op = data_frame::pull;
+  BOOST_TEST(check_frame(f, true).empty());
+  BOOST_TEST(!check_frame(f, false).empty()); // a request sent to a client
+  f.magic = 0;
+  BOOST_TEST(check_frame(f, true).find("bad magic") != std::string::npos);
+  f.magic = data_frame::magic_value;
+  f.op = data_frame::values;
+  f.count = max_frame_floats + 1;
+  BOOST_TEST(check_frame(f, false).find("floats") != std::string::npos);
+  f.op = data_frame::ack;
+  f.count = 3;
+  BOOST_TEST(!check_frame(f, false).empty());
+  f.op = 99;
+  f.count = 0;
+  BOOST_TEST(check_frame(f, true).find("unexpected operation 99")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
