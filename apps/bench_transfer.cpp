@@ -1,11 +1,13 @@
 // bench-transfer: pull+push round trips between two processes on
-// 127.0.0.1, through a real shard actor and troupe's wire format. The
-// process forks: the child hosts one shard of --floats values (plain SGD)
-// published on a free port; the parent pulls the values and pushes a
-// gradient of the same size, --rounds times after one warm-up round, and
-// prints MB/s (bytes moved in both directions per second) and ms per round.
-// Both sides run with the malloc settings of every networked troupe
-// process (init_network).
+// 127.0.0.1, through a real shard actor. The process forks: the child
+// hosts one shard of --floats values (plain SGD), served on the data plane
+// (actors/data_link, what workers on other nodes use) and published for
+// BASP on free ports; the parent pulls the values and pushes a gradient of
+// the same size, --rounds times after the warm-up rounds, through a
+// data-plane stub (--via data, the default) or the BASP proxy (--via
+// basp), and prints MB/s (bytes moved in both directions per second) and
+// ms per round. Both sides run with the malloc settings of every networked
+// troupe process (init_network).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "actors/data_link.hpp"
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/system_config.hpp"
@@ -23,7 +26,8 @@ using namespace troupe;
 
 namespace {
 
-/// The child: a shard, published, until the parent tells it to stop.
+/// The child: a shard, published and on the data plane, until the parent
+/// tells it to stop.
 int serve(size_t floats, int ready_fd) {
   caf::actor_system_config cfg;
   init_config(cfg);
@@ -36,13 +40,17 @@ int serve(size_t floats, int ready_fd) {
   auto shard = sys.spawn(shard_impl, std::move(so));
   caf::anon_send(shard, join_atom_v, int32_t{0});
   auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
-  uint16_t p = port ? *port : 0;
-  if (::write(ready_fd, &p, sizeof(p)) != sizeof(p) || p == 0)
+  auto data = data_server::start(sys, "127.0.0.1", std::chrono::seconds(120));
+  uint16_t p[2] = {port ? *port : uint16_t{0},
+                   data ? (*data)->port() : uint16_t{0}};
+  if (::write(ready_fd, p, sizeof(p)) != sizeof(p) || p[0] == 0 || p[1] == 0)
     return 1;
   ::close(ready_fd);
+  (*data)->serve(0, shard);
   caf::scoped_actor self{sys};
   self->monitor(shard);
   self->receive([](caf::down_msg&) {});
+  (*data)->stop();
   return 0;
 }
 
@@ -52,6 +60,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Pull+push throughput between two processes on 127.0.0.1."};
   size_t floats = 1000000;
   int rounds = 20, warmup = 3;
+  std::string via = "data";
   app.add_option("--floats", floats, "values per pull and per push")
     ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   app.add_option("--rounds", rounds, "timed round trips")
@@ -59,6 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup,
                  "untimed round trips first (connection, heap growth)")
     ->check(CLI::Range(1, 1000));
+  app.add_option("--via", via, "data (the data plane) or basp")
+    ->check(CLI::IsMember({"data", "basp"}));
   CLI11_PARSE(app, argc, argv);
   int fds[2];
   if (::pipe(fds) != 0)
@@ -69,8 +80,8 @@ int main(int argc, char** argv) {
     return serve(floats, fds[1]);
   }
   ::close(fds[1]);
-  uint16_t port = 0;
-  if (::read(fds[0], &port, sizeof(port)) != sizeof(port) || port == 0) {
+  uint16_t ports[2] = {0, 0};
+  if (::read(fds[0], ports, sizeof(ports)) != sizeof(ports) || ports[0] == 0) {
     std::cerr << "bench-transfer: error: the server did not start" << std::endl;
     return 1;
   }
@@ -80,7 +91,7 @@ int main(int argc, char** argv) {
     init_config(cfg);
     init_network(cfg, cluster_config{});
     caf::actor_system sys{cfg};
-    auto shard = connect_to<shard_actor>(sys, "127.0.0.1", port,
+    auto shard = connect_to<shard_actor>(sys, "127.0.0.1", ports[0],
                                          std::chrono::seconds(10));
     if (!shard) {
       std::cerr << "bench-transfer: error: " << describe(shard.error())
@@ -88,16 +99,23 @@ int main(int argc, char** argv) {
       ::kill(child, SIGKILL);
       return 1;
     }
+    std::shared_ptr<data_client> link;
+    auto target = *shard;
+    if (via == "data") {
+      link = data_client::open(sys, "127.0.0.1", ports[1],
+                               std::chrono::seconds(10));
+      target = link->stub(0);
+    }
     auto grad = std::make_shared<const std::vector<float>>(floats, 1.0f);
     caf::scoped_actor self{sys};
     auto round = [&] {
       bool ok = true;
-      self->request(*shard, std::chrono::seconds(120), pull_atom_v, int32_t{0},
+      self->request(target, std::chrono::seconds(120), pull_atom_v, int32_t{0},
                     int64_t{0})
         .receive([&](float_block& b) { ok = b.values->size() == floats; },
                  [&](caf::error&) { ok = false; });
       gradient_push g{0, 0, 0, grad, 0, floats};
-      self->request(*shard, std::chrono::seconds(120), push_atom_v, g)
+      self->request(target, std::chrono::seconds(120), push_atom_v, g)
         .receive([&](push_ack&) {}, [&](caf::error&) { ok = false; });
       return ok;
     };
@@ -120,6 +138,8 @@ int main(int argc, char** argv) {
                   floats, 4.0 * static_cast<double>(floats) / 1000.0,
                   1000.0 * s / rounds, bytes / s / 1e6);
     }
+    if (link)
+      link->close();
     self->send_exit(*shard, caf::exit_reason::user_shutdown);
   }
   int status = 0;
