@@ -677,28 +677,12 @@ void stop_run(chief_self self) {
   release_waiting_if_idle(self);
 }
 
-void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
+/// Restarts worker `id` after a failure: counted against the restart
+/// intensity, its leases back to the feeder, started again.
+void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
   auto& w = st.workers[id];
-  w.handle = worker_actor{};
-  if (st.recycling.erase(id) > 0) { // stopped for a shard recovery
-    if (st.recycling.empty())
-      restore_after_loss(self);
-    return;
-  }
-  if (!reason || reason == caf::exit_reason::user_shutdown) {
-    w.state = "finished";
-    // It will push no more: ssp stops waiting for its clock.
-    for (auto& s : st.shards)
-      self->send(s, leave_atom_v, id);
-    // A worker ends normally only once the feeder has nothing left, so
-    // workers still waiting for their node have nothing left to train.
-    release_waiting_if_idle(self);
-    return;
-  }
   auto why = describe(reason);
-  if (reason == caf::exit_reason::remote_link_unreachable)
-    node_lost(self, w.node, why);
   if (!st.restarts->allow(now_seconds()))
     return fail_run(self,
                     make_error(errc::restart_limit,
@@ -715,6 +699,55 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   self->request(st.feeder, timeout_of(self), requeue_atom_v, id)
     .then([=](int32_t) { place_worker(self, id); },
           [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+/// A worker that lost its data-plane connection to a shard node, or whose
+/// shard went away under a request (errc::actor_down from the shard's
+/// node), waits this long before it counts as failed: when a shard or its
+/// node died, the chief hears of it within the connection timeout and
+/// restores the shards, which starts every worker again without counting
+/// a restart.
+caf::timespan shard_loss_grace(chief_self self) {
+  return std::chrono::milliseconds(
+    self->state.opts.cfg.cluster.connection_timeout_ms);
+}
+
+void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
+  auto& st = self->state;
+  auto& w = st.workers[id];
+  w.handle = worker_actor{};
+  if (st.recycling.erase(id) > 0) { // stopped for a shard recovery
+    if (st.recycling.empty())
+      restore_after_loss(self);
+    return;
+  }
+  if ((reason == errc::node_unreachable || reason == errc::actor_down)
+      && !st.recovering) {
+    w.state = "starting";
+    say(self, fmt("worker %d lost a shard (%s); waiting %.1f s for the "
+                  "chief to see it",
+                  id, describe(reason).c_str(),
+                  std::chrono::duration<double>(shard_loss_grace(self))
+                    .count()));
+    self->delayed_send(self, shard_loss_grace(self), place_atom_v, id,
+                       st.generation, reason);
+    return;
+  }
+  if (st.recovering) // the recovery starts it again with the others
+    return;
+  if (!reason || reason == caf::exit_reason::user_shutdown) {
+    w.state = "finished";
+    // It will push no more: ssp stops waiting for its clock.
+    for (auto& s : st.shards)
+      self->send(s, leave_atom_v, id);
+    // A worker ends normally only once the feeder has nothing left, so
+    // workers still waiting for their node have nothing left to train.
+    release_waiting_if_idle(self);
+    return;
+  }
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, w.node, describe(reason));
+  restart_worker(self, id, reason);
 }
 
 /// Starts shard `i` on `node` through its agent with `state`.
@@ -1284,6 +1317,17 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     },
     [=](shell_atom, const std::string& line) {
       return shell_command(self, line);
+    },
+    [=](place_atom, int32_t id, int64_t generation, caf::error& reason) {
+      // The grace after a lost data-plane connection is over: a recovery
+      // since then has started the worker again; else it failed.
+      auto& st = self->state;
+      auto it = st.workers.find(id);
+      if (st.ended || st.recovering || st.generation != generation
+          || it == st.workers.end() || it->second.handle
+          || it->second.placing)
+        return;
+      restart_worker(self, id, reason);
     },
   };
 }

@@ -497,7 +497,11 @@ using chief_actor = caf::typed_actor<
   // The time for every node to register is up.
   caf::reacts_to<deadline_atom>,
   // A shell command line; the reply is JSON text.
-  caf::replies_to<shell_atom, std::string>::with<std::string>>;
+  caf::replies_to<shell_atom, std::string>::with<std::string>,
+  // Its own timer: worker N, which lost a shard node's data-plane
+  // connection in generation G, is restarted unless a shard recovery has
+  // started it meanwhile.
+  caf::reacts_to<place_atom, int32_t, int64_t, caf::error>>;
 
 } // namespace troupe
 

@@ -164,8 +164,13 @@ BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
+  // sync: the accuracy check below then measures the recovery, not the
+  // luck of async Adam's last steps (the final iterate of the same async
+  // run ranged 0.71-0.83 in one process). The shell test kills a shard of
+  // an async run.
   temp_dir dir;
   cluster_spec spec;
+  spec.mode = "sync";
   spec.epochs = 2;
   spec.checkpoint_every = 200;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 2}};
@@ -193,7 +198,11 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   BOOST_TEST(out.find("steps lost, to be trained again") != std::string::npos,
              out);
   BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
-  BOOST_TEST(test_accuracy(out) > 0.75, out);
+  // The workers were stopped for the recovery, not counted as failed.
+  BOOST_TEST(summary_field(out, 9) == "0", out); // restarts
+  BOOST_TEST_MESSAGE("test accuracy after the recovery: "
+                     << test_accuracy(out));
+  BOOST_TEST(test_accuracy(out) > 0.85, out); // 0.8634 undisturbed
   // The feeder rewound to the checkpoint: the steps after it were trained
   // again, and each sample still counts once per epoch.
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
