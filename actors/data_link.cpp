@@ -287,22 +287,28 @@ outgoing error_frame(uint64_t id, int32_t shard, const caf::error& err) {
 
 // -- the server -------------------------------------------------------------------
 
-/// The shards a server answers for.
+/// The shards a server answers for, and their sizes.
 class shard_registry {
 public:
-  void put(int32_t id, shard_actor h) {
+  void put(int32_t id, shard_actor h, uint64_t size) {
     std::lock_guard<std::mutex> guard{mtx_};
-    shards_[id] = std::move(h);
+    shards_[id] = {std::move(h), size};
   }
   shard_actor get(int32_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = shards_.find(id);
-    return it == shards_.end() ? shard_actor{} : it->second;
+    return it == shards_.end() ? shard_actor{} : it->second.first;
+  }
+  /// The size of shard `id`; 0 when there is no such shard.
+  uint64_t size(int32_t id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = shards_.find(id);
+    return it == shards_.end() ? 0 : it->second.second;
   }
 
 private:
   std::mutex mtx_;
-  std::map<int32_t, shard_actor> shards_;
+  std::map<int32_t, std::pair<shard_actor, uint64_t>> shards_;
 };
 
 struct relay_context {
@@ -369,6 +375,7 @@ caf::behavior relay_impl(caf::event_based_actor* self,
 
 /// One accepted connection: its reader thread, writer and relay actor.
 struct session {
+  std::shared_ptr<shard_registry> shards;
   int fd = -1;
   std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
   caf::actor relay;
@@ -390,6 +397,15 @@ void serve_connection(session& s) {
     if (f.op == data_frame::pull) {
       caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
       continue;
+    }
+    // No push is larger than its shard: memory is only spent on what a
+    // legitimate peer may send.
+    if (auto size = s.shards->size(f.shard); f.count > size) {
+      std::cerr << "troupe: data plane: closing the connection from "
+                << peer_of(s.fd) << ": a push of " << f.count
+                << " floats for shard " << f.shard << ", which holds "
+                << size << std::endl;
+      break;
     }
     auto values = pooled_floats(f.count);
     if (!read_exact(s.fd, values->data(), f.count * sizeof(float)))
@@ -420,7 +436,9 @@ public:
 
   uint16_t port() const { return port_; }
 
-  void serve(int32_t id, shard_actor h) { shards_->put(id, std::move(h)); }
+  void serve(int32_t id, shard_actor h, uint64_t size) {
+    shards_->put(id, std::move(h), size);
+  }
 
   void stop() {
     {
@@ -471,6 +489,7 @@ private:
         return true;
       });
       auto s = std::make_unique<session>();
+      s->shards = shards_;
       s->fd = fd;
       auto ctx = std::make_shared<relay_context>();
       ctx->writer = s->writer;
@@ -547,8 +566,8 @@ uint16_t data_server::port() const {
   return impl_->port();
 }
 
-void data_server::serve(int32_t id, shard_actor handle) {
-  impl_->serve(id, std::move(handle));
+void data_server::serve(int32_t id, shard_actor handle, uint64_t size) {
+  impl_->serve(id, std::move(handle), size);
 }
 
 void data_server::stop() {
@@ -594,9 +613,10 @@ public:
     return link_error(why_.empty() ? "the connection is closed" : why_);
   }
 
-  void add_stub(caf::actor stub) {
+  void add_stub(caf::actor stub, int32_t shard, uint64_t size) {
     std::lock_guard<std::mutex> guard{mtx_};
     stubs_.push_back(std::move(stub));
+    sizes_[shard] = size;
   }
 
   bool connected() {
@@ -660,6 +680,13 @@ private:
         return fail_all("bad frame from the shard node: " + bad);
       auto stub = take_waiting(f.id);
       if (f.op == data_frame::values) {
+        // Values of the shard's size, or none with "ask again" (version -1).
+        if (auto size = size_of(f.shard);
+            f.count != size && !(f.count == 0 && f.tag < 0))
+          return fail_all("bad frame from the shard node: "
+                          + std::to_string(f.count) + " values for shard "
+                          + std::to_string(f.shard) + ", which holds "
+                          + std::to_string(size));
         auto values = pooled_floats(f.count);
         if (!read_exact(fd, values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
@@ -681,6 +708,12 @@ private:
           caf::anon_send(stub, data_atom_v, f.id, std::move(err));
       }
     }
+  }
+
+  uint64_t size_of(int32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = sizes_.find(shard);
+    return it == sizes_.end() ? 0 : it->second;
   }
 
   caf::actor take_waiting(uint64_t id) {
@@ -718,6 +751,7 @@ private:
   std::string why_;
   std::map<uint64_t, caf::actor> waiting_;
   std::vector<caf::actor> stubs_;
+  std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
 };
 
 namespace {
@@ -804,10 +838,10 @@ data_client::~data_client() {
   close();
 }
 
-shard_actor data_client::stub(int32_t shard) {
+shard_actor data_client::stub(int32_t shard, uint64_t size) {
   // The stub keeps the connection's state alive for as long as it runs.
   auto h = impl_->system().spawn(stub_impl, impl_, shard);
-  impl_->add_stub(h);
+  impl_->add_stub(h, shard, size);
   return caf::actor_cast<shard_actor>(h);
 }
 

@@ -86,9 +86,11 @@ public:
 
   uint16_t port() const;
 
-  /// Serves shard `id` through `handle` from now on (a restarted shard
-  /// replaces the one before).
-  void serve(int32_t id, shard_actor handle);
+  /// Serves shard `id`, which holds `size` floats, through `handle` from
+  /// now on (a restarted shard replaces the one before). A push announcing
+  /// more floats than that closes its connection before anything is
+  /// allocated for it; a shorter one gets the shard's wrong_size error.
+  void serve(int32_t id, shard_actor handle, uint64_t size);
 
   /// Closes the listener and every connection, ends their actors and
   /// joins their threads. Idempotent; the destructor calls it.
@@ -115,11 +117,12 @@ public:
 
   ~data_client();
 
-  /// A local actor that stands for shard `shard` of that node: it answers
-  /// pull and push over this connection (other shard messages are refused).
-  /// When the connection breaks, every open and later request fails with
-  /// errc::node_unreachable.
-  shard_actor stub(int32_t shard);
+  /// A local actor that stands for shard `shard` of that node, which holds
+  /// `size` floats: it answers pull and push over this connection (other
+  /// shard messages are refused). When the connection breaks, every open
+  /// and later request fails with errc::node_unreachable. Values of any
+  /// other size from the server break the connection.
+  shard_actor stub(int32_t shard, uint64_t size);
 
   /// Whether the connection is up (false before it is and after it broke).
   bool connected() const;

@@ -68,7 +68,7 @@ void connect_links(self_ptr self, const std::vector<std::string>& links,
 /// to that node's data server the first time it is needed. The error
 /// names a malformed address.
 caf::expected<shard_actor> data_stub(self_ptr self, const std::string& address,
-                                     int32_t shard) {
+                                     int32_t shard, uint64_t size) {
   auto& st = self->state;
   auto key = std::make_pair(address, shard);
   auto& link = st.data_links[address];
@@ -89,7 +89,7 @@ caf::expected<shard_actor> data_stub(self_ptr self, const std::string& address,
   if (!link)
     link = data_client::open(self->system(), addr->first, addr->second,
                              request_timeout(st.opts.cfg));
-  auto stub = link->stub(shard);
+  auto stub = link->stub(shard, size);
   st.stubs.emplace(key, stub);
   return stub;
 }
@@ -137,7 +137,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       auto h = self->spawn(shard_impl, std::move(so));
       keep(self, h);
       if (self->state.opts.data_plane)
-        self->state.opts.data_plane->serve(s.id, h);
+        self->state.opts.data_plane->serve(s.id, h, s.state.values.size());
       if (s.state.version == 0 && s.state.slots.empty())
         return h;
       // A restarted shard: optimizer state and version from a checkpoint.
@@ -170,7 +170,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       for (size_t i = 0; i < w.data_links.size() && i < wo.shards.size(); ++i) {
         if (w.data_links[i].empty())
           continue;
-        auto stub = data_stub(self, w.data_links[i], static_cast<int32_t>(i));
+        auto stub = data_stub(self, w.data_links[i], static_cast<int32_t>(i),
+                              w.bounds[i + 1] - w.bounds[i]);
         if (!stub)
           return stub.error();
         wo.shards[i] = *stub;

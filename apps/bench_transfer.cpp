@@ -46,7 +46,7 @@ int serve(size_t floats, int ready_fd) {
   if (::write(ready_fd, p, sizeof(p)) != sizeof(p) || p[0] == 0 || p[1] == 0)
     return 1;
   ::close(ready_fd);
-  (*data)->serve(0, shard);
+  (*data)->serve(0, shard, floats);
   caf::scoped_actor self{sys};
   self->monitor(shard);
   self->receive([](caf::down_msg&) {});
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     if (via == "data") {
       link = data_client::open(sys, "127.0.0.1", ports[1],
                                std::chrono::seconds(10));
-      target = link->stub(0);
+      target = link->stub(0, floats);
     }
     auto grad = std::make_shared<const std::vector<float>>(floats, 1.0f);
     caf::scoped_actor self{sys};

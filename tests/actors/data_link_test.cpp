@@ -38,7 +38,7 @@ struct served_shard {
     auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
-    server->serve(0, shard);
+    server->serve(0, shard, 3);
   }
   ~served_shard() {
     server->stop();
@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_SUITE(data_link)
 BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
   served_shard s;
   auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
-  auto stub = client->stub(0);
+  auto stub = client->stub(0, 3);
   caf::scoped_actor self{*s.f.sys};
   auto b = pull(self, stub);
   BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
   // The shard's refusals come back with their code and text.
   auto err = push(self, stub, {1.f, 1.f});
   BOOST_TEST((err == errc::wrong_size), describe(err));
-  auto other = client->stub(7);
+  auto other = client->stub(7, 3);
   auto missing = pull(self, other);
   BOOST_REQUIRE(!missing);
   BOOST_TEST((missing.error() == errc::invalid_argument));
@@ -112,6 +112,15 @@ BOOST_AUTO_TEST_CASE(a_malformed_frame_closes_only_its_own_connection) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   BOOST_TEST(::recv(fd, &byte, 1, 0) == 0); // closed by the server
   ::close(fd);
+  // A push of more floats than the shard holds: closed before the server
+  // allocates for it.
+  fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  bad.count = 1000000;
+  BOOST_REQUIRE(::send(fd, &bad, sizeof(bad), 0) == sizeof(bad));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  BOOST_TEST(::recv(fd, &byte, 1, 0) == 0);
+  ::close(fd);
   // Garbage: closed too.
   fd = ::socket(AF_INET, SOCK_STREAM, 0);
   BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
@@ -123,7 +132,7 @@ BOOST_AUTO_TEST_CASE(a_malformed_frame_closes_only_its_own_connection) {
   // Everybody else is still served.
   auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
   caf::scoped_actor self{*s.f.sys};
-  auto b = pull(self, client->stub(0));
+  auto b = pull(self, client->stub(0, 3));
   BOOST_TEST(static_cast<bool>(b));
   client->close();
 }
@@ -131,7 +140,7 @@ BOOST_AUTO_TEST_CASE(a_malformed_frame_closes_only_its_own_connection) {
 BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
   served_shard s;
   auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
-  auto stub = client->stub(0);
+  auto stub = client->stub(0, 3);
   caf::scoped_actor self{*s.f.sys};
   BOOST_REQUIRE(pull(self, stub));
   s.server->stop();
@@ -151,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
     port = (*gone)->port();
   }
   auto nowhere = data_client::open(*s.f.sys, "127.0.0.1", port, 2s);
-  auto missing = pull(self, nowhere->stub(0));
+  auto missing = pull(self, nowhere->stub(0, 3));
   BOOST_REQUIRE(!missing);
   BOOST_TEST(describe(missing.error()).find("127.0.0.1:" + std::to_string(port))
                != std::string::npos, describe(missing.error()));
