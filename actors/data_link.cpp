@@ -488,6 +488,15 @@ private:
         finish(*s);
         return true;
       });
+      // Each session may hold a shard-sized buffer: their number is
+      // bounded (one per worker node is what a cluster needs).
+      if (sessions_.size() >= max_sessions) {
+        std::cerr << "troupe: data plane: refusing the connection from "
+                  << peer_of(fd) << ": " << max_sessions
+                  << " connections are open" << std::endl;
+        ::close(fd);
+        continue;
+      }
       auto s = std::make_unique<session>();
       s->shards = shards_;
       s->fd = fd;
@@ -502,6 +511,8 @@ private:
       sessions_.push_back(std::move(s));
     }
   }
+
+  static constexpr size_t max_sessions = 256;
 
   caf::actor_system& sys_;
   int listen_fd_;
@@ -600,7 +611,7 @@ public:
     if (broken_)
       return false;
     auto id = o.head.id;
-    waiting_[id] = stub;
+    waiting_[id] = {stub, o.head.op};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
@@ -678,7 +689,13 @@ private:
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
-      auto stub = take_waiting(f.id);
+      auto [stub, asked] = take_waiting(f.id);
+      // A reply answers its kind of request (an error answers either).
+      if ((f.op == data_frame::values && asked == data_frame::push)
+          || (f.op == data_frame::ack && asked == data_frame::pull))
+        return fail_all("bad frame from the shard node: a reply of the "
+                        "wrong kind to request "
+                        + std::to_string(f.id));
       if (f.op == data_frame::values) {
         // Values of the shard's size, or none with "ask again" (version -1).
         if (auto size = size_of(f.shard);
@@ -716,14 +733,16 @@ private:
     return it == sizes_.end() ? 0 : it->second;
   }
 
-  caf::actor take_waiting(uint64_t id) {
+  /// The stub waiting for request `id` and the request's operation (0
+  /// when nobody waits for it).
+  std::pair<caf::actor, uint8_t> take_waiting(uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = waiting_.find(id);
     if (it == waiting_.end())
       return {};
-    auto stub = std::move(it->second);
+    auto out = std::move(it->second);
     waiting_.erase(it);
-    return stub;
+    return out;
   }
 
   /// The connection is gone: every stub fails what it has open and
@@ -749,7 +768,7 @@ private:
   int fd_ = -1;
   bool up_ = false, broken_ = false, closed_ = false;
   std::string why_;
-  std::map<uint64_t, caf::actor> waiting_;
+  std::map<uint64_t, std::pair<caf::actor, uint8_t>> waiting_;
   std::vector<caf::actor> stubs_;
   std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
 };
