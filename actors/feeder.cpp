@@ -1,5 +1,6 @@
 #include "actors/feeder.hpp"
 
+#include "actors/held_requests.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -26,42 +27,26 @@ std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
 
 /// Answers the held leases that can be answered now, oldest first.
 void serve_held(self_ptr self) {
-  auto& held = self->state.held;
-  size_t kept = 0;
-  for (size_t i = 0; i < held.size(); ++i) {
-    if (auto r = try_lease(self, held[i].worker)) {
-      r->held = true;
-      held[i].promise.deliver(std::move(*r));
-    } else {
-      held[kept++] = std::move(held[i]);
-    }
-  }
-  held.resize(kept);
+  take_if(self->state.held, [&](feeder_state::held_lease& h) {
+    auto r = try_lease(self, h.worker);
+    if (!r)
+      return false;
+    r->held = true;
+    h.promise.deliver(std::move(*r));
+    return true;
+  });
 }
 
 /// Answers the held leases of `worker` (all workers: -1) with "wait". A
 /// held request of a worker that is gone must not be granted: the batch
 /// would be out with nobody to train it.
 void release_held(self_ptr self, int32_t worker) {
-  auto& held = self->state.held;
-  size_t kept = 0;
-  for (size_t i = 0; i < held.size(); ++i) {
-    if (worker < 0 || held[i].worker == worker)
-      held[i].promise.deliver(lease_reply{});
-    else
-      held[kept++] = std::move(held[i]);
-  }
-  held.resize(kept);
-}
-
-/// Schedules the next expiry check for the oldest held lease.
-void schedule_expiry(self_ptr self) {
-  auto& st = self->state;
-  if (st.expiry_pending || st.held.empty())
-    return;
-  st.expiry_pending = true;
-  auto due = st.held.front().since + st.hold - caf::make_timestamp();
-  self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v);
+  take_if(self->state.held, [&](feeder_state::held_lease& h) {
+    if (worker >= 0 && h.worker != worker)
+      return false;
+    h.promise.deliver(lease_reply{});
+    return true;
+  });
 }
 
 /// Replies to a pending pause once nothing is out.
@@ -89,7 +74,7 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       auto& st = self->state;
       auto promise = self->make_response_promise<lease_reply>();
       st.held.push_back({promise, worker, caf::make_timestamp()});
-      schedule_expiry(self);
+      schedule_expiry(self, st.held, st.hold, st.expiry_pending);
       return promise;
     },
     [=](ack_atom, int64_t lease) {
@@ -110,15 +95,13 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       auto& st = self->state;
       st.expiry_pending = false;
       auto now = caf::make_timestamp();
-      size_t kept = 0;
-      for (size_t i = 0; i < st.held.size(); ++i) {
-        if (now - st.held[i].since >= st.hold)
-          st.held[i].promise.deliver(lease_reply{});
-        else
-          st.held[kept++] = std::move(st.held[i]);
-      }
-      st.held.resize(kept);
-      schedule_expiry(self);
+      take_if(st.held, [&](feeder_state::held_lease& h) {
+        if (now - h.since < st.hold)
+          return false;
+        h.promise.deliver(lease_reply{}); // wait: ask again
+        return true;
+      });
+      schedule_expiry(self, st.held, st.hold, st.expiry_pending);
     },
     [=](pause_atom) -> caf::result<int64_t> {
       auto& st = self->state;

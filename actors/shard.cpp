@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/held_requests.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -22,26 +23,12 @@ float_block answer(self_ptr self, int32_t worker) {
 
 /// Answers every parked pull that has become ready.
 void serve_parked(self_ptr self) {
-  auto& parked = self->state.parked;
-  for (size_t i = 0; i < parked.size();) {
-    auto& p = parked[i];
-    if (self->state.block->pull_ready(p.worker, p.min_version)) {
-      p.promise.deliver(answer(self, p.worker));
-      parked.erase(parked.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
-}
-
-/// Schedules the next expiry check for the oldest parked pull.
-void schedule_expiry(self_ptr self) {
-  auto& st = self->state;
-  if (st.expiry_pending || st.parked.empty())
-    return;
-  st.expiry_pending = true;
-  auto due = st.parked.front().since + st.hold - caf::make_timestamp();
-  self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v);
+  take_if(self->state.parked, [&](shard_state::parked_pull& p) {
+    if (!self->state.block->pull_ready(p.worker, p.min_version))
+      return false;
+    p.promise.deliver(answer(self, p.worker));
+    return true;
+  });
 }
 
 } // namespace
@@ -68,9 +55,9 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       if (worker < 0 || self->state.block->pull_ready(worker, min_version))
         return answer(self, worker);
       auto promise = self->make_response_promise<float_block>();
-      self->state.parked.push_back(
-        {promise, worker, min_version, caf::make_timestamp()});
-      schedule_expiry(self);
+      auto& st = self->state;
+      st.parked.push_back({promise, worker, min_version, caf::make_timestamp()});
+      schedule_expiry(self, st.parked, st.hold, st.expiry_pending);
       return promise;
     },
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
@@ -132,15 +119,13 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       auto& st = self->state;
       st.expiry_pending = false;
       auto now = caf::make_timestamp();
-      size_t kept = 0;
-      for (size_t i = 0; i < st.parked.size(); ++i) {
-        if (now - st.parked[i].since >= st.hold)
-          st.parked[i].promise.deliver(float_block::ask_again_for(st.id));
-        else
-          st.parked[kept++] = std::move(st.parked[i]);
-      }
-      st.parked.resize(kept);
-      schedule_expiry(self);
+      take_if(st.parked, [&](shard_state::parked_pull& p) {
+        if (now - p.since < st.hold)
+          return false;
+        p.promise.deliver(float_block::ask_again_for(st.id));
+        return true;
+      });
+      schedule_expiry(self, st.parked, st.hold, st.expiry_pending);
     },
   };
 }

@@ -188,6 +188,21 @@ inline std::unique_ptr<process> start_chief(const temp_dir& dir,
                              spec.nodes.front().name});
 }
 
+/// What every process of a cluster said, for a failed check: each one's
+/// name, whether it still runs, its stderr and stdout.
+inline std::string cluster_outputs(const process& chief,
+                                   const procs& members) {
+  auto one = [](const char* name, const process& p) {
+    return std::string{"--- "} + name + " (pid " + std::to_string(p.pid())
+           + (p.ended() ? ", ended" : ", running") + ")\n" + p.err()
+           + p.out();
+  };
+  auto out = one("chief", chief);
+  for (size_t i = 0; i < members.size(); ++i)
+    out += one(("member " + std::to_string(i)).c_str(), *members[i]);
+  return out;
+}
+
 /// The summary table's test accuracy, or -1 when there is no table.
 inline double test_accuracy(const std::string& out) {
   auto s = summary_field(out, 8);

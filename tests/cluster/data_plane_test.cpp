@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        chief->err() + chief->out());
+                        cluster_outputs(*chief, members));
   // members: ps0, ps1, w0, w1; each worker node holds a connection to
   // each shard node's data plane.
   for (size_t w : {2, 3})
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resu
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
-                        chief->err() + chief->out());
+                        cluster_outputs(*chief, members));
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
   auto version = settled_version(dir, spec);
   BOOST_REQUIRE(version >= 0);
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
-                        chief->err() + chief->out());
+                        cluster_outputs(*chief, members));
   members[2]->kill9(); // w1
   BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
   auto version = settled_version(dir, spec);
@@ -223,7 +223,8 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
       "", lab.exec_prefix(i)));
   process chief{dir, "chief", "troupe-node",
                 {"--config", cfg, "--node", "chief"}, "", lab.exec_prefix(0)};
-  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120), chief.err() + chief.out());
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120),
+                        cluster_outputs(chief, members));
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1", "--name",
                   "late"},

@@ -99,6 +99,16 @@ public:
 
   bool running() const { return pid_ > 0 && code_ == no_code; }
   pid_t pid() const { return pid_; }
+  /// Whether the process has ended (a zombie not yet waited for counts),
+  /// without reaping it.
+  bool ended() const {
+    if (pid_ <= 0 || code_ != no_code)
+      return true;
+    auto stat = read_all("/proc/" + std::to_string(pid_) + "/stat");
+    auto close = stat.rfind(')');
+    return close == std::string::npos || close + 2 >= stat.size()
+           || stat[close + 2] == 'Z';
+  }
   void kill9() {
     if (running()) {
       ::kill(pid_, SIGKILL);
