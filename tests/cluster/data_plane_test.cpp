@@ -190,6 +190,48 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
   BOOST_TEST(summary_field(out, 9) == "1", out); // restarts
 }
 
+BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
+  // pause, resume, checkpoint and set lr, ten times over while the
+  // cluster trains: every node's memory after them is within 10% or 50 MB
+  // of what it was after the first round, and "stop" still ends the run
+  // cleanly.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 50; // ended by "stop"
+  spec.checkpoint_every = 100000; // a checkpoint dir, for "checkpoint"
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
+                        cluster_outputs(*chief, members));
+  std::vector<const process*> nodes{chief.get()};
+  for (auto& m : members)
+    nodes.push_back(m.get());
+  std::vector<long> first;
+  for (int round = 0; round < 10; ++round) {
+    for (auto command : {"pause", "checkpoint", "resume", "set lr 0.001"}) {
+      auto [code, said] = run_shell(dir, spec, command);
+      BOOST_REQUIRE_MESSAGE(code == 0, command << ": " << said);
+    }
+    if (round == 0)
+      for (auto* p : nodes)
+        first.push_back(rss_kb(p->pid()));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto now = rss_kb(nodes[i]->pid());
+    BOOST_TEST_MESSAGE("node " << i << ": RSS " << first[i] / 1024
+                               << " MB after the first round, " << now / 1024
+                               << " MB after the tenth");
+    BOOST_TEST(now - first[i] <= 50 * 1024);
+    BOOST_TEST(now - first[i] <= first[i] / 10);
+  }
+  BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(120) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+}
+
 /// Network namespaces can be made here (root, iproute2).
 struct namespaces_available {
   boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
