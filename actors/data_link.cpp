@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <list>
 #include <map>
@@ -64,32 +65,41 @@ bool read_exact(int fd, void* data, size_t n) {
   return true;
 }
 
-/// Writes header and payload with one system call where the kernel takes
-/// them at once; MSG_NOSIGNAL, so a closed peer is an error, not SIGPIPE.
-bool write_all(int fd, const void* head, size_t head_len, const void* body,
-               size_t body_len) {
-  iovec iov[2] = {{const_cast<void*>(head), head_len},
-                  {const_cast<void*>(body), body_len}};
-  int first = 0;
-  int count = body_len > 0 ? 2 : 1;
-  while (first < count) {
+/// How far a write got.
+enum class written { all, some, failed };
+
+/// Writes header and payload from byte `done` on (of the two together),
+/// with one system call where the kernel takes them at once; MSG_NOSIGNAL,
+/// so a closed peer is an error, not SIGPIPE. With `wait` false it stops
+/// when the socket's buffer is full (written::some, `done` says how far):
+/// an actor must never wait for a peer that does not read.
+written write_all(int fd, const void* head, size_t head_len, const void* body,
+                  size_t body_len, size_t& done, bool wait) {
+  auto total = head_len + body_len;
+  while (done < total) {
+    iovec iov[2];
+    int count = 0;
+    if (done < head_len)
+      iov[count++] = {static_cast<char*>(const_cast<void*>(head)) + done,
+                      head_len - done};
+    if (body_len > 0) {
+      auto from = done > head_len ? done - head_len : 0;
+      iov[count++] = {static_cast<char*>(const_cast<void*>(body)) + from,
+                      body_len - from};
+    }
     msghdr msg{};
-    msg.msg_iov = iov + first;
-    msg.msg_iovlen = static_cast<size_t>(count - first);
-    auto sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    auto sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
     if (sent < 0 && errno == EINTR)
       continue;
+    if (sent < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return written::some;
     if (sent <= 0)
-      return false;
-    auto left = static_cast<size_t>(sent);
-    while (first < count && left >= iov[first].iov_len)
-      left -= iov[first++].iov_len;
-    if (first < count) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
+      return written::failed;
+    done += static_cast<size_t>(sent);
   }
-  return true;
+  return written::all;
 }
 
 void no_delay(int fd) {
@@ -167,29 +177,41 @@ struct outgoing {
   std::shared_ptr<const std::vector<float>> keep;
   const float* data = nullptr;
   std::string text;
+  size_t done = 0; ///< bytes of header and payload written so far
 };
 
-/// Writes one frame; false when the socket failed.
-bool write_frame(int fd, const outgoing& o) {
+/// Writes (the rest of) one frame; see write_all.
+written write_frame(int fd, outgoing& o, bool wait) {
   if (!o.text.empty())
     return write_all(fd, &o.head, sizeof(o.head), o.text.data(),
-                     o.text.size());
+                     o.text.size(), o.done, wait);
   auto body = o.head.op == data_frame::error ? 0
                                              : o.head.count * sizeof(float);
-  return write_all(fd, &o.head, sizeof(o.head), o.data, body);
+  return write_all(fd, &o.head, sizeof(o.head), o.data, body, o.done, wait);
 }
 
 /// A queue of frames and the thread that writes them, in order, to one
 /// socket. Frames posted before start() wait for it. A small frame posted
 /// while nothing is queued or being written is written at once by the
-/// caller: a request or an ack then costs no thread hand-off (it is what
-/// keeps a 40 KB round trip as fast as on CAF's own connection); a large
-/// one goes to the thread, so that no actor waits on the socket.
+/// caller, as far as the socket takes it without waiting: a request or an
+/// ack then costs no thread hand-off (it is what keeps a 40 KB round trip
+/// as fast as on CAF's own connection), and an actor never waits for a
+/// peer that does not read; the thread writes the rest, and every large
+/// frame.
 class frame_writer {
 public:
   static constexpr size_t inline_bytes = 64 * 1024;
 
   ~frame_writer() { stop(); }
+
+  /// Called (without the writer's lock) after every frame written in full
+  /// and when the socket fails: a server session counts its replies out.
+  void on_progress(std::function<void()> f) { progress_ = std::move(f); }
+
+  bool failed() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return broken_;
+  }
 
   /// False once the socket has failed or the writer stopped.
   bool post(outgoing o) {
@@ -200,13 +222,18 @@ public:
     if (fd_ >= 0 && !busy_ && queue_.empty() && bytes <= inline_bytes) {
       busy_ = true;
       guard.unlock();
-      bool ok = write_frame(fd_, o);
+      auto result = write_frame(fd_, o, false);
       guard.lock();
       busy_ = false;
-      if (!ok)
+      if (result == written::failed)
         fail();
-      cv_.notify_one(); // the thread may wait for the socket
-      return ok;
+      else if (result == written::some) // the thread writes the rest first
+        queue_.push_front(std::move(o));
+      cv_.notify_one();
+      guard.unlock();
+      if (result != written::some && progress_)
+        progress_();
+      return result != written::failed;
     }
     queue_.push_back(std::move(o));
     cv_.notify_one();
@@ -254,13 +281,17 @@ private:
         queue_.pop_front();
         busy_ = true;
       }
-      bool ok = write_frame(fd_, o);
-      std::lock_guard<std::mutex> guard{mtx_};
-      busy_ = false;
-      if (!ok) {
-        fail();
-        return;
+      bool ok = write_frame(fd_, o, true) == written::all;
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        busy_ = false;
+        if (!ok)
+          fail();
       }
+      if (progress_)
+        progress_();
+      if (!ok)
+        return;
     }
   }
 
@@ -269,6 +300,7 @@ private:
   std::deque<outgoing> queue_;
   int fd_ = -1;
   bool busy_ = false; ///< a frame is being written
+  std::function<void()> progress_;
   bool stopping_ = false;
   bool broken_ = false;
   std::thread thread_;
@@ -375,12 +407,49 @@ caf::behavior relay_impl(caf::event_based_actor* self,
 
 /// One accepted connection: its reader thread, writer and relay actor.
 struct session {
+  /// Requests read but not yet answered on the wire, at most: beyond it
+  /// the reader stops reading, so a peer that sends requests and reads no
+  /// replies fills its own socket, not the shards' mailboxes (a worker has
+  /// a few open at a time).
+  static constexpr size_t max_open = 64;
+
   std::shared_ptr<shard_registry> shards;
   int fd = -1;
   std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
   caf::actor relay;
   std::thread reader;
   std::atomic<bool> done{false};
+  std::mutex mtx;
+  std::condition_variable cv;
+  size_t open = 0;      ///< requests without a reply written
+  bool closing = false; ///< the server stops
+
+  /// Waits until another request may be read; false when the session
+  /// ends instead.
+  bool admit() {
+    std::unique_lock<std::mutex> guard{mtx};
+    cv.wait(guard, [&] {
+      return open < max_open || closing || writer->failed();
+    });
+    if (closing || writer->failed())
+      return false;
+    ++open;
+    return true;
+  }
+
+  /// A reply is out (or the socket failed).
+  void answered() {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (open > 0)
+      --open;
+    cv.notify_one();
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> guard{mtx};
+    closing = true;
+    cv.notify_one();
+  }
 };
 
 /// Reads requests until the connection ends or sends a bad frame.
@@ -394,6 +463,8 @@ void serve_connection(session& s) {
                 << peer_of(s.fd) << ": " << why << std::endl;
       break;
     }
+    if (!s.admit())
+      break;
     if (f.op == data_frame::pull) {
       caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
       continue;
@@ -452,8 +523,10 @@ public:
       acceptor_.join();
     ::close(listen_fd_);
     std::lock_guard<std::mutex> guard{mtx_};
-    for (auto& s : sessions_)
+    for (auto& s : sessions_) {
+      s->close();
       ::shutdown(s->fd, SHUT_RDWR);
+    }
     for (auto& s : sessions_)
       finish(*s);
     sessions_.clear();
@@ -505,6 +578,8 @@ private:
       ctx->shards = shards_;
       ctx->timeout = timeout_;
       s->relay = sys_.spawn(relay_impl, ctx);
+      auto* counted = s.get();
+      s->writer->on_progress([counted] { counted->answered(); });
       s->writer->start(fd);
       auto* raw = s.get();
       s->reader = std::thread([raw] { serve_connection(*raw); });

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 #include "actors/shard.hpp"
@@ -165,6 +166,49 @@ BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
   BOOST_TEST(describe(missing.error()).find("127.0.0.1:" + std::to_string(port))
                != std::string::npos, describe(missing.error()));
   nowhere->close();
+}
+
+BOOST_AUTO_TEST_CASE(peers_that_do_not_read_hold_up_nobody_else) {
+  // Two peers send up to 200000 pulls each and never read a reply: the
+  // replies back up in their sockets. The actors that write small replies
+  // must not wait for those sockets (the process has two scheduler
+  // threads, and two such waits would stop every actor), and the server
+  // must stop reading such a peer rather than queue all its requests at
+  // the shard; a third client is served at once.
+  served_shard s;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(s.server->port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<data_frame> pulls(200000);
+  for (size_t i = 0; i < pulls.size(); ++i) {
+    pulls[i].op = data_frame::pull;
+    pulls[i].id = i + 1;
+  }
+  int silent[2];
+  for (auto& fd : silent) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a))
+                  == 0);
+    // As much as the sockets take: the server stops reading a peer with
+    // too many requests open, so a blocking send would wait forever.
+    auto bytes = pulls.size() * sizeof(data_frame);
+    auto* p = reinterpret_cast<const char*>(pulls.data());
+    for (size_t sent = 0; sent < bytes;) {
+      auto n = ::send(fd, p + sent, bytes - sent, MSG_DONTWAIT);
+      if (n <= 0)
+        break;
+      sent += static_cast<size_t>(n);
+    }
+  }
+  std::this_thread::sleep_for(500ms); // their replies fill their sockets
+  auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
+  caf::scoped_actor self{*s.f.sys};
+  auto b = pull(self, client->stub(0, 3));
+  BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
+  client->close();
+  for (auto fd : silent)
+    ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
