@@ -405,20 +405,15 @@ caf::behavior relay_impl(caf::event_based_actor* self,
   };
 }
 
-/// One accepted connection: its reader thread, writer and relay actor.
-struct session {
-  /// Requests read but not yet answered on the wire, at most: beyond it
-  /// the reader stops reading, so a peer that sends requests and reads no
-  /// replies fills its own socket, not the shards' mailboxes (a worker has
-  /// a few open at a time).
+/// How many requests of one connection are read but not yet answered on
+/// the wire. Shared by the session's reader and its writer's callback,
+/// which the relay may still call after the session is gone.
+struct request_gate {
+  /// At most this many: beyond it the reader stops reading, so a peer that
+  /// sends requests and reads no replies fills its own socket, not the
+  /// shards' mailboxes (a worker has a few open at a time).
   static constexpr size_t max_open = 64;
 
-  std::shared_ptr<shard_registry> shards;
-  int fd = -1;
-  std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
-  caf::actor relay;
-  std::thread reader;
-  std::atomic<bool> done{false};
   std::mutex mtx;
   std::condition_variable cv;
   size_t open = 0;      ///< requests without a reply written
@@ -426,12 +421,12 @@ struct session {
 
   /// Waits until another request may be read; false when the session
   /// ends instead.
-  bool admit() {
+  bool admit(frame_writer& writer) {
     std::unique_lock<std::mutex> guard{mtx};
     cv.wait(guard, [&] {
-      return open < max_open || closing || writer->failed();
+      return open < max_open || closing || writer.failed();
     });
-    if (closing || writer->failed())
+    if (closing || writer.failed())
       return false;
     ++open;
     return true;
@@ -452,6 +447,17 @@ struct session {
   }
 };
 
+/// One accepted connection: its reader thread, writer and relay actor.
+struct session {
+  std::shared_ptr<shard_registry> shards;
+  int fd = -1;
+  std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
+  std::shared_ptr<request_gate> gate = std::make_shared<request_gate>();
+  caf::actor relay;
+  std::thread reader;
+  std::atomic<bool> done{false};
+};
+
 /// Reads requests until the connection ends or sends a bad frame.
 void serve_connection(session& s) {
   for (;;) {
@@ -463,7 +469,7 @@ void serve_connection(session& s) {
                 << peer_of(s.fd) << ": " << why << std::endl;
       break;
     }
-    if (!s.admit())
+    if (!s.gate->admit(*s.writer))
       break;
     if (f.op == data_frame::pull) {
       caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
@@ -524,7 +530,7 @@ public:
     ::close(listen_fd_);
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& s : sessions_) {
-      s->close();
+      s->gate->close();
       ::shutdown(s->fd, SHUT_RDWR);
     }
     for (auto& s : sessions_)
@@ -578,8 +584,7 @@ private:
       ctx->shards = shards_;
       ctx->timeout = timeout_;
       s->relay = sys_.spawn(relay_impl, ctx);
-      auto* counted = s.get();
-      s->writer->on_progress([counted] { counted->answered(); });
+      s->writer->on_progress([gate = s->gate] { gate->answered(); });
       s->writer->start(fd);
       auto* raw = s.get();
       s->reader = std::thread([raw] { serve_connection(*raw); });
