@@ -442,7 +442,8 @@ std::string least_loaded_node(chief_self self) {
 
 /// Per shard, where a worker on `node` reaches it on the data plane:
 /// "host:port" of its node's data server, or empty for a shard in the
-/// worker's own process or on a node without one.
+/// worker's own process. Every node that can hold a shard (those of the
+/// cluster file) runs a data server.
 std::vector<std::string> data_links(chief_self self, const std::string& node) {
   auto& st = self->state;
   std::vector<std::string> out;
@@ -455,25 +456,6 @@ std::vector<std::string> data_links(chief_self self, const std::string& node) {
                     + std::to_string(it->second.data_port));
   }
   return out;
-}
-
-/// The nodes a worker on `node` must connect to for a direct BASP link to
-/// each shard it does not reach on the data plane: the shards' nodes, less
-/// its own and the chief's (every node is connected to the chief's
-/// already: it registered there).
-std::vector<std::string> shard_links(chief_self self, const std::string& node,
-                                     const std::vector<std::string>& data) {
-  auto& st = self->state;
-  std::set<std::string> out;
-  for (size_t i = 0; i < st.shard_node.size(); ++i) {
-    auto& home = st.shard_node[i];
-    if (home == node || home == st.own_node() || !data[i].empty())
-      continue;
-    auto it = st.nodes.find(home);
-    if (it != st.nodes.end() && it->second.port != 0)
-      out.insert(it->second.host + ":" + std::to_string(it->second.port));
-  }
-  return {out.begin(), out.end()};
 }
 
 std::vector<uint64_t> shard_bounds(chief_self self) {
@@ -524,7 +506,6 @@ void place_worker(chief_self self, int32_t id) {
   ws.bounds = shard_bounds(self);
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
   ws.data_links = data_links(self, node);
-  ws.links = shard_links(self, node, ws.data_links);
   auto gen = st.generation;
   self->request(st.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(ws))
@@ -733,8 +714,6 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
                        st.generation, reason);
     return;
   }
-  if (st.recovering) // the recovery starts it again with the others
-    return;
   if (!reason || reason == caf::exit_reason::user_shutdown) {
     w.state = "finished";
     // It will push no more: ssp stops waiting for its clock.
@@ -747,6 +726,8 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   }
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, w.node, describe(reason));
+  if (st.recovering) // the recovery starts it again with the others
+    return;
   restart_worker(self, id, reason);
 }
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "caf/io/all.hpp"
-
 #include "actors/data_link.hpp"
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
@@ -22,46 +20,6 @@ template <class Handle>
 void keep(self_ptr self, const Handle& h) {
   self->monitor(h);
   self->state.alive.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
-}
-
-/// Connects this process to every address in `links` (in parallel, each
-/// with the request timeout), then runs `then`, or `failed` with an error
-/// naming the first address that could not be reached. CAF's middleman
-/// keeps one connection per node and reuses it, so asking again for a
-/// node this process is connected to costs one local message.
-void connect_links(self_ptr self, const std::vector<std::string>& links,
-                   std::function<void()> then,
-                   std::function<void(caf::error)> failed) {
-  if (links.empty())
-    return then();
-  auto left = std::make_shared<size_t>(links.size());
-  auto gave_up = std::make_shared<bool>(false);
-  auto mm = self->system().middleman().actor_handle();
-  for (auto& link : links) {
-    auto addr = parse_address(link);
-    if (!addr) {
-      *gave_up = true;
-      return failed(addr.error());
-    }
-    self
-      ->request(mm, request_timeout(self->state.opts.cfg),
-                caf::connect_atom_v, addr->first, addr->second)
-      .then(
-        [=](const caf::node_id&, caf::strong_actor_ptr&,
-            const std::set<std::string>&) {
-          if (--*left == 0 && !*gave_up)
-            then();
-        },
-        [=](caf::error& err) {
-          if (*gave_up)
-            return;
-          *gave_up = true;
-          failed(make_error(errc::node_unreachable,
-                            "node " + self->state.opts.node
-                              + " cannot connect to the shards' node at "
-                              + link + ": " + describe(err)));
-        });
-  }
 }
 
 /// The stub for shard `shard` on the data plane at `address`, connecting
@@ -180,26 +138,15 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
         wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
       wo.chief = caf::actor_cast<chief_actor>(w.chief);
       wo.fault_hook = st.opts.fault_hook;
-      // The worker starts once this node has its own connection to every
-      // node that holds its shards, so its first pull already goes there.
-      auto promise = self->make_response_promise<worker_actor>();
-      auto start = [=]() mutable {
-        // A GPU worker waits for its device in every step (the loss is
-        // read back), so it gets a thread of its own instead of blocking
-        // one of the few scheduler threads; CPU workers stay on the
-        // scheduler, which keeps the deterministic actor tests
-        // deterministic.
-        auto h = wo.cfg.training.device.is_gpu()
-                   ? self->spawn<caf::detached>(worker_impl, std::move(wo))
-                   : self->spawn(worker_impl, std::move(wo));
-        keep(self, h);
-        promise.deliver(h);
-      };
-      connect_links(self, w.links, std::move(start),
-                    [=](caf::error err) mutable {
-                      promise.deliver(std::move(err));
-                    });
-      return promise;
+      // A GPU worker waits for its device in every step (the loss is read
+      // back), so it gets a thread of its own instead of blocking one of
+      // the few scheduler threads; CPU workers stay on the scheduler, which
+      // keeps the deterministic actor tests deterministic.
+      auto h = wo.cfg.training.device.is_gpu()
+                 ? self->spawn<caf::detached>(worker_impl, std::move(wo))
+                 : self->spawn(worker_impl, std::move(wo));
+      keep(self, h);
+      return h;
     },
     [=](finish_atom) {
       for (auto& p : self->state.alive)

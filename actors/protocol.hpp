@@ -436,12 +436,9 @@ struct shard_spawn {
 ///
 /// `data_links[i]` is the "host:port" of the data plane (actors/data_link)
 /// of the node that holds shard i, empty when the worker reaches that
-/// shard as an actor (same process, or a node without a data plane). The
-/// worker's pulls and pushes then go on the data plane's own connection
-/// between the two nodes. `links` are the BASP addresses of the other
-/// shard nodes the worker's node is not yet connected to: the agent
-/// connects to each before the worker starts, so that those messages too
-/// travel directly. CAF 0.17 routes a message to a node it has no
+/// shard as an actor in its own process. The worker's pulls and pushes
+/// then go on the data plane's own connection between the two nodes, never
+/// as CAF messages: CAF 0.17 routes a message to a node it has no
 /// connection to through the node that introduced the handle, i.e. through
 /// the chief.
 struct worker_spawn {
@@ -450,7 +447,6 @@ struct worker_spawn {
   std::vector<shard_actor> shards;
   std::vector<uint64_t> bounds;
   caf::strong_actor_ptr chief;
-  std::vector<std::string> links;
   std::vector<std::string> data_links;
 };
 
@@ -462,7 +458,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
   return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
-           x.bounds, x.chief, x.links, x.data_links);
+           x.bounds, x.chief, x.data_links);
 }
 
 } // namespace troupe
