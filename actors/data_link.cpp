@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -608,7 +609,7 @@ private:
 caf::expected<std::shared_ptr<data_server>>
 data_server::start(caf::actor_system& sys, const std::string& host,
                    caf::timespan timeout) {
-  auto bind_host = host == "localhost" ? std::string{"127.0.0.1"} : host;
+  auto bind_host = bind_address(host);
   auto fail = [&](const std::string& why) {
     return make_error(errc::node_unreachable,
                       "cannot listen for the data plane on " + host + ": "

@@ -93,15 +93,8 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
     },
     [=](expire_atom) {
       auto& st = self->state;
-      st.expiry_pending = false;
-      auto now = caf::make_timestamp();
-      take_if(st.held, [&](feeder_state::held_lease& h) {
-        if (now - h.since < st.hold)
-          return false;
-        h.promise.deliver(lease_reply{}); // wait: ask again
-        return true;
-      });
-      schedule_expiry(self, st.held, st.hold, st.expiry_pending);
+      expire_held(self, st.held, st.hold, st.expiry_pending,
+                  lease_reply{}); // "wait"
     },
     [=](pause_atom) -> caf::result<int64_t> {
       auto& st = self->state;

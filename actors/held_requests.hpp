@@ -37,4 +37,21 @@ void take_if(Held& held, Take take) {
   held.resize(kept);
 }
 
+/// The expire_atom handler's work: answers every entry that has waited
+/// `hold` with `ask_again` (the holder's "ask again" reply), then
+/// schedules the next check.
+template <class Self, class Held, class Reply>
+void expire_held(Self* self, Held& held, caf::timespan hold, bool& pending,
+                 const Reply& ask_again) {
+  pending = false;
+  auto now = caf::make_timestamp();
+  take_if(held, [&](auto& h) {
+    if (now - h.since < hold)
+      return false;
+    h.promise.deliver(ask_again);
+    return true;
+  });
+  schedule_expiry(self, held, hold, pending);
+}
+
 } // namespace troupe

@@ -73,12 +73,18 @@ caf::expected<Handle> connect_retrying(caf::actor_system& sys,
 caf::error publish_error(const std::string& host, uint16_t port,
                          const caf::error& cause);
 
+/// The address to listen on for a node's configured host: "localhost" is
+/// 127.0.0.1 (not every address the name resolves to).
+inline std::string bind_address(const std::string& host) {
+  return host == "localhost" ? std::string{"127.0.0.1"} : host;
+}
+
 /// Publishes `handle` on host:port (reuse_addr, so that a restarted node
 /// gets its port back at once); the error names the address.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
                                    const std::string& host, uint16_t port) {
-  auto bind = host == "localhost" ? std::string{"127.0.0.1"} : host;
+  auto bind = bind_address(host);
   auto r = sys.middleman().publish(handle, port, bind.c_str(), true);
   if (!r)
     return publish_error(host, port, r.error());

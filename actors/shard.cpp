@@ -117,15 +117,8 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     },
     [=](expire_atom) {
       auto& st = self->state;
-      st.expiry_pending = false;
-      auto now = caf::make_timestamp();
-      take_if(st.parked, [&](shard_state::parked_pull& p) {
-        if (now - p.since < st.hold)
-          return false;
-        p.promise.deliver(float_block::ask_again_for(st.id));
-        return true;
-      });
-      schedule_expiry(self, st.parked, st.hold, st.expiry_pending);
+      expire_held(self, st.parked, st.hold, st.expiry_pending,
+                  float_block::ask_again_for(st.id));
     },
   };
 }

@@ -211,6 +211,18 @@ BOOST_AUTO_TEST_CASE(peers_that_do_not_read_hold_up_nobody_else) {
     ::close(fd);
 }
 
+BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
+  // Binding sends nothing: 192.0.2.1 (TEST-NET-1) is no address of a test
+  // machine, so the bind fails at once.
+  cluster_fixture f;
+  auto s = data_server::start(*f.sys, "192.0.2.1", 5s);
+  BOOST_REQUIRE(!s);
+  BOOST_TEST((s.error() == errc::node_unreachable));
+  BOOST_TEST(describe(s.error()).find("cannot listen for the data plane on "
+                                      "192.0.2.1: ")
+               != std::string::npos, describe(s.error()));
+}
+
 BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
   data_frame f;
   f.op = data_frame::pull;

@@ -76,6 +76,18 @@ void check_idle(const std::vector<std::pair<std::string, const process*>>& nodes
   }
 }
 
+/// Once the steps in flight have settled, the cluster of `spec` stays idle
+/// (check_idle) for `seconds`, and its shard's version stands still.
+void check_cluster_idle(
+  const temp_dir& dir, const cluster_spec& spec,
+  const std::vector<std::pair<std::string, const process*>>& nodes,
+  double seconds) {
+  auto version = settled_version(dir, spec);
+  BOOST_REQUIRE(version >= 0);
+  check_idle(nodes, seconds);
+  BOOST_TEST(shard_version(dir, spec) == version); // it stood still
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_plane)
@@ -139,14 +151,12 @@ BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resu
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
                         cluster_outputs(*chief, members));
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
-  auto version = settled_version(dir, spec);
-  BOOST_REQUIRE(version >= 0);
-  check_idle({{"chief", chief.get()},
-              {"ps0", members[0].get()},
-              {"w0", members[1].get()},
-              {"w1", members[2].get()}},
-             10);
-  BOOST_TEST(shard_version(dir, spec) == version); // it stood still
+  check_cluster_idle(dir, spec,
+                     {{"chief", chief.get()},
+                      {"ps0", members[0].get()},
+                      {"w0", members[1].get()},
+                      {"w1", members[2].get()}},
+                     10);
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   for (auto& m : members)
@@ -172,13 +182,11 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
                         cluster_outputs(*chief, members));
   members[2]->kill9(); // w1
   BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
-  auto version = settled_version(dir, spec);
-  BOOST_REQUIRE(version >= 0);
-  check_idle({{"chief", chief.get()},
-              {"ps0", members[0].get()},
-              {"w0", members[1].get()}},
-             12);
-  BOOST_TEST(shard_version(dir, spec) == version);
+  check_cluster_idle(dir, spec,
+                     {{"chief", chief.get()},
+                      {"ps0", members[0].get()},
+                      {"w0", members[1].get()}},
+                     12);
   process again{dir, "w1-again", "troupe-node",
                 {"--config", cfg, "--node", "w1"}};
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
@@ -275,10 +283,7 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
     chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
   auto shard_port = data_port_of(*members[0]);
   BOOST_TEST(shard_port != 0);
-  bool joined_link = false;
-  for (int i = 0; i < 100 && !joined_link; ++i, sleep_s(0.1))
-    joined_link = has_link_to(joiner.pid(), lab.ip(1), shard_port);
-  BOOST_TEST(joined_link);
+  BOOST_TEST(wait_for_link(joiner.pid(), lab.ip(1), shard_port, 10));
   BOOST_TEST(has_link_to(members[1]->pid(), lab.ip(1), shard_port));
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, chief.err() + chief.out());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());

@@ -156,6 +156,18 @@ inline bool has_link_to(pid_t pid, const std::string& ip, uint16_t port) {
   return false;
 }
 
+/// Polls has_link_to every 100 ms for up to `timeout_s`: a node opens its
+/// data-plane connection when its first worker starts.
+inline bool wait_for_link(pid_t pid, const std::string& ip, uint16_t port,
+                          double timeout_s) {
+  for (int i = 0; i * 0.1 < timeout_s; ++i) {
+    if (has_link_to(pid, ip, port))
+      return true;
+    ::usleep(100000);
+  }
+  return has_link_to(pid, ip, port);
+}
+
 /// Resident memory in KiB (VmRSS), or -1 when unreadable (the process is
 /// gone or a zombie).
 inline long rss_kb(pid_t pid) {
