@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(300, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
+                        cluster_outputs(*chief, members));
   auto killed = clock_type::now();
   members[2]->kill9(); // w1, with workers 1 and 2
   BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
@@ -107,7 +108,8 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
+                        cluster_outputs(*chief, members));
   auto frozen = clock_type::now();
   members[2]->freeze();
   BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
@@ -130,7 +132,8 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
+                        cluster_outputs(*chief, members));
   members[2]->kill9();
   BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
   process again{dir, "w1-again", "troupe-node",
@@ -158,7 +161,8 @@ BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(100, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
+                        cluster_outputs(*chief, members));
   members[2]->kill9();
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
   auto out = chief->out();
@@ -182,7 +186,8 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(300, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
+                        cluster_outputs(*chief, members));
   members[1]->kill9(); // ps1, with shard 1
   BOOST_REQUIRE(chief->wait_for_output("steps lost, to be trained again", 60));
   // Shard 1 lives on ps0 now; w0's pulls and pushes still go there
@@ -217,7 +222,8 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(200, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
+                        cluster_outputs(*chief, members));
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1", "--name",
                   "late"}};
@@ -247,7 +253,8 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   auto cfg = write_cluster(dir, spec);
   auto members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE(chief->wait_for_step(100, 120));
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
+                        cluster_outputs(*chief, members));
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1"}};
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
