@@ -38,9 +38,12 @@ caf::timespan timeout_of(chief_self self) {
   return request_timeout(self->state.opts.cfg);
 }
 
-void say(chief_self self, const std::string& line) {
+void say(chief_self self, const std::string& line, bool tagged) {
   if (self->state.opts.log != nullptr)
-    *self->state.opts.log << line << std::endl;
+    *self->state.opts.log << (tagged && self->state.opts.insecure_links
+                                ? "[INSECURE links] "
+                                : "")
+                          << line << std::endl;
 }
 
 std::string fmt(const char* format, ...) {
@@ -328,12 +331,14 @@ void print_summary(chief_self self, const cluster_summary& r) {
   // The table comes last: scripts read its row from the final line.
   say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
                 "workers", "shards", "steps", "epochs", "seconds",
-                "examples/s", "test acc", "restarts"));
+                "examples/s", "test acc", "restarts"),
+      false);
   say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
                 c.name.c_str(), to_string(c.cluster.consistency),
                 self->state.workers.size(), c.cluster.shards,
                 static_cast<long long>(r.steps), r.epochs, r.seconds,
-                r.examples_per_sec, r.test_accuracy, r.restarts));
+                r.examples_per_sec, r.test_accuracy, r.restarts),
+      false);
 }
 
 void finish_run(chief_self self) {

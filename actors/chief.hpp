@@ -38,6 +38,8 @@ struct chief_options {
   std::string config_text;
   std::shared_ptr<const train_test> data;
   std::ostream* log = nullptr; ///< progress lines; null: quiet
+  /// Plaintext links beyond loopback (--insecure): every line says so.
+  bool insecure_links = false;
   /// This process's data plane (serves the shards placed here to workers
   /// on other nodes); null in the embedded mode.
   std::shared_ptr<data_server> data_plane;

@@ -113,7 +113,9 @@ using chief_self = chief_actor::stateful_pointer<chief_state>;
 // Operations shared with the shell (defined in chief.cpp).
 namespace chief_ops {
 
-void say(chief_self self, const std::string& line);
+/// Prints a line of the run's log; `tagged` false: without the
+/// "[INSECURE links]" mark (the summary table, which scripts read).
+void say(chief_self self, const std::string& line, bool tagged = true);
 std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 caf::timespan timeout_of(chief_self self);
 void fail_run(chief_self self, caf::error err);

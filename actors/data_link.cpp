@@ -22,7 +22,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "actors/link_socket.hpp"
 #include "actors/remote.hpp"
+#include "actors/sockets.hpp"
+#include "actors/tls_front_door.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -50,126 +53,6 @@ std::string check_frame(const data_frame& f, bool from_client) {
 
 namespace {
 
-// -- sockets --------------------------------------------------------------------
-
-bool read_exact(int fd, void* data, size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    auto got = ::recv(fd, p, n, 0);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-/// How far a write got.
-enum class written { all, some, failed };
-
-/// Writes header and payload from byte `done` on (of the two together),
-/// with one system call where the kernel takes them at once; MSG_NOSIGNAL,
-/// so a closed peer is an error, not SIGPIPE. With `wait` false it stops
-/// when the socket's buffer is full (written::some, `done` says how far):
-/// an actor must never wait for a peer that does not read.
-written write_all(int fd, const void* head, size_t head_len, const void* body,
-                  size_t body_len, size_t& done, bool wait) {
-  auto total = head_len + body_len;
-  while (done < total) {
-    iovec iov[2];
-    int count = 0;
-    if (done < head_len)
-      iov[count++] = {static_cast<char*>(const_cast<void*>(head)) + done,
-                      head_len - done};
-    if (body_len > 0) {
-      auto from = done > head_len ? done - head_len : 0;
-      iov[count++] = {static_cast<char*>(const_cast<void*>(body)) + from,
-                      body_len - from};
-    }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(count);
-    auto sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
-    if (sent < 0 && errno == EINTR)
-      continue;
-    if (sent < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return written::some;
-    if (sent <= 0)
-      return written::failed;
-    done += static_cast<size_t>(sent);
-  }
-  return written::all;
-}
-
-void no_delay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-std::string peer_of(int fd) {
-  sockaddr_storage a{};
-  socklen_t len = sizeof(a);
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    if (a.ss_family == AF_INET) {
-      auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
-      ::inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
-      port = ntohs(v4->sin_port);
-    } else if (a.ss_family == AF_INET6) {
-      auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
-      ::inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
-      port = ntohs(v6->sin6_port);
-    }
-  }
-  return std::string{host} + ":" + std::to_string(port);
-}
-
-/// A connected socket to host:port within `timeout`, or -1 and `why`.
-int connect_within(const std::string& host, uint16_t port,
-                   caf::timespan timeout, std::string& why) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  auto service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-      rc != 0) {
-    why = ::gai_strerror(rc);
-    return -1;
-  }
-  int fd = -1;
-  for (auto* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-      continue;
-    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
-      rc = ::poll(&p, 1, static_cast<int>(ms.count())) == 1 ? 0 : -1;
-      int err = rc == 0 ? 0 : ETIMEDOUT;
-      socklen_t len = sizeof(err);
-      if (rc == 0)
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      errno = err;
-      rc = err == 0 ? 0 : -1;
-    }
-    if (rc != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd >= 0) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    no_delay(fd);
-  }
-  return fd;
-}
-
 // -- writing frames -------------------------------------------------------------
 
 /// A frame to send; the payload stays alive through `keep` until written.
@@ -181,14 +64,14 @@ struct outgoing {
   size_t done = 0; ///< bytes of header and payload written so far
 };
 
-/// Writes (the rest of) one frame; see write_all.
-written write_frame(int fd, outgoing& o, bool wait) {
+/// Writes (the rest of) one frame; see link_socket::write.
+written write_frame(link_socket& sock, outgoing& o, bool wait) {
   if (!o.text.empty())
-    return write_all(fd, &o.head, sizeof(o.head), o.text.data(),
-                     o.text.size(), o.done, wait);
+    return sock.write(&o.head, sizeof(o.head), o.text.data(), o.text.size(),
+                      o.done, wait);
   auto body = o.head.op == data_frame::error ? 0
                                              : o.head.count * sizeof(float);
-  return write_all(fd, &o.head, sizeof(o.head), o.data, body, o.done, wait);
+  return sock.write(&o.head, sizeof(o.head), o.data, body, o.done, wait);
 }
 
 /// A queue of frames and the thread that writes them, in order, to one
@@ -220,10 +103,10 @@ public:
     if (broken_ || stopping_)
       return false;
     auto bytes = o.text.size() + (o.data ? o.head.count * sizeof(float) : 0);
-    if (fd_ >= 0 && !busy_ && queue_.empty() && bytes <= inline_bytes) {
+    if (sock_ && !busy_ && queue_.empty() && bytes <= inline_bytes) {
       busy_ = true;
       guard.unlock();
-      auto result = write_frame(fd_, o, false);
+      auto result = write_frame(*sock_, o, false);
       guard.lock();
       busy_ = false;
       if (result == written::failed)
@@ -241,10 +124,10 @@ public:
     return true;
   }
 
-  void start(int fd) {
+  void start(std::shared_ptr<link_socket> sock) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      fd_ = fd;
+      sock_ = std::move(sock);
     }
     thread_ = std::thread([this] { run(); });
   }
@@ -265,7 +148,7 @@ private:
   void fail() {
     broken_ = true;
     queue_.clear();
-    ::shutdown(fd_, SHUT_RDWR);
+    sock_->shutdown();
   }
 
   void run() {
@@ -282,7 +165,7 @@ private:
         queue_.pop_front();
         busy_ = true;
       }
-      bool ok = write_frame(fd_, o, true) == written::all;
+      bool ok = write_frame(*sock_, o, true) == written::all;
       {
         std::lock_guard<std::mutex> guard{mtx_};
         busy_ = false;
@@ -299,7 +182,7 @@ private:
   std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<outgoing> queue_;
-  int fd_ = -1;
+  std::shared_ptr<link_socket> sock_;
   bool busy_ = false; ///< a frame is being written
   std::function<void()> progress_;
   bool stopping_ = false;
@@ -451,7 +334,7 @@ struct request_gate {
 /// One accepted connection: its reader thread, writer and relay actor.
 struct session {
   std::shared_ptr<shard_registry> shards;
-  int fd = -1;
+  std::shared_ptr<link_socket> sock;
   std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
   std::shared_ptr<request_gate> gate = std::make_shared<request_gate>();
   caf::actor relay;
@@ -463,11 +346,11 @@ struct session {
 void serve_connection(session& s) {
   for (;;) {
     data_frame f;
-    if (!read_exact(s.fd, &f, sizeof(f)))
+    if (!s.sock->read_exact(&f, sizeof(f)))
       break;
     if (auto why = check_frame(f, true); !why.empty()) {
       std::cerr << "troupe: data plane: closing the connection from "
-                << peer_of(s.fd) << ": " << why << std::endl;
+                << s.sock->peer() << ": " << why << std::endl;
       break;
     }
     if (!s.gate->admit(*s.writer))
@@ -480,13 +363,13 @@ void serve_connection(session& s) {
     // legitimate peer may send.
     if (auto size = s.shards->size(f.shard); f.count > size) {
       std::cerr << "troupe: data plane: closing the connection from "
-                << peer_of(s.fd) << ": a push of " << f.count
+                << s.sock->peer() << ": a push of " << f.count
                 << " floats for shard " << f.shard << ", which holds "
                 << size << std::endl;
       break;
     }
     auto values = pooled_floats(f.count);
-    if (!read_exact(s.fd, values->data(), f.count * sizeof(float)))
+    if (!s.sock->read_exact(values->data(), f.count * sizeof(float)))
       break;
     gradient_push g;
     g.shard = f.shard;
@@ -496,7 +379,7 @@ void serve_connection(session& s) {
     g.buffer = std::move(values);
     caf::anon_send(s.relay, push_atom_v, f.id, std::move(g));
   }
-  ::shutdown(s.fd, SHUT_RDWR);
+  s.sock->shutdown();
   s.writer->stop();
   caf::anon_send_exit(s.relay, caf::exit_reason::user_shutdown);
   s.done = true;
@@ -506,10 +389,19 @@ void serve_connection(session& s) {
 
 class data_server_impl {
 public:
-  data_server_impl(caf::actor_system& sys, int fd, uint16_t port,
+  /// Serves listening socket `fd`: behind a TLS front door when `tls` is
+  /// set, else with a plain accept loop.
+  data_server_impl(caf::actor_system& sys, int fd,
+                   std::shared_ptr<const tls_context> tls,
                    caf::timespan timeout)
-    : sys_(sys), listen_fd_(fd), port_(port), timeout_(timeout) {
-    acceptor_ = std::thread([this] { accept_loop(); });
+    : sys_(sys), listen_fd_(fd), port_(local_port_of(fd)), timeout_(timeout) {
+    if (tls)
+      door_ = std::make_unique<tls_front_door>(
+        fd, std::move(tls),
+        [this](int peer, ssl_ptr ssl) { admit(peer, std::move(ssl)); },
+        "data plane");
+    else
+      acceptor_ = std::thread([this] { accept_loop(); });
   }
 
   uint16_t port() const { return port_; }
@@ -525,14 +417,18 @@ public:
         return;
       stopped_ = true;
     }
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    if (acceptor_.joinable())
-      acceptor_.join();
-    ::close(listen_fd_);
+    if (door_) {
+      door_->stop(); // closes the listener
+    } else {
+      ::shutdown(listen_fd_, SHUT_RDWR);
+      if (acceptor_.joinable())
+        acceptor_.join();
+      ::close(listen_fd_);
+    }
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& s : sessions_) {
       s->gate->close();
-      ::shutdown(s->fd, SHUT_RDWR);
+      s->sock->shutdown();
     }
     for (auto& s : sessions_)
       finish(*s);
@@ -543,7 +439,6 @@ private:
   static void finish(session& s) {
     if (s.reader.joinable())
       s.reader.join();
-    ::close(s.fd);
   }
 
   void accept_loop() {
@@ -555,42 +450,46 @@ private:
         return; // the listener was shut down
       }
       no_delay(fd);
-      std::lock_guard<std::mutex> guard{mtx_};
-      if (stopped_) {
-        ::close(fd);
-        return;
-      }
-      // Sessions whose peer has gone are joined here, so a node that sees
-      // many reconnects keeps a bounded list.
-      sessions_.remove_if([](const std::unique_ptr<session>& s) {
-        if (!s->done)
-          return false;
-        finish(*s);
-        return true;
-      });
-      // Each session may hold a shard-sized buffer: their number is
-      // bounded (one per worker node is what a cluster needs).
-      if (sessions_.size() >= max_sessions) {
-        std::cerr << "troupe: data plane: refusing the connection from "
-                  << peer_of(fd) << ": " << max_sessions
-                  << " connections are open" << std::endl;
-        ::close(fd);
-        continue;
-      }
-      auto s = std::make_unique<session>();
-      s->shards = shards_;
-      s->fd = fd;
-      auto ctx = std::make_shared<relay_context>();
-      ctx->writer = s->writer;
-      ctx->shards = shards_;
-      ctx->timeout = timeout_;
-      s->relay = sys_.spawn(relay_impl, ctx);
-      s->writer->on_progress([gate = s->gate] { gate->answered(); });
-      s->writer->start(fd);
-      auto* raw = s.get();
-      s->reader = std::thread([raw] { serve_connection(*raw); });
-      sessions_.push_back(std::move(s));
+      admit(fd, nullptr);
     }
+  }
+
+  /// Starts a session on a new connection (authenticated already when
+  /// TLS is on).
+  void admit(int fd, ssl_ptr ssl) {
+    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopped_)
+      return;
+    // Sessions whose peer has gone are joined here, so a node that sees
+    // many reconnects keeps a bounded list.
+    sessions_.remove_if([](const std::unique_ptr<session>& s) {
+      if (!s->done)
+        return false;
+      finish(*s);
+      return true;
+    });
+    // Each session may hold a shard-sized buffer: their number is
+    // bounded (one per worker node is what a cluster needs).
+    if (sessions_.size() >= max_sessions) {
+      std::cerr << "troupe: data plane: refusing the connection from "
+                << sock->peer() << ": " << max_sessions
+                << " connections are open" << std::endl;
+      return;
+    }
+    auto s = std::make_unique<session>();
+    s->shards = shards_;
+    s->sock = sock;
+    auto ctx = std::make_shared<relay_context>();
+    ctx->writer = s->writer;
+    ctx->shards = shards_;
+    ctx->timeout = timeout_;
+    s->relay = sys_.spawn(relay_impl, ctx);
+    s->writer->on_progress([gate = s->gate] { gate->answered(); });
+    s->writer->start(sock);
+    auto* raw = s.get();
+    s->reader = std::thread([raw] { serve_connection(*raw); });
+    sessions_.push_back(std::move(s));
   }
 
   static constexpr size_t max_sessions = 256;
@@ -600,6 +499,7 @@ private:
   uint16_t port_;
   caf::timespan timeout_;
   std::shared_ptr<shard_registry> shards_ = std::make_shared<shard_registry>();
+  std::unique_ptr<tls_front_door> door_;
   std::thread acceptor_;
   std::mutex mtx_;
   std::list<std::unique_ptr<session>> sessions_;
@@ -609,41 +509,16 @@ private:
 caf::expected<std::shared_ptr<data_server>>
 data_server::start(caf::actor_system& sys, const std::string& host,
                    caf::timespan timeout) {
-  auto bind_host = bind_address(host);
-  auto fail = [&](const std::string& why) {
+  auto sec = security_of(sys);
+  if (auto err = sec->may_listen(host, "the data plane"))
+    return err;
+  auto fd = listen_on(host, 0, false);
+  if (!fd)
     return make_error(errc::node_unreachable,
                       "cannot listen for the data plane on " + host + ": "
-                        + why);
-  };
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(bind_host.c_str(), "0", &hints, &found); rc != 0)
-    return fail(::gai_strerror(rc));
-  int fd = -1;
-  std::string why = "no address";
-  for (auto* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-      continue;
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0)
-    return fail(why);
-  sockaddr_storage a{};
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  uint16_t port = a.ss_family == AF_INET6
-                    ? ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port)
-                    : ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+                        + describe(fd.error()));
   return std::make_shared<data_server>(
-    std::make_unique<data_server_impl>(sys, fd, port, timeout));
+    std::make_unique<data_server_impl>(sys, *fd, sec->tls, timeout));
 }
 
 data_server::data_server(std::unique_ptr<data_server_impl> impl)
@@ -671,8 +546,13 @@ void data_server::stop() {
 class data_client_impl {
 public:
   data_client_impl(caf::actor_system& sys, std::string host, uint16_t port,
-                   caf::timespan timeout)
-    : sys_(sys), host_(std::move(host)), port_(port), timeout_(timeout) {
+                   caf::timespan timeout,
+                   std::shared_ptr<const tls_context> tls)
+    : sys_(sys),
+      host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      tls_(std::move(tls)) {
   }
 
   void begin() {
@@ -727,16 +607,16 @@ public:
       if (closed_)
         return;
       closed_ = true;
-      if (fd_ >= 0)
+      if (sock_)
+        sock_->shutdown();
+      else if (fd_ >= 0) // connecting, or in the handshake
         ::shutdown(fd_, SHUT_RDWR);
     }
     if (reader_.joinable())
       reader_.join();
     writer_->stop();
     std::lock_guard<std::mutex> guard{mtx_};
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = -1;
+    sock_.reset();
     for (auto& s : stubs_)
       caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
     stubs_.clear();
@@ -758,15 +638,37 @@ private:
         fd = -1;
         why = "closed";
       }
-      fd_ = fd;
-      up_ = fd >= 0;
+      fd_ = fd; // close() now shuts it down, ending a handshake too
     }
     if (fd < 0)
       return fail_all("cannot connect: " + why);
-    writer_->start(fd);
+    ssl_ptr ssl;
+    if (tls_) {
+      set_nonblocking(fd, true);
+      ssl = tls_->session(fd, false);
+      why = ssl ? finish_handshake(ssl.get(), fd,
+                                   std::chrono::steady_clock::now()
+                                     + tls_->handshake_timeout)
+                : "cannot create a TLS session";
+      if (!why.empty()) {
+        {
+          std::lock_guard<std::mutex> guard{mtx_};
+          fd_ = -1;
+          ::close(fd);
+        }
+        return fail_all("TLS handshake failed: " + why);
+      }
+    }
+    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      sock_ = sock;
+      up_ = true;
+    }
+    writer_->start(sock);
     for (;;) {
       data_frame f;
-      if (!read_exact(fd, &f, sizeof(f)))
+      if (!sock->read_exact(&f, sizeof(f)))
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
@@ -786,7 +688,7 @@ private:
                           + std::to_string(f.shard) + ", which holds "
                           + std::to_string(size));
         auto values = pooled_floats(f.count);
-        if (!read_exact(fd, values->data(), f.count * sizeof(float)))
+        if (!sock->read_exact(values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
         if (stub)
           caf::anon_send(stub, data_atom_v, f.id,
@@ -797,7 +699,7 @@ private:
                          push_ack{f.tag, f.flag != 0});
       } else {
         std::string text(f.count, '\0');
-        if (!read_exact(fd, text.data(), text.size()))
+        if (!sock->read_exact(text.data(), text.size()))
           return fail_all("the connection broke");
         auto err = f.flag > 0
                      ? make_error(static_cast<errc>(f.flag), text)
@@ -842,11 +744,13 @@ private:
   std::string host_;
   uint16_t port_;
   caf::timespan timeout_;
+  std::shared_ptr<const tls_context> tls_;
   std::thread reader_;
   std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
   std::atomic<uint64_t> next_id_{1};
   std::mutex mtx_;
-  int fd_ = -1;
+  int fd_ = -1; ///< until sock_ takes it over
+  std::shared_ptr<link_socket> sock_;
   bool up_ = false, broken_ = false, closed_ = false;
   std::string why_;
   std::map<uint64_t, std::pair<caf::actor, uint8_t>> waiting_;
@@ -925,7 +829,8 @@ std::shared_ptr<data_client> data_client::open(caf::actor_system& sys,
                                                const std::string& host,
                                                uint16_t port,
                                                caf::timespan timeout) {
-  auto impl = std::make_shared<data_client_impl>(sys, host, port, timeout);
+  auto impl = std::make_shared<data_client_impl>(sys, host, port, timeout,
+                                                 security_of(sys)->tls);
   impl->begin();
   return std::make_shared<data_client>(std::move(impl));
 }

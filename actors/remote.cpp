@@ -9,9 +9,101 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <map>
+#include <mutex>
+
+#include "actors/sockets.hpp"
+#include "actors/tls_middleman.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
+
+namespace {
+
+/// Every actor system's security, by the id init_config gave the system
+/// (an address may be reused by the next system a test makes, and a node
+/// id is the same for every system of a process).
+struct security_registry {
+  std::mutex mtx;
+  std::map<int64_t, std::shared_ptr<const link_security>> by_system;
+};
+
+int64_t system_id(caf::actor_system& sys) {
+  return caf::get_or(sys.config(), "troupe.system-id", int64_t{0});
+}
+
+security_registry& registry() {
+  static security_registry r;
+  return r;
+}
+
+} // namespace
+
+caf::error link_security::may_listen(const std::string& host,
+                                     const std::string& what) const {
+  if (tls || insecure || is_loopback(host))
+    return {};
+  return make_error(errc::invalid_config,
+                    "refusing to listen for " + what + " on " + host
+                      + " without TLS: anyone who reaches it could steer or "
+                        "crash the run. Give the cluster's certificates "
+                        "(/cluster/tls in the cluster file, or --tls-ca, "
+                        "--tls-cert and --tls-key), or --insecure on a "
+                        "network you trust");
+}
+
+std::string link_security::describe() const {
+  if (tls)
+    return "mutual TLS";
+  return insecure ? "INSECURE: plaintext links" : "plaintext, loopback only";
+}
+
+void secure_links(caf::actor_system& sys,
+                  std::shared_ptr<const tls_context> tls, bool insecure) {
+  auto s = std::make_shared<link_security>();
+  s->insecure = insecure;
+  if (tls) {
+    s->tls_middleman = caf::actor_cast<caf::actor_addr>(
+      make_tls_middleman(sys, tls));
+    s->tls = std::move(tls);
+  }
+  auto& r = registry();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  r.by_system[system_id(sys)] = std::move(s);
+}
+
+std::shared_ptr<const link_security> security_of(caf::actor_system& sys) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto it = r.by_system.find(system_id(sys));
+  if (it != r.by_system.end())
+    return it->second;
+  static const auto plain = std::make_shared<const link_security>();
+  return plain;
+}
+
+caf::io::middleman_actor middleman_of(caf::actor_system& sys) {
+  auto s = security_of(sys);
+  return s->tls ? caf::actor_cast<caf::io::middleman_actor>(s->tls_middleman)
+                : sys.middleman().actor_handle();
+}
+
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys,
+                                      caf::strong_actor_ptr whom,
+                                      std::set<std::string> sigs,
+                                      const std::string& host, uint16_t port) {
+  if (auto err = security_of(sys)->may_listen(host, "the cluster's control "
+                                                    "messages"))
+    return err;
+  caf::scoped_actor self{sys};
+  caf::expected<uint16_t> result{caf::sec::cannot_open_port};
+  self
+    ->request(middleman_of(sys), caf::infinite, caf::publish_atom::value, port,
+              std::move(whom), std::move(sigs), bind_address(host), true)
+    .receive([&](uint16_t actual) { result = actual; },
+             [&](caf::error& e) { result = publish_error(host, port, e); });
+  return result;
+}
 
 namespace {
 

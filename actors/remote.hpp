@@ -10,9 +10,41 @@
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
+#include "actors/tls.hpp"
 #include "runtime/config.hpp"
 
 namespace troupe {
+
+/// How the links of one actor system are secured: set once by
+/// secure_links after the system is made; until then (and in tests that
+/// never call it) plaintext on loopback addresses only.
+struct link_security {
+  std::shared_ptr<const tls_context> tls; ///< null: plaintext
+  bool insecure = false; ///< plaintext beyond loopback allowed (--insecure)
+  /// CAF's remoting over TLS; weak, so that this record may outlive its
+  /// actor system (the registry of all systems lives until exit).
+  caf::actor_addr tls_middleman;
+
+  /// Why this process may not listen on `host` for `what`, or none:
+  /// without TLS only loopback addresses, unless --insecure.
+  caf::error may_listen(const std::string& host,
+                        const std::string& what) const;
+
+  /// "mutual TLS", "plaintext, loopback only" or "INSECURE: plaintext".
+  std::string describe() const;
+};
+
+/// Secures every link `sys` makes from now on: CAF's remoting (publish_on,
+/// connect_to) and the data plane go through TLS with `tls` when set.
+void secure_links(caf::actor_system& sys,
+                  std::shared_ptr<const tls_context> tls, bool insecure);
+
+/// The security of `sys` (never null).
+std::shared_ptr<const link_security> security_of(caf::actor_system& sys);
+
+/// The middleman actor that makes `sys`'s remote connections: the TLS
+/// one when the links are secured with TLS, else CAF's own.
+caf::io::middleman_actor middleman_of(caf::actor_system& sys);
 
 /// Loads the middleman and turns its heartbeats on: CAF 0.17 leaves them
 /// off, and then a frozen or partitioned node is never noticed (a killed
@@ -29,8 +61,8 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
   caf::expected<Handle> result{caf::sec::cannot_connect_to_node};
   auto where = host + ":" + std::to_string(port);
   self
-    ->request(sys.middleman().actor_handle(), timeout, caf::connect_atom::value,
-              host, port)
+    ->request(middleman_of(sys), timeout, caf::connect_atom::value, host,
+              port)
     .receive(
       [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
           const std::set<std::string>& ifs) {
@@ -79,16 +111,23 @@ inline std::string bind_address(const std::string& host) {
   return host == "localhost" ? std::string{"127.0.0.1"} : host;
 }
 
+/// Publishes an actor with interface `sigs` on host:port through
+/// middleman_of(sys); see publish_on.
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys,
+                                      caf::strong_actor_ptr whom,
+                                      std::set<std::string> sigs,
+                                      const std::string& host, uint16_t port);
+
 /// Publishes `handle` on host:port (reuse_addr, so that a restarted node
-/// gets its port back at once); the error names the address.
+/// gets its port back at once), over TLS when the links are secured; the
+/// error names the address. Without TLS a non-loopback host is refused
+/// unless the process runs --insecure.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
                                    const std::string& host, uint16_t port) {
-  auto bind = bind_address(host);
-  auto r = sys.middleman().publish(handle, port, bind.c_str(), true);
-  if (!r)
-    return publish_error(host, port, r.error());
-  return *r;
+  auto sigs = sys.message_types(handle);
+  return publish_actor(sys, caf::actor_cast<caf::strong_actor_ptr>(handle),
+                       std::move(sigs), host, port);
 }
 
 /// The address of this host on the way to host:port (the source address

@@ -1,14 +1,20 @@
 #include "actors/system_config.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "actors/protocol.hpp"
+#include "caf/settings.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
 
 void init_config(caf::actor_system_config& cfg) {
+  // An id no other system of this process has (node ids are per host and
+  // process): security_of finds the system's link security by it.
+  static std::atomic<int64_t> next_system_id{1};
+  caf::put(cfg.content, "troupe.system-id", next_system_id++);
   cfg.add_message_types<caf::id_block::troupe>();
   cfg.add_message_types<caf::id_block::troupe_cluster>();
   cfg.add_error_category(caf::atom("troupe"),

@@ -68,13 +68,16 @@ int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
 
 } // namespace
 
-int run_member_node(const run_config& cfg, const std::string& node) {
+int run_member_node(const run_config& cfg, const std::string& node,
+                    std::shared_ptr<const tls_context> tls,
+                    const link_options& links) {
   auto* me = cfg.cluster.node(node);
   auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cfg.cluster);
   caf::actor_system sys{sys_cfg};
+  apply_link_security(sys, std::move(tls), links);
   // Shards placed here (by the file, or restored here after their node
   // was lost) serve workers on other nodes through it.
   auto data_plane = data_server::start(sys, me->host, request_timeout(cfg));
@@ -106,7 +109,8 @@ int run_member_node(const run_config& cfg, const std::string& node) {
                   ? ", workers on " + cfg.training.device.to_string()
                   : std::string{})
             << "; connecting to the chief at " << chief_node->host
-            << ":" << chief_node->port << std::endl;
+            << ":" << chief_node->port << "; links: "
+            << security_of(sys)->describe() << std::endl;
   auto chief = reach_chief(sys, chief_node->host, chief_node->port,
                            cfg.cluster.node_timeout_s,
                            "the chief (node " + cfg.cluster.chief_node + " at "
@@ -127,10 +131,14 @@ int run_joining_node(const join_options& opts) {
   auto addr = parse_address(opts.chief_address);
   if (!addr)
     return fail(addr.error());
+  auto tls = load_link_tls(opts.links, nullptr, "");
+  if (!tls)
+    return fail(tls.error());
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cluster_config{});
   caf::actor_system sys{sys_cfg};
+  apply_link_security(sys, std::move(*tls), opts.links);
   auto chief = reach_chief(sys, addr->first, addr->second, opts.timeout_s);
   if (!chief)
     return fail(chief.error());

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "apps/link_options.hpp"
 #include "runtime/config.hpp"
 
 namespace troupe {
@@ -13,7 +14,10 @@ namespace troupe {
 /// Starts this process's agent on `node`'s address, registers with the
 /// chief (waiting up to the config's node_timeout_s for it) and serves
 /// until the run ends. Returns the exit code.
-int run_member_node(const run_config& cfg, const std::string& node);
+/// `tls`: from load_link_tls (null: plaintext).
+int run_member_node(const run_config& cfg, const std::string& node,
+                    std::shared_ptr<const tls_context> tls,
+                    const link_options& links);
 
 /// What troupe-node --join was asked for.
 struct join_options {
@@ -23,6 +27,7 @@ struct join_options {
   int threads = 0;    ///< 0: the run config's
   std::optional<device_spec> device; ///< --device; empty: the config's
   double timeout_s = 10;
+  link_options links; ///< --tls-* and --insecure
 };
 
 /// Connects to the chief within timeout_s, takes the run config from it,

@@ -26,8 +26,15 @@ inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
     who = "the chief at " + host + ":" + std::to_string(port);
   char within[48];
   std::snprintf(within, sizeof(within), " within %g s: ", timeout_s);
+  auto why = describe(chief.error());
+  // CAF's word for a peer that closed the connection before speaking
+  // BASP: what a TLS listener does to a plaintext client.
+  if (chief.error() == caf::sec::disconnect_during_handshake
+      && !security_of(sys)->tls)
+    why += " (the chief closed the connection: it may use TLS; give "
+           "--tls-ca, --tls-cert and --tls-key)";
   return make_error(errc::node_unreachable, "cannot reach " + who + within
-                                              + describe(chief.error()));
+                                              + why);
 }
 
 } // namespace troupe

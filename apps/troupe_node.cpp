@@ -22,6 +22,7 @@
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
+#include "apps/link_options.hpp"
 #include "apps/node_process.hpp"
 #include "actors/remote.hpp"
 #include "caf/all.hpp"
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "compute threads per worker (overrides config)")
     ->check(CLI::Range(1, 256));
+  troupe::link_options links;
+  troupe::add_link_options(app, links);
   troupe::add_device_option(app, device,
                             "the workers' device: cpu, gpu or gpu:N "
                             "(overrides the config and the node's entry)");
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
     jo.threads = threads;
     jo.device = device;
     jo.timeout_s = join_timeout;
+    jo.links = links;
     return troupe::run_joining_node(jo);
   }
   if (config_path.empty()) {
@@ -156,8 +160,12 @@ int main(int argc, char** argv) {
   if (runs_workers)
     if (auto err = troupe::choose_device(*cfg, node, device))
       return fail(err);
+  // Certificates are checked before anything else starts.
+  auto tls = troupe::load_link_tls(links, &cl, node);
+  if (!tls)
+    return fail(tls.error());
   if (!node.empty() && node != cl.chief_node)
-    return troupe::run_member_node(*cfg, node);
+    return troupe::run_member_node(*cfg, node, *tls, links);
   auto data = troupe::load_datasets(cfg->data);
   if (!data)
     return fail(data.error());
@@ -166,6 +174,7 @@ int main(int argc, char** argv) {
   if (cl.distributed())
     troupe::init_network(sys_cfg, cl);
   caf::actor_system sys{sys_cfg};
+  troupe::apply_link_security(sys, *tls, links);
   std::cout << "run: " << cfg->name << " (" << config_path << "), "
             << to_string(cfg->cluster.consistency) << ", "
             << cfg->cluster.workers << " workers, " << cfg->cluster.shards
@@ -175,6 +184,9 @@ int main(int argc, char** argv) {
                                  : std::string{"embedded"})
             << (runs_workers ? ", workers on " + cfg->training.device.to_string()
                              : std::string{})
+            << (cl.distributed()
+                  ? ", links: " + troupe::security_of(sys)->describe()
+                  : std::string{})
             << std::endl;
   troupe::chief_options opts;
   if (cl.distributed()) { // the chief's node may hold shards too
@@ -186,6 +198,7 @@ int main(int argc, char** argv) {
     opts.data_plane = *data_plane;
   }
   opts.cfg = *cfg;
+  opts.insecure_links = cl.distributed() && links.insecure;
   opts.config_text = std::move(*text);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;

@@ -17,7 +17,9 @@
 #include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 #include "actors/system_config.hpp"
+#include "apps/link_options.hpp"
 #include "apps/command_line.hpp"
+#include "apps/link_options.hpp"
 #include "apps/reach_chief.hpp"
 #include "apps/shell_render.hpp"
 
@@ -141,6 +143,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", raw_json, "print the chief's JSON replies as they are");
   app.add_option("--timeout", timeout_s, "seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
+  link_options links;
+  add_link_options(app, links);
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-shell"))
     return *code;
   auto addr = parse_address(address);
@@ -149,10 +153,17 @@ int main(int argc, char** argv) {
               << std::endl;
     return 2;
   }
+  auto tls = load_link_tls(links, nullptr, "");
+  if (!tls) {
+    std::cerr << "troupe-shell: error: " << describe(tls.error())
+              << std::endl;
+    return 2;
+  }
   caf::actor_system_config cfg;
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
+  apply_link_security(sys, std::move(*tls), links);
   auto chief = reach_chief(sys, addr->first, addr->second, timeout_s);
   if (!chief) {
     std::cerr << "troupe-shell: error: " << describe(chief.error())

@@ -450,10 +450,40 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at) {
     n.workers = static_cast<int>(r.integer("workers", 0, 0, 1024));
     if (r.find("device") != nullptr)
       n.device = read_device(r);
+    n.certificate = r.string("certificate", "");
+    n.key = r.string("key", "");
+    if (n.certificate.empty() != n.key.empty())
+      throw config_error{errc::invalid_config,
+                         r.at(n.key.empty() ? "key" : "certificate"),
+                         "a node's own certificate needs its key, and a key "
+                         "its certificate"};
     r.finish();
     nodes.push_back(std::move(n));
   }
   return nodes;
+}
+
+cluster_tls read_tls(object_reader r, const std::vector<node_config>& nodes) {
+  cluster_tls t;
+  auto path = [&](const char* key, bool required) {
+    if (required)
+      r.require(key);
+    auto v = r.string(key, "");
+    if (required && v.empty())
+      throw config_error{errc::invalid_config, r.at(key),
+                         "expected the path of a PEM file, got \"\""};
+    return v;
+  };
+  t.ca = path("ca", true);
+  bool every_node_has_own = !nodes.empty();
+  for (auto& n : nodes)
+    every_node_has_own = every_node_has_own && !n.certificate.empty();
+  t.certificate = path("certificate", !every_node_has_own);
+  t.key = path("key", !every_node_has_own);
+  t.handshake_timeout_ms = r.integer("handshake_timeout_ms", 5000, 100,
+                                     600000);
+  r.finish();
+  return t;
 }
 
 cluster_config read_cluster(object_reader r) {
@@ -528,6 +558,13 @@ cluster_config read_cluster(object_reader r) {
   c.on_node_loss = r.choice("on_node_loss", cluster_config::node_loss::move,
                             {{"move", cluster_config::node_loss::move},
                              {"wait", cluster_config::node_loss::wait}});
+  if (auto* t = r.find("tls"))
+    c.tls = read_tls(object_reader{*t, r.at("tls")}, c.nodes);
+  for (size_t i = 0; i < c.nodes.size(); ++i)
+    if (!c.nodes[i].certificate.empty() && !c.tls.enabled())
+      throw config_error{errc::invalid_config,
+                         r.at("nodes/" + std::to_string(i) + "/certificate"),
+                         "needs /cluster/tls with the cluster's \"ca\""};
   r.finish();
   return c;
 }

@@ -104,6 +104,21 @@ struct node_config {
   /// The backend of the workers this node runs (its own and any moved or
   /// added to it); unset: training.device.
   std::optional<device_spec> device;
+  /// This node's TLS certificate and key; empty: /cluster/tls's.
+  std::string certificate, key;
+};
+
+/// Mutual TLS for every link of a cluster (/cluster/tls): PEM files, read
+/// from the working directory like every path of a config. Each node
+/// presents a certificate signed by the CA and admits only peers that do.
+struct cluster_tls {
+  std::string ca;
+  std::string certificate; ///< for nodes without their own
+  std::string key;
+  /// A peer that has not finished its TLS handshake by then is closed.
+  int64_t handshake_timeout_ms = 5000;
+
+  bool enabled() const { return !ca.empty(); }
 };
 
 /// How the actor cluster runs: roles, consistency mode, supervision.
@@ -147,6 +162,7 @@ struct cluster_config {
   int64_t heartbeat_interval_ms = 500;
   int64_t connection_timeout_ms = 3000;
   node_loss on_node_loss = node_loss::move;
+  cluster_tls tls;
 
   bool distributed() const { return !nodes.empty(); }
   /// The nodes' names in file order, comma separated (for messages).

@@ -9,7 +9,7 @@ TROUPE_BUILD="${TROUPE_BUILD:-$TROUPE_ROOT/build}"
 troupe_packages=(
   cmake g++ make pkg-config
   libcaf-dev nlohmann-json3-dev libboost-test-dev libopenblas-dev
-  zlib1g-dev libcli11-dev gnuplot-nox libedit-dev iperf3 iproute2
+  libssl-dev openssl zlib1g-dev libcli11-dev gnuplot-nox libedit-dev iperf3 iproute2
   dataset-fashion-mnist
 )
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "fixture.hpp"
 #include "test_util.hpp"
@@ -215,12 +216,28 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
   // Binding sends nothing: 192.0.2.1 (TEST-NET-1) is no address of a test
   // machine, so the bind fails at once.
   cluster_fixture f;
+  secure_links(*f.sys, nullptr, true); // --insecure: plaintext may go there
   auto s = data_server::start(*f.sys, "192.0.2.1", 5s);
   BOOST_REQUIRE(!s);
   BOOST_TEST((s.error() == errc::node_unreachable));
   BOOST_TEST(describe(s.error()).find("cannot listen for the data plane on "
                                       "192.0.2.1: ")
                != std::string::npos, describe(s.error()));
+}
+
+BOOST_AUTO_TEST_CASE(without_tls_only_loopback_addresses_are_served) {
+  cluster_fixture f;
+  for (auto host : {"0.0.0.0", "192.0.2.1", "cluster-head"}) {
+    auto s = data_server::start(*f.sys, host, 5s);
+    BOOST_REQUIRE(!s);
+    BOOST_TEST((s.error() == errc::invalid_config));
+    BOOST_TEST(describe(s.error()).find(std::string{"on "} + host
+                                        + " without TLS")
+                 != std::string::npos,
+               describe(s.error()));
+  }
+  auto local = data_server::start(*f.sys, "localhost", 5s);
+  BOOST_TEST(static_cast<bool>(local), troupe::test::why(local));
 }
 
 BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {

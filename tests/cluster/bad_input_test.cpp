@@ -120,6 +120,70 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
   ::close(fd);
 }
 
+BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
+  auto other = make_certs(dir, "other", {"cluster"});
+  BOOST_REQUIRE(!spec.tls_dir.empty() && !other.empty());
+  auto cfg = write_cluster(dir, spec);
+  auto j = nlohmann::json::parse(read_all(cfg));
+  // A key that is not the certificate's; a certificate of another CA; a
+  // missing CA file. Each: exit 2, the file named, nothing listening.
+  struct bad {
+    std::vector<std::pair<const char*, std::string>> set;
+    std::string value;
+    std::string says;
+  } cases[] = {
+    {{{"key", other + "/cluster.key"}}, other + "/cluster.key",
+     "does not belong to certificate"},
+    {{{"certificate", other + "/cluster.pem"},
+      {"key", other + "/cluster.key"}},
+     other + "/cluster.pem",
+     "not accepted by the CA"},
+    {{{"ca", dir.file("nowhere.pem")}}, dir.file("nowhere.pem"),
+     "No such file"},
+  };
+  for (auto& c : cases) {
+    auto k = j;
+    for (auto& [key, value] : c.set)
+      k["cluster"]["tls"][key] = value;
+    write_file(dir.file("bad.json"), k.dump());
+    process p{dir, "p", "troupe-node",
+              {"--config", dir.file("bad.json"), "--node", "ps0"}};
+    BOOST_TEST(p.wait(20) == 2, c.says);
+    BOOST_TEST(has(p.err(), c.value), p.err());
+    BOOST_TEST(has(p.err(), c.says), p.err());
+  }
+  // --insecure and TLS together make no sense.
+  process q{dir, "q", "troupe-node",
+            {"--config", cfg, "--node", "ps0", "--insecure"}};
+  BOOST_TEST(q.wait(20) == 2);
+  BOOST_TEST(has(q.err(), "--insecure and TLS exclude each other"), q.err());
+}
+
+BOOST_AUTO_TEST_CASE(without_tls_a_node_listens_on_loopback_only) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief", 1, 1}};
+  spec.nodes[0].host = "0.0.0.0"; // every interface
+  auto cfg = write_cluster(dir, spec);
+  process p{dir, "p", "troupe-node", {"--config", cfg, "--node", "chief"}};
+  BOOST_TEST(p.wait(20) == 2);
+  BOOST_TEST(has(p.err(), "refusing to listen for"), p.err());
+  BOOST_TEST(has(p.err(), "on 0.0.0.0 without TLS"), p.err());
+  // --insecure says so on every line of the run's log.
+  process q{dir, "q", "troupe-node",
+            {"--config", cfg, "--node", "chief", "--insecure", "--max-steps",
+             "150"}};
+  BOOST_REQUIRE_MESSAGE(q.wait(120) == 0, q.err() + q.out());
+  BOOST_TEST(has(q.out(), "links: INSECURE: plaintext links"), q.out());
+  BOOST_TEST(has(q.out(), "\n[INSECURE links] step "), q.out());
+  BOOST_TEST(!has(q.out(), "\nstep "), q.out());
+  BOOST_TEST(test_accuracy(q.out()) > 0.5, q.out()); // the table is as ever
+}
+
 BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
   temp_dir dir;
   cluster_spec spec;

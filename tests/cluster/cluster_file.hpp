@@ -36,7 +36,33 @@ struct cluster_spec {
   int64_t checkpoint_every = 0; ///< > 0: checkpoints in <dir>/ckpt
   std::string on_node_loss = "move";
   double node_timeout_s = 20;
+  /// Non-empty: the folder of make_certs' files; every node uses
+  /// cluster.pem, and run_shell and joiners client.pem.
+  std::string tls_dir;
+  int64_t handshake_timeout_ms = 5000;
+
+  /// The flags that give a shell or a joiner the cluster's client
+  /// certificate (none without TLS).
+  std::vector<std::string> client_flags() const {
+    if (tls_dir.empty())
+      return {};
+    return {"--tls-ca", tls_dir + "/ca.pem", "--tls-cert",
+            tls_dir + "/client.pem", "--tls-key", tls_dir + "/client.key"};
+  }
 };
+
+/// Makes a CA and certificates for `names` in <dir>/<folder> with
+/// scripts/make-certs.sh; returns the folder ("" if that failed).
+inline std::string make_certs(const temp_dir& dir, const std::string& folder,
+                              const std::vector<std::string>& names) {
+  auto out = dir.file(folder);
+  std::string cmd = std::string{TROUPE_SOURCE_DIR} + "/scripts/make-certs.sh "
+                    + out;
+  for (auto& n : names)
+    cmd += " " + n;
+  cmd += " > /dev/null";
+  return std::system(cmd.c_str()) == 0 ? out : std::string{};
+}
 
 /// Writes the cluster file to <dir>/cluster.json, fills in the ports and
 /// returns the path.
@@ -77,6 +103,12 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"connection_timeout_ms", 1500},
              {"on_node_loss", spec.on_node_loss},
              {"max_restarts", 10}}}};
+  if (!spec.tls_dir.empty())
+    cfg["cluster"]["tls"] = {{"ca", spec.tls_dir + "/ca.pem"},
+                             {"certificate", spec.tls_dir + "/cluster.pem"},
+                             {"key", spec.tls_dir + "/cluster.key"},
+                             {"handshake_timeout_ms",
+                              spec.handshake_timeout_ms}};
   auto path = dir.file("cluster.json");
   write_file(path, cfg.dump(2));
   return path;
@@ -111,6 +143,8 @@ inline std::pair<int, std::string> run_shell(const temp_dir& dir,
                                              bool as_json = true) {
   std::vector<std::string> args{"--connect", chief_address(spec), "-c",
                                 command};
+  for (auto& f : spec.client_flags())
+    args.push_back(f);
   if (as_json)
     args.push_back("--json");
   process p{dir, "shell", "troupe-shell", args};

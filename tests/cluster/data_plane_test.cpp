@@ -264,6 +264,9 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   for (size_t i = 0; i < spec.nodes.size(); ++i)
     spec.nodes[i].host = lab.ip(i);
+  // Addresses beyond loopback: the nodes refuse them without TLS.
+  spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
+  BOOST_REQUIRE(!spec.tls_dir.empty());
   auto cfg = write_cluster(dir, spec);
   procs members;
   for (size_t i = 1; i < spec.nodes.size(); ++i)
@@ -275,10 +278,12 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
                 {"--config", cfg, "--node", "chief"}, "", lab.exec_prefix(0)};
   BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120),
                         cluster_outputs(chief, members));
-  process joiner{dir, "joiner", "troupe-node",
-                 {"--join", chief_address(spec), "--workers", "1", "--name",
-                  "late"},
-                 "", lab.exec_prefix(3)};
+  std::vector<std::string> join_args{"--join", chief_address(spec),
+                                     "--workers", "1", "--name", "late"};
+  for (auto& f : spec.client_flags())
+    join_args.push_back(f);
+  process joiner{dir, "joiner", "troupe-node", join_args, "",
+                 lab.exec_prefix(3)};
   BOOST_REQUIRE_MESSAGE(
     chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
   auto shard_port = data_port_of(*members[0]);

@@ -225,6 +225,70 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(cluster_tls_names_the_files_of_each_node) {
+  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+    "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
+               { "name": "b", "port": 7001, "workers": 1,
+                 "certificate": "b.pem", "key": "b.key" } ],
+    "tls": { "ca": "ca.pem", "certificate": "node.pem", "key": "node.key",
+             "handshake_timeout_ms": 2000 } },
+  "training")");
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  auto& c = cfg->cluster;
+  BOOST_TEST(c.tls.enabled());
+  BOOST_TEST(c.tls.ca == "ca.pem");
+  BOOST_TEST(c.tls.certificate == "node.pem");
+  BOOST_TEST(c.tls.handshake_timeout_ms == 2000);
+  BOOST_TEST(c.node("b")->certificate == "b.pem");
+  BOOST_TEST(c.node("a")->certificate.empty());
+}
+
+BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
+  auto with = [](const std::string& nodes, const std::string& tls) {
+    return error_of(replace(synthetic_config, R"("training")",
+                            "\"cluster\": { \"nodes\": " + nodes
+                              + (tls.empty() ? "" : ", \"tls\": " + tls)
+                              + " }, \"training\""));
+  };
+  auto nodes = std::string{R"([ { "name": "a", "port": 7000, "shards": 1 },
+                                { "name": "b", "port": 7001, "workers": 1 } ])"};
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  auto e = with(nodes, R"({ "certificate": "n.pem", "key": "n.key" })");
+  BOOST_TEST(has(e, "/cluster/tls/ca: missing required key"), e);
+  e = with(nodes, R"({ "ca": "ca.pem" })");
+  BOOST_TEST(has(e, "/cluster/tls/certificate: missing required key"), e);
+  e = with(nodes, R"({ "ca": "", "certificate": "n.pem", "key": "n.key" })");
+  BOOST_TEST(has(e, "/cluster/tls/ca: expected the path of a PEM file"), e);
+  e = with(nodes, R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key",
+                       "handshake_timeout_ms": 5 })");
+  BOOST_TEST(has(e, "/cluster/tls/handshake_timeout_ms"), e);
+  e = with(nodes, R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key",
+                       "cipher": "x" })");
+  BOOST_TEST(has(e, "/cluster/tls/cipher: unknown key"), e);
+  e = with(R"([ { "name": "a", "port": 7000, "shards": 1, "certificate": "a.pem" },
+                { "name": "b", "port": 7001, "workers": 1 } ])",
+           R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key" })");
+  BOOST_TEST(has(e, "/cluster/nodes/0/key: a node's own certificate needs its "
+                    "key"), e);
+  e = with(R"([ { "name": "a", "port": 7000, "shards": 1,
+                  "certificate": "a.pem", "key": "a.key" },
+                { "name": "b", "port": 7001, "workers": 1 } ])", "");
+  BOOST_TEST(has(e, "/cluster/nodes/0/certificate: needs /cluster/tls"), e);
+  // Every node with its own certificate: the cluster-wide one is optional.
+  auto ok = parse_run_config(
+    replace(synthetic_config, R"("training")", R"("cluster": { "nodes": [
+      { "name": "a", "port": 7000, "shards": 1,
+        "certificate": "a.pem", "key": "a.key" },
+      { "name": "b", "port": 7001, "workers": 1,
+        "certificate": "b.pem", "key": "b.key" } ],
+      "tls": { "ca": "ca.pem" } }, "training")"),
+    "cfg.json");
+  BOOST_TEST(static_cast<bool>(ok), troupe::test::why(ok));
+}
+
 BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
   BOOST_TEST(parse_device("cpu")->to_string() == "cpu");
   BOOST_TEST(parse_device("gpu")->to_string() == "gpu:0");
