@@ -399,7 +399,7 @@ public:
       door_ = std::make_unique<tls_front_door>(
         fd, std::move(tls),
         [this](int peer, ssl_ptr ssl) { admit(peer, std::move(ssl)); },
-        "data plane");
+        "data plane", true);
     else
       acceptor_ = std::thread([this] { accept_loop(); });
   }
@@ -645,7 +645,7 @@ private:
     ssl_ptr ssl;
     if (tls_) {
       set_nonblocking(fd, true);
-      ssl = tls_->session(fd, false);
+      ssl = tls_->session(fd, false, true);
       why = ssl ? finish_handshake(ssl.get(), fd,
                                    std::chrono::steady_clock::now()
                                      + tls_->handshake_timeout)

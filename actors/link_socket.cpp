@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -15,6 +16,26 @@
 namespace troupe {
 
 link_socket::link_socket(int fd, ssl_ptr ssl) : fd_(fd), ssl_(std::move(ssl)) {
+  if (!ssl_)
+    return;
+  // A TLS record holds at most 16 KB. Unbuffered, OpenSSL makes two read
+  // calls per record (header, then body) and one write call per record:
+  // 1500 system calls for a 4 MB pull+push, where plain TCP needs 20, and
+  // in a profile the kernel took more time than the cipher. Read-ahead
+  // fills a 256 KB buffer per call; a buffering BIO collects records for
+  // writes of up to 256 KB, sent at the end of each frame.
+  constexpr long buffer = tls_context::bulk_buffer;
+  SSL_set_read_ahead(ssl_.get(), 1);
+  auto* sock = BIO_new_socket(fd_, BIO_NOCLOSE);
+  auto* buffered = BIO_new(BIO_f_buffer());
+  if (sock != nullptr && buffered != nullptr
+      && BIO_set_write_buffer_size(buffered, buffer) == 1) {
+    BIO_push(buffered, sock);
+    SSL_set0_wbio(ssl_.get(), buffered);
+  } else {
+    BIO_free(sock);
+    BIO_free(buffered);
+  }
 }
 
 link_socket::~link_socket() {
@@ -164,7 +185,31 @@ written link_socket::write_tls(const void* head, size_t head_len,
     if (!wait_for(err == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN))
       return written::failed;
   }
-  return written::all;
+  // Every record is in the write buffer (or sent): the frame is written
+  // once the buffer is out. A frame left with done == total comes back
+  // here to finish the flush.
+  return flush_tls(wait);
+}
+
+written link_socket::flush_tls(bool wait) {
+  for (;;) {
+    int rc;
+    bool retry;
+    {
+      std::lock_guard<std::mutex> guard{ssl_mtx_};
+      auto* wbio = SSL_get_wbio(ssl_.get());
+      rc = BIO_flush(wbio);
+      retry = rc <= 0 && BIO_should_retry(wbio);
+    }
+    if (rc > 0)
+      return written::all;
+    if (!retry)
+      return written::failed;
+    if (!wait)
+      return written::some;
+    if (!wait_for(POLLOUT))
+      return written::failed;
+  }
 }
 
 } // namespace troupe

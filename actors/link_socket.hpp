@@ -16,7 +16,8 @@ enum class written { all, some, failed };
 class link_socket {
 public:
   /// Takes `fd` over (closed by the destructor). With a session, `fd`
-  /// must be non-blocking and the handshake finished.
+  /// must be non-blocking and the handshake finished; the session is
+  /// switched to buffered reads and writes (see the constructor).
   link_socket(int fd, ssl_ptr ssl);
   ~link_socket();
 
@@ -44,6 +45,8 @@ private:
   written write_tls(const void* head, size_t head_len, const void* body,
                     size_t body_len, size_t& done, bool wait);
   bool wait_for(short events);
+  /// Sends what the write buffer holds; false when it must wait.
+  written flush_tls(bool wait);
 
   int fd_;
   ssl_ptr ssl_;

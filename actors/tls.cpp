@@ -150,10 +150,12 @@ tls_context::~tls_context() {
   SSL_CTX_free(ctx_);
 }
 
-ssl_ptr tls_context::session(int fd, bool server) const {
+ssl_ptr tls_context::session(int fd, bool server, bool bulk) const {
   ssl_ptr s{SSL_new(ctx_)};
   if (!s)
     return s;
+  if (bulk)
+    SSL_set_default_read_buffer_len(s.get(), bulk_buffer);
   SSL_set_fd(s.get(), fd);
   if (server)
     SSL_set_accept_state(s.get());

@@ -51,8 +51,12 @@ public:
   tls_context(const tls_context&) = delete;
   tls_context& operator=(const tls_context&) = delete;
 
-  /// A new session on connected socket `fd`, as client or server.
-  ssl_ptr session(int fd, bool server) const;
+  /// A new session on connected socket `fd`, as client or server. `bulk`:
+  /// for the data plane, with a read buffer of bulk_buffer bytes (it must
+  /// be sized before the handshake allocates it; see link_socket).
+  ssl_ptr session(int fd, bool server, bool bulk = false) const;
+
+  static constexpr long bulk_buffer = 256 * 1024;
 
   /// How long a peer may take to complete its handshake.
   std::chrono::milliseconds handshake_timeout{5000};

@@ -36,6 +36,7 @@ struct tls_front_door::impl {
   std::shared_ptr<const tls_context> tls;
   handoff on_ready;
   std::string what;
+  bool bulk = false;
   std::deque<pending_handshake> pending;
   std::thread thread;
   bool stopped = false;
@@ -60,7 +61,7 @@ struct tls_front_door::impl {
     }
     pending_handshake p;
     p.fd = fd;
-    p.ssl = tls->session(fd, true);
+    p.ssl = tls->session(fd, true, bulk);
     p.deadline = clock_type::now() + tls->handshake_timeout;
     p.peer = peer_of(fd);
     if (!p.ssl) {
@@ -133,12 +134,14 @@ struct tls_front_door::impl {
 
 tls_front_door::tls_front_door(int listen_fd,
                                std::shared_ptr<const tls_context> tls,
-                               handoff on_ready, std::string what)
+                               handoff on_ready, std::string what,
+                               bool bulk)
   : impl_(std::make_unique<impl>()), port_(local_port_of(listen_fd)) {
   impl_->listen_fd = listen_fd;
   impl_->tls = std::move(tls);
   impl_->on_ready = std::move(on_ready);
   impl_->what = std::move(what);
+  impl_->bulk = bulk;
   if (::pipe2(impl_->wake, O_CLOEXEC) != 0)
     impl_->wake[0] = impl_->wake[1] = -1;
   impl_->thread = std::thread([p = impl_.get()] { p->run(); });

@@ -27,9 +27,10 @@ public:
   static constexpr size_t max_pending = 64;
 
   /// Serves listening socket `listen_fd` (taken over, closed by stop());
-  /// `what` names the listener in log lines ("control", "data plane").
+  /// `what` names the listener in log lines ("control", "data plane");
+  /// `bulk`: sessions for the data plane (tls_context::session).
   tls_front_door(int listen_fd, std::shared_ptr<const tls_context> tls,
-                 handoff on_ready, std::string what);
+                 handoff on_ready, std::string what, bool bulk = false);
   ~tls_front_door();
 
   tls_front_door(const tls_front_door&) = delete;

@@ -7,7 +7,9 @@
 // data-plane stub (--via data, the default) or the BASP proxy (--via
 // basp), and prints MB/s (bytes moved in both directions per second) and
 // ms per round. Both sides run with the malloc settings of every networked
-// troupe process (init_network).
+// troupe process (init_network). With --tls DIR both links are mutual TLS
+// with DIR/ca.pem, DIR/bench.pem and DIR/bench.key (scripts/make-certs.sh
+// DIR bench), as in a cluster with /cluster/tls.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -26,20 +28,35 @@ using namespace troupe;
 
 namespace {
 
+/// The TLS context of --tls DIR; null without it. Exits on bad files.
+std::shared_ptr<const tls_context> load_tls(const std::string& dir) {
+  if (dir.empty())
+    return nullptr;
+  auto ctx = tls_context::load(
+    {dir + "/ca.pem", dir + "/bench.pem", dir + "/bench.key"});
+  if (!ctx) {
+    std::cerr << "bench-transfer: error: " << describe(ctx.error())
+              << std::endl;
+    std::exit(2);
+  }
+  return *ctx;
+}
+
 /// The child: a shard, published and on the data plane, until the parent
 /// tells it to stop.
-int serve(size_t floats, int ready_fd) {
+int serve(size_t floats, int ready_fd, const std::string& tls_dir) {
   caf::actor_system_config cfg;
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
+  secure_links(sys, load_tls(tls_dir), false);
   shard_options so;
   so.block.optimizer.type = optimizer_config::kind::sgd;
   so.block.optimizer.learning_rate = 1e-9;
   so.initial.assign(floats, 0.5f);
   auto shard = sys.spawn(shard_impl, std::move(so));
   caf::anon_send(shard, join_atom_v, int32_t{0});
-  auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
+  auto port = publish_on(sys, shard, "127.0.0.1", 0);
   auto data = data_server::start(sys, "127.0.0.1", std::chrono::seconds(120));
   uint16_t p[2] = {port ? *port : uint16_t{0},
                    data ? (*data)->port() : uint16_t{0}};
@@ -60,7 +77,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Pull+push throughput between two processes on 127.0.0.1."};
   size_t floats = 1000000;
   int rounds = 20, warmup = 3;
-  std::string via = "data";
+  std::string via = "data", tls_dir;
   app.add_option("--floats", floats, "values per pull and per push")
     ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   app.add_option("--rounds", rounds, "timed round trips")
@@ -70,14 +87,17 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 1000));
   app.add_option("--via", via, "data (the data plane) or basp")
     ->check(CLI::IsMember({"data", "basp"}));
+  app.add_option("--tls", tls_dir,
+                 "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
   CLI11_PARSE(app, argc, argv);
+  load_tls(tls_dir); // bad files: one error, before the fork
   int fds[2];
   if (::pipe(fds) != 0)
     return 1;
   pid_t child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
-    return serve(floats, fds[1]);
+    return serve(floats, fds[1], tls_dir);
   }
   ::close(fds[1]);
   uint16_t ports[2] = {0, 0};
@@ -91,6 +111,7 @@ int main(int argc, char** argv) {
     init_config(cfg);
     init_network(cfg, cluster_config{});
     caf::actor_system sys{cfg};
+    secure_links(sys, load_tls(tls_dir), false);
     auto shard = connect_to<shard_actor>(sys, "127.0.0.1", ports[0],
                                          std::chrono::seconds(10));
     if (!shard) {
