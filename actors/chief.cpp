@@ -1,4 +1,6 @@
 #include "actors/chief.hpp"
+
+#include <random>
 #include "actors/chief_state.hpp"
 #include "actors/data_link.hpp"
 
@@ -44,6 +46,14 @@ void say(chief_self self, const std::string& line, bool tagged) {
                                 ? "[INSECURE links] "
                                 : "")
                           << line << std::endl;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(x));
+  return buf;
 }
 
 std::string fmt(const char* format, ...) {
@@ -1107,6 +1117,7 @@ void start_when_nodes_ready(chief_self self) {
 void start(chief_self self) {
   auto& st = self->state;
   const auto& cfg = st.opts.cfg;
+  say(self, "run id " + st.run_id + ", config digest " + st.digest);
   const auto& train = st.opts.data->train;
   st.backend = make_cpu_backend(cfg.training.threads);
   auto m = make_model(cfg.model, train.height, train.width, train.channels,
@@ -1192,17 +1203,49 @@ void start(chief_self self) {
 }
 
 /// A node process announces itself (see chief_actor).
-caf::result<std::string> on_register(chief_self self, std::string name,
-                                     const std::string& host, uint16_t port,
-                                     node_agent_actor agent,
-                                     int32_t join_workers,
-                                     uint16_t data_port) {
+/// Why a registration's own fields are out of bounds, or "": whatever a
+/// peer sends is bounded before anything is allocated for it.
+std::string check_registration(const std::string& name,
+                               const std::string& host,
+                               int32_t join_workers,
+                               const std::string& identity) {
+  if (name.size() > max_node_name)
+    return "a node name of " + std::to_string(name.size())
+           + " characters (at most " + std::to_string(max_node_name) + ")";
+  for (char c : name)
+    if (c <= ' ' || c > '~')
+      return "a node name with a space or a control character";
+  if (host.empty() || host.size() > 255)
+    return "a host of " + std::to_string(host.size()) + " characters";
+  if (join_workers > max_join_workers)
+    return "a join with " + std::to_string(join_workers)
+           + " workers (at most " + std::to_string(max_join_workers)
+           + " at once)";
+  if (join_workers < -1)
+    return "a join with " + std::to_string(join_workers) + " workers";
+  if (identity.size() > max_identity_bytes)
+    return "a config identity of " + std::to_string(identity.size())
+           + " bytes";
+  return {};
+}
+
+caf::result<std::string, std::string>
+on_register(chief_self self, std::string name, const std::string& host,
+            uint16_t port, node_agent_actor agent, int32_t join_workers,
+            uint16_t data_port, const std::string& identity) {
   auto& st = self->state;
   if (st.ended || st.stopping)
     return make_error(errc::invalid_argument, "the run is ending");
   if (!st.opts.cfg.cluster.distributed())
     return make_error(errc::invalid_argument,
                       "this chief runs an embedded cluster; it takes no nodes");
+  if (auto why = check_registration(name, host, join_workers, identity);
+      !why.empty())
+    return make_error(errc::invalid_argument, "refused: " + why);
+  if (join_workers > 0 && st.workers.size() + join_workers > max_workers)
+    return make_error(errc::invalid_argument,
+                      "refused: the cluster would have more than "
+                        + std::to_string(max_workers) + " workers");
   if (join_workers < 0) {
     auto it = st.nodes.find(name);
     if (it == st.nodes.end() || it->second.joined)
@@ -1216,7 +1259,19 @@ caf::result<std::string> on_register(chief_self self, std::string name,
     if (it->second.up)
       return make_error(errc::invalid_argument,
                         "node \"" + name + "\" is already up");
-  } else {
+  }
+  // A node started from another run's config, or another version of this
+  // one, would train something else: refused, naming what differs.
+  auto who = name.empty() ? std::string{"the joining node"} : "node " + name;
+  if (auto diff = identity_difference(st.identity, "chief",
+                                      parse_identity(identity), who);
+      !diff.empty()) {
+    say(self, "refused " + who + ": its config differs: " + diff);
+    return make_error(errc::invalid_config,
+                      "the chief (run " + st.run_id + ") refused " + who
+                        + ": its config differs from the chief's: " + diff);
+  }
+  if (join_workers >= 0) {
     if (name.empty())
       name = "joined-" + std::to_string(st.nodes.size());
     if (st.nodes.count(name) > 0 && st.nodes[name].up)
@@ -1240,7 +1295,7 @@ caf::result<std::string> on_register(chief_self self, std::string name,
                   : ""));
   if (!st.nodes_ready) {
     start_when_nodes_ready(self);
-    return name;
+    return {name, st.run_id};
   }
   // A node back after a crash: its waiting workers start there again.
   for (auto& [id, w] : st.workers)
@@ -1248,7 +1303,7 @@ caf::result<std::string> on_register(chief_self self, std::string name,
       place_worker(self, id);
   if (join_workers > 0 && st.training)
     add_workers(self, name, join_workers);
-  return name;
+  return {name, st.run_id};
 }
 
 } // namespace chief_ops
@@ -1259,6 +1314,12 @@ chief_actor::behavior_type
 chief_impl(chief_actor::stateful_pointer<chief_state> self,
            chief_options opts) {
   self->state.opts = std::move(opts);
+  {
+    auto& st = self->state;
+    st.run_id = st.opts.run_id.empty() ? new_run_id() : st.opts.run_id;
+    st.identity = training_identity(st.opts.cfg);
+    st.digest = identity_digest(st.identity);
+  }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.ended)
@@ -1287,9 +1348,10 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     [=](report_atom, const worker_report& r) { on_report(self, r); },
     [=](register_atom) -> std::string { return self->state.opts.config_text; },
     [=](register_atom, std::string& name, std::string& host, uint16_t port,
-        node_agent_actor& agent, int32_t join_workers, uint16_t data_port) {
+        node_agent_actor& agent, int32_t join_workers, uint16_t data_port,
+        const std::string& identity) {
       return on_register(self, std::move(name), host, port, std::move(agent),
-                         join_workers, data_port);
+                         join_workers, data_port, identity);
     },
     [=](deadline_atom) {
       auto& st = self->state;

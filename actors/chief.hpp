@@ -38,6 +38,8 @@ struct chief_options {
   std::string config_text;
   std::shared_ptr<const train_test> data;
   std::ostream* log = nullptr; ///< progress lines; null: quiet
+  /// The run's id (registrations, checkpoints); empty: a new random one.
+  std::string run_id;
   /// Plaintext links beyond loopback (--insecure): every line says so.
   bool insecure_links = false;
   /// This process's data plane (serves the shards placed here to workers

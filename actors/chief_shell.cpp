@@ -105,6 +105,8 @@ json run_json(chief_self self) {
   auto& c = st.opts.cfg;
   double elapsed = st.training ? now_seconds() - st.t0 : 0;
   return {{"name", c.name},
+          {"run_id", st.run_id},
+          {"config_digest", st.digest},
           {"mode", to_string(c.cluster.consistency)},
           {"steps", st.steps},
           {"epoch", static_cast<double>(st.steps)

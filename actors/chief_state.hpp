@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/chief.hpp"
+#include "runtime/run_identity.hpp"
 #include "models/model.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/metrics_log.hpp"
@@ -18,6 +19,12 @@
 #include "runtime/restart_limit.hpp"
 
 namespace troupe {
+
+/// Bounds on what a registering node may ask for.
+constexpr size_t max_node_name = 64;
+constexpr int32_t max_join_workers = 1024;
+constexpr size_t max_workers = 4096;
+constexpr size_t max_identity_bytes = 64 * 1024;
 
 struct chief_state {
   static inline const char* name = "chief";
@@ -55,6 +62,11 @@ struct chief_state {
     }
   };
   chief_options opts;
+  /// What makes a node part of this run: its id, and the training
+  /// identity of the chief's config and its digest.
+  std::string run_id;
+  identity_map identity;
+  std::string digest;
   std::unique_ptr<compute_backend> backend;
   std::unique_ptr<model> evaluator;
   std::vector<flat_range> ranges;
@@ -117,6 +129,8 @@ namespace chief_ops {
 /// "[INSECURE links]" mark (the summary table, which scripts read).
 void say(chief_self self, const std::string& line, bool tagged = true);
 std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+/// 16 random hex digits.
+std::string new_run_id();
 caf::timespan timeout_of(chief_self self);
 void fail_run(chief_self self, caf::error err);
 /// Checkpoints now (one at a time); `then` gets the file's path.

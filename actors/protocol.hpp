@@ -483,11 +483,13 @@ using chief_actor = caf::typed_actor<
   caf::reacts_to<report_atom, worker_report>,
   // A node process announces itself: its name, where it listens, its
   // agent, how many workers it brings (-1: those the cluster file places
-  // on it; N >= 0 for a node joining a running cluster) and the port of
-  // its data plane (0: none). The reply is the node's name (a joining node
-  // may come without one).
+  // on it; N >= 0 for a node joining a running cluster), the port of its
+  // data plane (0: none) and its config's training identity
+  // (runtime/run_identity.hpp, as identity_text). The reply is the node's
+  // name (a joining node may come without one) and the run id.
   caf::replies_to<register_atom, std::string, std::string, uint16_t,
-                  node_agent_actor, int32_t, uint16_t>::with<std::string>,
+                  node_agent_actor, int32_t, uint16_t,
+                  std::string>::with<std::string, std::string>,
   // The run config's JSON text, which every node runs.
   caf::replies_to<register_atom>::with<std::string>,
   // The time for every node to register is up.

@@ -10,6 +10,7 @@
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/reach_chief.hpp"
+#include "runtime/run_identity.hpp"
 
 namespace troupe {
 
@@ -25,24 +26,28 @@ int fail(const caf::error& err) {
 /// chief is lost.
 int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
           std::string name, const std::string& host, uint16_t port,
-          int32_t join_workers, uint16_t data_port) {
+          int32_t join_workers, uint16_t data_port, const run_config& cfg) {
   caf::scoped_actor self{sys};
   int code = 0;
   bool registered = false;
+  std::string run_id;
   self
     ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
-              port, agent, join_workers, data_port)
+              port, agent, join_workers, data_port,
+              identity_text(training_identity(cfg)))
     .receive(
-      [&](std::string& assigned) {
+      [&](std::string& assigned, std::string& id) {
         registered = true;
         name = assigned;
+        run_id = id;
       },
       [&](caf::error& err) { code = fail(err); });
   if (!registered) {
     self->send(agent, finish_atom_v);
     return code;
   }
-  std::cout << "node " << name << ": registered with the chief" << std::endl;
+  std::cout << "node " << name << ": registered with the chief (run " << run_id
+            << ")" << std::endl;
   self->monitor(chief);
   self->monitor(agent);
   bool done = false;
@@ -121,7 +126,7 @@ int run_member_node(const run_config& cfg, const std::string& node,
     return fail(chief.error());
   }
   auto code = serve(sys, *chief, agent, node, me->host, me->port, -1,
-                    (*data_plane)->port());
+                    (*data_plane)->port(), cfg);
   (*data_plane)->stop();
   sys.middleman().unpublish(agent);
   return code;
@@ -173,7 +178,7 @@ int run_joining_node(const join_options& opts) {
             << opts.workers << " workers on "
             << cfg->training.device.to_string() << std::endl;
   // It holds no shards, so it serves no data plane.
-  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0);
+  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0, *cfg);
 }
 
 } // namespace troupe

@@ -5,7 +5,11 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "actors/protocol.hpp"
+#include "actors/remote.hpp"
+#include "actors/system_config.hpp"
 #include "cluster_file.hpp"
+#include "runtime/run_identity.hpp"
 
 using namespace troupe::test;
 
@@ -75,6 +79,86 @@ BOOST_AUTO_TEST_CASE(a_node_the_chiefs_file_does_not_list) {
   BOOST_TEST(has(stray.err(), "unknown node \"w9\" (the cluster file's "
                               "nodes are: chief, ps0, w0)"), stray.err());
   chief.kill9();
+}
+
+BOOST_AUTO_TEST_CASE(a_member_with_another_optimizer_is_refused) {
+  // w0 started from a copy of the file with another optimizer: refused,
+  // the differing keys named on both sides; the run goes on once w0 comes
+  // with the right file.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 1;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto j = nlohmann::json::parse(read_all(cfg));
+  j["training"]["optimizer"] = {{"type", "sgd"}, {"learning_rate", 0.001}};
+  write_file(dir.file("other.json"), j.dump());
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg, "--node", "chief", "--max-steps", "100"}};
+  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
+  process stray{dir, "stray", "troupe-node",
+                {"--config", dir.file("other.json"), "--node", "w0"}};
+  BOOST_TEST(stray.wait(30) == 2);
+  BOOST_TEST(has(stray.err(), "its config differs from the chief's: "
+                              "/training/optimizer/type (chief: adam, node "
+                              "w0: sgd)"),
+             stray.err());
+  BOOST_TEST(chief.wait_for_output("refused node w0: its config differs", 10),
+             chief.out());
+  process w0{dir, "w0", "troupe-node", {"--config", cfg, "--node", "w0"}};
+  BOOST_TEST(chief.wait(120) == 0, chief.err() + chief.out());
+  BOOST_TEST(w0.wait(20) == 0, w0.err());
+  BOOST_TEST(ps0.wait(20) == 0, ps0.err());
+  BOOST_TEST(has(w0.out(), "registered with the chief (run "), w0.out());
+}
+
+BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
+  // What troupe-node's flags never send, sent as a CAF message: a join
+  // with 2^31-1 workers (the chief died of bad_alloc once), a negative
+  // count, a name of 10,000 characters. Each gets an error reply; the run
+  // goes on.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg_path = write_cluster(dir, spec);
+  process chief{dir, "chief", "troupe-node",
+                {"--config", cfg_path, "--node", "chief", "--max-steps",
+                 "300"}};
+  auto members = start_members(dir, cfg_path, spec);
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(50, 120),
+                        cluster_outputs(chief, members));
+  auto cfg = troupe::parse_run_config(read_all(cfg_path), cfg_path);
+  BOOST_REQUIRE(cfg);
+  auto identity = troupe::identity_text(troupe::training_identity(*cfg));
+  caf::actor_system_config sys_cfg;
+  troupe::init_config(sys_cfg);
+  troupe::init_network(sys_cfg, troupe::cluster_config{});
+  caf::actor_system sys{sys_cfg};
+  auto h = troupe::connect_to<troupe::chief_actor>(
+    sys, "127.0.0.1", spec.nodes[0].port, std::chrono::seconds(10));
+  BOOST_REQUIRE(h);
+  struct ask {
+    std::string name;
+    int32_t workers;
+    std::string says;
+  } asks[] = {{"", 2147483647, "a join with 2147483647 workers (at most 1024"},
+              {"", -5, "a join with -5 workers"},
+              {std::string(10000, 'x'), 1, "a node name of 10000 characters"},
+              {"w 1", 1, "a node name with a space"}};
+  for (auto& a : asks) {
+    caf::scoped_actor self{sys};
+    std::string reply;
+    self
+      ->request(*h, std::chrono::seconds(10), troupe::register_atom_v, a.name,
+                std::string{"127.0.0.1"}, uint16_t{0},
+                troupe::node_agent_actor{}, a.workers, uint16_t{0}, identity)
+      .receive([&](std::string&, std::string&) { reply = "accepted"; },
+               [&](caf::error& e) { reply = troupe::describe(e); });
+    BOOST_TEST(has(reply, a.says), reply);
+  }
+  BOOST_TEST(chief.wait(120) == 0, chief.err() + chief.out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
 }
 
 BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {

@@ -1,0 +1,199 @@
+#include "runtime/run_identity.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include <openssl/evp.h>
+
+#include "runtime/backend.hpp"
+#include "runtime/optimizer.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", x); // as written in a file
+  return buf;
+}
+
+template <class T>
+std::string list(const std::vector<T>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::ostringstream s;
+    s << v[i];
+    out += (i > 0 ? "," : "") + s.str();
+  }
+  return out + "]";
+}
+
+const char* kind_name(data_config::kind k) {
+  switch (k) {
+    case data_config::kind::idx:
+      return "idx";
+    case data_config::kind::cifar10:
+      return "cifar10";
+    default:
+      return "synthetic";
+  }
+}
+
+} // namespace
+
+identity_map training_identity(const run_config& cfg) {
+  identity_map m;
+  auto& md = cfg.model;
+  m["/model/type"] = to_string(md.type);
+  m["/model/hidden"] = list(md.hidden);
+  m["/model/activation"] = to_string(md.act);
+  m["/model/init"] = std::to_string(static_cast<int>(md.init));
+  m["/model/init_stddev"] = num(md.init_stddev);
+  if (md.type == model_config::kind::cnn) {
+    m["/model/conv_channels"] = list(md.conv_channels);
+    m["/model/kernel_size"] = std::to_string(md.kernel_size);
+  }
+  m["/model/seed"] = std::to_string(md.seed);
+  auto& d = cfg.data;
+  m["/data/format"] = kind_name(d.format);
+  if (d.format == data_config::kind::synthetic) {
+    m["/data/train_samples"] = std::to_string(d.train_samples);
+    m["/data/test_samples"] = std::to_string(d.test_samples);
+    m["/data/shape"] = list(std::vector<int>{d.height, d.width, d.channels});
+    m["/data/classes"] = std::to_string(d.classes);
+    m["/data/noise"] = num(d.noise);
+    m["/data/seed"] = std::to_string(d.seed);
+  } else {
+    // File names, not folders: two hosts may keep a dataset in different
+    // places.
+    auto base = [](const std::string& p) {
+      auto slash = p.rfind('/');
+      return slash == std::string::npos ? p : p.substr(slash + 1);
+    };
+    std::vector<std::string> files;
+    for (auto* f : {&d.train_images, &d.train_labels, &d.test_images,
+                    &d.test_labels})
+      if (!f->empty())
+        files.push_back(base(*f));
+    for (auto& f : d.train_files)
+      files.push_back(base(f));
+    for (auto& f : d.test_files)
+      files.push_back(base(f));
+    m["/data/files"] = list(files);
+  }
+  auto& t = cfg.training;
+  m["/training/batch_size"] = std::to_string(t.batch_size);
+  m["/training/seed"] = std::to_string(t.seed);
+  auto& o = t.optimizer;
+  m["/training/optimizer/type"] = to_string(o.type);
+  m["/training/optimizer/learning_rate"] = num(o.learning_rate);
+  m["/training/optimizer/weight_decay"] = num(o.weight_decay);
+  if (o.type == optimizer_config::kind::momentum) {
+    m["/training/optimizer/momentum"] = num(o.momentum);
+    m["/training/optimizer/nesterov"] = o.nesterov ? "true" : "false";
+  }
+  if (o.type == optimizer_config::kind::adam) {
+    m["/training/optimizer/beta1"] = num(o.beta1);
+    m["/training/optimizer/beta2"] = num(o.beta2);
+    m["/training/optimizer/epsilon"] = num(o.epsilon);
+  }
+  m["/training/optimizer/schedule"]
+    = o.schedule.type == lr_schedule::kind::constant
+        ? std::string{"constant"}
+        : "exponential " + num(o.schedule.decay_steps) + " "
+            + num(o.schedule.decay_rate)
+            + (o.schedule.staircase ? " staircase" : "");
+  auto& c = cfg.cluster;
+  m["/cluster/mode"] = to_string(c.consistency);
+  switch (c.consistency) {
+    case cluster_config::mode::sync:
+      m["/cluster/replicas_to_aggregate"]
+        = std::to_string(c.replicas_to_aggregate);
+      break;
+    case cluster_config::mode::ssp:
+      m["/cluster/staleness"] = std::to_string(c.staleness);
+      break;
+    case cluster_config::mode::easgd:
+      m["/cluster/tau"] = std::to_string(c.tau);
+      m["/cluster/beta"] = num(c.beta);
+      m["/cluster/moving_rate"] = num(c.moving_rate);
+      break;
+    default:
+      break;
+  }
+  m["/cluster/shards"] = std::to_string(c.shards);
+  m["/cluster/chief"] = c.chief_node;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    auto& n = c.nodes[i];
+    m["/cluster/nodes/" + std::to_string(i)]
+      = n.name + " " + n.host + ":" + std::to_string(n.port) + " shards "
+        + std::to_string(n.shards) + " workers " + std::to_string(n.workers);
+  }
+  return m;
+}
+
+std::string identity_text(const identity_map& m) {
+  std::string out;
+  for (auto& [k, v] : m)
+    out += k + "=" + v + "\n";
+  return out;
+}
+
+identity_map parse_identity(const std::string& text) {
+  identity_map m;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos)
+      m[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return m;
+}
+
+std::string identity_digest(const identity_map& m) {
+  auto text = identity_text(m);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < 8 && i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+std::string identity_difference(const identity_map& a,
+                                const std::string& a_name,
+                                const identity_map& b,
+                                const std::string& b_name, size_t max_keys) {
+  std::string out;
+  size_t named = 0, more = 0;
+  auto add = [&](const std::string& key, const std::string& x,
+                 const std::string& y) {
+    if (named == max_keys) {
+      ++more;
+      return;
+    }
+    out += (named++ > 0 ? "; " : "") + key + " (" + a_name + ": " + x + ", "
+           + b_name + ": " + y + ")";
+  };
+  // Keys both sides set first (the optimizer's type before the settings
+  // only one of the two optimizers has).
+  for (auto& [k, v] : a)
+    if (auto it = b.find(k); it != b.end() && it->second != v)
+      add(k, v, it->second);
+  for (auto& [k, v] : a)
+    if (b.count(k) == 0)
+      add(k, v, "not set");
+  for (auto& [k, v] : b)
+    if (a.count(k) == 0)
+      add(k, "not set", v);
+  if (more > 0)
+    out += "; and " + std::to_string(more) + " more";
+  return out;
+}
+
+} // namespace troupe
