@@ -1,6 +1,8 @@
 #include "actors/chief.hpp"
 
 #include <random>
+
+#include "runtime/checkpoint_dir.hpp"
 #include "actors/chief_state.hpp"
 #include "actors/data_link.hpp"
 
@@ -46,6 +48,10 @@ void say(chief_self self, const std::string& line, bool tagged) {
                                 ? "[INSECURE links] "
                                 : "")
                           << line << std::endl;
+}
+
+run_stamp stamp_of(chief_self self) {
+  return {self->state.run_id, self->state.identity};
 }
 
 std::string new_run_id() {
@@ -260,6 +266,7 @@ caf::error write_shards(chief_self self, int64_t position,
   ckpt.metadata["model"] = s.evaluator->summary();
   ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
   ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
+  stamp_checkpoint(ckpt, stamp_of(self));
   auto& dir = s.opts.cfg.training.checkpoint.dir;
   std::error_code ec; // a failure shows in the write's own error
   std::filesystem::create_directories(dir, ec);
@@ -269,6 +276,7 @@ caf::error write_shards(chief_self self, int64_t position,
   s.last_checkpoint = path;
   say(self, fmt("step %lld: checkpoint %s", static_cast<long long>(position),
                 path.c_str()));
+  prune_checkpoints(dir, stamp_of(self), s.opts.cfg.training.checkpoint.keep);
   return {};
 }
 
@@ -831,14 +839,19 @@ caf::expected<int64_t> version_of(const checkpoint& ck,
 /// start the workers again.
 void restore_after_loss(chief_self self) {
   auto& st = self->state;
-  auto path = newest_checkpoint(st.opts.cfg.training.checkpoint.dir);
-  if (path.empty())
+  // Only this run's own checkpoints: a folder may hold another run's,
+  // newer ones included.
+  auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
+                           checkpoint_pick::this_run,
+                           st.evaluator->layout());
+  if (!found)
+    return fail_run(self, found.error());
+  if (!*found)
     return fail_run(self, make_error(errc::actor_down,
                                      "a shard was lost and there is no "
                                      "checkpoint to restore it from"));
-  auto ck = read_checkpoint(path);
-  if (!ck)
-    return fail_run(self, ck.error());
+  auto path = (*found)->path;
+  auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
   auto version = version_of(*ck, path);
   if (!version)
     return fail_run(self, version.error());
@@ -1117,7 +1130,7 @@ void start_when_nodes_ready(chief_self self) {
 void start(chief_self self) {
   auto& st = self->state;
   const auto& cfg = st.opts.cfg;
-  say(self, "run id " + st.run_id + ", config digest " + st.digest);
+  say(self, "identity: run " + st.run_id + ", config digest " + st.digest);
   const auto& train = st.opts.data->train;
   st.backend = make_cpu_backend(cfg.training.threads);
   auto m = make_model(cfg.model, train.height, train.width, train.channels,
@@ -1139,22 +1152,31 @@ void start(chief_self self) {
   // Resume: the newest checkpoint's parameters, optimizer state, shard
   // version and feeder position.
   if (cfg.training.checkpoint.resume) {
-    auto path = newest_checkpoint(cfg.training.checkpoint.dir);
-    if (!path.empty()) {
-      auto ck = read_checkpoint(path);
-      if (!ck)
-        return fail_run(self, ck.error());
-      if (auto err = check_layout(*ck, st.evaluator->layout(), path))
-        return fail_run(self, std::move(err));
+    auto found = load_newest(cfg.training.checkpoint.dir, stamp_of(self),
+                             checkpoint_pick::compatible,
+                             st.evaluator->layout());
+    if (!found)
+      return fail_run(self, found.error());
+    if (*found) {
+      auto path = (*found)->path;
+      auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
+      // The run goes on under its own id.
+      if (auto it = ck->metadata.find("run_id");
+          it != ck->metadata.end() && !it->second.empty())
+        st.run_id = it->second;
       auto version = version_of(*ck, path);
       if (!version)
         return fail_run(self, version.error());
       st.initial_version = *version;
-      say(self, fmt("resuming from %s at step %lld", path.c_str(),
-                    static_cast<long long>(ck->step)));
+      say(self, fmt("resuming from %s at step %lld (run %s)", path.c_str(),
+                    static_cast<long long>(ck->step), st.run_id.c_str()));
       st.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }
+  if (!cfg.training.checkpoint.dir.empty() && !cfg.training.checkpoint.resume)
+    if (auto err = check_fresh_dir(cfg.training.checkpoint.dir,
+                                   stamp_of(self)))
+      return fail_run(self, std::move(err));
   if (!st.resume_from)
     st.initial = st.evaluator->initial_params();
   feeder_options fo;

@@ -14,6 +14,7 @@
 #include "runtime/run_identity.hpp"
 #include "models/model.hpp"
 #include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint_dir.hpp"
 #include "runtime/metrics_log.hpp"
 #include "runtime/param_layout.hpp"
 #include "runtime/restart_limit.hpp"
@@ -131,6 +132,8 @@ void say(chief_self self, const std::string& line, bool tagged = true);
 std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 /// 16 random hex digits.
 std::string new_run_id();
+/// This run's id and config digest, as its checkpoints record them.
+run_stamp stamp_of(chief_self self);
 caf::timespan timeout_of(chief_self self);
 void fail_run(chief_self self, caf::error err);
 /// Checkpoints now (one at a time); `then` gets the file's path.

@@ -1,5 +1,10 @@
 #include "models/trainer.hpp"
 
+#include <random>
+
+#include "runtime/checkpoint_dir.hpp"
+#include "runtime/run_identity.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -117,24 +122,8 @@ int64_t steps_per_epoch(int64_t samples, int batch_size) {
 }
 
 std::string newest_checkpoint(const std::string& dir) {
-  std::string best;
-  long long best_step = -1;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr)
-    return best;
-  while (auto* entry = readdir(d)) {
-    long long step = 0;
-    int consumed = 0;
-    if (std::sscanf(entry->d_name, "ckpt-%lld.safetensors%n", &step,
-                    &consumed)
-          == 1
-        && entry->d_name[consumed] == '\0' && step > best_step) {
-      best_step = step;
-      best = dir + "/" + entry->d_name;
-    }
-  }
-  closedir(d);
-  return best;
+  auto files = list_checkpoints(dir);
+  return files.empty() ? std::string{} : files.front().path;
 }
 
 namespace {
@@ -152,15 +141,25 @@ std::string fixed(double x, int digits) {
 }
 
 caf::error save(const local_trainer& trainer, const checkpoint_config& cfg,
-                int64_t spe, std::ostream& log) {
+                const run_stamp& stamp, int64_t spe, std::ostream& log) {
   auto ckpt = trainer.snapshot();
   ckpt.metadata["epoch"] = std::to_string(ckpt.step / spe);
   ckpt.metadata["batch_in_epoch"] = std::to_string(ckpt.step % spe);
+  stamp_checkpoint(ckpt, stamp);
   auto path = cfg.dir + "/ckpt-" + std::to_string(ckpt.step) + ".safetensors";
   if (auto err = write_checkpoint(path, ckpt))
     return err;
   log << "checkpoint: step " << ckpt.step << " -> " << path << std::endl;
+  prune_checkpoints(cfg.dir, stamp, cfg.keep);
   return caf::none;
+}
+
+/// 16 random hex digits.
+std::string random_run_id() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+  return buf;
 }
 
 } // namespace
@@ -189,24 +188,32 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
       << to_string(tc.optimizer.type) << " lr " << tc.optimizer.learning_rate
       << ", backend " << be.describe() << std::endl;
 
+  run_stamp stamp{random_run_id(), training_identity(cfg)};
   if (!tc.checkpoint.dir.empty()) {
     if (mkdir(tc.checkpoint.dir.c_str(), 0755) != 0 && errno != EEXIST)
       return make_error(errc::io_error, tc.checkpoint.dir
                                           + ": cannot create checkpoint dir");
     if (tc.checkpoint.resume) {
-      auto path = newest_checkpoint(tc.checkpoint.dir);
-      if (path.empty()) {
+      auto found = load_newest(tc.checkpoint.dir, stamp,
+                               checkpoint_pick::compatible, m.layout());
+      if (!found)
+        return found.error();
+      if (!*found) {
         log << "resume: no checkpoint in " << tc.checkpoint.dir
             << ", starting at step 0" << std::endl;
       } else {
-        auto ckpt = read_checkpoint(path);
-        if (!ckpt)
-          return ckpt.error();
-        if (auto err = trainer.restore(*ckpt, path))
+        auto& [path, ckpt] = **found;
+        if (auto err = trainer.restore(ckpt, path))
           return err;
+        // The run goes on under its own id.
+        if (auto it = ckpt.metadata.find("run_id");
+            it != ckpt.metadata.end() && !it->second.empty())
+          stamp.run_id = it->second;
         log << "resume: step " << trainer.global_step() << " from " << path
-            << std::endl;
+            << " (run " << stamp.run_id << ")" << std::endl;
       }
+    } else if (auto err = check_fresh_dir(tc.checkpoint.dir, stamp)) {
+      return err;
     }
   }
 
@@ -277,12 +284,12 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     }
     if (!tc.checkpoint.dir.empty() && tc.checkpoint.every_steps > 0
         && done % tc.checkpoint.every_steps == 0 && done != last_step)
-      if (auto err = save(trainer, tc.checkpoint, spe, log))
+      if (auto err = save(trainer, tc.checkpoint, stamp, spe, log))
         return err;
   }
   report_eval(trainer.global_step());
   if (!tc.checkpoint.dir.empty())
-    if (auto err = save(trainer, tc.checkpoint, spe, log))
+    if (auto err = save(trainer, tc.checkpoint, stamp, spe, log))
       return err;
   summary.steps = trainer.global_step();
   summary.epochs = summary.steps / spe;

@@ -1,6 +1,7 @@
 #include "runtime/checkpoint.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,8 @@ static_assert(sizeof(float) == 4, "F32 tensors need 4-byte floats");
 
 constexpr const char* format_name = "troupe-checkpoint";
 constexpr const char* format_version = "1";
+/// Far above any model's header (a tensor's entry is ~100 bytes).
+constexpr uint64_t max_header_bytes = 16 << 20;
 
 using json = nlohmann::json;
 
@@ -154,8 +157,22 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
   return caf::none;
 }
 
-caf::expected<checkpoint> read_checkpoint(const std::string& path) {
-  fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+namespace {
+
+/// The bytes of a checkpoint file: only a regular file is read (a FIFO
+/// named ckpt-* would block the reader forever), and the header's length
+/// is checked against the file before anything the file names is
+/// allocated.
+struct checkpoint_bytes {
+  json header;
+  std::vector<char> bytes; ///< the whole file, when read in full
+  uint64_t header_len = 0;
+  uint64_t file_size = 0;
+};
+
+caf::expected<checkpoint_bytes> read_checkpoint_bytes(const std::string& path,
+                                                      bool whole) {
+  fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (fd.get() < 0) {
     if (errno == ENOENT)
       return make_error(errc::file_not_found, path + ": no such file");
@@ -164,62 +181,146 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(path, "cannot stat");
-  auto file_size = static_cast<uint64_t>(st.st_size);
-  std::vector<char> bytes(static_cast<size_t>(file_size));
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t r = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return io_error(path, "read failed");
-    got += static_cast<size_t>(r);
-  }
-  if (file_size < 8)
-    return format_error(path, "truncated: " + std::to_string(file_size)
+  if (!S_ISREG(st.st_mode))
+    return format_error(path, "not a regular file");
+  checkpoint_bytes out;
+  out.file_size = static_cast<uint64_t>(st.st_size);
+  auto read_at = [&](char* dst, uint64_t n, uint64_t at) -> bool {
+    uint64_t got = 0;
+    while (got < n) {
+      auto r = ::pread(fd.get(), dst + got, n - got,
+                       static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        return false;
+      got += static_cast<uint64_t>(r);
+    }
+    return true;
+  };
+  if (out.file_size < 8)
+    return format_error(path, "truncated: " + std::to_string(out.file_size)
                                 + " bytes, not even a safetensors header");
+  char len_bytes[8];
+  if (!read_at(len_bytes, 8, 0))
+    return io_error(path, "read failed");
   uint64_t len = 0;
   for (int i = 0; i < 8; ++i)
-    len |= uint64_t{static_cast<unsigned char>(bytes[static_cast<size_t>(i)])}
-           << (8 * i);
-  if (len > file_size - 8)
+    len |= uint64_t{static_cast<unsigned char>(len_bytes[i])} << (8 * i);
+  if (len > out.file_size - 8)
     return format_error(path, "truncated: header claims " + std::to_string(len)
                                 + " bytes, file has "
-                                + std::to_string(file_size - 8)
+                                + std::to_string(out.file_size - 8)
                                 + " after the length");
-  json header;
+  if (len > max_header_bytes)
+    return format_error(path, "a header of " + std::to_string(len)
+                                + " bytes (at most "
+                                + std::to_string(max_header_bytes) + ")");
+  out.header_len = len;
+  std::vector<char> head;
+  std::vector<char>* into = &head;
+  if (whole) {
+    out.bytes.resize(static_cast<size_t>(out.file_size));
+    into = &out.bytes;
+    if (!read_at(out.bytes.data(), out.file_size, 0))
+      return io_error(path, "read failed");
+  } else {
+    head.resize(static_cast<size_t>(len) + 8);
+    if (!read_at(head.data(), len + 8, 0))
+      return io_error(path, "read failed");
+  }
   try {
-    header = json::parse(bytes.begin() + 8,
-                         bytes.begin() + 8 + static_cast<std::ptrdiff_t>(len));
+    // Depth is bounded: safetensors headers are two levels deep.
+    int depth = 0;
+    bool too_deep = false;
+    json::parser_callback_t limit = [&](int d, json::parse_event_t e,
+                                        json&) {
+      if (e == json::parse_event_t::object_start
+          || e == json::parse_event_t::array_start)
+        too_deep = too_deep || (depth = d) > 8;
+      return !too_deep;
+    };
+    out.header = json::parse(into->begin() + 8,
+                             into->begin() + 8
+                               + static_cast<std::ptrdiff_t>(len),
+                             limit);
+    if (too_deep)
+      return format_error(path, "corrupt safetensors header: nested deeper "
+                                "than a safetensors header is");
   } catch (const json::exception& e) {
     return format_error(path, std::string{"corrupt safetensors header: "}
                                 + e.what());
   }
-  const uint64_t data_size = file_size - 8 - len;
-  const char* data = bytes.data() + 8 + len;
+  return out;
+}
+
+/// "123" -> 123; anything else (a sign, a point, an exponent, trailing
+/// characters, more than 18 digits) -> -1.
+int64_t strict_count(const std::string& text) {
+  if (text.empty() || text.size() > 18)
+    return -1;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+/// The metadata of `header` into `out` (step and the writer's keys).
+caf::error read_metadata(const json& header, const std::string& path,
+                         checkpoint& out) {
+  if (!header.is_object() || !header.contains("__metadata__"))
+    return format_error(path, "not a troupe checkpoint (no __metadata__)");
+  auto& meta = header.at("__metadata__");
+  if (!meta.is_object())
+    return format_error(path, "not a troupe checkpoint (__metadata__ is not "
+                              "an object)");
+  for (auto& [key, value] : meta.items())
+    if (!value.is_string())
+      return format_error(path, "metadata " + key + " is not a string");
+  if (meta.value("format", "") != format_name)
+    return format_error(path, "not a troupe checkpoint (metadata format is "
+                              "not \"troupe-checkpoint\")");
+  if (meta.value("version", "") != format_version)
+    return format_error(path, "unsupported checkpoint version \""
+                                + meta.value("version", "") + "\", this "
+                                "build reads version 1");
+  for (auto& [key, value] : meta.items())
+    if (key != "format" && key != "version" && key != "step")
+      out.metadata[key] = value.get<std::string>();
+  auto step = meta.value("step", "");
+  out.step = strict_count(step);
+  if (out.step < 0)
+    return format_error(path, "metadata step is not a non-negative integer: \""
+                                + step + "\"");
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<checkpoint> read_checkpoint_metadata(const std::string& path) {
+  auto file = read_checkpoint_bytes(path, false);
+  if (!file)
+    return file.error();
   checkpoint out;
+  if (auto err = read_metadata(file->header, path, out))
+    return err;
+  return out;
+}
+
+caf::expected<checkpoint> read_checkpoint(const std::string& path) {
+  auto file = read_checkpoint_bytes(path, true);
+  if (!file)
+    return file.error();
+  auto& header = file->header;
+  const uint64_t data_size = file->file_size - 8 - file->header_len;
+  const char* data = file->bytes.data() + 8 + file->header_len;
+  checkpoint out;
+  if (auto err = read_metadata(header, path, out))
+    return err;
   try {
-    if (!header.is_object() || !header.contains("__metadata__"))
-      return format_error(path, "not a troupe checkpoint (no __metadata__)");
-    auto& meta = header.at("__metadata__");
-    if (!meta.is_object() || meta.value("format", "") != format_name)
-      return format_error(path, "not a troupe checkpoint (metadata format is "
-                                  "not \"troupe-checkpoint\")");
-    if (meta.value("version", "") != format_version)
-      return format_error(path, "unsupported checkpoint version \""
-                                  + meta.value("version", "") + "\", this "
-                                  "build reads version 1");
-    for (auto& [key, value] : meta.items()) {
-      if (!value.is_string())
-        return format_error(path, "metadata " + key + " is not a string");
-      if (key != "format" && key != "version" && key != "step")
-        out.metadata[key] = value.get<std::string>();
-    }
-    try {
-      out.step = std::stoll(meta.value("step", ""));
-    } catch (const std::exception&) {
-      return format_error(path, "metadata step is not an integer");
-    }
     // Collect tensors, ordered by data offset (JSON objects are unordered).
     struct entry {
       std::string prefix, name;
@@ -234,16 +335,37 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       if (slash == std::string::npos)
         return format_error(path, "tensor \"" + key
                                     + "\" is not named <vector>/<tensor>");
-      if (value.at("dtype").get<std::string>() != "F32")
+      if (!value.is_object())
+        return format_error(path, "tensor " + key + " is not an object");
+      auto dtype = value.at("dtype");
+      if (!dtype.is_string() || dtype.get<std::string>() != "F32")
         return format_error(path, "tensor " + key + " has dtype "
-                                    + value.at("dtype").get<std::string>()
-                                    + ", expected F32");
-      entry e{key.substr(0, slash), key.substr(slash + 1),
-              value.at("shape").get<shape>(),
-              value.at("data_offsets").at(0).get<uint64_t>(),
-              value.at("data_offsets").at(1).get<uint64_t>()};
-      uint64_t want = static_cast<uint64_t>(element_count(e.dims))
-                      * sizeof(float);
+                                    + dtype.dump() + ", expected F32");
+      auto& dims = value.at("shape");
+      auto& offsets = value.at("data_offsets");
+      if (!dims.is_array() || dims.size() > 8 || !offsets.is_array()
+          || offsets.size() != 2 || !offsets[0].is_number_unsigned()
+          || !offsets[1].is_number_unsigned())
+        return format_error(path, "tensor " + key + " has a malformed shape "
+                                    "or data_offsets");
+      entry e{key.substr(0, slash), key.substr(slash + 1), {},
+              offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
+      // Each dimension positive and the product bounded by the file, so
+      // no count overflows.
+      uint64_t count = 1;
+      for (auto& d : dims) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() == 0
+            || d.get<uint64_t>() > data_size)
+          return format_error(path, "tensor " + key + " has a dimension "
+                                      "that is not a positive integer within "
+                                      "the file: " + d.dump());
+        count *= d.get<uint64_t>();
+        if (count > data_size)
+          return format_error(path, "tensor " + key + " has a shape larger "
+                                      "than the file's data");
+        e.dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+      }
+      uint64_t want = count * sizeof(float);
       if (e.end < e.begin || e.end - e.begin != want)
         return format_error(path, "tensor " + key + " has "
                                     + std::to_string(e.end - e.begin)
@@ -258,6 +380,14 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
     }
     std::sort(entries.begin(), entries.end(),
               [](const entry& a, const entry& b) { return a.begin < b.begin; });
+    // Tensors never share bytes: a slot that aliased the parameters would
+    // be read as the parameters.
+    for (size_t i = 1; i < entries.size(); ++i)
+      if (entries[i].begin < entries[i - 1].end)
+        return format_error(path, "tensors " + entries[i - 1].prefix + "/"
+                                    + entries[i - 1].name + " and "
+                                    + entries[i].prefix + "/"
+                                    + entries[i].name + " overlap");
     for (auto& e : entries)
       if (e.prefix == "params")
         out.layout.add(e.name, e.dims);
@@ -277,6 +407,11 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
         std::memcpy(dst.data() + t.offset, data + it->begin,
                     t.size * sizeof(float));
       }
+      for (size_t i = 0; i < dst.size(); ++i)
+        if (!std::isfinite(dst[i]))
+          return format_error(path, prefix + " holds a NaN or infinite "
+                                             "value (element "
+                                      + std::to_string(i) + ")");
       return caf::none;
     };
     if (auto err = fill("params", out.params))
@@ -292,6 +427,12 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       if (auto err = fill(prefix, out.slots.back().second))
         return err;
     }
+    // No tensor the layout does not name.
+    size_t named = out.layout.tensors().size() * (1 + prefixes.size());
+    if (entries.size() != named)
+      return format_error(path, std::to_string(entries.size() - named)
+                                  + " tensors fit no parameter of the "
+                                    "checkpoint's layout");
   } catch (const json::exception& e) {
     return format_error(path, std::string{"corrupt safetensors header: "}
                                 + e.what());

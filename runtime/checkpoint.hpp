@@ -38,10 +38,16 @@ struct checkpoint {
 caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt);
 
 /// Reads a checkpoint written by write_checkpoint. Errors name the file:
-/// errc::file_not_found, errc::io_error, errc::bad_format (truncated file,
-/// corrupt header, not a troupe checkpoint, unknown version, tensor data out
-/// of bounds or of the wrong size).
+/// errc::file_not_found, errc::io_error, errc::bad_format (not a regular
+/// file, truncated file, corrupt header, not a troupe checkpoint, unknown
+/// version, a step that is not a plain non-negative integer, tensor data
+/// out of bounds, of the wrong size or overlapping another tensor, a NaN or
+/// infinite value, a tensor the layout does not name).
 caf::expected<checkpoint> read_checkpoint(const std::string& path);
+
+/// The step and metadata of a checkpoint, reading its header only (no
+/// tensors, no layout): what choosing among checkpoints needs.
+caf::expected<checkpoint> read_checkpoint_metadata(const std::string& path);
 
 /// errc::layout_mismatch naming `path` and the first difference when the
 /// checkpoint's layout differs from `expected`, else none.

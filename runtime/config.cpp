@@ -414,6 +414,7 @@ training_config read_training(object_reader r) {
                          "missing required key \"dir\""};
     t.checkpoint.every_steps = cr.integer("every_steps", 0, 0);
     t.checkpoint.resume = cr.boolean("resume", false);
+    t.checkpoint.keep = static_cast<int>(cr.integer("keep", 5, 0, 1 << 20));
     cr.finish();
   }
   r.finish();

@@ -57,6 +57,9 @@ struct checkpoint_config {
   std::string dir;          ///< empty: no checkpoints
   int64_t every_steps = 0;  ///< 0: only at the end of the run
   bool resume = false;      ///< start from the newest checkpoint in dir
+  /// The newest checkpoints of a run kept in dir (as TensorFlow's Saver's
+  /// max_to_keep); 0 keeps every one.
+  int keep = 5;
 };
 
 /// Where a worker runs its forward and backward passes: the CPU backend

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cluster_file.hpp"
+#include "runtime/checkpoint_dir.hpp"
 
 using namespace troupe::test;
 
@@ -188,6 +189,27 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   auto chief = start_chief(dir, cfg, spec);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
                         cluster_outputs(*chief, members));
+  // Another run's checkpoints in the same folder, newer than this run's:
+  // one of the same model (this run's newest, re-stamped) and one of a
+  // 784-32-10 model. The recovery must pass over both.
+  auto own = troupe::list_checkpoints(dir.file("ckpt"));
+  BOOST_REQUIRE(!own.empty());
+  auto foreign = troupe::read_checkpoint(own.front().path);
+  BOOST_REQUIRE(foreign);
+  foreign->step = 99999;
+  foreign->metadata["run_id"] = "another-run";
+  BOOST_REQUIRE(!troupe::write_checkpoint(
+    dir.file("ckpt/ckpt-99999.safetensors"), *foreign));
+  troupe::checkpoint small;
+  small.step = 14070;
+  small.layout.add("dense0/w", {784, 32});
+  small.layout.add("dense0/b", {32});
+  small.layout.add("dense1/w", {32, 10});
+  small.layout.add("dense1/b", {10});
+  small.params.assign(small.layout.total(), 0.5f);
+  small.metadata["run_id"] = "small-run";
+  BOOST_REQUIRE(!troupe::write_checkpoint(
+    dir.file("ckpt/ckpt-14070.safetensors"), small));
   members[1]->kill9(); // ps1, with shard 1
   BOOST_REQUIRE(chief->wait_for_output("steps lost, to be trained again", 60));
   // Shard 1 lives on ps0 now; w0's pulls and pushes still go there
@@ -204,6 +226,13 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   BOOST_TEST(out.find("steps lost, to be trained again") != std::string::npos,
              out);
   BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
+  BOOST_TEST(out.find("shards restored from " + dir.file("ckpt/ckpt-99999"))
+               == std::string::npos, out);
+  BOOST_TEST(out.find("shards restored from " + dir.file("ckpt/ckpt-14070"))
+               == std::string::npos, out);
+  // The other run's files are left alone (retention too keeps its hands
+  // off them).
+  BOOST_TEST(troupe::list_checkpoints(dir.file("ckpt")).size() >= 3u);
   // The workers were stopped for the recovery, not counted as failed.
   BOOST_TEST(summary_field(out, 9) == "0", out); // restarts
   BOOST_TEST_MESSAGE("test accuracy after the recovery: "

@@ -3,7 +3,9 @@
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <dirent.h>
+#include <cmath>
 #include <fstream>
+#include <sys/stat.h>
 
 #include "runtime/errc.hpp"
 #include "test_util.hpp"
@@ -153,6 +155,110 @@ BOOST_AUTO_TEST_CASE(reserved_metadata_keys_are_not_written) {
                     + "\" is reserved for the checkpoint format");
     BOOST_TEST(!read_checkpoint(tmp.file("c")));
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// A safetensors file made by hand: `header` (JSON text) and `data`.
+std::string hand_made(const temp_dir& tmp, const std::string& name,
+                      const std::string& header, const std::string& data) {
+  auto path = tmp.file(name);
+  std::ofstream out{path, std::ios::binary};
+  uint64_t len = header.size();
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>((len >> (8 * i)) & 0xff));
+  out << header << data;
+  return path;
+}
+
+std::string floats(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()),
+                     v.size() * sizeof(float));
+}
+
+/// A one-tensor checkpoint header with `step` and extra tensors.
+std::string header_with(const std::string& step, const std::string& extra = "") {
+  return R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":")"
+         + step + R"("},"params/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"
+         + extra + "}";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint) // strict reading
+
+BOOST_AUTO_TEST_CASE(a_step_is_a_plain_non_negative_integer) {
+  temp_dir tmp;
+  auto ok = hand_made(tmp, "ok", header_with("12"), floats({1, 2}));
+  auto c = read_checkpoint(ok);
+  BOOST_REQUIRE_MESSAGE(c, troupe::test::why(c));
+  BOOST_TEST(c->step == 12);
+  for (auto bad : {"-5", "1e3", "100x", "", " 7", "99999999999999999999"}) {
+    auto path = hand_made(tmp, "bad", header_with(bad), floats({1, 2}));
+    auto why = error_of(path);
+    BOOST_TEST(why.find("metadata step is not a non-negative integer: \""
+                        + std::string{bad} + "\"")
+                 != std::string::npos,
+               why);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(nan_overlaps_and_odd_shapes_are_refused) {
+  temp_dir tmp;
+  auto why = error_of(hand_made(tmp, "nan", header_with("1"),
+                                floats({1, std::nanf("")})));
+  BOOST_TEST(why.find("params holds a NaN or infinite value (element 1)")
+               != std::string::npos, why);
+  why = error_of(hand_made(tmp, "inf", header_with("1"),
+                           floats({HUGE_VALF, 1})));
+  BOOST_TEST(why.find("NaN or infinite") != std::string::npos, why);
+  // An optimizer slot whose bytes are the parameters' own.
+  why = error_of(hand_made(
+    tmp, "alias",
+    header_with("1", R"(,"adam_m/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"),
+    floats({1, 2})));
+  BOOST_TEST(why.find("overlap") != std::string::npos, why);
+  for (auto shape : {"[0]", "[-2]", "[1.5]", "[4294967296,4294967296]",
+                     R"(["2"])"}) {
+    why = error_of(hand_made(
+      tmp, "shape",
+      R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},)"
+      R"("params/w":{"dtype":"F32","shape":)" + std::string{shape}
+        + R"(,"data_offsets":[0,8]}})",
+      floats({1, 2})));
+    BOOST_TEST(why.find("tensor params/w has") != std::string::npos, why);
+  }
+  why = error_of(hand_made(tmp, "dtype",
+    R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},)"
+    R"("params/w":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})",
+    floats({1, 2})));
+  BOOST_TEST(why.find("has dtype 7, expected F32") != std::string::npos, why);
+  // A tensor that is no parameter's and no slot's.
+  why = error_of(hand_made(
+    tmp, "stray",
+    header_with("1", R"(,"adam_m/x":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})"),
+    floats({1, 2, 3, 4})));
+  BOOST_TEST(why.find("adam_m/w is missing") != std::string::npos, why);
+  // Nesting deeper than any safetensors header.
+  std::string deep = R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},"x":)";
+  for (int i = 0; i < 5000; ++i)
+    deep += "[";
+  why = error_of(hand_made(tmp, "deep", deep, ""));
+  BOOST_TEST(why.find("corrupt safetensors header") != std::string::npos,
+             why);
+}
+
+BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {
+  temp_dir tmp;
+  auto fifo = tmp.file("ckpt-9.safetensors");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Opening a FIFO for reading would wait for a writer forever.
+  auto why = error_of(fifo);
+  BOOST_TEST(why.find("not a regular file") != std::string::npos, why);
+  why = error_of(tmp.path());
+  BOOST_TEST(why.find("not a regular file") != std::string::npos, why);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

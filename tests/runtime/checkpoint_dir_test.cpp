@@ -1,0 +1,143 @@
+// Which checkpoints of a folder a run may load (runtime/checkpoint_dir.hpp):
+// its own for a recovery, a compatible one for a resume; a fresh run
+// refuses another run's folder; retention keeps a run's newest N.
+#include "runtime/checkpoint_dir.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::temp_dir;
+using troupe::test::write_file;
+
+namespace {
+
+run_stamp stamp(const std::string& id, const std::string& optimizer = "adam",
+                const std::string& hidden = "[8]") {
+  return {id, identity_map{{"/model/hidden", hidden},
+                           {"/training/optimizer/type", optimizer}}};
+}
+
+param_layout layout(int64_t n = 4) {
+  param_layout l;
+  l.add("w", {n});
+  return l;
+}
+
+/// Writes ckpt-<step> of `s` with parameters all equal to `value`.
+void write(const temp_dir& dir, int64_t step, const run_stamp& s,
+           float value = 1, int64_t n = 4) {
+  checkpoint c;
+  c.step = step;
+  c.layout = layout(n);
+  c.params.assign(static_cast<size_t>(n), value);
+  stamp_checkpoint(c, s);
+  auto err = write_checkpoint(dir.file("ckpt-" + std::to_string(step)
+                                       + ".safetensors"),
+                              c);
+  BOOST_REQUIRE(!err);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint_dir)
+
+BOOST_AUTO_TEST_CASE(only_checkpoint_files_are_listed_newest_first) {
+  temp_dir dir;
+  write(dir, 5, stamp("a"));
+  write(dir, 40, stamp("a"));
+  write(dir, 7, stamp("a"));
+  BOOST_REQUIRE(::mkfifo(dir.file("ckpt-99.safetensors").c_str(), 0600) == 0);
+  BOOST_REQUIRE(::mkdir(dir.file("ckpt-98.safetensors").c_str(), 0700) == 0);
+  write_file(dir.file("ckpt-1x.safetensors"), "x");
+  write_file(dir.file("ckpt-.safetensors"), "x");
+  auto files = list_checkpoints(dir.path());
+  BOOST_REQUIRE(files.size() == 3u);
+  BOOST_TEST(files[0].step == 40);
+  BOOST_TEST(files[2].step == 5);
+}
+
+BOOST_AUTO_TEST_CASE(a_recovery_loads_its_own_runs_checkpoint) {
+  temp_dir dir;
+  write(dir, 10, stamp("mine"), 1.f);
+  write(dir, 20, stamp("mine"), 2.f);
+  // Newer, of another run, and one of another model.
+  write(dir, 14070, stamp("theirs"), 9.f);
+  write(dir, 30000, stamp("small", "adam", "[2]"), 9.f, 2);
+  auto found = load_newest(dir.path(), stamp("mine"),
+                           checkpoint_pick::this_run, layout());
+  BOOST_REQUIRE_MESSAGE(found, troupe::test::why(found));
+  BOOST_REQUIRE(found->has_value());
+  BOOST_TEST((*found)->ckpt.step == 20);
+  BOOST_TEST((*found)->ckpt.params[0] == 2.f);
+  // No checkpoint of this run at all: the files passed over are named.
+  auto none = load_newest(dir.path(), stamp("new"), checkpoint_pick::this_run,
+                          layout());
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(describe(none.error()).find("ckpt-14070.safetensors (of run "
+                                         "theirs)")
+               != std::string::npos, describe(none.error()));
+  // An empty folder is no error.
+  temp_dir empty;
+  auto nothing = load_newest(empty.path(), stamp("x"),
+                             checkpoint_pick::this_run, layout());
+  BOOST_REQUIRE(nothing);
+  BOOST_TEST(!nothing->has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_resume_loads_the_newest_compatible_checkpoint) {
+  temp_dir dir;
+  write(dir, 10, stamp("old"), 1.f);
+  write(dir, 50, stamp("sgd-run", "sgd"), 5.f);
+  write(dir, 60, stamp("wide", "adam", "[8]"), 6.f, 8); // another layout
+  auto found = load_newest(dir.path(), stamp("next"),
+                           checkpoint_pick::compatible, layout());
+  BOOST_REQUIRE_MESSAGE(found, troupe::test::why(found));
+  BOOST_REQUIRE(found->has_value());
+  BOOST_TEST((*found)->ckpt.step == 10);
+  BOOST_TEST((*found)->ckpt.metadata.at("run_id") == "old");
+  // None compatible: each is named with what differs.
+  auto none = load_newest(dir.path(), stamp("next", "momentum"),
+                          checkpoint_pick::compatible, layout());
+  BOOST_REQUIRE(!none);
+  auto why = describe(none.error());
+  BOOST_TEST(why.find("ckpt-50.safetensors (config digest ")
+               != std::string::npos, why);
+  BOOST_TEST(why.find("/training/optimizer/type (checkpoint: sgd, this run: "
+                      "momentum)")
+               != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_fresh_run_refuses_another_runs_folder) {
+  temp_dir dir;
+  BOOST_TEST(!check_fresh_dir(dir.path(), stamp("new")));
+  write(dir, 14070, stamp("finished"));
+  auto err = check_fresh_dir(dir.path(), stamp("new"));
+  BOOST_REQUIRE(err);
+  BOOST_TEST((err == errc::invalid_config));
+  BOOST_TEST(describe(err).find("holds checkpoints of run finished (newest: "
+                                "ckpt-14070.safetensors); set "
+                                "/training/checkpoint/resume")
+               != std::string::npos, describe(err));
+  BOOST_TEST(!check_fresh_dir(dir.path(), stamp("finished")));
+}
+
+BOOST_AUTO_TEST_CASE(retention_keeps_a_runs_newest_and_never_touches_others) {
+  temp_dir dir;
+  for (int64_t step : {10, 20, 30, 40, 50})
+    write(dir, step, stamp("mine"));
+  write(dir, 5, stamp("theirs"));
+  BOOST_TEST(prune_checkpoints(dir.path(), stamp("mine"), 2) == 3u);
+  auto files = list_checkpoints(dir.path());
+  BOOST_REQUIRE(files.size() == 3u);
+  BOOST_TEST(files[0].step == 50);
+  BOOST_TEST(files[1].step == 40);
+  BOOST_TEST(files[2].step == 5);
+  BOOST_TEST(prune_checkpoints(dir.path(), stamp("mine"), 0) == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
