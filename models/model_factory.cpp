@@ -8,9 +8,52 @@
 
 namespace troupe {
 
+namespace {
+
+/// At most 2^30 parameters (4 GiB of floats, and as much again per
+/// optimizer slot and per worker's gradient).
+constexpr long double max_params = 1 << 30;
+
+/// The parameter count of `cfg` on samples of the given shape, or an
+/// error when it exceeds max_params: counted (in long double, which
+/// cannot overflow here) before any layer allocates.
+caf::error check_size(const model_config& cfg, int height, int width,
+                      int channels, int classes) {
+  long double params = 0, in = static_cast<long double>(height) * width
+                               * channels;
+  if (cfg.type == model_config::kind::cnn) {
+    long double c = channels, area = static_cast<long double>(height) * width;
+    for (int out : cfg.conv_channels) {
+      params += static_cast<long double>(cfg.kernel_size) * cfg.kernel_size
+                  * c * out
+                + out;
+      c = out;
+      area /= 4;
+    }
+    in = area * c;
+  }
+  for (int out : cfg.hidden) {
+    params += (in + 1) * out;
+    in = out;
+  }
+  params += (in + 1) * classes;
+  if (params > max_params)
+    return make_error(errc::invalid_config,
+                      "/model: " + std::to_string(static_cast<double>(params))
+                        + " parameters on " + std::to_string(height) + "x"
+                        + std::to_string(width) + "x"
+                        + std::to_string(channels)
+                        + " samples (at most 2^30)");
+  return caf::none;
+}
+
+} // namespace
+
 caf::expected<std::unique_ptr<model>>
 make_model(const model_config& cfg, int height, int width, int channels,
            int classes, compute_backend& be) {
+  if (auto err = check_size(cfg, height, width, channels, classes))
+    return err;
   param_layout layout;
   std::vector<std::unique_ptr<layer>> layers;
   const int input = height * width * channels;

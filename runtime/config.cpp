@@ -171,17 +171,19 @@ public:
   }
 
   std::vector<int> int_list(const std::string& key, std::vector<int> fallback,
-                            int min) {
+                            int min, int max = std::numeric_limits<int>::max(),
+                            size_t max_entries = 64) {
     auto* v = find(key);
     if (v == nullptr)
       return fallback;
-    if (!v->is_array())
-      fail(at(key), "an array of integers", *v);
+    if (!v->is_array() || v->size() > max_entries)
+      fail(at(key),
+           "an array of at most " + std::to_string(max_entries) + " integers",
+           *v);
     std::vector<int> out;
     for (size_t i = 0; i < v->size(); ++i)
       out.push_back(static_cast<int>(integer_value(
-        (*v)[i], at(key) + "/" + std::to_string(i), min,
-        std::numeric_limits<int>::max())));
+        (*v)[i], at(key) + "/" + std::to_string(i), min, max)));
     return out;
   }
 
@@ -263,7 +265,7 @@ model_config read_model(object_reader r) {
     true);
   m.hidden = r.int_list("hidden", m.type == mk::mlp ? std::vector<int>{256, 128}
                                                      : std::vector<int>{},
-                        1);
+                        1, 1 << 16);
   if (m.type == mk::softmax && !m.hidden.empty())
     throw config_error{errc::invalid_config, r.at("hidden"),
                        "softmax regression has no hidden layers"};
@@ -275,7 +277,7 @@ model_config read_model(object_reader r) {
                         {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
   m.init_stddev = r.number("init_stddev", 1.0, 0, 1e6, true);
   if (m.type == mk::cnn) {
-    m.conv_channels = r.int_list("conv_channels", {32, 64}, 1);
+    m.conv_channels = r.int_list("conv_channels", {32, 64}, 1, 4096);
     if (m.conv_channels.size() != 2)
       throw config_error{errc::invalid_config, r.at("conv_channels"),
                          "expected 2 entries (two conv+pool blocks), found "
@@ -343,6 +345,24 @@ data_config read_data(object_reader r) {
       d.classes = static_cast<int>(r.integer("classes", 4, 2, 65536));
       d.noise = r.number("noise", 0.1, 0, 1e3);
       d.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+      {
+        // Generated in memory: bounded before anything is allocated.
+        auto per_sample = static_cast<uint64_t>(d.height) * d.width
+                          * d.channels;
+        if (per_sample > (uint64_t{1} << 24))
+          throw config_error{errc::invalid_config, r.at("height"),
+                             "samples of " + std::to_string(per_sample)
+                               + " values (at most 2^24)"};
+        for (auto* key : {"train_samples", "test_samples"}) {
+          auto n = static_cast<uint64_t>(key[1] == 'r' ? d.train_samples
+                                                       : d.test_samples);
+          if (n > (uint64_t{1} << 30) / per_sample)
+            throw config_error{errc::invalid_config, r.at(key),
+                               std::to_string(n) + " samples of "
+                                 + std::to_string(per_sample)
+                                 + " values: more than 2^30 values"};
+        }
+      }
       break;
   }
   r.finish();
@@ -585,11 +605,36 @@ std::string position(const std::string& text, size_t byte) {
 
 } // namespace
 
+/// A config file is a few KB; this is far above any.
+constexpr size_t max_config_bytes = 16 << 20;
+/// JSON nesting of a config: root, section, object, list (and room).
+constexpr int max_config_depth = 16;
+
 caf::expected<run_config> parse_run_config(const std::string& text,
                                            const std::string& origin) {
   json root;
+  if (text.size() > max_config_bytes)
+    return make_error(errc::invalid_config,
+                      origin + ": " + std::to_string(text.size())
+                        + " bytes (a config is at most "
+                        + std::to_string(max_config_bytes) + ")");
   try {
-    root = json::parse(text);
+    // Nesting is bounded (a config is four levels deep), so a hostile
+    // file cannot exhaust the stack of the code that walks it.
+    bool too_deep = false;
+    json::parser_callback_t limit = [&](int depth, json::parse_event_t e,
+                                        json&) {
+      if ((e == json::parse_event_t::object_start
+           || e == json::parse_event_t::array_start)
+          && depth > max_config_depth)
+        too_deep = true;
+      return !too_deep;
+    };
+    root = json::parse(text, limit);
+    if (too_deep)
+      return make_error(errc::invalid_config,
+                        origin + ": nested deeper than "
+                          + std::to_string(max_config_depth) + " levels");
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("parse error");
@@ -597,6 +642,15 @@ caf::expected<run_config> parse_run_config(const std::string& text,
                       origin + ": invalid JSON at " + position(text, e.byte)
                         + ": "
                         + (pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::exception& e) {
+    // A number beyond double's range (1e400) is out_of_range, not a parse
+    // error.
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    return make_error(errc::invalid_config,
+                      origin + ": invalid JSON: "
+                        + (pos == std::string::npos ? what
+                                                    : what.substr(pos + 2)));
   }
   try {
     run_config cfg;

@@ -1,5 +1,7 @@
 #include "runtime/dataset.hpp"
 
+#include "runtime/errc.hpp"
+
 namespace troupe {
 
 caf::expected<train_test> load_datasets(const data_config& cfg) {
@@ -28,6 +30,7 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
       break;
     }
     case data_config::kind::synthetic:
+      // Bounded by the config's reader; nothing to compare.
       // Same class centres (seed) for both sets, different samples.
       out.train = make_synthetic(cfg.train_samples, cfg.height, cfg.width,
                                  cfg.channels, cfg.classes, cfg.noise, cfg.seed,
@@ -37,6 +40,23 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
                                 cfg.seed * 2 + 2);
       break;
   }
+  // Every test sample must be shaped like the training samples: the model
+  // is built from the latter and reads the former with the same size.
+  auto& a = out.train;
+  auto& b = out.test;
+  if (a.height != b.height || a.width != b.width || a.channels != b.channels
+      || a.classes != b.classes)
+    return make_error(errc::bad_format,
+                      b.source + ": test samples are "
+                        + std::to_string(b.height) + "x"
+                        + std::to_string(b.width) + "x"
+                        + std::to_string(b.channels) + " in "
+                        + std::to_string(b.classes) + " classes, but "
+                        + a.source + " has training samples of "
+                        + std::to_string(a.height) + "x"
+                        + std::to_string(a.width) + "x"
+                        + std::to_string(a.channels) + " in "
+                        + std::to_string(a.classes));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // alike, so one code path serves both.
 #include "runtime/dataset.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -12,6 +13,11 @@
 namespace troupe {
 
 namespace {
+
+/// At most 2^30 pixels per dataset (4 GiB as floats): far above
+/// Fashion-MNIST's 47M and CIFAR-10's 154M, far below what a header may
+/// claim (0xFFFFFFFF images).
+constexpr uint64_t max_pixels = uint64_t{1} << 30;
 
 class gz_file {
 public:
@@ -54,6 +60,34 @@ caf::error open_error(const std::string& path) {
   return make_error(errc::io_error, path + ": cannot open for reading");
 }
 
+/// An error when `path` is not a regular file (a FIFO would block the
+/// reader, a folder reads as garbage).
+caf::error check_regular(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return make_error(errc::file_not_found, path + ": no such file");
+  if (!S_ISREG(st.st_mode))
+    return make_error(errc::bad_format, path + ": not a regular file");
+  return caf::none;
+}
+
+/// After the last byte a format has, the file must end: reading on makes
+/// zlib check the gzip trailer (CRC-32 and length), which it does only at
+/// the end of the stream, and catches data that does not belong.
+caf::error check_end(gz_file& f, const std::string& path, const char* what) {
+  unsigned char extra;
+  auto got = f.read(&extra, 1);
+  if (got < 0)
+    return make_error(errc::bad_format,
+                      path + ": corrupt compressed data (CRC or length "
+                             "mismatch) after " + what);
+  if (got > 0)
+    return make_error(errc::bad_format,
+                      path + ": more data than its header announces after "
+                        + what);
+  return caf::none;
+}
+
 uint32_t big_endian(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8)
          | uint32_t{p[3]};
@@ -77,6 +111,9 @@ caf::error read_exact(gz_file& f, const std::string& path, void* dst,
 
 caf::expected<dataset> load_idx(const std::string& images_path,
                                 const std::string& labels_path, int classes) {
+  for (auto* p : {&images_path, &labels_path})
+    if (auto err = check_regular(*p))
+      return err;
   dataset out;
   out.source = images_path;
   out.classes = classes;
@@ -105,10 +142,35 @@ caf::expected<dataset> load_idx(const std::string& images_path,
                         images_path + ": implausible image size "
                           + std::to_string(out.height) + "x"
                           + std::to_string(out.width));
-    std::vector<unsigned char> pixels(static_cast<size_t>(out.count)
-                                      * out.sample_size());
-    if (auto err = read_exact(f, images_path, pixels.data(), pixels.size(),
-                              "the pixel data"))
+    // Bounded before anything is allocated: a header is only a claim.
+    if (out.count == 0)
+      return make_error(errc::bad_format, images_path + ": holds no images");
+    if (static_cast<uint64_t>(out.count) * out.sample_size() > max_pixels)
+      return make_error(errc::bad_format,
+                        images_path + ": announces " + std::to_string(out.count)
+                          + " images of " + std::to_string(out.height) + "x"
+                          + std::to_string(out.width) + " (more than "
+                          + std::to_string(max_pixels) + " pixels)");
+    // Read in slices, so a header that claims more than the file holds
+    // costs what the file holds, not what it claims.
+    std::vector<unsigned char> pixels;
+    const size_t want = static_cast<size_t>(out.count) * out.sample_size();
+    while (pixels.size() < want) {
+      auto n = std::min<size_t>(want - pixels.size(), 1 << 20);
+      auto at = pixels.size();
+      pixels.resize(at + n);
+      auto got = f.read(pixels.data() + at, n);
+      if (got < 0)
+        return make_error(errc::bad_format, images_path
+                                              + ": corrupt compressed data "
+                                                "while reading the pixel data");
+      if (static_cast<size_t>(got) != n)
+        return make_error(errc::bad_format,
+                          images_path + ": truncated: the pixel data needs "
+                            + std::to_string(want) + " bytes, file has "
+                            + std::to_string(at + static_cast<size_t>(got)));
+    }
+    if (auto err = check_end(f, images_path, "the pixel data"))
       return err;
     out.images.resize(pixels.size());
     for (size_t i = 0; i < pixels.size(); ++i)
@@ -134,6 +196,8 @@ caf::expected<dataset> load_idx(const std::string& images_path,
     std::vector<unsigned char> raw(static_cast<size_t>(n));
     if (auto err = read_exact(f, labels_path, raw.data(), raw.size(),
                               "the labels"))
+      return err;
+    if (auto err = check_end(f, labels_path, "the labels"))
       return err;
     out.labels.resize(raw.size());
     for (size_t i = 0; i < raw.size(); ++i) {
@@ -161,6 +225,8 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
     return make_error(errc::invalid_argument, "no CIFAR-10 files given");
   std::vector<unsigned char> rec(record);
   for (auto& path : paths) {
+    if (auto err = check_regular(path))
+      return err;
     gz_file f{path};
     if (!f.is_open())
       return open_error(path);
@@ -168,6 +234,15 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
       auto got = f.read(rec.data(), record);
       if (got == 0)
         break;
+      if (got < 0)
+        return make_error(errc::bad_format,
+                          path + ": corrupt compressed data (CRC or length "
+                                 "mismatch) in record "
+                            + std::to_string(i));
+      if (out.images.size() + planes * plane > max_pixels)
+        return make_error(errc::bad_format,
+                          path + ": more than " + std::to_string(max_pixels)
+                            + " pixels of CIFAR-10 records");
       if (got != static_cast<int64_t>(record))
         return make_error(errc::bad_format,
                           path + ": truncated CIFAR-10 record "

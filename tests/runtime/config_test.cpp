@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(wrong_type_names_path_expectation_and_value) {
              == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
   text = replace(synthetic_config, R"("hidden": [8])", R"("hidden": [8, -1])");
   BOOST_TEST(error_of(text)
-             == "cfg.json: /model/hidden/1: expected a positive integer, found -1");
+             == "cfg.json: /model/hidden/1: expected a positive integer <= 65536, found -1");
   text = replace(synthetic_config, R"("type": "momentum")",
                  R"("type": "adamw")");
   BOOST_TEST(error_of(text)
@@ -223,6 +223,29 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
   BOOST_TEST(with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")
                .find("/cluster/connection_timeout_ms: must exceed")
              != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(numbers_sizes_and_nesting_beyond_limits) {
+  // Each was an abort or a bare bad_alloc: now one line naming the path.
+  auto e = error_of(replace(synthetic_config, R"("batch_size": 16)",
+                            R"("batch_size": 1e400)"));
+  BOOST_TEST(e.find("cfg.json: invalid JSON: number overflow parsing '1e400'")
+               != std::string::npos, e);
+  e = error_of(replace(synthetic_config, R"("width": 4)",
+                       R"("width": 4, "train_samples": 1000000000)"));
+  BOOST_TEST(e.find("/data/train_samples: 1000000000 samples of 4 values: more "
+                    "than 2^30 values") != std::string::npos, e);
+  e = error_of(replace(synthetic_config, R"("width": 4)",
+                       R"("width": 4096, "height": 4096, "channels": 4096)"));
+  BOOST_TEST(e.find("/data/height: samples of") != std::string::npos, e);
+  e = error_of(replace(synthetic_config, R"("hidden": [8])",
+                       R"("hidden": [2147483647])"));
+  BOOST_TEST(e.find("/model/hidden/0: expected a positive integer <= 65536")
+               != std::string::npos, e);
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  e = error_of(replace(synthetic_config, R"("name": "t",)",
+                       R"("name": "t", "x": )" + deep + ","));
+  BOOST_TEST(e.find("nested deeper than 16 levels") != std::string::npos, e);
 }
 
 BOOST_AUTO_TEST_CASE(cluster_tls_names_the_files_of_each_node) {

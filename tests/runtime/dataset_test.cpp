@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "runtime/errc.hpp"
@@ -136,6 +137,104 @@ BOOST_AUTO_TEST_CASE(cifar10_binary_round_trip_and_truncation) {
   BOOST_TEST(error_text(cut)
              == tmp.file("cut.bin")
                   + ": truncated CIFAR-10 record 1 (100 of 3073 bytes)");
+}
+
+BOOST_AUTO_TEST_CASE(idx_headers_are_checked_before_anything_is_allocated) {
+  temp_dir tmp;
+  auto lbl = tmp.file("lbl");
+  test::write_file(lbl, idx_labels(4));
+  auto claim = [&](uint32_t n, uint32_t h, uint32_t w) {
+    auto img = tmp.file("claim");
+    test::write_file(img, be32(0x803) + be32(n) + be32(h) + be32(w)
+                            + std::string(24, '\1'));
+    return error_text(load_idx(img, lbl));
+  };
+  // 0xFFFFFFFF images of 28x28 (an abort once), 4096x4096 images (idem).
+  auto why = claim(0xFFFFFFFFu, 28, 28);
+  BOOST_TEST(why.find("announces 4294967295 images of 28x28 (more than "
+                      "1073741824 pixels)") != std::string::npos, why);
+  why = claim(100, 4096, 4096);
+  BOOST_TEST(why.find("announces 100 images of 4096x4096") != std::string::npos,
+             why);
+  // Plausible claims the file does not back: refused, without allocating
+  // the claim (the slices read only what is there).
+  why = claim(1000000, 28, 28);
+  BOOST_TEST(why.find("truncated: the pixel data needs 784000000 bytes, file "
+                      "has 24") != std::string::npos, why);
+  why = claim(0, 28, 28);
+  BOOST_TEST(why.find("holds no images") != std::string::npos, why);
+  // More data than announced.
+  auto img = tmp.file("long");
+  test::write_file(img, idx_images(4) + "xx");
+  why = error_text(load_idx(img, lbl));
+  BOOST_TEST(why.find("more data than its header announces") != std::string::npos,
+             why);
+}
+
+BOOST_AUTO_TEST_CASE(a_gzip_crc_error_is_caught_even_where_reading_stops) {
+  temp_dir tmp;
+  auto img = tmp.file("img.gz"), lbl = tmp.file("lbl.gz");
+  // 4000 images of noise: a compressed stream far longer than zlib's
+  // input buffer, so the pixels are all read before the trailer is.
+  std::string images = be32(0x803) + be32(4000) + be32(2) + be32(3);
+  uint32_t x = 1;
+  for (int i = 0; i < 4000 * 6; ++i) {
+    x = x * 1664525u + 1013904223u;
+    images += static_cast<char>(x >> 24);
+  }
+  write_gz(img, images);
+  write_gz(lbl, idx_labels(4000));
+  BOOST_REQUIRE(load_idx(img, lbl));
+  // Flip a bit of the CRC-32 in the trailer (the 8 bytes before the end):
+  // the data decompresses intact, only the end of the stream can tell.
+  // zlib notices while the last pixels are read, or the read past them
+  // does; either way the file is refused. The same for the labels.
+  auto flip_crc = [](const std::string& path) {
+    std::ifstream in{path, std::ios::binary};
+    std::string gz{std::istreambuf_iterator<char>{in}, {}};
+    gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 1);
+    test::write_file(path, gz);
+  };
+  flip_crc(img);
+  auto why = error_text(load_idx(img, lbl));
+  BOOST_TEST(why.find(img + ": corrupt compressed data") != std::string::npos,
+             why);
+  write_gz(img, images);
+  flip_crc(lbl);
+  why = error_text(load_idx(img, lbl));
+  BOOST_TEST(why.find(lbl + ": corrupt compressed data") != std::string::npos,
+             why);
+  // A FIFO is not read (it would block).
+  auto fifo = tmp.file("fifo");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  why = error_text(load_idx(fifo, lbl));
+  BOOST_TEST(why.find("not a regular file") != std::string::npos, why);
+  why = error_text(load_cifar10({fifo}));
+  BOOST_TEST(why.find("not a regular file") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(test_samples_must_be_shaped_like_training_samples) {
+  temp_dir tmp;
+  // 2x3 training images, 3x2 test images (20x20 next to 28x28 crashed).
+  test::write_file(tmp.file("train-img"), idx_images(4));
+  test::write_file(tmp.file("train-lbl"), idx_labels(4));
+  auto test_images = be32(0x803) + be32(4) + be32(3) + be32(2)
+                     + std::string(24, '\1');
+  test::write_file(tmp.file("test-img"), test_images);
+  test::write_file(tmp.file("test-lbl"), idx_labels(4));
+  data_config cfg;
+  cfg.format = data_config::kind::idx;
+  cfg.train_images = tmp.file("train-img");
+  cfg.train_labels = tmp.file("train-lbl");
+  cfg.test_images = tmp.file("test-img");
+  cfg.test_labels = tmp.file("test-lbl");
+  auto d = load_datasets(cfg);
+  BOOST_REQUIRE(!d);
+  auto why = describe(d.error());
+  BOOST_TEST(why.find(tmp.file("test-img") + ": test samples are 3x2x1 in 10 "
+                      "classes, but " + tmp.file("train-img")
+                      + " has training samples of 2x3x1 in 10")
+               != std::string::npos, why);
 }
 
 BOOST_AUTO_TEST_CASE(epoch_order_is_a_seeded_permutation) {
