@@ -197,6 +197,11 @@ const char* help_text =
 caf::result<std::string> shell_command(chief_self self,
                                        const std::string& line) {
   auto& st = self->state;
+  // No command is longer; a longer line is not split into words at all.
+  constexpr size_t max_line = 4096;
+  if (line.size() > max_line)
+    return usage("a command line of " + std::to_string(line.size())
+                 + " characters (at most " + std::to_string(max_line) + ")");
   auto w = words(line);
   if (w.empty())
     return usage("empty command; try help");

@@ -126,7 +126,9 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
          {"add-worker 0", "add-worker: N must be 1..1024, got \"0\""},
          {"add-worker 1 nowhere", "add-worker: no node \"nowhere\" is up"},
          {"kill feeder", "usage: kill worker:N | shard:N"},
-         {"inspect", "usage: inspect ACTOR"}}) {
+         {"inspect", "usage: inspect ACTOR"},
+         {"status " + std::string(5000, 'x'),
+          "a command line of 5007 characters (at most 4096)"}}) {
     auto [code3, said] = run_shell(dir, spec, command);
     BOOST_TEST(code3 == 1, command);
     BOOST_TEST(said.find(message) != std::string::npos, command + ": " + said);
