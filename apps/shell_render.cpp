@@ -132,6 +132,19 @@ std::string render_reply(const std::string& command,
   return j.dump(2) + "\n";
 }
 
+std::pair<std::string, std::string> run_of_reply(const std::string& json_text) {
+  auto j = nlohmann::json::parse(json_text, nullptr, false);
+  if (!j.is_object() || !j.contains("run") || !j["run"].is_object())
+    return {};
+  auto& run = j["run"];
+  auto text = [&](const char* key) {
+    return run.contains(key) && run[key].is_string()
+             ? run[key].get<std::string>()
+             : std::string{};
+  };
+  return {text("run_id"), text("config_digest")};
+}
+
 } // namespace troupe
 
 #pragma GCC diagnostic pop

@@ -3,6 +3,8 @@
 //                                                 history, tab completion)
 //   troupe-shell --connect HOST:PORT -c "status"  one command, for scripts
 //                                 [--json]        the chief's JSON as is
+//                                 [--run ID]      only if the chief runs ID
+//                                 [--tls-ca F --tls-cert F --tls-key F]
 // Exit codes: 0 done; 1 the command failed or the chief is unreachable;
 // 2 bad command line.
 #include <cstdlib>
@@ -17,7 +19,6 @@
 #include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 #include "actors/system_config.hpp"
-#include "apps/link_options.hpp"
 #include "apps/command_line.hpp"
 #include "apps/link_options.hpp"
 #include "apps/reach_chief.hpp"
@@ -88,6 +89,27 @@ char** complete(const char* text, int, int) {
 }
 #endif
 
+/// The chief's run id and config digest (from "inspect chief"), or an
+/// error.
+caf::expected<std::pair<std::string, std::string>>
+run_identity_of(caf::actor_system& sys, const chief_actor& chief) {
+  caf::scoped_actor self{sys};
+  caf::expected<std::pair<std::string, std::string>> out{
+    caf::sec::request_timeout};
+  self->request(chief, std::chrono::seconds(30), shell_atom_v,
+                std::string{"inspect chief"})
+    .receive(
+      [&](std::string& reply) {
+        auto run = run_of_reply(reply);
+        if (run.first.empty())
+          out = make_error(errc::bad_format, "the chief's reply names no run");
+        else
+          out = std::move(run);
+      },
+      [&](caf::error& err) { out = std::move(err); });
+  return out;
+}
+
 /// Reads lines until "quit" or end of input.
 int interactive(caf::actor_system& sys, const chief_actor& chief,
                 const std::string& where, bool raw_json) {
@@ -143,6 +165,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", raw_json, "print the chief's JSON replies as they are");
   app.add_option("--timeout", timeout_s, "seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
+  std::string expected_run;
+  app.add_option("--run", expected_run,
+                 "the run id this shell is for: refuse a chief that runs "
+                 "another (it prints its id when the run starts)");
   link_options links;
   add_link_options(app, links);
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-shell"))
@@ -170,7 +196,20 @@ int main(int argc, char** argv) {
               << std::endl;
     return 1;
   }
+  auto run = run_identity_of(sys, *chief);
+  if (!run) {
+    std::cerr << "troupe-shell: error: " << describe(run.error()) << std::endl;
+    return 1;
+  }
+  if (!expected_run.empty() && run->first != expected_run) {
+    std::cerr << "troupe-shell: error: the chief at " << address
+              << " runs run " << run->first << ", not " << expected_run
+              << std::endl;
+    return 1;
+  }
   if (!command.empty())
     return execute(sys, *chief, command, raw_json);
+  std::cout << "run " << run->first << ", config digest " << run->second
+            << std::endl;
   return interactive(sys, *chief, address, raw_json);
 }

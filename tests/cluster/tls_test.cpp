@@ -129,10 +129,24 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
   BOOST_TEST(chief->out().find("links: mutual TLS") != std::string::npos,
              chief->out());
 
-  // The cluster's own client certificate opens the shell.
+  // The cluster's own client certificate opens the shell; with --run the
+  // shell also insists on the run it is for.
   auto [ok_code, ok_out] = shell_with(c, c.spec.client_flags());
   BOOST_TEST(ok_code == 0, ok_out);
   BOOST_TEST(ok_out.find("step") != std::string::npos, ok_out);
+  auto out0 = chief->out();
+  auto at = out0.find("identity: run ");
+  BOOST_REQUIRE(at != std::string::npos);
+  auto run_id = out0.substr(at + 14, 16);
+  auto run_flags = c.spec.client_flags();
+  run_flags.insert(run_flags.end(), {"--run", run_id});
+  auto [run_code, run_out] = shell_with(c, run_flags);
+  BOOST_TEST(run_code == 0, run_out);
+  run_flags.back() = "0123456789abcdef";
+  auto [other_code, other_out] = shell_with(c, run_flags);
+  BOOST_TEST(other_code == 1, other_out);
+  BOOST_TEST(other_out.find("runs run " + run_id + ", not 0123456789abcdef")
+               != std::string::npos, other_out);
 
   // Plaintext: CAF's handshake is cut off, and the shell says TLS may be
   // why.
