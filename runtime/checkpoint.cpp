@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <set>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/errc.hpp"
+#include "runtime/json_text.hpp"
 
 namespace troupe {
 
@@ -26,6 +29,12 @@ constexpr const char* format_name = "troupe-checkpoint";
 constexpr const char* format_version = "1";
 /// Far above any model's header (a tensor's entry is ~100 bytes).
 constexpr uint64_t max_header_bytes = 16 << 20;
+/// Tensors of a file, params and optimizer slots together: troupe's models
+/// have at most about 130 (64 hidden layers), 400 with Adam's two slots.
+/// Bounded because building the layout compares each name with those
+/// before it: 20,000 tensors took 0.4 s to read, the 200,000 that fit in
+/// a 16 MB header would take about 40 s.
+constexpr size_t max_tensors = 4096;
 
 using json = nlohmann::json;
 
@@ -34,8 +43,10 @@ caf::error io_error(const std::string& path, const std::string& what) {
                     path + ": " + what + ": " + std::strerror(errno));
 }
 
+/// `what` may quote names and values of the file (a tensor's key, the
+/// step): escaped, so the error stays one line.
 caf::error format_error(const std::string& path, const std::string& what) {
-  return make_error(errc::bad_format, path + ": " + what);
+  return make_error(errc::bad_format, path + ": " + printable(what));
 }
 
 class fd_guard {
@@ -94,6 +105,13 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
                         path + ": optimizer slot " + name + " has "
                           + std::to_string(values.size()) + " values, needs "
                           + std::to_string(total));
+  // What is written must read back (read_checkpoint's bound).
+  const size_t tensors = ckpt.layout.tensors().size() * (1 + ckpt.slots.size());
+  if (tensors > max_tensors)
+    return make_error(errc::invalid_argument,
+                      path + ": " + std::to_string(tensors)
+                        + " tensors (a checkpoint holds at most "
+                        + std::to_string(max_tensors) + ")");
   // Header: one entry per tensor per vector, offsets in bytes from the start
   // of the data section.
   json header = json::object();
@@ -229,24 +247,13 @@ caf::expected<checkpoint_bytes> read_checkpoint_bytes(const std::string& path,
     if (!read_at(head.data(), len + 8, 0))
       return io_error(path, "read failed");
   }
+  // Depth is bounded: safetensors headers are three levels deep.
+  const char* text = into->data() + 8;
+  if (nested_deeper_than(text, text + len, 8))
+    return format_error(path, "corrupt safetensors header: nested deeper "
+                              "than a safetensors header is");
   try {
-    // Depth is bounded: safetensors headers are two levels deep.
-    int depth = 0;
-    bool too_deep = false;
-    json::parser_callback_t limit = [&](int d, json::parse_event_t e,
-                                        json&) {
-      if (e == json::parse_event_t::object_start
-          || e == json::parse_event_t::array_start)
-        too_deep = too_deep || (depth = d) > 8;
-      return !too_deep;
-    };
-    out.header = json::parse(into->begin() + 8,
-                             into->begin() + 8
-                               + static_cast<std::ptrdiff_t>(len),
-                             limit);
-    if (too_deep)
-      return format_error(path, "corrupt safetensors header: nested deeper "
-                                "than a safetensors header is");
+    out.header = json::parse(text, text + len);
   } catch (const json::exception& e) {
     return format_error(path, std::string{"corrupt safetensors header: "}
                                 + e.what());
@@ -320,6 +327,10 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   checkpoint out;
   if (auto err = read_metadata(header, path, out))
     return err;
+  if (header.size() > max_tensors + 1) // + __metadata__
+    return format_error(path, std::to_string(header.size() - 1)
+                                + " tensors (at most "
+                                + std::to_string(max_tensors) + ")");
   try {
     // Collect tensors, ordered by data offset (JSON objects are unordered).
     struct entry {
@@ -388,6 +399,9 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
                                     + entries[i - 1].name + " and "
                                     + entries[i].prefix + "/"
                                     + entries[i].name + " overlap");
+    std::map<std::string, const entry*> by_key;
+    for (auto& e : entries)
+      by_key[e.prefix + "/" + e.name] = &e;
     for (auto& e : entries)
       if (e.prefix == "params")
         out.layout.add(e.name, e.dims);
@@ -398,13 +412,11 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
                     std::vector<float>& dst) -> caf::error {
       dst.resize(total);
       for (auto& t : out.layout.tensors()) {
-        auto it = std::find_if(entries.begin(), entries.end(), [&](auto& e) {
-          return e.prefix == prefix && e.name == t.name;
-        });
-        if (it == entries.end() || it->dims != t.dims)
+        auto it = by_key.find(prefix + "/" + t.name);
+        if (it == by_key.end() || it->second->dims != t.dims)
           return format_error(path, prefix + "/" + t.name
                                       + " is missing or has the wrong shape");
-        std::memcpy(dst.data() + t.offset, data + it->begin,
+        std::memcpy(dst.data() + t.offset, data + it->second->begin,
                     t.size * sizeof(float));
       }
       for (size_t i = 0; i < dst.size(); ++i)
@@ -416,11 +428,10 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
     };
     if (auto err = fill("params", out.params))
       return err;
-    std::vector<std::string> prefixes;
+    std::vector<std::string> prefixes; // in the order of their data
+    std::set<std::string> seen;
     for (auto& e : entries)
-      if (e.prefix != "params"
-          && std::find(prefixes.begin(), prefixes.end(), e.prefix)
-               == prefixes.end())
+      if (e.prefix != "params" && seen.insert(e.prefix).second)
         prefixes.push_back(e.prefix);
     for (auto& prefix : prefixes) {
       out.slots.emplace_back(prefix, std::vector<float>{});

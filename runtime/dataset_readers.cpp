@@ -32,6 +32,16 @@ public:
 
   bool is_open() const { return file_ != nullptr; }
 
+  /// Whether a gzip stream stopped before its end: gzread hands out what
+  /// it decompressed and only gzerror says Z_BUF_ERROR. When only the
+  /// 8-byte trailer is cut, every byte arrives and the CRC-32 is never
+  /// checked, so a read that ended must ask.
+  bool ended_early() {
+    int code = Z_OK;
+    gzerror(file_, &code);
+    return code == Z_BUF_ERROR;
+  }
+
   /// Reads up to n bytes; returns the count read, or -1 on a zlib error
   /// (a corrupt or truncated gzip stream).
   int64_t read(void* dst, size_t n) {
@@ -71,6 +81,14 @@ caf::error check_regular(const std::string& path) {
   return caf::none;
 }
 
+/// `where`: "after the labels", "before any record".
+caf::error cut_short(const std::string& path, const std::string& where) {
+  return make_error(errc::bad_format,
+                    path + ": corrupt compressed data: the gzip stream ends "
+                           "early (its trailer with the CRC-32 is missing or "
+                           "cut) " + where);
+}
+
 /// After the last byte a format has, the file must end: reading on makes
 /// zlib check the gzip trailer (CRC-32 and length), which it does only at
 /// the end of the stream, and catches data that does not belong.
@@ -85,6 +103,8 @@ caf::error check_end(gz_file& f, const std::string& path, const char* what) {
     return make_error(errc::bad_format,
                       path + ": more data than its header announces after "
                         + what);
+  if (f.ended_early())
+    return cut_short(path, std::string{"after "} + what);
   return caf::none;
 }
 
@@ -232,8 +252,18 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
       return open_error(path);
     for (int64_t i = 0;; ++i) {
       auto got = f.read(rec.data(), record);
-      if (got == 0)
+      if (got == 0) {
+        if (f.ended_early())
+          return cut_short(path, i == 0 ? std::string{"before any record"}
+                                        : "after record "
+                                            + std::to_string(i - 1));
+        // As an IDX file without images: a dataset of nothing is a
+        // mistake, not something to train on.
+        if (i == 0)
+          return make_error(errc::bad_format,
+                            path + ": holds no CIFAR-10 records");
         break;
+      }
       if (got < 0)
         return make_error(errc::bad_format,
                           path + ": corrupt compressed data (CRC or length "
