@@ -1,21 +1,82 @@
 #!/usr/bin/env bash
-# Fuzzes the data plane with libFuzzer: installs clang and libFuzzer where
-# missing, builds the fuzz targets in build-fuzz/ (clang, ASan+UBSan), and
-# runs each one for N seconds (default 60) from a copy of its seed corpus.
+# Fuzzes the data plane and the file readers with libFuzzer: installs clang
+# and libFuzzer where missing, builds the fuzz targets in build-fuzz/
+# (clang, ASan+UBSan), and runs each one from a copy of its seed corpus.
 # Exits non-zero when a target finds a crash, hang or memory blow-up,
-# printing the reproducer. Usage: scripts/fuzz.sh [seconds per target]
+# printing the reproducer.
+#
+# Usage: scripts/fuzz.sh [seconds per target] [target...]
+#        scripts/fuzz.sh --runs N [target...]
+# The first runs each target for N seconds (default 60); the second for N
+# inputs (libFuzzer's -runs), e.g. scripts/fuzz.sh --runs 100000 config.
+# Without targets, all of them run, one after the other.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-seconds="${1:-60}"
-fuzz_build="${TROUPE_FUZZ_BUILD:-$TROUPE_ROOT/build-fuzz}"
-targets=(data_plane) # tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
+# tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
+all_targets=(data_plane config cluster_file idx cifar safetensors)
+
+limit=(-max_total_time=60)
+what="60s"
+if [ "${1:-}" = "--runs" ]; then
+  if ! [[ "${2:-}" =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 --runs N [target...]" >&2
+    exit 2
+  fi
+  limit=(-runs="$2")
+  what="$2 inputs"
+  shift 2
+elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
+  limit=(-max_total_time="$1")
+  what="${1}s"
+  shift
+fi
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+  [[ " ${all_targets[*]} " == *" $t "* ]] \
+    || { echo "troupe: no fuzz target $t (${all_targets[*]})" >&2; exit 2; }
+done
+
+# Per target: the largest input (-max_len), the largest single allocation
+# allowed (-malloc_limit_mb; ASan reports anything above it, with its
+# stack) and the time one input may take (-timeout). A reader must never
+# allocate on a header's word, only in proportion to the bytes it has
+# read, so each bound is the most the largest input may legitimately cost:
+#  - data_plane: the served shard holds 3 floats, so no allocation a peer
+#    causes may come near 64 MB (a size check that lets a header through
+#    is a finding). The target's own waits end within about 12 s (it
+#    reports a server that has not closed 10 s after the input's end
+#    itself). -close_fd_mask=2 drops the server's "closing the connection"
+#    lines; libFuzzer's and the sanitizers' reports still print.
+#  - config, cluster_file: 16 KB of JSON; nothing is allocated from a
+#    number in the file (synthetic data is not made by the parser), so the
+#    DOM of the text is all: 64 MB.
+#  - idx: 4 KB, which gzip data of the input's own can inflate to at most
+#    about 4.2 MB of pixels (deflate's limit is 1032:1); 4 bytes a pixel as
+#    floats is about 17 MB: 64 MB. (Under the sanitizers such an input
+#    takes about 0.3 s; a longer -max_len would mostly buy slower runs.)
+#  - cifar: 4 KB, likewise at most about 4.2 MB inflated, 17 MB of floats,
+#    which grow by doubling (a record at a time) to at most 34 MB: 64 MB.
+#  - safetensors: 64 KB files (room for more tensors than the reader
+#    takes), read whole; tensors are bounded by the file: 64 MB.
+declare -A max_len=([data_plane]=0 [config]=16384 [cluster_file]=16384
+                    [idx]=4096 [cifar]=4096 [safetensors]=65536)
+declare -A malloc_mb=([data_plane]=64 [config]=64 [cluster_file]=64
+                      [idx]=64 [cifar]=64 [safetensors]=64)
+declare -A timeout_s=([data_plane]=30 [config]=10 [cluster_file]=10
+                      [idx]=10 [cifar]=10 [safetensors]=10)
+# Keys and values of the JSON formats, so mutations make words the
+# readers know.
+declare -A dict=([config]=config.dict [cluster_file]=config.dict
+                 [safetensors]=safetensors.dict)
 
 # clang is the compiler, libclang-rt-14-dev holds libFuzzer and the
 # sanitizer runtimes, llvm gives llvm-symbolizer for readable stacks.
 troupe_packages+=(clang libclang-rt-14-dev llvm)
 troupe_install_missing
 
+fuzz_build="${TROUPE_FUZZ_BUILD:-$TROUPE_ROOT/build-fuzz}"
 # A clang folder of its own (the gcc build/ is untouched). TROUPE_WERROR=OFF:
 # clang warns where gcc does not (-Wunused-private-field in
 # runtime/batch_plan.hpp), and a -Wno-error in CMAKE_CXX_FLAGS would come
@@ -35,24 +96,21 @@ for t in "${targets[@]}"; do
   dir="$run_dir/$t"
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp "$TROUPE_ROOT/tests/fuzz/corpus/$t/"* "$dir/corpus/"
-  echo "troupe: fuzzing $t for ${seconds}s (log: $dir/log)"
-  # -close_fd_mask=2: the target's stderr (the server's "closing the
-  # connection" lines) is dropped; libFuzzer's and the sanitizers' reports
-  # still print. The target's shard holds 3 floats, so no allocation a peer
-  # causes may come near -malloc_limit_mb (a size check that lets a header
-  # through is a finding); -rss_limit_mb catches steady growth.
-  # -timeout: the target's own waits end within about 12 s (it reports a
-  # server that has not closed 10 s after the input's end itself).
+  opts=(-max_len="${max_len[$t]}" -malloc_limit_mb="${malloc_mb[$t]}"
+        -timeout="${timeout_s[$t]}" -rss_limit_mb=2048 -print_final_stats=1
+        -artifact_prefix="$dir/artifacts/")
+  [ "$t" = data_plane ] && opts+=(-close_fd_mask=2)
+  [ -n "${dict[$t]:-}" ] && opts+=(-dict="$TROUPE_ROOT/tests/fuzz/${dict[$t]}")
+  echo "troupe: fuzzing $t for $what (log: $dir/log)"
   rc=0
-  "$fuzz_build/tests/fuzz/${t}_fuzz" "$dir/corpus" \
-    -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
-    -malloc_limit_mb=64 -close_fd_mask=2 -print_final_stats=1 \
-    -artifact_prefix="$dir/artifacts/" >"$dir/log" 2>&1 || rc=$?
+  "$fuzz_build/tests/fuzz/${t}_fuzz" "$dir/corpus" "${limit[@]}" "${opts[@]}" \
+    >"$dir/log" 2>&1 || rc=$?
   grep -E "^(stat::|Done )" "$dir/log" || true
   found=$(find "$dir/artifacts" -type f)
   if [ "$rc" -ne 0 ] || [ -n "$found" ]; then
     status=1
-    grep -E "ERROR|SUMMARY|==[0-9]+==" "$dir/log" | head -20 >&2 || true
+    grep -E "ERROR|SUMMARY|==[0-9]+==|troupe fuzz:" "$dir/log" | head -20 >&2 \
+      || true
     echo "troupe: $t: the fuzzer found a problem (exit $rc); see $dir/log" >&2
     for f in $found; do
       echo "troupe: reproducer: $f" >&2

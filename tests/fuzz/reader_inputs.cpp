@@ -1,0 +1,346 @@
+#include "tests/fuzz/reader_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "runtime/checkpoint.hpp"
+#include "runtime/config.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/errc.hpp"
+#include "runtime/run_identity.hpp"
+
+namespace troupe::fuzz {
+
+namespace {
+
+/// One folder per process, made on first use and emptied and removed at
+/// exit. On tmpfs (/dev/shm) when there is one: every input writes files,
+/// and a disk would make that the fuzzer's bottleneck. A process that
+/// crashes leaves its folder behind (troupe-fuzz-XXXXXX).
+class scratch {
+public:
+  static scratch& get() {
+    static scratch s;
+    return s;
+  }
+
+  /// The path of `name` in the folder; the name is removed at exit.
+  std::string file(const std::string& name) {
+    if (std::find(names_.begin(), names_.end(), name) == names_.end())
+      names_.push_back(name);
+    return dir_ + "/" + name;
+  }
+
+  ~scratch() {
+    for (auto& n : names_)
+      ::unlink((dir_ + "/" + n).c_str());
+    ::rmdir(dir_.c_str());
+  }
+
+private:
+  scratch() {
+    struct stat st;
+    const char* env = std::getenv("TMPDIR");
+    std::string base = env != nullptr && *env != '\0' ? env
+                       : ::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)
+                         ? "/dev/shm"
+                         : "/tmp";
+    std::string tmpl = base + "/troupe-fuzz-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("troupe fuzz: mkdtemp");
+      std::abort(); // no folder, nothing to read
+    }
+    dir_ = tmpl;
+  }
+
+  std::string dir_;
+  std::vector<std::string> names_;
+};
+
+/// Writes `n` bytes to `path`, through zlib's gzip writer when `gz`.
+void write_file(const std::string& path, const uint8_t* data, size_t n,
+                bool gz) {
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    if (f == nullptr)
+      std::abort();
+    if (n > 0)
+      gzwrite(f, data, static_cast<unsigned>(n));
+    gzclose(f);
+    return;
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0600);
+  if (fd < 0)
+    std::abort();
+  while (n > 0) {
+    auto w = ::write(fd, data, n);
+    if (w <= 0)
+      std::abort(); // tmpfs full: the run says nothing about the readers
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  ::close(fd);
+}
+
+/// An input cut into two files as read_idx and read_cifar describe.
+struct two_files {
+  uint8_t flags = 0;
+  const uint8_t* first = nullptr;
+  size_t first_size = 0;
+  const uint8_t* second = nullptr;
+  size_t second_size = 0;
+};
+
+two_files split(const uint8_t* data, size_t size) {
+  two_files out;
+  out.flags = size > 0 ? data[0] : 0;
+  size_t at = size > 2 ? (size_t{data[1]} << 8) | data[2] : 0;
+  const uint8_t* body = data + std::min<size_t>(size, 3);
+  size_t body_size = size > 3 ? size - 3 : 0;
+  at = std::min(at, body_size);
+  out.first = body;
+  out.first_size = at;
+  out.second = body + at;
+  out.second_size = body_size - at;
+  return out;
+}
+
+std::string pixels_broken(const dataset& d) {
+  if (d.images.size() != static_cast<size_t>(d.count) * d.sample_size())
+    return "images.size() != count * sample_size";
+  if (d.labels.size() != static_cast<size_t>(d.count))
+    return "labels.size() != count";
+  for (auto l : d.labels)
+    if (l < 0 || l >= d.classes)
+      return "a label outside [0, classes)";
+  for (auto x : d.images)
+    if (!(x >= 0.f && x <= 1.f))
+      return "a pixel outside [0, 1]";
+  return {};
+}
+
+std::string config_broken(const run_config& cfg) {
+  auto m = training_identity(cfg);
+  if (parse_identity(identity_text(m)) != m)
+    return "the training identity does not survive identity_text and "
+           "parse_identity";
+  if (identity_digest(m).size() != 16)
+    return "an identity digest that is not 16 hex digits";
+  auto& c = cfg.cluster;
+  if (c.shards < 1 || c.workers < 1 || c.aggregate() > c.workers)
+    return "cluster counts out of range";
+  if (c.connection_timeout_ms <= c.heartbeat_interval_ms)
+    return "connection timeout not above the heartbeat interval";
+  if (c.distributed()) {
+    if (c.node(c.chief_node) == nullptr)
+      return "a chief that is not a node";
+    int shards = 0, workers = 0;
+    for (auto& n : c.nodes) {
+      shards += n.shards;
+      workers += n.workers;
+    }
+    if (shards != c.shards || workers != c.workers)
+      return "cluster counts that are not the nodes' sums";
+  }
+  auto& d = cfg.data;
+  if (d.format == data_config::kind::synthetic) {
+    auto per_sample = static_cast<uint64_t>(d.height) * d.width * d.channels;
+    auto n = static_cast<uint64_t>(std::max(d.train_samples, d.test_samples));
+    if (per_sample == 0 || n == 0 || n > (uint64_t{1} << 30) / per_sample)
+      return "synthetic data beyond 2^30 values";
+  }
+  if (cfg.model.hidden.size() > 64)
+    return "more than 64 hidden layers";
+  for (auto h : cfg.model.hidden)
+    if (h < 1 || h > (1 << 16))
+      return "a hidden layer size outside [1, 2^16]";
+  return {};
+}
+
+outcome parse_config(const std::string& text, const std::string& origin) {
+  outcome o;
+  o.names = origin;
+  auto cfg = parse_run_config(text, origin);
+  if (!cfg)
+    o.errors.push_back(describe(cfg.error()));
+  else
+    o.broken = config_broken(*cfg);
+  return o;
+}
+
+std::string checkpoint_broken(const checkpoint& c) {
+  const size_t total = c.layout.total();
+  if (c.step < 0 || c.layout.tensors().empty() || c.params.size() != total)
+    return "a step below 0, no tensors, or params.size() != layout.total()";
+  for (auto x : c.params)
+    if (!std::isfinite(x))
+      return "a parameter that is NaN or infinite";
+  for (size_t i = 0; i < c.slots.size(); ++i) {
+    auto& [name, values] = c.slots[i];
+    if (name == "params" || values.size() != total)
+      return "an optimizer slot named params or of the wrong size";
+    for (size_t j = 0; j < i; ++j)
+      if (c.slots[j].first == name)
+        return "two optimizer slots of one name";
+    for (auto x : values)
+      if (!std::isfinite(x))
+        return "an optimizer value that is NaN or infinite";
+  }
+  if (check_layout(c, c.layout, "self"))
+    return "a layout that differs from itself";
+  return {};
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size()
+         && (a.empty()
+             || std::memcmp(a.data(), b.data(), a.size() * sizeof(float))
+                  == 0);
+}
+
+bool same_checkpoint(const checkpoint& a, const checkpoint& b) {
+  if (a.step != b.step || a.metadata != b.metadata
+      || a.layout.compare(b.layout) || !same_floats(a.params, b.params)
+      || a.slots.size() != b.slots.size())
+    return false;
+  for (size_t i = 0; i < a.slots.size(); ++i)
+    if (a.slots[i].first != b.slots[i].first
+        || !same_floats(a.slots[i].second, b.slots[i].second))
+      return false;
+  return true;
+}
+
+} // namespace
+
+outcome read_config(const uint8_t* data, size_t size) {
+  return parse_config(std::string(reinterpret_cast<const char*>(data), size),
+                      "fuzz.json");
+}
+
+outcome read_cluster_file(const uint8_t* data, size_t size) {
+  std::string text = R"({"model": {"type": "softmax"},
+ "data": {"format": "synthetic"},
+ "cluster": )";
+  text.append(reinterpret_cast<const char*>(data), size);
+  text += "}";
+  return parse_config(text, "fuzz-cluster.json");
+}
+
+outcome read_idx(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto in = split(data, size);
+  auto images = s.file("images-idx3-ubyte");
+  auto labels = s.file("labels-idx1-ubyte");
+  write_file(images, in.first, in.first_size, in.flags & 1);
+  write_file(labels, in.second, in.second_size, in.flags & 2);
+  outcome o;
+  o.names = images.substr(0, images.rfind('/'));
+  auto d = load_idx(images, labels, 10);
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height < 1 || d->height > 4096 || d->width < 1
+      || d->width > 4096 || d->channels != 1 || d->classes != 10)
+    o.broken = "IDX count or shape out of range";
+  else
+    o.broken = pixels_broken(*d);
+  return o;
+}
+
+outcome read_cifar(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto in = split(data, size);
+  std::vector<std::string> paths{s.file("data_batch_1.bin")};
+  if (in.flags & 4) {
+    paths.push_back(s.file("data_batch_2.bin"));
+    write_file(paths[0], in.first, in.first_size, in.flags & 1);
+    write_file(paths[1], in.second, in.second_size, in.flags & 2);
+  } else {
+    // One file: the whole body (the split point is not used).
+    write_file(paths[0], in.first, in.first_size + in.second_size,
+               in.flags & 1);
+  }
+  outcome o;
+  o.names = paths[0].substr(0, paths[0].rfind('/'));
+  auto d = load_cifar10(paths);
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height != 32 || d->width != 32 || d->channels != 3
+      || d->classes != 10)
+    o.broken = "CIFAR-10 count or shape out of range";
+  else
+    o.broken = pixels_broken(*d);
+  return o;
+}
+
+outcome read_safetensors(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto path = s.file("ckpt-1.safetensors");
+  write_file(path, data, size, false);
+  outcome o;
+  o.names = path.substr(0, path.rfind('/'));
+  auto head = read_checkpoint_metadata(path);
+  if (!head)
+    o.errors.push_back(describe(head.error()));
+  auto full = read_checkpoint(path);
+  if (!full) {
+    o.errors.push_back(describe(full.error()));
+    return o;
+  }
+  if (!head || head->step != full->step || head->metadata != full->metadata) {
+    o.broken = "read_checkpoint accepts what read_checkpoint_metadata "
+               "refuses, or reads other metadata";
+    return o;
+  }
+  if (o.broken = checkpoint_broken(*full); !o.broken.empty())
+    return o;
+  // What was read is a checkpoint: written again and read back, it must
+  // come back the same.
+  auto again_path = s.file("ckpt-2.safetensors");
+  if (auto err = write_checkpoint(again_path, *full)) {
+    o.broken = "write_checkpoint refuses a checkpoint read_checkpoint "
+               "accepted: " + describe(err);
+    return o;
+  }
+  auto again = read_checkpoint(again_path);
+  if (!again)
+    o.broken = "a rewritten checkpoint does not read: "
+               + describe(again.error());
+  else if (!same_checkpoint(*full, *again))
+    o.broken = "a rewritten checkpoint reads differently";
+  return o;
+}
+
+const std::vector<reader>& readers() {
+  static const std::vector<reader> all{
+    {"config", read_config},
+    {"cluster_file", read_cluster_file},
+    {"idx", read_idx},
+    {"cifar", read_cifar},
+    {"safetensors", read_safetensors},
+  };
+  return all;
+}
+
+void run_or_trap(outcome (*read)(const uint8_t*, size_t), const uint8_t* data,
+                 size_t size) {
+  auto o = read(data, size);
+  if (!o.broken.empty()) {
+    std::fprintf(stderr, "troupe fuzz: a successful read broke an "
+                         "invariant: %s\n", o.broken.c_str());
+    __builtin_trap();
+  }
+}
+
+} // namespace troupe::fuzz
