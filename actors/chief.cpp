@@ -90,10 +90,12 @@ void shut_down(chief_self self) {
   self->quit();
 }
 
-/// Tells every node agent that the run is over (each stops what it
-/// started and its process exits), then runs `then`; a node that does not
-/// answer within two seconds is not waited for.
-void release_nodes(chief_self self, std::function<void()> then) {
+/// Tells every node agent that the run is over, with `reason` (none: it
+/// succeeded), so that each stops what it started and its process exits
+/// with the run's outcome; then runs `then`. A node that does not answer
+/// within two seconds is not waited for.
+void release_nodes(chief_self self, const caf::error& reason,
+                   std::function<void()> then) {
   auto& st = self->state;
   std::vector<node_agent_actor> agents;
   for (auto& [name, n] : st.nodes)
@@ -104,7 +106,7 @@ void release_nodes(chief_self self, std::function<void()> then) {
   auto left = std::make_shared<size_t>(agents.size());
   auto done = std::make_shared<std::function<void()>>(std::move(then));
   for (auto& a : agents)
-    self->request(a, std::chrono::seconds(2), finish_atom_v)
+    self->request(a, std::chrono::seconds(2), finish_atom_v, reason)
       .then(
         [=](bool) {
           if (--*left == 0)
@@ -122,7 +124,7 @@ void fail_run(chief_self self, caf::error err) {
     return;
   st.ended = true;
   say(self, "error: " + describe(err));
-  release_nodes(self, [=]() mutable {
+  release_nodes(self, err, [=]() mutable {
     self->state.reply.deliver(std::move(err));
     shut_down(self);
   });
@@ -410,7 +412,7 @@ void finish_run(chief_self self) {
                     self->state.opts.on_finish(*final_params,
                                                *shard_stats_copy);
                   self->state.ended = true;
-                  release_nodes(self, [=] {
+                  release_nodes(self, caf::error{}, [=] {
                     self->state.reply.deliver(done);
                     shut_down(self);
                   });
@@ -445,7 +447,7 @@ std::string least_loaded_node(chief_self self) {
   auto& st = self->state;
   std::map<std::string, int> load;
   for (auto& [id, w] : st.workers)
-    if (w.state != "finished")
+    if (w.state != worker_phase::finished)
       ++load[w.node];
   std::string best;
   int best_rank = 0;
@@ -505,7 +507,7 @@ void place_worker(chief_self self, int32_t id) {
     node = w.node;
   else if (st.opts.cfg.cluster.on_node_loss
            == cluster_config::node_loss::wait) {
-    w.state = "waiting";
+    w.state = worker_phase::waiting;
     say(self, fmt("worker %d waits for node %s to come back", id,
                   w.node.c_str()));
     return;
@@ -520,7 +522,7 @@ void place_worker(chief_self self, int32_t id) {
                   w.node.c_str(), node.c_str()));
     w.node = node;
   }
-  w.state = "starting";
+  w.state = worker_phase::starting;
   w.placing = true;
   worker_spawn ws;
   ws.id = id;
@@ -543,8 +545,12 @@ void place_worker(chief_self self, int32_t id) {
         self->monitor(h);
         auto& e = s.workers[id];
         e.handle = h;
-        e.state = "running";
+        e.state = worker_phase::running;
         s.worker_of[h.address()] = id;
+        if (s.nodes[node].leaving) { // it started as its node began to leave
+          e.state = worker_phase::leaving;
+          self->send(h, finish_atom_v);
+        }
       },
       [=](caf::error& err) {
         self->state.workers[id].placing = false;
@@ -586,7 +592,7 @@ void join_on_shards(chief_self self, std::vector<int32_t> ids,
 int live_workers(chief_self self) {
   int n = 0;
   for (auto& [id, w] : self->state.workers)
-    n += w.state != "finished";
+    n += w.state != worker_phase::finished;
   return n;
 }
 
@@ -656,14 +662,15 @@ void set_user_pause(chief_self self, bool paused) {
 void release_waiting_if_idle(chief_self self) {
   auto& st = self->state;
   for (auto& [id, w] : st.workers)
-    if (w.state == "running" || w.state == "starting")
+    if (w.state == worker_phase::running || w.state == worker_phase::starting
+        || w.state == worker_phase::leaving)
       return;
   for (auto& [id, w] : st.workers)
-    if (w.state == "waiting") {
+    if (w.state == worker_phase::waiting) {
       say(self, fmt("worker %d: nothing left to train; it no longer waits "
                     "for node %s",
                     id, w.node.c_str()));
-      w.state = "finished";
+      w.state = worker_phase::finished;
       for (auto& s : st.shards)
         if (s)
           self->send(s, leave_atom_v, id);
@@ -671,9 +678,10 @@ void release_waiting_if_idle(chief_self self) {
   finish_run(self);
 }
 
-void stop_run(chief_self self) {
+void stop_run(chief_self self, const std::string& who) {
   auto& st = self->state;
-  say(self, "stop requested; finishing after the steps in flight");
+  say(self, "stop requested by " + who + "; finishing after the steps in "
+            "flight");
   self->send(st.feeder, finish_atom_v);
   if (st.user_paused)
     set_user_pause(self, false);
@@ -695,7 +703,7 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
                                    id, st.restarts->max_restarts(),
                                    st.restarts->window(), why.c_str())));
   ++w.restarts;
-  w.state = "starting";
+  w.state = worker_phase::starting;
   say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
                 "within %.0f s)",
                 id, why.c_str(), st.restarts->total(),
@@ -716,18 +724,52 @@ caf::timespan shard_loss_grace(chief_self self) {
     self->state.opts.cfg.cluster.connection_timeout_ms);
 }
 
+/// The worker `id` of a node that leaves the run is down: once every
+/// worker there is, the node is answered and may go.
+void finish_leave_if_done(chief_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.nodes.find(name);
+  if (it == st.nodes.end() || !it->second.leaving)
+    return;
+  for (auto& [id, w] : st.workers)
+    if (w.node == name && w.state == worker_phase::leaving)
+      return;
+  say(self, fmt("node %s has left the run", name.c_str()));
+  it->second.leaving->deliver(true);
+  it->second.leaving.reset();
+}
+
+/// A worker of a leaving node has finished its steps in flight: the lease
+/// it still held goes back to the feeder, and it starts again where the
+/// placement puts it (another node, or waiting for this one to return).
+void replace_leaving_worker(chief_self self, int32_t id) {
+  auto& st = self->state;
+  if (st.recovering) // the recovery rewinds the feeder and starts it
+    return;
+  self->request(st.feeder, timeout_of(self), requeue_atom_v, id)
+    .then([=](int32_t) { place_worker(self, id); },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
 void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
   auto& w = st.workers[id];
   w.handle = worker_actor{};
+  bool was_leaving = w.state == worker_phase::leaving;
+  if (was_leaving) {
+    w.state = worker_phase::starting;
+    finish_leave_if_done(self, w.node);
+  }
   if (st.recycling.erase(id) > 0) { // stopped for a shard recovery
     if (st.recycling.empty())
       restore_after_loss(self);
     return;
   }
+  if (was_leaving) // however it ended, its node sent it away
+    return replace_leaving_worker(self, id);
   if ((reason == errc::node_unreachable || reason == errc::actor_down)
       && !st.recovering) {
-    w.state = "starting";
+    w.state = worker_phase::starting;
     say(self, fmt("worker %d lost a shard (%s); waiting %.1f s for the "
                   "chief to see it",
                   id, describe(reason).c_str(),
@@ -738,7 +780,7 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
     return;
   }
   if (!reason || reason == caf::exit_reason::user_shutdown) {
-    w.state = "finished";
+    w.state = worker_phase::finished;
     // It will push no more: ssp stops waiting for its clock.
     for (auto& s : st.shards)
       self->send(s, leave_atom_v, id);
@@ -862,7 +904,7 @@ void restore_after_loss(chief_self self) {
     auto& s = self->state;
     std::vector<int32_t> ids;
     for (auto& [id, w] : s.workers)
-      if (w.state != "finished")
+      if (w.state != worker_phase::finished)
         ids.push_back(id);
     join_now(self, ids, [=] {
       self->request(self->state.feeder, timeout_of(self), restore_atom_v,
@@ -1321,11 +1363,72 @@ on_register(chief_self self, std::string name, const std::string& host,
   }
   // A node back after a crash: its waiting workers start there again.
   for (auto& [id, w] : st.workers)
-    if (w.state == "waiting" && w.node == name)
+    if (w.state == worker_phase::waiting && w.node == name)
       place_worker(self, id);
   if (join_workers > 0 && st.training)
     add_workers(self, name, join_workers);
   return {name, st.run_id};
+}
+
+/// SIGINT or SIGTERM on the chief's process: the shell's "stop"; before
+/// training began, the run ends without training.
+void on_stop_request(chief_self self, const std::string& who) {
+  auto& st = self->state;
+  if (st.ended || st.stopping)
+    return;
+  if (!st.training)
+    return fail_run(self, make_error(errc::stopped,
+                                     "stopped by " + who
+                                       + " before training began"));
+  stop_run(self, who);
+}
+
+/// A member node leaves the run (SIGINT/SIGTERM there): nothing more is
+/// placed on it, its workers finish their steps in flight, their leases
+/// go back and they start again elsewhere (on_node_loss "move") or wait
+/// for the node ("wait"). A node that holds shards cannot leave: its
+/// shards would have nowhere to go without losing steps.
+caf::result<bool> on_leave(chief_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.nodes.find(name);
+  if (it == st.nodes.end() || !it->second.up)
+    return make_error(errc::invalid_argument,
+                      "node "" + name + "" is not up in this run");
+  if (name == st.own_node())
+    return make_error(errc::invalid_argument,
+                      "the chief's own node cannot leave; stop the run");
+  if (st.ended || st.stopping) // the run releases every node soon
+    return true;
+  std::string held;
+  for (size_t i = 0; i < st.shard_node.size(); ++i)
+    if (st.shard_node[i] == name)
+      held += (held.empty() ? "" : ", ") + std::to_string(i);
+  if (!held.empty())
+    return make_error(errc::invalid_argument,
+                      "node " + name + " holds shard(s) " + held
+                        + " and cannot leave a running run; stop the run "
+                          "instead (or end the node: its shards are then "
+                          "restored from the newest checkpoint)");
+  auto& node = it->second;
+  node.up = false; // nothing more is placed there
+  node.leaving = self->make_response_promise<bool>();
+  int finishing = 0;
+  for (auto& [id, w] : st.workers)
+    if (w.node == name
+        && (w.state == worker_phase::running
+            || w.state == worker_phase::starting)
+        && (w.handle || w.placing)) {
+      w.state = worker_phase::leaving;
+      ++finishing;
+      if (w.handle) // one being placed is told when it is up
+        self->send(w.handle, finish_atom_v);
+    }
+  say(self, fmt("node %s leaves the run: %d worker%s finish their steps in "
+                "flight and hand back their leases",
+                name.c_str(), finishing, finishing == 1 ? "" : "s"));
+  auto promise = *node.leaving;
+  finish_leave_if_done(self, name);
+  return promise;
 }
 
 } // namespace chief_ops
@@ -1385,6 +1488,10 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
                               st.opts.cfg.cluster.node_timeout_s,
                               missing_nodes(self).c_str())));
     },
+    [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
+    [=](leave_atom, const std::string& node) -> caf::result<bool> {
+      return on_leave(self, node);
+    },
     [=](shell_atom, const std::string& line) {
       return shell_command(self, line);
     },
@@ -1402,10 +1509,13 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
   };
 }
 
-caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
-                                           chief_options opts) {
+caf::expected<cluster_summary>
+run_cluster(caf::actor_system& sys, chief_options opts,
+            const std::function<void(const chief_actor&)>& started) {
   auto cluster = opts.cfg.cluster;
   auto chief = sys.spawn(chief_impl, std::move(opts));
+  if (started)
+    started(chief);
   if (cluster.distributed()) {
     auto& me = *cluster.node(cluster.chief_node);
     auto port = publish_on(sys, chief, me.host, me.port);

@@ -63,8 +63,10 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
 /// config): every actor in `sys`. Otherwise the chief also publishes
 /// itself on its node's address and places shards and workers through the
 /// agents of the nodes that register. The run's own errors come back as
-/// errors.
-caf::expected<cluster_summary> run_cluster(caf::actor_system& sys,
-                                           chief_options opts);
+/// errors. `started` gets the chief's handle as soon as it exists (to send
+/// it a stop on a signal).
+caf::expected<cluster_summary>
+run_cluster(caf::actor_system& sys, chief_options opts,
+            const std::function<void(const chief_actor&)>& started = nullptr);
 
 } // namespace troupe

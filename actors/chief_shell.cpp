@@ -68,8 +68,9 @@ json worker_json(chief_self self, int32_t id) {
   return {{"id", "worker:" + std::to_string(id)},
           {"role", "worker"},
           {"node", w.node},
-          {"state", st.recovering && w.state != "finished" ? "restoring"
-                                                           : w.state},
+          {"state", st.recovering && w.state != worker_phase::finished
+                      ? "restoring"
+                      : to_string(w.state)},
           {"step", w.steps},
           {"clock", w.clock},
           {"samples", w.samples},
@@ -133,7 +134,7 @@ json nodes_json(chief_self self) {
       if (st.shard_node[i] == name)
         shards.push_back(i);
     for (auto& [id, w] : st.workers)
-      if (w.node == name && w.state != "finished")
+      if (w.node == name && w.state != worker_phase::finished)
         workers.push_back(id);
     out.push_back({{"name", name},
                    {"address", n.address()},
@@ -391,7 +392,7 @@ caf::result<std::string> shell_command(chief_self self,
   if (cmd == "stop") {
     if (!st.training)
       return usage("stop: the run has not started training yet");
-    stop_run(self);
+    stop_run(self, "the shell");
     return json{{"stopping", true}}.dump();
   }
   return usage("unknown command \"" + cmd + "\"; try help");

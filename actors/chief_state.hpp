@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,13 +28,33 @@ constexpr int32_t max_join_workers = 1024;
 constexpr size_t max_workers = 4096;
 constexpr size_t max_identity_bytes = 64 * 1024;
 
+/// A worker's life as the chief sees it. starting: its agent starts it (or
+/// it waits out a shard-loss grace); running: it trains; waiting: its node
+/// is down and on_node_loss is "wait"; leaving: its node leaves the run and
+/// it finishes its steps in flight, after which its leases go back and it
+/// is placed again; finished: it ended with the feeder done, or the run no
+/// longer needs it.
+enum class worker_phase : uint8_t { starting, running, waiting, leaving,
+                                    finished };
+
+inline const char* to_string(worker_phase p) {
+  switch (p) {
+    case worker_phase::starting: return "starting";
+    case worker_phase::running: return "running";
+    case worker_phase::waiting: return "waiting";
+    case worker_phase::leaving: return "leaving";
+    case worker_phase::finished: return "finished";
+  }
+  return "?";
+}
+
 struct chief_state {
   static inline const char* name = "chief";
   /// A worker as the chief sees it, for supervision and the shell.
   struct worker_entry {
     std::string node;
     worker_actor handle;   ///< null while (re)starting or waiting
-    std::string state = "starting"; ///< starting|running|waiting|finished
+    worker_phase state = worker_phase::starting;
     int restarts = 0;
     bool placing = false;  ///< an agent is starting it
     int64_t steps = 0, samples = 0, clock = 0;
@@ -52,6 +73,8 @@ struct chief_state {
     node_agent_actor agent; ///< null while down
     bool up = false;
     bool joined = false;    ///< added to a running cluster
+    /// It asked to leave the run: answered once its workers are down.
+    std::optional<caf::typed_response_promise<bool>> leaving;
     int planned_shards = 0, planned_workers = 0;
 
     /// "host:port"; "local" for the embedded process; the host alone for
@@ -147,7 +170,8 @@ std::string least_loaded_node(chief_self self);
 /// Stops feeding (pause) or feeds again (resume), for the shell.
 void set_user_pause(chief_self self, bool paused);
 /// The feeder leases nothing more; the run ends after the last steps.
-void stop_run(chief_self self);
+/// `who` asked for it ("the shell", "SIGTERM").
+void stop_run(chief_self self, const std::string& who);
 
 } // namespace chief_ops
 

@@ -148,13 +148,14 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       keep(self, h);
       return h;
     },
-    [=](finish_atom) {
+    [=](finish_atom, caf::error& reason) {
       for (auto& p : self->state.alive)
         self->send_exit(caf::actor_cast<caf::actor>(p),
                         caf::exit_reason::user_shutdown);
       self->state.alive.clear();
       close_data_links(self->state);
-      self->quit();
+      // The node process reads the run's end from the agent's exit reason.
+      self->quit(std::move(reason));
       return true;
     },
   };

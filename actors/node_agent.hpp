@@ -4,7 +4,8 @@
 // one), and how workers are added to a running cluster.
 //
 // States: one. It keeps the handles of what it started until they end
-// and, on finish, stops them and quits (the node process then exits).
+// and, on finish, stops them and quits with the run's error, if any, as its
+// exit reason (the node process then exits, with 1 for a failed run).
 #pragma once
 
 #include <functional>

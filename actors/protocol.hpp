@@ -363,6 +363,7 @@ CAF_ADD_ATOM(troupe, troupe, tune_atom, "tune")
 CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
 CAF_ADD_ATOM(troupe, troupe, data_atom, "data")
+CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -412,10 +413,14 @@ using feeder_actor = caf::typed_actor<
   // Its own timer: answers leases held for their bound with "wait".
   caf::reacts_to<expire_atom>>;
 
-/// A worker (actors/worker.hpp). Its only messages are its own loop's.
+/// A worker (actors/worker.hpp).
 using worker_actor = caf::typed_actor<
-  // Runs the next training step.
-  caf::reacts_to<step_atom>>;
+  // Runs the next training step (its own loop).
+  caf::reacts_to<step_atom>,
+  // Starts no new step and ends normally once every pushed step is
+  // settled: a lease it holds but has not trained stays unacked, for the
+  // chief to put back (a node that leaves the run).
+  caf::reacts_to<finish_atom>>;
 
 // -- across processes ---------------------------------------------------------------
 
@@ -472,8 +477,10 @@ namespace troupe {
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<place_atom, shard_spawn>::with<shard_actor>,
   caf::replies_to<place_atom, worker_spawn>::with<worker_actor>,
-  // The run is over: stop everything here and quit.
-  caf::replies_to<finish_atom>::with<bool>>;
+  // The run is over: stop everything here and quit, with the run's error
+  // as the exit reason (none: the run succeeded), which the node process
+  // reports.
+  caf::replies_to<finish_atom, caf::error>::with<bool>>;
 
 /// The chief supervisor (actors/chief.hpp).
 using chief_actor = caf::typed_actor<
@@ -494,6 +501,13 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<register_atom>::with<std::string>,
   // The time for every node to register is up.
   caf::reacts_to<deadline_atom>,
+  // Finish after the steps in flight (evaluate, checkpoint, summary), as
+  // the shell's "stop" does; the text says who asked ("SIGTERM").
+  caf::reacts_to<stop_atom, std::string>,
+  // Node N leaves the run: its workers finish their steps and their
+  // leases go back; the reply comes once they are all down (an error: it
+  // cannot leave, e.g. it holds shards that have nowhere to go).
+  caf::replies_to<leave_atom, std::string>::with<bool>,
   // A shell command line; the reply is JSON text.
   caf::replies_to<shell_atom, std::string>::with<std::string>,
   // Its own timer: worker N, which lost a shard node's data-plane

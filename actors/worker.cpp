@@ -112,11 +112,11 @@ void flush_report(self_ptr self) {
   st.last_report = now_seconds();
 }
 
-/// Ends the worker once the feeder is done and every pushed step is
-/// settled.
+/// Ends the worker once the feeder is done (or it was told to finish) and
+/// every pushed step is settled.
 void quit_when_settled(self_ptr self) {
   auto& st = self->state;
-  if (st.feeder_done && st.unsettled == 0) {
+  if ((st.feeder_done || st.draining) && st.unsettled == 0) {
     flush_report(self);
     self->quit();
   }
@@ -154,7 +154,8 @@ std::function<void()> settle(self_ptr self) {
     if (acc.steps >= 8 || now_seconds() - s.last_report >= 0.05)
       flush_report(self);
     quit_when_settled(self);
-    if (s.step_deferred && s.unsettled < max_unsettled && !s.feeder_done) {
+    if (s.step_deferred && s.unsettled < max_unsettled && !s.feeder_done
+        && !s.draining) {
       s.step_deferred = false;
       next_step(self);
     }
@@ -300,6 +301,8 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
 /// stale, like Downpour's fetch); every push is still applied once.
 void next_step(self_ptr self) {
   auto& st = self->state;
+  if (st.draining)
+    return quit_when_settled(self);
   if (st.unsettled >= max_unsettled) {
     // Backpressure: the shards hold a bounded number of this worker's
     // pushes (see max_unsettled); this step starts when one is applied.
@@ -310,6 +313,10 @@ void next_step(self_ptr self) {
   auto work = [=] {
     if (self->state.halted)
       return;
+    // Told to finish while the batch came: it stays untrained and unacked
+    // (the chief puts it back).
+    if (self->state.draining)
+      return quit_when_settled(self);
     if (self->state.opts.cfg.cluster.consistency
         == cluster_config::mode::async)
       next_step(self);
@@ -388,7 +395,7 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   }();
   if (!made) {
     self->quit(made.error());
-    return {[](step_atom) {}};
+    return {[](step_atom) {}, [](finish_atom) {}};
   }
   st.replica = std::move(*made);
   const auto batch = static_cast<size_t>(cfg.training.batch_size);
@@ -404,6 +411,8 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   return {
     [=](step_atom) {
       auto& s = self->state;
+      if (s.draining)
+        return quit_when_settled(self);
       if (s.initialised || !is_easgd(self))
         return next_step(self);
       // easgd starts from the center.
@@ -412,6 +421,10 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
         self->state.initialised = true;
         next_step(self);
       });
+    },
+    [=](finish_atom) {
+      self->state.draining = true;
+      quit_when_settled(self);
     },
   };
 }

@@ -10,7 +10,9 @@
 // optimizer and every `tau` steps pulls the center, moves toward it and
 // pushes the elastic difference.
 //
-// The worker ends normally when the feeder says done. Any failure (an error
+// The worker ends normally when the feeder says done, or when told to finish
+// (its node leaves the run): then it starts no new step and ends once its
+// pushed steps are settled, leaving a prefetched lease unacked. Any failure (an error
 // reply, a timeout, an exception from the backend) ends it with that error,
 // and the chief restarts it.
 #pragma once
@@ -70,6 +72,7 @@ struct worker_state {
   int unsettled = 0;         ///< pushed steps whose pushes are not all applied
   bool step_deferred = false; ///< a step waits for unsettled to drop
   bool feeder_done = false;  ///< quit once nothing is unsettled
+  bool draining = false;     ///< told to finish: no new step, then quit
   bool halted = false;       ///< after a non-finite loss
   worker_report report;      ///< settled steps not yet reported
   double last_report = 0;

@@ -21,12 +21,39 @@ int fail(const caf::error& err) {
 }
 
 
+/// Asks the chief to let this node leave the run (its workers finish their
+/// steps and hand back their leases); true once it has, and the agent has
+/// stopped what runs here.
+bool leave_run(caf::scoped_actor& self, const chief_actor& chief,
+               const node_agent_actor& agent, const std::string& name,
+               const std::string& signal, const run_config& cfg) {
+  std::cout << "node " << name << ": " << signal
+            << ": leaving the run; its workers finish their steps in flight"
+            << std::endl;
+  bool left = false;
+  self->request(chief, request_timeout(cfg), leave_atom_v, name)
+    .receive([&](bool) { left = true; },
+             [&](caf::error& err) {
+               std::cerr << "troupe-node: node " << name
+                         << " cannot leave: " << describe(err)
+                         << " (a second signal ends it at once)" << std::endl;
+             });
+  if (!left)
+    return false;
+  self->request(agent, std::chrono::seconds(5), finish_atom_v, caf::error{})
+    .receive([](bool) {}, [](caf::error&) {});
+  std::cout << "node " << name << ": left the run" << std::endl;
+  return true;
+}
+
 /// Registers `agent` with the chief and serves until the run ends: 0 when
-/// the chief ends the run (it tells the agent to finish), 1 when the
-/// chief is lost.
+/// the chief ends the run successfully (it tells the agent to finish) or
+/// the node leaves it on a signal, 1 when the run failed (the agent ends
+/// with the run's error) or the chief is lost.
 int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
           std::string name, const std::string& host, uint16_t port,
-          int32_t join_workers, uint16_t data_port, const run_config& cfg) {
+          int32_t join_workers, uint16_t data_port, const run_config& cfg,
+          stop_signals& signals) {
   caf::scoped_actor self{sys};
   int code = 0;
   bool registered = false;
@@ -43,18 +70,34 @@ int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
       },
       [&](caf::error& err) { code = fail(err); });
   if (!registered) {
-    self->send(agent, finish_atom_v);
+    self->send(agent, finish_atom_v, caf::error{});
     return code;
   }
   std::cout << "node " << name << ": registered with the chief (run " << run_id
             << ")" << std::endl;
   self->monitor(chief);
   self->monitor(agent);
+  // The first signal asks to leave; the loop below takes it.
+  signals.on_first(
+    [me = caf::actor_cast<caf::actor>(self.ptr())](const std::string& sig) {
+      caf::anon_send(me, leave_atom_v, sig);
+    });
   bool done = false;
   while (!done)
-    self->receive([&](caf::down_msg& dm) {
+    self->receive(
+      [&](leave_atom, const std::string& sig) {
+        done = leave_run(self, chief, agent, name, sig, cfg);
+      },
+      [&](caf::down_msg& dm) {
       if (dm.source == agent.address()) {
-        std::cout << "node " << name << ": the run is over" << std::endl;
+        if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
+          std::cerr << "troupe-node: error: node " << name
+                    << ": the run failed: " << describe(dm.reason)
+                    << std::endl;
+          code = 1;
+        } else {
+          std::cout << "node " << name << ": the run is over" << std::endl;
+        }
         done = true;
       } else if (dm.source == chief.address()) {
         if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
@@ -64,10 +107,12 @@ int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
           code = 1;
         }
         // Stop what runs here; the agent's down ends the loop.
-        self->request(agent, std::chrono::seconds(5), finish_atom_v)
+        self->request(agent, std::chrono::seconds(5), finish_atom_v,
+                      caf::error{})
           .receive([](bool) {}, [&](caf::error&) { done = true; });
       }
     });
+  signals.on_first(nullptr); // lets go of this actor's handle
   return code;
 }
 
@@ -75,7 +120,7 @@ int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
 
 int run_member_node(const run_config& cfg, const std::string& node,
                     std::shared_ptr<const tls_context> tls,
-                    const link_options& links) {
+                    const link_options& links, stop_signals& signals) {
   auto* me = cfg.cluster.node(node);
   auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
   caf::actor_system_config sys_cfg;
@@ -126,13 +171,13 @@ int run_member_node(const run_config& cfg, const std::string& node,
     return fail(chief.error());
   }
   auto code = serve(sys, *chief, agent, node, me->host, me->port, -1,
-                    (*data_plane)->port(), cfg);
+                    (*data_plane)->port(), cfg, signals);
   (*data_plane)->stop();
   sys.middleman().unpublish(agent);
   return code;
 }
 
-int run_joining_node(const join_options& opts) {
+int run_joining_node(const join_options& opts, stop_signals& signals) {
   auto addr = parse_address(opts.chief_address);
   if (!addr)
     return fail(addr.error());
@@ -178,7 +223,8 @@ int run_joining_node(const join_options& opts) {
             << opts.workers << " workers on "
             << cfg->training.device.to_string() << std::endl;
   // It holds no shards, so it serves no data plane.
-  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0, *cfg);
+  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0, *cfg,
+               signals);
 }
 
 } // namespace troupe

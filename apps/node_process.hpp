@@ -7,17 +7,19 @@
 #include <string>
 
 #include "apps/link_options.hpp"
+#include "apps/stop_signals.hpp"
 #include "runtime/config.hpp"
 
 namespace troupe {
 
 /// Starts this process's agent on `node`'s address, registers with the
 /// chief (waiting up to the config's node_timeout_s for it) and serves
-/// until the run ends. Returns the exit code.
-/// `tls`: from load_link_tls (null: plaintext).
+/// until the run ends. Returns the exit code: 0 when the run succeeded or
+/// the node left it (the first SIGINT/SIGTERM), 1 when the run failed or
+/// the chief was lost. `tls`: from load_link_tls (null: plaintext).
 int run_member_node(const run_config& cfg, const std::string& node,
                     std::shared_ptr<const tls_context> tls,
-                    const link_options& links);
+                    const link_options& links, stop_signals& signals);
 
 /// What troupe-node --join was asked for.
 struct join_options {
@@ -33,6 +35,6 @@ struct join_options {
 /// Connects to the chief within timeout_s, takes the run config from it,
 /// checks the device and adds the workers in this process. Returns the
 /// exit code.
-int run_joining_node(const join_options& opts);
+int run_joining_node(const join_options& opts, stop_signals& signals);
 
 } // namespace troupe

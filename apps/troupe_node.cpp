@@ -24,6 +24,7 @@
 #include "apps/exit_codes.hpp"
 #include "apps/link_options.hpp"
 #include "apps/node_process.hpp"
+#include "apps/stop_signals.hpp"
 #include "actors/remote.hpp"
 #include "caf/all.hpp"
 #include "runtime/config.hpp"
@@ -38,6 +39,9 @@ int fail(const caf::error& err) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // First: every thread started from here on leaves SIGINT and SIGTERM to
+  // the watcher.
+  troupe::stop_signals signals{"troupe-node"};
   CLI::App app{"Run a training run on troupe's actor cluster."};
   std::string config_path, mode, metrics_dir, node, join, name;
   std::optional<troupe::device_spec> device;
@@ -94,7 +98,7 @@ int main(int argc, char** argv) {
     jo.device = device;
     jo.timeout_s = join_timeout;
     jo.links = links;
-    return troupe::run_joining_node(jo);
+    return troupe::run_joining_node(jo, signals);
   }
   if (config_path.empty()) {
     std::cerr << "troupe-node: error: --config FILE or --join HOST:PORT is "
@@ -165,7 +169,7 @@ int main(int argc, char** argv) {
   if (!tls)
     return fail(tls.error());
   if (!node.empty() && node != cl.chief_node)
-    return troupe::run_member_node(*cfg, node, *tls, links);
+    return troupe::run_member_node(*cfg, node, *tls, links, signals);
   auto data = troupe::load_datasets(cfg->data);
   if (!data)
     return fail(data.error());
@@ -203,7 +207,14 @@ int main(int argc, char** argv) {
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
   auto data_plane = opts.data_plane;
-  auto summary = troupe::run_cluster(sys, std::move(opts));
+  // The first signal is the shell's "stop"; a second one exits at once.
+  auto summary = troupe::run_cluster(
+    sys, std::move(opts), [&](const troupe::chief_actor& chief) {
+      signals.on_first([chief](const std::string& signal) {
+        caf::anon_send(chief, troupe::stop_atom_v, signal);
+      });
+    });
+  signals.on_first(nullptr); // lets go of the chief's handle
   if (data_plane)
     data_plane->stop();
   if (!summary)

@@ -19,6 +19,7 @@ std::string to_string(errc code) {
     case errc::restart_limit: return "restart_limit";
     case errc::actor_down: return "actor_down";
     case errc::node_unreachable: return "node_unreachable";
+    case errc::stopped: return "stopped";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -27,6 +27,7 @@ enum class errc : uint8_t {
   restart_limit,        ///< failures came faster than the restart intensity
   actor_down,           ///< a shard or the feeder stopped during a run
   node_unreachable,     ///< a node never came up, or cannot be connected to
+  stopped,              ///< stopped (a signal) before training began
 };
 
 /// The enumerator's name, e.g. "invalid_config".

@@ -281,8 +281,11 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
   BOOST_TEST(has(chief.err(), "did not come up within 6 s: w0 (127.0.0.1:"
                                 + std::to_string(spec.nodes[2].port) + ")"),
              chief.err());
-  // The node that did come up is told and exits.
-  BOOST_TEST(ps0.wait(20) == 0, ps0.err());
+  // The node that did come up is told why the run failed, and exits 1.
+  BOOST_TEST(ps0.wait(20) == 1, ps0.err());
+  BOOST_TEST(has(ps0.err(), "node ps0: the run failed: these nodes did not "
+                            "come up within 6 s"),
+             ps0.err());
   // A member whose chief never comes up gives up after the same timeout.
   process lonely{dir, "lonely", "troupe-node", {"--config", cfg, "--node", "w0"}};
   BOOST_TEST(lonely.wait(30) == 1);

@@ -116,6 +116,11 @@ public:
       code_ = -SIGKILL;
     }
   }
+  /// Sends `signo` (SIGTERM, SIGINT, ...), as an operator or init would.
+  void signal(int signo) {
+    if (running())
+      ::kill(pid_, signo);
+  }
   /// Freezes the process (SIGSTOP), as a hang or a partition would.
   void freeze() {
     if (running())
