@@ -1157,7 +1157,98 @@ std::string missing_nodes(chief_self self) {
   return out;
 }
 
-/// Once every node of the file is up: the shards.
+/// The most updates any live shard on the up nodes has applied (-1: no
+/// shard lives on them), for `then`.
+void newest_live_version(chief_self self, std::function<void(int64_t)> then) {
+  std::vector<node_agent_actor> agents;
+  for (auto& [name, n] : self->state.nodes)
+    if (n.up && n.agent && name != self->state.own_node())
+      agents.push_back(n.agent);
+  auto newest = std::make_shared<int64_t>(-1);
+  auto left = std::make_shared<size_t>(agents.size());
+  auto done = std::make_shared<std::function<void(int64_t)>>(std::move(then));
+  if (agents.empty())
+    return (*done)(-1);
+  for (auto& a : agents)
+    self->request(a, timeout_of(self), stats_atom_v)
+      .then(
+        [=](std::vector<shard_stats>& stats) {
+          for (auto& x : stats)
+            *newest = std::max(*newest, x.version);
+          if (--*left == 0)
+            (*done)(*newest);
+        },
+        [=](caf::error&) {
+          if (--*left == 0)
+            (*done)(*newest);
+        });
+}
+
+/// The nodes named the run of a chief that was lost: this chief goes on
+/// with it from its newest checkpoint (every shard and the feeder
+/// restored to one step) and says how many steps that loses, from how far
+/// the nodes' live shards had got.
+void adopt_run(chief_self self, std::function<void()> then) {
+  auto& st = self->state;
+  const auto& ckpt = st.opts.cfg.training.checkpoint;
+  int64_t ckpt_version = 0;
+  if (!ckpt.dir.empty()) {
+    auto found = load_newest(ckpt.dir, stamp_of(self),
+                             checkpoint_pick::this_run,
+                             st.evaluator->layout());
+    if (!found)
+      return fail_run(self, found.error());
+    if (*found) {
+      auto version = version_of((*found)->ckpt, (*found)->path);
+      if (!version)
+        return fail_run(self, version.error());
+      ckpt_version = st.initial_version = *version;
+      st.adopted_from_step = (*found)->ckpt.step;
+      say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
+                    st.run_id.c_str(), (*found)->path.c_str(),
+                    static_cast<long long>(st.adopted_from_step)));
+      st.resume_from = std::make_shared<checkpoint>(std::move((*found)->ckpt));
+      st.fresh_dir_error = caf::error{};
+    }
+  }
+  if (!st.resume_from) {
+    if (st.fresh_dir_error)
+      return fail_run(self, std::move(st.fresh_dir_error));
+    say(self, fmt("taking over run %s: it has no checkpoint, so it starts "
+                  "again from step 0",
+                  st.run_id.c_str()));
+    st.adopted_from_step = 0;
+  }
+  newest_live_version(self, [=](int64_t live) {
+    auto& s = self->state;
+    if (live < 0) {
+      say(self, "the run's shards died with its chief: the steps since the "
+                "checkpoint are lost (at most checkpoint.every_steps) and "
+                "trained again");
+    } else {
+      // async and ssp apply one push per step; a sync update aggregates
+      // a push of every replica.
+      auto& c = s.opts.cfg.cluster;
+      int64_t per_update = c.consistency == cluster_config::mode::sync
+                             ? std::max(1, c.replicas_to_aggregate > 0
+                                             ? c.replicas_to_aggregate
+                                             : c.workers)
+                             : 1;
+      s.adoption_lost_steps = std::max<int64_t>(0, live - ckpt_version)
+                              * per_update;
+      s.lost_steps += s.adoption_lost_steps;
+      say(self, fmt("the live shards were at update %lld, the checkpoint at "
+                    "%lld: %lld steps lost, to be trained again",
+                    static_cast<long long>(live),
+                    static_cast<long long>(ckpt_version),
+                    static_cast<long long>(s.adoption_lost_steps)));
+    }
+    then();
+  });
+}
+
+/// Once every node of the file is up: the shards (after taking over the
+/// run the nodes named, if they named one).
 void start_when_nodes_ready(chief_self self) {
   auto& st = self->state;
   if (st.nodes_ready || st.ended || !missing_nodes(self).empty())
@@ -1165,6 +1256,10 @@ void start_when_nodes_ready(chief_self self) {
   st.nodes_ready = true;
   if (st.opts.cfg.cluster.distributed())
     say(self, fmt("all %zu nodes are up", st.nodes.size()));
+  if (!st.adopted_run.empty())
+    return adopt_run(self, [=] { start_shards(self); });
+  if (st.fresh_dir_error)
+    return fail_run(self, std::move(st.fresh_dir_error));
   start_shards(self);
 }
 
@@ -1215,10 +1310,11 @@ void start(chief_self self) {
       st.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }
+  // Decided once the nodes are up: they may name a run that this chief
+  // takes over (its files are then this run's own).
   if (!cfg.training.checkpoint.dir.empty() && !cfg.training.checkpoint.resume)
-    if (auto err = check_fresh_dir(cfg.training.checkpoint.dir,
-                                   stamp_of(self)))
-      return fail_run(self, std::move(err));
+    st.fresh_dir_error = check_fresh_dir(cfg.training.checkpoint.dir,
+                                         stamp_of(self));
   if (!st.resume_from)
     st.initial = st.evaluator->initial_params();
   feeder_options fo;
@@ -1296,7 +1392,8 @@ std::string check_registration(const std::string& name,
 caf::result<std::string, std::string>
 on_register(chief_self self, std::string name, const std::string& host,
             uint16_t port, node_agent_actor agent, int32_t join_workers,
-            uint16_t data_port, const std::string& identity) {
+            uint16_t data_port, const std::string& identity,
+            const std::string& served_run) {
   auto& st = self->state;
   if (st.ended || st.stopping)
     return make_error(errc::invalid_argument, "the run is ending");
@@ -1304,7 +1401,11 @@ on_register(chief_self self, std::string name, const std::string& host,
     return make_error(errc::invalid_argument,
                       "this chief runs an embedded cluster; it takes no nodes");
   if (auto why = check_registration(name, host, join_workers, identity);
-      !why.empty())
+      why.empty() && served_run.size() > 64)
+    return make_error(errc::invalid_argument,
+                      "refused: a run id of " + std::to_string(served_run.size())
+                        + " characters");
+  else if (!why.empty())
     return make_error(errc::invalid_argument, "refused: " + why);
   if (join_workers > 0 && st.workers.size() + join_workers > max_workers)
     return make_error(errc::invalid_argument,
@@ -1344,6 +1445,14 @@ on_register(chief_self self, std::string name, const std::string& host,
     auto& e = st.nodes[name];
     e.joined = true;
     e.planned_workers = join_workers;
+  }
+  // A node that served another run whose chief was lost: before the
+  // shards start, this chief takes that run over (adopt_run).
+  if (!st.nodes_ready && !served_run.empty() && served_run != st.run_id
+      && st.adopted_run.empty()) {
+    st.adopted_run = st.run_id = served_run;
+    say(self, "node " + name + " served run " + served_run
+                + ", whose chief was lost: this chief takes it over");
   }
   auto& e = st.nodes[name];
   e.host = host;
@@ -1474,9 +1583,9 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     [=](register_atom) -> std::string { return self->state.opts.config_text; },
     [=](register_atom, std::string& name, std::string& host, uint16_t port,
         node_agent_actor& agent, int32_t join_workers, uint16_t data_port,
-        const std::string& identity) {
+        const std::string& identity, const std::string& served_run) {
       return on_register(self, std::move(name), host, port, std::move(agent),
-                         join_workers, data_port, identity);
+                         join_workers, data_port, identity, served_run);
     },
     [=](deadline_atom) {
       auto& st = self->state;

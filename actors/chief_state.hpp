@@ -135,6 +135,14 @@ struct chief_state {
   int64_t generation = 0;
   int recoveries = 0;
   int64_t lost_steps = 0;
+  /// A run taken over from a chief that was lost: the id its nodes named
+  /// when they registered again, and what taking it over cost.
+  std::string adopted_run;
+  int64_t adopted_from_step = -1; ///< its checkpoint's step; -1: none
+  int64_t adoption_lost_steps = -1; ///< -1: not known (no live shard)
+  /// Why a fresh run may not use the checkpoint folder (it holds another
+  /// run's files); unless the nodes name that run, the run ends with it.
+  caf::error fresh_dir_error;
 
   /// The node this process is: the cluster file's chief node, or "local"
   /// in the embedded mode.

@@ -72,6 +72,15 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
                 agent_options opts) {
   self->state.opts = std::move(opts);
   self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (auto it = st.shards.begin(); it != st.shards.end();)
+      it = it->second.address() == dm.source ? st.shards.erase(it)
+                                             : std::next(it);
+    st.workers.erase(std::remove_if(st.workers.begin(), st.workers.end(),
+                                    [&](const worker_actor& w) {
+                                      return w.address() == dm.source;
+                                    }),
+                     st.workers.end());
     auto& alive = self->state.alive;
     alive.erase(std::remove_if(alive.begin(), alive.end(),
                                [&](const caf::strong_actor_ptr& p) {
@@ -92,8 +101,14 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.elastic_rate = cfg.cluster.elastic_rate();
       so.initial = s.state.values;
       so.hold = hold_time(cfg);
+      // A shard of the same id from before the chief was lost (or before
+      // a recovery) makes way for this one.
+      if (auto old = self->state.shards.find(s.id);
+          old != self->state.shards.end())
+        self->send_exit(old->second, caf::exit_reason::user_shutdown);
       auto h = self->spawn(shard_impl, std::move(so));
       keep(self, h);
+      self->state.shards[s.id] = h;
       if (self->state.opts.data_plane)
         self->state.opts.data_plane->serve(s.id, h, s.state.values.size());
       if (s.state.version == 0 && s.state.slots.empty())
@@ -146,7 +161,32 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
                  ? self->spawn<caf::detached>(worker_impl, std::move(wo))
                  : self->spawn(worker_impl, std::move(wo));
       keep(self, h);
+      st.workers.push_back(h);
       return h;
+    },
+    [=](stop_atom) {
+      for (auto& w : self->state.workers)
+        self->send_exit(w, caf::exit_reason::user_shutdown);
+    },
+    [=](stats_atom) -> caf::result<std::vector<shard_stats>> {
+      auto& st = self->state;
+      if (st.shards.empty())
+        return std::vector<shard_stats>{};
+      auto promise = self->make_response_promise<std::vector<shard_stats>>();
+      auto gathered = std::make_shared<std::vector<shard_stats>>();
+      auto left = std::make_shared<size_t>(st.shards.size());
+      auto one_done = [=]() mutable {
+        if (--*left == 0)
+          promise.deliver(*gathered);
+      };
+      for (auto& [id, h] : st.shards)
+        self->request(h, request_timeout(st.opts.cfg), stats_atom_v)
+          .then([=](shard_stats& x) mutable {
+                  gathered->push_back(x);
+                  one_done();
+                },
+                [=](caf::error&) mutable { one_done(); });
+      return promise;
     },
     [=](finish_atom, caf::error& reason) {
       for (auto& p : self->state.alive)

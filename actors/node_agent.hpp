@@ -3,8 +3,10 @@
 // real, how a failed worker is restarted on its node (or moved to another
 // one), and how workers are added to a running cluster.
 //
-// States: one. It keeps the handles of what it started until they end
-// and, on finish, stops them and quits with the run's error, if any, as its
+// States: one. It keeps the handles of what it started until they end.
+// When its node loses the chief it stops the workers and keeps the shards
+// (a chief that comes back may take their values over, and replaces them
+// when it places shards of the same ids). On finish it stops them and quits with the run's error, if any, as its
 // exit reason (the node process then exits, with 1 for a failed run).
 #pragma once
 
@@ -39,6 +41,8 @@ struct agent_state {
   static inline const char* name = "node_agent";
   agent_options opts;
   std::vector<caf::strong_actor_ptr> alive; ///< what it started
+  std::map<int32_t, shard_actor> shards;    ///< the live shards, by id
+  std::vector<worker_actor> workers;        ///< the live workers
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.
   std::map<std::string, std::shared_ptr<data_client>> data_links;

@@ -477,6 +477,12 @@ namespace troupe {
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<place_atom, shard_spawn>::with<shard_actor>,
   caf::replies_to<place_atom, worker_spawn>::with<worker_actor>,
+  // The chief is lost: stop the workers here (their feeder and chief are
+  // gone), keep the shards with their values for a chief that comes back.
+  caf::reacts_to<stop_atom>,
+  // The counters of the shards that live here, for a chief that adopts
+  // the node (how far they got tells it how many steps a restore loses).
+  caf::replies_to<stats_atom>::with<std::vector<shard_stats>>,
   // The run is over: stop everything here and quit, with the run's error
   // as the exit reason (none: the run succeeded), which the node process
   // reports.
@@ -491,11 +497,13 @@ using chief_actor = caf::typed_actor<
   // A node process announces itself: its name, where it listens, its
   // agent, how many workers it brings (-1: those the cluster file places
   // on it; N >= 0 for a node joining a running cluster), the port of its
-  // data plane (0: none) and its config's training identity
-  // (runtime/run_identity.hpp, as identity_text). The reply is the node's
-  // name (a joining node may come without one) and the run id.
+  // data plane (0: none), its config's training identity
+  // (runtime/run_identity.hpp, as identity_text) and the id of the run it
+  // served before its chief was lost (empty: none; a restarted chief takes
+  // that run over). The reply is the node's name (a joining node may come
+  // without one) and the run id.
   caf::replies_to<register_atom, std::string, std::string, uint16_t,
-                  node_agent_actor, int32_t, uint16_t,
+                  node_agent_actor, int32_t, uint16_t, std::string,
                   std::string>::with<std::string, std::string>,
   // The run config's JSON text, which every node runs.
   caf::replies_to<register_atom>::with<std::string>,
@@ -522,6 +530,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_stats>))
   // Handles travel in messages: the agent's in a registration, the
   // shards' and workers' in the agent's replies.
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_actor))

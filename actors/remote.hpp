@@ -81,21 +81,25 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
 }
 
 /// Tries connect_to every 200 ms until it works or `deadline_s` passes;
-/// the last error names host and port.
+/// the last error names host and port. Only "nothing listens yet" is
+/// tried again, unless `patient`: then any failure is, and each try gets
+/// at most 3 s (a peer coming back from a crash or a freeze may close or
+/// stall the first handshakes, while a wrong peer fails every time).
 template <class Handle>
 caf::expected<Handle> connect_retrying(caf::actor_system& sys,
                                        const std::string& host, uint16_t port,
-                                       double deadline_s) {
+                                       double deadline_s, bool patient = false) {
   using clock = std::chrono::steady_clock;
   auto end = clock::now() + std::chrono::duration<double>(deadline_s);
   for (;;) {
     auto left = std::chrono::duration_cast<caf::timespan>(end - clock::now());
+    if (patient)
+      left = std::min(left, caf::timespan{std::chrono::seconds(3)});
     auto r = connect_to<Handle>(sys, host, port,
                                 std::max(left, caf::timespan{1000000}));
     if (r || clock::now() >= end)
       return r;
-    // Only "nothing listens yet" is worth another try.
-    if (r.error() != caf::sec::cannot_connect_to_node)
+    if (!patient && r.error() != caf::sec::cannot_connect_to_node)
       return r;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

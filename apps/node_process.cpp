@@ -1,6 +1,7 @@
 #include "apps/node_process.hpp"
 
 #include <iostream>
+#include <optional>
 
 #include "actors/data_link.hpp"
 #include "actors/node_agent.hpp"
@@ -46,72 +47,116 @@ bool leave_run(caf::scoped_actor& self, const chief_actor& chief,
   return true;
 }
 
-/// Registers `agent` with the chief and serves until the run ends: 0 when
-/// the chief ends the run successfully (it tells the agent to finish) or
-/// the node leaves it on a signal, 1 when the run failed (the agent ends
-/// with the run's error) or the chief is lost.
-int serve(caf::actor_system& sys, chief_actor chief, node_agent_actor agent,
-          std::string name, const std::string& host, uint16_t port,
-          int32_t join_workers, uint16_t data_port, const run_config& cfg,
-          stop_signals& signals) {
-  caf::scoped_actor self{sys};
-  int code = 0;
-  bool registered = false;
-  std::string run_id;
-  self
-    ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
-              port, agent, join_workers, data_port,
-              identity_text(training_identity(cfg)))
-    .receive(
-      [&](std::string& assigned, std::string& id) {
-        registered = true;
-        name = assigned;
-        run_id = id;
-      },
-      [&](caf::error& err) { code = fail(err); });
-  if (!registered) {
-    self->send(agent, finish_atom_v, caf::error{});
-    return code;
-  }
-  std::cout << "node " << name << ": registered with the chief (run " << run_id
-            << ")" << std::endl;
+/// Where this node finds its chief, again after losing it.
+struct chief_place {
+  std::string host;
+  uint16_t port = 0;
+  std::string who; ///< for errors: "the chief (node chief at HOST:PORT)"
+};
+
+/// How serving one chief ended.
+enum class served { run_over, left, chief_lost };
+
+/// Serves `chief` until the run is over (the agent ended: `code` says how),
+/// the node left it on a signal, or the chief is lost (its link broke).
+served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
+                   const node_agent_actor& agent, const std::string& name,
+                   const run_config& cfg, int& code) {
   self->monitor(chief);
+  for (;;) {
+    std::optional<served> end;
+    self->receive(
+      [&](leave_atom, const std::string& sig) {
+        if (leave_run(self, chief, agent, name, sig, cfg))
+          end = served::left;
+      },
+      [&](caf::down_msg& dm) {
+        if (dm.source == agent.address()) {
+          if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
+            std::cerr << "troupe-node: error: node " << name
+                      << ": the run failed: " << describe(dm.reason)
+                      << std::endl;
+            code = 1;
+          } else {
+            std::cout << "node " << name << ": the run is over" << std::endl;
+          }
+          end = served::run_over;
+        } else if (dm.source == chief.address()) {
+          if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
+            std::cout << "node " << name << ": lost the chief ("
+                      << describe(dm.reason) << ")" << std::endl;
+            end = served::chief_lost;
+            return;
+          }
+          // It ended the run without releasing this node: stop here too.
+          self->request(agent, std::chrono::seconds(5), finish_atom_v,
+                        caf::error{})
+            .receive([](bool) {}, [](caf::error&) {});
+        }
+      });
+    if (end)
+      return *end;
+  }
+}
+
+/// Registers `agent` with the chief and serves until the run ends. A lost
+/// chief is waited for (node_timeout_s) at its address: the workers here
+/// stop, the shards keep their values, and the node registers with the
+/// chief that comes back (a restarted one, or the same one after a
+/// freeze), naming the run it served. Returns 0 when the run succeeded or
+/// the node left it on a signal, 1 when the run failed (the agent ends with
+/// the run's error) or no chief came back.
+int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
+          node_agent_actor agent, std::string name, const std::string& host,
+          uint16_t port, int32_t join_workers, uint16_t data_port,
+          const run_config& cfg, stop_signals& signals) {
+  caf::scoped_actor self{sys};
   self->monitor(agent);
-  // The first signal asks to leave; the loop below takes it.
+  // The first signal asks to leave; serve_chief takes it.
   signals.on_first(
     [me = caf::actor_cast<caf::actor>(self.ptr())](const std::string& sig) {
       caf::anon_send(me, leave_atom_v, sig);
     });
-  bool done = false;
-  while (!done)
-    self->receive(
-      [&](leave_atom, const std::string& sig) {
-        done = leave_run(self, chief, agent, name, sig, cfg);
-      },
-      [&](caf::down_msg& dm) {
-      if (dm.source == agent.address()) {
-        if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
-          std::cerr << "troupe-node: error: node " << name
-                    << ": the run failed: " << describe(dm.reason)
-                    << std::endl;
-          code = 1;
-        } else {
-          std::cout << "node " << name << ": the run is over" << std::endl;
-        }
-        done = true;
-      } else if (dm.source == chief.address()) {
-        if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
-          std::cerr << "troupe-node: error: node " << name
-                    << " lost the chief: " << describe(dm.reason)
-                    << std::endl;
-          code = 1;
-        }
-        // Stop what runs here; the agent's down ends the loop.
-        self->request(agent, std::chrono::seconds(5), finish_atom_v,
-                      caf::error{})
-          .receive([](bool) {}, [&](caf::error&) { done = true; });
-      }
-    });
+  auto identity = identity_text(training_identity(cfg));
+  std::string run_id; // the run this node served, once it has
+  int code = 0;
+  for (;;) {
+    bool registered = false;
+    self
+      ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
+                port, agent, join_workers, data_port, identity, run_id)
+      .receive(
+        [&](std::string& assigned, std::string& id) {
+          registered = true;
+          name = assigned;
+          run_id = id;
+        },
+        [&](caf::error& err) { code = fail(err); });
+    if (!registered) {
+      self->send(agent, finish_atom_v, caf::error{});
+      break;
+    }
+    std::cout << "node " << name << ": registered with the chief (run "
+              << run_id << ")" << std::endl;
+    if (serve_chief(self, chief, agent, name, cfg, code)
+        != served::chief_lost)
+      break;
+    self->send(agent, stop_atom_v);
+    std::cout << "node " << name << ": its workers stop; its shards keep "
+              << "their values; waiting up to " << cfg.cluster.node_timeout_s
+              << " s for a chief at " << where.host << ":" << where.port
+              << std::endl;
+    auto again = reach_chief(sys, where.host, where.port,
+                             cfg.cluster.node_timeout_s, where.who, true);
+    if (!again) {
+      code = fail(again.error());
+      self->request(agent, std::chrono::seconds(5), finish_atom_v,
+                    again.error())
+        .receive([](bool) {}, [](caf::error&) {});
+      break;
+    }
+    chief = *again;
+  }
   signals.on_first(nullptr); // lets go of this actor's handle
   return code;
 }
@@ -161,16 +206,17 @@ int run_member_node(const run_config& cfg, const std::string& node,
             << "; connecting to the chief at " << chief_node->host
             << ":" << chief_node->port << "; links: "
             << security_of(sys)->describe() << std::endl;
-  auto chief = reach_chief(sys, chief_node->host, chief_node->port,
-                           cfg.cluster.node_timeout_s,
-                           "the chief (node " + cfg.cluster.chief_node + " at "
-                             + chief_node->host + ":"
-                             + std::to_string(chief_node->port) + ")");
+  chief_place where{chief_node->host, chief_node->port,
+                    "the chief (node " + cfg.cluster.chief_node + " at "
+                      + chief_node->host + ":"
+                      + std::to_string(chief_node->port) + ")"};
+  auto chief = reach_chief(sys, where.host, where.port,
+                           cfg.cluster.node_timeout_s, where.who);
   if (!chief) {
     stop_agent();
     return fail(chief.error());
   }
-  auto code = serve(sys, *chief, agent, node, me->host, me->port, -1,
+  auto code = serve(sys, *chief, where, agent, node, me->host, me->port, -1,
                     (*data_plane)->port(), cfg, signals);
   (*data_plane)->stop();
   sys.middleman().unpublish(agent);
@@ -223,8 +269,10 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
             << opts.workers << " workers on "
             << cfg->training.device.to_string() << std::endl;
   // It holds no shards, so it serves no data plane.
-  return serve(sys, *chief, agent, opts.name, host, 0, opts.workers, 0, *cfg,
-               signals);
+  chief_place where{addr->first, addr->second,
+                    "the chief at " + opts.chief_address};
+  return serve(sys, *chief, where, agent, opts.name, host, 0, opts.workers, 0,
+               *cfg, signals);
 }
 
 } // namespace troupe

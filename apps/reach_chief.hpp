@@ -15,11 +15,14 @@ namespace troupe {
 /// The chief published at host:port, tried every 200 ms for `timeout_s`.
 /// The error (errc::node_unreachable) reads "cannot reach <who> within
 /// <timeout_s> s: <cause>"; `who` defaults to "the chief at host:port".
+/// `patient`: see connect_retrying (a chief that comes back).
 inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
                                               const std::string& host,
                                               uint16_t port, double timeout_s,
-                                              std::string who = "") {
-  auto chief = connect_retrying<chief_actor>(sys, host, port, timeout_s);
+                                              std::string who = "",
+                                              bool patient = false) {
+  auto chief = connect_retrying<chief_actor>(sys, host, port, timeout_s,
+                                             patient);
   if (chief)
     return chief;
   if (who.empty())

@@ -141,17 +141,21 @@ BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
     std::string name;
     int32_t workers;
     std::string says;
+    std::string run{};
   } asks[] = {{"", 2147483647, "a join with 2147483647 workers (at most 1024"},
               {"", -5, "a join with -5 workers"},
               {std::string(10000, 'x'), 1, "a node name of 10000 characters"},
-              {"w 1", 1, "a node name with a space"}};
+              {"w 1", 1, "a node name with a space"},
+              {"", 1, "a run id of 100000 characters",
+               std::string(100000, 'r')}};
   for (auto& a : asks) {
     caf::scoped_actor self{sys};
     std::string reply;
     self
       ->request(*h, std::chrono::seconds(10), troupe::register_atom_v, a.name,
                 std::string{"127.0.0.1"}, uint16_t{0},
-                troupe::node_agent_actor{}, a.workers, uint16_t{0}, identity)
+                troupe::node_agent_actor{}, a.workers, uint16_t{0}, identity,
+                a.run)
       .receive([&](std::string&, std::string&) { reply = "accepted"; },
                [&](caf::error& e) { reply = troupe::describe(e); });
     BOOST_TEST(has(reply, a.says), reply);
