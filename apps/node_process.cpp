@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "actors/data_link.hpp"
 #include "actors/node_agent.hpp"
@@ -120,34 +121,53 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
   auto identity = identity_text(training_identity(cfg));
   std::string run_id; // the run this node served, once it has
   int code = 0;
+  using clock = std::chrono::steady_clock;
+  // Set while a lost chief is waited for: registering again is tried
+  // until then (a chief just back from a freeze may let the first
+  // attempts run into its old, dead connections).
+  std::optional<clock::time_point> deadline;
   for (;;) {
     bool registered = false;
+    caf::error refused;
+    auto patience = deadline ? std::chrono::seconds(5)
+                             : std::chrono::seconds(30);
     self
-      ->request(chief, std::chrono::seconds(30), register_atom_v, name, host,
-                port, agent, join_workers, data_port, identity, run_id)
+      ->request(chief, patience, register_atom_v, name, host, port, agent,
+                join_workers, data_port, identity, run_id)
       .receive(
         [&](std::string& assigned, std::string& id) {
           registered = true;
           name = assigned;
           run_id = id;
         },
-        [&](caf::error& err) { code = fail(err); });
-    if (!registered) {
+        [&](caf::error& err) { refused = std::move(err); });
+    if (!registered && deadline && clock::now() < *deadline
+        && refused.category() != caf::atom("troupe")) {
+      // Not refused by a chief, only unanswered: connect again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else if (!registered) {
+      code = fail(refused);
       self->send(agent, finish_atom_v, caf::error{});
       break;
+    } else {
+      deadline.reset();
+      std::cout << "node " << name << ": registered with the chief (run "
+                << run_id << ")" << std::endl;
+      if (serve_chief(self, chief, agent, name, cfg, code)
+          != served::chief_lost)
+        break;
+      self->send(agent, stop_atom_v);
+      std::cout << "node " << name << ": its workers stop; its shards keep "
+                << "their values; waiting up to "
+                << cfg.cluster.node_timeout_s << " s for a chief at "
+                << where.host << ":" << where.port << std::endl;
+      deadline = clock::now()
+                 + std::chrono::duration_cast<clock::duration>(
+                   std::chrono::duration<double>(cfg.cluster.node_timeout_s));
     }
-    std::cout << "node " << name << ": registered with the chief (run "
-              << run_id << ")" << std::endl;
-    if (serve_chief(self, chief, agent, name, cfg, code)
-        != served::chief_lost)
-      break;
-    self->send(agent, stop_atom_v);
-    std::cout << "node " << name << ": its workers stop; its shards keep "
-              << "their values; waiting up to " << cfg.cluster.node_timeout_s
-              << " s for a chief at " << where.host << ":" << where.port
-              << std::endl;
+    auto left = std::chrono::duration<double>(*deadline - clock::now());
     auto again = reach_chief(sys, where.host, where.port,
-                             cfg.cluster.node_timeout_s, where.who, true);
+                             std::max(left.count(), 0.2), where.who, true);
     if (!again) {
       code = fail(again.error());
       self->request(agent, std::chrono::seconds(5), finish_atom_v,

@@ -2,10 +2,13 @@
 // (their workers stop, their shards keep their values) and wait for a
 // chief at its address; the same chief command run again takes the run
 // over from its newest checkpoint, says how many steps that lost, and the
-// run completes with every sample trained once per epoch.
+// run completes with every sample trained once per epoch. A frozen chief
+// that thaws, and a frozen worker node that thaws, go on the same way: the
+// nodes register again.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -86,6 +89,67 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   for (auto& m : members)
     BOOST_TEST(count_of(m->out(), "registered with the chief (run " + run)
                  == 2u, m->out());
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_worker_node_that_thaws_registers_again) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 8; // long enough to go on after the thaw
+  spec.on_node_loss = "wait";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
+                        cluster_outputs(*chief, members));
+  auto& w1 = *members[2];
+  w1.freeze();
+  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  w1.signal(SIGCONT);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
+  auto out = chief->out();
+  auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
+            + ") is up";
+  BOOST_TEST(count_of(out, up) == 2u, out); // again after the thaw
+  BOOST_TEST(count_of(w1.out(), "registered with the chief") == 2u, w1.out());
+  // Its worker went on there, and nothing was trained twice or skipped.
+  BOOST_TEST(!has(out, "moves"), out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>(8, 60000)), out);
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 8;
+  spec.checkpoint_every = 200;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
+                        cluster_outputs(*chief, members));
+  chief->freeze();
+  for (auto& m : members)
+    BOOST_REQUIRE_MESSAGE(m->wait_for_output("lost the chief", 10),
+                          m->out() + m->err());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  chief->signal(SIGCONT);
+  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
+  auto out = chief->out();
+  // The thawed chief found its nodes gone and restored the shards from
+  // the newest checkpoint; the nodes came back to it.
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>(8, 60000)), out);
+  auto lost = steps_lost(out);
+  BOOST_TEST_MESSAGE("steps lost to the chief's freeze: " << lost);
+  BOOST_TEST(lost >= 0, out);
+  BOOST_TEST(lost <= 200 + 2 * 8, out);
+  for (auto& m : members)
+    BOOST_TEST(count_of(m->out(), "registered with the chief") == 2u,
+               m->out());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
