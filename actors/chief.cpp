@@ -20,6 +20,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "actors/fan_out.hpp"
 #include "actors/feeder.hpp"
 #include "actors/node_agent.hpp"
 #include "actors/remote.hpp"
@@ -32,6 +33,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/errc.hpp"
 #include "runtime/metrics_log.hpp"
+#include "runtime/placement.hpp"
 #include "runtime/restart_limit.hpp"
 
 namespace troupe {
@@ -101,28 +103,20 @@ void release_nodes(chief_self self, const caf::error& reason,
   for (auto& [name, n] : st.nodes)
     if (n.up && n.agent)
       agents.push_back(n.agent);
-  if (agents.empty())
-    return then();
-  auto left = std::make_shared<size_t>(agents.size());
-  auto done = std::make_shared<std::function<void()>>(std::move(then));
-  for (auto& a : agents)
-    self->request(a, std::chrono::seconds(2), finish_atom_v, reason)
-      .then(
-        [=](bool) {
-          if (--*left == 0)
-            (*done)();
-        },
-        [=](caf::error&) {
-          if (--*left == 0)
-            (*done)();
-        });
+  ask_all_settled<bool>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i], std::chrono::seconds(2), finish_atom_v,
+                           reason);
+    },
+    [then = std::move(then)](auto&) { then(); });
 }
 
 void fail_run(chief_self self, caf::error err) {
   auto& st = self->state;
-  if (st.ended)
+  if (st.ended())
     return;
-  st.ended = true;
+  st.enter(run_phase::ended);
   say(self, "error: " + describe(err));
   release_nodes(self, err, [=]() mutable {
     self->state.reply.deliver(std::move(err));
@@ -137,27 +131,14 @@ template <class Reply, class Make>
 void ask_all_shards(chief_self self, Make make,
                     std::function<void(std::vector<Reply>&)> done,
                     std::function<void()> lost = nullptr) {
-  auto n = self->state.shards.size();
-  auto replies = std::make_shared<std::vector<Reply>>(n);
-  auto left = std::make_shared<size_t>(n);
   auto gen = self->state.generation;
-  auto failed = std::make_shared<bool>(false);
-  for (size_t i = 0; i < n; ++i)
-    make(i).then(
-      [=](Reply& r) {
-        (*replies)[i] = std::move(r);
-        if (--*left == 0 && !*failed)
-          done(*replies);
-      },
-      [=](caf::error& err) {
-        if (*failed)
-          return;
-        *failed = true;
-        auto& st = self->state;
-        if (lost && (st.recovering || st.generation != gen))
-          return lost();
-        fail_run(self, std::move(err));
-      });
+  ask_all<Reply>(self->state.shards.size(), std::move(make), std::move(done),
+                 [=](caf::error& err) {
+                   auto& st = self->state;
+                   if (lost && (st.recovering || st.generation != gen))
+                     return lost();
+                   fail_run(self, std::move(err));
+                 });
 }
 
 /// Pulls every shard (as worker -1) into one host vector.
@@ -171,12 +152,13 @@ void pull_params(chief_self self,
                            pull_atom_v, int32_t{-1}, int64_t{0});
     },
     [=](std::vector<float_block>& blocks) {
-      auto& st = self->state;
-      std::vector<float> all(st.evaluator->layout().total());
-      for (size_t i = 0; i < blocks.size(); ++i)
-        std::copy(blocks[i].values->begin(), blocks[i].values->end(),
-                  all.begin() + static_cast<std::ptrdiff_t>(st.ranges[i].begin));
-      done(all, blocks.empty() ? 0 : blocks[0].version);
+      std::vector<const std::vector<float>*> parts;
+      for (auto& b : blocks)
+        parts.push_back(b.values.get());
+      auto all = gather_parts(self->state.ranges, parts);
+      if (!all)
+        return fail_run(self, all.error());
+      done(*all, blocks.empty() ? 0 : blocks[0].version);
     },
     std::move(lost));
 }
@@ -252,17 +234,25 @@ caf::error write_shards(chief_self self, int64_t position,
   checkpoint ckpt;
   ckpt.step = position;
   ckpt.layout = s.evaluator->layout();
-  ckpt.params.resize(ckpt.layout.total());
-  for (size_t n = 0; n < parts[0].slot_names.size(); ++n)
-    ckpt.slots.emplace_back(parts[0].slot_names[n],
-                            std::vector<float>(ckpt.layout.total()));
-  for (size_t i = 0; i < parts.size(); ++i) {
-    auto off = static_cast<std::ptrdiff_t>(s.ranges[i].begin);
-    std::copy(parts[i].values.begin(), parts[i].values.end(),
-              ckpt.params.begin() + off);
-    for (size_t n = 0; n < parts[i].slots.size(); ++n)
-      std::copy(parts[i].slots[n].begin(), parts[i].slots[n].end(),
-                ckpt.slots[n].second.begin() + off);
+  // The values, then each optimizer slot, gathered from the shards' parts
+  // (every shard has the same slots: one optimizer for the run).
+  auto gather = [&](auto part_of) -> caf::expected<std::vector<float>> {
+    std::vector<const std::vector<float>*> pieces;
+    for (auto& p : parts)
+      pieces.push_back(part_of(p));
+    return gather_parts(s.ranges, pieces);
+  };
+  auto values = gather([](auto& p) { return &p.values; });
+  if (!values)
+    return values.error();
+  ckpt.params = std::move(*values);
+  for (size_t n = 0; n < parts[0].slot_names.size(); ++n) {
+    auto slot = gather([n](auto& p) {
+      return n < p.slots.size() ? &p.slots[n] : nullptr;
+    });
+    if (!slot)
+      return slot.error();
+    ckpt.slots.emplace_back(parts[0].slot_names[n], std::move(*slot));
   }
   ckpt.metadata["optimizer"] = to_string(s.opts.cfg.training.optimizer.type);
   ckpt.metadata["model"] = s.evaluator->summary();
@@ -363,9 +353,9 @@ void print_summary(chief_self self, const cluster_summary& r) {
 
 void finish_run(chief_self self) {
   auto& st = self->state;
-  if (st.stopping)
+  if (st.stopping())
     return;
-  st.stopping = true;
+  st.enter(run_phase::finishing);
   double seconds = now_seconds() - st.t0;
   auto after_checkpoint = [=] {
     evaluate_now(self, [=] {
@@ -411,7 +401,7 @@ void finish_run(chief_self self) {
                   if (self->state.opts.on_finish)
                     self->state.opts.on_finish(*final_params,
                                                *shard_stats_copy);
-                  self->state.ended = true;
+                  self->state.enter(run_phase::ended);
                   release_nodes(self, caf::error{}, [=] {
                     self->state.reply.deliver(done);
                     shut_down(self);
@@ -449,20 +439,11 @@ std::string least_loaded_node(chief_self self) {
   for (auto& [id, w] : st.workers)
     if (w.state != worker_phase::finished)
       ++load[w.node];
-  std::string best;
-  int best_rank = 0;
-  for (auto& [name, n] : st.nodes) {
-    if (!n.up)
-      continue;
-    // Nodes meant for workers first, then the rest; fewest workers wins.
-    bool meant = n.planned_workers > 0 || n.joined;
-    int rank = (meant ? 0 : 1 << 20) + load[name];
-    if (best.empty() || rank < best_rank) {
-      best = name;
-      best_rank = rank;
-    }
-  }
-  return best;
+  std::vector<node_slot> slots;
+  for (auto& [name, n] : st.nodes)
+    slots.push_back({name, n.up, n.planned_workers > 0 || n.joined,
+                     load[name]});
+  return least_loaded(slots, fallback::any_node);
 }
 
 /// Per shard, where a worker on `node` reaches it on the data plane:
@@ -496,7 +477,7 @@ std::vector<uint64_t> shard_bounds(chief_self self) {
 /// its node to come back ("wait").
 void place_worker(chief_self self, int32_t id) {
   auto& st = self->state;
-  if (st.ended || st.recovering)
+  if (st.ended() || st.recovering)
     return;
   auto& w = st.workers[id];
   if (w.handle || w.placing) // running, or being placed
@@ -538,7 +519,7 @@ void place_worker(chief_self self, int32_t id) {
       [=](worker_actor& h) {
         auto& s = self->state;
         s.workers[id].placing = false;
-        if (s.ended || s.generation != gen) {
+        if (s.ended() || s.generation != gen) {
           self->send_exit(h, caf::exit_reason::user_shutdown);
           return;
         }
@@ -563,20 +544,15 @@ void place_worker(chief_self self, int32_t id) {
 void join_now(chief_self self, std::vector<int32_t> ids,
               std::function<void()> then) {
   auto& st = self->state;
-  auto total = ids.size() * st.shards.size();
-  if (total == 0)
-    return then();
-  auto left = std::make_shared<size_t>(total);
-  auto done = std::make_shared<std::function<void()>>(std::move(then));
-  for (auto id : ids)
-    for (auto& s : st.shards)
-      self->request(s, timeout_of(self), join_atom_v, id)
-        .then(
-          [=](int64_t) {
-            if (--*left == 0)
-              (*done)();
-          },
-          [=](caf::error& err) { fail_run(self, std::move(err)); });
+  auto shards = st.shards;
+  ask_all<int64_t>(
+    ids.size() * shards.size(),
+    [=](size_t k) {
+      return self->request(shards[k % shards.size()], timeout_of(self),
+                           join_atom_v, ids[k / shards.size()]);
+    },
+    [then = std::move(then)](auto&) { then(); },
+    [=](caf::error& err) { fail_run(self, std::move(err)); });
 }
 
 /// join_now, or after the shard recovery under way (which joins and
@@ -833,11 +809,10 @@ std::string shard_home(chief_self self, size_t i) {
   for (size_t k = 0; k < st.shards.size(); ++k)
     if (st.shards[k])
       ++load[st.shard_node[k]];
-  std::string best;
+  std::vector<node_slot> slots;
   for (auto& [name, n] : st.nodes)
-    if (n.up && n.planned_shards > 0
-        && (best.empty() || load[name] < load[best]))
-      best = name;
+    slots.push_back({name, n.up, n.planned_shards > 0, load[name]});
+  auto best = least_loaded(slots, fallback::meant_only);
   return best.empty() ? st.own_node() : best;
 }
 
@@ -845,15 +820,13 @@ std::string shard_home(chief_self self, size_t i) {
 shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
                          int64_t version) {
   auto r = self->state.ranges[i];
-  auto b = static_cast<std::ptrdiff_t>(r.begin);
-  auto e = static_cast<std::ptrdiff_t>(r.end);
   shard_state_msg s;
   s.shard = static_cast<int32_t>(i);
   s.version = version;
-  s.values.assign(ck.params.begin() + b, ck.params.begin() + e);
+  s.values = slice_of(ck.params, r);
   for (auto& [name, v] : ck.slots) {
     s.slot_names.push_back(name);
-    s.slots.emplace_back(v.begin() + b, v.begin() + e);
+    s.slots.push_back(slice_of(v, r));
   }
   return s;
 }
@@ -986,7 +959,7 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
 
 void on_report(chief_self self, const worker_report& r) {
   auto& st = self->state;
-  if (st.ended)
+  if (st.ended())
     return;
   if (!std::isfinite(r.loss_sum))
     return fail_run(self, make_error(errc::non_finite,
@@ -997,9 +970,8 @@ void on_report(chief_self self, const worker_report& r) {
                                          r.worker)));
   // A report covers a few steps: log when a multiple of log_every_steps
   // is crossed.
-  auto every = st.opts.cfg.training.log_every_steps;
-  auto crossed = [every](int64_t before, int64_t after) {
-    return before / every != after / every;
+  auto crossed = [&](int64_t before, int64_t after) {
+    return st.schedule->log_due(before, after);
   };
   st.steps += r.steps;
   st.samples += r.samples;
@@ -1045,29 +1017,21 @@ void on_report(chief_self self, const worker_report& r) {
     st.window_loss = 0;
     st.window_start = now;
   }
-  if (st.stopping)
+  if (st.stopping())
     return;
-  if (st.steps >= st.next_eval && !st.evaluating) {
-    auto eval_every = st.opts.cfg.training.eval_every_steps;
-    auto interval = eval_every > 0 ? eval_every : st.per_epoch;
-    while (st.next_eval <= st.steps)
-      st.next_eval += interval;
+  if (!st.evaluating && st.schedule->take_eval(st.steps)) {
     evaluate_now(self, [=] {
       auto& s = self->state;
       auto target = s.opts.cfg.cluster.target_accuracy;
-      if (target > 0 && s.last_accuracy >= target && !s.stopping) {
+      if (target > 0 && s.last_accuracy >= target && !s.stopping()) {
         say(self, fmt("target accuracy %.4f reached; finishing", target));
         self->send(s.feeder, finish_atom_v);
       }
     });
   }
-  auto ckpt_every = st.opts.cfg.training.checkpoint.every_steps;
-  if (ckpt_every > 0 && st.steps >= st.next_checkpoint && !st.checkpointing
-      && !st.opts.cfg.training.checkpoint.dir.empty()) {
-    while (st.next_checkpoint <= st.steps)
-      st.next_checkpoint += ckpt_every;
+  if (!st.checkpointing && !st.opts.cfg.training.checkpoint.dir.empty()
+      && st.schedule->take_checkpoint(st.steps))
     checkpoint_now(self, [] {});
-  }
 }
 
 /// Joins every worker id on every shard, then starts the workers where
@@ -1086,7 +1050,7 @@ void start_workers(chief_self self) {
   }
   join_on_shards(self, ids, [=] {
     auto& s = self->state;
-    s.training = true;
+    s.enter(run_phase::training);
     s.t0 = now_seconds();
     s.window_start = s.t0;
     retune_aggregate(self);
@@ -1118,10 +1082,8 @@ void start_shards(chief_self self) {
     if (st.resume_from) {
       s = slice_of(self, *st.resume_from, i, st.initial_version);
     } else {
-      auto r = st.ranges[i];
       s.shard = static_cast<int32_t>(i);
-      s.values.assign(st.initial.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                      st.initial.begin() + static_cast<std::ptrdiff_t>(r.end));
+      s.values = slice_of(st.initial, st.ranges[i]);
     }
     place_shard(self, i, homes[i], std::move(s), [=] {
       if (--*left > 0)
@@ -1137,10 +1099,7 @@ void start_shards(chief_self self) {
       auto position = s2.resume_from->step;
       s2.resume_from = nullptr;
       s2.steps = position;
-      s2.next_eval = position + (s2.next_eval - position % s2.next_eval);
-      if (s2.next_checkpoint > 0)
-        s2.next_checkpoint = position
-                             + s2.opts.cfg.training.checkpoint.every_steps;
+      s2.schedule->resume_at(position);
       self->request(s2.feeder, timeout_of(self), restore_atom_v, position)
         .then([=](int64_t) { start_workers(self); },
               [=](caf::error& err) { fail_run(self, std::move(err)); });
@@ -1164,24 +1123,19 @@ void newest_live_version(chief_self self, std::function<void(int64_t)> then) {
   for (auto& [name, n] : self->state.nodes)
     if (n.up && n.agent && name != self->state.own_node())
       agents.push_back(n.agent);
-  auto newest = std::make_shared<int64_t>(-1);
-  auto left = std::make_shared<size_t>(agents.size());
-  auto done = std::make_shared<std::function<void(int64_t)>>(std::move(then));
-  if (agents.empty())
-    return (*done)(-1);
-  for (auto& a : agents)
-    self->request(a, timeout_of(self), stats_atom_v)
-      .then(
-        [=](std::vector<shard_stats>& stats) {
-          for (auto& x : stats)
-            *newest = std::max(*newest, x.version);
-          if (--*left == 0)
-            (*done)(*newest);
-        },
-        [=](caf::error&) {
-          if (--*left == 0)
-            (*done)(*newest);
-        });
+  ask_all_settled<std::vector<shard_stats>>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i], timeout_of(self), stats_atom_v);
+    },
+    [then = std::move(then)](auto& replies) {
+      int64_t newest = -1;
+      for (auto& r : replies)
+        if (r)
+          for (auto& x : *r)
+            newest = std::max(newest, x.version);
+      then(newest);
+    });
 }
 
 /// The nodes named the run of a chief that was lost: this chief goes on
@@ -1251,9 +1205,9 @@ void adopt_run(chief_self self, std::function<void()> then) {
 /// run the nodes named, if they named one).
 void start_when_nodes_ready(chief_self self) {
   auto& st = self->state;
-  if (st.nodes_ready || st.ended || !missing_nodes(self).empty())
+  if (st.nodes_ready() || st.ended() || !missing_nodes(self).empty())
     return;
-  st.nodes_ready = true;
+  st.enter(run_phase::starting);
   if (st.opts.cfg.cluster.distributed())
     say(self, fmt("all %zu nodes are up", st.nodes.size()));
   if (!st.adopted_run.empty())
@@ -1325,10 +1279,9 @@ void start(chief_self self) {
   fo.max_batches = cfg.training.max_steps;
   fo.hold = hold_time(cfg);
   st.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
-  st.next_eval = cfg.training.eval_every_steps > 0
-                   ? cfg.training.eval_every_steps
-                   : st.per_epoch;
-  st.next_checkpoint = cfg.training.checkpoint.every_steps;
+  st.schedule = std::make_unique<run_schedule>(
+    st.per_epoch, cfg.training.eval_every_steps,
+    cfg.training.checkpoint.every_steps, cfg.training.log_every_steps);
   // This process's own agent; in a cluster the other nodes register.
   agent_options ao;
   ao.node = st.own_node();
@@ -1395,7 +1348,7 @@ on_register(chief_self self, std::string name, const std::string& host,
             uint16_t data_port, const std::string& identity,
             const std::string& served_run) {
   auto& st = self->state;
-  if (st.ended || st.stopping)
+  if (st.ended() || st.stopping())
     return make_error(errc::invalid_argument, "the run is ending");
   if (!st.opts.cfg.cluster.distributed())
     return make_error(errc::invalid_argument,
@@ -1448,7 +1401,7 @@ on_register(chief_self self, std::string name, const std::string& host,
   }
   // A node that served another run whose chief was lost: before the
   // shards start, this chief takes that run over (adopt_run).
-  if (!st.nodes_ready && !served_run.empty() && served_run != st.run_id
+  if (!st.nodes_ready() && !served_run.empty() && served_run != st.run_id
       && st.adopted_run.empty()) {
     st.adopted_run = st.run_id = served_run;
     say(self, "node " + name + " served run " + served_run
@@ -1466,7 +1419,7 @@ on_register(chief_self self, std::string name, const std::string& host,
                 join_workers >= 0
                   ? fmt(", joining with %d workers", join_workers).c_str()
                   : ""));
-  if (!st.nodes_ready) {
+  if (!st.nodes_ready()) {
     start_when_nodes_ready(self);
     return {name, st.run_id};
   }
@@ -1474,7 +1427,7 @@ on_register(chief_self self, std::string name, const std::string& host,
   for (auto& [id, w] : st.workers)
     if (w.state == worker_phase::waiting && w.node == name)
       place_worker(self, id);
-  if (join_workers > 0 && st.training)
+  if (join_workers > 0 && st.training())
     add_workers(self, name, join_workers);
   return {name, st.run_id};
 }
@@ -1483,9 +1436,9 @@ on_register(chief_self self, std::string name, const std::string& host,
 /// training began, the run ends without training.
 void on_stop_request(chief_self self, const std::string& who) {
   auto& st = self->state;
-  if (st.ended || st.stopping)
+  if (st.ended() || st.stopping())
     return;
-  if (!st.training)
+  if (!st.training())
     return fail_run(self, make_error(errc::stopped,
                                      "stopped by " + who
                                        + " before training began"));
@@ -1506,7 +1459,7 @@ caf::result<bool> on_leave(chief_self self, const std::string& name) {
   if (name == st.own_node())
     return make_error(errc::invalid_argument,
                       "the chief's own node cannot leave; stop the run");
-  if (st.ended || st.stopping) // the run releases every node soon
+  if (st.ended() || st.stopping()) // the run releases every node soon
     return true;
   std::string held;
   for (size_t i = 0; i < st.shard_node.size(); ++i)
@@ -1556,7 +1509,7 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
   }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.ended)
+    if (st.ended())
       return;
     if (auto it = st.worker_of.find(dm.source); it != st.worker_of.end()) {
       auto id = it->second;
@@ -1589,7 +1542,7 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     },
     [=](deadline_atom) {
       auto& st = self->state;
-      if (st.nodes_ready || st.ended)
+      if (st.nodes_ready() || st.ended())
         return;
       fail_run(self,
                make_error(errc::node_unreachable,
@@ -1609,7 +1562,7 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
       // since then has started the worker again; else it failed.
       auto& st = self->state;
       auto it = st.workers.find(id);
-      if (st.ended || st.recovering || st.generation != generation
+      if (st.ended() || st.recovering || st.generation != generation
           || it == st.workers.end() || it->second.handle
           || it->second.placing)
         return;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/chief_state.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
 #include "runtime/errc.hpp"
 
@@ -104,7 +105,7 @@ json shard_json(chief_self self, size_t i, const shard_stats* s) {
 json run_json(chief_self self) {
   auto& st = self->state;
   auto& c = st.opts.cfg;
-  double elapsed = st.training ? now_seconds() - st.t0 : 0;
+  double elapsed = st.training() ? now_seconds() - st.t0 : 0;
   return {{"name", c.name},
           {"run_id", st.run_id},
           {"config_digest", st.digest},
@@ -118,10 +119,20 @@ json run_json(chief_self self) {
           {"test_accuracy", st.last_accuracy},
           {"paused", st.user_paused},
           {"recovering", st.recovering},
-          {"stopping", st.stopping},
+          {"phase", to_string(st.phase)},
+          {"stopping", st.stopping()},
           {"restarts", st.restarts ? st.restarts->total() : 0},
           {"shard_recoveries", st.recoveries},
           {"lost_steps", st.lost_steps},
+          // A run taken over from a lost chief: the checkpoint's step and
+          // the steps that cost (null: not known, the shards died too).
+          {"taken_over",
+           st.adopted_run.empty()
+             ? json(nullptr)
+             : json{{"from_step", st.adopted_from_step},
+                    {"lost_steps", st.adoption_lost_steps >= 0
+                                     ? json(st.adoption_lost_steps)
+                                     : json(nullptr)}}},
           {"last_checkpoint", st.last_checkpoint}};
 }
 
@@ -217,7 +228,7 @@ caf::result<std::string> shell_command(chief_self self,
       out.push_back(worker_json(self, id));
     return out.dump();
   }
-  if (!st.nodes_ready && cmd != "stop")
+  if (!st.nodes_ready() && cmd != "stop")
     return usage("the cluster is still starting (waiting for: nodes)");
   if (cmd == "shards" || cmd == "status") {
     auto promise = self->make_response_promise<std::string>();
@@ -236,7 +247,7 @@ caf::result<std::string> shell_command(chief_self self,
       actors.push_back({{"id", "chief"},
                         {"role", "chief"},
                         {"node", s.own_node()},
-                        {"state", s.stopping ? "stopping"
+                        {"state", s.stopping() ? "stopping"
                                   : s.recovering ? "recovering"
                                   : s.user_paused ? "paused" : "training"},
                         {"step", s.steps},
@@ -320,7 +331,7 @@ caf::result<std::string> shell_command(chief_self self,
     } else {
       node = least_loaded_node(self);
     }
-    if (st.stopping || st.ended)
+    if (st.stopping() || st.ended())
       return usage("add-worker: the run is ending");
     auto ids = add_workers(self, node, static_cast<int>(n));
     return json{{"added", ids}, {"node", node}}.dump();
@@ -366,23 +377,18 @@ caf::result<std::string> shell_command(chief_self self,
     if (*end != '\0' || !(lr > 0) || !std::isfinite(lr))
       return usage("set lr: expected a number > 0, got \"" + w[2] + "\"");
     auto promise = self->make_response_promise<std::string>();
-    auto left = std::make_shared<size_t>(st.shards.size());
-    auto failed = std::make_shared<bool>(false);
-    for (auto& s : st.shards)
-      self->request(s, timeout_of(self), tune_atom_v, std::string{"lr"}, lr)
-        .then(
-          [=](bool) mutable {
-            if (--*left == 0 && !*failed) {
-              say(self, fmt("shell: learning rate set to %g", lr));
-              promise.deliver(json{{"lr", lr}}.dump());
-            }
-          },
-          [=](caf::error& err) mutable {
-            if (!*failed) {
-              *failed = true;
-              promise.deliver(err);
-            }
-          });
+    auto shards = st.shards;
+    ask_all<bool>(
+      shards.size(),
+      [=](size_t i) {
+        return self->request(shards[i], timeout_of(self), tune_atom_v,
+                             std::string{"lr"}, lr);
+      },
+      [=](auto&) mutable {
+        say(self, fmt("shell: learning rate set to %g", lr));
+        promise.deliver(json{{"lr", lr}}.dump());
+      },
+      [=](caf::error& err) mutable { promise.deliver(err); });
     return promise;
   }
   if (cmd == "pause" || cmd == "resume") {
@@ -390,7 +396,7 @@ caf::result<std::string> shell_command(chief_self self,
     return json{{"paused", st.user_paused}}.dump();
   }
   if (cmd == "stop") {
-    if (!st.training)
+    if (!st.training())
       return usage("stop: the run has not started training yet");
     stop_run(self, "the shell");
     return json{{"stopping", true}}.dump();

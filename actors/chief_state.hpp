@@ -19,6 +19,7 @@
 #include "runtime/metrics_log.hpp"
 #include "runtime/param_layout.hpp"
 #include "runtime/restart_limit.hpp"
+#include "runtime/run_schedule.hpp"
 
 namespace troupe {
 
@@ -44,6 +45,26 @@ inline const char* to_string(worker_phase p) {
     case worker_phase::waiting: return "waiting";
     case worker_phase::leaving: return "leaving";
     case worker_phase::finished: return "finished";
+  }
+  return "?";
+}
+
+/// The run's course, in order (a phase never goes back): every node of the
+/// cluster file registers; the shards start (from the initial values, a
+/// resumed or a taken-over checkpoint) and the workers are joined; the
+/// workers train; the last steps settle, then the final checkpoint,
+/// evaluation and summary; over (succeeded or failed). A shard recovery
+/// is not a phase: it happens while training or finishing.
+enum class run_phase : uint8_t { waiting_for_nodes, starting, training,
+                                 finishing, ended };
+
+inline const char* to_string(run_phase p) {
+  switch (p) {
+    case run_phase::waiting_for_nodes: return "waiting_for_nodes";
+    case run_phase::starting: return "starting";
+    case run_phase::training: return "training";
+    case run_phase::finishing: return "finishing";
+    case run_phase::ended: return "ended";
   }
   return "?";
 }
@@ -112,7 +133,7 @@ struct chief_state {
   double t0 = 0;
   int64_t steps = 0;         ///< batches trained (reports), resumed included
   int64_t per_epoch = 1;
-  int64_t next_eval = 0, next_checkpoint = 0;
+  std::unique_ptr<run_schedule> schedule; ///< evaluations, checkpoints, logs
   // The progress window since the last log line.
   int64_t window_samples = 0;
   double window_loss = 0, window_start = 0;
@@ -123,10 +144,18 @@ struct chief_state {
   std::vector<std::function<void()>> after_recovery;
   std::string last_checkpoint;
   int64_t samples = 0;
-  bool nodes_ready = false;   ///< every node of the file registered
-  bool training = false;      ///< workers started
-  bool checkpointing = false, evaluating = false, stopping = false;
-  bool ended = false;
+  run_phase phase = run_phase::waiting_for_nodes;
+  /// Moves the run on to `p`; a phase never goes back.
+  void enter(run_phase p) {
+    if (p > phase)
+      phase = p;
+  }
+  bool nodes_ready() const { return phase >= run_phase::starting; }
+  bool training() const { return phase >= run_phase::training; }
+  bool stopping() const { return phase >= run_phase::finishing; }
+  bool ended() const { return phase == run_phase::ended; }
+  // Activities that come and go while the run trains or finishes.
+  bool checkpointing = false, evaluating = false;
   bool user_paused = false;
   /// Shard recovery: workers stopped on purpose, and a counter that makes
   /// replies of the shards before a recovery recognisable.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/data_link.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
@@ -173,19 +174,22 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       if (st.shards.empty())
         return std::vector<shard_stats>{};
       auto promise = self->make_response_promise<std::vector<shard_stats>>();
-      auto gathered = std::make_shared<std::vector<shard_stats>>();
-      auto left = std::make_shared<size_t>(st.shards.size());
-      auto one_done = [=]() mutable {
-        if (--*left == 0)
-          promise.deliver(*gathered);
-      };
+      std::vector<shard_actor> shards;
       for (auto& [id, h] : st.shards)
-        self->request(h, request_timeout(st.opts.cfg), stats_atom_v)
-          .then([=](shard_stats& x) mutable {
-                  gathered->push_back(x);
-                  one_done();
-                },
-                [=](caf::error&) mutable { one_done(); });
+        shards.push_back(h);
+      auto timeout = request_timeout(st.opts.cfg);
+      ask_all_settled<shard_stats>(
+        shards.size(),
+        [=](size_t i) {
+          return self->request(shards[i], timeout, stats_atom_v);
+        },
+        [=](auto& replies) mutable {
+          std::vector<shard_stats> gathered;
+          for (auto& r : replies)
+            if (r)
+              gathered.push_back(*r);
+          promise.deliver(gathered);
+        });
       return promise;
     },
     [=](finish_atom, caf::error& reason) {

@@ -1,5 +1,6 @@
 #include "runtime/param_layout.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "caf/expected.hpp"
@@ -81,6 +82,39 @@ caf::error param_layout::compare(const param_layout& other) const {
 
 bool operator==(const param_layout& a, const param_layout& b) {
   return !a.compare(b);
+}
+
+std::vector<float> slice_of(const std::vector<float>& flat, flat_range range) {
+  auto b = flat.begin() + static_cast<std::ptrdiff_t>(range.begin);
+  return {b, b + static_cast<std::ptrdiff_t>(range.size())};
+}
+
+caf::expected<std::vector<float>>
+gather_parts(const std::vector<flat_range>& ranges,
+             const std::vector<const std::vector<float>*>& parts) {
+  if (parts.size() != ranges.size())
+    return make_error(errc::wrong_size,
+                      std::to_string(parts.size()) + " parts for "
+                        + std::to_string(ranges.size()) + " ranges");
+  size_t end = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].begin != end)
+      return make_error(errc::wrong_size, "range " + std::to_string(i)
+                                            + " does not follow range "
+                                            + std::to_string(i - 1));
+    if (parts[i] == nullptr || parts[i]->size() != ranges[i].size())
+      return make_error(errc::wrong_size,
+                        "part " + std::to_string(i) + " has "
+                          + std::to_string(parts[i] ? parts[i]->size() : 0)
+                          + " values for a range of "
+                          + std::to_string(ranges[i].size()));
+    end = ranges[i].end;
+  }
+  std::vector<float> all(end);
+  for (size_t i = 0; i < ranges.size(); ++i)
+    std::copy(parts[i]->begin(), parts[i]->end(),
+              all.begin() + static_cast<std::ptrdiff_t>(ranges[i].begin));
+  return all;
 }
 
 } // namespace troupe

@@ -70,4 +70,14 @@ private:
   size_t total_ = 0;
 };
 
+/// Shard i's part of `flat`: [ranges[i].begin, ranges[i].end).
+std::vector<float> slice_of(const std::vector<float>& flat, flat_range range);
+
+/// The flat vector back from its parts: part i goes to ranges[i]. Returns
+/// errc::wrong_size when a part's size is not its range's, or the ranges
+/// do not tile [0, total) in order.
+caf::expected<std::vector<float>>
+gather_parts(const std::vector<flat_range>& ranges,
+             const std::vector<const std::vector<float>*>& parts);
+
 } // namespace troupe

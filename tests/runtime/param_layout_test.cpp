@@ -60,4 +60,32 @@ BOOST_AUTO_TEST_CASE(compare_names_the_first_difference) {
   BOOST_TEST(!a.compare(a));
 }
 
+BOOST_AUTO_TEST_CASE(slices_and_gather_are_inverse) {
+  std::vector<float> flat(10);
+  for (size_t i = 0; i < flat.size(); ++i)
+    flat[i] = static_cast<float>(i);
+  std::vector<flat_range> ranges{{0, 4}, {4, 7}, {7, 10}};
+  std::vector<std::vector<float>> parts;
+  for (auto r : ranges)
+    parts.push_back(slice_of(flat, r));
+  BOOST_TEST(parts[1] == (std::vector<float>{4, 5, 6}));
+  std::vector<const std::vector<float>*> ptrs;
+  for (auto& p : parts)
+    ptrs.push_back(&p);
+  auto back = gather_parts(ranges, ptrs);
+  BOOST_REQUIRE(back);
+  BOOST_TEST(*back == flat);
+}
+
+BOOST_AUTO_TEST_CASE(gather_refuses_parts_that_do_not_fit) {
+  std::vector<flat_range> ranges{{0, 2}, {2, 4}};
+  std::vector<float> a{1, 2}, short_one{3};
+  auto wrong = gather_parts(ranges, {&a, &short_one});
+  BOOST_REQUIRE(!wrong);
+  BOOST_TEST(describe(wrong.error()) == "part 1 has 1 values for a range of 2");
+  BOOST_TEST(!gather_parts(ranges, {&a}));
+  BOOST_TEST(!gather_parts({{0, 2}, {3, 4}}, {&a, &a})); // a gap
+  BOOST_TEST(!gather_parts(ranges, {&a, nullptr}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

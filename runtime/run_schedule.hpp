@@ -1,0 +1,41 @@
+// When the chief evaluates, checkpoints and logs progress, as a plain
+// class over step counts (steps: batches trained by all workers together,
+// reported a few at a time, so a due point is "crossed", not "hit").
+#pragma once
+
+#include <cstdint>
+
+namespace troupe {
+
+class run_schedule {
+public:
+  /// `eval_every` 0: once per epoch (`per_epoch` steps); `checkpoint_every`
+  /// 0: never by steps; `log_every` >= 1.
+  run_schedule(int64_t per_epoch, int64_t eval_every,
+               int64_t checkpoint_every, int64_t log_every);
+
+  /// Continues a run resumed at `step`: the next evaluation at the next
+  /// multiple of its interval, the next checkpoint one interval on.
+  void resume_at(int64_t step);
+
+  /// Whether an evaluation is due at `steps`; if so the next one moves
+  /// past `steps` (several crossed at once count once).
+  bool take_eval(int64_t steps);
+
+  /// The same for checkpoints.
+  bool take_checkpoint(int64_t steps);
+
+  /// Whether going from `before` to `after` steps crosses a multiple of
+  /// the log interval.
+  bool log_due(int64_t before, int64_t after) const;
+
+  int64_t eval_interval() const { return eval_every_; }
+  int64_t next_eval() const { return next_eval_; }
+  int64_t next_checkpoint() const { return next_checkpoint_; }
+
+private:
+  int64_t eval_every_, checkpoint_every_, log_every_;
+  int64_t next_eval_, next_checkpoint_;
+};
+
+} // namespace troupe

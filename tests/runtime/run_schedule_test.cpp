@@ -1,0 +1,46 @@
+#include "runtime/run_schedule.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+
+
+BOOST_AUTO_TEST_SUITE(run_schedule)
+
+BOOST_AUTO_TEST_CASE(evaluations_come_once_per_crossed_interval) {
+  troupe::run_schedule s{469, 0, 0, 100}; // per epoch when eval_every is 0
+  BOOST_TEST(s.eval_interval() == 469);
+  BOOST_TEST(!s.take_eval(468));
+  BOOST_TEST(s.take_eval(470)); // a report crossed it
+  BOOST_TEST(s.next_eval() == 938);
+  BOOST_TEST(!s.take_eval(470)); // taken once
+  BOOST_TEST(s.take_eval(2000)); // several at once count once
+  BOOST_TEST(s.next_eval() == 2345);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoints_only_with_an_interval) {
+  troupe::run_schedule none{100, 50, 0, 10};
+  BOOST_TEST(!none.take_checkpoint(1000000));
+  troupe::run_schedule every{100, 50, 200, 10};
+  BOOST_TEST(!every.take_checkpoint(199));
+  BOOST_TEST(every.take_checkpoint(205));
+  BOOST_TEST(every.next_checkpoint() == 400);
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_run_keeps_the_grid_of_evaluations) {
+  troupe::run_schedule s{100, 30, 200, 10};
+  s.resume_at(95);
+  BOOST_TEST(s.next_eval() == 120);       // the next multiple of 30
+  BOOST_TEST(s.next_checkpoint() == 295); // one interval on
+  s.resume_at(90);
+  BOOST_TEST(s.next_eval() == 120); // strictly after the step
+}
+
+BOOST_AUTO_TEST_CASE(log_lines_when_a_multiple_is_crossed) {
+  troupe::run_schedule s{100, 0, 0, 100};
+  BOOST_TEST(!s.log_due(92, 99));
+  BOOST_TEST(s.log_due(96, 104));
+  BOOST_TEST(s.log_due(199, 200));
+  BOOST_TEST(!s.log_due(200, 207));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
