@@ -13,14 +13,6 @@
 
 using namespace troupe::test;
 
-namespace {
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(bad_input)
 
 BOOST_AUTO_TEST_CASE(a_node_name_that_is_not_in_the_file) {

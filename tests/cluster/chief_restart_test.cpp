@@ -18,18 +18,6 @@ using namespace troupe::test;
 
 namespace {
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-size_t count_of(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (auto at = text.find(part); at != std::string::npos;
-       at = text.find(part, at + 1))
-    ++n;
-  return n;
-}
-
 /// N of the chief's "...: N steps lost, to be trained again"; -1 if none.
 long steps_lost(const std::string& out) {
   auto at = out.find(" steps lost, to be trained again");

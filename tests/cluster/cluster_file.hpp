@@ -243,6 +243,20 @@ inline double test_accuracy(const std::string& out) {
   return s.empty() ? -1 : std::stod(s);
 }
 
+/// Whether `part` occurs in `text` (a process's output).
+inline bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// How often `part` occurs in `text`.
+inline size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos;
+       at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
 /// The numbers after "samples trained per epoch:".
 inline std::vector<long> epoch_samples(const std::string& out) {
   std::vector<long> v;

@@ -12,14 +12,6 @@
 
 using namespace troupe::test;
 
-namespace {
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(signals)
 
 BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
@@ -53,6 +45,26 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
   BOOST_TEST((epochs.size() < 3 || epochs[2] < 60000), out);
   for (auto& m : members)
     BOOST_TEST(has(m->out(), "the run is over"), m->out());
+}
+
+BOOST_AUTO_TEST_CASE(sigint_to_the_embedded_process_stops_the_run_cleanly) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 3;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  process embedded{dir, "embedded", "troupe-node",
+                   {"--config", write_embedded(dir, cfg, 2, 1)}};
+  BOOST_REQUIRE_MESSAGE(embedded.wait_for_step(200, 120),
+                        embedded.out() + embedded.err());
+  embedded.signal(SIGINT); // Ctrl-C
+  BOOST_REQUIRE_MESSAGE(embedded.wait(60) == 0,
+                        embedded.err() + embedded.out());
+  auto out = embedded.out();
+  BOOST_TEST(has(out, "stop requested by SIGINT"), out);
+  BOOST_TEST(test_accuracy(out) > 0.5, out);
+  auto epochs = epoch_samples(out);
+  BOOST_TEST((epochs.size() < 3 || epochs[2] < 60000), out);
 }
 
 BOOST_AUTO_TEST_CASE(sigterm_to_a_worker_node_hands_back_its_leases) {
