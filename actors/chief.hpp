@@ -17,7 +17,15 @@
 // done, the target accuracy reached, or "stop"): final evaluation and
 // checkpoint, summary, every agent told to finish, reply -> down. A NaN
 // loss, a dead feeder, a lost shard without checkpoints, or too many
-// restarts end the run with an error reply instead.
+// restarts end the run with an error reply instead (the agents finish with
+// it, so every node exits 1 naming it). The phases are run_phase in
+// chief_state.hpp.
+//
+// A stop (the shell's, or SIGINT/SIGTERM on its process) finishes after
+// the steps in flight. A node may leave: its workers finish their steps,
+// their leases go back and they are placed again. Nodes that registered
+// with a lost chief name its run when they register here: before the
+// shards start, this chief takes that run over from its newest checkpoint.
 #pragma once
 
 #include <functional>
