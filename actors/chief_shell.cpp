@@ -13,7 +13,7 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <nlohmann/json.hpp>
 
-#include "actors/chief_state.hpp"
+#include "actors/chief_ops.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
 #include "runtime/errc.hpp"

@@ -1,6 +1,5 @@
-// The chief's state and the operations its two files share: chief.cpp
-// (setting up, supervising and ending a run) and chief_shell.cpp (the
-// shell's commands). Private to the actor; nothing else includes it.
+// The chief's state, which its files share (their operations are in
+// chief_ops.hpp). Private to the actor; nothing else includes it.
 #pragma once
 
 #include <functional>
@@ -182,38 +181,5 @@ struct chief_state {
 };
 
 using chief_self = chief_actor::stateful_pointer<chief_state>;
-
-// Operations shared with the shell (defined in chief.cpp).
-namespace chief_ops {
-
-/// Prints a line of the run's log; `tagged` false: without the
-/// "[INSECURE links]" mark (the summary table, which scripts read).
-void say(chief_self self, const std::string& line, bool tagged = true);
-std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
-/// 16 random hex digits.
-std::string new_run_id();
-/// This run's id and config digest, as its checkpoints record them.
-run_stamp stamp_of(chief_self self);
-caf::timespan timeout_of(chief_self self);
-void fail_run(chief_self self, caf::error err);
-/// Checkpoints now (one at a time); `then` gets the file's path.
-void checkpoint_now(chief_self self, std::function<void()> then);
-/// Adds `n` workers on `node` to the running cluster; returns their ids.
-std::vector<int32_t> add_workers(chief_self self, const std::string& node,
-                                 int n);
-/// Picks the up node that holds the fewest workers, preferring nodes the
-/// cluster file gives workers; empty when no node is up.
-std::string least_loaded_node(chief_self self);
-/// Stops feeding (pause) or feeds again (resume), for the shell.
-void set_user_pause(chief_self self, bool paused);
-/// The feeder leases nothing more; the run ends after the last steps.
-/// `who` asked for it ("the shell", "SIGTERM").
-void stop_run(chief_self self, const std::string& who);
-
-} // namespace chief_ops
-
-/// Runs one shell command line; the reply is JSON text.
-caf::result<std::string> shell_command(chief_self self,
-                                       const std::string& line);
 
 } // namespace troupe

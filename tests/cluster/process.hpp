@@ -109,6 +109,21 @@ public:
     return close == std::string::npos || close + 2 >= stat.size()
            || stat[close + 2] == 'Z';
   }
+  /// How the process ended, without reaping it: "exit N", "signal N",
+  /// or "running". A zombie's status stays readable for a later wait.
+  std::string how_it_ended() const {
+    if (pid_ <= 0)
+      return "not started";
+    if (code_ != no_code)
+      return "exit " + std::to_string(code_);
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid_), &info,
+                 WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+      return "running";
+    if (info.si_code == CLD_EXITED)
+      return "exit " + std::to_string(info.si_status);
+    return "signal " + std::to_string(info.si_status);
+  }
   void kill9() {
     if (running()) {
       ::kill(pid_, SIGKILL);

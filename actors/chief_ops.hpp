@@ -1,0 +1,221 @@
+// The chief's operations, shared by its files. Private to the actor:
+// nothing outside actors/chief*.cpp includes it.
+//
+// The files call downward only, so they form no circle:
+//   chief_base (logging, ending the run, pulling the parameters)
+//   < chief_placement (where workers and shards go) and chief_progress
+//     (evaluations, checkpoints, reports, pause, stop, the final summary)
+//   < chief_recovery (failed and leaving workers, lost shards)
+//   < chief_start (shards, feeder and workers at the start; taking over a
+//     lost chief's run)
+//   < chief_registration (nodes registering, a stop, a node leaving)
+//   < chief.cpp (the actor's behavior) and chief_shell.cpp (the shell).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "actors/chief_state.hpp"
+#include "actors/fan_out.hpp"
+
+namespace troupe::chief_ops {
+
+// -- chief_base.cpp ------------------------------------------------------------
+
+/// A request's timeout in this run (cluster.request_timeout_ms).
+caf::timespan timeout_of(chief_self self);
+
+/// Prints a line of the run's log; `tagged` false: without the
+/// "[INSECURE links]" mark (the summary table, which scripts read).
+void say(chief_self self, const std::string& line, bool tagged = true);
+
+/// This run's id and config digest, as its checkpoints record them.
+run_stamp stamp_of(chief_self self);
+
+/// 16 random hex digits.
+std::string new_run_id();
+
+/// printf into a std::string (at most 511 characters).
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+/// `steps` in epochs.
+double epoch_of(chief_self self, int64_t steps);
+
+/// Stops every actor of the run, then the chief.
+void shut_down(chief_self self);
+
+/// Tells every node agent that the run is over, with `reason` (none: it
+/// succeeded), so that each stops what it started and its process exits
+/// with the run's outcome; then runs `then`. A node that does not answer
+/// within two seconds is not waited for.
+void release_nodes(chief_self self, const caf::error& reason,
+                   std::function<void()> then);
+
+/// Ends the run with `err`: logged, every node released with it, the
+/// reply delivered, every actor stopped. Once.
+void fail_run(chief_self self, caf::error err);
+
+/// Pulls every shard (as worker -1) into one host vector.
+void pull_params(chief_self self,
+                 std::function<void(std::vector<float>&, int64_t)> done,
+                 std::function<void()> lost = nullptr);
+
+/// Runs `f` now, or after the shard recovery in progress.
+void when_recovered(chief_self self, std::function<void()> f);
+
+/// Workers not finished.
+int live_workers(chief_self self);
+
+// -- chief_placement.cpp -------------------------------------------------------
+
+/// A node's process is gone (its agent's link broke, or a request to it
+/// failed): nothing more is placed there until it registers again.
+void node_lost(chief_self self, const std::string& name,
+               const std::string& why);
+
+/// Picks the up node that holds the fewest workers, preferring nodes the
+/// cluster file gives workers (runtime/placement); empty when none is up.
+std::string least_loaded_node(chief_self self);
+
+/// Starts worker `id` through the agent of its node, or of another node
+/// when its own is down (on_node_loss "move"), or leaves it waiting for
+/// its node to come back ("wait").
+void place_worker(chief_self self, int32_t id);
+
+/// Joins worker ids on every shard; `then` runs once all have answered.
+void join_now(chief_self self, std::vector<int32_t> ids,
+              std::function<void()> then);
+
+/// join_now, or after the shard recovery under way (which joins and
+/// starts every worker it knows, these included).
+void join_on_shards(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then);
+
+/// sync with replicas_to_aggregate 0: the count follows the workers.
+void retune_aggregate(chief_self self);
+
+/// Appends `n` fresh worker ids on `node` to `ids`.
+void new_worker_ids(chief_self self, const std::string& node, int n,
+                    std::vector<int32_t>& ids);
+
+/// Adds `n` workers on `node` to the running cluster; returns their ids.
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n);
+
+/// Starts shard `i` on `node` through its agent with `state`.
+void place_shard(chief_self self, size_t i, const std::string& node,
+                 shard_state_msg state, std::function<void()> then);
+
+/// The node for a shard whose node is gone: the up node meant for shards
+/// that holds the fewest, else the chief's own.
+std::string shard_home(chief_self self, size_t i);
+
+// -- chief_progress.cpp --------------------------------------------------------
+
+/// Pauses the feeder until every lease is acked, snapshots every shard at
+/// that one step, writes the file, resumes.
+void checkpoint_now(chief_self self, std::function<void()> then);
+
+/// Stops feeding (pause) or feeds again (resume), for the shell.
+void set_user_pause(chief_self self, bool paused);
+
+/// When no worker runs or is being started, the ones waiting for their
+/// node are let go (nothing is left for them, or the run was stopped),
+/// and with no worker left the run finishes.
+void release_waiting_if_idle(chief_self self);
+
+/// The feeder leases nothing more; the run ends after the last steps.
+/// `who` asked for it ("the shell", "SIGTERM").
+void stop_run(chief_self self, const std::string& who);
+
+/// A worker's report: progress lines, metrics, and the evaluations and
+/// checkpoints that come due.
+void on_report(chief_self self, const worker_report& r);
+
+// -- chief_recovery.cpp --------------------------------------------------------
+
+/// Restarts worker `id` after a failure: counted against the restart
+/// intensity, its leases back to the feeder, started again.
+void restart_worker(chief_self self, int32_t id, const caf::error& reason);
+
+/// The worker `id` of a node that leaves the run is down: once every
+/// worker there is, the node is answered and may go.
+void finish_leave_if_done(chief_self self, const std::string& name);
+
+/// A worker ended: finished, stopped for a recovery or a leaving node,
+/// cut off from a shard (a grace before it counts), or failed (restarted).
+void on_worker_down(chief_self self, int32_t id, const caf::error& reason);
+
+/// One shard's slice of a checkpoint.
+shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
+                         int64_t version);
+
+/// The shard version a checkpoint records; troupe-train's files have
+/// none, and there the step is the optimizer's step.
+caf::expected<int64_t> version_of(const checkpoint& ck,
+                                  const std::string& path);
+
+/// A shard went down: stop every worker, then restore_after_loss.
+void on_shard_down(chief_self self, size_t i, const caf::error& reason);
+
+// -- chief_start.cpp -----------------------------------------------------------
+
+/// The nodes that have not registered yet, as "name (host:port)".
+std::string missing_nodes(chief_self self);
+
+/// Once every node of the file is up: the shards (after taking over the
+/// run the nodes named, if they named one).
+void start_when_nodes_ready(chief_self self);
+
+/// Reads the newest checkpoint when resuming; sets up the nodes.
+void start(chief_self self);
+
+// -- chief_registration.cpp ----------------------------------------------------
+
+/// A node process announces itself (see chief_actor in protocol.hpp).
+caf::result<std::string, std::string>
+on_register(chief_self self, std::string name, const std::string& host,
+            uint16_t port, node_agent_actor agent, int32_t join_workers,
+            uint16_t data_port, const std::string& identity,
+            const std::string& served_run);
+
+/// SIGINT or SIGTERM on the chief's process: the shell's "stop"; before
+/// training began, the run ends without training.
+void on_stop_request(chief_self self, const std::string& who);
+
+/// A member node leaves the run (SIGINT/SIGTERM there): nothing more is
+/// placed on it, its workers finish their steps in flight, their leases
+/// go back and they start again elsewhere (on_node_loss "move") or wait
+/// for the node ("wait"). A node that holds shards cannot leave: its
+/// shards would have nowhere to go without losing steps.
+caf::result<bool> on_leave(chief_self self, const std::string& name);
+
+// -- fan-out to the shards (chief_base) ----------------------------------------
+
+/// Requests `make(i)` from every shard; `done` gets the replies in shard
+/// order once all are in. An error fails the run, unless the shards were
+/// replaced meanwhile (a recovery) and `lost` is given: then `lost` runs.
+template <class Reply, class Make>
+void ask_all_shards(chief_self self, Make make,
+                    std::function<void(std::vector<Reply>&)> done,
+                    std::function<void()> lost = nullptr) {
+  auto gen = self->state.generation;
+  ask_all<Reply>(self->state.shards.size(), std::move(make), std::move(done),
+                 [=](caf::error& err) {
+                   auto& st = self->state;
+                   if (lost && (st.recovering || st.generation != gen))
+                     return lost();
+                   fail_run(self, std::move(err));
+                 });
+}
+
+} // namespace troupe::chief_ops
+
+namespace troupe {
+
+/// Runs one shell command line; the reply is JSON text (chief_shell.cpp).
+caf::result<std::string> shell_command(chief_self self,
+                                       const std::string& line);
+
+} // namespace troupe

@@ -1,0 +1,401 @@
+// The run's progress: worker reports, evaluations and checkpoints as
+// runtime/run_schedule says, the user's pause and stop, and the end of a
+// run (final checkpoint, evaluation, summary, nodes released).
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "actors/chief_ops.hpp"
+#include "actors/data_link.hpp"
+#include "actors/feeder.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/shard.hpp"
+#include "actors/timing.hpp"
+#include "actors/worker.hpp"
+#include "models/trainer.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint_dir.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/errc.hpp"
+#include "runtime/placement.hpp"
+
+namespace troupe::chief_ops {
+
+/// Evaluates the current parameters on the test set, then runs `then`.
+/// One evaluation at a time: a request during one waits for it and then
+/// evaluates again unless no step has been trained since it began (every
+/// push of a reported step is applied before its report is sent, so an
+/// evaluation begun at step N sees all N steps).
+void evaluate_now(chief_self self, std::function<void()> then) {
+  auto& st = self->state;
+  if (st.evaluating) {
+    st.eval_waiters.push_back(std::move(then));
+    return;
+  }
+  if (st.recovering) {
+    st.after_recovery.push_back([=] { evaluate_now(self, then); });
+    return;
+  }
+  if (st.last_eval_step == st.steps)
+    return then();
+  st.evaluating = true;
+  st.last_eval_step = st.steps;
+  auto retry = [=] { // a shard was lost meanwhile: again after recovery
+    auto& s = self->state;
+    s.evaluating = false;
+    s.last_eval_step = -1;
+    auto waiters = std::move(s.eval_waiters);
+    s.eval_waiters.clear();
+    waiters.insert(waiters.begin(), then);
+    for (auto& f : waiters)
+      when_recovered(self, [=] { evaluate_now(self, f); });
+  };
+  pull_params(
+    self,
+    [=](std::vector<float>& params, int64_t) {
+      auto& s = self->state;
+      s.evaluator->set_params(params.data());
+      auto r = evaluate(*s.evaluator, s.opts.data->test,
+                        std::max(s.opts.cfg.training.batch_size, 256));
+      s.last_accuracy = r.accuracy;
+      s.last_loss = r.loss;
+      double t = now_seconds() - s.t0;
+      auto at = s.last_eval_step;
+      say(self, fmt("step %lld, epoch %.2f: test accuracy = %.4f, test loss = "
+                    "%.4f (%lld examples, %.1f s)",
+                    static_cast<long long>(at), epoch_of(self, at),
+                    r.accuracy, r.loss, static_cast<long long>(r.count), t));
+      s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
+      s.evaluating = false;
+      then();
+      auto waiters = std::move(self->state.eval_waiters);
+      self->state.eval_waiters.clear();
+      for (auto& f : waiters)
+        evaluate_now(self, std::move(f));
+    },
+    retry);
+}
+
+/// Writes the shards' states as one checkpoint file at feeder position
+/// `position`; returns the error of the write.
+caf::error write_shards(chief_self self, int64_t position,
+                        std::vector<shard_state_msg>& parts) {
+  auto& s = self->state;
+  checkpoint ckpt;
+  ckpt.step = position;
+  ckpt.layout = s.evaluator->layout();
+  // The values, then each optimizer slot, gathered from the shards' parts
+  // (every shard has the same slots: one optimizer for the run).
+  auto gather = [&](auto part_of) -> caf::expected<std::vector<float>> {
+    std::vector<const std::vector<float>*> pieces;
+    for (auto& p : parts)
+      pieces.push_back(part_of(p));
+    return gather_parts(s.ranges, pieces);
+  };
+  auto values = gather([](auto& p) { return &p.values; });
+  if (!values)
+    return values.error();
+  ckpt.params = std::move(*values);
+  for (size_t n = 0; n < parts[0].slot_names.size(); ++n) {
+    auto slot = gather([n](auto& p) {
+      return n < p.slots.size() ? &p.slots[n] : nullptr;
+    });
+    if (!slot)
+      return slot.error();
+    ckpt.slots.emplace_back(parts[0].slot_names[n], std::move(*slot));
+  }
+  ckpt.metadata["optimizer"] = to_string(s.opts.cfg.training.optimizer.type);
+  ckpt.metadata["model"] = s.evaluator->summary();
+  ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
+  ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
+  stamp_checkpoint(ckpt, stamp_of(self));
+  auto& dir = s.opts.cfg.training.checkpoint.dir;
+  std::error_code ec; // a failure shows in the write's own error
+  std::filesystem::create_directories(dir, ec);
+  auto path = dir + "/ckpt-" + std::to_string(position) + ".safetensors";
+  if (auto err = write_checkpoint(path, ckpt))
+    return err;
+  s.last_checkpoint = path;
+  say(self, fmt("step %lld: checkpoint %s", static_cast<long long>(position),
+                path.c_str()));
+  prune_checkpoints(dir, stamp_of(self), s.opts.cfg.training.checkpoint.keep);
+  return {};
+}
+
+/// Pauses the feeder until every lease is acked, snapshots every shard at
+/// that one step, writes the file, resumes.
+void checkpoint_now(chief_self self, std::function<void()> then) {
+  auto& st = self->state;
+  if (st.checkpointing || st.recovering) { // one at a time
+    auto again = [=] { checkpoint_now(self, then); };
+    if (st.checkpointing)
+      st.checkpoint_waiters.push_back(again);
+    else
+      st.after_recovery.push_back(again);
+    return;
+  }
+  st.checkpointing = true;
+  auto finished = [=] {
+    auto& s = self->state;
+    s.checkpointing = false;
+    auto waiters = std::move(s.checkpoint_waiters);
+    s.checkpoint_waiters.clear();
+    for (auto& f : waiters)
+      f();
+  };
+  // A shard lost meanwhile: the recovery resumes the feeder; this
+  // checkpoint is taken again afterwards.
+  auto lost = [=] {
+    finished();
+    when_recovered(self, [=] { checkpoint_now(self, then); });
+  };
+  auto gen = st.generation;
+  self->request(st.feeder, timeout_of(self), pause_atom_v)
+    .then(
+      [=](int64_t position) {
+        if (self->state.generation != gen || self->state.recovering)
+          return lost();
+        ask_all_shards<shard_state_msg>(
+          self,
+          [=](size_t i) {
+            return self->request(self->state.shards[i], timeout_of(self),
+                                 snapshot_atom_v);
+          },
+          [=](std::vector<shard_state_msg>& parts) {
+            if (auto err = write_shards(self, position, parts))
+              return fail_run(self, std::move(err));
+            if (!self->state.user_paused)
+              self->send(self->state.feeder, resume_atom_v);
+            finished();
+            then();
+          },
+          lost);
+      },
+      [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+void print_summary(chief_self self, const cluster_summary& r) {
+  auto& c = self->state.opts.cfg;
+  std::string per_epoch;
+  for (auto n : r.epoch_samples)
+    per_epoch += " " + std::to_string(n);
+  say(self, "samples trained per epoch:" + per_epoch);
+  say(self, fmt("pushes accepted %lld, stale %lld, refused %lld",
+                static_cast<long long>(r.pushes_accepted),
+                static_cast<long long>(r.pushes_stale),
+                static_cast<long long>(r.pushes_refused)));
+  if (self->state.recoveries > 0)
+    say(self, fmt("shard recoveries: %d, steps lost and retrained: %lld",
+                  self->state.recoveries,
+                  static_cast<long long>(self->state.lost_steps)));
+  // The table comes last: scripts read its row from the final line.
+  say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
+                "workers", "shards", "steps", "epochs", "seconds",
+                "examples/s", "test acc", "restarts"),
+      false);
+  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
+                c.name.c_str(), to_string(c.cluster.consistency),
+                self->state.workers.size(), c.cluster.shards,
+                static_cast<long long>(r.steps), r.epochs, r.seconds,
+                r.examples_per_sec, r.test_accuracy, r.restarts),
+      false);
+}
+
+void finish_run(chief_self self) {
+  auto& st = self->state;
+  if (st.stopping())
+    return;
+  st.enter(run_phase::finishing);
+  double seconds = now_seconds() - st.t0;
+  auto after_checkpoint = [=] {
+    evaluate_now(self, [=] {
+      auto& s = self->state;
+      cluster_summary r;
+      r.steps = s.steps;
+      r.epochs = epoch_of(self, s.steps);
+      r.seconds = seconds;
+      r.examples_per_sec = static_cast<double>(s.samples) / seconds;
+      r.test_accuracy = s.last_accuracy;
+      r.test_loss = s.last_loss;
+      r.restarts = s.restarts->total();
+      pull_params(self, [=](std::vector<float>& params, int64_t version) {
+        auto final_params = std::make_shared<std::vector<float>>(
+          std::move(params));
+        ask_all_shards<shard_stats>(
+          self,
+          [=](size_t i) {
+            return self->request(self->state.shards[i], timeout_of(self),
+                                 stats_atom_v);
+          },
+          [=](std::vector<shard_stats>& stats) {
+            auto summary = r;
+            summary.version = version;
+            for (auto& x : stats) {
+              summary.pushes_accepted += x.accepted;
+              summary.pushes_stale += x.stale;
+              summary.pushes_refused += x.refused;
+            }
+            auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
+              std::move(stats));
+            self
+              ->request(self->state.feeder, timeout_of(self), stats_atom_v)
+              .then(
+                [=](feeder_stats& fs) {
+                  auto done = summary;
+                  // The feeder's count is the authority: a worker that died
+                  // may have settled steps it had not reported yet.
+                  done.steps = fs.acked;
+                  done.epochs = epoch_of(self, fs.acked);
+                  done.epoch_samples = std::move(fs.epoch_samples);
+                  print_summary(self, done);
+                  if (self->state.opts.on_finish)
+                    self->state.opts.on_finish(*final_params,
+                                               *shard_stats_copy);
+                  self->state.enter(run_phase::ended);
+                  release_nodes(self, caf::error{}, [=] {
+                    self->state.reply.deliver(done);
+                    shut_down(self);
+                  });
+                },
+                [=](caf::error& err) { fail_run(self, std::move(err)); });
+          });
+      });
+    });
+  };
+  if (!st.opts.cfg.training.checkpoint.dir.empty())
+    checkpoint_now(self, after_checkpoint);
+  else
+    after_checkpoint();
+}
+
+void set_user_pause(chief_self self, bool paused) {
+  auto& st = self->state;
+  if (st.user_paused == paused)
+    return;
+  st.user_paused = paused;
+  say(self, paused ? "paused by the shell" : "resumed by the shell");
+  if (paused)
+    self->request(st.feeder, timeout_of(self), pause_atom_v)
+      .then([](int64_t) {}, [](caf::error&) {});
+  else if (!st.checkpointing && !st.recovering)
+    self->send(st.feeder, resume_atom_v);
+}
+
+/// When no worker runs or is being started, the ones waiting for their
+/// node are let go (nothing is left for them, or the run was stopped),
+/// and with no worker left the run finishes.
+void release_waiting_if_idle(chief_self self) {
+  auto& st = self->state;
+  for (auto& [id, w] : st.workers)
+    if (w.state == worker_phase::running || w.state == worker_phase::starting
+        || w.state == worker_phase::leaving)
+      return;
+  for (auto& [id, w] : st.workers)
+    if (w.state == worker_phase::waiting) {
+      say(self, fmt("worker %d: nothing left to train; it no longer waits "
+                    "for node %s",
+                    id, w.node.c_str()));
+      w.state = worker_phase::finished;
+      for (auto& s : st.shards)
+        if (s)
+          self->send(s, leave_atom_v, id);
+    }
+  finish_run(self);
+}
+
+void stop_run(chief_self self, const std::string& who) {
+  auto& st = self->state;
+  say(self, "stop requested by " + who + "; finishing after the steps in "
+            "flight");
+  self->send(st.feeder, finish_atom_v);
+  if (st.user_paused)
+    set_user_pause(self, false);
+  // Workers waiting for a node will not come back to end on their own.
+  release_waiting_if_idle(self);
+}
+
+void on_report(chief_self self, const worker_report& r) {
+  auto& st = self->state;
+  if (st.ended())
+    return;
+  if (!std::isfinite(r.loss_sum))
+    return fail_run(self, make_error(errc::non_finite,
+                                     fmt("the loss turned %s at step %lld "
+                                         "(worker %d); stopping the run",
+                                         std::isnan(r.loss_sum) ? "NaN" : "Inf",
+                                         static_cast<long long>(st.steps),
+                                         r.worker)));
+  // A report covers a few steps: log when a multiple of log_every_steps
+  // is crossed.
+  auto crossed = [&](int64_t before, int64_t after) {
+    return st.schedule->log_due(before, after);
+  };
+  st.steps += r.steps;
+  st.samples += r.samples;
+  st.window_samples += r.samples;
+  st.window_loss += r.loss_sum;
+  auto& w = st.workers[r.worker];
+  w.steps += r.steps;
+  w.samples += r.samples;
+  w.clock = r.clock;
+  w.staleness = r.staleness;
+  w.seconds += r.step_seconds;
+  w.last_loss = r.samples > 0 ? r.loss_sum / r.samples : w.last_loss;
+  w.window_steps += r.steps;
+  w.window_samples += r.samples;
+  w.window_loss += r.loss_sum;
+  w.window_seconds += r.step_seconds;
+  if (crossed(w.steps - r.steps, w.steps)) {
+    say(self, fmt("worker %d: step %lld, loss = %.4f (%.1f examples/sec; "
+                  "%.4f sec/batch)",
+                  r.worker, static_cast<long long>(w.steps),
+                  w.window_loss / static_cast<double>(w.window_samples),
+                  static_cast<double>(w.window_samples) / w.window_seconds,
+                  w.window_seconds / static_cast<double>(w.window_steps)));
+    w.window_steps = w.window_samples = 0;
+    w.window_loss = w.window_seconds = 0;
+  }
+  if (crossed(st.steps - r.steps, st.steps)) {
+    double now = now_seconds();
+    double rate = static_cast<double>(st.window_samples)
+                  / (now - st.window_start);
+    double loss = st.window_loss / static_cast<double>(st.window_samples);
+    std::string acc = st.last_accuracy < 0
+                        ? std::string{"-"}
+                        : fmt("%.4f", st.last_accuracy);
+    say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
+                  "%d workers, test accuracy = %s",
+                  static_cast<long long>(st.steps), epoch_of(self, st.steps),
+                  loss, rate, live_workers(self),
+                  acc.c_str()));
+    st.metrics.progress(now - st.t0, st.steps, epoch_of(self, st.steps), loss,
+                        rate);
+    st.window_samples = 0;
+    st.window_loss = 0;
+    st.window_start = now;
+  }
+  if (st.stopping())
+    return;
+  if (!st.evaluating && st.schedule->take_eval(st.steps)) {
+    evaluate_now(self, [=] {
+      auto& s = self->state;
+      auto target = s.opts.cfg.cluster.target_accuracy;
+      if (target > 0 && s.last_accuracy >= target && !s.stopping()) {
+        say(self, fmt("target accuracy %.4f reached; finishing", target));
+        self->send(s.feeder, finish_atom_v);
+      }
+    });
+  }
+  if (!st.checkpointing && !st.opts.cfg.training.checkpoint.dir.empty()
+      && st.schedule->take_checkpoint(st.steps))
+    checkpoint_now(self, [] {});
+}
+
+} // namespace troupe::chief_ops

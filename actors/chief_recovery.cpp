@@ -1,0 +1,281 @@
+// What the chief does when something is lost: a failed worker restarted
+// under the restart intensity, a leaving node's workers placed again, a
+// lost shard restored with every other from the newest checkpoint.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "actors/chief_ops.hpp"
+#include "actors/data_link.hpp"
+#include "actors/feeder.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/shard.hpp"
+#include "actors/timing.hpp"
+#include "actors/worker.hpp"
+#include "models/trainer.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint_dir.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/errc.hpp"
+#include "runtime/placement.hpp"
+
+namespace troupe::chief_ops {
+
+void restore_after_loss(chief_self self); // once every worker is stopped
+
+/// Restarts worker `id` after a failure: counted against the restart
+/// intensity, its leases back to the feeder, started again.
+void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
+  auto& st = self->state;
+  auto& w = st.workers[id];
+  auto why = describe(reason);
+  if (!st.restarts->allow(now_seconds()))
+    return fail_run(self,
+                    make_error(errc::restart_limit,
+                               fmt("worker %d failed and the restart limit is "
+                                   "reached (%d restarts within %.0f s): %s",
+                                   id, st.restarts->max_restarts(),
+                                   st.restarts->window(), why.c_str())));
+  ++w.restarts;
+  w.state = worker_phase::starting;
+  say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
+                "within %.0f s)",
+                id, why.c_str(), st.restarts->total(),
+                st.restarts->max_restarts(), st.restarts->window()));
+  self->request(st.feeder, timeout_of(self), requeue_atom_v, id)
+    .then([=](int32_t) { place_worker(self, id); },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+/// A worker that lost its data-plane connection to a shard node, or whose
+/// shard went away under a request (errc::actor_down from the shard's
+/// node), waits this long before it counts as failed: when a shard or its
+/// node died, the chief hears of it within the connection timeout and
+/// restores the shards, which starts every worker again without counting
+/// a restart.
+caf::timespan shard_loss_grace(chief_self self) {
+  return std::chrono::milliseconds(
+    self->state.opts.cfg.cluster.connection_timeout_ms);
+}
+
+/// The worker `id` of a node that leaves the run is down: once every
+/// worker there is, the node is answered and may go.
+void finish_leave_if_done(chief_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.nodes.find(name);
+  if (it == st.nodes.end() || !it->second.leaving)
+    return;
+  for (auto& [id, w] : st.workers)
+    if (w.node == name && w.state == worker_phase::leaving)
+      return;
+  say(self, fmt("node %s has left the run", name.c_str()));
+  it->second.leaving->deliver(true);
+  it->second.leaving.reset();
+}
+
+/// A worker of a leaving node has finished its steps in flight: the lease
+/// it still held goes back to the feeder, and it starts again where the
+/// placement puts it (another node, or waiting for this one to return).
+void replace_leaving_worker(chief_self self, int32_t id) {
+  auto& st = self->state;
+  if (st.recovering) // the recovery rewinds the feeder and starts it
+    return;
+  self->request(st.feeder, timeout_of(self), requeue_atom_v, id)
+    .then([=](int32_t) { place_worker(self, id); },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
+  auto& st = self->state;
+  auto& w = st.workers[id];
+  w.handle = worker_actor{};
+  bool was_leaving = w.state == worker_phase::leaving;
+  if (was_leaving) {
+    w.state = worker_phase::starting;
+    finish_leave_if_done(self, w.node);
+  }
+  if (st.recycling.erase(id) > 0) { // stopped for a shard recovery
+    if (st.recycling.empty())
+      restore_after_loss(self);
+    return;
+  }
+  if (was_leaving) // however it ended, its node sent it away
+    return replace_leaving_worker(self, id);
+  if ((reason == errc::node_unreachable || reason == errc::actor_down)
+      && !st.recovering) {
+    w.state = worker_phase::starting;
+    say(self, fmt("worker %d lost a shard (%s); waiting %.1f s for the "
+                  "chief to see it",
+                  id, describe(reason).c_str(),
+                  std::chrono::duration<double>(shard_loss_grace(self))
+                    .count()));
+    self->delayed_send(self, shard_loss_grace(self), place_atom_v, id,
+                       st.generation, reason);
+    return;
+  }
+  if (!reason || reason == caf::exit_reason::user_shutdown) {
+    w.state = worker_phase::finished;
+    // It will push no more: ssp stops waiting for its clock.
+    for (auto& s : st.shards)
+      self->send(s, leave_atom_v, id);
+    // A worker ends normally only once the feeder has nothing left, so
+    // workers still waiting for their node have nothing left to train.
+    release_waiting_if_idle(self);
+    return;
+  }
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, w.node, describe(reason));
+  if (st.recovering) // the recovery starts it again with the others
+    return;
+  restart_worker(self, id, reason);
+}
+
+/// One shard's slice of a checkpoint.
+shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
+                         int64_t version) {
+  auto r = self->state.ranges[i];
+  shard_state_msg s;
+  s.shard = static_cast<int32_t>(i);
+  s.version = version;
+  s.values = slice_of(ck.params, r);
+  for (auto& [name, v] : ck.slots) {
+    s.slot_names.push_back(name);
+    s.slots.push_back(slice_of(v, r));
+  }
+  return s;
+}
+
+/// The shard version a checkpoint records; troupe-train's files have
+/// none, and there the step is the optimizer's step.
+caf::expected<int64_t> version_of(const checkpoint& ck,
+                                  const std::string& path) {
+  auto it = ck.metadata.find("shard_version");
+  if (it == ck.metadata.end())
+    return ck.step;
+  char* end = nullptr;
+  errno = 0;
+  auto v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || errno != 0 || v < 0)
+    return make_error(errc::bad_format,
+                      path + ": metadata \"shard_version\" is not a "
+                             "non-negative integer: \""
+                        + it->second + "\"");
+  return v;
+}
+
+/// Every worker is stopped: restore all shards (the lost ones started
+/// anew) from the newest checkpoint, rewind the feeder to its position,
+/// start the workers again.
+void restore_after_loss(chief_self self) {
+  auto& st = self->state;
+  // Only this run's own checkpoints: a folder may hold another run's,
+  // newer ones included.
+  auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
+                           checkpoint_pick::this_run,
+                           st.evaluator->layout());
+  if (!found)
+    return fail_run(self, found.error());
+  if (!*found)
+    return fail_run(self, make_error(errc::actor_down,
+                                     "a shard was lost and there is no "
+                                     "checkpoint to restore it from"));
+  auto path = (*found)->path;
+  auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
+  auto version = version_of(*ck, path);
+  if (!version)
+    return fail_run(self, version.error());
+  auto shared = std::make_shared<checkpoint>(std::move(*ck));
+  auto position = shared->step;
+  auto left = std::make_shared<size_t>(st.shards.size());
+  auto all_restored = [=] {
+    auto& s = self->state;
+    std::vector<int32_t> ids;
+    for (auto& [id, w] : s.workers)
+      if (w.state != worker_phase::finished)
+        ids.push_back(id);
+    join_now(self, ids, [=] {
+      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                    position)
+        .then(
+          [=](int64_t) {
+            auto& s2 = self->state;
+            auto lost = std::max<int64_t>(0, s2.steps - position);
+            s2.lost_steps += lost;
+            s2.steps = position;
+            s2.last_eval_step = -1;
+            say(self, fmt("shards restored from %s at step %lld; %lld steps "
+                          "lost, to be trained again",
+                          path.c_str(), static_cast<long long>(position),
+                          static_cast<long long>(lost)));
+            if (!s2.user_paused)
+              self->send(s2.feeder, resume_atom_v);
+            s2.recovering = false;
+            for (auto id : ids)
+              place_worker(self, id);
+            auto later = std::move(s2.after_recovery);
+            s2.after_recovery.clear();
+            for (auto& f : later)
+              f();
+          },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+    });
+  };
+  for (size_t i = 0; i < st.shards.size(); ++i) {
+    auto state = slice_of(self, *shared, i, *version);
+    auto one_done = [=] {
+      if (--*left == 0)
+        all_restored();
+    };
+    if (st.shards[i]) {
+      self->request(st.shards[i], timeout_of(self), restore_atom_v,
+                    std::move(state))
+        .then([=](int64_t) { one_done(); },
+              [=](caf::error& err) { fail_run(self, std::move(err)); });
+    } else {
+      auto node = shard_home(self, i);
+      say(self, fmt("starting shard %zu on node %s", i, node.c_str()));
+      place_shard(self, i, node, std::move(state), one_done);
+    }
+  }
+}
+
+/// A shard went down: stop every worker, then restore_after_loss.
+void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
+  auto& st = self->state;
+  auto why = describe(reason);
+  auto node = st.shard_node[i];
+  st.shard_of.erase(st.shards[i].address());
+  st.shards[i] = shard_actor{};
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, node, why);
+  if (st.opts.cfg.training.checkpoint.dir.empty())
+    return fail_run(self, make_error(errc::actor_down,
+                                     fmt("shard %zu on node %s stopped (%s) "
+                                         "and the run has no checkpoint dir "
+                                         "to restore it from",
+                                         i, node.c_str(), why.c_str())));
+  say(self, fmt("shard %zu on node %s stopped (%s); restoring the shards "
+                "from the newest checkpoint",
+                i, node.c_str(), why.c_str()));
+  if (st.recovering) // the recovery under way restarts it too
+    return;
+  st.recovering = true;
+  ++st.generation;
+  ++st.recoveries;
+  for (auto& [id, w] : st.workers)
+    if (w.handle) {
+      st.recycling.insert(id);
+      self->send_exit(w.handle, caf::exit_reason::user_shutdown);
+    }
+  if (st.recycling.empty())
+    restore_after_loss(self);
+}
+
+} // namespace troupe::chief_ops

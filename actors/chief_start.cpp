@@ -1,0 +1,311 @@
+// Starting a run: the model and its split, a resumed or taken-over
+// checkpoint, the feeder, the nodes to wait for, then shards and workers.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "actors/chief_ops.hpp"
+#include "actors/data_link.hpp"
+#include "actors/feeder.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/shard.hpp"
+#include "actors/timing.hpp"
+#include "actors/worker.hpp"
+#include "models/trainer.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint_dir.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/errc.hpp"
+#include "runtime/placement.hpp"
+
+namespace troupe::chief_ops {
+
+/// Joins every worker id on every shard, then starts the workers where
+/// the placement puts them.
+void start_workers(chief_self self) {
+  auto& st = self->state;
+  std::vector<int32_t> ids;
+  if (st.opts.cfg.cluster.distributed()) {
+    for (auto& n : st.opts.cfg.cluster.nodes) // ids in file order
+      new_worker_ids(self, n.name, n.workers, ids);
+    for (auto& [name, n] : st.nodes) // joined before the start
+      if (n.joined)
+        new_worker_ids(self, name, n.planned_workers, ids);
+  } else {
+    new_worker_ids(self, st.own_node(), st.opts.cfg.cluster.workers, ids);
+  }
+  join_on_shards(self, ids, [=] {
+    auto& s = self->state;
+    s.enter(run_phase::training);
+    s.t0 = now_seconds();
+    s.window_start = s.t0;
+    retune_aggregate(self);
+    for (auto id : ids)
+      place_worker(self, id);
+  });
+}
+
+/// Shards (through the agents, resumed ones with their state), the
+/// feeder's resumed position, then workers.
+void start_shards(chief_self self) {
+  auto& st = self->state;
+  const auto& cfg = st.opts.cfg;
+  std::vector<std::string> homes;
+  if (cfg.cluster.distributed()) {
+    for (auto& n : cfg.cluster.nodes)
+      for (int k = 0; k < n.shards; ++k)
+        homes.push_back(n.name);
+  } else {
+    homes.assign(st.ranges.size(), st.own_node());
+  }
+  st.shards.assign(st.ranges.size(), shard_actor{});
+  st.shard_node = homes;
+  auto left = std::make_shared<size_t>(st.ranges.size());
+  for (size_t i = 0; i < st.ranges.size(); ++i) {
+    // Resuming, a shard starts with its part of the checkpoint (values,
+    // optimizer state, version); otherwise with the initial values.
+    shard_state_msg s;
+    if (st.resume_from) {
+      s = slice_of(self, *st.resume_from, i, st.initial_version);
+    } else {
+      s.shard = static_cast<int32_t>(i);
+      s.values = slice_of(st.initial, st.ranges[i]);
+    }
+    place_shard(self, i, homes[i], std::move(s), [=] {
+      if (--*left > 0)
+        return;
+      auto& s2 = self->state;
+      if (!s2.resume_from)
+        return s2.opts.cfg.cluster.distributed()
+                   && !s2.opts.cfg.training.checkpoint.dir.empty()
+                 // A checkpoint to restore a lost shard from, before any
+                 // step is trained.
+                 ? checkpoint_now(self, [=] { start_workers(self); })
+                 : start_workers(self);
+      auto position = s2.resume_from->step;
+      s2.resume_from = nullptr;
+      s2.steps = position;
+      s2.schedule->resume_at(position);
+      self->request(s2.feeder, timeout_of(self), restore_atom_v, position)
+        .then([=](int64_t) { start_workers(self); },
+              [=](caf::error& err) { fail_run(self, std::move(err)); });
+    });
+  }
+}
+
+/// The nodes that have not registered yet, as "name (host:port)".
+std::string missing_nodes(chief_self self) {
+  std::string out;
+  for (auto& [name, n] : self->state.nodes)
+    if (!n.up && !n.joined)
+      out += (out.empty() ? "" : ", ") + name + " (" + n.address() + ")";
+  return out;
+}
+
+/// The most updates any live shard on the up nodes has applied (-1: no
+/// shard lives on them), for `then`.
+void newest_live_version(chief_self self, std::function<void(int64_t)> then) {
+  std::vector<node_agent_actor> agents;
+  for (auto& [name, n] : self->state.nodes)
+    if (n.up && n.agent && name != self->state.own_node())
+      agents.push_back(n.agent);
+  ask_all_settled<std::vector<shard_stats>>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i], timeout_of(self), stats_atom_v);
+    },
+    [then = std::move(then)](auto& replies) {
+      int64_t newest = -1;
+      for (auto& r : replies)
+        if (r)
+          for (auto& x : *r)
+            newest = std::max(newest, x.version);
+      then(newest);
+    });
+}
+
+/// The nodes named the run of a chief that was lost: this chief goes on
+/// with it from its newest checkpoint (every shard and the feeder
+/// restored to one step) and says how many steps that loses, from how far
+/// the nodes' live shards had got.
+void adopt_run(chief_self self, std::function<void()> then) {
+  auto& st = self->state;
+  const auto& ckpt = st.opts.cfg.training.checkpoint;
+  int64_t ckpt_version = 0;
+  if (!ckpt.dir.empty()) {
+    auto found = load_newest(ckpt.dir, stamp_of(self),
+                             checkpoint_pick::this_run,
+                             st.evaluator->layout());
+    if (!found)
+      return fail_run(self, found.error());
+    if (*found) {
+      auto version = version_of((*found)->ckpt, (*found)->path);
+      if (!version)
+        return fail_run(self, version.error());
+      ckpt_version = st.initial_version = *version;
+      st.adopted_from_step = (*found)->ckpt.step;
+      say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
+                    st.run_id.c_str(), (*found)->path.c_str(),
+                    static_cast<long long>(st.adopted_from_step)));
+      st.resume_from = std::make_shared<checkpoint>(std::move((*found)->ckpt));
+      st.fresh_dir_error = caf::error{};
+    }
+  }
+  if (!st.resume_from) {
+    if (st.fresh_dir_error)
+      return fail_run(self, std::move(st.fresh_dir_error));
+    say(self, fmt("taking over run %s: it has no checkpoint, so it starts "
+                  "again from step 0",
+                  st.run_id.c_str()));
+    st.adopted_from_step = 0;
+  }
+  newest_live_version(self, [=](int64_t live) {
+    auto& s = self->state;
+    if (live < 0) {
+      say(self, "the run's shards died with its chief: the steps since the "
+                "checkpoint are lost (at most checkpoint.every_steps) and "
+                "trained again");
+    } else {
+      // async and ssp apply one push per step; a sync update aggregates
+      // a push of every replica.
+      auto& c = s.opts.cfg.cluster;
+      int64_t per_update = c.consistency == cluster_config::mode::sync
+                             ? std::max(1, c.replicas_to_aggregate > 0
+                                             ? c.replicas_to_aggregate
+                                             : c.workers)
+                             : 1;
+      s.adoption_lost_steps = std::max<int64_t>(0, live - ckpt_version)
+                              * per_update;
+      s.lost_steps += s.adoption_lost_steps;
+      say(self, fmt("the live shards were at update %lld, the checkpoint at "
+                    "%lld: %lld steps lost, to be trained again",
+                    static_cast<long long>(live),
+                    static_cast<long long>(ckpt_version),
+                    static_cast<long long>(s.adoption_lost_steps)));
+    }
+    then();
+  });
+}
+
+/// Once every node of the file is up: the shards (after taking over the
+/// run the nodes named, if they named one).
+void start_when_nodes_ready(chief_self self) {
+  auto& st = self->state;
+  if (st.nodes_ready() || st.ended() || !missing_nodes(self).empty())
+    return;
+  st.enter(run_phase::starting);
+  if (st.opts.cfg.cluster.distributed())
+    say(self, fmt("all %zu nodes are up", st.nodes.size()));
+  if (!st.adopted_run.empty())
+    return adopt_run(self, [=] { start_shards(self); });
+  if (st.fresh_dir_error)
+    return fail_run(self, std::move(st.fresh_dir_error));
+  start_shards(self);
+}
+
+/// Reads the newest checkpoint when resuming; sets up the nodes.
+void start(chief_self self) {
+  auto& st = self->state;
+  const auto& cfg = st.opts.cfg;
+  say(self, "identity: run " + st.run_id + ", config digest " + st.digest);
+  const auto& train = st.opts.data->train;
+  st.backend = make_cpu_backend(cfg.training.threads);
+  auto m = make_model(cfg.model, train.height, train.width, train.channels,
+                      train.classes, *st.backend);
+  if (!m)
+    return fail_run(self, m.error());
+  st.evaluator = std::move(*m);
+  auto split = st.evaluator->layout().split(
+    static_cast<size_t>(cfg.cluster.shards));
+  if (!split)
+    return fail_run(self, split.error());
+  st.ranges = *split;
+  st.per_epoch = steps_per_epoch(train.count, cfg.training.batch_size);
+  st.restarts = std::make_unique<restart_limit>(cfg.cluster.max_restarts,
+                                                cfg.cluster.restart_window_s);
+  if (!cfg.cluster.metrics_dir.empty())
+    if (auto err = st.metrics.open(cfg.cluster.metrics_dir, cfg.name))
+      return fail_run(self, std::move(err));
+  // Resume: the newest checkpoint's parameters, optimizer state, shard
+  // version and feeder position.
+  if (cfg.training.checkpoint.resume) {
+    auto found = load_newest(cfg.training.checkpoint.dir, stamp_of(self),
+                             checkpoint_pick::compatible,
+                             st.evaluator->layout());
+    if (!found)
+      return fail_run(self, found.error());
+    if (*found) {
+      auto path = (*found)->path;
+      auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
+      // The run goes on under its own id.
+      if (auto it = ck->metadata.find("run_id");
+          it != ck->metadata.end() && !it->second.empty())
+        st.run_id = it->second;
+      auto version = version_of(*ck, path);
+      if (!version)
+        return fail_run(self, version.error());
+      st.initial_version = *version;
+      say(self, fmt("resuming from %s at step %lld (run %s)", path.c_str(),
+                    static_cast<long long>(ck->step), st.run_id.c_str()));
+      st.resume_from = std::make_shared<checkpoint>(std::move(*ck));
+    }
+  }
+  // Decided once the nodes are up: they may name a run that this chief
+  // takes over (its files are then this run's own).
+  if (!cfg.training.checkpoint.dir.empty() && !cfg.training.checkpoint.resume)
+    st.fresh_dir_error = check_fresh_dir(cfg.training.checkpoint.dir,
+                                         stamp_of(self));
+  if (!st.resume_from)
+    st.initial = st.evaluator->initial_params();
+  feeder_options fo;
+  fo.samples = static_cast<size_t>(train.count);
+  fo.batch = cfg.training.batch_size;
+  fo.seed = cfg.training.seed;
+  fo.epochs = cfg.training.epochs;
+  fo.max_batches = cfg.training.max_steps;
+  fo.hold = hold_time(cfg);
+  st.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
+  st.schedule = std::make_unique<run_schedule>(
+    st.per_epoch, cfg.training.eval_every_steps,
+    cfg.training.checkpoint.every_steps, cfg.training.log_every_steps);
+  // This process's own agent; in a cluster the other nodes register.
+  agent_options ao;
+  ao.node = st.own_node();
+  ao.cfg = cfg;
+  ao.data = st.opts.data;
+  ao.fault_hook = st.opts.fault_hook;
+  ao.data_plane = st.opts.data_plane;
+  auto local = self->spawn(node_agent_impl, std::move(ao));
+  if (cfg.cluster.distributed()) {
+    for (auto& n : cfg.cluster.nodes) {
+      auto& e = st.nodes[n.name];
+      e.host = n.host;
+      e.port = n.port;
+      e.planned_shards = n.shards;
+      e.planned_workers = n.workers;
+    }
+    self->delayed_send(self,
+                       std::chrono::duration_cast<caf::timespan>(
+                         std::chrono::duration<double>(
+                           cfg.cluster.node_timeout_s)),
+                       deadline_atom_v);
+  } else {
+    auto& e = st.nodes[st.own_node()];
+    e.planned_shards = cfg.cluster.shards;
+    e.planned_workers = cfg.cluster.workers;
+  }
+  auto& me = st.nodes[st.own_node()];
+  me.agent = local;
+  me.up = true;
+  me.data_port = st.opts.data_plane ? st.opts.data_plane->port() : 0;
+  start_when_nodes_ready(self);
+}
+
+} // namespace troupe::chief_ops
