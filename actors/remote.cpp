@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "actors/plain_middleman.hpp"
 #include "actors/sockets.hpp"
 #include "actors/tls_middleman.hpp"
 #include "runtime/errc.hpp"
@@ -62,11 +63,13 @@ void secure_links(caf::actor_system& sys,
                   std::shared_ptr<const tls_context> tls, bool insecure) {
   auto s = std::make_shared<link_security>();
   s->insecure = insecure;
-  if (tls) {
-    s->tls_middleman = caf::actor_cast<caf::actor_addr>(
+  if (tls)
+    s->middleman = caf::actor_cast<caf::actor_addr>(
       make_tls_middleman(sys, tls));
-    s->tls = std::move(tls);
-  }
+  else if (sys.has_middleman()) // embedded runs have none
+    s->middleman = caf::actor_cast<caf::actor_addr>(
+      make_plain_middleman(sys));
+  s->tls = std::move(tls);
   auto& r = registry();
   std::lock_guard<std::mutex> guard{r.mtx};
   r.by_system[system_id(sys)] = std::move(s);
@@ -82,10 +85,40 @@ std::shared_ptr<const link_security> security_of(caf::actor_system& sys) {
   return plain;
 }
 
+namespace {
+
+/// The middleman of `s` if it is alive and belongs to `sys`, else null
+/// (systems not made by init_config share system id 0).
+caf::io::middleman_actor middleman_in(const link_security& s,
+                                      caf::actor_system& sys) {
+  auto mm = caf::actor_cast<caf::io::middleman_actor>(s.middleman);
+  if (mm && &caf::actor_cast<caf::abstract_actor*>(mm)->home_system() == &sys)
+    return mm;
+  return {};
+}
+
+} // namespace
+
 caf::io::middleman_actor middleman_of(caf::actor_system& sys) {
-  auto s = security_of(sys);
-  return s->tls ? caf::actor_cast<caf::io::middleman_actor>(s->tls_middleman)
-                : sys.middleman().actor_handle();
+  if (auto mm = middleman_in(*security_of(sys), sys))
+    return mm;
+  // A system secure_links never saw (tests, benches): plaintext, as
+  // security_of says, through a middleman of its own.
+  auto mm = make_plain_middleman(sys);
+  auto& r = registry();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto& s = r.by_system[system_id(sys)];
+  if (s) {
+    if (auto first = middleman_in(*s, sys)) { // another thread's
+      caf::anon_send_exit(mm, caf::exit_reason::kill);
+      return first;
+    }
+  }
+  auto updated = s ? std::make_shared<link_security>(*s)
+                   : std::make_shared<link_security>();
+  updated->middleman = caf::actor_cast<caf::actor_addr>(mm);
+  s = std::move(updated);
+  return mm;
 }
 
 caf::expected<uint16_t> publish_actor(caf::actor_system& sys,

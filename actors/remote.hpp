@@ -21,9 +21,10 @@ namespace troupe {
 struct link_security {
   std::shared_ptr<const tls_context> tls; ///< null: plaintext
   bool insecure = false; ///< plaintext beyond loopback allowed (--insecure)
-  /// CAF's remoting over TLS; weak, so that this record may outlive its
-  /// actor system (the registry of all systems lives until exit).
-  caf::actor_addr tls_middleman;
+  /// The middleman actor of CAF's remoting, over TLS or in plaintext
+  /// (see middleman_of); weak, so that this record may outlive its actor
+  /// system (the registry of all systems lives until exit).
+  caf::actor_addr middleman;
 
   /// Why this process may not listen on `host` for `what`, or none:
   /// without TLS only loopback addresses, unless --insecure.
@@ -43,7 +44,11 @@ void secure_links(caf::actor_system& sys,
 std::shared_ptr<const link_security> security_of(caf::actor_system& sys);
 
 /// The middleman actor that makes `sys`'s remote connections: the TLS
-/// one when the links are secured with TLS, else CAF's own.
+/// one when the links are secured with TLS, else a plaintext one
+/// (actors/plain_middleman.hpp), made on first use for a system that
+/// secure_links never saw. Not CAF's own: its connects are cut by the
+/// first heartbeat tick that comes before the peer's handshake
+/// (actors/link_clock.hpp).
 caf::io::middleman_actor middleman_of(caf::actor_system& sys);
 
 /// Loads the middleman and turns its heartbeats on: CAF 0.17 leaves them

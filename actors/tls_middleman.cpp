@@ -20,6 +20,7 @@
 #include "caf/io/network/stream_impl.hpp"
 #include "caf/io/scribe.hpp"
 
+#include "actors/link_clock.hpp"
 #include "actors/sockets.hpp"
 #include "actors/tls_front_door.hpp"
 #include "runtime/errc.hpp"
@@ -90,6 +91,8 @@ public:
   }
 
   void configure_read(caf::io::receive_policy::config config) override {
+    if (!launched_)
+      start_link_clock(*this); // a connect of ours: see link_clock.hpp
     stream_.configure_read(config);
     if (!launched_) {
       launched_ = true;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -223,19 +224,35 @@ inline std::unique_ptr<process> start_chief(const temp_dir& dir,
 }
 
 /// What every process of a cluster said, for a failed check: each one's
-/// name, whether it still runs, its stderr and stdout.
-inline std::string cluster_outputs(const process& chief,
-                                   const procs& members) {
-  auto one = [](const char* name, const process& p) {
-    return std::string{"--- "} + name + " (pid " + std::to_string(p.pid())
-           + (p.ended() ? ", ended" : ", running") + ")\n" + p.err()
-           + p.out();
-  };
-  auto out = one("chief", chief);
-  for (size_t i = 0; i < members.size(); ++i)
-    out += one(("member " + std::to_string(i)).c_str(), *members[i]);
-  return out;
-}
+/// name, whether it still runs, its stderr and stdout. Read when printed,
+/// not when made: Boost.Test builds a check's message before it evaluates
+/// the check (g++ evaluates the arguments right to left), so a string made
+/// here would show, after a failed wait_for_step(..., 120) in the same
+/// check, every process as it was before the wait: running, with nothing
+/// said yet.
+class cluster_outputs {
+public:
+  cluster_outputs(const process& chief, const procs& members)
+    : chief_(chief), members_(members) {
+  }
+
+  friend std::ostream& operator<<(std::ostream& out,
+                                  const cluster_outputs& c) {
+    auto one = [&out](const std::string& name, const process& p) {
+      out << "--- " << name << " (pid " << p.pid() << ", "
+          << p.how_it_ended() << ")\n"
+          << p.err() << p.out();
+    };
+    one("chief", c.chief_);
+    for (size_t i = 0; i < c.members_.size(); ++i)
+      one("member " + std::to_string(i), *c.members_[i]);
+    return out;
+  }
+
+private:
+  const process& chief_;
+  const procs& members_;
+};
 
 /// The summary table's test accuracy, or -1 when there is no table.
 inline double test_accuracy(const std::string& out) {
