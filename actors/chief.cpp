@@ -92,6 +92,12 @@ run_cluster(caf::actor_system& sys, chief_options opts,
   auto chief = sys.spawn(chief_impl, std::move(opts));
   if (started)
     started(chief);
+  caf::scoped_actor self{sys};
+  // run_atom is queued before the chief can be reached: a node that
+  // registers at once then finds its entry (start() makes them). No
+  // timeout: a run may take hours, and the chief answers on every path
+  // (each of its own requests has one).
+  auto running = self->request(chief, caf::infinite, run_atom_v);
   if (cluster.distributed()) {
     auto& me = *cluster.node(cluster.chief_node);
     auto port = publish_on(sys, chief, me.host, me.port);
@@ -100,13 +106,9 @@ run_cluster(caf::actor_system& sys, chief_options opts,
       return port.error();
     }
   }
-  caf::scoped_actor self{sys};
   caf::expected<cluster_summary> result{caf::sec::bad_function_call};
-  // No timeout: a run may take hours, and the chief answers on every path
-  // (each of its own requests has one).
-  self->request(chief, caf::infinite, run_atom_v)
-    .receive([&](cluster_summary& r) { result = r; },
-             [&](caf::error& err) { result = std::move(err); });
+  running.receive([&](cluster_summary& r) { result = r; },
+                  [&](caf::error& err) { result = std::move(err); });
   if (cluster.distributed())
     sys.middleman().unpublish(chief);
   return result;
