@@ -163,30 +163,25 @@ json nodes_json(chief_self self) {
 void with_shard_stats(
   chief_self self,
   std::function<void(std::vector<std::optional<shard_stats>>&)> done) {
-  auto& st = self->state;
-  auto n = st.shards.size();
-  auto out = std::make_shared<std::vector<std::optional<shard_stats>>>(n);
-  auto left = std::make_shared<size_t>(n);
-  auto finish = std::make_shared<decltype(done)>(std::move(done));
-  if (n == 0)
-    return (*finish)(*out);
-  for (size_t i = 0; i < n; ++i) {
-    auto one = [=] {
-      if (--*left == 0)
-        (*finish)(*out);
-    };
-    if (!st.shards[i]) {
-      one();
-      continue;
-    }
-    self->request(st.shards[i], std::chrono::seconds(5), stats_atom_v)
-      .then(
-        [=](shard_stats& s) {
-          (*out)[i] = s;
-          one();
-        },
-        [=](caf::error&) { one(); });
-  }
+  // Only the live shards are asked; the others stay empty.
+  std::vector<size_t> live;
+  for (size_t i = 0; i < self->state.shards.size(); ++i)
+    if (self->state.shards[i])
+      live.push_back(i);
+  auto n = self->state.shards.size();
+  ask_all_settled<shard_stats>(
+    live.size(),
+    [=](size_t k) {
+      return self->request(self->state.shards[live[k]],
+                           std::chrono::seconds(5), stats_atom_v);
+    },
+    [=](auto& replies) {
+      std::vector<std::optional<shard_stats>> out(n);
+      for (size_t k = 0; k < replies.size(); ++k)
+        if (replies[k])
+          out[live[k]] = *replies[k];
+      done(out);
+    });
 }
 
 const char* help_text =

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "actors/backend_factory.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
 #include "runtime/errc.hpp"
 
@@ -75,30 +76,30 @@ void pull_all(self_ptr self, std::function<void()> then) {
 void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
               std::function<void()> applied) {
   auto& st = self->state;
-  auto left = std::make_shared<size_t>(st.opts.shards.size());
-  auto done = std::make_shared<std::function<void()>>(std::move(applied));
-  for (size_t i = 0; i < st.opts.shards.size(); ++i) {
-    gradient_push g;
-    g.shard = static_cast<int32_t>(i);
-    g.worker = st.opts.id;
-    g.tag = st.opts.cfg.cluster.consistency == cluster_config::mode::sync
-              ? st.versions[i]
-              : st.clock;
-    g.buffer = flat;
-    g.offset = st.opts.ranges[i].begin;
-    g.size = st.opts.ranges[i].size();
-    auto pulled = st.versions[i];
-    self->request(st.opts.shards[i], timeout_of(self), push_atom_v,
-                  std::move(g))
-      .then(
-        [=](const push_ack& ack) {
-          auto& r = self->state.report;
-          r.staleness = std::max(r.staleness, ack.version - 1 - pulled);
-          if (--*left == 0)
-            (*done)();
-        },
-        [=](caf::error& err) { fail(self, std::move(err)); });
-  }
+  auto pulled = st.versions; // what each slice was computed on
+  ask_all<push_ack>(
+    st.opts.shards.size(),
+    [=](size_t i) {
+      auto& s = self->state;
+      gradient_push g;
+      g.shard = static_cast<int32_t>(i);
+      g.worker = s.opts.id;
+      g.tag = s.opts.cfg.cluster.consistency == cluster_config::mode::sync
+                ? pulled[i]
+                : s.clock;
+      g.buffer = flat;
+      g.offset = s.opts.ranges[i].begin;
+      g.size = s.opts.ranges[i].size();
+      return self->request(s.opts.shards[i], timeout_of(self), push_atom_v,
+                           std::move(g));
+    },
+    [=](std::vector<push_ack>& acks) {
+      auto& r = self->state.report;
+      for (size_t i = 0; i < acks.size(); ++i)
+        r.staleness = std::max(r.staleness, acks[i].version - 1 - pulled[i]);
+      applied();
+    },
+    [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
 /// Sends the steps settled since the last report to the chief.
