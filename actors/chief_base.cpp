@@ -43,14 +43,6 @@ run_stamp stamp_of(chief_self self) {
   return {self->state.run_id, self->state.identity};
 }
 
-std::string new_run_id() {
-  std::random_device rd;
-  uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
-
 std::string fmt(const char* format, ...) {
   char buf[512];
   va_list args;

@@ -33,9 +33,6 @@ void say(chief_self self, const std::string& line, bool tagged = true);
 /// This run's id and config digest, as its checkpoints record them.
 run_stamp stamp_of(chief_self self);
 
-/// 16 random hex digits.
-std::string new_run_id();
-
 /// printf into a std::string (at most 511 characters).
 std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,7 +1,5 @@
 #include "models/trainer.hpp"
 
-#include <random>
-
 #include "runtime/checkpoint_dir.hpp"
 #include "runtime/run_identity.hpp"
 
@@ -154,14 +152,6 @@ caf::error save(const local_trainer& trainer, const checkpoint_config& cfg,
   return caf::none;
 }
 
-/// 16 random hex digits.
-std::string random_run_id() {
-  std::random_device rd;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
-  return buf;
-}
-
 } // namespace
 
 caf::expected<run_summary> run_local_training(const run_config& cfg,
@@ -188,7 +178,7 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
       << to_string(tc.optimizer.type) << " lr " << tc.optimizer.learning_rate
       << ", backend " << be.describe() << std::endl;
 
-  run_stamp stamp{random_run_id(), training_identity(cfg)};
+  run_stamp stamp{new_run_id(), training_identity(cfg)};
   if (!tc.checkpoint.dir.empty()) {
     if (mkdir(tc.checkpoint.dir.c_str(), 0755) != 0 && errno != EEXIST)
       return make_error(errc::io_error, tc.checkpoint.dir

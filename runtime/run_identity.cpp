@@ -1,6 +1,7 @@
 #include "runtime/run_identity.hpp"
 
 #include <cstdio>
+#include <random>
 #include <sstream>
 
 #include <openssl/evp.h>
@@ -194,6 +195,13 @@ std::string identity_difference(const identity_map& a,
   if (more > 0)
     out += "; and " + std::to_string(more) + " more";
   return out;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+  return buf;
 }
 
 } // namespace troupe
