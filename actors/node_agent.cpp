@@ -16,13 +16,6 @@ namespace {
 
 using self_ptr = node_agent_actor::stateful_pointer<agent_state>;
 
-/// Remembers what it started (to stop it on finish) until it ends.
-template <class Handle>
-void keep(self_ptr self, const Handle& h) {
-  self->monitor(h);
-  self->state.alive.push_back(caf::actor_cast<caf::strong_actor_ptr>(h));
-}
-
 /// The stub for shard `shard` on the data plane at `address`, connecting
 /// to that node's data server the first time it is needed. The error
 /// names a malformed address.
@@ -82,13 +75,6 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
                                       return w.address() == dm.source;
                                     }),
                      st.workers.end());
-    auto& alive = self->state.alive;
-    alive.erase(std::remove_if(alive.begin(), alive.end(),
-                               [&](const caf::strong_actor_ptr& p) {
-                                 return caf::actor_cast<caf::actor_addr>(p)
-                                        == dm.source;
-                               }),
-                alive.end());
   });
   return {
     [=](place_atom, shard_spawn& s) -> caf::result<shard_actor> {
@@ -108,7 +94,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
           old != self->state.shards.end())
         self->send_exit(old->second, caf::exit_reason::user_shutdown);
       auto h = self->spawn(shard_impl, std::move(so));
-      keep(self, h);
+      self->monitor(h);
       self->state.shards[s.id] = h;
       if (self->state.opts.data_plane)
         self->state.opts.data_plane->serve(s.id, h, s.state.values.size());
@@ -161,7 +147,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       auto h = wo.cfg.training.device.is_gpu()
                  ? self->spawn<caf::detached>(worker_impl, std::move(wo))
                  : self->spawn(worker_impl, std::move(wo));
-      keep(self, h);
+      self->monitor(h);
       st.workers.push_back(h);
       return h;
     },
@@ -193,10 +179,13 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       return promise;
     },
     [=](finish_atom, caf::error& reason) {
-      for (auto& p : self->state.alive)
-        self->send_exit(caf::actor_cast<caf::actor>(p),
-                        caf::exit_reason::user_shutdown);
-      self->state.alive.clear();
+      auto& st = self->state;
+      for (auto& [id, h] : st.shards)
+        self->send_exit(h, caf::exit_reason::user_shutdown);
+      for (auto& w : st.workers)
+        self->send_exit(w, caf::exit_reason::user_shutdown);
+      st.shards.clear();
+      st.workers.clear();
       close_data_links(self->state);
       // The node process reads the run's end from the agent's exit reason.
       self->quit(std::move(reason));

@@ -40,9 +40,9 @@ struct agent_options {
 struct agent_state {
   static inline const char* name = "node_agent";
   agent_options opts;
-  std::vector<caf::strong_actor_ptr> alive; ///< what it started
-  std::map<int32_t, shard_actor> shards;    ///< the live shards, by id
-  std::vector<worker_actor> workers;        ///< the live workers
+  /// What it started and still runs (monitored; stopped on finish).
+  std::map<int32_t, shard_actor> shards; ///< by id
+  std::vector<worker_actor> workers;
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.
   std::map<std::string, std::shared_ptr<data_client>> data_links;
