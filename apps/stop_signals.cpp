@@ -60,11 +60,6 @@ void stop_signals::on_first(std::function<void(const std::string&)> f) {
   first_action_ = std::move(f);
 }
 
-std::string stop_signals::taken() const {
-  auto s = first_.load();
-  return s == 0 ? std::string{} : signal_name(s);
-}
-
 void stop_signals::watch() {
   auto set = stop_set();
   for (;;) {

@@ -37,9 +37,6 @@ public:
   /// exits at once: nothing could stop cleanly then.
   void on_first(std::function<void(const std::string&)> f);
 
-  /// The name of the first signal taken, or "" if none was.
-  std::string taken() const;
-
 private:
   void watch();
 
