@@ -15,13 +15,13 @@
 #include <string>
 #include <thread>
 
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "actors/protocol.hpp"
 #include "actors/shard.hpp"
+#include "actors/sockets.hpp"
 #include "actors/system_config.hpp"
 #include "runtime/errc.hpp"
 #include "test_util.hpp"
@@ -43,16 +43,10 @@ class slow_relay {
 public:
   slow_relay(uint16_t upstream, std::chrono::milliseconds hold, bool after_tls)
     : upstream_(upstream), hold_(hold), after_tls_(after_tls) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) == 0
-        && ::listen(listener_, 4) == 0
-        && ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len)
-             == 0)
-      port_ = ntohs(a.sin_port);
+    if (auto fd = troupe::listen_on("127.0.0.1", 0, false)) {
+      listener_ = *fd;
+      port_ = troupe::local_port_of(listener_);
+    }
     thread_ = std::thread([this] { run(); });
   }
   ~slow_relay() {
@@ -66,19 +60,6 @@ public:
   uint16_t port() const { return port_; }
 
 private:
-  static int connect_local(uint16_t port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-
   static bool send_all(int fd, const char* data, size_t n) {
     while (n > 0) {
       auto sent = ::send(fd, data, n, MSG_NOSIGNAL);
@@ -99,7 +80,9 @@ private:
     }
     if (client < 0)
       return;
-    int server = connect_local(upstream_);
+    std::string why;
+    int server = troupe::connect_within("127.0.0.1", upstream_,
+                                        std::chrono::seconds(5), why);
     auto never = clock_type::time_point::max();
     auto hold_until = after_tls_ ? never : clock_type::now() + hold_;
     bool server_spoke = false;

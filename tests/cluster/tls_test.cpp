@@ -10,12 +10,11 @@
 #include <cstring>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "actors/sockets.hpp"
 #include "cluster_file.hpp"
 
 using namespace troupe::test;
@@ -28,16 +27,9 @@ void sleep_s(double s) {
 
 /// A TCP connection to 127.0.0.1:port, or -1.
 int raw_connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  std::string why;
+  return troupe::connect_within("127.0.0.1", port, std::chrono::seconds(5),
+                                why);
 }
 
 /// Whether the peer has closed `fd` (end of file or reset) within
