@@ -27,13 +27,13 @@
 
 namespace troupe::chief_ops {
 
-/// A node process announces itself (see chief_actor).
 /// Why a registration's own fields are out of bounds, or "": whatever a
 /// peer sends is bounded before anything is allocated for it.
 std::string check_registration(const std::string& name,
                                const std::string& host,
                                int32_t join_workers,
-                               const std::string& identity) {
+                               const std::string& identity,
+                               const std::string& served_run) {
   if (name.size() > max_node_name)
     return "a node name of " + std::to_string(name.size())
            + " characters (at most " + std::to_string(max_node_name) + ")";
@@ -51,6 +51,9 @@ std::string check_registration(const std::string& name,
   if (identity.size() > max_identity_bytes)
     return "a config identity of " + std::to_string(identity.size())
            + " bytes";
+  if (served_run.size() > max_run_id)
+    return "a run id of " + std::to_string(served_run.size())
+           + " characters";
   return {};
 }
 
@@ -65,12 +68,9 @@ on_register(chief_self self, std::string name, const std::string& host,
   if (!st.opts.cfg.cluster.distributed())
     return make_error(errc::invalid_argument,
                       "this chief runs an embedded cluster; it takes no nodes");
-  if (auto why = check_registration(name, host, join_workers, identity);
-      why.empty() && served_run.size() > 64)
-    return make_error(errc::invalid_argument,
-                      "refused: a run id of " + std::to_string(served_run.size())
-                        + " characters");
-  else if (!why.empty())
+  if (auto why = check_registration(name, host, join_workers, identity,
+                                    served_run);
+      !why.empty())
     return make_error(errc::invalid_argument, "refused: " + why);
   if (join_workers > 0 && st.workers.size() + join_workers > max_workers)
     return make_error(errc::invalid_argument,

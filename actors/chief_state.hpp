@@ -27,6 +27,7 @@ constexpr size_t max_node_name = 64;
 constexpr int32_t max_join_workers = 1024;
 constexpr size_t max_workers = 4096;
 constexpr size_t max_identity_bytes = 64 * 1024;
+constexpr size_t max_run_id = 64;
 
 /// A worker's life as the chief sees it. starting: its agent starts it (or
 /// it waits out a shard-loss grace); running: it trains; waiting: its node
