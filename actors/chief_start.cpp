@@ -1,29 +1,17 @@
 // Starting a run: the model and its split, a resumed or taken-over
 // checkpoint, the feeder, the nodes to wait for, then shards and workers.
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <map>
-#include <random>
 
 #include "actors/chief_ops.hpp"
 #include "actors/data_link.hpp"
 #include "actors/feeder.hpp"
 #include "actors/node_agent.hpp"
-#include "actors/shard.hpp"
 #include "actors/timing.hpp"
-#include "actors/worker.hpp"
 #include "models/trainer.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/checkpoint_dir.hpp"
 #include "runtime/cpu_backend.hpp"
-#include "runtime/errc.hpp"
-#include "runtime/placement.hpp"
 
 namespace troupe::chief_ops {
 
