@@ -65,6 +65,13 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
                               missing_nodes(self).c_str())));
     },
     [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
+    [=](restore_atom, int64_t generation) {
+      auto& st = self->state;
+      if (!st.waiting_for_shard_nodes || generation != st.generation)
+        return;
+      st.shard_wait_over = true;
+      restore_after_loss(self);
+    },
     [=](leave_atom, const std::string& node) -> caf::result<bool> {
       return on_leave(self, node);
     },

@@ -5,6 +5,7 @@
 //   chief_base (logging, ending the run, pulling the parameters)
 //   < chief_placement (where workers and shards go) and chief_progress
 //     (evaluations, checkpoints, reports, pause, stop, the final summary)
+//   < chief_takeover (keeping the shards that outlived a chief or a link)
 //   < chief_recovery (failed and leaving workers, lost shards)
 //   < chief_start (shards, feeder and workers at the start; taking over a
 //     lost chief's run)
@@ -18,6 +19,7 @@
 
 #include "actors/chief_state.hpp"
 #include "actors/fan_out.hpp"
+#include "runtime/takeover.hpp"
 
 namespace troupe::chief_ops {
 
@@ -130,6 +132,33 @@ void stop_run(chief_self self, const std::string& who);
 /// checkpoints that come due.
 void on_report(chief_self self, const worker_report& r);
 
+// -- chief_takeover.cpp --------------------------------------------------------
+
+/// The live shards on the up nodes, adopted by this chief, with the node
+/// of each and the verdict on keeping them (runtime/takeover).
+struct live_found {
+  std::vector<std::string> nodes;
+  std::vector<shard_actor> handles;
+  std::vector<shard_history> histories;
+  takeover_verdict verdict;
+};
+
+/// Whether the shards keep an applied log in this run's mode.
+bool shards_log_batches(chief_self self);
+
+/// Adopts the shards that live on the up nodes (every node's agent asked;
+/// one that does not answer holds none) and judges them against a
+/// checkpoint at shard version `since`; `then` gets what was found. In
+/// sync and easgd modes the verdict is never to keep them.
+void adopt_live_shards(chief_self self, int64_t since,
+                       std::function<void(live_found&)> then);
+
+/// The live shards of a verdict to keep them become the run's shards; the
+/// feeder goes on from the checkpoint's `position` with their batches
+/// done and the step count follows; then `then`.
+void keep_live_shards(chief_self self, live_found& found, int64_t position,
+                      std::function<void()> then);
+
 // -- chief_recovery.cpp --------------------------------------------------------
 
 /// Restarts worker `id` after a failure: counted against the restart
@@ -152,6 +181,16 @@ shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
 /// none, and there the step is the optimizer's step.
 caf::expected<int64_t> version_of(const checkpoint& ck,
                                   const std::string& path);
+
+/// Every worker is stopped after a shard was lost: once the lost shards'
+/// nodes are up again (or shard_node_wait is over), the live shards are
+/// kept if they hold every step since the newest checkpoint; otherwise
+/// every shard (the lost ones started anew) and the feeder are restored
+/// from it. The workers then start again.
+void restore_after_loss(chief_self self);
+
+/// The nodes of lost shards that are down, as "a, b" (empty: none).
+std::string lost_shard_nodes_down(chief_self self);
 
 /// A shard went down: stop every worker, then restore_after_loss.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason);

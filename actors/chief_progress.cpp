@@ -157,6 +157,11 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
           [=](std::vector<shard_state_msg>& parts) {
             if (auto err = write_shards(self, position, parts))
               return fail_run(self, std::move(err));
+            // The file holds these versions now: the shards' applied logs
+            // need reach back no further (runtime/takeover.hpp).
+            for (size_t i = 0; i < parts.size(); ++i)
+              self->send(self->state.shards[i], forget_atom_v,
+                         parts[i].version);
             if (!self->state.user_paused)
               self->send(self->state.feeder, resume_atom_v);
             finished();

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <set>
 
 #include "actors/chief_ops.hpp"
 #include "actors/timing.hpp"
@@ -13,8 +14,6 @@
 #include "runtime/errc.hpp"
 
 namespace troupe::chief_ops {
-
-void restore_after_loss(chief_self self); // once every worker is stopped
 
 /// Restarts worker `id` after a failure: counted against the restart
 /// intensity, its leases back to the feeder, started again.
@@ -156,65 +155,80 @@ caf::expected<int64_t> version_of(const checkpoint& ck,
   return v;
 }
 
-/// Every worker is stopped: restore all shards (the lost ones started
-/// anew) from the newest checkpoint, rewind the feeder to its position,
-/// start the workers again.
-void restore_after_loss(chief_self self) {
+/// How long a shard recovery waits for the nodes of lost shards to
+/// register again: twice the silence after which a link counts as broken.
+/// A node that froze or lost its link for a moment (a frozen chief that
+/// thaws loses every link at once) is back by then with its shards alive,
+/// and they can be kept; a node that died is not, and the shards are
+/// restored from the checkpoint elsewhere.
+caf::timespan shard_node_wait(chief_self self) {
+  return std::chrono::milliseconds(
+    2 * self->state.opts.cfg.cluster.connection_timeout_ms);
+}
+
+/// The nodes of lost shards that are down, as "a, b" (empty: none).
+std::string lost_shard_nodes_down(chief_self self) {
   auto& st = self->state;
-  // Only this run's own checkpoints: a folder may hold another run's,
-  // newer ones included.
-  auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
-                           checkpoint_pick::this_run,
-                           st.evaluator->layout());
-  if (!found)
-    return fail_run(self, found.error());
-  if (!*found)
-    return fail_run(self, make_error(errc::actor_down,
-                                     "a shard was lost and there is no "
-                                     "checkpoint to restore it from"));
-  auto path = (*found)->path;
-  auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
-  auto version = version_of(*ck, path);
-  if (!version)
-    return fail_run(self, version.error());
-  auto shared = std::make_shared<checkpoint>(std::move(*ck));
-  auto position = shared->step;
+  std::set<std::string> down;
+  for (size_t i = 0; i < st.shards.size(); ++i)
+    if (!st.shards[i] && !st.nodes[st.shard_node[i]].up)
+      down.insert(st.shard_node[i]);
+  std::string out;
+  for (auto& n : down)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+/// The shards hold the run again: every worker not finished is joined on
+/// them and started, the feeder leases again, and what waited for the
+/// recovery runs.
+void resume_after_recovery(chief_self self) {
+  auto& st = self->state;
+  std::vector<int32_t> ids;
+  for (auto& [id, w] : st.workers)
+    if (w.state != worker_phase::finished)
+      ids.push_back(id);
+  join_now(self, ids, [=] {
+    auto& s = self->state;
+    s.last_eval_step = -1;
+    if (!s.user_paused)
+      self->send(s.feeder, resume_atom_v);
+    s.recovering = false;
+    for (auto id : ids)
+      place_worker(self, id);
+    auto later = std::move(s.after_recovery);
+    s.after_recovery.clear();
+    for (auto& f : later)
+      f();
+  });
+}
+
+/// Restores all shards (the lost ones started anew) from checkpoint `ck`
+/// at shard version `version` and rewinds the feeder to its position.
+void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
+                             int64_t version, const std::string& path) {
+  auto& st = self->state;
+  auto position = ck->step;
   auto left = std::make_shared<size_t>(st.shards.size());
   auto all_restored = [=] {
-    auto& s = self->state;
-    std::vector<int32_t> ids;
-    for (auto& [id, w] : s.workers)
-      if (w.state != worker_phase::finished)
-        ids.push_back(id);
-    join_now(self, ids, [=] {
-      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
-                    position)
-        .then(
-          [=](int64_t) {
-            auto& s2 = self->state;
-            auto lost = std::max<int64_t>(0, s2.steps - position);
-            s2.lost_steps += lost;
-            s2.steps = position;
-            s2.last_eval_step = -1;
-            say(self, fmt("shards restored from %s at step %lld; %lld steps "
-                          "lost, to be trained again",
-                          path.c_str(), static_cast<long long>(position),
-                          static_cast<long long>(lost)));
-            if (!s2.user_paused)
-              self->send(s2.feeder, resume_atom_v);
-            s2.recovering = false;
-            for (auto id : ids)
-              place_worker(self, id);
-            auto later = std::move(s2.after_recovery);
-            s2.after_recovery.clear();
-            for (auto& f : later)
-              f();
-          },
-          [=](caf::error& err) { fail_run(self, std::move(err)); });
-    });
+    self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                  position, std::vector<int64_t>{})
+      .then(
+        [=](int64_t) {
+          auto& s = self->state;
+          auto lost = std::max<int64_t>(0, s.steps - position);
+          s.lost_steps += lost;
+          s.steps = position;
+          say(self, fmt("shards restored from %s at step %lld; %lld steps "
+                        "lost, to be trained again",
+                        path.c_str(), static_cast<long long>(position),
+                        static_cast<long long>(lost)));
+          resume_after_recovery(self);
+        },
+        [=](caf::error& err) { fail_run(self, std::move(err)); });
   };
   for (size_t i = 0; i < st.shards.size(); ++i) {
-    auto state = slice_of(self, *shared, i, *version);
+    auto state = slice_of(self, *ck, i, version);
     auto one_done = [=] {
       if (--*left == 0)
         all_restored();
@@ -232,6 +246,60 @@ void restore_after_loss(chief_self self) {
   }
 }
 
+void restore_after_loss(chief_self self) {
+  auto& st = self->state;
+  if (auto down = lost_shard_nodes_down(self);
+      !down.empty() && !st.shard_wait_over) {
+    if (!st.waiting_for_shard_nodes) {
+      st.waiting_for_shard_nodes = true;
+      say(self, fmt("waiting up to %.1f s for node %s to come back with its "
+                    "shards",
+                    std::chrono::duration<double>(shard_node_wait(self))
+                      .count(),
+                    down.c_str()));
+      self->delayed_send(self, shard_node_wait(self), restore_atom_v,
+                         st.generation);
+    }
+    return;
+  }
+  st.waiting_for_shard_nodes = false;
+  st.shard_wait_over = false;
+  // Only this run's own checkpoints: a folder may hold another run's,
+  // newer ones included.
+  auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
+                           checkpoint_pick::this_run,
+                           st.evaluator->layout());
+  if (!found)
+    return fail_run(self, found.error());
+  if (!*found)
+    return fail_run(self, make_error(errc::actor_down,
+                                     "a shard was lost and there is no "
+                                     "checkpoint to restore it from"));
+  auto path = (*found)->path;
+  auto ck = caf::expected<checkpoint>{std::move((*found)->ckpt)};
+  auto version = version_of(*ck, path);
+  if (!version)
+    return fail_run(self, version.error());
+  auto shared = std::make_shared<checkpoint>(std::move(*ck));
+  auto since = *version;
+  // The shards that lived on (all of them, when only links broke) may
+  // hold every step since the checkpoint: then nothing is lost.
+  adopt_live_shards(self, since, [=](live_found& live) {
+    auto position = shared->step;
+    if (live.verdict.keep_live) {
+      say(self, fmt("kept the live shards: they hold the %zu steps trained "
+                    "since step %lld, each once; 0 steps lost",
+                    live.verdict.done.size(),
+                    static_cast<long long>(position)));
+      return keep_live_shards(self, live, position,
+                              [=] { resume_after_recovery(self); });
+    }
+    say(self, fmt("cannot keep the live shards (%s)",
+                  live.verdict.why_not.c_str()));
+    restore_from_checkpoint(self, shared, since, path);
+  });
+}
+
 /// A shard went down: stop every worker, then restore_after_loss.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
   auto& st = self->state;
@@ -247,8 +315,7 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
                                          "and the run has no checkpoint dir "
                                          "to restore it from",
                                          i, node.c_str(), why.c_str())));
-  say(self, fmt("shard %zu on node %s stopped (%s); restoring the shards "
-                "from the newest checkpoint",
+  say(self, fmt("shard %zu on node %s stopped (%s); recovering the shards",
                 i, node.c_str(), why.c_str()));
   if (st.recovering) // the recovery under way restarts it too
     return;

@@ -113,6 +113,9 @@ on_register(chief_self self, std::string name, const std::string& host,
     start_when_nodes_ready(self);
     return {name, st.run_id};
   }
+  // A shard recovery waits for this node's shards.
+  if (st.waiting_for_shard_nodes && lost_shard_nodes_down(self).empty())
+    restore_after_loss(self);
   // A node back after a crash: its waiting workers start there again.
   for (auto& [id, w] : st.workers)
     if (w.state == worker_phase::waiting && w.node == name)

@@ -81,7 +81,8 @@ void start_shards(chief_self self) {
       s2.resume_from = nullptr;
       s2.steps = position;
       s2.schedule->resume_at(position);
-      self->request(s2.feeder, timeout_of(self), restore_atom_v, position)
+      self->request(s2.feeder, timeout_of(self), restore_atom_v, position,
+                    std::vector<int64_t>{})
         .then([=](int64_t) { start_workers(self); },
               [=](caf::error& err) { fail_run(self, std::move(err)); });
     });
@@ -97,36 +98,16 @@ std::string missing_nodes(chief_self self) {
   return out;
 }
 
-/// The most updates any live shard on the up nodes has applied (-1: no
-/// shard lives on them), for `then`.
-void newest_live_version(chief_self self, std::function<void(int64_t)> then) {
-  std::vector<node_agent_actor> agents;
-  for (auto& [name, n] : self->state.nodes)
-    if (n.up && n.agent && name != self->state.own_node())
-      agents.push_back(n.agent);
-  ask_all_settled<std::vector<shard_stats>>(
-    agents.size(),
-    [=](size_t i) {
-      return self->request(agents[i], timeout_of(self), stats_atom_v);
-    },
-    [then = std::move(then)](auto& replies) {
-      int64_t newest = -1;
-      for (auto& r : replies)
-        if (r)
-          for (auto& x : *r)
-            newest = std::max(newest, x.version);
-      then(newest);
-    });
-}
-
 /// The nodes named the run of a chief that was lost: this chief goes on
-/// with it from its newest checkpoint (every shard and the feeder
-/// restored to one step) and says how many steps that loses, from how far
-/// the nodes' live shards had got.
-void adopt_run(chief_self self, std::function<void()> then) {
+/// with it. When the live shards can be shown to hold every step since
+/// the newest checkpoint, each once, they are kept and nothing is lost;
+/// otherwise `restore` restores every shard and the feeder from that
+/// checkpoint, and the log says why and how many steps that loses.
+void adopt_run(chief_self self, std::function<void()> restore) {
   auto& st = self->state;
   const auto& ckpt = st.opts.cfg.training.checkpoint;
-  int64_t ckpt_version = 0;
+  int64_t since = 0;    // the shards' version at the checkpoint
+  int64_t position = 0; // the feeder's
   if (!ckpt.dir.empty()) {
     auto found = load_newest(ckpt.dir, stamp_of(self),
                              checkpoint_pick::this_run,
@@ -137,8 +118,8 @@ void adopt_run(chief_self self, std::function<void()> then) {
       auto version = version_of((*found)->ckpt, (*found)->path);
       if (!version)
         return fail_run(self, version.error());
-      ckpt_version = st.initial_version = *version;
-      st.adopted_from_step = (*found)->ckpt.step;
+      since = st.initial_version = *version;
+      position = st.adopted_from_step = (*found)->ckpt.step;
       say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
                     st.run_id.c_str(), (*found)->path.c_str(),
                     static_cast<long long>(st.adopted_from_step)));
@@ -149,14 +130,24 @@ void adopt_run(chief_self self, std::function<void()> then) {
   if (!st.resume_from) {
     if (st.fresh_dir_error)
       return fail_run(self, std::move(st.fresh_dir_error));
-    say(self, fmt("taking over run %s: it has no checkpoint, so it starts "
-                  "again from step 0",
+    say(self, fmt("taking over run %s: it has no checkpoint, so its start "
+                  "(step 0) is the reference",
                   st.run_id.c_str()));
     st.adopted_from_step = 0;
   }
-  newest_live_version(self, [=](int64_t live) {
+  adopt_live_shards(self, since, [=](live_found& found) {
     auto& s = self->state;
-    if (live < 0) {
+    auto& v = found.verdict;
+    if (v.keep_live) {
+      s.resume_from = nullptr;
+      s.adoption_lost_steps = 0;
+      say(self, fmt("kept the live shards: they hold the %zu steps trained "
+                    "since step %lld, each once; 0 steps lost",
+                    v.done.size(), static_cast<long long>(position)));
+      return keep_live_shards(self, found, position,
+                              [=] { start_workers(self); });
+    }
+    if (v.newest_version < 0) {
       say(self, "the run's shards died with its chief: the steps since the "
                 "checkpoint are lost (at most checkpoint.every_steps) and "
                 "trained again");
@@ -169,16 +160,18 @@ void adopt_run(chief_self self, std::function<void()> then) {
                                              ? c.replicas_to_aggregate
                                              : c.workers)
                              : 1;
-      s.adoption_lost_steps = std::max<int64_t>(0, live - ckpt_version)
+      s.adoption_lost_steps = std::max<int64_t>(0, v.newest_version - since)
                               * per_update;
       s.lost_steps += s.adoption_lost_steps;
-      say(self, fmt("the live shards were at update %lld, the checkpoint at "
-                    "%lld: %lld steps lost, to be trained again",
-                    static_cast<long long>(live),
-                    static_cast<long long>(ckpt_version),
+      say(self, fmt("cannot keep the live shards (%s): they were at update "
+                    "%lld, the checkpoint at %lld: %lld steps lost, to be "
+                    "trained again",
+                    v.why_not.c_str(),
+                    static_cast<long long>(v.newest_version),
+                    static_cast<long long>(since),
                     static_cast<long long>(s.adoption_lost_steps)));
     }
-    then();
+    restore();
   });
 }
 

@@ -160,6 +160,9 @@ struct chief_state {
   /// Shard recovery: workers stopped on purpose, and a counter that makes
   /// replies of the shards before a recovery recognisable.
   bool recovering = false;
+  /// A recovery waits for the nodes of lost shards to register again;
+  /// the wait is over (its timer fired).
+  bool waiting_for_shard_nodes = false, shard_wait_over = false;
   std::set<int32_t> recycling;
   int64_t generation = 0;
   int recoveries = 0;

@@ -375,6 +375,7 @@ void serve_connection(session& s) {
     g.shard = f.shard;
     g.worker = f.worker;
     g.tag = f.tag;
+    g.batch = f.batch;
     g.size = f.count;
     g.buffer = std::move(values);
     caf::anon_send(s.relay, push_atom_v, f.id, std::move(g));
@@ -806,6 +807,7 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
       o.head.op = data_frame::push;
       o.head.worker = g.worker;
       o.head.tag = g.tag;
+      o.head.batch = g.batch;
       o.head.count = g.size;
       o.data = g.data();
       o.keep = std::move(g.buffer);

@@ -57,7 +57,7 @@ struct data_frame {
   int64_t tag = 0;
   uint64_t id = 0;    ///< the request's id, echoed by its reply
   uint64_t count = 0;
-  uint64_t reserved2 = 0;
+  int64_t batch = -1; ///< push: the plan batch it was computed on
 };
 static_assert(sizeof(data_frame) == 48, "the header is 48 bytes on the wire");
 

@@ -119,9 +119,11 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       auto& plan = *self->state.plan;
       return feeder_stats{plan.acked(), plan.position(), plan.epoch_samples()};
     },
-    [=](restore_atom, int64_t position) -> int64_t {
+    [=](restore_atom, int64_t position,
+        const std::vector<int64_t>& done) -> caf::result<int64_t> {
       auto& st = self->state;
-      st.plan->restore(position);
+      if (auto err = st.plan->restore(position, done))
+        return err;
       // Nothing is outstanding now: a pending pause has settled.
       if (st.pause_reply) {
         st.pause_reply->deliver(st.plan->position());

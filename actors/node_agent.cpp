@@ -155,26 +155,26 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       for (auto& w : self->state.workers)
         self->send_exit(w, caf::exit_reason::user_shutdown);
     },
-    [=](stats_atom) -> caf::result<std::vector<shard_stats>> {
+    [=](adopt_atom, int64_t since) -> caf::result<live_shards> {
       auto& st = self->state;
-      if (st.shards.empty())
-        return std::vector<shard_stats>{};
-      auto promise = self->make_response_promise<std::vector<shard_stats>>();
       std::vector<shard_actor> shards;
       for (auto& [id, h] : st.shards)
         shards.push_back(h);
+      auto promise = self->make_response_promise<live_shards>();
       auto timeout = request_timeout(st.opts.cfg);
-      ask_all_settled<shard_stats>(
+      ask_all_settled<shard_history>(
         shards.size(),
         [=](size_t i) {
-          return self->request(shards[i], timeout, stats_atom_v);
+          return self->request(shards[i], timeout, adopt_atom_v, since);
         },
         [=](auto& replies) mutable {
-          std::vector<shard_stats> gathered;
-          for (auto& r : replies)
-            if (r)
-              gathered.push_back(*r);
-          promise.deliver(gathered);
+          live_shards out;
+          for (size_t i = 0; i < replies.size(); ++i)
+            if (replies[i]) {
+              out.handles.push_back(shards[i]);
+              out.histories.push_back(std::move(*replies[i]));
+            }
+          promise.deliver(std::move(out));
         });
       return promise;
     },

@@ -18,6 +18,7 @@
 #include "caf/all.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/takeover.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "float payloads travel in host byte order");
@@ -42,7 +43,9 @@ struct float_block {
 };
 
 /// A push: a worker's gradient (or EASGD elastic difference) for one shard.
-/// `tag` is the version the worker computed on (sync) or its clock. The
+/// `tag` is the version the worker computed on (sync) or its clock;
+/// `batch` the plan number of the batch it was computed on (lease_grant;
+/// -1: none), by which a shard applies each batch once. The
 /// values are [offset, offset + size) of a buffer the worker shares: in one
 /// process every shard reads its slice of the worker's gradient buffer
 /// without a copy; on the wire only the slice travels.
@@ -50,6 +53,7 @@ struct gradient_push {
   int32_t shard = 0;
   int32_t worker = 0;
   int64_t tag = 0;
+  int64_t batch = -1;
   std::shared_ptr<const std::vector<float>> buffer;
   uint64_t offset = 0;
   uint64_t size = 0;
@@ -58,9 +62,9 @@ struct gradient_push {
 
   /// A push that owns its values.
   static gradient_push of(int32_t shard, int32_t worker, int64_t tag,
-                          std::vector<float> values) {
+                          std::vector<float> values, int64_t batch = -1) {
     auto n = values.size();
-    return {shard, worker, tag,
+    return {shard, worker, tag, batch,
             std::make_shared<const std::vector<float>>(std::move(values)), 0,
             n};
   }
@@ -69,7 +73,8 @@ struct gradient_push {
 /// A shard's answer to a valid push.
 struct push_ack {
   int64_t version = 0; ///< the shard's version after the push
-  bool stale = false;  ///< sync: dropped as stale
+  /// Dropped: stale (sync), or its batch was applied before (async, ssp).
+  bool stale = false;
 };
 
 /// The feeder's answer to a lease request. A request that the feeder cannot
@@ -238,12 +243,12 @@ inspect(Inspector& f, float_block& x) {
 }
 
 inline caf::error inspect(caf::serializer& f, gradient_push& x) {
-  if (auto err = f(x.shard, x.worker, x.tag))
+  if (auto err = f(x.shard, x.worker, x.tag, x.batch))
     return err;
   return detail::write_floats(f, x.data(), x.size);
 }
 inline caf::error inspect(caf::deserializer& f, gradient_push& x) {
-  if (auto err = f(x.shard, x.worker, x.tag))
+  if (auto err = f(x.shard, x.worker, x.tag, x.batch))
     return err;
   std::shared_ptr<std::vector<float>> v;
   if (auto err = detail::read_pooled(f, v))
@@ -257,7 +262,7 @@ template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, gradient_push& x) {
   return f(caf::meta::type_name("gradient_push"), x.shard, x.worker, x.tag,
-           x.size);
+           x.batch, x.size);
 }
 
 inline caf::error inspect(caf::serializer& f, shard_state_msg& x) {
@@ -289,7 +294,7 @@ typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
   return f(caf::meta::type_name("lease_grant"), x.id, x.epoch, x.index,
-           x.samples);
+           x.batch, x.samples);
 }
 
 template <class Inspector>
@@ -308,6 +313,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
            x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_history& x) {
+  return f(caf::meta::type_name("shard_history"), x.shard, x.version, x.since,
+           x.complete, x.batches);
 }
 
 template <class Inspector>
@@ -338,6 +349,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::shard_stats))
   CAF_ADD_TYPE_ID(troupe, (troupe::feeder_stats))
   CAF_ADD_TYPE_ID(troupe, (troupe::cluster_summary))
+  CAF_ADD_TYPE_ID(troupe, (troupe::shard_history))
+  CAF_ADD_TYPE_ID(troupe, (std::vector<int64_t>))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -364,6 +377,8 @@ CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
 CAF_ADD_ATOM(troupe, troupe, data_atom, "data")
 CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
+CAF_ADD_ATOM(troupe, troupe, adopt_atom, "adopt")
+CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -386,6 +401,13 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<restore_atom, shard_state_msg>::with<int64_t>,
   // Counters and (ssp) the widest clock lead it allowed.
   caf::replies_to<stats_atom>::with<shard_stats>,
+  // A chief takes the shard's run over: the old chief's workers are
+  // forgotten (their pushes refused until joined again) and the reply
+  // names the batches applied since version V (runtime/takeover.hpp).
+  caf::replies_to<adopt_atom, int64_t>::with<shard_history>,
+  // Version V is in a checkpoint now: the applied log drops what came
+  // up to it.
+  caf::reacts_to<forget_atom, int64_t>,
   // Steering: "lr" (base learning rate) or "aggregate" (sync pushes per
   // update) to a value; errors leave the shard unchanged.
   caf::replies_to<tune_atom, std::string, double>::with<bool>,
@@ -406,8 +428,9 @@ using feeder_actor = caf::typed_actor<
   caf::reacts_to<resume_atom>,
   // Leases nothing more: workers get done.
   caf::reacts_to<finish_atom>,
-  // Continues from a checkpointed position; replies with it.
-  caf::replies_to<restore_atom, int64_t>::with<int64_t>,
+  // Continues from a checkpointed position with the given plan numbers
+  // after it done too (batch_plan::restore); replies with the position.
+  caf::replies_to<restore_atom, int64_t, std::vector<int64_t>>::with<int64_t>,
   // Counters: batches done, position, samples done per epoch.
   caf::replies_to<stats_atom>::with<feeder_stats>,
   // Its own timer: answers leases held for their bound with "wait".
@@ -455,6 +478,18 @@ struct worker_spawn {
   std::vector<std::string> data_links;
 };
 
+/// The shards of a node that a new chief adopts (node_agent_actor's
+/// adopt): their handles and what each applied, in the same order.
+struct live_shards {
+  std::vector<shard_actor> handles;
+  std::vector<shard_history> histories;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, live_shards& x) {
+  return f(caf::meta::type_name("live_shards"), x.handles, x.histories);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
   return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state);
@@ -480,9 +515,10 @@ using node_agent_actor = caf::typed_actor<
   // The chief is lost: stop the workers here (their feeder and chief are
   // gone), keep the shards with their values for a chief that comes back.
   caf::reacts_to<stop_atom>,
-  // The counters of the shards that live here, for a chief that adopts
-  // the node (how far they got tells it how many steps a restore loses).
-  caf::replies_to<stats_atom>::with<std::vector<shard_stats>>,
+  // A chief takes the run of the shards that live here over: each is
+  // adopted (see shard_actor) and answers what it applied since version
+  // V (a shard that does not answer is left out, as if it had died).
+  caf::replies_to<adopt_atom, int64_t>::with<live_shards>,
   // The run is over: stop everything here and quit, with the run's error
   // as the exit reason (none: the run succeeded), which the node process
   // reports.
@@ -518,6 +554,9 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<leave_atom, std::string>::with<bool>,
   // A shell command line; the reply is JSON text.
   caf::replies_to<shell_atom, std::string>::with<std::string>,
+  // Its own timer: the wait of shard recovery G for the nodes of the lost
+  // shards is over.
+  caf::reacts_to<restore_atom, int64_t>,
   // Its own timer: worker N, which lost a shard node's data-plane
   // connection in generation G, is restarted unless a shard recovery has
   // started it meanwhile.
@@ -530,7 +569,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
-  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_stats>))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::live_shards))
   // Handles travel in messages: the agent's in a registration, the
   // shards' and workers' in the agent's replies.
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_actor))

@@ -62,12 +62,13 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     },
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
       auto& b = *self->state.block;
-      auto r = b.push(g.worker, g.tag, g.data(), g.size);
+      auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
 
       if (!r)
         return std::move(r.error());
       serve_parked(self);
-      return push_ack{b.version(), *r == param_block::outcome::stale};
+      return push_ack{b.version(), *r == param_block::outcome::stale
+                                     || *r == param_block::outcome::duplicate};
     },
     [=](snapshot_atom) -> shard_state_msg {
       auto& b = *self->state.block;
@@ -97,6 +98,28 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
                          b.stats().accepted, b.stats().stale,
                          b.stats().refused,  self->state.ssp_pulls,
                          self->state.ssp_max_lead};
+    },
+    [=](adopt_atom, int64_t since) -> shard_history {
+      auto& st = self->state;
+      auto& b = *st.block;
+      b.forget_workers();
+      // Pulls parked for the old chief's workers: nobody waits for them.
+      take_if(st.parked, [&](shard_state::parked_pull& p) {
+        p.promise.deliver(float_block::ask_again_for(st.id));
+        return true;
+      });
+      shard_history h;
+      h.shard = st.id;
+      h.version = b.version();
+      h.since = since;
+      if (auto batches = b.applied_since(since)) {
+        h.complete = true;
+        h.batches = std::move(*batches);
+      }
+      return h;
+    },
+    [=](forget_atom, int64_t version) {
+      self->state.block->forget_through(version);
     },
     [=](tune_atom, const std::string& key,
         double value) -> caf::result<bool> {

@@ -1,7 +1,7 @@
 // The parameter shard actor: a thin shell around runtime/param_block.
 //
-// States: one. It accepts joins, pulls, pushes, snapshots, restores and stats
-// at any time. A pull that the consistency mode cannot answer yet (sync:
+// States: one. It accepts joins, pulls, pushes, snapshots, restores, stats,
+// adoption by a new chief and a checkpoint's forget at any time. A pull that the consistency mode cannot answer yet (sync:
 // version not reached; ssp: the worker too far ahead) is parked and answered
 // by the push that makes it ready, or, once it has waited `hold` (a pause,
 // a worker waiting for its lost node), with "ask again" well within the

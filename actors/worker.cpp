@@ -71,10 +71,11 @@ void pull_all(self_ptr self, std::function<void()> then) {
     });
 }
 
-/// Sends every shard its slice of `flat` (layout.total() floats); `applied`
-/// runs once every shard has accepted its slice.
+/// Sends every shard its slice of `flat` (layout.total() floats), computed
+/// on plan batch `batch` (-1: an elastic difference, of no one batch);
+/// `applied` runs once every shard has accepted its slice.
 void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
-              std::function<void()> applied) {
+              int64_t batch, std::function<void()> applied) {
   auto& st = self->state;
   auto pulled = st.versions; // what each slice was computed on
   ask_all<push_ack>(
@@ -87,6 +88,7 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       g.tag = s.opts.cfg.cluster.consistency == cluster_config::mode::sync
                 ? pulled[i]
                 : s.clock;
+      g.batch = batch;
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;
       g.size = s.opts.ranges[i].size();
@@ -224,19 +226,20 @@ bool compute(self_ptr self) {
 void push_gradient(self_ptr self) {
   auto& st = self->state;
   auto applied = settle(self);
+  auto batch = st.lease.batch;
   switch (st.opts.cfg.cluster.consistency) {
     case cluster_config::mode::async:
       // The next step is already on its way (see next_step).
-      push_all(self, st.grads, std::move(applied));
+      push_all(self, st.grads, batch, std::move(applied));
       ++st.clock;
       return;
     case cluster_config::mode::sync:
-      push_all(self, st.grads, std::move(applied));
+      push_all(self, st.grads, batch, std::move(applied));
       // The next pull waits for the update this push is part of.
       st.min_version = st.versions.empty() ? 0 : st.versions[0] + 1;
       return next(self);
     default:
-      push_all(self, st.grads, std::move(applied));
+      push_all(self, st.grads, batch, std::move(applied));
       return next(self);
   }
 }
@@ -265,7 +268,7 @@ void elastic_step(self_ptr self) {
       (*local)[i] -= alpha * (*diff)[i];
     }
     s.replica->set_params(local->data());
-    push_all(self, diff, settle(self));
+    push_all(self, diff, -1, settle(self));
     next(self);
   });
 }

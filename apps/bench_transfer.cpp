@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
                     int64_t{0})
         .receive([&](float_block& b) { ok = b.values->size() == floats; },
                  [&](caf::error&) { ok = false; });
-      gradient_push g{0, 0, 0, grad, 0, floats};
+      gradient_push g{0, 0, 0, -1, grad, 0, floats};
       self->request(target, std::chrono::seconds(120), push_atom_v, g)
         .receive([&](push_ack&) {}, [&](caf::error&) { ok = false; });
       return ok;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/dataset.hpp"
+#include "runtime/errc.hpp"
 
 namespace troupe {
 
@@ -33,6 +34,7 @@ lease_grant batch_plan::make_grant(batch_ref b) {
   g.id = next_id_++;
   g.epoch = b.epoch;
   g.index = b.index;
+  g.batch = static_cast<int64_t>(b.epoch) * per_epoch_ + b.index;
   auto& o = order(b.epoch);
   size_t first = static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
   size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
@@ -104,19 +106,45 @@ std::vector<int64_t> batch_plan::epoch_samples() const {
   return out;
 }
 
-void batch_plan::restore(int64_t position) {
-  next_ = std::min(position, total_);
-  acked_ = next_;
+caf::error batch_plan::restore(int64_t position,
+                               const std::vector<int64_t>& done_after) {
+  position = std::min(position, total_);
+  std::vector<int64_t> done(done_after);
+  std::sort(done.begin(), done.end());
+  for (size_t k = 0; k < done.size(); ++k)
+    if (done[k] < position || done[k] >= total_
+        || (k > 0 && done[k] == done[k - 1]))
+      return make_error(errc::invalid_argument,
+                        "feeder restore: batch " + std::to_string(done[k])
+                          + (done[k] < position || done[k] >= total_
+                               ? " is outside [" + std::to_string(position)
+                                   + ", " + std::to_string(total_) + ")"
+                               : " is named twice"));
+  next_ = done.empty() ? position : std::max(position, done.back() + 1);
+  acked_ = position + static_cast<int64_t>(done.size());
   out_.clear();
   requeued_.clear();
   samples_done_.clear();
-  for (int64_t b = 0; b < next_; ++b) {
+  auto count = [&](int64_t b) {
     auto epoch = static_cast<int32_t>(b / per_epoch_);
     size_t first = static_cast<size_t>(b % per_epoch_)
                    * static_cast<size_t>(batch_);
     size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
     samples_done_[epoch] += static_cast<int64_t>(last - first);
+  };
+  for (int64_t b = 0; b < position; ++b)
+    count(b);
+  auto d = done.begin();
+  for (int64_t b = position; b < next_; ++b) {
+    if (d != done.end() && *d == b) {
+      count(b);
+      ++d;
+    } else {
+      requeued_.push_back(batch_ref{static_cast<int32_t>(b / per_epoch_),
+                                    b % per_epoch_});
+    }
   }
+  return {};
 }
 
 } // namespace troupe

@@ -17,12 +17,18 @@
 #include <optional>
 #include <vector>
 
+#include "caf/error.hpp"
+
 namespace troupe {
 
 struct lease_grant {
   int64_t id = 0;
   int32_t epoch = 0;   ///< 0-based
   int64_t index = 0;   ///< batch index within the epoch
+  /// The batch's number in the whole plan (epoch * batches per epoch +
+  /// index): the same whoever trains it and however often it is leased,
+  /// so the shards can tell a batch they applied before.
+  int64_t batch = 0;
   std::vector<uint32_t> samples;
 };
 
@@ -66,8 +72,13 @@ public:
   /// the feeder and drains the leases before it checkpoints).
   int64_t position() const { return next_; }
   /// Continues from a checkpointed position (batches before it counted as
-  /// acked); clears leases and queue.
-  void restore(int64_t position);
+  /// acked), with the batches `done_after` (plan numbers at or after it,
+  /// e.g. those the live shards of a lost chief's run applied) done too;
+  /// the ones between that are not come first, as if requeued. Clears
+  /// leases and queue. errc::invalid_argument, the plan unchanged, for a
+  /// number before the position, past the plan or given twice.
+  caf::error restore(int64_t position,
+                     const std::vector<int64_t>& done_after = {});
 
 private:
   struct batch_ref {

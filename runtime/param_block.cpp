@@ -76,8 +76,32 @@ void param_block::apply_update(const float* grads) {
   ++version_;
 }
 
+bool param_block::logs() const {
+  return opts_.mode == cluster_config::mode::async
+         || opts_.mode == cluster_config::mode::ssp;
+}
+
+void param_block::log_update(int64_t batch) {
+  if (log_.size() >= max_logged) { // start over at this update
+    log_base_ = version_ - 1;
+    log_.clear();
+    sorted_.clear();
+  }
+  log_.push_back(batch);
+  if (batch < 0) {
+    unnamed_through_ = version_;
+    return;
+  }
+  // Batches come nearly in order: the insert is at or close to the end,
+  // and the capacity is kept across forget_through(), so the steady state
+  // allocates nothing.
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), batch),
+                 batch);
+}
+
 caf::expected<param_block::outcome>
-param_block::push(int32_t worker, int64_t tag, const float* data, size_t n) {
+param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
+                  int64_t batch) {
   auto refuse = [&](errc code, std::string what) {
     ++stats_.refused;
     return make_error(code, std::move(what));
@@ -101,7 +125,18 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n) {
                     + std::to_string(i));
   }
   if (opts_.mode != cluster_config::mode::sync) {
+    if (logs() && batch >= 0
+        && std::binary_search(sorted_.begin(), sorted_.end(), batch)) {
+      // Its worker pushed it before, or another worker trained it again
+      // after that one was lost: applying it twice would weigh it twice.
+      // It still counts as the worker's step for ssp.
+      ++clock->second;
+      ++stats_.stale;
+      return outcome::duplicate;
+    }
     apply_update(data);
+    if (logs())
+      log_update(batch);
     ++clock->second;
     ++stats_.accepted;
     return outcome::applied;
@@ -206,7 +241,47 @@ caf::error param_block::restore(
   version_ = version;
   pushed_.clear();
   std::fill(sum_.begin(), sum_.end(), 0.f);
+  log_base_ = version;
+  log_.clear();
+  sorted_.clear();
+  unnamed_through_ = -1;
   return {};
+}
+
+std::optional<std::vector<int64_t>>
+param_block::applied_since(int64_t version) const {
+  if (!logs() || version < log_base_ || version > version_
+      || unnamed_through_ > version)
+    return std::nullopt;
+  auto first = log_.begin() + (version - log_base_);
+  std::vector<int64_t> out(first, log_.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void param_block::forget_through(int64_t version) {
+  if (version <= log_base_)
+    return;
+  auto n = static_cast<size_t>(std::min<int64_t>(version - log_base_,
+                                                 static_cast<int64_t>(
+                                                   log_.size())));
+  std::vector<int64_t> gone(log_.begin(),
+                            log_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(gone.begin(), gone.end());
+  sorted_.erase(std::remove_if(sorted_.begin(), sorted_.end(),
+                               [&](int64_t b) {
+                                 return std::binary_search(gone.begin(),
+                                                           gone.end(), b);
+                               }),
+                sorted_.end());
+  log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(n));
+  log_base_ += static_cast<int64_t>(n);
+}
+
+void param_block::forget_workers() {
+  clocks_.clear();
+  pushed_.clear();
+  std::fill(sum_.begin(), sum_.end(), 0.f);
 }
 
 } // namespace troupe

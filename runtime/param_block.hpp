@@ -13,11 +13,21 @@
 //          waits (pull_ready() says when it may be answered).
 // - easgd: the block holds the center variable; a push carries the elastic
 //          difference local - center and applies center += rate * diff.
+//
+// async and ssp also keep the applied log: the batch (the feeder's global
+// batch number) of each update since the last restore or forget_through().
+// It makes a push of a batch already applied a duplicate (counted as stale,
+// the values untouched), so a batch is applied at most once per shard
+// whatever happens to the worker that pushed it; and it lets a chief that
+// took a lost chief's run over prove which batches the live shards hold
+// (applied_since()). In these modes one update is one push is one batch,
+// so update v + k + 1 holds the k-th logged batch after version v.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -39,15 +49,21 @@ public:
     double elastic_rate = 0;  ///< easgd: moving rate
   };
 
-  /// What became of a valid push.
-  enum class outcome : uint8_t { applied, aggregated, stale };
+  /// What became of a valid push. duplicate: its batch is applied already
+  /// (async, ssp), so the values are untouched.
+  enum class outcome : uint8_t { applied, aggregated, stale, duplicate };
 
   /// Counters, for the shell and for tests.
   struct counters {
     int64_t accepted = 0; ///< pushes applied or aggregated
-    int64_t stale = 0;    ///< sync: pushes dropped as stale
+    int64_t stale = 0;    ///< pushes dropped: stale (sync) or duplicates
     int64_t refused = 0;  ///< pushes refused with an error
   };
+
+  /// The most batches the applied log holds; past it the log starts over
+  /// at the current version (a run that never checkpoints). 2^20 batches
+  /// take 16 MiB.
+  static constexpr size_t max_logged = size_t{1} << 20;
 
   param_block(options opts, std::vector<float> initial);
 
@@ -78,12 +94,28 @@ public:
   int64_t min_clock() const;
 
   /// Validates and applies or aggregates one push of `n` floats tagged with
-  /// the version the worker computed on (sync) or its clock. Errors, with
+  /// the version the worker computed on (sync) or its clock, computed on
+  /// batch `batch` of the feeder's plan (-1: none named; it is applied,
+  /// and the log cannot vouch for the updates around it). Errors, with
   /// the block unchanged and `refused` counted: errc::wrong_size,
   /// errc::invalid_argument (unknown worker, a sync push for a version not
   /// yet reached), errc::non_finite (NaN or Inf).
   caf::expected<outcome> push(int32_t worker, int64_t tag, const float* data,
-                              size_t n);
+                              size_t n, int64_t batch = -1);
+
+  /// The batches of the updates after `version` up to the current one, in
+  /// ascending order; nothing when the log cannot say (a mode without a
+  /// log, a version before the log begins or after the current one, or an
+  /// update in that range whose push named no batch).
+  std::optional<std::vector<int64_t>> applied_since(int64_t version) const;
+
+  /// Drops the log's batches of updates up to `version` (they are in a
+  /// checkpoint now, and never leased again unless it is restored).
+  void forget_through(int64_t version);
+
+  /// Forgets every worker (their clocks, a sync update's pushes so far):
+  /// a new chief takes the shard over and joins its own workers.
+  void forget_workers();
 
   /// Whether a pull by `worker` that needs at least `min_version` may be
   /// answered now: sync waits for the version, ssp for the slowest worker.
@@ -116,6 +148,16 @@ private:
   int64_t version_ = 0;
   counters stats_;
   std::map<int32_t, int64_t> clocks_;
+  /// The applied log (async, ssp): log_[k] is the batch of update
+  /// log_base_ + k + 1; sorted_ the same batches in order, for the
+  /// duplicate check; unnamed_through_ the last update whose push named
+  /// no batch.
+  std::vector<int64_t> log_;
+  std::vector<int64_t> sorted_;
+  int64_t log_base_ = 0;
+  int64_t unnamed_through_ = -1;
+  bool logs() const;
+  void log_update(int64_t batch);
   // sync: the sum of this version's pushes and who sent them.
   std::vector<float> sum_;
   std::set<int32_t> pushed_;

@@ -22,9 +22,10 @@ struct layer {
 /// Lower ranks are called by higher ones; equal ranks not at all.
 const std::vector<layer> layers{
   {"chief_base", 0},       {"chief_placement", 1},
-  {"chief_progress", 1},   {"chief_recovery", 2},
-  {"chief_start", 3},      {"chief_registration", 4},
-  {"chief_shell", 5},      {"chief", 6},
+  {"chief_progress", 1},   {"chief_takeover", 2},
+  {"chief_recovery", 3},   {"chief_start", 4},
+  {"chief_registration", 5}, {"chief_shell", 6},
+  {"chief", 7},
 };
 
 std::string source_of(const std::string& file) {

@@ -53,6 +53,8 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       s.accepted = self->state.pushes;
       return s;
     },
+    [=](adopt_atom, int64_t) -> shard_history { return {}; },
+    [=](forget_atom, int64_t) {},
     [=](tune_atom, const std::string&, double) -> bool {
       for (auto& p : self->state.held)
         p.deliver(push_ack{0, false});

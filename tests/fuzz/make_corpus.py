@@ -10,8 +10,8 @@ PULL, PUSH, VALUES, ACK, ERROR = 1, 2, 3, 4, 5
 
 
 def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0):
-    # magic, op, flag, reserved, shard, worker, tag, id, count, reserved2
-    return struct.pack("<IBBHiiqQQQ", MAGIC, op, flag, 0, shard, worker, tag,
+    # magic, op, flag, reserved, shard, worker, tag, id, count, batch
+    return struct.pack("<IBBHiiqQQq", MAGIC, op, flag, 0, shard, worker, tag,
                        ident, count, 0)
 
 

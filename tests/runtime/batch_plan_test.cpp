@@ -4,6 +4,7 @@
 #include <set>
 
 #include "runtime/dataset.hpp"
+#include "runtime/errc.hpp"
 
 using namespace troupe;
 
@@ -77,6 +78,58 @@ BOOST_AUTO_TEST_CASE(restore_continues_at_the_position) {
   BOOST_TEST(b.samples_done(0) == 50);
   BOOST_TEST(b.samples_done(1) == 20);
   BOOST_TEST(a.lease(0)->samples == b.lease(0)->samples);
+}
+
+BOOST_AUTO_TEST_CASE(grants_carry_their_number_in_the_plan) {
+  troupe::batch_plan plan{50, 10, 9, 2, 0}; // 5 batches per epoch
+  for (int64_t n = 0; n < 7; ++n) {
+    auto g = plan.lease(0);
+    BOOST_REQUIRE(g);
+    BOOST_TEST(g->batch == n);
+    BOOST_TEST(g->batch == g->epoch * 5 + g->index);
+  }
+  // A requeued batch keeps its number.
+  plan.requeue(0);
+  BOOST_TEST(plan.lease(1)->batch == 0);
+}
+
+BOOST_AUTO_TEST_CASE(restore_with_batches_done_after_the_position) {
+  // A lost chief's feeder had handed out batches 3..8 of a 5-per-epoch
+  // plan after its checkpoint at 3; the live shards applied 3, 5, 6 and 8.
+  troupe::batch_plan plan{50, 10, 9, 2, 0};
+  BOOST_REQUIRE(!plan.restore(3, {8, 3, 6, 5}));
+  BOOST_TEST(plan.acked() == 7);
+  BOOST_TEST(plan.position() == 9);
+  BOOST_TEST(plan.queued() == 2u);
+  BOOST_TEST(plan.samples_done(0) == 40); // 0, 1, 2, 3 of epoch 0
+  BOOST_TEST(plan.samples_done(1) == 30); // 5, 6, 8 = epoch 1's 0, 1, 3
+  // The holes come first, then the plan goes on after the last done.
+  std::vector<int64_t> next;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto g = plan.lease(0);
+    next.push_back(g->batch);
+    ids.push_back(g->id);
+  }
+  BOOST_TEST(next == (std::vector<int64_t>{4, 7, 9}));
+  BOOST_TEST(!plan.lease(0)); // nothing else is left
+  for (auto id : ids)
+    plan.ack(id);
+  // Every sample once per epoch, nothing twice.
+  BOOST_TEST(plan.complete());
+  BOOST_TEST(plan.epoch_samples() == (std::vector<int64_t>{50, 50}));
+}
+
+BOOST_AUTO_TEST_CASE(restore_refuses_batches_it_cannot_place) {
+  troupe::batch_plan plan{50, 10, 9, 2, 0};
+  plan.ack(plan.lease(0)->id);
+  auto before = plan.acked();
+  auto err = plan.restore(3, {2});
+  BOOST_TEST(describe(err) == "feeder restore: batch 2 is outside [3, 10)");
+  err = plan.restore(3, {4, 4});
+  BOOST_TEST(describe(err) == "feeder restore: batch 4 is named twice");
+  BOOST_TEST(static_cast<bool>(plan.restore(3, {10})));
+  BOOST_TEST(plan.acked() == before); // unchanged
 }
 
 BOOST_AUTO_TEST_SUITE_END()

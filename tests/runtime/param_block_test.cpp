@@ -177,4 +177,79 @@ BOOST_AUTO_TEST_CASE(restore_checks_sizes_and_slots) {
   BOOST_TEST(b.slots()[0].second == (std::vector<float>{0.1f, 0.2f}));
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_is_applied_once_whoever_pushes_it) {
+  auto b = make_block(mode::async);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 7) == block::outcome::applied));
+  auto before = values_of(b);
+  // Worker 0 was lost after this push; worker 1 trains batch 7 again.
+  BOOST_TEST((*b.push(1, 0, g.data(), g.size(), 7)
+              == block::outcome::duplicate));
+  BOOST_TEST(values_of(b) == before);
+  BOOST_TEST(b.version() == 1);
+  BOOST_TEST(b.stats().stale == 1);
+  BOOST_TEST(b.clock(1) == 1); // still the worker's step (ssp)
+  // Pushes that name no batch are always applied.
+  b.push(1, 0, g.data(), g.size());
+  b.push(1, 0, g.data(), g.size());
+  BOOST_TEST(b.version() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(the_applied_log_names_the_batches_since_a_version) {
+  auto b = make_block(mode::ssp, 1, 100);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  for (int64_t batch : {4, 2, 3, 9})
+    b.push(0, 0, g.data(), g.size(), batch);
+  BOOST_TEST(b.version() == 4);
+  BOOST_TEST(*b.applied_since(0) == (std::vector<int64_t>{2, 3, 4, 9}));
+  BOOST_TEST(*b.applied_since(2) == (std::vector<int64_t>{3, 9}));
+  BOOST_TEST(b.applied_since(4)->empty());
+  BOOST_TEST(!b.applied_since(5)); // not reached
+  // A checkpoint at update 2: the log forgets batches 4 and 2, which can
+  // then be pushed again (they never are unless the checkpoint is
+  // restored, which clears the log).
+  b.forget_through(2);
+  BOOST_TEST(!b.applied_since(1));
+  BOOST_TEST(*b.applied_since(2) == (std::vector<int64_t>{3, 9}));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3)
+              == block::outcome::duplicate));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 4)
+              == block::outcome::applied));
+  // A push without a batch: the log cannot vouch for the updates up to it.
+  b.push(0, 0, g.data(), g.size());
+  BOOST_TEST(!b.applied_since(2));
+  BOOST_TEST(b.applied_since(6)->empty());
+  // A restore starts the log at the restored version.
+  auto v = values_of(b);
+  BOOST_REQUIRE(!b.restore(v, {}, 40));
+  BOOST_TEST(b.applied_since(40)->empty());
+  BOOST_TEST(!b.applied_since(39));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3)
+              == block::outcome::applied));
+}
+
+BOOST_AUTO_TEST_CASE(sync_and_easgd_keep_no_log) {
+  for (auto m : {mode::sync, mode::easgd}) {
+    auto b = make_block(m);
+    std::vector<float> g{1.f, 1.f, 1.f};
+    BOOST_REQUIRE(b.push(0, 0, g.data(), g.size(), 5));
+    BOOST_TEST(!b.applied_since(0));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(forgetting_workers_refuses_their_pushes) {
+  auto b = make_block(mode::ssp, 1, 2);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  b.push(0, 0, g.data(), g.size(), 1);
+  b.forget_workers();
+  BOOST_TEST(!b.knows(0));
+  auto r = b.push(0, 0, g.data(), g.size(), 2);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::invalid_argument));
+  BOOST_TEST(b.version() == 1);
+  b.add_worker(0);
+  BOOST_TEST(b.clock(0) == 0);
+  BOOST_TEST(b.pull_ready(0, 0));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

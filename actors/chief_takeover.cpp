@@ -1,0 +1,92 @@
+// Keeping the shards that outlived a chief (or a link to their node):
+// each node's live shards are adopted and say what they applied since the
+// newest checkpoint; when that proves every step is held once
+// (runtime/takeover), they stay the run's shards and the feeder goes on
+// from the checkpoint with those steps done. Used by a chief that takes a
+// lost chief's run over and by a shard recovery.
+#include "actors/chief_ops.hpp"
+#include "actors/node_agent.hpp"
+
+namespace troupe::chief_ops {
+
+/// Whether the shards keep an applied log in this run's mode (one push
+/// per update per batch: async, ssp).
+bool shards_log_batches(chief_self self) {
+  auto m = self->state.opts.cfg.cluster.consistency;
+  return m == cluster_config::mode::async || m == cluster_config::mode::ssp;
+}
+
+void adopt_live_shards(chief_self self, int64_t since,
+                       std::function<void(live_found&)> then) {
+  std::vector<std::string> names;
+  std::vector<node_agent_actor> agents;
+  for (auto& [name, n] : self->state.nodes)
+    if (n.up && n.agent) {
+      names.push_back(name);
+      agents.push_back(n.agent);
+    }
+  ask_all_settled<live_shards>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i], timeout_of(self), adopt_atom_v, since);
+    },
+    [=, then = std::move(then)](auto& replies) {
+      live_found found;
+      for (size_t i = 0; i < replies.size(); ++i) {
+        if (!replies[i])
+          continue;
+        auto& r = *replies[i];
+        for (size_t k = 0; k < r.handles.size() && k < r.histories.size();
+             ++k) {
+          found.nodes.push_back(names[i]);
+          found.handles.push_back(r.handles[k]);
+          found.histories.push_back(std::move(r.histories[k]));
+        }
+      }
+      found.verdict = judge_takeover(self->state.ranges.size(), since,
+                                     found.histories);
+      if (found.verdict.keep_live && !shards_log_batches(self)) {
+        found.verdict.keep_live = false;
+        found.verdict.done.clear();
+      }
+      if (!shards_log_batches(self))
+        found.verdict.why_not
+          = std::string{"in "}
+            + to_string(self->state.opts.cfg.cluster.consistency)
+            + " mode an update is not one batch";
+      then(found);
+    });
+}
+
+void keep_live_shards(chief_self self, live_found& found, int64_t position,
+                      std::function<void()> then) {
+  auto& st = self->state;
+  auto n = st.ranges.size();
+  std::vector<shard_actor> before = st.shards;
+  st.shards.assign(n, shard_actor{});
+  st.shard_node.assign(n, std::string{});
+  for (size_t k = 0; k < found.handles.size(); ++k) {
+    auto i = static_cast<size_t>(found.histories[k].shard);
+    auto& h = found.handles[k];
+    // A shard that never went down is monitored already.
+    if (i >= before.size() || before[i] != h)
+      self->monitor(h);
+    st.shards[i] = h;
+    st.shard_node[i] = found.nodes[k];
+    st.shard_of[h.address()] = i;
+  }
+  auto done = found.verdict.done;
+  auto kept = static_cast<int64_t>(done.size());
+  self->request(st.feeder, timeout_of(self), restore_atom_v, position,
+                std::move(done))
+    .then(
+      [=](int64_t) {
+        auto& s = self->state;
+        s.steps = position + kept;
+        s.schedule->resume_at(s.steps);
+        then();
+      },
+      [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+} // namespace troupe::chief_ops
