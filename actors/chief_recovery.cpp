@@ -155,17 +155,6 @@ caf::expected<int64_t> version_of(const checkpoint& ck,
   return v;
 }
 
-/// How long a shard recovery waits for the nodes of lost shards to
-/// register again: twice the silence after which a link counts as broken.
-/// A node that froze or lost its link for a moment (a frozen chief that
-/// thaws loses every link at once) is back by then with its shards alive,
-/// and they can be kept; a node that died is not, and the shards are
-/// restored from the checkpoint elsewhere.
-caf::timespan shard_node_wait(chief_self self) {
-  return std::chrono::milliseconds(
-    2 * self->state.opts.cfg.cluster.connection_timeout_ms);
-}
-
 /// The nodes of lost shards that are down, as "a, b" (empty: none).
 std::string lost_shard_nodes_down(chief_self self) {
   auto& st = self->state;
@@ -254,10 +243,10 @@ void restore_after_loss(chief_self self) {
       st.waiting_for_shard_nodes = true;
       say(self, fmt("waiting up to %.1f s for node %s to come back with its "
                     "shards",
-                    std::chrono::duration<double>(shard_node_wait(self))
+                    std::chrono::duration<double>(shard_node_wait(st.opts.cfg))
                       .count(),
                     down.c_str()));
-      self->delayed_send(self, shard_node_wait(self), restore_atom_v,
+      self->delayed_send(self, shard_node_wait(st.opts.cfg), restore_atom_v,
                          st.generation);
     }
     return;

@@ -129,8 +129,8 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
   for (;;) {
     bool registered = false;
     caf::error refused;
-    auto patience = deadline ? std::chrono::seconds(5)
-                             : std::chrono::seconds(30);
+    caf::timespan patience = deadline ? caf::timespan{reregister_patience}
+                                      : caf::timespan{std::chrono::seconds(30)};
     self
       ->request(chief, patience, register_atom_v, name, host, port, agent,
                 join_workers, data_port, identity, run_id)

@@ -185,9 +185,9 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   for (auto& m : members)
     BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
   auto out = chief->out();
-  // The thawed chief found its links gone and waited for the shard's
-  // node, which came back to it with the shard alive: kept, nothing lost.
-  BOOST_TEST(has(out, "for node ps0 to come back with its shards"), out);
+  // The thawed chief found its links gone and (waiting for it, if it was
+  // not back yet) took the shard node back with the shard alive: kept,
+  // nothing lost.
   BOOST_TEST(has(out, "kept the live shards"), out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>(8, 60000)), out);
   auto lost = steps_lost(out);
