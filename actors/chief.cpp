@@ -75,9 +75,20 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
     [=](leave_atom, const std::string& node) -> caf::result<bool> {
       return on_leave(self, node);
     },
-    [=](shell_atom, const std::string& line) {
-      return shell_command(self, line);
+    [=](stats_atom) { return shell_status(self); },
+    [=](join_atom, int32_t n, std::string& node) {
+      return shell_add_workers(self, n, std::move(node));
     },
+    [=](kill_atom, const actor_ref& target) {
+      return shell_kill(self, target);
+    },
+    [=](snapshot_atom) { return shell_checkpoint(self); },
+    [=](tune_atom, tune_key key, double value) {
+      return shell_tune(self, key, value);
+    },
+    [=](pause_atom) { return shell_pause(self, true); },
+    [=](resume_atom) { return shell_pause(self, false); },
+    [=](stop_atom) { return shell_stop(self); },
     [=](place_atom, int32_t id, int64_t generation, caf::error& reason) {
       // The grace after a lost data-plane connection is over: a recovery
       // since then has started the worker again; else it failed.

@@ -227,6 +227,17 @@ void on_stop_request(chief_self self, const std::string& who);
 /// shards would have nowhere to go without losing steps.
 caf::result<bool> on_leave(chief_self self, const std::string& name);
 
+// -- chief_shell.cpp (the shell's typed requests; see chief_actor) -------------
+
+caf::result<cluster_view> shell_status(chief_self self);
+caf::result<std::vector<int32_t>, std::string>
+shell_add_workers(chief_self self, int32_t n, std::string node);
+caf::result<bool> shell_kill(chief_self self, const actor_ref& target);
+caf::result<std::string> shell_checkpoint(chief_self self);
+caf::result<double> shell_tune(chief_self self, tune_key key, double value);
+caf::result<bool> shell_pause(chief_self self, bool paused);
+caf::result<bool> shell_stop(chief_self self);
+
 // -- fan-out to the shards (chief_base) ----------------------------------------
 
 /// Requests `make(i)` from every shard; `done` gets the replies in shard
@@ -247,11 +258,3 @@ void ask_all_shards(chief_self self, Make make,
 }
 
 } // namespace troupe::chief_ops
-
-namespace troupe {
-
-/// Runs one shell command line; the reply is JSON text (chief_shell.cpp).
-caf::result<std::string> shell_command(chief_self self,
-                                       const std::string& line);
-
-} // namespace troupe

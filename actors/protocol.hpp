@@ -1,7 +1,10 @@
 // The whole message protocol of troupe: atoms, message types (with their
 // inspect overloads), the type-ID block and one typed_actor alias per role.
-// Nothing else defines atoms or message types, so moving to CAF 0.18+ is a
-// change to this file.
+// Nothing else defines atoms or type IDs, so moving to CAF 0.18+ is a
+// change to this file. Plain structs that belong to a part of the runtime
+// (a lease, a shard's history) live there, and the shell's commands and
+// views in actors/shell_protocol.hpp (keeping this file readable); their
+// inspect overloads and type IDs are here or there.
 //
 // Parameter and gradient payloads are flat float buffers tagged with shard,
 // version/step and worker. They are written as one raw block (host byte
@@ -19,6 +22,7 @@
 #include "runtime/batch_plan.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/takeover.hpp"
+#include "actors/shell_protocol.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "float payloads travel in host byte order");
@@ -351,6 +355,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::cluster_summary))
   CAF_ADD_TYPE_ID(troupe, (troupe::shard_history))
   CAF_ADD_TYPE_ID(troupe, (std::vector<int64_t>))
+  CAF_ADD_TYPE_ID(troupe, (std::vector<int32_t>))
+  CAF_ADD_TYPE_ID(troupe, (troupe::actor_ref))
+  CAF_ADD_TYPE_ID(troupe, (troupe::tune_key))
+  CAF_ADD_TYPE_ID(troupe, (troupe::cluster_view))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -371,7 +379,6 @@ CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
 CAF_ADD_ATOM(troupe, troupe, run_atom, "run")
 CAF_ADD_ATOM(troupe, troupe, place_atom, "place")
 CAF_ADD_ATOM(troupe, troupe, register_atom, "register")
-CAF_ADD_ATOM(troupe, troupe, shell_atom, "shell")
 CAF_ADD_ATOM(troupe, troupe, tune_atom, "tune")
 CAF_ADD_ATOM(troupe, troupe, deadline_atom, "deadline")
 CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
@@ -379,6 +386,7 @@ CAF_ADD_ATOM(troupe, troupe, data_atom, "data")
 CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
 CAF_ADD_ATOM(troupe, troupe, adopt_atom, "adopt")
 CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
+CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -552,8 +560,25 @@ using chief_actor = caf::typed_actor<
   // leases go back; the reply comes once they are all down (an error: it
   // cannot leave, e.g. it holds shards that have nowhere to go).
   caf::replies_to<leave_atom, std::string>::with<bool>,
-  // A shell command line; the reply is JSON text.
-  caf::replies_to<shell_atom, std::string>::with<std::string>,
+  // -- troupe-shell (actors/shell_protocol.hpp; errors leave the run as
+  // it is) --
+  // The cluster as the chief sees it; the shards and the feeder are asked
+  // for their counters (5 s at most; one that does not answer is down).
+  caf::replies_to<stats_atom>::with<cluster_view>,
+  // N more workers on a node (empty: the least loaded); their ids, node.
+  caf::replies_to<join_atom, int32_t, std::string>::with<
+    std::vector<int32_t>, std::string>,
+  // Kills a worker or a shard (a fault drill).
+  caf::replies_to<kill_atom, actor_ref>::with<bool>,
+  // Writes a checkpoint now; replies with its path.
+  caf::replies_to<snapshot_atom>::with<std::string>,
+  // Sets a shard setting on every shard; replies with the value.
+  caf::replies_to<tune_atom, tune_key, double>::with<double>,
+  // Stops, or starts again, handing out batches; replies with "paused".
+  caf::replies_to<pause_atom>::with<bool>,
+  caf::replies_to<resume_atom>::with<bool>,
+  // Finishes after the steps in flight, as SIGTERM does.
+  caf::replies_to<stop_atom>::with<bool>,
   // Its own timer: the wait of shard recovery G for the nodes of the lost
   // shards is over.
   caf::reacts_to<restore_atom, int64_t>,

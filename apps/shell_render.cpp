@@ -10,6 +10,8 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <nlohmann/json.hpp>
 
+#include "runtime/errc.hpp"
+
 namespace troupe {
 
 namespace {
@@ -96,13 +98,9 @@ std::string lines(const json& j, const std::string& indent = "") {
   return out.str();
 }
 
-} // namespace
 
-std::string render_reply(const std::string& command,
-                         const std::string& json_text) {
-  auto j = json::parse(json_text, nullptr, false);
-  if (j.is_discarded())
-    return json_text + "\n";
+/// Tables for lists of actors and nodes, "key: value" lines for the rest.
+std::string for_people(const std::string& command, const json& j) {
   if (command == "help" && j.contains("help"))
     return j["help"].get<std::string>() + "\n";
   if (command == "status" && j.contains("actors")) {
@@ -132,17 +130,216 @@ std::string render_reply(const std::string& command,
   return j.dump(2) + "\n";
 }
 
-std::pair<std::string, std::string> run_of_reply(const std::string& json_text) {
-  auto j = nlohmann::json::parse(json_text, nullptr, false);
-  if (!j.is_object() || !j.contains("run") || !j["run"].is_object())
-    return {};
-  auto& run = j["run"];
-  auto text = [&](const char* key) {
-    return run.contains(key) && run[key].is_string()
-             ? run[key].get<std::string>()
-             : std::string{};
-  };
-  return {text("run_id"), text("config_digest")};
+json taken_over_json(const run_view& r) {
+  if (!r.taken_over)
+    return nullptr;
+  return {{"from_step", r.taken_from_step},
+          {"lost_steps", r.taken_lost_steps >= 0 ? json(r.taken_lost_steps)
+                                                 : json(nullptr)}};
+}
+
+json run_json(const run_view& r) {
+  return {{"name", r.name},
+          {"run_id", r.run_id},
+          {"config_digest", r.config_digest},
+          {"mode", r.mode},
+          {"steps", r.steps},
+          {"epoch", r.epoch},
+          {"seconds", r.seconds},
+          {"examples_per_sec", r.examples_per_sec},
+          {"test_accuracy", r.test_accuracy},
+          {"paused", r.paused},
+          {"recovering", r.recovering},
+          {"phase", r.phase},
+          {"stopping", r.stopping},
+          {"restarts", r.restarts},
+          {"shard_recoveries", r.shard_recoveries},
+          {"lost_steps", r.lost_steps},
+          // A run taken over from a lost chief: the checkpoint's step and
+          // the steps that cost (null: not known, the shards died too).
+          {"taken_over", taken_over_json(r)},
+          {"last_checkpoint", r.last_checkpoint}};
+}
+
+json nodes_json(const cluster_view& v) {
+  json out = json::array();
+  for (auto& n : v.nodes)
+    out.push_back({{"name", n.name},
+                   {"address", n.address},
+                   {"state", n.up ? "up" : "down"},
+                   {"chief", n.chief},
+                   {"joined", n.joined},
+                   {"shards", n.shards},
+                   {"workers", n.workers}});
+  return out;
+}
+
+json worker_json(const worker_view& w) {
+  return {{"id", "worker:" + std::to_string(w.id)},
+          {"role", "worker"},
+          {"node", w.node},
+          {"state", w.state},
+          {"step", w.step},
+          {"clock", w.clock},
+          {"samples", w.samples},
+          {"examples_per_sec", w.examples_per_sec},
+          {"staleness", w.staleness},
+          {"loss", w.loss},
+          {"restarts", w.restarts}};
+}
+
+json shard_json(const shard_view& s) {
+  json j{{"id", "shard:" + std::to_string(s.id)},
+         {"role", "shard"},
+         {"node", s.node},
+         {"state", s.state},
+         {"size", s.end - s.begin}};
+  if (s.answered) {
+    j["version"] = s.version;
+    j["accepted"] = s.accepted;
+    j["stale"] = s.stale;
+    j["refused"] = s.refused;
+    if (s.ssp_pulls >= 0) {
+      j["ssp_pulls"] = s.ssp_pulls;
+      j["ssp_max_lead"] = s.ssp_max_lead;
+    }
+  }
+  return j;
+}
+
+json status_json(const cluster_view& v) {
+  auto& r = v.run;
+  json actors = json::array();
+  actors.push_back({{"id", "chief"},
+                    {"role", "chief"},
+                    {"node", r.own_node},
+                    {"state", r.stopping     ? "stopping"
+                              : r.recovering ? "recovering"
+                              : r.paused     ? "paused"
+                                             : "training"},
+                    {"step", r.steps},
+                    {"examples_per_sec", r.examples_per_sec},
+                    {"restarts", r.restarts}});
+  actors.push_back({{"id", "feeder"},
+                    {"role", "feeder"},
+                    {"node", r.own_node},
+                    {"state", r.paused ? "paused" : "leasing"}});
+  for (auto& s : v.shards)
+    actors.push_back(shard_json(s));
+  for (auto& w : v.workers)
+    actors.push_back(worker_json(w));
+  return {{"run", run_json(r)}, {"actors", actors}};
+}
+
+caf::error no_such(const std::string& what) {
+  return make_error(errc::invalid_argument, what);
+}
+
+/// What `inspect` shows of one actor.
+caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
+  switch (a.role) {
+    case actor_role::chief:
+      return json{{"run", run_json(v.run)}, {"nodes", nodes_json(v)}};
+    case actor_role::feeder:
+      if (!v.feeder.answered)
+        return no_such("the feeder did not answer");
+      return json{{"id", "feeder"},
+                  {"acked", v.feeder.acked},
+                  {"position", v.feeder.position},
+                  {"epoch_samples", v.feeder.epoch_samples},
+                  {"paused", v.run.paused}};
+    case actor_role::worker:
+      for (auto& w : v.workers)
+        if (w.id == a.index) {
+          auto j = worker_json(w);
+          j["compute_seconds"] = w.compute_seconds;
+          j["window_steps"] = w.window_steps;
+          return j;
+        }
+      return no_such("no worker " + std::to_string(a.index));
+    case actor_role::shard:
+      for (auto& s : v.shards)
+        if (s.id == a.index) {
+          auto j = shard_json(s);
+          j["range"] = {s.begin, s.end};
+          j["optimizer"] = v.run.optimizer;
+          return j;
+        }
+      return no_such("no shard " + std::to_string(a.index)
+                     + (v.shards.empty()
+                          ? std::string{" (the shards have not started)"}
+                          : " (shards: 0-"
+                              + std::to_string(v.shards.size() - 1) + ")"));
+  }
+  return no_such("unknown actor");
+}
+
+std::string print(const std::string& command, const json& j, bool raw_json) {
+  return raw_json ? j.dump() + "\n" : for_people(command, j);
+}
+
+} // namespace
+
+caf::expected<std::string> render_view(const shell_command& c,
+                                       const cluster_view& v, bool raw_json) {
+  using verb = shell_command::verb;
+  json j;
+  switch (c.what) {
+    case verb::help:
+      return raw_json ? json{{"help", shell_help}}.dump() + "\n"
+                      : std::string{shell_help} + "\n";
+    case verb::status:
+      j = status_json(v);
+      break;
+    case verb::nodes:
+      j = nodes_json(v);
+      break;
+    case verb::workers:
+      j = json::array();
+      for (auto& w : v.workers)
+        j.push_back(worker_json(w));
+      break;
+    case verb::shards:
+      j = json::array();
+      for (auto& s : v.shards)
+        j.push_back(shard_json(s));
+      break;
+    case verb::inspect: {
+      auto one = inspect_json(c.target, v);
+      if (!one)
+        return one.error();
+      j = std::move(*one);
+      break;
+    }
+    default:
+      return no_such("\"" + c.word + "\" is not answered from the status");
+  }
+  return print(c.word, j, raw_json);
+}
+
+std::string render_added(const std::vector<int32_t>& ids,
+                         const std::string& node, bool raw_json) {
+  return print("add-worker", json{{"added", ids}, {"node", node}}, raw_json);
+}
+
+std::string render_killed(const actor_ref& target, bool raw_json) {
+  return print("kill", json{{"killed", to_string(target)}}, raw_json);
+}
+
+std::string render_checkpoint(const std::string& path, bool raw_json) {
+  return print("checkpoint", json{{"checkpoint", path}}, raw_json);
+}
+
+std::string render_tuned(tune_key key, double value, bool raw_json) {
+  return print("set", json{{to_string(key), value}}, raw_json);
+}
+
+std::string render_paused(bool paused, bool raw_json) {
+  return print("pause", json{{"paused", paused}}, raw_json);
+}
+
+std::string render_stopping(bool raw_json) {
+  return print("stop", json{{"stopping", true}}, raw_json);
 }
 
 } // namespace troupe

@@ -22,6 +22,7 @@
 #include "apps/command_line.hpp"
 #include "apps/link_options.hpp"
 #include "apps/reach_chief.hpp"
+#include "apps/shell_command.hpp"
 #include "apps/shell_render.hpp"
 
 #ifdef TROUPE_HAVE_LIBEDIT
@@ -32,30 +33,97 @@ namespace {
 
 using namespace troupe;
 
-/// Sends one command line; prints the reply. Returns the exit code.
+/// How long the shell waits for the chief's answer to a command.
+constexpr auto answer_patience = std::chrono::seconds(60);
+
+/// Prints `text` and returns 0, or prints the error and returns 1.
+int report(const caf::expected<std::string>& text) {
+  if (!text) {
+    std::cerr << "troupe-shell: error: " << describe(text.error())
+              << std::endl;
+    return 1;
+  }
+  std::cout << *text << std::flush;
+  return 0;
+}
+
+/// A handler of the answer's types (a typed receive needs them spelled
+/// out) that stores what `render` makes of it in `out`.
+template <class Render, class... Args>
+auto render_into(caf::expected<std::string>& out, Render& render,
+                 caf::detail::type_list<Args...>) {
+  return [&](Args... answer) { out = render(std::forward<Args>(answer)...); };
+}
+
+/// Sends `request` to the chief and prints what `render` makes of the
+/// answer. Returns the exit code.
+template <class Render, class... Ts>
+int ask(caf::actor_system& sys, const chief_actor& chief, Render render,
+        Ts&&... request) {
+  caf::scoped_actor self{sys};
+  caf::expected<std::string> out{caf::sec::request_timeout};
+  using args = typename caf::detail::get_callable_trait<Render>::arg_types;
+  self->request(chief, answer_patience, std::forward<Ts>(request)...)
+    .receive(render_into(out, render, args{}),
+             [&](caf::error& err) { out = std::move(err); });
+  return report(out);
+}
+
+/// Parses one command line, sends the chief the typed request and prints
+/// the answer. Returns the exit code.
 int execute(caf::actor_system& sys, const chief_actor& chief,
             const std::string& line, bool raw_json) {
-  caf::scoped_actor self{sys};
-  int code = 0;
-  auto first = line.substr(0, line.find(' '));
-  self->request(chief, std::chrono::seconds(60), shell_atom_v, line)
-    .receive(
-      [&](std::string& reply) {
-        std::cout << (raw_json ? reply + "\n" : render_reply(first, reply))
-                  << std::flush;
-      },
-      [&](caf::error& err) {
-        std::cerr << "troupe-shell: error: " << describe(err) << std::endl;
-        code = 1;
-      });
-  return code;
+  auto parsed = parse_shell_command(line);
+  if (!parsed)
+    return report(parsed.error());
+  auto c = std::move(*parsed);
+  using verb = shell_command::verb;
+  switch (c.what) {
+    case verb::help:
+      return report(render_view(c, cluster_view{}, raw_json));
+    case verb::add_worker:
+      return ask(
+        sys, chief,
+        [&](std::vector<int32_t>& ids, std::string& node) {
+          return render_added(ids, node, raw_json);
+        },
+        join_atom_v, c.count, c.node);
+    case verb::kill:
+      return ask(
+        sys, chief,
+        [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
+        c.target);
+    case verb::checkpoint:
+      return ask(
+        sys, chief,
+        [&](std::string& path) { return render_checkpoint(path, raw_json); },
+        snapshot_atom_v);
+    case verb::tune:
+      return ask(
+        sys, chief,
+        [&](double value) { return render_tuned(c.key, value, raw_json); },
+        tune_atom_v, c.key, c.value);
+    case verb::pause:
+    case verb::resume: {
+      auto render = [&](bool paused) {
+        return render_paused(paused, raw_json);
+      };
+      return c.what == verb::pause ? ask(sys, chief, render, pause_atom_v)
+                                   : ask(sys, chief, render, resume_atom_v);
+    }
+    case verb::stop:
+      return ask(
+        sys, chief, [&](bool) { return render_stopping(raw_json); },
+        stop_atom_v);
+    default: // answered from the cluster view
+      return ask(
+        sys, chief,
+        [&](cluster_view& v) { return render_view(c, v, raw_json); },
+        stats_atom_v);
+  }
 }
 
 #ifdef TROUPE_HAVE_LIBEDIT
-const char* const command_words[]
-  = {"status", "inspect", "nodes",  "workers", "shards", "add-worker",
-     "kill",   "checkpoint", "set", "pause",  "resume", "stop",
-     "help",   "quit",   nullptr};
 std::vector<std::string> actor_words{"chief", "feeder", "shard:", "worker:"};
 
 char* next_match(const char* text, int state) {
@@ -68,10 +136,11 @@ char* next_match(const char* text, int state) {
   }
   auto len = std::strlen(text);
   if (first_word) {
-    while (command_words[index] != nullptr) {
-      const char* w = command_words[index++];
-      if (std::strncmp(w, text, len) == 0)
-        return strdup(w);
+    auto& words = shell_command_words();
+    while (index < words.size()) {
+      auto& w = words[index++];
+      if (w.compare(0, len, text) == 0)
+        return strdup(w.c_str());
     }
     return nullptr;
   }
@@ -89,22 +158,19 @@ char** complete(const char* text, int, int) {
 }
 #endif
 
-/// The chief's run id and config digest (from "inspect chief"), or an
-/// error.
+/// The chief's run id and config digest (from its status), or an error.
 caf::expected<std::pair<std::string, std::string>>
 run_identity_of(caf::actor_system& sys, const chief_actor& chief) {
   caf::scoped_actor self{sys};
   caf::expected<std::pair<std::string, std::string>> out{
     caf::sec::request_timeout};
-  self->request(chief, std::chrono::seconds(30), shell_atom_v,
-                std::string{"inspect chief"})
+  self->request(chief, std::chrono::seconds(30), stats_atom_v)
     .receive(
-      [&](std::string& reply) {
-        auto run = run_of_reply(reply);
-        if (run.first.empty())
-          out = make_error(errc::bad_format, "the chief's reply names no run");
+      [&](cluster_view& v) {
+        if (v.run.run_id.empty())
+          out = make_error(errc::bad_format, "the chief's status names no run");
         else
-          out = std::move(run);
+          out = std::make_pair(v.run.run_id, v.run.config_digest);
       },
       [&](caf::error& err) { out = std::move(err); });
   return out;

@@ -1,0 +1,139 @@
+// troupe-shell's command language and its rendering, without a cluster:
+// what a typed line becomes, which lines are refused and why, and the JSON
+// shape that scripts read.
+#include "apps/shell_command.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+// GCC 12 reports a false -Warray-bounds inside nlohmann::json (at -O2).
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#include <nlohmann/json.hpp>
+
+#include "apps/shell_render.hpp"
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+using verb = shell_command::verb;
+
+namespace {
+
+shell_command parsed(const std::string& line) {
+  auto c = parse_shell_command(line);
+  if (!c) // the message is built first: only when there is an error
+    BOOST_FAIL(line + ": " + describe(c.error()));
+  return *c;
+}
+
+std::string refusal(const std::string& line) {
+  auto c = parse_shell_command(line);
+  BOOST_REQUIRE_MESSAGE(!c, line + " was accepted");
+  BOOST_TEST((c.error() == errc::invalid_argument));
+  return describe(c.error());
+}
+
+cluster_view small_view() {
+  cluster_view v;
+  v.run.name = "r";
+  v.run.run_id = "0123456789abcdef";
+  v.run.own_node = "chief";
+  v.run.steps = 40;
+  v.run.taken_over = true;
+  v.run.taken_from_step = 30;
+  v.run.taken_lost_steps = 0;
+  shard_view s;
+  s.id = 0;
+  s.node = "ps0";
+  s.state = "running";
+  s.begin = 0;
+  s.end = 100;
+  s.answered = true;
+  s.version = 41;
+  v.shards.push_back(s);
+  worker_view w;
+  w.id = 3;
+  w.node = "w0";
+  w.state = "running";
+  v.workers.push_back(w);
+  return v;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(shell_command)
+
+BOOST_AUTO_TEST_CASE(lines_become_typed_commands) {
+  BOOST_TEST((parsed("status").what == verb::status));
+  BOOST_TEST((parsed("  nodes ").what == verb::nodes));
+  auto i = parsed("inspect worker:3");
+  BOOST_TEST((i.what == verb::inspect));
+  BOOST_TEST((i.target.role == actor_role::worker));
+  BOOST_TEST(i.target.index == 3);
+  BOOST_TEST(parsed("inspect shard 2").target.index == 2); // space for colon
+  BOOST_TEST((parsed("inspect feeder").target.role == actor_role::feeder));
+  auto a = parsed("add-worker 3 w1");
+  BOOST_TEST((a.what == verb::add_worker));
+  BOOST_TEST(a.count == 3);
+  BOOST_TEST(a.node == "w1");
+  auto d = parsed("add-worker");
+  BOOST_TEST(d.count == 1);
+  BOOST_TEST(d.node.empty()); // the least loaded node
+  auto t = parsed("set lr 0.0005");
+  BOOST_TEST((t.what == verb::tune));
+  BOOST_TEST((t.key == tune_key::lr));
+  BOOST_TEST(t.value == 0.0005);
+  BOOST_TEST((parsed("kill shard:1").target.role == actor_role::shard));
+}
+
+BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
+  BOOST_TEST(refusal("") == "empty command; try help");
+  BOOST_TEST(refusal("frobnicate") == "unknown command \"frobnicate\"; try help");
+  BOOST_TEST(refusal("set lr -1") == "set lr: expected a number > 0, got \"-1\"");
+  BOOST_TEST(refusal("set lr nan") == "set lr: expected a number > 0, got \"nan\"");
+  BOOST_TEST(refusal("set momentum 0.5") == "usage: set lr VALUE");
+  BOOST_TEST(refusal("add-worker 0") == "add-worker: N must be 1..1024, got \"0\"");
+  BOOST_TEST(refusal("add-worker 2x") == "add-worker: N must be 1..1024, got \"2x\"");
+  BOOST_TEST(refusal("kill feeder") == "usage: kill worker:N | shard:N");
+  BOOST_TEST(refusal("kill worker:") == "usage: kill worker:N | shard:N");
+  BOOST_TEST(refusal("inspect") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(refusal("inspect worker:-1") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(refusal("inspect gremlin:1") == "unknown actor \"gremlin:1\" (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(refusal("status now") == "status takes no arguments, got \"now\"");
+  BOOST_TEST(refusal("status " + std::string(5000, 'x'))
+             == "a command line of 5007 characters (at most 4096)");
+}
+
+BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
+  auto v = small_view();
+  auto text = render_view(parsed("status"), v, true);
+  BOOST_REQUIRE(text);
+  auto j = nlohmann::json::parse(*text);
+  BOOST_TEST(j["run"]["run_id"] == "0123456789abcdef");
+  BOOST_TEST(j["run"]["taken_over"]["from_step"] == 30);
+  BOOST_TEST(j["run"]["taken_over"]["lost_steps"] == 0);
+  BOOST_TEST(j["actors"][0]["id"] == "chief");
+  BOOST_TEST(j["actors"][1]["id"] == "feeder");
+  BOOST_TEST(j["actors"][2]["id"] == "shard:0");
+  BOOST_TEST(j["actors"][2]["version"] == 41);
+  BOOST_TEST(j["actors"][3]["id"] == "worker:3");
+  auto shards = nlohmann::json::parse(*render_view(parsed("shards"), v, true));
+  BOOST_TEST(shards[0]["size"] == 100);
+  // For a person: a table with a row per actor.
+  auto table = render_view(parsed("status"), v, false);
+  BOOST_TEST(table->find("worker:3  worker  w0") != std::string::npos, *table);
+}
+
+BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
+  auto v = small_view();
+  auto none = render_view(parsed("inspect shard:7"), v, true);
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(describe(none.error()) == "no shard 7 (shards: 0-0)");
+  auto gone = render_view(parsed("inspect worker:0"), v, true);
+  BOOST_TEST(describe(gone.error()) == "no worker 0");
+  auto feeder = render_view(parsed("inspect feeder"), v, true);
+  BOOST_TEST(describe(feeder.error()) == "the feeder did not answer");
+  auto one = render_view(parsed("inspect shard:0"), v, true);
+  BOOST_REQUIRE(one);
+  BOOST_TEST(nlohmann::json::parse(*one)["range"][1] == 100);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
