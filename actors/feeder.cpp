@@ -73,7 +73,7 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
         return std::move(*r);
       auto& st = self->state;
       auto promise = self->make_response_promise<lease_reply>();
-      st.held.push_back({promise, worker, caf::make_timestamp()});
+      st.held.push_back({promise, worker, self->clock().now()});
       schedule_expiry(self, st.held, st.hold, st.expiry_pending);
       return promise;
     },

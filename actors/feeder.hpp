@@ -41,7 +41,7 @@ struct feeder_state {
   struct held_lease {
     caf::typed_response_promise<lease_reply> promise;
     int32_t worker;
-    caf::timestamp since;
+    caf::actor_clock::time_point since; /// on the actor clock (a test drives it)
   };
   std::vector<held_lease> held; ///< in arrival order
   caf::timespan hold{};

@@ -13,8 +13,9 @@
 namespace troupe {
 
 /// Asks `self` for an expire_atom message when the oldest entry of `held`
-/// (kept in arrival order, each with a `since` timestamp) will have waited
-/// `hold`. At most one such message is on its way: `pending` says so, and
+/// (kept in arrival order, each with a `since` time on the actor clock,
+/// which CAF's test coordinator drives in deterministic tests) will have
+/// waited `hold`. At most one such message is on its way: `pending` says so, and
 /// the expire handler clears it and calls this again.
 template <class Self, class Held>
 void schedule_expiry(Self* self, const Held& held, caf::timespan hold,
@@ -22,7 +23,7 @@ void schedule_expiry(Self* self, const Held& held, caf::timespan hold,
   if (pending || held.empty())
     return;
   pending = true;
-  auto due = held.front().since + hold - caf::make_timestamp();
+  auto due = held.front().since + hold - self->clock().now();
   self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v);
 }
 
@@ -44,7 +45,7 @@ template <class Self, class Held, class Reply>
 void expire_held(Self* self, Held& held, caf::timespan hold, bool& pending,
                  const Reply& ask_again) {
   pending = false;
-  auto now = caf::make_timestamp();
+  auto now = self->clock().now();
   take_if(held, [&](auto& h) {
     if (now - h.since < hold)
       return false;

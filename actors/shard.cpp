@@ -56,7 +56,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         return answer(self, worker);
       auto promise = self->make_response_promise<float_block>();
       auto& st = self->state;
-      st.parked.push_back({promise, worker, min_version, caf::make_timestamp()});
+      st.parked.push_back({promise, worker, min_version, self->clock().now()});
       schedule_expiry(self, st.parked, st.hold, st.expiry_pending);
       return promise;
     },

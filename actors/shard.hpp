@@ -32,7 +32,7 @@ struct shard_state {
     caf::typed_response_promise<float_block> promise;
     int32_t worker;
     int64_t min_version;
-    caf::timestamp since;
+    caf::actor_clock::time_point since; /// on the actor clock (a test drives it)
   };
   int32_t id = 0;
   std::unique_ptr<param_block> block;

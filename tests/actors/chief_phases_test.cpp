@@ -1,0 +1,176 @@
+// The chief's phases under CAF's test coordinator (style rule 15): every
+// message is run by the test, one at a time, so the course of a run is
+// the same every time. An embedded cluster of 2 CPU workers and 2 shards
+// trains the blobs of fixture.hpp; the test reads the phase the chief is
+// in after each message and drives stops and pauses through its typed
+// shell requests.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "actors/chief_state.hpp"
+#include "fixture.hpp"
+#include "runtime/errc.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+namespace {
+
+struct deterministic_chief {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  std::ostringstream log;
+  chief_actor chief;
+
+  explicit deterministic_chief(const run_config& run) {
+    init_config(cfg);
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+    auto data = load_datasets(run.data);
+    BOOST_REQUIRE(data);
+    chief_options opts;
+    opts.cfg = run;
+    opts.data = std::make_shared<const train_test>(std::move(*data));
+    opts.log = &log;
+    chief = sys->spawn(chief_impl, std::move(opts));
+  }
+
+  /// A run still going is stopped as the shell would, so that every actor
+  /// of it ends and the system can shut down.
+  ~deterministic_chief() {
+    if (phase() != run_phase::ended) {
+      caf::anon_send(chief, stop_atom_v, std::string{"the test"});
+      run_until([&] { return phase() == run_phase::ended; });
+    }
+    sched->run();
+  }
+
+  chief_state& state() {
+    auto* ptr = caf::actor_cast<caf::abstract_actor*>(chief);
+    return dynamic_cast<chief_actor::stateful_base<chief_state>&>(*ptr)
+      .state;
+  }
+
+  run_phase phase() { return state().phase; }
+
+  /// Runs one message at a time until `done` or `limit` messages; when
+  /// nothing is due, the test clock moves on by a second (a held lease is
+  /// answered after a third of the 20 s request timeout; a request's own
+  /// timeout, twenty seconds on, never comes due while its answer does).
+  /// Returns the phases seen, in order.
+  template <class Done>
+  std::vector<run_phase> run_until(Done done, size_t limit = 200000) {
+    std::vector<run_phase> seen{phase()};
+    for (size_t n = 0; n < limit && !done(); ++n) {
+      if (!sched->try_run_once())
+        sched->advance_time(std::chrono::seconds(1));
+      if (phase() != seen.back())
+        seen.push_back(phase());
+    }
+    return seen;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(chief_phases)
+
+BOOST_AUTO_TEST_CASE(a_run_goes_through_every_phase_in_order) {
+  deterministic_chief c{small_run(cluster_config::mode::async, 2, 2)};
+  BOOST_TEST((c.phase() == run_phase::waiting_for_nodes));
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
+  std::vector<run_phase> expected{run_phase::waiting_for_nodes,
+                                  run_phase::starting, run_phase::training,
+                                  run_phase::finishing, run_phase::ended};
+  BOOST_TEST((seen == expected));
+  c.sched->run();
+  bool replied = false;
+  self->receive([&](cluster_summary& s) {
+    replied = true;
+    BOOST_TEST(s.steps == 32); // 256 samples, batches of 16, 2 epochs
+    BOOST_TEST(s.epoch_samples == (std::vector<int64_t>{256, 256}));
+  }, [&](caf::error& err) { BOOST_ERROR(describe(err)); });
+  BOOST_TEST(replied);
+}
+
+BOOST_AUTO_TEST_CASE(a_stop_while_training_finishes_after_the_steps_in_flight) {
+  auto run = small_run(cluster_config::mode::async, 2, 2);
+  run.training.epochs = 50; // far more than the test lets it train
+  deterministic_chief c{run};
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  c.run_until([&] { return c.state().steps >= 20; });
+  BOOST_REQUIRE((c.phase() == run_phase::training));
+  // The shell's stop: answered at once, then the run finishes.
+  self->send(c.chief, stop_atom_v);
+  auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
+  BOOST_TEST((seen.front() == run_phase::training));
+  BOOST_TEST((seen.back() == run_phase::ended));
+  BOOST_TEST(
+    (std::find(seen.begin(), seen.end(), run_phase::finishing) != seen.end()));
+  c.sched->run();
+  int answers = 0;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](bool stopping) { answers += stopping ? 1 : 0; },
+                  [&](cluster_summary& s) {
+                    ++answers;
+                    BOOST_TEST(s.steps < 50 * 16);
+                    BOOST_TEST(s.steps >= 20);
+                  },
+                  [&](caf::error& err) { BOOST_ERROR(describe(err)); });
+  BOOST_TEST(answers == 2);
+  BOOST_TEST(c.log.str().find("stop requested by the shell") != std::string::npos,
+             c.log.str());
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_before_training_ends_the_run_with_its_reason) {
+  deterministic_chief c{small_run(cluster_config::mode::async, 2, 2)};
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  self->send(c.chief, stop_atom_v, std::string{"SIGTERM"});
+  auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
+  BOOST_TEST((seen.back() == run_phase::ended));
+  BOOST_TEST((std::find(seen.begin(), seen.end(), run_phase::training)
+              == seen.end())); // never trained
+  c.sched->run();
+  bool failed = false;
+  self->receive([&](cluster_summary&) {},
+                [&](caf::error& err) {
+                  failed = true;
+                  BOOST_TEST((err == errc::stopped));
+                  BOOST_TEST(describe(err).find("stopped by SIGTERM before "
+                                                "training began")
+                               != std::string::npos,
+                             describe(err));
+                });
+  BOOST_TEST(failed);
+}
+
+BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
+  auto run = small_run(cluster_config::mode::async, 2, 2);
+  run.training.epochs = 50;
+  deterministic_chief c{run};
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  c.run_until([&] { return c.state().steps >= 10; });
+  self->send(c.chief, pause_atom_v);
+  // Everything that can run without a new lease runs: the steps stop.
+  c.run_until([] { return false; }, 5000);
+  auto paused_at = c.state().steps;
+  BOOST_TEST(c.state().user_paused);
+  c.run_until([] { return false; }, 5000);
+  BOOST_TEST(c.state().steps == paused_at);
+  self->send(c.chief, resume_atom_v);
+  c.run_until([&] { return c.state().steps >= paused_at + 10; });
+  BOOST_TEST(c.state().steps >= paused_at + 10, c.log.str());
+  BOOST_TEST((c.phase() == run_phase::training), to_string(c.phase()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
