@@ -198,7 +198,6 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
                              int64_t version, const std::string& path) {
   auto& st = self->state;
   auto position = ck->step;
-  auto left = std::make_shared<size_t>(st.shards.size());
   auto all_restored = [=] {
     self->request(self->state.feeder, timeout_of(self), restore_atom_v,
                   position, std::vector<int64_t>{})
@@ -216,12 +215,9 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
         },
         [=](caf::error& err) { fail_run(self, std::move(err)); });
   };
+  auto one_done = countdown(st.shards.size(), all_restored);
   for (size_t i = 0; i < st.shards.size(); ++i) {
     auto state = slice_of(self, *ck, i, version);
-    auto one_done = [=] {
-      if (--*left == 0)
-        all_restored();
-    };
     if (st.shards[i]) {
       self->request(st.shards[i], timeout_of(self), restore_atom_v,
                     std::move(state))

@@ -55,7 +55,25 @@ void start_shards(chief_self self) {
   }
   st.shards.assign(st.ranges.size(), shard_actor{});
   st.shard_node = homes;
-  auto left = std::make_shared<size_t>(st.ranges.size());
+  // Once every shard is placed: the feeder's resumed position, or (fresh
+  // in a cluster with a checkpoint dir) a checkpoint to restore a lost
+  // shard from before any step is trained; then the workers.
+  auto placed = countdown(st.ranges.size(), [=] {
+    auto& s = self->state;
+    if (!s.resume_from)
+      return s.opts.cfg.cluster.distributed()
+                 && !s.opts.cfg.training.checkpoint.dir.empty()
+               ? checkpoint_now(self, [=] { start_workers(self); })
+               : start_workers(self);
+    auto position = s.resume_from->step;
+    s.resume_from = nullptr;
+    s.steps = position;
+    s.schedule->resume_at(position);
+    self->request(s.feeder, timeout_of(self), restore_atom_v, position,
+                  std::vector<int64_t>{})
+      .then([=](int64_t) { start_workers(self); },
+            [=](caf::error& err) { fail_run(self, std::move(err)); });
+  });
   for (size_t i = 0; i < st.ranges.size(); ++i) {
     // Resuming, a shard starts with its part of the checkpoint (values,
     // optimizer state, version); otherwise with the initial values.
@@ -66,26 +84,7 @@ void start_shards(chief_self self) {
       s.shard = static_cast<int32_t>(i);
       s.values = slice_of(st.initial, st.ranges[i]);
     }
-    place_shard(self, i, homes[i], std::move(s), [=] {
-      if (--*left > 0)
-        return;
-      auto& s2 = self->state;
-      if (!s2.resume_from)
-        return s2.opts.cfg.cluster.distributed()
-                   && !s2.opts.cfg.training.checkpoint.dir.empty()
-                 // A checkpoint to restore a lost shard from, before any
-                 // step is trained.
-                 ? checkpoint_now(self, [=] { start_workers(self); })
-                 : start_workers(self);
-      auto position = s2.resume_from->step;
-      s2.resume_from = nullptr;
-      s2.steps = position;
-      s2.schedule->resume_at(position);
-      self->request(s2.feeder, timeout_of(self), restore_atom_v, position,
-                    std::vector<int64_t>{})
-        .then([=](int64_t) { start_workers(self); },
-              [=](caf::error& err) { fail_run(self, std::move(err)); });
-    });
+    place_shard(self, i, homes[i], std::move(s), placed);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,22 @@
 #include "caf/expected.hpp"
 
 namespace troupe {
+
+/// A fan-out whose parts are not all requests (shards restored by request
+/// beside shards placed through an agent's callback): returns the
+/// function each part calls once it is done; the n-th call runs `then`
+/// (n == 0: `then` runs now, and the function does nothing).
+inline std::function<void()> countdown(size_t n, std::function<void()> then) {
+  if (n == 0) {
+    then();
+    return [] {};
+  }
+  auto left = std::make_shared<size_t>(n);
+  return [left, then = std::move(then)] {
+    if (*left > 0 && --*left == 0)
+      then();
+  };
+}
 
 /// Sends make(i) for every i < n (each returns the response handle of a
 /// request); once every reply is in, `done` gets them in order. The first

@@ -7,9 +7,8 @@
 // inspect overloads and type IDs are here or there.
 //
 // Parameter and gradient payloads are flat float buffers tagged with shard,
-// version/step and worker. They are written as one raw block (host byte
-// order, little-endian checked below), not float by float: CAF 0.17's
-// element-wise vector<float> serialization is about ten times slower.
+// version/step and worker. They are written as one raw block
+// (actors/float_wire.hpp; host byte order, little-endian checked below).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +18,10 @@
 #include <vector>
 
 #include "caf/all.hpp"
-#include "runtime/batch_plan.hpp"
-#include "runtime/buffer_pool.hpp"
-#include "runtime/takeover.hpp"
+#include "actors/float_wire.hpp"
 #include "actors/shell_protocol.hpp"
+#include "runtime/batch_plan.hpp"
+#include "runtime/takeover.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "float payloads travel in host byte order");
@@ -157,72 +156,6 @@ struct cluster_summary {
 };
 
 // -- inspect -------------------------------------------------------------------
-
-namespace detail {
-
-template <class Inspector>
-constexpr bool is_wire
-  = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
-    || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
-
-inline caf::error write_floats(caf::serializer& f, const float* data,
-                               size_t n) {
-  if (auto err = f.begin_sequence(n))
-    return err;
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), const_cast<float*>(data)))
-      return err;
-  return f.end_sequence();
-}
-
-inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
-  size_t n = 0;
-  if (auto err = f.begin_sequence(n))
-    return err;
-  v.resize(n);
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), v.data()))
-      return err;
-  return f.end_sequence();
-}
-
-/// Reads a float sequence into a buffer from runtime/buffer_pool (big
-/// messages reuse mapped pages instead of faulting fresh ones in).
-inline caf::error read_pooled(caf::deserializer& f,
-                              std::shared_ptr<std::vector<float>>& out) {
-  size_t n = 0;
-  if (auto err = f.begin_sequence(n))
-    return err;
-  out = pooled_floats(n);
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), out->data()))
-      return err;
-  return f.end_sequence();
-}
-
-inline caf::error write_float_vectors(caf::serializer& f,
-                                      const std::vector<std::vector<float>>& v) {
-  if (auto err = f(static_cast<uint64_t>(v.size())))
-    return err;
-  for (auto& x : v)
-    if (auto err = write_floats(f, x.data(), x.size()))
-      return err;
-  return {};
-}
-
-inline caf::error read_float_vectors(caf::deserializer& f,
-                                     std::vector<std::vector<float>>& v) {
-  uint64_t n = 0;
-  if (auto err = f(n))
-    return err;
-  v.resize(n);
-  for (auto& x : v)
-    if (auto err = read_floats(f, x))
-      return err;
-  return {};
-}
-
-} // namespace detail
 
 inline caf::error inspect(caf::serializer& f, float_block& x) {
   if (auto err = f(x.shard, x.version))
@@ -509,11 +442,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
            x.bounds, x.chief, x.data_links);
 }
 
-} // namespace troupe
 
-
-
-namespace troupe {
 
 /// The node agent (actors/node_agent.hpp): one per OS process; starts
 /// shards and workers there for the chief.

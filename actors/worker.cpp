@@ -62,13 +62,11 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
 /// state.host (easgd) or in the replica (the other modes).
 void pull_all(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  auto left = std::make_shared<size_t>(st.opts.shards.size());
-  auto done = std::make_shared<std::function<void()>>(std::move(then));
+  // Not ask_all: a pull that a shard held comes back as "ask again" and
+  // pull_one asks once more, so each part ends in its own time.
+  auto pulled = countdown(st.opts.shards.size(), std::move(then));
   for (size_t i = 0; i < st.opts.shards.size(); ++i)
-    pull_one(self, i, [=] {
-      if (--*left == 0)
-        (*done)();
-    });
+    pull_one(self, i, pulled);
 }
 
 /// Sends every shard its slice of `flat` (layout.total() floats), computed

@@ -1,0 +1,86 @@
+// How float buffers travel: as one raw block (host byte order,
+// little-endian checked in protocol.hpp), not float by float, since CAF
+// 0.17's element-wise vector<float> serialization is about ten times
+// slower. protocol.hpp's inspect overloads of the payload-carrying messages
+// use these.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "caf/data_processor.hpp"
+#include "caf/deserializer.hpp"
+#include "caf/error.hpp"
+#include "caf/serializer.hpp"
+#include "runtime/buffer_pool.hpp"
+
+namespace troupe {
+
+namespace detail {
+
+template <class Inspector>
+constexpr bool is_wire
+  = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
+    || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+
+inline caf::error write_floats(caf::serializer& f, const float* data,
+                               size_t n) {
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), const_cast<float*>(data)))
+      return err;
+  return f.end_sequence();
+}
+
+inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  v.resize(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), v.data()))
+      return err;
+  return f.end_sequence();
+}
+
+/// Reads a float sequence into a buffer from runtime/buffer_pool (big
+/// messages reuse mapped pages instead of faulting fresh ones in).
+inline caf::error read_pooled(caf::deserializer& f,
+                              std::shared_ptr<std::vector<float>>& out) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  out = pooled_floats(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(float), out->data()))
+      return err;
+  return f.end_sequence();
+}
+
+inline caf::error write_float_vectors(caf::serializer& f,
+                                      const std::vector<std::vector<float>>& v) {
+  if (auto err = f(static_cast<uint64_t>(v.size())))
+    return err;
+  for (auto& x : v)
+    if (auto err = write_floats(f, x.data(), x.size()))
+      return err;
+  return {};
+}
+
+inline caf::error read_float_vectors(caf::deserializer& f,
+                                     std::vector<std::vector<float>>& v) {
+  uint64_t n = 0;
+  if (auto err = f(n))
+    return err;
+  v.resize(n);
+  for (auto& x : v)
+    if (auto err = read_floats(f, x))
+      return err;
+  return {};
+}
+
+} // namespace detail
+
+} // namespace troupe
