@@ -1,0 +1,348 @@
+// A worker node's end of the data plane (actors/data_link.hpp): one
+// connection per shard node, and stub actors that stand for its shards.
+#include "actors/data_link.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "actors/link_socket.hpp"
+#include "actors/remote.hpp"
+#include "actors/sockets.hpp"
+#include "actors/tls_front_door.hpp"
+#include "runtime/errc.hpp"
+#include "actors/data_frames.hpp"
+
+namespace troupe {
+
+using namespace data_wire;
+
+// -- the client -------------------------------------------------------------------
+
+class data_client_impl {
+public:
+  data_client_impl(caf::actor_system& sys, std::string host, uint16_t port,
+                   caf::timespan timeout,
+                   std::shared_ptr<const tls_context> tls)
+    : sys_(sys),
+      host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      tls_(std::move(tls)) {
+  }
+
+  void begin() {
+    reader_ = std::thread([this] { run(); });
+  }
+
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
+
+  caf::actor_system& system() { return sys_; }
+
+  uint64_t next_id() { return next_id_++; }
+
+  /// Sends a request whose reply goes to `stub`; false (and the stub
+  /// fails it) when the connection is gone.
+  bool send(outgoing o, const caf::actor& stub) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (broken_)
+      return false;
+    auto id = o.head.id;
+    waiting_[id] = {stub, o.head.op};
+    if (!writer_->post(std::move(o))) {
+      waiting_.erase(id);
+      return false;
+    }
+    return true;
+  }
+
+  caf::error broken_reason() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return link_error(why_.empty() ? "the connection is closed" : why_);
+  }
+
+  void add_stub(caf::actor stub, int32_t shard, uint64_t size) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stubs_.push_back(std::move(stub));
+    sizes_[shard] = size;
+  }
+
+  bool connected() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return up_ && !broken_;
+  }
+
+  bool failed() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return broken_;
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (closed_)
+        return;
+      closed_ = true;
+      if (sock_)
+        sock_->shutdown();
+      else if (fd_ >= 0) // connecting, or in the handshake
+        ::shutdown(fd_, SHUT_RDWR);
+    }
+    if (reader_.joinable())
+      reader_.join();
+    writer_->stop();
+    std::lock_guard<std::mutex> guard{mtx_};
+    sock_.reset();
+    for (auto& s : stubs_)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    stubs_.clear();
+  }
+
+  caf::error link_error(const std::string& why) const {
+    return make_error(errc::node_unreachable,
+                      "data plane to " + address() + ": " + why);
+  }
+
+private:
+  void run() {
+    std::string why;
+    int fd = connect_within(host_, port_, timeout_, why);
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (fd >= 0 && closed_) {
+        ::close(fd);
+        fd = -1;
+        why = "closed";
+      }
+      fd_ = fd; // close() now shuts it down, ending a handshake too
+    }
+    if (fd < 0)
+      return fail_all("cannot connect: " + why);
+    ssl_ptr ssl;
+    if (tls_) {
+      set_nonblocking(fd, true);
+      ssl = tls_->session(fd, false, true);
+      why = ssl ? finish_handshake(ssl.get(), fd,
+                                   std::chrono::steady_clock::now()
+                                     + tls_->handshake_timeout)
+                : "cannot create a TLS session";
+      if (!why.empty()) {
+        {
+          std::lock_guard<std::mutex> guard{mtx_};
+          fd_ = -1;
+          ::close(fd);
+        }
+        return fail_all("TLS handshake failed: " + why);
+      }
+    }
+    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      sock_ = sock;
+      up_ = true;
+    }
+    writer_->start(sock);
+    for (;;) {
+      data_frame f;
+      if (!sock->read_exact(&f, sizeof(f)))
+        return fail_all("the connection broke");
+      if (auto bad = check_frame(f, false); !bad.empty())
+        return fail_all("bad frame from the shard node: " + bad);
+      auto [stub, asked] = take_waiting(f.id);
+      // A reply answers its kind of request (an error answers either).
+      if ((f.op == data_frame::values && asked == data_frame::push)
+          || (f.op == data_frame::ack && asked == data_frame::pull))
+        return fail_all("bad frame from the shard node: a reply of the "
+                        "wrong kind to request "
+                        + std::to_string(f.id));
+      if (f.op == data_frame::values) {
+        // Values of the shard's size, or none with "ask again" (version -1).
+        if (auto size = size_of(f.shard);
+            f.count != size && !(f.count == 0 && f.tag < 0))
+          return fail_all("bad frame from the shard node: "
+                          + std::to_string(f.count) + " values for shard "
+                          + std::to_string(f.shard) + ", which holds "
+                          + std::to_string(size));
+        auto values = pooled_floats(f.count);
+        if (!sock->read_exact(values->data(), f.count * sizeof(float)))
+          return fail_all("the connection broke");
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         float_block{f.shard, f.tag, std::move(values)});
+      } else if (f.op == data_frame::ack) {
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         push_ack{f.tag, f.flag != 0});
+      } else {
+        std::string text(f.count, '\0');
+        if (!sock->read_exact(text.data(), text.size()))
+          return fail_all("the connection broke");
+        auto err = f.flag > 0
+                     ? make_error(static_cast<errc>(f.flag), text)
+                     : make_error(errc::actor_down, text);
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id, std::move(err));
+      }
+    }
+  }
+
+  uint64_t size_of(int32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = sizes_.find(shard);
+    return it == sizes_.end() ? 0 : it->second;
+  }
+
+  /// The stub waiting for request `id` and the request's operation (0
+  /// when nobody waits for it).
+  std::pair<caf::actor, uint8_t> take_waiting(uint64_t id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = waiting_.find(id);
+    if (it == waiting_.end())
+      return {};
+    auto out = std::move(it->second);
+    waiting_.erase(it);
+    return out;
+  }
+
+  /// The connection is gone: every stub fails what it has open and
+  /// everything it is asked from now on.
+  void fail_all(const std::string& why) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    broken_ = true;
+    why_ = why;
+    waiting_.clear();
+    auto err = link_error(why);
+    for (auto& s : stubs_)
+      caf::anon_send(s, data_atom_v, err);
+  }
+
+  caf::actor_system& sys_;
+  std::string host_;
+  uint16_t port_;
+  caf::timespan timeout_;
+  std::shared_ptr<const tls_context> tls_;
+  std::thread reader_;
+  std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
+  std::atomic<uint64_t> next_id_{1};
+  std::mutex mtx_;
+  int fd_ = -1; ///< until sock_ takes it over
+  std::shared_ptr<link_socket> sock_;
+  bool up_ = false, broken_ = false, closed_ = false;
+  std::string why_;
+  std::map<uint64_t, std::pair<caf::actor, uint8_t>> waiting_;
+  std::vector<caf::actor> stubs_;
+  std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
+};
+
+namespace {
+
+struct stub_state {
+  static inline const char* name = "shard_stub";
+  std::map<uint64_t, caf::response_promise> open;
+  caf::error broken;
+};
+
+/// Stands for a remote shard: pull and push go over the data link.
+caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
+                        std::shared_ptr<data_client_impl> link,
+                        int32_t shard) {
+  auto request = [=](outgoing o) -> caf::response_promise {
+    auto rp = self->make_response_promise();
+    if (self->state.broken) {
+      rp.deliver(self->state.broken);
+      return rp;
+    }
+    auto id = link->next_id();
+    o.head.id = id;
+    o.head.shard = shard;
+    self->state.open.emplace(id, rp);
+    if (!link->send(std::move(o), caf::actor_cast<caf::actor>(self))) {
+      self->state.open.erase(id);
+      rp.deliver(link->broken_reason());
+    }
+    return rp;
+  };
+  auto answer = [=](uint64_t id, auto&& value) {
+    auto it = self->state.open.find(id);
+    if (it == self->state.open.end())
+      return;
+    it->second.deliver(std::forward<decltype(value)>(value));
+    self->state.open.erase(it);
+  };
+  return {
+    [=](pull_atom, int32_t worker, int64_t min_version) {
+      outgoing o;
+      o.head.op = data_frame::pull;
+      o.head.worker = worker;
+      o.head.tag = min_version;
+      return request(std::move(o));
+    },
+    [=](push_atom, gradient_push& g) {
+      outgoing o;
+      o.head.op = data_frame::push;
+      o.head.worker = g.worker;
+      o.head.tag = g.tag;
+      o.head.batch = g.batch;
+      o.head.count = g.size;
+      o.data = g.data();
+      o.keep = std::move(g.buffer);
+      return request(std::move(o));
+    },
+    [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
+    [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
+    [=](data_atom, uint64_t id, caf::error& err) { answer(id, std::move(err)); },
+    [=](data_atom, caf::error& err) {
+      self->state.broken = err;
+      for (auto& [id, rp] : self->state.open)
+        rp.deliver(err);
+      self->state.open.clear();
+    },
+  };
+}
+
+} // namespace
+
+std::shared_ptr<data_client> data_client::open(caf::actor_system& sys,
+                                               const std::string& host,
+                                               uint16_t port,
+                                               caf::timespan timeout) {
+  auto impl = std::make_shared<data_client_impl>(sys, host, port, timeout,
+                                                 security_of(sys)->tls);
+  impl->begin();
+  return std::make_shared<data_client>(std::move(impl));
+}
+
+data_client::data_client(std::shared_ptr<data_client_impl> impl)
+  : impl_(std::move(impl)) {
+}
+
+data_client::~data_client() {
+  close();
+}
+
+shard_actor data_client::stub(int32_t shard, uint64_t size) {
+  // The stub keeps the connection's state alive for as long as it runs.
+  auto h = impl_->system().spawn(stub_impl, impl_, shard);
+  impl_->add_stub(h, shard, size);
+  return caf::actor_cast<shard_actor>(h);
+}
+
+bool data_client::connected() const {
+  return impl_->connected();
+}
+
+bool data_client::failed() const {
+  return impl_->failed();
+}
+
+void data_client::close() {
+  impl_->close();
+}
+
+} // namespace troupe
