@@ -32,6 +32,16 @@ long steps_lost(const std::string& out) {
   return -1;
 }
 
+/// The first line of `out` that holds `part` (empty: none), for the log.
+std::string line_with(const std::string& out, const std::string& part) {
+  auto at = out.find(part);
+  if (at == std::string::npos)
+    return {};
+  auto begin = out.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return out.substr(begin, out.find('\n', at) - begin);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(chief_restart)
@@ -87,7 +97,8 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   // since the checkpoint: it is kept, and nothing is trained again.
   BOOST_TEST(has(out, "kept the live shards"), out);
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost);
+  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost << " ("
+                     << line_with(out, "kept the live shards") << ")");
   BOOST_TEST(lost == 0, out);
   // Every sample trained once per epoch, under the old run's id.
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
@@ -130,7 +141,8 @@ BOOST_AUTO_TEST_CASE(a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint)
   // Restored from the checkpoint: at most checkpoint.every_steps lost
   // (plus the steps of one report per worker).
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost);
+  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost << " ("
+                     << line_with(out, "cannot keep the live shards") << ")");
   BOOST_TEST(lost >= 0, out);
   BOOST_TEST(lost <= 200 + 2 * 8, out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
@@ -191,7 +203,8 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   BOOST_TEST(has(out, "kept the live shards"), out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>(8, 60000)), out);
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's freeze: " << lost);
+  BOOST_TEST_MESSAGE("steps lost to the chief's freeze: " << lost << " ("
+                     << line_with(out, "kept the live shards") << ")");
   BOOST_TEST(lost == 0, out);
   for (auto& m : members)
     BOOST_TEST(count_of(m->out(), "registered with the chief") == 2u,
