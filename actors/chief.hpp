@@ -11,9 +11,11 @@
 // lease is acked, so all shards are snapshot at one step), restarts failed
 // workers through their node's agent (or another node's, when theirs is
 // down) under the restart intensity, adds joining workers, answers the
-// shell; a lost shard sends it through recovering (every worker stopped,
-// every shard restored from the newest checkpoint, the feeder rewound,
-// the workers started again) back to training -> finishing (all workers
+// shell; a lost shard sends it through recovering (every worker stopped;
+// the lost shards' nodes waited for; the live shards kept if they hold
+// every step since the newest checkpoint, else every shard restored from
+// it and the feeder rewound; the workers started again) back to training
+// -> finishing (all workers
 // done, the target accuracy reached, or "stop"): final evaluation and
 // checkpoint, summary, every agent told to finish, reply -> down. A NaN
 // loss, a dead feeder, a lost shard without checkpoints, or too many
@@ -25,7 +27,9 @@
 // the steps in flight. A node may leave: its workers finish their steps,
 // their leases go back and they are placed again. Nodes that registered
 // with a lost chief name its run when they register here: before the
-// shards start, this chief takes that run over from its newest checkpoint.
+// shards start, this chief takes that run over, keeping the live shards
+// when they hold every step since its newest checkpoint (chief_takeover)
+// and restoring that checkpoint otherwise.
 #pragma once
 
 #include <functional>
