@@ -29,6 +29,20 @@ const std::vector<uint32_t>& batch_plan::order(int32_t epoch) {
   return victim.order;
 }
 
+std::pair<size_t, size_t> batch_plan::span(int64_t index) const {
+  size_t first = static_cast<size_t>(index) * static_cast<size_t>(batch_);
+  return {first, std::min(first + static_cast<size_t>(batch_), samples_)};
+}
+
+void batch_plan::count_done(batch_ref b) {
+  auto [first, last] = span(b.index);
+  samples_done_[b.epoch] += static_cast<int64_t>(last - first);
+}
+
+batch_plan::batch_ref batch_plan::ref_of(int64_t number) const {
+  return {static_cast<int32_t>(number / per_epoch_), number % per_epoch_};
+}
+
 lease_grant batch_plan::make_grant(batch_ref b) {
   lease_grant g;
   g.id = next_id_++;
@@ -36,8 +50,7 @@ lease_grant batch_plan::make_grant(batch_ref b) {
   g.index = b.index;
   g.batch = static_cast<int64_t>(b.epoch) * per_epoch_ + b.index;
   auto& o = order(b.epoch);
-  size_t first = static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
-  size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
+  auto [first, last] = span(b.index);
   g.samples.assign(o.begin() + static_cast<std::ptrdiff_t>(first),
                    o.begin() + static_cast<std::ptrdiff_t>(last));
   return g;
@@ -50,7 +63,7 @@ std::optional<lease_grant> batch_plan::lease(int32_t worker,
     b = requeued_.front();
     requeued_.pop_front();
   } else if (new_batches && next_ < total_) {
-    b = batch_ref{static_cast<int32_t>(next_ / per_epoch_), next_ % per_epoch_};
+    b = ref_of(next_);
     ++next_;
   } else {
     return std::nullopt;
@@ -65,9 +78,7 @@ bool batch_plan::ack(int64_t lease_id) {
   if (it == out_.end())
     return false;
   auto b = it->second.batch;
-  size_t first = static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
-  size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
-  samples_done_[b.epoch] += static_cast<int64_t>(last - first);
+  count_done(b);
   ++acked_;
   out_.erase(it);
   return true;
@@ -125,23 +136,15 @@ caf::error batch_plan::restore(int64_t position,
   out_.clear();
   requeued_.clear();
   samples_done_.clear();
-  auto count = [&](int64_t b) {
-    auto epoch = static_cast<int32_t>(b / per_epoch_);
-    size_t first = static_cast<size_t>(b % per_epoch_)
-                   * static_cast<size_t>(batch_);
-    size_t last = std::min(first + static_cast<size_t>(batch_), samples_);
-    samples_done_[epoch] += static_cast<int64_t>(last - first);
-  };
   for (int64_t b = 0; b < position; ++b)
-    count(b);
+    count_done(ref_of(b));
   auto d = done.begin();
   for (int64_t b = position; b < next_; ++b) {
     if (d != done.end() && *d == b) {
-      count(b);
+      count_done(ref_of(b));
       ++d;
     } else {
-      requeued_.push_back(batch_ref{static_cast<int32_t>(b / per_epoch_),
-                                    b % per_epoch_});
+      requeued_.push_back(ref_of(b));
     }
   }
   return {};

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "caf/error.hpp"
@@ -90,6 +91,12 @@ private:
     batch_ref batch;
   };
   lease_grant make_grant(batch_ref b);
+  /// Batch `index` of an epoch: samples [first, last) of its order.
+  std::pair<size_t, size_t> span(int64_t index) const;
+  /// Counts batch `b`'s samples as done in its epoch.
+  void count_done(batch_ref b);
+  /// The batch of plan number `number`.
+  batch_ref ref_of(int64_t number) const;
   const std::vector<uint32_t>& order(int32_t epoch);
 
   size_t samples_;
