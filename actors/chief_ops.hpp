@@ -143,9 +143,6 @@ struct live_found {
   takeover_verdict verdict;
 };
 
-/// Whether the shards keep an applied log in this run's mode.
-bool shards_log_batches(chief_self self);
-
 /// Adopts the shards that live on the up nodes (every node's agent asked;
 /// one that does not answer holds none) and judges them against a
 /// checkpoint at shard version `since`; `then` gets what was found. In
@@ -153,9 +150,9 @@ bool shards_log_batches(chief_self self);
 void adopt_live_shards(chief_self self, int64_t since,
                        std::function<void(live_found&)> then);
 
-/// The live shards of a verdict to keep them become the run's shards; the
-/// feeder goes on from the checkpoint's `position` with their batches
-/// done and the step count follows; then `then`.
+/// The live shards of a verdict to keep them become the run's shards (the
+/// log says so); the feeder goes on from the checkpoint's `position` with
+/// their batches done and the step count follows; then `then`.
 void keep_live_shards(chief_self self, live_found& found, int64_t position,
                       std::function<void()> then);
 

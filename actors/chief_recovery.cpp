@@ -271,14 +271,9 @@ void restore_after_loss(chief_self self) {
   // hold every step since the checkpoint: then nothing is lost.
   adopt_live_shards(self, since, [=](live_found& live) {
     auto position = shared->step;
-    if (live.verdict.keep_live) {
-      say(self, fmt("kept the live shards: they hold the %zu steps trained "
-                    "since step %lld, each once; 0 steps lost",
-                    live.verdict.done.size(),
-                    static_cast<long long>(position)));
+    if (live.verdict.keep_live)
       return keep_live_shards(self, live, position,
                               [=] { resume_after_recovery(self); });
-    }
     say(self, fmt("cannot keep the live shards (%s)",
                   live.verdict.why_not.c_str()));
     restore_from_checkpoint(self, shared, since, path);

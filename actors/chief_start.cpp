@@ -140,9 +140,6 @@ void adopt_run(chief_self self, std::function<void()> restore) {
     if (v.keep_live) {
       s.resume_from = nullptr;
       s.adoption_lost_steps = 0;
-      say(self, fmt("kept the live shards: they hold the %zu steps trained "
-                    "since step %lld, each once; 0 steps lost",
-                    v.done.size(), static_cast<long long>(position)));
       return keep_live_shards(self, found, position,
                               [=] { start_workers(self); });
     }

@@ -6,15 +6,9 @@
 // lost chief's run over and by a shard recovery.
 #include "actors/chief_ops.hpp"
 #include "actors/node_agent.hpp"
+#include "runtime/param_block.hpp"
 
 namespace troupe::chief_ops {
-
-/// Whether the shards keep an applied log in this run's mode (one push
-/// per update per batch: async, ssp).
-bool shards_log_batches(chief_self self) {
-  auto m = self->state.opts.cfg.cluster.consistency;
-  return m == cluster_config::mode::async || m == cluster_config::mode::ssp;
-}
 
 void adopt_live_shards(chief_self self, int64_t since,
                        std::function<void(live_found&)> then) {
@@ -45,15 +39,12 @@ void adopt_live_shards(chief_self self, int64_t since,
       }
       found.verdict = judge_takeover(self->state.ranges.size(), since,
                                      found.histories);
-      if (found.verdict.keep_live && !shards_log_batches(self)) {
-        found.verdict.keep_live = false;
-        found.verdict.done.clear();
-      }
-      if (!shards_log_batches(self))
-        found.verdict.why_not
-          = std::string{"in "}
-            + to_string(self->state.opts.cfg.cluster.consistency)
-            + " mode an update is not one batch";
+      // Shards of these modes keep no log (param_block): the verdict is
+      // to restore; say why in the mode's words.
+      auto mode = self->state.opts.cfg.cluster.consistency;
+      if (!param_block::logs_batches(mode))
+        found.verdict.why_not = std::string{"in "} + to_string(mode)
+                                + " mode an update is not one batch";
       then(found);
     });
 }
@@ -77,6 +68,10 @@ void keep_live_shards(chief_self self, live_found& found, int64_t position,
   }
   auto done = found.verdict.done;
   auto kept = static_cast<int64_t>(done.size());
+  say(self, fmt("kept the live shards: they hold the %lld steps trained "
+                "since step %lld, each once; 0 steps lost",
+                static_cast<long long>(kept),
+                static_cast<long long>(position)));
   self->request(st.feeder, timeout_of(self), restore_atom_v, position,
                 std::move(done))
     .then(

@@ -76,11 +76,6 @@ void param_block::apply_update(const float* grads) {
   ++version_;
 }
 
-bool param_block::logs() const {
-  return opts_.mode == cluster_config::mode::async
-         || opts_.mode == cluster_config::mode::ssp;
-}
-
 void param_block::log_update(int64_t batch) {
   if (log_.size() >= max_logged) { // start over at this update
     log_base_ = version_ - 1;
@@ -125,7 +120,7 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
                     + std::to_string(i));
   }
   if (opts_.mode != cluster_config::mode::sync) {
-    if (logs() && batch >= 0
+    if (logs_batches(opts_.mode) && batch >= 0
         && std::binary_search(sorted_.begin(), sorted_.end(), batch)) {
       // Its worker pushed it before, or another worker trained it again
       // after that one was lost: applying it twice would weigh it twice.
@@ -135,7 +130,7 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
       return outcome::duplicate;
     }
     apply_update(data);
-    if (logs())
+    if (logs_batches(opts_.mode))
       log_update(batch);
     ++clock->second;
     ++stats_.accepted;
@@ -250,7 +245,7 @@ caf::error param_block::restore(
 
 std::optional<std::vector<int64_t>>
 param_block::applied_since(int64_t version) const {
-  if (!logs() || version < log_base_ || version > version_
+  if (!logs_batches(opts_.mode) || version < log_base_ || version > version_
       || unnamed_through_ > version)
     return std::nullopt;
   auto first = log_.begin() + (version - log_base_);

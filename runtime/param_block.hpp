@@ -60,6 +60,12 @@ public:
     int64_t refused = 0;  ///< pushes refused with an error
   };
 
+  /// Whether blocks of mode `m` keep the applied log: async and ssp, where
+  /// one update is one push of one batch.
+  static bool logs_batches(cluster_config::mode m) {
+    return m == cluster_config::mode::async || m == cluster_config::mode::ssp;
+  }
+
   /// The most batches the applied log holds; past it the log starts over
   /// at the current version (a run that never checkpoints). 2^20 batches
   /// take 16 MiB.
@@ -156,7 +162,6 @@ private:
   std::vector<int64_t> sorted_;
   int64_t log_base_ = 0;
   int64_t unnamed_through_ = -1;
-  bool logs() const;
   void log_update(int64_t batch);
   // sync: the sum of this version's pushes and who sent them.
   std::vector<float> sum_;
