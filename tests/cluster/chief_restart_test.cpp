@@ -42,6 +42,49 @@ std::string line_with(const std::string& out, const std::string& part) {
   return out.substr(begin, out.find('\n', at) - begin);
 }
 
+/// A cluster of `spec` whose chief was killed (SIGKILL) after step 500,
+/// with the same chief command started again once every member waits for
+/// a new chief.
+struct chief_run_again {
+  procs members;
+  std::string first_out; ///< what the killed chief printed
+  std::unique_ptr<process> again;
+};
+
+chief_run_again kill9_and_run_again(const temp_dir& dir, cluster_spec& spec) {
+  chief_run_again c;
+  auto cfg = write_cluster(dir, spec);
+  c.members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(500, 120),
+                        cluster_outputs(*chief, c.members));
+  c.first_out = chief->out();
+  chief->kill9();
+  // The members stay: they wait for a chief at the file's address.
+  for (auto& m : c.members)
+    BOOST_REQUIRE_MESSAGE(m->wait_for_output("s for a chief at 127.0.0.1:", 10),
+                          m->out() + m->err());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (auto& m : c.members)
+    BOOST_TEST(m->running());
+  c.again = std::make_unique<process>(
+    dir, "chief-again", "troupe-node",
+    std::vector<std::string>{"--config", cfg, "--node", "chief"});
+  return c;
+}
+
+/// The chief started again ends the run with exit 0, and so does every
+/// member.
+void expect_clean_end(chief_run_again& c) {
+  auto code = c.again->wait(240);
+  BOOST_REQUIRE_MESSAGE(code == 0, "exit " << code << ": " << c.again->err()
+                                           << c.again->out()
+                                           << cluster_outputs(*c.again,
+                                                              c.members));
+  for (auto& m : c.members)
+    BOOST_TEST(m->wait(20) == 0, m->err() + m->out());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(chief_restart)
@@ -52,22 +95,8 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   spec.epochs = 3; // time for a shell status after the takeover
   spec.checkpoint_every = 200;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(500, 120),
-                        cluster_outputs(*chief, members));
-  auto first = chief->out();
-  chief->kill9();
-  // The members stay: they wait for a chief at the file's address.
-  for (auto& m : members)
-    BOOST_REQUIRE_MESSAGE(m->wait_for_output("s for a chief at 127.0.0.1:", 10),
-                          m->out() + m->err());
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  for (auto& m : members)
-    BOOST_TEST(m->running());
-  process again{dir, "chief-again", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
+  auto c = kill9_and_run_again(dir, spec);
+  auto& again = *c.again;
   // The shell says what the takeover cost.
   BOOST_REQUIRE_MESSAGE(again.wait_for_output("kept the live shards", 60),
                         again.out() + again.err());
@@ -83,14 +112,9 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   } else {
     BOOST_ERROR("no taken_over in the status: " + status);
   }
-  auto code = again.wait(240);
-  BOOST_REQUIRE_MESSAGE(code == 0, "exit " << code << ": " << again.err()
-                                           << again.out()
-                                           << cluster_outputs(again, members));
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err() + m->out());
+  expect_clean_end(c);
   auto out = again.out();
-  auto run = first.substr(first.find("identity: run ") + 14, 16);
+  auto run = c.first_out.substr(c.first_out.find("identity: run ") + 14, 16);
   BOOST_TEST(has(out, "served run " + run + ", whose chief was lost"), out);
   BOOST_TEST(has(out, "taking over run " + run + " from its checkpoint"), out);
   // The shard on ps0 lived on and its log names every batch it applied
@@ -105,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
              out);
   // Async Adam's last iterate ranges 0.71-0.86 undisturbed.
   BOOST_TEST(test_accuracy(out) > 0.70, out);
-  for (auto& m : members)
+  for (auto& m : c.members)
     BOOST_TEST(count_of(m->out(), "registered with the chief (run " + run)
                  == 2u, m->out());
 }
@@ -117,24 +141,9 @@ BOOST_AUTO_TEST_CASE(a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint)
   spec.checkpoint_every = 200;
   // Shard 0 lives in the chief's process and dies with it.
   spec.nodes = {{"chief", 1}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(500, 120),
-                        cluster_outputs(*chief, members));
-  chief->kill9();
-  for (auto& m : members)
-    BOOST_REQUIRE_MESSAGE(m->wait_for_output("s for a chief at 127.0.0.1:", 10),
-                          m->out() + m->err());
-  process again{dir, "chief-again", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
-  auto code = again.wait(240);
-  BOOST_REQUIRE_MESSAGE(code == 0, "exit " << code << ": " << again.err()
-                                           << again.out()
-                                           << cluster_outputs(again, members));
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err() + m->out());
-  auto out = again.out();
+  auto c = kill9_and_run_again(dir, spec);
+  expect_clean_end(c);
+  auto out = c.again->out();
   BOOST_TEST(has(out, "cannot keep the live shards (shard 0 did not survive "
                       "its chief)"),
              out);
