@@ -125,6 +125,8 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
          {"set momentum 0.5", "usage: set lr VALUE"},
          {"add-worker 0", "add-worker: N must be 1..1024, got \"0\""},
          {"add-worker 1 nowhere", "add-worker: no node \"nowhere\" is up"},
+         {"add-worker 1 " + std::string(65, 'n'),
+          "add-worker: a node name of 65 characters (at most 64)"},
          {"kill feeder", "usage: kill worker:N | shard:N"},
          {"inspect", "usage: inspect ACTOR"},
          {"status " + std::string(5000, 'x'),
