@@ -46,7 +46,8 @@ struct float_block {
 };
 
 /// A push: a worker's gradient (or EASGD elastic difference) for one shard.
-/// `tag` is the version the worker computed on (sync) or its clock;
+/// `tag` is the version of the shard's values the worker computed on (the
+/// shard counts the updates since as the push's staleness);
 /// `batch` the plan number of the batch it was computed on (lease_grant;
 /// -1: none), by which a shard applies each batch once. The
 /// values are [offset, offset + size) of a buffer the worker shares: in one

@@ -83,9 +83,7 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       gradient_push g;
       g.shard = static_cast<int32_t>(i);
       g.worker = s.opts.id;
-      g.tag = s.opts.cfg.cluster.consistency == cluster_config::mode::sync
-                ? pulled[i]
-                : s.clock;
+      g.tag = pulled[i];
       g.batch = batch;
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;

@@ -133,6 +133,10 @@ struct cluster_config {
   /// start them on the surviving nodes, or wait for the node to rejoin.
   enum class node_loss { move, wait };
   enum class mode { async, sync, ssp, easgd };
+  /// async and ssp: the learning rate of a push that `s` updates of other
+  /// pushes overtook (its staleness): divide scales it by 1 / max(1, s),
+  /// the staleness-dependent rate of Zhang et al. (2016); none keeps it.
+  enum class stale_rate { divide, none };
   int shards = 2;
   int workers = 2;
   mode consistency = mode::async;
@@ -140,6 +144,7 @@ struct cluster_config {
   int replicas_to_aggregate = 0;
   /// ssp: how many clocks a worker may run ahead of the slowest.
   int staleness = 3;
+  stale_rate stale_lr = stale_rate::divide;
   /// easgd: communication period (local steps between exchanges).
   int tau = 4;
   /// easgd: beta of TF's ElasticAverageOptimizer.

@@ -140,6 +140,9 @@ cluster_config read_cluster(object_reader r) {
                          + std::to_string(c.workers) + "), got "
                          + std::to_string(c.replicas_to_aggregate)};
   c.staleness = static_cast<int>(r.integer("staleness", 3, 0, 1 << 20));
+  c.stale_lr = r.choice("stale_lr", cluster_config::stale_rate::divide,
+                        {{"divide", cluster_config::stale_rate::divide},
+                         {"none", cluster_config::stale_rate::none}});
   c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
   c.beta = r.number("beta", 0.9, 0, 1, true);
   c.moving_rate = r.number("moving_rate", 0, 0, 1);

@@ -85,8 +85,9 @@ void adam_update(float* __restrict p, const float* __restrict g,
 
 } // namespace
 
-void optimizer::apply(float* params, const float* grads, int64_t step) {
-  const float lr = static_cast<float>(learning_rate_at(cfg_, step));
+void optimizer::apply(float* params, const float* grads, int64_t step,
+                      double lr_scale) {
+  const float lr = static_cast<float>(learning_rate_at(cfg_, step) * lr_scale);
   const float wd = static_cast<float>(cfg_.weight_decay);
   switch (cfg_.type) {
     case optimizer_config::kind::sgd:

@@ -52,8 +52,10 @@ public:
 
   /// params -= update(grads) for one step; `step` is the global step of this
   /// update (0-based), which sets the learning rate and Adam's bias
-  /// correction. Both arrays have size() elements.
-  void apply(float* params, const float* grads, int64_t step);
+  /// correction; `lr_scale` multiplies this step's learning rate (a stale
+  /// push's, see param_block). Both arrays have size() elements.
+  void apply(float* params, const float* grads, int64_t step,
+             double lr_scale = 1.0);
 
   size_t size() const { return size_; }
   const optimizer_config& config() const { return cfg_; }

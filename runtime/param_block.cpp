@@ -61,7 +61,7 @@ std::vector<float>& param_block::writable() {
   return *values_;
 }
 
-void param_block::apply_update(const float* grads) {
+void param_block::apply_update(const float* grads, double lr_scale) {
   auto& v = writable();
   if (opts_.mode == cluster_config::mode::easgd) {
     // center += rate * (local - center), as TF's ElasticAverageOptimizer.
@@ -71,9 +71,25 @@ void param_block::apply_update(const float* grads) {
   } else {
     // The optimizer's step is the block's version: the learning-rate
     // schedule and Adam's bias correction follow the updates applied here.
-    opt_.apply(v.data(), grads, version_);
+    opt_.apply(v.data(), grads, version_, lr_scale);
   }
   ++version_;
+}
+
+double param_block::stale_push_scale(int64_t tag) {
+  // A tag past the version (values pulled before a restore to an older
+  // checkpoint) is as fresh as can be.
+  auto stale = std::max<int64_t>(0, version_ - tag);
+  stats_.staleness_sum += stale;
+  stats_.staleness_max = std::max(stats_.staleness_max, stale);
+  if (opts_.stale_lr == cluster_config::stale_rate::none || stale <= 1)
+    return 1.0;
+  // With n workers a push is about n updates stale, and the pushes in
+  // flight were all computed near one point: applied at the full rate they
+  // step n times along one old direction. Measured on the MLP with Adam,
+  // 8 workers, 4 epochs: test accuracy 0.70-0.78 at the full rate,
+  // 0.78-0.82 divided (README, "Async accuracy").
+  return 1.0 / static_cast<double>(stale);
 }
 
 void param_block::log_update(int64_t batch) {
@@ -129,7 +145,7 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
       ++stats_.stale;
       return outcome::duplicate;
     }
-    apply_update(data);
+    apply_update(data, logs_batches(opts_.mode) ? stale_push_scale(tag) : 1.0);
     if (logs_batches(opts_.mode))
       log_update(batch);
     ++clock->second;

@@ -14,6 +14,11 @@
 // - easgd: the block holds the center variable; a push carries the elastic
 //          difference local - center and applies center += rate * diff.
 //
+// async and ssp tag each push with the version its values were pulled at;
+// the updates applied since are its staleness, and with stale_rate::divide
+// its learning rate is divided by it (see cluster_config::stale_rate; one
+// worker's prefetch makes 1, which keeps the full rate).
+//
 // async and ssp also keep the applied log: the batch (the feeder's global
 // batch number) of each update since the last restore or forget_through().
 // It makes a push of a batch already applied a duplicate (counted as stale,
@@ -47,6 +52,8 @@ public:
     int aggregate = 1;        ///< sync: pushes per update
     int staleness = 0;        ///< ssp
     double elastic_rate = 0;  ///< easgd: moving rate
+    /// async, ssp: the learning rate of stale pushes.
+    cluster_config::stale_rate stale_lr = cluster_config::stale_rate::none;
   };
 
   /// What became of a valid push. duplicate: its batch is applied already
@@ -58,6 +65,9 @@ public:
     int64_t accepted = 0; ///< pushes applied or aggregated
     int64_t stale = 0;    ///< pushes dropped: stale (sync) or duplicates
     int64_t refused = 0;  ///< pushes refused with an error
+    /// async, ssp: the staleness of the applied pushes, summed and at most.
+    int64_t staleness_sum = 0;
+    int64_t staleness_max = 0;
   };
 
   /// Whether blocks of mode `m` keep the applied log: async and ssp, where
@@ -100,7 +110,7 @@ public:
   int64_t min_clock() const;
 
   /// Validates and applies or aggregates one push of `n` floats tagged with
-  /// the version the worker computed on (sync) or its clock, computed on
+  /// the version the worker computed on (every mode but easgd), computed on
   /// batch `batch` of the feeder's plan (-1: none named; it is applied,
   /// and the log cannot vouch for the updates around it). Errors, with
   /// the block unchanged and `refused` counted: errc::wrong_size,
@@ -143,7 +153,11 @@ public:
 private:
   /// The values, cloned first when a pull still holds them.
   std::vector<float>& writable();
-  void apply_update(const float* grads);
+  /// lr_scale multiplies the optimizer's learning rate for this update.
+  void apply_update(const float* grads, double lr_scale = 1.0);
+  /// async, ssp: the learning-rate factor of a push computed on version
+  /// `tag`, counting its staleness.
+  double stale_push_scale(int64_t tag);
   /// sync: applies the mean of this version's pushes once enough are in;
   /// true when it did.
   bool apply_aggregate_if_complete();
