@@ -2,9 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <limits>
 #include <arpa/inet.h>
-#include <malloc.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -138,25 +136,7 @@ caf::expected<uint16_t> publish_actor(caf::actor_system& sys,
   return result;
 }
 
-namespace {
-
-/// Keeps freed memory in the process for the next message. CAF allocates
-/// fresh buffers for every large message (its serializer output, read
-/// buffer and payload copy); glibc serves blocks over 32 MB with mmap and
-/// unmaps them on free, so each 100 MB pull paid for clearing 25,000 fresh
-/// pages per buffer (perf: most of the time in clear_page_erms). One arena
-/// that is never trimmed and no mmap'd blocks: the pages stay mapped and
-/// are reused. The price: a node keeps its peak heap until it exits.
-void keep_freed_memory() {
-  mallopt(M_ARENA_MAX, 1);
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-}
-
-} // namespace
-
 void init_network(caf::actor_system_config& cfg, const cluster_config& c) {
-  keep_freed_memory();
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.heartbeat-interval",
           caf::timespan{std::chrono::milliseconds(c.heartbeat_interval_ms)});

@@ -6,11 +6,13 @@
 
 #include "actors/protocol.hpp"
 #include "caf/settings.hpp"
+#include "runtime/buffer_pool.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
 
 void init_config(caf::actor_system_config& cfg) {
+  keep_freed_memory();
   // An id no other system of this process has (node ids are per host and
   // process): security_of finds the system's link security by it.
   static std::atomic<int64_t> next_system_id{1};

@@ -7,7 +7,8 @@
 
 namespace troupe {
 
-/// Registers the protocol's message types and the "troupe" error renderer,
+/// Keeps freed memory in the process (keep_freed_memory, before any actor
+/// thread starts), registers the protocol's message types and the "troupe" error renderer,
 /// and picks the 'sharing' scheduler (2-4x faster request/response than
 /// 'stealing' on small machines) with one thread per hardware thread.
 void init_config(caf::actor_system_config& cfg);

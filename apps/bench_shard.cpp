@@ -4,8 +4,8 @@
 // two cases per size: no pull holding the values (the update is in place),
 // and a pull holding them during every push (async workers pull while
 // others push: the shard clones its values first, copy on write). The
-// process's malloc is either glibc's default (an embedded troupe-node) or
-// set as a networked node sets it (--keep-freed-memory).
+// process's malloc is either glibc's default or set as every troupe
+// process sets it (--keep-freed-memory, runtime/buffer_pool.hpp).
 //
 //   bench-shard [--optimizer adam|sgd|momentum] [--sizes 58786,235146]
 //               [--updates N] [--keep-freed-memory]
@@ -14,14 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <limits>
-#include <malloc.h>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/buffer_pool.hpp"
 #include "runtime/param_block.hpp"
 #include "runtime/random.hpp"
 
@@ -80,14 +79,11 @@ int main(int argc, char** argv) {
   app.add_option("--updates", updates, "timed updates per case")
     ->check(CLI::PositiveNumber);
   app.add_flag("--keep-freed-memory", keep_freed,
-               "malloc as a networked troupe-node sets it (one arena, "
-               "never trimmed, no mmap'd blocks)");
+               "malloc as every troupe process sets it (one arena, "
+               "never trimmed, no mmap'd blocks; without: glibc's defaults)");
   CLI11_PARSE(app, argc, argv);
-  if (keep_freed) {
-    mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  }
+  if (keep_freed)
+    keep_freed_memory();
   std::printf("%-9s %9s %12s %12s %8s %14s %8s %14s\n", "optimizer", "floats",
               "memcpy us", "apply us", "x memcpy", "faults/update",
               "cow us", "faults/update");

@@ -27,6 +27,7 @@
 #include "apps/stop_signals.hpp"
 #include "actors/remote.hpp"
 #include "caf/all.hpp"
+#include "runtime/buffer_pool.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
 
@@ -39,6 +40,9 @@ int fail(const caf::error& err) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread has an arena of its own (the dataset's loading and
+  // the actor system start threads): see keep_freed_memory.
+  troupe::keep_freed_memory();
   // First: every thread started from here on leaves SIGINT and SIGTERM to
   // the watcher.
   troupe::stop_signals signals{"troupe-node"};

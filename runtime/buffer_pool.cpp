@@ -1,5 +1,7 @@
 #include "runtime/buffer_pool.hpp"
 
+#include <limits>
+#include <malloc.h>
 #include <map>
 #include <mutex>
 
@@ -58,6 +60,12 @@ std::shared_ptr<std::vector<float>> pooled_floats(size_t n) {
   if (v == nullptr)
     v = new std::vector<float>(n);
   return {v, [](std::vector<float>* p) { pool::instance().give(p); }};
+}
+
+void keep_freed_memory() {
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 } // namespace troupe

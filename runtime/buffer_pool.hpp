@@ -18,6 +18,29 @@ namespace troupe {
 /// vector; above, a reused one where the pool has one of that size.
 std::shared_ptr<std::vector<float>> pooled_floats(size_t n);
 
+/// Keeps freed memory in the process for the next allocation: one malloc
+/// arena, never trimmed, no mmap'd blocks. troupe-node calls it first thing
+/// in main, and init_config again for every other actor system (arenas
+/// made before the call stay, and threads keep being spread over them).
+/// Why:
+/// - CAF allocates fresh buffers for every large message; glibc serves
+///   blocks over its mmap threshold with mmap and unmaps them on free, so
+///   each 100 MB pull paid for clearing 25,000 fresh pages (perf: most of
+///   the time in clear_page_erms).
+/// - With an arena per thread, small blocks allocated by one thread (CAF's
+///   clock thread for request timeouts, a worker for its callbacks) and
+///   freed by another never return to the first one's arena, so its heap
+///   creeps forward a page at a time: 0.1-0.5 minor faults per step in a
+///   running cluster (perf record -e page-faults: sysmalloc under
+///   thread_safe_actor_clock and the worker's pulls). With one arena the
+///   same run makes none (scripts/bench-scaling.sh), and ran 3-5% faster.
+/// The price: a process keeps its peak heap until it exits. Left: CAF
+/// 0.17 keeps every request's timeout in its clock until it fires, answered
+/// or not, so the clock's map grows for the first request_timeout_ms of a
+/// run (a tiny model at 12,000 steps/s: 0.25 faults per step then); a
+/// large model's freed buffers absorb it.
+void keep_freed_memory();
+
 /// Buffers smaller than this (256 KiB) are not pooled: malloc keeps such
 /// chunks mapped on its own.
 inline constexpr size_t pool_min_floats = size_t{1} << 16;

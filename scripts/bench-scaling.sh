@@ -103,7 +103,7 @@ for w in (1, 2, 4, 8):
     print(f"{w:>7} {acc['divide']:>8.4f} {acc['none']:>8.4f}")
 
 print("\n3. the shard's update (bench-shard) and page faults of a running cluster")
-print(run([build + "bench-shard"])[0].rstrip())
+print(run([build + "bench-shard", "--keep-freed-memory"])[0].rstrip())
 short = node(mlp, 1, 2, "--epochs", "1")
 long = node(mlp, 1, 2, "--epochs", "3")
 per_step = (long["faults"] - short["faults"]) / (long["steps"] - short["steps"])
