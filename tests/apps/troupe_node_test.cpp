@@ -34,6 +34,8 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("sync, 2 workers, 2 shards, embedded")
                != std::string::npos, o.out);
+  BOOST_TEST(o.out.find(" actor threads, 1 compute thread per worker (2 "
+                        "workers here)") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("worker 1: step ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find(", loss = ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")
