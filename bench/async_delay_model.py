@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Async training with a fixed staleness, without troupe: the MLP
+784-256-128-10 of config/local.json (He init, ReLU, softmax, Adam with
+TF's defaults, batch 128) on Fashion-MNIST, where every gradient is
+computed on the parameters of `delay` updates ago, as a shard sees pushes
+with n workers. It shows whether an accuracy gap under asynchrony comes
+from the optimizer or from the runtime.
+
+  python3 bench/async_delay_model.py DELAY LR [none|divide] [BATCH] [EPOCHS]
+
+divide scales each update's learning rate by 1 / max(1, delay), as
+cluster.stale_lr "divide" does. Needs python3-numpy.
+"""
+import gzip
+import sys
+
+import numpy as np
+
+DATA = "/usr/share/datasets/fashion-mnist/"
+
+
+def idx(path):
+    d = gzip.open(DATA + path).read()
+    dims = [int.from_bytes(d[4 + 4 * i:8 + 4 * i], "big") for i in range(d[3])]
+    return np.frombuffer(d, np.uint8, offset=4 + 4 * d[3]).reshape(dims)
+
+
+def forward_backward(p, x, y):
+    h = [x]
+    for i in range(3):
+        z = h[-1] @ p[2 * i] + p[2 * i + 1]
+        h.append(np.maximum(z, 0) if i < 2 else z)
+    z = h[-1] - h[-1].max(1, keepdims=True)
+    e = np.exp(z)
+    d = e / e.sum(1, keepdims=True)
+    d[np.arange(len(y)), y] -= 1
+    d /= len(y)
+    g = [None] * 6
+    for i in (2, 1, 0):
+        g[2 * i], g[2 * i + 1] = h[i].T @ d, d.sum(0)
+        if i > 0:
+            d = (d @ p[2 * i].T) * (h[i] > 0)
+    return g
+
+
+def main():
+    delay, lr = int(sys.argv[1]), float(sys.argv[2])
+    rule = sys.argv[3] if len(sys.argv) > 3 else "none"
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else 128
+    epochs = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+    x = idx("train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
+    y = idx("train-labels-idx1-ubyte.gz").astype(np.int64)
+    xt = idx("t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
+    yt = idx("t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    rng = np.random.default_rng(1)
+    sizes = [784, 256, 128, 10]
+    p = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        p += [rng.normal(0, np.sqrt(2 / a), (a, b)).astype(np.float32),
+              np.zeros(b, np.float32)]
+    m = [np.zeros_like(t) for t in p]
+    v = [np.zeros_like(t) for t in p]
+    history = [[t.copy() for t in p]]  # the last delay + 1 versions
+    scale = 1.0 / max(1, delay) if rule == "divide" else 1.0
+    step = 0
+    for _ in range(epochs):
+        order = rng.permutation(len(x))
+        for s in range(0, len(x), batch):
+            rows = order[s:s + batch]
+            stale = history[max(0, len(history) - 1 - delay)]
+            g = forward_backward(stale, x[rows], y[rows])
+            t = step + 1
+            alpha = lr * scale * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+            for i in range(6):
+                m[i] = 0.9 * m[i] + 0.1 * g[i]
+                v[i] = 0.999 * v[i] + 0.001 * g[i] ** 2
+                p[i] -= alpha * m[i] / (np.sqrt(v[i]) + 1e-8)
+            step += 1
+            history = (history + [[t.copy() for t in p]])[-(delay + 1):]
+    h = xt
+    for i in range(3):
+        h = h @ p[2 * i] + p[2 * i + 1]
+        if i < 2:
+            h = np.maximum(h, 0)
+    print(f"delay {delay}, lr {lr}, {rule}, batch {batch}, {epochs} epochs: "
+          f"test accuracy {(h.argmax(1) == yt).mean():.4f}")
+
+
+main()
