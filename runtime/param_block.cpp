@@ -88,7 +88,8 @@ double param_block::stale_push_scale(int64_t tag) {
   // flight were all computed near one point: applied at the full rate they
   // step n times along one old direction. Measured on the MLP with Adam,
   // 8 workers, 4 epochs: test accuracy 0.70-0.78 at the full rate,
-  // 0.78-0.82 divided (README, "Async accuracy").
+  // 0.78-0.82 divided (README, "Scaling with workers, shards and
+  // threads").
   return 1.0 / static_cast<double>(stale);
 }
 
