@@ -24,7 +24,7 @@ troupe_setup
 cd "$TROUPE_ROOT"
 export TROUPE_BUILD
 exec python3 - "${1:-4}" "${2:-150}" <<'PY'
-import json, os, re, resource, shutil, subprocess, sys, tempfile
+import atexit, json, os, re, resource, shutil, subprocess, sys, tempfile
 
 epochs, cnn_steps = int(sys.argv[1]), int(sys.argv[2])
 build = os.environ["TROUPE_BUILD"] + "/apps/"
@@ -41,6 +41,7 @@ def config(path, **training):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(c, f)
     f.close()
+    atexit.register(os.unlink, f.name)
     return f.name
 
 def run(args):

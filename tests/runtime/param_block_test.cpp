@@ -12,9 +12,12 @@ using block = troupe::param_block;
 
 namespace {
 
-block make_block(mode m, int aggregate = 1, int staleness = 0) {
+block make_block(mode m, int aggregate = 1, int staleness = 0,
+                 cluster_config::stale_rate stale_lr
+                 = cluster_config::stale_rate::none) {
   block::options o;
   o.mode = m;
+  o.stale_lr = stale_lr;
   o.optimizer.type = optimizer_config::kind::sgd;
   o.optimizer.learning_rate = 0.5;
   o.aggregate = aggregate;
@@ -253,45 +256,33 @@ BOOST_AUTO_TEST_CASE(forgetting_workers_refuses_their_pushes) {
 }
 
 BOOST_AUTO_TEST_CASE(divide_scales_a_push_by_the_updates_since_its_pull) {
-  auto o = block::options{};
-  o.mode = mode::async;
-  o.optimizer.type = optimizer_config::kind::sgd;
-  o.optimizer.learning_rate = 0.5;
-  o.stale_lr = cluster_config::stale_rate::divide;
-  block b{o, {0.f}};
-  b.add_worker(0);
-  std::vector<float> g{1.f};
+  auto b = make_block(mode::async, 1, 0, cluster_config::stale_rate::divide);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  auto moved = [&] { return 1.f - values_of(b)[0]; }; // SGD at rate 0.5
   // Pulled at version 0, pushed at versions 0, 1, 2 and 4: stale 0 and 1
   // keep the full rate (1 is a lone worker's prefetch), 2 halves it, 4
   // quarters it.
   for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(b.push(0, 0, g.data(), 1));
-  BOOST_TEST(values_of(b)[0] == -0.5f - 0.5f - 0.25f);
-  BOOST_REQUIRE(b.push(0, 3, g.data(), 1)); // stale 0
-  BOOST_REQUIRE(b.push(0, 0, g.data(), 1)); // stale 4
-  BOOST_TEST(values_of(b)[0] == -1.25f - 0.5f - 0.125f);
+    BOOST_REQUIRE(b.push(0, 0, g.data(), g.size()));
+  BOOST_TEST(moved() == 0.5f + 0.5f + 0.25f);
+  BOOST_REQUIRE(b.push(0, 3, g.data(), g.size())); // stale 0
+  BOOST_REQUIRE(b.push(0, 0, g.data(), g.size())); // stale 4
+  BOOST_TEST(moved() == 1.25f + 0.5f + 0.125f);
   BOOST_TEST(b.stats().staleness_sum == 0 + 1 + 2 + 0 + 4);
   BOOST_TEST(b.stats().staleness_max == 4);
   // A tag past the version (values from before a restore to an older
   // checkpoint) counts as fresh.
-  BOOST_REQUIRE(b.push(0, 99, g.data(), 1));
-  BOOST_TEST(values_of(b)[0] == -1.875f - 0.5f);
+  BOOST_REQUIRE(b.push(0, 99, g.data(), g.size()));
+  BOOST_TEST(moved() == 1.875f + 0.5f);
   BOOST_TEST(b.stats().staleness_max == 4);
 }
 
 BOOST_AUTO_TEST_CASE(none_applies_a_stale_push_at_the_full_rate) {
-  auto o = block::options{};
-  o.mode = mode::ssp;
-  o.staleness = 100;
-  o.optimizer.type = optimizer_config::kind::sgd;
-  o.optimizer.learning_rate = 0.5;
-  o.stale_lr = cluster_config::stale_rate::none;
-  block b{o, {0.f}};
-  b.add_worker(0);
-  std::vector<float> g{1.f};
+  auto b = make_block(mode::ssp, 1, 100, cluster_config::stale_rate::none);
+  std::vector<float> g{1.f, 1.f, 1.f};
   for (int i = 0; i < 4; ++i)
-    BOOST_REQUIRE(b.push(0, 0, g.data(), 1));
-  BOOST_TEST(values_of(b)[0] == -2.f);
+    BOOST_REQUIRE(b.push(0, 0, g.data(), g.size()));
+  BOOST_TEST(values_of(b) == (std::vector<float>{-1.f, 0.f, 1.f}));
   BOOST_TEST(b.stats().staleness_max == 3);
 }
 
