@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "runtime/flush_denormals.hpp"
+
 namespace troupe {
 
 const char* to_string(optimizer_config::kind k) {
@@ -89,6 +91,7 @@ void optimizer::apply(float* params, const float* grads, int64_t step,
                       double lr_scale) {
   const float lr = static_cast<float>(learning_rate_at(cfg_, step) * lr_scale);
   const float wd = static_cast<float>(cfg_.weight_decay);
+  scoped_flush_denormals flush{cfg_.flush_denormals};
   switch (cfg_.type) {
     case optimizer_config::kind::sgd:
       return sgd_update(params, grads, size_, lr, wd);

@@ -37,6 +37,10 @@ struct optimizer_config {
   /// decay, as a tf.nn.l2_loss term in the loss would do). 0 disables it.
   double weight_decay = 0;
   lr_schedule schedule;
+  /// Runs the update with denormals flushed to zero (flush_denormals.hpp
+  /// says why). Not a config file key: bench-shard turns it off to show the
+  /// difference.
+  bool flush_denormals = true;
 };
 
 /// "sgd", "momentum", "adam".

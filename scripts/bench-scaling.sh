@@ -8,7 +8,8 @@
 #      GPU workers when nvidia-smi finds a GPU and the build has CUDA;
 #   2. async test accuracy with 1, 2, 4, 8 workers (4 shards), the
 #      staleness rule of cluster.stale_lr on (divide) and off (none);
-#   3. the shard's update next to memcpy (bench-shard) and the minor page
+#   3. the shard's update next to memcpy (bench-shard; then with 30% of the
+#      gradient zero, denormals flushed and kept) and the minor page
 #      faults per step of a running cluster in steady state (two runs of
 #      different lengths: the difference of their faults over the
 #      difference of their steps, so start-up and the final evaluation
@@ -105,6 +106,11 @@ for w in (1, 2, 4, 8):
 
 print("\n3. the shard's update (bench-shard) and page faults of a running cluster")
 print(run([build + "bench-shard", "--keep-freed-memory"])[0].rstrip())
+for extra in ([], ["--keep-denormals"]):
+    print(f"30% of the gradient zero after the slots filled "
+          f"({'denormals kept' if extra else 'denormals flushed, the default'}):")
+    print(run([build + "bench-shard", "--keep-freed-memory", "--sizes", "58786",
+               "--zero-gradients", "0.3", *extra])[0].rstrip())
 short = node(mlp, 1, 2, "--epochs", "1")
 long = node(mlp, 1, 2, "--epochs", "3")
 per_step = (long["faults"] - short["faults"]) / (long["steps"] - short["steps"])

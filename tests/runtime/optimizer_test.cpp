@@ -2,6 +2,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <limits>
 
 using namespace troupe;
 
@@ -88,6 +89,43 @@ BOOST_AUTO_TEST_CASE(slices_equal_the_whole) {
     hi.apply(parts.data() + 4, g.data() + 4, t);
   }
   BOOST_TEST(whole == parts);
+}
+
+// A gradient that turns zero (a blank pixel's weights, a dead unit's) lets
+// Adam's m decay by beta1 a step. Rounded to nearest it would stop in the
+// denormals for ever (0.9 * 4 * 2^-149 rounds back to 4 * 2^-149), and
+// every update would then pay for denormal arithmetic; flushed, it
+// reaches 0.
+BOOST_AUTO_TEST_CASE(a_decaying_slot_reaches_zero_instead_of_a_denormal) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  auto m_after_decay = [&](bool flush) {
+    cfg.flush_denormals = flush;
+    troupe::optimizer opt{cfg, 1};
+    float p = 0.5f, g = 1.f;
+    opt.apply(&p, &g, 0);
+    g = 0.f;
+    for (int t = 1; t <= 1100; ++t)
+      opt.apply(&p, &g, t);
+    return (*opt.slots()[0].second)[0];
+  };
+  BOOST_TEST(m_after_decay(true) == 0.f);
+  const float kept = m_after_decay(false);
+  BOOST_TEST(kept > 0.f);
+  BOOST_TEST(kept < std::numeric_limits<float>::min());
+}
+
+// The flush holds for the update only: code after it on the same thread
+// (a worker's BLAS, an actor) still computes with denormals.
+BOOST_AUTO_TEST_CASE(the_update_leaves_the_threads_float_mode_as_it_was) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  troupe::optimizer opt{cfg, 3};
+  float p[3] = {1.f, 2.f, 3.f}, g[3] = {1e-40f, 0.f, 1.f};
+  opt.apply(p, g, 0);
+  volatile float tiny = std::numeric_limits<float>::min();
+  const float half = tiny / 2.f; // a denormal unless flushed
+  BOOST_TEST(half > 0.f);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
