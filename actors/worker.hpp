@@ -45,7 +45,7 @@ struct worker_options {
 
 /// Steps whose pushes may still be unapplied when a new step starts. So a
 /// shard holds at most this many pushes of a worker, one more in async
-/// mode, whose prefetch starts the next step while the current one
+/// mode with prefetch, which starts the next step while the current one
 /// computes (counting that one too would end the prefetch: the step before
 /// is usually still being applied then).
 constexpr int max_unsettled = 2;

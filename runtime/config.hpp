@@ -145,6 +145,11 @@ struct cluster_config {
   /// ssp: how many clocks a worker may run ahead of the slowest.
   int staleness = 3;
   stale_rate stale_lr = stale_rate::divide;
+  /// async: start a step's pull and lease as the step before starts
+  /// computing, so the shards' update overlaps the next compute; the
+  /// values then lack the worker's own last update (one step more stale).
+  /// Off: the pull goes out right after the push and sees it.
+  bool prefetch = false;
   /// easgd: communication period (local steps between exchanges).
   int tau = 4;
   /// easgd: beta of TF's ElasticAverageOptimizer.

@@ -143,6 +143,7 @@ cluster_config read_cluster(object_reader r) {
   c.stale_lr = r.choice("stale_lr", cluster_config::stale_rate::divide,
                         {{"divide", cluster_config::stale_rate::divide},
                          {"none", cluster_config::stale_rate::none}});
+  c.prefetch = r.boolean("prefetch", false);
   c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
   c.beta = r.number("beta", 0.9, 0, 1, true);
   c.moving_rate = r.number("moving_rate", 0, 0, 1);

@@ -17,7 +17,8 @@
 // async and ssp tag each push with the version its values were pulled at;
 // the updates applied since are its staleness, and with stale_rate::divide
 // its learning rate is divided by it (see cluster_config::stale_rate; one
-// worker's prefetch makes 1, which keeps the full rate).
+// worker makes 0, or 1 with cluster.prefetch, which both keep the full
+// rate).
 //
 // async and ssp also keep the applied log: the batch (the feeder's global
 // batch number) of each update since the last restore or forget_through().

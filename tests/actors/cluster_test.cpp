@@ -1,5 +1,6 @@
 // The consistency modes, each on a small problem whose right answer is
-// known: counts for async, large-batch SGD for sync, recorded clocks for
+// known: counts for async, plain SGD for one async worker, large-batch SGD
+// for sync, recorded clocks for
 // ssp, a hand-computed sequence for easgd.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -71,6 +72,45 @@ BOOST_AUTO_TEST_CASE(async_applies_every_accepted_push_once) {
     BOOST_TEST(s.version == r->steps);
   }
   BOOST_TEST(r->test_accuracy > 0.9, f.log.str());
+}
+
+// One async worker's pull follows its push (CAF keeps the order of two
+// actors' messages), so each step sees the update before it: the run is
+// plain SGD over the feeder's batches. With cluster.prefetch the pull goes
+// out as the step before starts computing and lacks that update.
+BOOST_AUTO_TEST_CASE(one_async_worker_without_prefetch_is_plain_sgd) {
+  auto reference_sgd = [](const run_config& cfg) {
+    reference ref{cfg};
+    local_trainer trainer{*ref.m, cfg.training.optimizer};
+    const int b = cfg.training.batch_size;
+    std::vector<float> x(static_cast<size_t>(b) * ref.data.train.sample_size());
+    std::vector<int32_t> y(static_cast<size_t>(b));
+    for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
+      auto order = epoch_order(256, cfg.training.seed, epoch);
+      for (size_t i = 0; i < order.size(); i += static_cast<size_t>(b)) {
+        gather_batch(ref.data.train, order.data() + i, b, x.data(), y.data());
+        trainer.step(x.data(), y.data(), b);
+      }
+    }
+    return ref.params();
+  };
+  auto cfg = small_run(mode::async, 1, 2);
+  auto expected = reference_sgd(cfg);
+  {
+    cluster_fixture f;
+    auto r = f.run(cfg);
+    BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+    check_close(f.final_params, expected, 1e-5f);
+  }
+  cfg.cluster.prefetch = true;
+  cluster_fixture f;
+  auto r = f.run(cfg);
+  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  BOOST_REQUIRE_EQUAL(f.final_params.size(), expected.size());
+  float worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    worst = std::max(worst, std::abs(f.final_params[i] - expected[i]));
+  BOOST_TEST(worst > 1e-3f);
 }
 
 BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {

@@ -1,7 +1,7 @@
 // A worker keeps a bounded number of steps' pushes in flight: against a
 // shard that answers pulls at once but sits on pushes, it stops at
-// max_unsettled (one more in async, the prefetched step) and goes on when
-// they are applied (backpressure).
+// max_unsettled (one more in async with prefetch, the prefetched step) and
+// goes on when they are applied (backpressure).
 #include "actors/worker.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -87,9 +87,16 @@ int64_t pushes_settle_at(caf::scoped_actor& self, const shard_actor& s,
 BOOST_AUTO_TEST_SUITE(worker)
 
 BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
-  for (auto mode : {cluster_config::mode::async, cluster_config::mode::ssp}) {
+  struct variant {
+    cluster_config::mode mode;
+    bool prefetch;
+  };
+  for (auto [mode, prefetch] : {variant{cluster_config::mode::async, false},
+                                variant{cluster_config::mode::async, true},
+                                variant{cluster_config::mode::ssp, false}}) {
     cluster_fixture f;
     auto cfg = small_run(mode, 1, 1);
+    cfg.cluster.prefetch = prefetch;
     auto data = std::make_shared<const train_test>(
       std::move(*load_datasets(cfg.data)));
     auto backend = make_cpu_backend(1);
@@ -112,14 +119,14 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
     wo.ranges = {flat_range{0, total}};
     auto w = f.sys->spawn(worker_impl, std::move(wo));
     caf::scoped_actor self{*f.sys};
-    int64_t bound = max_unsettled + (mode == cluster_config::mode::async);
+    int64_t bound = max_unsettled + (prefetch ? 1 : 0);
     // The worker pushes that many steps and stops there.
-    BOOST_TEST(pushes_settle_at(self, shard, bound) == bound, to_string(mode));
+    auto what = std::string{to_string(mode)} + (prefetch ? " prefetch" : "");
+    BOOST_TEST(pushes_settle_at(self, shard, bound) == bound, what);
     // Applied: it goes on, and stops at as many more.
     self->request(shard, 5s, tune_atom_v, std::string{"release"}, 0.0)
       .receive([](bool) {}, [](caf::error&) {});
-    BOOST_TEST(pushes_settle_at(self, shard, 2 * bound) == 2 * bound,
-               to_string(mode));
+    BOOST_TEST(pushes_settle_at(self, shard, 2 * bound) == 2 * bound, what);
     for (auto h : {caf::actor_cast<caf::actor>(w),
                    caf::actor_cast<caf::actor>(shard),
                    caf::actor_cast<caf::actor>(feeder)})

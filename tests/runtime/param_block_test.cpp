@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(divide_scales_a_push_by_the_updates_since_its_pull) {
   std::vector<float> g{1.f, 1.f, 1.f};
   auto moved = [&] { return 1.f - values_of(b)[0]; }; // SGD at rate 0.5
   // Pulled at version 0, pushed at versions 0, 1, 2 and 4: stale 0 and 1
-  // keep the full rate (1 is a lone worker's prefetch), 2 halves it, 4
+  // keep the full rate (1 is a lone worker with prefetch), 2 halves it, 4
   // quarters it.
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE(b.push(0, 0, g.data(), g.size()));
