@@ -297,7 +297,8 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
 /// (one step stale, like Downpour's fetch); every push is still applied
 /// once. Without prefetch (the default) the pull follows the push, as in
 /// ssp: every push is then one step less stale, which at SGD 0.1 is worth
-/// 1.8 points of test accuracy with one worker (README, "Consistency").
+/// 1.8 points of test accuracy with one worker (README, "Consistency
+/// modes").
 void next_step(self_ptr self) {
   auto& st = self->state;
   if (st.draining)
