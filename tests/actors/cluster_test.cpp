@@ -48,6 +48,23 @@ void check_close(const std::vector<float>& a, const std::vector<float>& b,
   BOOST_TEST(worst <= tol);
 }
 
+/// The parameters after plain SGD with `cfg`'s optimizer over each epoch's
+/// feeder order, `batch` samples a step, in one process.
+std::vector<float> plain_sgd(const run_config& cfg, int batch) {
+  reference ref{cfg};
+  local_trainer trainer{*ref.m, cfg.training.optimizer};
+  std::vector<float> x(static_cast<size_t>(batch) * ref.data.train.sample_size());
+  std::vector<int32_t> y(static_cast<size_t>(batch));
+  for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
+    auto order = epoch_order(256, cfg.training.seed, epoch);
+    for (size_t b = 0; b < order.size(); b += static_cast<size_t>(batch)) {
+      gather_batch(ref.data.train, order.data() + b, batch, x.data(), y.data());
+      trainer.step(x.data(), y.data(), batch);
+    }
+  }
+  return ref.params();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -79,23 +96,8 @@ BOOST_AUTO_TEST_CASE(async_applies_every_accepted_push_once) {
 // plain SGD over the feeder's batches. With cluster.prefetch the pull goes
 // out as the step before starts computing and lacks that update.
 BOOST_AUTO_TEST_CASE(one_async_worker_without_prefetch_is_plain_sgd) {
-  auto reference_sgd = [](const run_config& cfg) {
-    reference ref{cfg};
-    local_trainer trainer{*ref.m, cfg.training.optimizer};
-    const int b = cfg.training.batch_size;
-    std::vector<float> x(static_cast<size_t>(b) * ref.data.train.sample_size());
-    std::vector<int32_t> y(static_cast<size_t>(b));
-    for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
-      auto order = epoch_order(256, cfg.training.seed, epoch);
-      for (size_t i = 0; i < order.size(); i += static_cast<size_t>(b)) {
-        gather_batch(ref.data.train, order.data() + i, b, x.data(), y.data());
-        trainer.step(x.data(), y.data(), b);
-      }
-    }
-    return ref.params();
-  };
   auto cfg = small_run(mode::async, 1, 2);
-  auto expected = reference_sgd(cfg);
+  auto expected = plain_sgd(cfg, cfg.training.batch_size);
   {
     cluster_fixture f;
     auto r = f.run(cfg);
@@ -121,20 +123,8 @@ BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {
   BOOST_TEST(r->pushes_stale == 0);
   BOOST_TEST(r->version == r->steps / 2);
   // The same epochs with one SGD step per pair of consecutive batches.
-  reference ref{cfg};
-  optimizer_config sgd = cfg.training.optimizer;
-  local_trainer trainer{*ref.m, sgd};
-  const int big = 2 * cfg.training.batch_size;
-  std::vector<float> x(static_cast<size_t>(big) * ref.data.train.sample_size());
-  std::vector<int32_t> y(static_cast<size_t>(big));
-  for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
-    auto order = epoch_order(256, cfg.training.seed, epoch);
-    for (size_t b = 0; b < order.size(); b += static_cast<size_t>(big)) {
-      gather_batch(ref.data.train, order.data() + b, big, x.data(), y.data());
-      trainer.step(x.data(), y.data(), big);
-    }
-  }
-  check_close(f.final_params, ref.params(), 1e-5f);
+  check_close(f.final_params, plain_sgd(cfg, 2 * cfg.training.batch_size),
+              1e-5f);
 }
 
 BOOST_AUTO_TEST_CASE(sync_backup_workers_pushes_are_dropped_as_stale) {
