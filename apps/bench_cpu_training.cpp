@@ -89,6 +89,33 @@ public:
                         float* dx, size_t nx) override {
     in_.maxpool_backward(dy, a, ny, dx, nx);
   }
+  size_t conv_workspace(const conv_shape& s, int out_c) const override {
+    return in_.conv_workspace(s, out_c);
+  }
+  // A direct convolution is recorded as the gemms of im2col + gemm, so the
+  // sgemm column still times OpenBLAS on the convolution's own shapes.
+  void conv2d_forward(const float* x, const conv_shape& s, const float* w,
+                      int out_c, const float* bias, activation act, float* y,
+                      float* ws) override {
+    int rows = s.batch * s.out_height() * s.out_width();
+    if (recording)
+      calls.push_back({false, false, rows, out_c, s.patch(), s.patch(), out_c,
+                       out_c, 1.f, 0.f});
+    in_.conv2d_forward(x, s, w, out_c, bias, act, y, ws);
+  }
+  void conv2d_backward(const conv_shape& s, const float* w, int out_c,
+                       const float* dy, float* dw, float* db, float* dx,
+                       float* ws) override {
+    int rows = s.batch * s.out_height() * s.out_width();
+    if (recording) {
+      calls.push_back({true, false, s.patch(), out_c, rows, s.patch(), out_c,
+                       out_c, 1.f, 0.f});
+      if (dx != nullptr)
+        calls.push_back({false, true, rows, s.patch(), out_c, out_c, out_c,
+                         s.patch(), 1.f, 0.f});
+    }
+    in_.conv2d_backward(s, w, out_c, dy, dw, db, dx, ws);
+  }
 
 private:
   compute_backend& in_;
@@ -102,19 +129,47 @@ struct result {
   double samples_per_sec, loop_gflops, sgemm_gflops;
 };
 
-result measure(const std::vector<int>& hidden, activation act, int batch,
-               int threads, double seconds) {
+/// A model of the benchmark: the MLPs with SGD 0.01, the CNN of
+/// config/cnn.json with Adam 0.001 (as bench/pytorch_mlp.py and
+/// bench/pytorch_cnn.py).
+struct spec {
+  model_config model;
+  optimizer_config opt;
+  std::string name;
+};
+
+spec mlp_spec(std::vector<int> hidden, activation act) {
+  spec s;
+  s.model.type = model_config::kind::mlp;
+  s.model.hidden = std::move(hidden);
+  s.model.act = act;
+  s.opt.type = optimizer_config::kind::sgd;
+  s.opt.learning_rate = 0.01;
+  s.name = "784";
+  for (int h : s.model.hidden)
+    s.name += "-" + std::to_string(h);
+  s.name += "-10 " + std::string{to_string(act)};
+  return s;
+}
+
+spec cnn_spec() {
+  spec s;
+  s.model.type = model_config::kind::cnn;
+  s.model.hidden = {};
+  s.model.conv_channels = {32, 64};
+  s.model.kernel_size = 5;
+  s.model.act = activation::relu;
+  s.opt.type = optimizer_config::kind::adam;
+  s.opt.learning_rate = 0.001;
+  s.name = "cnn 32-64 relu";
+  return s;
+}
+
+result measure(const spec& sp, int batch, int threads, double seconds) {
   auto cpu = make_cpu_backend(threads);
   recording_backend be{*cpu};
-  model_config cfg;
-  cfg.type = model_config::kind::mlp;
-  cfg.hidden = hidden;
-  cfg.act = act;
-  auto m = std::move(*make_model(cfg, 28, 28, 1, 10, be));
-  optimizer_config ocfg;
-  ocfg.type = optimizer_config::kind::sgd;
-  ocfg.learning_rate = 0.01;
-  local_trainer trainer{*m, ocfg};
+  auto m = std::move(*make_model(sp.model, 28, 28, 1, 10, be));
+  local_trainer trainer{*m, sp.opt};
   // A pool of random batches, cycled.
   const int pool = 16;
   splitmix64 rng{42};
@@ -132,21 +187,20 @@ result measure(const std::vector<int>& hidden, activation act, int batch,
   be.recording = true;
   step(0);
   be.recording = false;
-  for (int i = 1; i < 20; ++i) // warm-up
+  // Steps between clock reads: a CNN step takes ~1000x an MLP step.
+  const int chunk = sp.model.type == model_config::kind::cnn ? 5 : 50;
+  for (int i = 1; i < 2 * chunk; ++i) // warm-up
     step(i);
   int64_t steps = 0;
   auto t0 = clock_type::now();
   double elapsed = 0;
   while (elapsed < seconds) {
-    for (int i = 0; i < 50; ++i)
+    for (int i = 0; i < chunk; ++i)
       step(steps++);
     elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
   }
   result r;
-  r.model = "784";
-  for (int h : hidden)
-    r.model += "-" + std::to_string(h);
-  r.model += "-10 " + std::string{to_string(act)};
+  r.model = sp.name;
   r.batch = batch;
   r.threads = threads;
   r.samples_per_sec = static_cast<double>(steps) * batch / elapsed;
@@ -172,13 +226,13 @@ result measure(const std::vector<int>& hidden, activation act, int batch,
                 b[i].data(), k.ldb, k.beta, c[i].data(), k.ldc);
     }
   };
-  for (int i = 0; i < 20; ++i)
+  for (int i = 0; i < 2 * chunk; ++i)
     replay();
   int64_t reps = 0;
   t0 = clock_type::now();
   elapsed = 0;
   while (elapsed < seconds) {
-    for (int i = 0; i < 50; ++i, ++reps)
+    for (int i = 0; i < chunk; ++i, ++reps)
       replay();
     elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
   }
@@ -197,21 +251,26 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "time per measurement")
     ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "thread counts to measure");
+  std::string model = "mlp";
+  app.add_option("--model", model, "models: the MLPs, the CNN, or all")
+    ->check(CLI::IsMember({"mlp", "cnn", "all"}));
   CLI11_PARSE(app, argc, argv);
   auto& lib = blas::get();
   if (!json)
     std::printf("OpenBLAS kernels: %s (%s)\n%-22s %5s %7s %12s %11s %12s %7s\n",
                 lib.core.c_str(), lib.choice.c_str(), "model", "batch",
                 "threads", "samples/s", "loop GF/s", "sgemm GF/s", "ratio");
-  struct spec {
-    std::vector<int> hidden;
-    activation act;
-  };
-  for (auto& s : {spec{{100}, activation::sigmoid},
-                  spec{{256, 128}, activation::relu}})
-    for (int batch : {100, 128})
+  std::vector<std::pair<spec, int>> runs; // model, batch
+  if (model == "mlp" || model == "all")
+    for (auto& s : {mlp_spec({100}, activation::sigmoid),
+                    mlp_spec({256, 128}, activation::relu)})
+      for (int batch : {100, 128})
+        runs.emplace_back(s, batch);
+  if (model == "cnn" || model == "all")
+    runs.emplace_back(cnn_spec(), 64);
+  for (auto& [s, batch] : runs)
       for (int t : threads) {
-        auto r = measure(s.hidden, s.act, batch, t, seconds);
+        auto r = measure(s, batch, t, seconds);
         if (json)
           std::printf("{\"impl\":\"troupe\",\"kernels\":\"%s\",\"model\":\"%s\","
                       "\"batch\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"

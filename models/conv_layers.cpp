@@ -37,14 +37,25 @@ void conv2d_layer::reserve(compute_backend& be, int batch) {
   if (batch <= capacity_)
     return;
   auto g = geometry(batch);
-  size_t rows = static_cast<size_t>(batch) * g.out_height() * g.out_width();
-  cols_ = be.allocate(rows * static_cast<size_t>(g.patch()) * sizeof(float));
+  if (size_t bytes = be.conv_workspace(g, out_c_); bytes > 0) {
+    direct_ = true;
+    cols_ = {};
+    workspace_ = be.allocate(bytes);
+  } else {
+    size_t rows = static_cast<size_t>(batch) * g.out_height() * g.out_width();
+    cols_ = be.allocate(rows * static_cast<size_t>(g.patch()) * sizeof(float));
+  }
   capacity_ = batch;
 }
 
 void conv2d_layer::forward(compute_backend& be, const float* params,
                            const float* x, float* y, int batch) {
   auto g = geometry(batch);
+  if (direct_) {
+    be.conv2d_forward(x, g, params + w_, out_c_, params + b_, act_, y,
+                      workspace_.floats());
+    return;
+  }
   int rows = batch * g.out_height() * g.out_width();
   be.im2col(x, g, cols_.floats());
   // y (rows, out_c) = cols (rows, patch) * W (patch, out_c); rows are
@@ -60,6 +71,11 @@ void conv2d_layer::backward(compute_backend& be, const float* params,
   auto g = geometry(batch);
   int rows = batch * g.out_height() * g.out_width();
   be.activation_backward(act_, y, dy, static_cast<size_t>(rows) * out_c_);
+  if (direct_) {
+    be.conv2d_backward(g, params + w_, out_c_, dy, grads + w_, grads + b_, dx,
+                       workspace_.floats());
+    return;
+  }
   // dW (patch, out_c) = cols^T (patch, rows) * dz (rows, out_c); sets dW.
   be.gemm(true, false, g.patch(), out_c_, rows, 1.f, cols_.floats(),
           g.patch(), dy, out_c_, 0.f, grads + w_, out_c_);

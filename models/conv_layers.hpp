@@ -14,7 +14,8 @@ struct image_shape {
 
 /// y = act(conv(x, W) + b), stride 1, "same" padding (kernel odd).
 /// W is (kernel*kernel*in_channels, out_channels) in (ky, kx, c) row order,
-/// so the convolution is im2col followed by one gemm.
+/// so the convolution is im2col followed by one gemm, or the backend's
+/// direct convolution where it has one (the CPU backend: cpu_conv.hpp).
 class conv2d_layer final : public layer {
 public:
   conv2d_layer(param_layout& layout, const std::string& name, image_shape in,
@@ -41,7 +42,11 @@ private:
   int out_c_, kernel_;
   activation act_;
   size_t w_, b_;
-  backend_buffer cols_; // im2col of the last forward input, reused for dcols
+  // Direct convolution: the backend's scratch, kept from forward to
+  // backward. Otherwise: im2col of the last forward input, reused for dcols.
+  bool direct_ = false;
+  backend_buffer workspace_;
+  backend_buffer cols_;
   int capacity_ = 0;
 };
 

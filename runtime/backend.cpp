@@ -12,4 +12,16 @@ const char* to_string(activation act) {
   return "?";
 }
 
+void compute_backend::conv2d_forward(const float*, const conv_shape&,
+                                     const float*, int, const float*,
+                                     activation, float*, float*) {
+  throw backend_error{describe() + " has no direct convolution"};
+}
+
+void compute_backend::conv2d_backward(const conv_shape&, const float*, int,
+                                      const float*, float*, float*, float*,
+                                      float*) {
+  throw backend_error{describe() + " has no direct convolution"};
+}
+
 } // namespace troupe

@@ -174,6 +174,29 @@ public:
   /// elements). Sets dx.
   virtual void maxpool_backward(const float* dy, const int32_t* argmax,
                                 size_t n_y, float* dx, size_t n_x) = 0;
+
+  // -- direct convolution (optional) ----------------------------------------
+
+  /// Bytes of scratch conv2d_forward() and conv2d_backward() need for `s`
+  /// with `out_c` filters, or 0 when this backend has no direct convolution
+  /// for `s`: then a layer runs im2col() and gemm() instead.
+  virtual size_t conv_workspace(const conv_shape& /*s*/, int /*out_c*/) const {
+    return 0;
+  }
+
+  /// y (batch*oh*ow, out_c) = act(x * w + bias): x (batch, h, w, c), w
+  /// (kernel, kernel, c, out_c), bias (out_c) or null. `workspace` has
+  /// conv_workspace(s, out_c) bytes. Sets y.
+  virtual void conv2d_forward(const float* x, const conv_shape& s,
+                              const float* w, int out_c, const float* bias,
+                              activation act, float* y, float* workspace);
+
+  /// Gradients of the last conv2d_forward() of this shape with the same
+  /// workspace, given dy after the activation's derivative: sets dw, db
+  /// and, when dx is not null, dx.
+  virtual void conv2d_backward(const conv_shape& s, const float* w, int out_c,
+                               const float* dy, float* dw, float* db,
+                               float* dx, float* workspace);
 };
 
 inline backend_buffer::~backend_buffer() {

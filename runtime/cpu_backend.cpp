@@ -9,6 +9,10 @@
 #include <sys/mman.h>
 
 #include "runtime/blas_loader.hpp"
+#include "runtime/conv_kernels.hpp"
+#include "runtime/cpu_activation.hpp"
+#include "runtime/cpu_conv.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace troupe {
 
@@ -25,13 +29,22 @@ constexpr size_t huge_page = size_t{2} << 20;
 
 class cpu_backend final : public compute_backend {
 public:
-  explicit cpu_backend(int threads) : threads_(threads < 1 ? 1 : threads) {
-    blas::set_threads(threads_);
+  cpu_backend(int threads, bool direct_conv)
+    : threads_(threads < 1 ? 1 : threads), pool_(threads_),
+      conv_(direct_conv ? &conv::best_kernels() : nullptr) {
+    // One thread per OpenBLAS call: this backend splits large gemms over
+    // its own pool (gemm below), so OpenBLAS's threads never run beside it
+    // (nor spin in sched_yield between calls, a third of a core on the
+    // CNN).
+    blas::set_threads(1);
   }
 
   std::string describe() const override {
     auto& lib = blas::get();
-    return "cpu (OpenBLAS " + lib.core + " kernels, " + std::to_string(threads_)
+    return "cpu (OpenBLAS " + lib.core + " kernels, "
+           + (conv_ != nullptr ? std::string{"direct conv "} + conv_->isa
+                               : std::string{"im2col conv"})
+           + ", " + std::to_string(threads_)
            + (threads_ == 1 ? " thread)" : " threads)");
   }
 
@@ -75,9 +88,33 @@ public:
           c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
       return;
     }
-    blas::get().sgemm(cblas_row_major, trans_a ? cblas_trans : cblas_no_trans,
-                      trans_b ? cblas_trans : cblas_no_trans, m, n, k, alpha,
-                      a, lda, b, ldb, beta, c, ldc);
+    auto& lib = blas::get();
+    const int ta = trans_a ? cblas_trans : cblas_no_trans;
+    const int tb = trans_b ? cblas_trans : cblas_no_trans;
+    const int parts = gemm_parts(m, n, k);
+    if (parts == 1) {
+      lib.sgemm(cblas_row_major, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                c, ldc);
+      return;
+    }
+    // Each part is a block of C's rows (or, for a C with few rows, of its
+    // columns) computed by one single-threaded sgemm call: op(A)'s row r is
+    // A's row r, or column r when A is stored transposed; likewise for B's
+    // columns.
+    const bool by_rows = m >= n || m >= 4 * parts;
+    pool_.parallel_for(parts, [&](int i) {
+      if (by_rows) {
+        auto [r0, r1] = split_range(m, parts, i);
+        const float* ai = trans_a ? a + r0 : a + r0 * lda;
+        lib.sgemm(cblas_row_major, ta, tb, static_cast<int>(r1 - r0), n, k,
+                  alpha, ai, lda, b, ldb, beta, c + r0 * ldc, ldc);
+      } else {
+        auto [c0, c1] = split_range(n, parts, i);
+        const float* bi = trans_b ? b + c0 * ldb : b + c0;
+        lib.sgemm(cblas_row_major, ta, tb, m, static_cast<int>(c1 - c0), k,
+                  alpha, a, lda, bi, ldb, beta, c + c0, ldc);
+      }
+    });
   }
 
   void axpy(size_t n, float alpha, const float* x, float* y) override {
@@ -230,7 +267,35 @@ public:
       dx[argmax[i]] += dy[i];
   }
 
+  size_t conv_workspace(const conv_shape& s, int out_c) const override {
+    if (conv_ == nullptr || !cpu_conv::supports(s))
+      return 0;
+    return cpu_conv::workspace_floats(s, out_c, threads_) * sizeof(float);
+  }
+
+  void conv2d_forward(const float* x, const conv_shape& s, const float* w,
+                      int out_c, const float* bias, activation act, float* y,
+                      float* workspace) override {
+    cpu_conv::forward(*conv_, pool_, x, s, w, out_c, bias, act, y, workspace);
+  }
+
+  void conv2d_backward(const conv_shape& s, const float* w, int out_c,
+                       const float* dy, float* dw, float* db, float* dx,
+                       float* workspace) override {
+    cpu_conv::backward(*conv_, pool_, s, w, out_c, dy, dw, db, dx, workspace);
+  }
+
 private:
+  /// Threads a gemm of this size is split over: all of them above ~2
+  /// MFLOP, where a part runs for tens of microseconds against the few a
+  /// wake-up of the pool costs; one below.
+  int gemm_parts(int m, int n, int k) const {
+    constexpr double split_flops = 2e6;
+    if (threads_ == 1 || 2.0 * m * n * k < split_flops)
+      return 1;
+    return std::min(threads_, std::max(m, n));
+  }
+
   static void* aligned(size_t bytes) {
     size_t align = bytes >= huge_page ? huge_page : 64;
     size_t rounded = (bytes + align - 1) / align * align;
@@ -247,31 +312,16 @@ private:
            * s.channels;
   }
 
-  static void apply_activation(activation act, float* y, size_t n) {
-    switch (act) {
-      case activation::identity: return;
-      case activation::sigmoid:
-        for (size_t i = 0; i < n; ++i)
-          y[i] = 1.f / (1.f + std::exp(-y[i]));
-        return;
-      case activation::tanh:
-        for (size_t i = 0; i < n; ++i)
-          y[i] = std::tanh(y[i]);
-        return;
-      case activation::relu:
-        for (size_t i = 0; i < n; ++i)
-          y[i] = y[i] > 0.f ? y[i] : 0.f;
-        return;
-    }
-  }
-
   int threads_;
+  thread_pool pool_;
+  const conv::kernels* conv_; ///< null: convolutions go through im2col
 };
 
 } // namespace
 
-std::unique_ptr<compute_backend> make_cpu_backend(int threads) {
-  return std::make_unique<cpu_backend>(threads);
+std::unique_ptr<compute_backend> make_cpu_backend(int threads,
+                                                  bool direct_conv) {
+  return std::make_unique<cpu_backend>(threads, direct_conv);
 }
 
 } // namespace troupe

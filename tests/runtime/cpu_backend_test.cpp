@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "numeric_check.hpp"
@@ -15,9 +16,13 @@ using troupe::test::random_vector;
 BOOST_AUTO_TEST_SUITE(cpu_backend)
 
 BOOST_AUTO_TEST_CASE(gemm_all_transposes_and_edge_sizes) {
-  auto be = make_cpu_backend(1);
+  // 3 threads: the sizes past ~2 MFLOP are split by rows ({130, 70, 120}),
+  // by columns (C with few rows: {5, 700, 400}) or not at all.
+  for (int threads : {1, 3}) {
+  auto be = make_cpu_backend(threads);
   for (auto [m, n, k] : std::vector<std::array<int, 3>>{
-         {1, 1, 1}, {3, 5, 7}, {17, 1, 9}, {0, 4, 3}, {4, 0, 3}, {4, 3, 0}, {33, 65, 129}})
+         {1, 1, 1}, {3, 5, 7}, {17, 1, 9}, {0, 4, 3}, {4, 0, 3}, {4, 3, 0}, {33, 65, 129},
+         {130, 70, 120}, {5, 700, 400}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         auto a = random_vector(static_cast<size_t>(m * k), 1);
@@ -34,8 +39,13 @@ BOOST_AUTO_TEST_CASE(gemm_all_transposes_and_edge_sizes) {
           }
         be->gemm(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(),
                  tb ? k : n, 0.25f, c.data(), n);
-        check_close(c, want, 1e-5f, "gemm");
+        check_close(c, want, 1e-5f,
+                    "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x"
+                      + std::to_string(k) + (ta ? " A^T" : "")
+                      + (tb ? " B^T" : "") + ", " + std::to_string(threads)
+                      + " threads");
       }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bias_activation_forward_and_backward) {
