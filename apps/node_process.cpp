@@ -1,5 +1,6 @@
 #include "apps/node_process.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -183,15 +184,42 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
 
 } // namespace
 
-int run_member_node(const run_config& cfg, const std::string& node,
+void settle_thread_split(caf::actor_system& sys, run_config& cfg,
+                         int workers_here) {
+  const bool automatic = cfg.training.threads == 0;
+  const int each = compute_threads(cfg.training.threads, workers_here);
+  cfg.training.threads = each;
+  if (workers_here == 0)
+    return;
+  const int cores
+    = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int compute = workers_here * each;
+  // Workers compute inside their handlers on the actor threads, each
+  // helped by each - 1 threads of its backend's pool.
+  std::cout << "threads: " << cores << " cores, "
+            << sys.scheduler().num_workers() << " actor threads, " << each
+            << " compute thread" << (each == 1 ? "" : "s") << " per worker ("
+            << workers_here << " worker" << (workers_here == 1 ? "" : "s")
+            << " here" << (automatic ? ", auto" : "") << ")"
+            << (each > 1 && compute > cores
+                  ? "; more compute threads than cores: /training/threads "
+                    + std::to_string(std::max(1, cores / workers_here))
+                    + " (or \"auto\") would fit"
+                  : std::string{})
+            << std::endl;
+}
+
+int run_member_node(const run_config& cfg_in, const std::string& node,
                     std::shared_ptr<const tls_context> tls,
                     const link_options& links, stop_signals& signals) {
+  run_config cfg = cfg_in;
   auto* me = cfg.cluster.node(node);
   auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cfg.cluster);
   caf::actor_system sys{sys_cfg};
+  settle_thread_split(sys, cfg, me->workers);
   apply_link_security(sys, std::move(tls), links);
   // Shards placed here (by the file, or restored here after their node
   // was lost) serve workers on other nodes through it.
@@ -273,6 +301,7 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
     return fail(cfg.error());
   if (opts.threads > 0)
     cfg->training.threads = opts.threads;
+  settle_thread_split(sys, *cfg, opts.workers);
   if (auto device_err = choose_device(*cfg, "", opts.device))
     return fail(device_err);
   agent_options ao;

@@ -7,10 +7,20 @@
 #include <string>
 
 #include "apps/link_options.hpp"
+#include "caf/fwd.hpp"
 #include "apps/stop_signals.hpp"
 #include "runtime/config.hpp"
 
 namespace troupe {
+
+/// Settles /training/threads for the `workers_here` workers of this process
+/// (compute_threads: "auto" splits the cores among them) and prints the
+/// split, so an operator sees at start what computes where, e.g.
+/// "threads: 16 cores, 16 actor threads, 4 compute threads per worker (4
+/// workers here, auto)", with a warning when the workers' threads
+/// together exceed the cores.
+void settle_thread_split(caf::actor_system& sys, run_config& cfg,
+                         int workers_here);
 
 /// Starts this process's agent on `node`'s address, registers with the
 /// chief (waiting up to the config's node_timeout_s for it) and serves

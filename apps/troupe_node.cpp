@@ -11,7 +11,6 @@
 // Exit codes: see apps/exit_codes.hpp.
 #include <algorithm>
 #include <iostream>
-#include <thread>
 #include <optional>
 #include <string>
 
@@ -198,27 +197,12 @@ int main(int argc, char** argv) {
                   ? ", links: " + troupe::security_of(sys)->describe()
                   : std::string{})
             << std::endl;
-  if (runs_workers) {
-    // The thread split, so an operator sees oversubscription at start:
-    // every worker computes on the scheduler's threads and asks OpenBLAS
-    // for training.threads more.
-    auto cores = std::max(1u, std::thread::hardware_concurrency());
-    auto here = cl.distributed() ? cl.node(cl.chief_node)->workers
-                                 : cfg->cluster.workers;
-    auto compute = here * cfg->training.threads;
-    std::cout << "threads: " << cores << " cores, "
-              << sys.scheduler().num_workers() << " actor threads, "
-              << cfg->training.threads << " compute thread"
-              << (cfg->training.threads == 1 ? "" : "s") << " per worker ("
-              << here << " worker" << (here == 1 ? "" : "s") << " here)"
-              << (cfg->training.threads > 1
-                      && static_cast<unsigned>(compute) > cores
-                    ? "; more compute threads than cores: /training/threads "
-                      + std::to_string(std::max(1u, cores / here))
-                      + " would fit"
-                    : std::string{})
-            << std::endl;
-  }
+  // Also settles the threads of the chief's evaluation backend.
+  troupe::settle_thread_split(sys, *cfg,
+                              !runs_workers ? 0
+                              : cl.distributed()
+                                ? cl.node(cl.chief_node)->workers
+                                : cfg->cluster.workers);
   troupe::chief_options opts;
   if (cl.distributed()) { // the chief's node may hold shards too
     auto* me = cl.node(cl.chief_node);

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     return fail(cfg.error());
   if (threads > 0)
     cfg->training.threads = threads;
+  cfg->training.threads = troupe::compute_threads(cfg->training.threads, 1);
   if (epochs > 0)
     cfg->training.epochs = epochs;
   if (max_steps >= 0)

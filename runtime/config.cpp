@@ -1,11 +1,13 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 #include "runtime/config_reader.hpp"
 #include "runtime/errc.hpp"
@@ -251,7 +253,13 @@ training_config read_training(object_reader r) {
   t.epochs = static_cast<int>(r.integer("epochs", 10, 1, 1 << 20));
   t.max_steps = r.integer("max_steps", 0, 0);
   t.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
-  t.threads = static_cast<int>(r.integer("threads", 1, 1, 256));
+  if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
+    if (v->get<std::string>() != "auto")
+      fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);
+    t.threads = 0;
+  } else {
+    t.threads = static_cast<int>(r.integer("threads", 0, 1, 256));
+  }
   t.device = read_device(r);
   t.log_every_steps = r.integer("log_every_steps", 100, 1);
   t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
@@ -370,6 +378,14 @@ caf::expected<run_config> load_run_config(const std::string& path) {
   if (!text)
     return text.error();
   return parse_run_config(*text, path);
+}
+
+int compute_threads(int configured, int workers_here) {
+  if (configured > 0)
+    return configured;
+  const int cores
+    = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, workers_here));
 }
 
 } // namespace troupe

@@ -88,7 +88,9 @@ struct training_config {
   int epochs = 10;           ///< stop after this many epochs
   int64_t max_steps = 0;     ///< 0: no step limit
   uint64_t seed = 1;         ///< epoch shuffling seed
-  int threads = 1;           ///< compute threads (OpenBLAS)
+  /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
+  /// the config's default: compute_threads() splits the node's cores.
+  int threads = 0;
   device_spec device;        ///< the workers' backend ("device"); cpu
   int64_t log_every_steps = 100;
   int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
@@ -231,5 +233,12 @@ const char* to_string(cluster_config::mode m);
 
 /// "softmax", "mlp", "cnn".
 const char* to_string(model_config::kind k);
+
+/// Compute threads for each of `workers_here` workers in this process:
+/// `configured` when it is a count, and for "auto" (0) this machine's
+/// hardware threads divided among the workers (at least 1), so the
+/// workers' pools together fill the cores without oversubscribing them.
+/// troupe-train is one worker.
+int compute_threads(int configured, int workers_here);
 
 } // namespace troupe

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CPU training-loop benchmark, side by side in one run: troupe's loop and
-# OpenBLAS sgemm on the same gemm shapes (bench-cpu-training), and PyTorch
-# 1.13 from Debian (python3-torch on libopenblas0-openmp) on the same models,
-# batches and thread counts. Each side runs twice: with OpenBLAS's default
+# OpenBLAS sgemm on the same gemm shapes (bench-cpu-training; for the CNN
+# the gemms of im2col + gemm), and PyTorch 1.13 from Debian (python3-torch
+# on libopenblas0-openmp; oneDNN for its convolutions) on the same models,
+# batches and thread counts: the MLPs (bench/pytorch_mlp.py) and the CNN of
+# config/cnn.json (bench/pytorch_cnn.py). Each side runs twice: with OpenBLAS's default
 # kernel choice (OPENBLAS_CORETYPE as inherited, or OpenBLAS's detection)
 # and with the best kernels the CPU supports (troupe's auto policy; for
 # PyTorch the same core forced through OPENBLAS_CORETYPE).
@@ -28,14 +30,17 @@ default_core="$(TROUPE_BLAS_KERNELS=default "$bench" --seconds 0.01 \
 export GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 for ((round = 1; round <= rounds; ++round)); do
   echo "round $round of $rounds" >&2
-  TROUPE_BLAS_KERNELS=default "$bench" --json --seconds "$seconds" >>"$out"
-  "$bench" --json --seconds "$seconds" >>"$out"
-  OPENBLAS_CORETYPE="$default_core" LD_LIBRARY_PATH="$openmp_blas" \
-    /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" \
-    --seconds "$seconds" --kernels "$default_core" >>"$out"
-  OPENBLAS_CORETYPE="$best" LD_LIBRARY_PATH="$openmp_blas" \
-    /usr/bin/python3 "$TROUPE_ROOT/bench/pytorch_mlp.py" \
-    --seconds "$seconds" --kernels "$best" >>"$out"
+  TROUPE_BLAS_KERNELS=default "$bench" --json --model all \
+    --seconds "$seconds" >>"$out"
+  "$bench" --json --model all --seconds "$seconds" >>"$out"
+  for script in pytorch_mlp.py pytorch_cnn.py; do
+    OPENBLAS_CORETYPE="$default_core" LD_LIBRARY_PATH="$openmp_blas" \
+      /usr/bin/python3 "$TROUPE_ROOT/bench/$script" \
+      --seconds "$seconds" --kernels "$default_core" >>"$out"
+    OPENBLAS_CORETYPE="$best" LD_LIBRARY_PATH="$openmp_blas" \
+      /usr/bin/python3 "$TROUPE_ROOT/bench/$script" \
+      --seconds "$seconds" --kernels "$best" >>"$out"
+  done
 done
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys

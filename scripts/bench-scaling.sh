@@ -19,15 +19,16 @@
 # Rows that ask for more workers or threads than the machine has cores say
 # so: their speed says nothing about scaling there.
 # Usage: scripts/bench-scaling.sh [epochs, default 4] [cnn steps, default 150]
+#                                [sections, default 1234: e.g. 4 for threads]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
 cd "$TROUPE_ROOT"
 export TROUPE_BUILD
-exec python3 - "${1:-4}" "${2:-150}" <<'PY'
+exec python3 - "${1:-4}" "${2:-150}" "${3:-1234}" <<'PY'
 import atexit, json, os, re, resource, shutil, subprocess, sys, tempfile
 
-epochs, cnn_steps = int(sys.argv[1]), int(sys.argv[2])
+epochs, cnn_steps, sections = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 build = os.environ["TROUPE_BUILD"] + "/apps/"
 cores = os.cpu_count() or 1
 gpu = shutil.which("nvidia-smi") is not None and subprocess.run(
@@ -72,67 +73,71 @@ mlp = config("config/local.json")
 print(f"machine: {cores} cores, GPU: {'yes' if gpu else 'no'}, "
       f"CUDA build: {'yes' if cuda_build else 'no'}; {epochs} epochs, async")
 
-print("\n1. in-process cluster, CPU workers (MLP, Adam, batch 128)")
-print(f"{'workers':>7} {'shards':>6} {'samples/s':>10} {'speed-up':>8} "
-      f"{'test acc':>8} {'user s':>7} {'sys s':>6} {'sys/user':>8}")
-devices = [("cpu", [1, 2, 4, 8])]
-if gpu and cuda_build:
-    devices.append(("gpu", [1, 2, 4]))
-for device, counts in devices:
-    if device == "gpu":
-        print("GPU workers")
-    for shards in (1, 2, 4):
+if "1" in sections:
+    print("\n1. in-process cluster, CPU workers (MLP, Adam, batch 128)")
+    print(f"{'workers':>7} {'shards':>6} {'samples/s':>10} {'speed-up':>8} "
+          f"{'test acc':>8} {'user s':>7} {'sys s':>6} {'sys/user':>8}")
+    devices = [("cpu", [1, 2, 4, 8])]
+    if gpu and cuda_build:
+        devices.append(("gpu", [1, 2, 4]))
+    for device, counts in devices:
+        if device == "gpu":
+            print("GPU workers")
+        for shards in (1, 2, 4):
+            one = None
+            for w in counts:
+                r = node(mlp, w, shards, "--device", device)
+                one = one or r["rate"]
+                print(f"{w:>7} {shards:>6} {r['rate']:>10.0f} {r['rate'] / one:>7.2f}x "
+                      f"{r['acc']:>8.4f} {r['user']:>7.1f} {r['sys']:>6.2f} "
+                      f"{r['sys'] / max(r['user'], 1e-9):>7.1%}"
+                      + (note(w) if device == "cpu" else ""))
+
+if "2" in sections:
+    print("\n2. async test accuracy by stale_lr (4 shards)")
+    print(f"{'workers':>7} {'divide':>8} {'none':>8}")
+    for w in (1, 2, 4, 8):
+        acc = {}
+        for rule in ("divide", "none"):
+            c = json.load(open(mlp))
+            c["cluster"]["stale_lr"] = rule
+            path = mlp + "." + rule + ".json"
+            json.dump(c, open(path, "w"))
+            acc[rule] = node(path, w, 4)["acc"]
+            os.unlink(path)
+        print(f"{w:>7} {acc['divide']:>8.4f} {acc['none']:>8.4f}")
+
+if "3" in sections:
+    print("\n3. the shard's update (bench-shard) and page faults of a running cluster")
+    print(run([build + "bench-shard", "--keep-freed-memory"])[0].rstrip())
+    for extra in ([], ["--keep-denormals"]):
+        print(f"30% of the gradient zero after the slots filled "
+              f"({'denormals kept' if extra else 'denormals flushed, the default'}):")
+        print(run([build + "bench-shard", "--keep-freed-memory", "--sizes", "58786",
+                   "--zero-gradients", "0.3", *extra])[0].rstrip())
+    short = node(mlp, 1, 2, "--epochs", "1")
+    long = node(mlp, 1, 2, "--epochs", "3")
+    per_step = (long["faults"] - short["faults"]) / (long["steps"] - short["steps"])
+    print(f"troupe-node, 1 worker, 2 shards: {per_step:.2f} minor faults per step "
+          f"in steady state ({short['faults']} faults over {short['steps']} steps, "
+          f"{long['faults']} over {long['steps']})")
+
+if "4" in sections:
+    print("\n4. troupe-train compute threads")
+    print(f"{'model':>5} {'threads':>7} {'samples/s':>10} {'speed-up':>8} "
+          f"{'user s':>7} {'sys s':>6} {'sys/user':>8}")
+    threads = [t for t in (1, 2, 4, 8, 16) if t <= max(cores, 2)]
+    for model, path, extra in (("mlp", mlp, []),
+                               ("cnn", config("config/cnn.json"),
+                                ["--max-steps", str(cnn_steps)])):
         one = None
-        for w in counts:
-            r = node(mlp, w, shards, "--device", device)
-            one = one or r["rate"]
-            print(f"{w:>7} {shards:>6} {r['rate']:>10.0f} {r['rate'] / one:>7.2f}x "
-                  f"{r['acc']:>8.4f} {r['user']:>7.1f} {r['sys']:>6.2f} "
-                  f"{r['sys'] / max(r['user'], 1e-9):>7.1%}"
-                  + (note(w) if device == "cpu" else ""))
-
-print("\n2. async test accuracy by stale_lr (4 shards)")
-print(f"{'workers':>7} {'divide':>8} {'none':>8}")
-for w in (1, 2, 4, 8):
-    acc = {}
-    for rule in ("divide", "none"):
-        c = json.load(open(mlp))
-        c["cluster"]["stale_lr"] = rule
-        path = mlp + "." + rule + ".json"
-        json.dump(c, open(path, "w"))
-        acc[rule] = node(path, w, 4)["acc"]
-        os.unlink(path)
-    print(f"{w:>7} {acc['divide']:>8.4f} {acc['none']:>8.4f}")
-
-print("\n3. the shard's update (bench-shard) and page faults of a running cluster")
-print(run([build + "bench-shard", "--keep-freed-memory"])[0].rstrip())
-for extra in ([], ["--keep-denormals"]):
-    print(f"30% of the gradient zero after the slots filled "
-          f"({'denormals kept' if extra else 'denormals flushed, the default'}):")
-    print(run([build + "bench-shard", "--keep-freed-memory", "--sizes", "58786",
-               "--zero-gradients", "0.3", *extra])[0].rstrip())
-short = node(mlp, 1, 2, "--epochs", "1")
-long = node(mlp, 1, 2, "--epochs", "3")
-per_step = (long["faults"] - short["faults"]) / (long["steps"] - short["steps"])
-print(f"troupe-node, 1 worker, 2 shards: {per_step:.2f} minor faults per step "
-      f"in steady state ({short['faults']} faults over {short['steps']} steps, "
-      f"{long['faults']} over {long['steps']})")
-
-print("\n4. troupe-train compute threads")
-print(f"{'model':>5} {'threads':>7} {'samples/s':>10} {'speed-up':>8} "
-      f"{'user s':>7} {'sys s':>6} {'sys/user':>8}")
-threads = [t for t in (1, 2, 4, 8, 16) if t <= max(cores, 2)]
-for model, path, extra in (("mlp", mlp, []),
-                           ("cnn", config("config/cnn.json"),
-                            ["--max-steps", str(cnn_steps)])):
-    one = None
-    for t in threads:
-        out, user, sys_s, _ = run([build + "troupe-train", "--config", path,
-                                   "--threads", str(t), *extra])
-        rate = float(re.search(r"([0-9.]+) examples/sec, test accuracy",
-                               out).group(1))
-        one = one or rate
-        print(f"{model:>5} {t:>7} {rate:>10.0f} {rate / one:>7.2f}x "
-              f"{user:>7.1f} {sys_s:>6.2f} {sys_s / max(user, 1e-9):>7.1%}"
-              + note(t))
+        for t in threads:
+            out, user, sys_s, _ = run([build + "troupe-train", "--config", path,
+                                       "--threads", str(t), *extra])
+            rate = float(re.search(r"([0-9.]+) examples/sec, test accuracy",
+                                   out).group(1))
+            one = one or rate
+            print(f"{model:>5} {t:>7} {rate:>10.0f} {rate / one:>7.2f}x "
+                  f"{user:>7.1f} {sys_s:>6.2f} {sys_s / max(user, 1e-9):>7.1%}"
+                  + note(t))
 PY

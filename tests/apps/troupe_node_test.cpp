@@ -5,6 +5,7 @@
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
+#include "runtime/config.hpp"
 
 using troupe::test::run_app;
 using troupe::test::temp_dir;
@@ -34,8 +35,13 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("sync, 2 workers, 2 shards, embedded")
                != std::string::npos, o.out);
-  BOOST_TEST(o.out.find(" actor threads, 1 compute thread per worker (2 "
-                        "workers here)") != std::string::npos, o.out);
+  // threads "auto" (the default): the cores split between the 2 workers.
+  const int each = troupe::compute_threads(0, 2);
+  BOOST_TEST(o.out.find(" actor threads, " + std::to_string(each)
+                        + " compute thread" + (each == 1 ? "" : "s")
+                        + " per worker (2 workers here, auto)")
+               != std::string::npos,
+             o.out);
   BOOST_TEST(o.out.find("worker 1: step ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find(", loss = ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")

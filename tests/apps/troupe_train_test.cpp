@@ -4,6 +4,7 @@
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
+#include "runtime/config.hpp"
 
 using troupe::test::temp_dir;
 
@@ -54,6 +55,12 @@ BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
   BOOST_TEST(o.out.find("model: mlp 12-16-4 relu") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos, o.out);
   BOOST_TEST(o.err.empty());
+  // threads "auto" (the default): one worker, all of the cores.
+  const int cores = troupe::compute_threads(0, 1);
+  BOOST_TEST(o.out.find(", " + std::to_string(cores)
+                        + (cores == 1 ? " thread)" : " threads)"))
+               != std::string::npos,
+             o.out);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_type) {

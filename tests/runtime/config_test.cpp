@@ -1,7 +1,9 @@
 #include "runtime/config.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <dirent.h>
+#include <thread>
 
 #include "runtime/errc.hpp"
 #include "test_util.hpp"
@@ -334,6 +336,40 @@ BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
   cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   BOOST_TEST(cfg->training.device.to_string() == "gpu:1");
+}
+
+BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
+  auto threads_of = [](const std::string& value) {
+    auto cfg = parse_run_config(
+      replace(synthetic_config, R"("batch_size": 16)",
+              R"("batch_size": 16, "threads": )" + value),
+      "cfg.json");
+    BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+    return cfg->training.threads;
+  };
+  auto cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(cfg->training.threads == 0); // the default: auto
+  BOOST_TEST(threads_of(R"("auto")") == 0);
+  BOOST_TEST(threads_of("3") == 3);
+  for (const char* bad : {R"("four")", R"("")", "0", "257", "1.5", "true"}) {
+    auto text = replace(synthetic_config, R"("batch_size": 16)",
+                        std::string{R"("batch_size": 16, "threads": )"} + bad);
+    BOOST_TEST(error_of(text).find("/training/threads")
+                 != std::string::npos,
+               bad << " was accepted or not named");
+  }
+  BOOST_TEST(error_of(replace(synthetic_config, R"("batch_size": 16)",
+                              R"("batch_size": 16, "threads": "all")"))
+               .find(R"(or "auto")") != std::string::npos);
+  // auto: the hardware threads split among the process's workers.
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  BOOST_TEST(compute_threads(0, 1) == cores);
+  BOOST_TEST(compute_threads(0, 0) == cores); // no workers: the chief's eval
+  BOOST_TEST(compute_threads(0, cores) == 1);
+  BOOST_TEST(compute_threads(0, 4 * cores) == 1);
+  BOOST_TEST(compute_threads(0, 2) == std::max(1, cores / 2));
+  BOOST_TEST(compute_threads(5, 8) == 5); // a count is kept as it is
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_device_names_the_path_and_the_value) {
