@@ -6,9 +6,10 @@ random batches. PyTorch runs its convolutions through oneDNN. Prints JSON
 lines in the format of bench_cpu_training --json."""
 import argparse
 import json
-import time
 
 import torch
+
+from pytorch_mlp import samples_per_sec
 
 
 def make_model():
@@ -25,27 +26,8 @@ def measure(batch, threads, seconds):
     torch.manual_seed(42)
     model = make_model()
     opt = torch.optim.Adam(model.parameters(), lr=0.001)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    pool = 16
-    xs = torch.rand(pool, batch, 1, 28, 28)
-    ys = torch.randint(0, 10, (pool, batch))
-
-    def step(i):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xs[i % pool]), ys[i % pool])
-        loss.backward()
-        opt.step()
-
-    for i in range(5):
-        step(i)
-    steps, t0 = 0, time.perf_counter()
-    elapsed = 0.0
-    while elapsed < seconds:
-        for _ in range(5):
-            step(steps)
-            steps += 1
-        elapsed = time.perf_counter() - t0
-    return steps * batch / elapsed
+    return samples_per_sec(model, opt, torch.rand(16, batch, 1, 28, 28),
+                           seconds, chunk=5)
 
 
 def main():

@@ -19,9 +19,16 @@ def measure(hidden, act, batch, threads, seconds):
     layers.append(torch.nn.Linear(width, 10))
     model = torch.nn.Sequential(*layers)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    return samples_per_sec(model, opt, torch.rand(16, batch, 784), seconds,
+                           chunk=50)
+
+
+def samples_per_sec(model, opt, xs, seconds, chunk):
+    """The loop both benchmarks time: forward, cross-entropy, backward and
+    the optimizer's step over the pre-made batches xs (with random labels),
+    `chunk` steps between clock reads, after 2 * chunk warm-up steps."""
     loss_fn = torch.nn.CrossEntropyLoss()
-    pool = 16
-    xs = torch.rand(pool, batch, 784)
+    pool, batch = xs.shape[0], xs.shape[1]
     ys = torch.randint(0, 10, (pool, batch))
 
     def step(i):
@@ -30,12 +37,12 @@ def measure(hidden, act, batch, threads, seconds):
         loss.backward()
         opt.step()
 
-    for i in range(20):
+    for i in range(2 * chunk):
         step(i)
     steps, t0 = 0, time.perf_counter()
     elapsed = 0.0
     while elapsed < seconds:
-        for _ in range(50):
+        for _ in range(chunk):
             step(steps)
             steps += 1
         elapsed = time.perf_counter() - t0
