@@ -61,17 +61,16 @@ library load() {
   // environment.
   if (!coretype.empty())
     setenv("OPENBLAS_CORETYPE", coretype.c_str(), 1);
-  // OpenBLAS's pthread build keeps its idle threads spinning in
-  // sched_yield for 2^28 cycles (about 0.1 s) after each call before they
-  // sleep, so with --threads 2 between two gemms they burn a core in the
-  // kernel (troupe-train CNN, 2 threads on 2 cores: 7 s of system time per
-  // 23 s of user time). 2^20 cycles (about 0.3 ms) still bridges the gap
-  // between the gemms of one step: the CNN then ran 700-880 samples/s with
-  // 1.6-2.0 s of system time, the MLP as fast with 0.6-0.9 s instead of
-  // 1.1. A value the user set is kept.
-  const bool had_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr;
-  if (!had_timeout)
-    setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
+  // One thread per call, always: troupe's backends split large gemms over
+  // pools of their own (cpu_backend.cpp), so OpenBLAS's pthread pool would
+  // only run beside them, and its idle threads spin in sched_yield for 2^28
+  // cycles after each call (7 s of system time per 23 s of user time on the
+  // CNN with 2 threads). Read in the constructor: set here, OpenBLAS starts
+  // no threads at all; the call after loading covers builds that ignore it.
+  const char* inherited_threads_ptr = std::getenv("OPENBLAS_NUM_THREADS");
+  const std::string inherited_threads
+    = inherited_threads_ptr != nullptr ? inherited_threads_ptr : "";
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
   void* handle = dlopen(TROUPE_OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
     throw std::runtime_error(std::string{"cannot load "} + TROUPE_OPENBLAS_SONAME
@@ -83,8 +82,11 @@ library load() {
   lib.get_num_threads = symbol<int (*)()>(handle, "openblas_get_num_threads");
   auto corename = symbol<char* (*)()>(handle, "openblas_get_corename");
   lib.core = corename();
-  if (!had_timeout)
-    unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  lib.set_num_threads(1);
+  if (inherited_threads_ptr != nullptr)
+    setenv("OPENBLAS_NUM_THREADS", inherited_threads.c_str(), 1);
+  else
+    unsetenv("OPENBLAS_NUM_THREADS");
   if (!coretype.empty()) {
     if (had_coretype)
       setenv("OPENBLAS_CORETYPE", inherited.c_str(), 1);
@@ -100,10 +102,6 @@ library load() {
 const library& get() {
   static const library lib = load();
   return lib;
-}
-
-void set_threads(int n) {
-  get().set_num_threads(n < 1 ? 1 : n);
 }
 
 } // namespace troupe::blas

@@ -36,12 +36,11 @@ struct library {
 ///  - "default": whatever OPENBLAS_CORETYPE or OpenBLAS's own detection
 ///    picks, untouched;
 ///  - any other value: passed to OpenBLAS as OPENBLAS_CORETYPE.
-/// The process environment is restored after loading, so child processes
-/// see what this one inherited. Throws std::runtime_error when the library
-/// or a symbol is missing: the process cannot compute without it.
+/// OpenBLAS runs one thread per call (no pool of its own is started):
+/// callers that want threads split the work themselves. The process
+/// environment is restored after loading, so child processes see what this
+/// one inherited. Throws std::runtime_error when the library or a symbol is
+/// missing: the process cannot compute without it.
 const library& get();
-
-/// Sets the number of OpenBLAS threads (>= 1).
-void set_threads(int n);
 
 } // namespace troupe::blas

@@ -31,11 +31,7 @@ public:
   cpu_backend(int threads, bool direct_conv)
     : threads_(threads < 1 ? 1 : threads), pool_(threads_),
       conv_(direct_conv ? &conv::best_kernels() : nullptr) {
-    // One thread per OpenBLAS call: this backend splits large gemms over
-    // its own pool (gemm below), so OpenBLAS's threads never run beside it
-    // (nor spin in sched_yield between calls, a third of a core on the
-    // CNN).
-    blas::set_threads(1);
+    blas::get(); // loads OpenBLAS now: a missing library fails at start
   }
 
   std::string describe() const override {

@@ -12,8 +12,9 @@ namespace troupe {
 /// pool (thread_pool.hpp): large gemms are split into blocks, each one
 /// single-threaded OpenBLAS call, and convolutions run directly
 /// (cpu_conv.hpp) split by images; `direct_conv` false keeps im2col + gemm
-/// (for comparisons). Sets OpenBLAS to one thread, process-wide. Throws
-/// std::runtime_error when OpenBLAS cannot be loaded.
+/// (for comparisons). OpenBLAS itself runs one thread per call
+/// (blas_loader.hpp). Throws std::runtime_error when OpenBLAS cannot be
+/// loaded.
 std::unique_ptr<compute_backend> make_cpu_backend(int threads,
                                                   bool direct_conv = true);
 

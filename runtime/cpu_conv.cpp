@@ -149,6 +149,15 @@ void by_images(thread_pool& pool, int batch, int parts, Fn&& fn) {
   });
 }
 
+/// pad_images over the whole batch, split over the pool's threads.
+void pad_batch(thread_pool& pool, const float* x, int batch, int h, int w,
+               int c, int border, float* out) {
+  by_images(pool, batch, std::min(pool.size(), std::max(batch, 1)),
+            [&](int64_t b0, int64_t b1, int) {
+              pad_images(x, h, w, c, border, out, b0, b1);
+            });
+}
+
 } // namespace
 
 bool supports(const shape& s) {
@@ -164,11 +173,7 @@ void forward(const conv::kernels& k, thread_pool& pool, const float* x,
              activation act, float* y, float* workspace) {
   const layout l = regions(s, out_c, pool.size());
   float* x_pad = workspace + l.x_pad;
-  by_images(pool, s.batch, std::min(pool.size(), std::max(s.batch, 1)),
-            [&](int64_t b0, int64_t b1, int) {
-              pad_images(x, s.height, s.width, s.channels, s.pad, x_pad, b0,
-                         b1);
-            });
+  pad_batch(pool, x, s.batch, s.height, s.width, s.channels, s.pad, x_pad);
   float* filters = workspace + l.filters;
   pack_filters(w, s.patch(), out_c, filters);
   const conv::padded_images padded{x_pad, s.height + 2 * s.pad,
@@ -229,11 +234,8 @@ void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
     return;
   const int q = dx_border(s);
   float* dy_pad = workspace + l.dy_pad;
-  by_images(pool, s.batch, std::min(threads, std::max(s.batch, 1)),
-            [&](int64_t b0, int64_t b1, int) {
-              pad_images(dy, s.out_height(), s.out_width(), out_c, q, dy_pad,
-                         b0, b1);
-            });
+  pad_batch(pool, dy, s.batch, s.out_height(), s.out_width(), out_c, q,
+            dy_pad);
   float* filters = workspace + l.filters;
   pack_flipped_filters(w, s.kernel, s.channels, out_c, filters);
   const conv::padded_images padded{dy_pad, s.out_height() + 2 * q,
