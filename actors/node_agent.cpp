@@ -86,6 +86,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.aggregate = s.aggregate;
       so.block.staleness = cfg.cluster.staleness;
       so.block.stale_lr = cfg.cluster.stale_lr;
+      so.block.stale_momentum = cfg.cluster.stale_momentum;
       so.block.elastic_rate = cfg.cluster.elastic_rate();
       so.initial = s.state.values;
       so.hold = hold_time(cfg);

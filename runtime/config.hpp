@@ -139,6 +139,14 @@ struct cluster_config {
   /// pushes overtook (its staleness): divide scales it by 1 / max(1, s),
   /// the staleness-dependent rate of Zhang et al. (2016); none keeps it.
   enum class stale_rate { divide, none };
+  /// async and ssp: the optimizer's momentum (Adam's beta1, the momentum
+  /// optimizer's m). n workers pushing in turn add momentum of their own,
+  /// about 1 - 1/n (Mitliagkas et al., 2016), and their pushes are about n
+  /// updates stale, so reduce lowers the optimizer's momentum by 1 - 1/s,
+  /// not below 0, where s is the pushes' recent mean staleness (a moving
+  /// average over about 32 pushes; s <= 1 keeps it). none (the default)
+  /// keeps it. The README's scaling section has the measured effect.
+  enum class stale_momentum_rule { reduce, none };
   int shards = 2;
   int workers = 2;
   mode consistency = mode::async;
@@ -147,6 +155,7 @@ struct cluster_config {
   /// ssp: how many clocks a worker may run ahead of the slowest.
   int staleness = 3;
   stale_rate stale_lr = stale_rate::divide;
+  stale_momentum_rule stale_momentum = stale_momentum_rule::none;
   /// async: start a step's pull and lease as the step before starts
   /// computing, so the shards' update overlaps the next compute; the
   /// values then lack the worker's own last update (one step more stale).

@@ -143,6 +143,10 @@ cluster_config read_cluster(object_reader r) {
   c.stale_lr = r.choice("stale_lr", cluster_config::stale_rate::divide,
                         {{"divide", cluster_config::stale_rate::divide},
                          {"none", cluster_config::stale_rate::none}});
+  c.stale_momentum = r.choice(
+    "stale_momentum", cluster_config::stale_momentum_rule::none,
+    {{"reduce", cluster_config::stale_momentum_rule::reduce},
+     {"none", cluster_config::stale_momentum_rule::none}});
   c.prefetch = r.boolean("prefetch", false);
   c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
   c.beta = r.number("beta", 0.9, 0, 1, true);

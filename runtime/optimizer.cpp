@@ -1,5 +1,6 @@
 #include "runtime/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/flush_denormals.hpp"
@@ -88,24 +89,33 @@ void adam_update(float* __restrict p, const float* __restrict g,
 } // namespace
 
 void optimizer::apply(float* params, const float* grads, int64_t step,
-                      double lr_scale) {
+                      double lr_scale, double implicit_momentum) {
   const float lr = static_cast<float>(learning_rate_at(cfg_, step) * lr_scale);
   const float wd = static_cast<float>(cfg_.weight_decay);
+  auto lowered = [&](double momentum) {
+    return implicit_momentum > 0 ? std::max(0.0, momentum - implicit_momentum)
+                                 : momentum;
+  };
   scoped_flush_denormals flush{cfg_.flush_denormals};
   switch (cfg_.type) {
     case optimizer_config::kind::sgd:
       return sgd_update(params, grads, size_, lr, wd);
     case optimizer_config::kind::momentum:
       return momentum_update(params, grads, slot_a_.data(), size_, lr, wd,
-                             static_cast<float>(cfg_.momentum),
+                             static_cast<float>(lowered(cfg_.momentum)),
                              cfg_.nesterov);
     case optimizer_config::kind::adam: {
+      if (step == 0)
+        lowered_beta1_ratio_ = 1.0;
+      const double beta1 = lowered(cfg_.beta1);
+      if (beta1 != cfg_.beta1)
+        lowered_beta1_ratio_ *= cfg_.beta1 > 0 ? beta1 / cfg_.beta1 : 1.0;
       const double t = static_cast<double>(step + 1);
       const float alpha = static_cast<float>(
         lr * std::sqrt(1.0 - std::pow(cfg_.beta2, t))
-        / (1.0 - std::pow(cfg_.beta1, t)));
+        / (1.0 - std::pow(cfg_.beta1, t) * lowered_beta1_ratio_));
       return adam_update(params, grads, slot_a_.data(), slot_b_.data(), size_,
-                         alpha, wd, static_cast<float>(cfg_.beta1),
+                         alpha, wd, static_cast<float>(beta1),
                          static_cast<float>(cfg_.beta2),
                          static_cast<float>(cfg_.epsilon));
     }

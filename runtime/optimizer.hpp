@@ -56,10 +56,12 @@ public:
 
   /// params -= update(grads) for one step; `step` is the global step of this
   /// update (0-based), which sets the learning rate and Adam's bias
-  /// correction; `lr_scale` multiplies this step's learning rate (a stale
-  /// push's, see param_block). Both arrays have size() elements.
+  /// correction; `lr_scale` multiplies this step's learning rate, and
+  /// `implicit_momentum` (in [0, 1)) is subtracted from this step's
+  /// momentum (Adam's beta1, the momentum optimizer's m), not below 0: a
+  /// stale push's, see param_block. Both arrays have size() elements.
   void apply(float* params, const float* grads, int64_t step,
-             double lr_scale = 1.0);
+             double lr_scale = 1.0, double implicit_momentum = 0);
 
   size_t size() const { return size_; }
   const optimizer_config& config() const { return cfg_; }
@@ -81,6 +83,13 @@ private:
   size_t size_;
   std::vector<float> slot_a_; // momentum accumulator, or Adam's m
   std::vector<float> slot_b_; // Adam's v
+  /// Adam's bias correction divides m by 1 - (the product of every step's
+  /// beta1). With beta1 lowered for some steps that product is
+  /// beta1^(step + 1) times this: the product of (lowered beta1 / beta1),
+  /// exactly 1 while nothing was lowered, so the plain path is unchanged.
+  /// Not in checkpoints: a shard that restores one starts it at 1, which
+  /// errs only in the first dozens of steps, where beta1^t is not yet ~0.
+  double lowered_beta1_ratio_ = 1.0;
 };
 
 } // namespace troupe

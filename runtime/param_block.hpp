@@ -15,10 +15,11 @@
 //          difference local - center and applies center += rate * diff.
 //
 // async and ssp tag each push with the version its values were pulled at;
-// the updates applied since are its staleness, and with stale_rate::divide
-// its learning rate is divided by it (see cluster_config::stale_rate; one
-// worker makes 0, or 1 with cluster.prefetch, which both keep the full
-// rate).
+// the updates applied since are its staleness s. With stale_rate::divide
+// its learning rate is divided by s, and with stale_momentum_rule::reduce
+// the optimizer's momentum is lowered by 1 - 1/(the recent mean of s) (see
+// cluster_config; one worker makes 0, or 1 with cluster.prefetch, which
+// both keep the full rate and momentum).
 //
 // async and ssp also keep the applied log: the batch (the feeder's global
 // batch number) of each update since the last restore or forget_through().
@@ -45,6 +46,13 @@
 
 namespace troupe {
 
+/// How a stale push's update differs from a fresh one's: see
+/// optimizer::apply.
+struct stale_adjust {
+  double lr_scale = 1.0;
+  double implicit_momentum = 0;
+};
+
 class param_block {
 public:
   struct options {
@@ -55,6 +63,9 @@ public:
     double elastic_rate = 0;  ///< easgd: moving rate
     /// async, ssp: the learning rate of stale pushes.
     cluster_config::stale_rate stale_lr = cluster_config::stale_rate::none;
+    /// async, ssp: the momentum of stale pushes.
+    cluster_config::stale_momentum_rule stale_momentum
+      = cluster_config::stale_momentum_rule::none;
   };
 
   /// What became of a valid push. duplicate: its batch is applied already
@@ -154,11 +165,10 @@ public:
 private:
   /// The values, cloned first when a pull still holds them.
   std::vector<float>& writable();
-  /// lr_scale multiplies the optimizer's learning rate for this update.
-  void apply_update(const float* grads, double lr_scale = 1.0);
-  /// async, ssp: the learning-rate factor of a push computed on version
-  /// `tag`, counting its staleness.
-  double stale_push_scale(int64_t tag);
+  void apply_update(const float* grads, stale_adjust adjust = {});
+  /// async, ssp: the adjustment of a push computed on version `tag`, by the
+  /// rules stale_lr and stale_momentum, counting its staleness.
+  stale_adjust adjust_for_staleness(int64_t tag);
   /// sync: applies the mean of this version's pushes once enough are in;
   /// true when it did.
   bool apply_aggregate_if_complete();
@@ -168,6 +178,7 @@ private:
   optimizer opt_;
   int64_t version_ = 0;
   counters stats_;
+  double stale_mean_ = 0; ///< the pushes' staleness, moving average
   std::map<int32_t, int64_t> clocks_;
   /// The applied log (async, ssp): log_[k] is the batch of update
   /// log_base_ + k + 1; sorted_ the same batches in order, for the

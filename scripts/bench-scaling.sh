@@ -7,7 +7,8 @@
 #      shards, test accuracy, and user and system CPU seconds; then 1, 2, 4
 #      GPU workers when nvidia-smi finds a GPU and the build has CUDA;
 #   2. async test accuracy with 1, 2, 4, 8 workers (4 shards), the
-#      staleness rule of cluster.stale_lr on (divide) and off (none);
+#      staleness rules of cluster.stale_lr on (divide) and off (none), and
+#      divide with cluster.stale_momentum reduce;
 #   3. the shard's update next to memcpy (bench-shard; then with 30% of the
 #      gradient zero, denormals flushed and kept) and the minor page
 #      faults per step of a running cluster in steady state (two runs of
@@ -94,18 +95,21 @@ if "1" in sections:
                       + (note(w) if device == "cpu" else ""))
 
 if "2" in sections:
-    print("\n2. async test accuracy by stale_lr (4 shards)")
-    print(f"{'workers':>7} {'divide':>8} {'none':>8}")
+    print("\n2. async test accuracy by stale_lr and stale_momentum (4 shards)")
+    rules = {"divide": ("divide", "none"), "none": ("none", "none"),
+             "divide+reduce": ("divide", "reduce")}
+    print(f"{'workers':>7} " + " ".join(f"{r:>13}" for r in rules))
     for w in (1, 2, 4, 8):
         acc = {}
-        for rule in ("divide", "none"):
+        for name, (lr_rule, momentum_rule) in rules.items():
             c = json.load(open(mlp))
-            c["cluster"]["stale_lr"] = rule
-            path = mlp + "." + rule + ".json"
+            c["cluster"]["stale_lr"] = lr_rule
+            c["cluster"]["stale_momentum"] = momentum_rule
+            path = mlp + "." + name + ".json"
             json.dump(c, open(path, "w"))
-            acc[rule] = node(path, w, 4)["acc"]
+            acc[name] = node(path, w, 4)["acc"]
             os.unlink(path)
-        print(f"{w:>7} {acc['divide']:>8.4f} {acc['none']:>8.4f}")
+        print(f"{w:>7} " + " ".join(f"{acc[r]:>13.4f}" for r in rules))
 
 if "3" in sections:
     print("\n3. the shard's update (bench-shard) and page faults of a running cluster")

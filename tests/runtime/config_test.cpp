@@ -190,6 +190,8 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
   BOOST_TEST(c.node("w")->port == 7001);
   BOOST_TEST((c.on_node_loss == cluster_config::node_loss::wait));
   BOOST_TEST((c.stale_lr == cluster_config::stale_rate::divide)); // default
+  BOOST_TEST((c.stale_momentum
+              == cluster_config::stale_momentum_rule::none)); // default
   BOOST_TEST(!c.prefetch);                                         // default
 }
 
@@ -226,6 +228,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
   BOOST_TEST(with(R"({ "stale_lr": "sqrt" })")
                .find("/cluster/stale_lr") != std::string::npos);
+  BOOST_TEST(with(R"({ "stale_momentum": "halve" })")
+               .find("/cluster/stale_momentum") != std::string::npos);
   BOOST_TEST(with(R"({ "prefetch": "yes" })")
                .find("/cluster/prefetch") != std::string::npos);
   BOOST_TEST(with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")

@@ -1,6 +1,7 @@
 #include "runtime/optimizer.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -55,6 +56,61 @@ BOOST_AUTO_TEST_CASE(adam_matches_hand_computation) {
   }
   BOOST_TEST(p == static_cast<float>(ref), boost::test_tools::tolerance(1e-5f));
   BOOST_TEST(opt.slots().size() == 2u);
+}
+
+// A stale push's implicit momentum lowers beta1 for its step alone, and the
+// bias correction divides m by 1 - (the product of the betas it was built
+// with), as Adam's derivation does for a beta1 that varies.
+BOOST_AUTO_TEST_CASE(adam_lowers_beta1_by_implicit_momentum) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  cfg.learning_rate = 0.01;
+  troupe::optimizer opt{cfg, 1};
+  float p = 0.5f;
+  double m = 0, v = 0, ref = 0.5, product = 1;
+  const float grads[4] = {0.1f, -0.3f, 0.2f, 0.05f};
+  const double implicit[4] = {0, 0.75, 0.5, 0.95}; // beta1 .9 .15 .4 0
+  for (int t = 0; t < 4; ++t) {
+    float g = grads[t];
+    opt.apply(&p, &g, t, 1.0, implicit[t]);
+    double b1 = std::max(0.0, 0.9 - implicit[t]);
+    product *= b1;
+    m = b1 * m + (1 - b1) * g;
+    v = 0.999 * v + 0.001 * g * g;
+    double mhat = m / (1 - product);
+    double vhat = v / (1 - std::pow(0.999, t + 1));
+    ref -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+    BOOST_TEST(p == static_cast<float>(ref),
+               boost::test_tools::tolerance(1e-5f));
+    BOOST_TEST((*opt.slots()[0].second)[0] == static_cast<float>(m),
+               boost::test_tools::tolerance(1e-5f));
+  }
+  // A new run (step 0) starts the product over: the same as a fresh one.
+  troupe::optimizer fresh{cfg, 1};
+  float a = 0.5f, b = 0.5f, g = 0.1f;
+  troupe::optimizer again{cfg, 1};
+  again.apply(&a, &g, 0, 1.0, 0.5);
+  again.apply(&a, &g, 1, 1.0, 0.5);
+  a = 0.5f;
+  again.slots()[0].second->assign(1, 0.f);
+  again.slots()[1].second->assign(1, 0.f);
+  again.apply(&a, &g, 0);
+  fresh.apply(&b, &g, 0);
+  BOOST_TEST(a == b);
+}
+
+BOOST_AUTO_TEST_CASE(momentum_lowers_its_momentum_by_implicit_momentum) {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::momentum;
+  cfg.learning_rate = 0.1;
+  cfg.momentum = 0.9;
+  troupe::optimizer opt{cfg, 1};
+  float p = 1.f, g = 1.f;
+  opt.apply(&p, &g, 0);           // acc = 1, p = 0.9
+  opt.apply(&p, &g, 1, 1.0, 0.5); // acc = 0.4 * 1 + 1 = 1.4, p = 0.76
+  BOOST_TEST(p == 0.76f, boost::test_tools::tolerance(1e-6f));
+  opt.apply(&p, &g, 2, 1.0, 0.99); // momentum 0: acc = 1, p = 0.66
+  BOOST_TEST(p == 0.66f, boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_CASE(exponential_decay_like_tf1) {

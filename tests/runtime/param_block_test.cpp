@@ -277,6 +277,44 @@ BOOST_AUTO_TEST_CASE(divide_scales_a_push_by_the_updates_since_its_pull) {
   BOOST_TEST(b.stats().staleness_max == 4);
 }
 
+// stale_momentum reduce: the pushes' recent mean staleness s (a moving
+// average over about 32 pushes) lowers the momentum by 1 - 1/s once s
+// passes 1; none keeps it. Momentum optimizer, rate 1, m 0.9, gradient 1,
+// no lr division, every push 4 updates stale (after the first four).
+BOOST_AUTO_TEST_CASE(reduce_lowers_momentum_by_the_mean_staleness) {
+  auto run = [](cluster_config::stale_momentum_rule rule) {
+    block::options o;
+    o.mode = mode::async;
+    o.stale_momentum = rule;
+    o.optimizer.type = optimizer_config::kind::momentum;
+    o.optimizer.learning_rate = 1;
+    o.optimizer.momentum = 0.9;
+    block b{o, {0.f}};
+    b.add_worker(0);
+    std::vector<float> g{1.f};
+    for (int i = 0; i < 100; ++i)
+      BOOST_REQUIRE(b.push(0, std::max<int64_t>(0, b.version() - 4),
+                           g.data(), 1));
+    return values_of(b)[0];
+  };
+  double mean = 0, acc = 0, reduced = 0, kept = 0, kept_acc = 0;
+  for (int i = 0; i < 100; ++i) {
+    mean += (std::min(i, 4) - mean) / 32.0;
+    double m = mean > 1 ? std::max(0.0, 0.9 - (1 - 1 / mean)) : 0.9;
+    acc = m * acc + 1;
+    reduced -= acc;
+    kept_acc = 0.9 * kept_acc + 1;
+    kept -= kept_acc;
+  }
+  BOOST_TEST(run(cluster_config::stale_momentum_rule::reduce)
+               == static_cast<float>(reduced),
+             boost::test_tools::tolerance(1e-4f));
+  BOOST_TEST(run(cluster_config::stale_momentum_rule::none)
+               == static_cast<float>(kept),
+             boost::test_tools::tolerance(1e-4f));
+  BOOST_TEST(reduced > kept / 2); // the rule made a difference
+}
+
 BOOST_AUTO_TEST_CASE(none_applies_a_stale_push_at_the_full_rate) {
   auto b = make_block(mode::ssp, 1, 100, cluster_config::stale_rate::none);
   std::vector<float> g{1.f, 1.f, 1.f};
