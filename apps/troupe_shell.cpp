@@ -7,6 +7,7 @@
 //                                 [--tls-ca F --tls-cert F --tls-key F]
 // Exit codes: 0 done; 1 the command failed or the chief is unreachable;
 // 2 bad command line.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -124,28 +125,56 @@ int execute(caf::actor_system& sys, const chief_actor& chief,
 }
 
 #ifdef TROUPE_HAVE_LIBEDIT
-std::vector<std::string> actor_words{"chief", "feeder", "shard:", "worker:"};
+// Completion. The first word completes to a command; later words to an
+// actor: the roles, and the shards' and workers' ids as the chief lists
+// them at that moment (asked with a short timeout on each Tab).
+const std::vector<std::string> actor_roles{"chief", "feeder", "shard:",
+                                           "worker:"};
+
+struct completion_source {
+  caf::actor_system* sys = nullptr;
+  chief_actor chief;
+};
+completion_source completing;
+
+/// "shard:0", ..., "worker:0", ... from the chief's status; none when it
+/// does not answer within a second (the roles still complete).
+std::vector<std::string> live_actor_ids() {
+  std::vector<std::string> ids;
+  if (completing.sys == nullptr)
+    return ids;
+  caf::scoped_actor self{*completing.sys};
+  self->request(completing.chief, std::chrono::seconds(1), stats_atom_v)
+    .receive(
+      [&](cluster_view& v) {
+        for (auto& s : v.shards)
+          ids.push_back("shard:" + std::to_string(s.id));
+        for (auto& w : v.workers)
+          ids.push_back("worker:" + std::to_string(w.id));
+      },
+      [](caf::error&) {});
+  return ids;
+}
+
+std::vector<std::string> candidates; // of the completion in progress
 
 char* next_match(const char* text, int state) {
   static size_t index;
-  static bool first_word;
   if (state == 0) {
     index = 0;
-    first_word = rl_line_buffer == nullptr
-                 || std::strchr(rl_line_buffer, ' ') == nullptr;
+    bool first_word = rl_line_buffer == nullptr
+                      || std::strchr(rl_line_buffer, ' ') == nullptr;
+    if (first_word) {
+      candidates = shell_command_words();
+    } else {
+      candidates = actor_roles;
+      for (auto& id : live_actor_ids())
+        candidates.push_back(std::move(id));
+    }
   }
   auto len = std::strlen(text);
-  if (first_word) {
-    auto& words = shell_command_words();
-    while (index < words.size()) {
-      auto& w = words[index++];
-      if (w.compare(0, len, text) == 0)
-        return strdup(w.c_str());
-    }
-    return nullptr;
-  }
-  while (index < actor_words.size()) {
-    auto& w = actor_words[index++];
+  while (index < candidates.size()) {
+    auto& w = candidates[index++];
     if (w.compare(0, len, text) == 0)
       return strdup(w.c_str());
   }
@@ -154,7 +183,14 @@ char* next_match(const char* text, int state) {
 
 char** complete(const char* text, int, int) {
   rl_attempted_completion_over = 1;
-  return rl_completion_matches(text, next_match);
+  char** matches = rl_completion_matches(text, next_match);
+  // A lone "worker:" or "shard:" wants its number next, not a space:
+  // with one, "inspect wor<Tab>0" would read "inspect worker: 0".
+  bool role_only = matches != nullptr && matches[1] == nullptr
+                   && std::strchr(matches[0], ':') != nullptr
+                   && matches[0][std::strlen(matches[0]) - 1] == ':';
+  rl_completion_append_character = role_only ? '\0' : ' ';
+  return matches;
 }
 #endif
 
@@ -187,6 +223,7 @@ int interactive(caf::actor_system& sys, const chief_actor& chief,
   if (const char* home = std::getenv("HOME"))
     history = std::string{home} + "/.troupe_history";
   rl_attempted_completion_function = complete;
+  completing = {&sys, chief};
   if (!history.empty())
     read_history(history.c_str());
 #endif

@@ -4,7 +4,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 #include "cluster_file.hpp"
 
@@ -24,6 +31,82 @@ int64_t version_of_shard0(const temp_dir& dir, const cluster_spec& spec) {
 void sleep_s(double s) {
   std::this_thread::sleep_for(std::chrono::duration<double>(s));
 }
+
+/// troupe-shell in a pseudo-terminal, typed at as a person would: its line
+/// editor runs as in a terminal (raw mode, Tab completion, echo).
+class terminal_shell {
+public:
+  terminal_shell(const temp_dir& dir, const std::string& address) {
+    pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      setenv("TERM", "vt100", 1);
+      setenv("HOME", dir.path().c_str(), 1); // its history file
+      std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-shell";
+      execl(exe.c_str(), "troupe-shell", "--connect", address.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~terminal_shell() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0)
+      close(master_);
+  }
+  bool started() const { return pid_ > 0; }
+  void type(const std::string& keys) {
+    BOOST_REQUIRE(write(master_, keys.data(), keys.size())
+                  == static_cast<ssize_t>(keys.size()));
+  }
+  /// Reads what the terminal shows until `needle` appears after what was
+  /// read before, or `seconds` pass; true if it appeared.
+  bool wait_for(const std::string& needle, double seconds) {
+    auto from = seen_.size();
+    auto until = std::chrono::steady_clock::now()
+                 + std::chrono::duration<double>(seconds);
+    while (seen_.find(needle, from) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return false;
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0)
+        continue;
+      char buf[4096];
+      auto n = read(master_, buf, sizeof buf);
+      if (n <= 0)
+        return false; // the shell is gone
+      seen_.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  /// Its exit code once it ends within `seconds`, else -1.
+  int wait(double seconds) {
+    for (int i = 0; i < static_cast<int>(seconds * 20); ++i) {
+      int status = 0;
+      char buf[4096];
+      while (poll_readable() && read(master_, buf, sizeof buf) > 0) {}
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      sleep_s(0.05);
+    }
+    return -1;
+  }
+  const std::string& seen() const { return seen_; }
+
+private:
+  bool poll_readable() {
+    pollfd p{master_, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+  }
+  int master_ = -1;
+  pid_t pid_ = -1;
+  std::string seen_;
+};
 
 } // namespace
 
@@ -151,6 +234,31 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(repl.out().find("run multi-process-test") == std::string::npos,
              repl.out()); // nothing after quit
   BOOST_TEST(repl.err().find("unknown command \"bogus\"") != std::string::npos);
+
+  // Interactive in a terminal: Tab after "inspect wor" completes to
+  // "worker:" with no space after it (the chief lists worker:0 too, so
+  // the longest common part is "worker:"), the 0 typed next makes
+  // "inspect worker:0", and the worker's details come back.
+  {
+    terminal_shell term{dir, chief_address(spec)};
+    BOOST_REQUIRE(term.started());
+    BOOST_REQUIRE_MESSAGE(term.wait_for("> ", 30), term.seen());
+    term.type("inspect wor\t");
+    BOOST_REQUIRE_MESSAGE(term.wait_for("ker:", 10), term.seen());
+    term.type("0\r");
+    BOOST_TEST(term.wait_for("w0", 15), term.seen());
+    BOOST_TEST(term.seen().find("usage: inspect") == std::string::npos,
+               term.seen());
+    term.type("quit\r");
+    BOOST_TEST(term.wait(15) == 0, term.seen());
+    std::ifstream in{dir.file(".troupe_history")};
+    std::string history{std::istreambuf_iterator<char>{in}, {}};
+    // libedit writes a space in its history file as \040.
+    BOOST_TEST((history.find("inspect worker:0\n") != std::string::npos
+                || history.find("inspect\\040worker:0\n")
+                     != std::string::npos),
+               history);
+  }
 
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
   BOOST_TEST(chief.wait(60) == 0, chief.err());
