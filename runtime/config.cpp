@@ -88,7 +88,10 @@ void check_path(const std::string& path, const std::string& pointer) {
 
 /// A dataset file: resolved against dir and required to exist.
 std::string data_file(object_reader& r, const std::string& key,
-                      const std::string& dir, const std::string& fallback) {
+                      const std::string& dir, const std::string& fallback,
+                      bool required = false) {
+  if (required)
+    r.require(key);
   auto path = join(dir, r.string(key, fallback));
   check_path(path, r.at(key));
   if (!file_exists(path))
@@ -139,9 +142,30 @@ data_config read_data(object_reader r) {
   data_config d;
   d.format = r.choice<dk>("format", dk::idx,
                           {{"idx", dk::idx}, {"cifar10", dk::cifar10},
-                           {"synthetic", dk::synthetic}},
+                           {"synthetic", dk::synthetic}, {"npy", dk::npy},
+                           {"csv", dk::csv}},
                           true);
+  if (d.format == dk::idx || d.format == dk::npy || d.format == dk::csv)
+    d.file_classes = static_cast<int>(r.integer("classes", 0, 2, max_classes));
   switch (d.format) {
+    case dk::npy: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.train_labels = data_file(r, "train_labels", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.test_labels = data_file(r, "test_labels", dir, "", true);
+      break;
+    }
+    case dk::csv: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.label_column = r.string("label_column", "label");
+      if (d.label_column.empty() || has_control(d.label_column))
+        throw config_error{errc::invalid_config, r.at("label_column"),
+                           "expected a column name"};
+      break;
+    }
     case dk::idx: {
       auto dir = r.string("dir", "");
       d.train_images = data_file(r, "train_images", dir,
@@ -184,7 +208,7 @@ data_config read_data(object_reader r) {
       d.height = static_cast<int>(r.integer("height", 1, 1, 4096));
       d.width = static_cast<int>(r.integer("width", 16, 1, 4096));
       d.channels = static_cast<int>(r.integer("channels", 1, 1, 4096));
-      d.classes = static_cast<int>(r.integer("classes", 4, 2, 65536));
+      d.classes = static_cast<int>(r.integer("classes", 4, 2, max_classes));
       d.noise = r.number("noise", 0.1, 0, 1e3);
       d.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
       {

@@ -39,11 +39,21 @@ struct model_config {
   uint64_t seed = 1;                      ///< initialisation seed
 };
 
+/// The most classes a dataset may have (labels 0..65535).
+constexpr int max_classes = 1 << 16;
+
 struct data_config {
-  enum class kind { idx, cifar10, synthetic };
+  enum class kind { idx, cifar10, synthetic, npy, csv };
   kind format = kind::idx;
-  // idx: resolved paths (relative names are joined to "dir").
+  // idx, npy: resolved paths (relative names are joined to "dir"); npy
+  // keeps the features' files in the *_images fields, csv its two files
+  // there (and no label files).
   std::string train_images, train_labels, test_images, test_labels;
+  // csv: the column of the labels.
+  std::string label_column = "label";
+  /// idx, npy, csv: the number of classes; 0 takes the largest label of
+  /// the training and test sets + 1. Labels must be below it.
+  int file_classes = 0;
   // cifar10: resolved batch files.
   std::vector<std::string> train_files, test_files;
   // synthetic

@@ -1,6 +1,7 @@
-// In-memory labelled image datasets and the per-epoch sample order.
-// Samples are stored as floats in [0, 1], NHWC (one sample is height x width
-// x channels), labels as int32 in [0, classes).
+// In-memory labelled datasets and the per-epoch sample order. Samples are
+// stored as floats, NHWC (one sample is height x width x channels; images
+// scaled to [0, 1], other features as the file has them), labels as int32
+// in [0, classes).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,11 @@
 #include "runtime/config.hpp"
 
 namespace troupe {
+
+/// At most 2^30 values per dataset (4 GiB as floats): far above
+/// Fashion-MNIST's 47M and CIFAR-10's 154M, far below what a header may
+/// claim (0xFFFFFFFF images). Every reader checks it before it allocates.
+constexpr uint64_t max_dataset_values = uint64_t{1} << 30;
 
 struct dataset {
   std::string source; ///< where it came from, for messages
@@ -33,6 +39,26 @@ struct dataset {
 caf::expected<dataset> load_idx(const std::string& images_path,
                                 const std::string& labels_path,
                                 int classes = 10);
+
+/// Reads NumPy .npy arrays: features of shape (N, F), (N, H, W) or
+/// (N, H, W, C) as float32 or float64 (taken as they are, and required to
+/// be finite) or uint8 (scaled to [0, 1], as the image readers do), and
+/// labels of shape (N,) of any integer type, each in [0, max_classes).
+/// (N, F) becomes samples of 1 x F x 1. `classes` is the largest label + 1.
+/// Errors name the file and what is wrong: errc::file_not_found,
+/// errc::io_error, errc::bad_format (magic, version, header, dtype,
+/// Fortran order, shape, truncated or trailing data, counts, labels).
+caf::expected<dataset> load_npy(const std::string& features_path,
+                                const std::string& labels_path);
+
+/// Reads a CSV file with a header row: the column named `label_column`
+/// holds integer labels in [0, max_classes), every other column is a
+/// numeric feature taken as it is (finite). Samples are 1 x F x 1;
+/// `classes` is the largest label + 1. Fields may be quoted ("a,b", ""
+/// for a quote); lines end in LF or CRLF; blank lines are skipped. Errors
+/// (errc::bad_format) name the file, the line and the column.
+caf::expected<dataset> load_csv(const std::string& path,
+                                const std::string& label_column);
 
 /// Reads CIFAR-10 binary batch files (records of 1 label byte + 3072 pixel
 /// bytes, three 32x32 planes R, G, B) and concatenates them.

@@ -1,21 +1,71 @@
 #include "runtime/dataset.hpp"
 
+#include <algorithm>
+
 #include "runtime/errc.hpp"
 
 namespace troupe {
+
+namespace {
+
+/// The class count of file formats whose labels say it: data.classes, or
+/// the largest label of both sets + 1 (at least 2). Labels at or above
+/// data.classes are refused, naming the file and the sample.
+caf::error settle_classes(train_test& sets, int configured) {
+  int classes = configured;
+  if (classes == 0)
+    classes = std::max({2, sets.train.classes, sets.test.classes});
+  for (auto* d : {&sets.train, &sets.test}) {
+    for (size_t i = 0; i < d->labels.size(); ++i)
+      if (d->labels[i] >= classes)
+        return make_error(errc::bad_format,
+                          d->source + ": label " + std::to_string(d->labels[i])
+                            + " of sample " + std::to_string(i)
+                            + " is not below data.classes ("
+                            + std::to_string(classes) + ")");
+    d->classes = classes;
+  }
+  return caf::none;
+}
+
+} // namespace
 
 caf::expected<train_test> load_datasets(const data_config& cfg) {
   train_test out;
   switch (cfg.format) {
     case data_config::kind::idx: {
-      auto train = load_idx(cfg.train_images, cfg.train_labels);
+      auto train = load_idx(cfg.train_images, cfg.train_labels, max_classes);
       if (!train)
         return train.error();
-      auto test = load_idx(cfg.test_images, cfg.test_labels);
+      auto test = load_idx(cfg.test_images, cfg.test_labels, max_classes);
       if (!test)
         return test.error();
       out.train = std::move(*train);
       out.test = std::move(*test);
+      for (auto* d : {&out.train, &out.test})
+        d->classes = d->labels.empty()
+                       ? 0
+                       : *std::max_element(d->labels.begin(), d->labels.end())
+                           + 1;
+      if (auto err = settle_classes(out, cfg.file_classes))
+        return err;
+      break;
+    }
+    case data_config::kind::npy:
+    case data_config::kind::csv: {
+      auto npy = cfg.format == data_config::kind::npy;
+      auto train = npy ? load_npy(cfg.train_images, cfg.train_labels)
+                       : load_csv(cfg.train_images, cfg.label_column);
+      if (!train)
+        return train.error();
+      auto test = npy ? load_npy(cfg.test_images, cfg.test_labels)
+                      : load_csv(cfg.test_images, cfg.label_column);
+      if (!test)
+        return test.error();
+      out.train = std::move(*train);
+      out.test = std::move(*test);
+      if (auto err = settle_classes(out, cfg.file_classes))
+        return err;
       break;
     }
     case data_config::kind::cifar10: {

@@ -5,19 +5,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include "runtime/errc.hpp"
+#include "runtime/file_checks.hpp"
 
 namespace troupe {
 
 namespace {
 
-/// At most 2^30 pixels per dataset (4 GiB as floats): far above
-/// Fashion-MNIST's 47M and CIFAR-10's 154M, far below what a header may
-/// claim (0xFFFFFFFF images).
-constexpr uint64_t max_pixels = uint64_t{1} << 30;
+constexpr uint64_t max_pixels = max_dataset_values;
 
 class gz_file {
 public:
@@ -62,24 +59,6 @@ public:
 private:
   gzFile file_;
 };
-
-caf::error open_error(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    return make_error(errc::file_not_found, path + ": no such file");
-  return make_error(errc::io_error, path + ": cannot open for reading");
-}
-
-/// An error when `path` is not a regular file (a FIFO would block the
-/// reader, a folder reads as garbage).
-caf::error check_regular(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    return make_error(errc::file_not_found, path + ": no such file");
-  if (!S_ISREG(st.st_mode))
-    return make_error(errc::bad_format, path + ": not a regular file");
-  return caf::none;
-}
 
 /// `where`: "after the labels", "before any record".
 caf::error cut_short(const std::string& path, const std::string& where) {

@@ -36,9 +36,14 @@ const char* kind_name(data_config::kind k) {
       return "idx";
     case data_config::kind::cifar10:
       return "cifar10";
-    default:
+    case data_config::kind::npy:
+      return "npy";
+    case data_config::kind::csv:
+      return "csv";
+    case data_config::kind::synthetic:
       return "synthetic";
   }
+  return "?";
 }
 
 } // namespace
@@ -82,6 +87,10 @@ identity_map training_identity(const run_config& cfg) {
     for (auto& f : d.test_files)
       files.push_back(base(f));
     m["/data/files"] = list(files);
+    if (d.file_classes > 0)
+      m["/data/classes"] = std::to_string(d.file_classes);
+    if (d.format == data_config::kind::csv)
+      m["/data/label_column"] = d.label_column;
   }
   auto& t = cfg.training;
   m["/training/batch_size"] = std::to_string(t.batch_size);

@@ -1,6 +1,7 @@
 // troupe-train driven as a user drives it: a real process, real files,
 // exit codes and the one-line errors on stderr.
 #include <boost/test/unit_test.hpp>
+#include <zlib.h>
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
@@ -114,6 +115,114 @@ BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
   BOOST_REQUIRE_MESSAGE(pos != std::string::npos, o.out);
   auto acc = std::stod(o.out.substr(o.out.find("test accuracy = ", pos) + 16));
   BOOST_TEST(acc > 0.75, o.out);
+}
+
+namespace {
+
+/// The bytes of a gzipped IDX file after its header of `skip` bytes.
+std::string idx_payload(const std::string& path, size_t skip) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  BOOST_REQUIRE(f != nullptr);
+  std::string out;
+  char buf[1 << 16];
+  int got;
+  while ((got = gzread(f, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(got));
+  gzclose(f);
+  BOOST_REQUIRE(out.size() > skip);
+  return out.substr(skip);
+}
+
+/// A uint8 .npy file of `shape` (a Python tuple), as np.save writes it.
+void write_u1_npy(const std::string& path, const std::string& shape,
+                  const std::string& data) {
+  std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': "
+                     + shape + ", }";
+  dict += std::string(64 - (10 + dict.size() + 1) % 64, ' ') + "\n";
+  std::string head = "\x93NUMPY\x01";
+  head += '\0';
+  head += static_cast<char>(dict.size() & 0xff);
+  head += static_cast<char>(dict.size() >> 8);
+  troupe::test::write_file(path, head + dict + data);
+}
+
+double accuracy_after_done(const outcome& o) {
+  auto pos = o.out.find("done: ");
+  BOOST_REQUIRE_MESSAGE(pos != std::string::npos, o.out + o.err);
+  return std::stod(o.out.substr(o.out.find("test accuracy = ", pos) + 16));
+}
+
+} // namespace
+
+// Fashion-MNIST's bytes as .npy files train exactly as the IDX files do:
+// the same pixels scaled the same way, the same labels and classes.
+BOOST_AUTO_TEST_CASE(fashion_mnist_as_npy_trains_as_idx_does) {
+  temp_dir tmp;
+  const std::string src = "/usr/share/datasets/fashion-mnist/";
+  write_u1_npy(tmp.file("train_x.npy"), "(60000, 28, 28)",
+               idx_payload(src + "train-images-idx3-ubyte.gz", 16));
+  write_u1_npy(tmp.file("train_y.npy"), "(60000,)",
+               idx_payload(src + "train-labels-idx1-ubyte.gz", 8));
+  write_u1_npy(tmp.file("test_x.npy"), "(10000, 28, 28)",
+               idx_payload(src + "t10k-images-idx3-ubyte.gz", 16));
+  write_u1_npy(tmp.file("test_y.npy"), "(10000,)",
+               idx_payload(src + "t10k-labels-idx1-ubyte.gz", 8));
+  auto config = [&](const std::string& data) {
+    return R"({ "model": { "type": "softmax" }, "data": )" + data + R"(,
+      "training": { "batch_size": 100, "epochs": 1, "log_every_steps": 1000,
+                    "optimizer": { "type": "sgd", "learning_rate": 0.1 } } })";
+  };
+  troupe::test::write_file(tmp.file("idx.json"),
+                           config(R"({ "format": "idx", "dir": ")" + src + "\" }"));
+  troupe::test::write_file(
+    tmp.file("npy.json"),
+    config(R"({ "format": "npy", "dir": ")" + tmp.path() + R"(",
+                "train": "train_x.npy", "train_labels": "train_y.npy",
+                "test": "test_x.npy", "test_labels": "test_y.npy" })"));
+  auto idx = run_train(tmp, "--config " + tmp.file("idx.json"));
+  BOOST_TEST(idx.code == 0, idx.err);
+  auto npy = run_train(tmp, "--config " + tmp.file("npy.json"));
+  BOOST_TEST(npy.code == 0, npy.err);
+  BOOST_TEST(accuracy_after_done(npy) == accuracy_after_done(idx), npy.out);
+  BOOST_TEST(accuracy_after_done(npy) > 0.75);
+}
+
+// A CSV table with the label in its own named column, classes 1..3 (so 4
+// from the data), trains to a clear separation; a bad row stops the run
+// with the file and the line, exit 2.
+BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
+  temp_dir tmp;
+  auto table = [](int rows, uint32_t seed) {
+    std::string s = "f0,f1,kind,f2\n";
+    for (int i = 0; i < rows; ++i) {
+      int c = 1 + i % 3;
+      seed = seed * 1664525u + 1013904223u;
+      double noise = (seed >> 8) / double(1 << 24) - 0.5;
+      s += std::to_string(c == 1 ? 1 + noise : noise) + ","
+           + std::to_string(c == 2 ? 1 - noise : -noise) + ","
+           + std::to_string(c) + ","
+           + std::to_string(c == 3 ? 1 + noise : 0.5 * noise) + "\n";
+    }
+    return s;
+  };
+  troupe::test::write_file(tmp.file("train.csv"), table(600, 1));
+  troupe::test::write_file(tmp.file("test.csv"), table(150, 2));
+  troupe::test::write_file(tmp.file("cfg.json"), R"({
+    "model": { "type": "mlp", "hidden": [16] },
+    "data": { "format": "csv", "dir": ")" + tmp.path() + R"(",
+              "train": "train.csv", "test": "test.csv",
+              "label_column": "kind" },
+    "training": { "batch_size": 20, "epochs": 5,
+                  "optimizer": { "type": "adam", "learning_rate": 0.02 } } })");
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(accuracy_after_done(o) > 0.95, o.out);
+  troupe::test::write_file(tmp.file("test.csv"),
+                           "f0,f1,kind,f2\n0,0,1,0\n0,zero,2,0\n");
+  o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 2, o.err);
+  BOOST_TEST(o.err == "troupe-train: error: " + tmp.file("test.csv")
+                        + ":3: column \"f1\": \"zero\" is not a number\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {

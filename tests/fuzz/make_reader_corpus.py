@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # Writes the seed corpora of the file readers' fuzz targets (corpus/config,
-# cluster_file, idx, cifar, safetensors): a few valid files and the inputs
-# that once crashed, hung or over-allocated a reader. Run by hand when a
-# format changes; files it does not write (regress_*: reproducers of fixed
-# findings, copied in as the fuzzer saved them) are left alone. How an
+# cluster_file, idx, cifar, safetensors, npy, csv): a few valid files and
+# the inputs that once crashed, hung or over-allocated a reader. Run by
+# hand when a format changes; files it does not write (regress_*:
+# reproducers of fixed findings, copied in as the fuzzer saved them) are
+# left alone. How an
 # input becomes files is in reader_inputs.hpp.
 import gzip
 import json
@@ -429,8 +430,80 @@ safetensors_seeds = {
     "empty": b"",
 }
 
+# -- npy: byte 0 unused, 2-byte split, features .npy, labels .npy --------
+
+
+def npy(descr, shape, data=b"", fortran=False, major=1, header=None):
+    if header is None:
+        header = ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }"
+                  % (descr, fortran, shape))
+    lead = 10 if major == 1 else 12
+    header += " " * ((-(lead + len(header) + 1)) % 64) + "\n"
+    size = struct.pack("<H" if major == 1 else "<I", len(header))
+    return b"\x93NUMPY" + bytes([major, 0]) + size + header.encode() + data
+
+
+def npy_pair(features, labels):
+    return b"\x00" + struct.pack(">H", len(features)) + features + labels
+
+
+F2 = npy("<f4", "(2, 3)", struct.pack("<6f", 0, 1, 2, 3, 4, -5))
+L2 = npy("<i8", "(2,)", struct.pack("<2q", 1, 0))
+npy_seeds = {
+    "valid_f4_i8": npy_pair(F2, L2),
+    "valid_u1_images": npy_pair(npy("|u1", "(2, 2, 2)", bytes(range(8))),
+                                npy("|u1", "(2,)", b"\x03\x07")),
+    "valid_f8_nhwc_v2": npy_pair(
+        npy("<f8", "(1, 1, 2, 2)", struct.pack("<4d", 1, 2, 3, 4), major=2),
+        npy("<u2", "(1,)", struct.pack("<H", 9), major=2)),
+    "fortran": npy_pair(npy("<f4", "(2, 3)", bytes(24), fortran=True), L2),
+    "big_endian": npy_pair(npy(">f4", "(2, 3)", bytes(24)), L2),
+    "object_dtype": npy_pair(npy("|O", "(2, 3)", bytes(24)), L2),
+    "structured": npy_pair(npy("", "", header="{'descr': [('a', '<f4')], "
+                                              "'fortran_order': False, "
+                                              "'shape': (2,), }"), L2),
+    "shape_huge": npy_pair(npy("<f4", "(1099511627776, 1099511627776)"), L2),
+    "shape_many_dims": npy_pair(npy("<f4", "(1, 1, 1, 1, 1, 1, 1, 1, 1)"),
+                                L2),
+    "data_short": npy_pair(F2[:-3], L2),
+    "data_long": npy_pair(F2 + b"xx", L2),
+    "nan": npy_pair(npy("<f4", "(2, 1)", struct.pack("<2f", 0, float("nan"))),
+                    L2),
+    "labels_negative": npy_pair(F2, npy("<i4", "(2,)",
+                                        struct.pack("<2i", 0, -3))),
+    "labels_float": npy_pair(F2, npy("<f4", "(2,)", bytes(8))),
+    "labels_count": npy_pair(F2, npy("|u1", "(3,)", b"\x00\x01\x02")),
+    "header_length_past_file": npy_pair(b"\x93NUMPY\x01\x00\xff\xff{", L2),
+    "version_9": npy_pair(npy("<f4", "(2, 3)", bytes(24), major=9), L2),
+    "bad_magic": npy_pair(b"PK\x03\x04" + bytes(60), L2),
+    "empty": b"",
+}
+
+# -- csv: the whole input is a CSV file, labels in column "label" --------
+
+csv_seeds = {
+    "valid": "a,label,b\n0.5,1,2\n-1e3,0,3.25\n",
+    "valid_quoted_crlf": '"a","label"\r\n"1",2\r\n\r\n3,"0"\r\n',
+    "no_label_column": "a,b\n1,2\n",
+    "label_only": "label\n1\n",
+    "duplicate_column": "a,a,label\n1,2,0\n",
+    "ragged": "a,label\n1,0\n1,2,3\n",
+    "not_a_number": "a,label\nx,0\n",
+    "empty_value": "a,label\n,0\n",
+    "label_not_integer": "a,label\n1,1.5\n",
+    "label_negative": "a,label\n1,-1\n",
+    "label_huge": "a,label\n1,99999999999999999999\n",
+    "infinite": "a,label\ninf,0\n",
+    "open_quote": 'a,label\n"1,0\n',
+    "text_after_quote": 'a,label\n"1"x,0\n',
+    "header_only": "a,label\n",
+    "empty": "",
+}
+
 write("config", config)
 write("cluster_file", cluster)
 write("idx", idx_seeds)
 write("cifar", cifar_seeds)
 write("safetensors", safetensors_seeds)
+write("npy", npy_seeds)
+write("csv", csv_seeds)

@@ -113,17 +113,21 @@ two_files split(const uint8_t* data, size_t size) {
   return out;
 }
 
-std::string pixels_broken(const dataset& d) {
+/// Sizes and labels agree; every value is in [0, 1] (images) or finite
+/// (features taken as they are).
+std::string pixels_broken(const dataset& d, bool unit_range = true) {
   if (d.images.size() != static_cast<size_t>(d.count) * d.sample_size())
     return "images.size() != count * sample_size";
   if (d.labels.size() != static_cast<size_t>(d.count))
     return "labels.size() != count";
+  if (d.classes < 1 || d.classes > max_classes)
+    return "classes outside [1, max_classes]";
   for (auto l : d.labels)
     if (l < 0 || l >= d.classes)
       return "a label outside [0, classes)";
   for (auto x : d.images)
-    if (!(x >= 0.f && x <= 1.f))
-      return "a pixel outside [0, 1]";
+    if (unit_range ? !(x >= 0.f && x <= 1.f) : !std::isfinite(x))
+      return unit_range ? "a pixel outside [0, 1]" : "a value not finite";
   return {};
 }
 
@@ -284,6 +288,45 @@ outcome read_cifar(const uint8_t* data, size_t size) {
   return o;
 }
 
+outcome read_npy(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto in = split(data, size);
+  auto features = s.file("features.npy");
+  auto labels = s.file("labels.npy");
+  write_file(features, in.first, in.first_size, false);
+  write_file(labels, in.second, in.second_size, false);
+  outcome o;
+  o.names = features.substr(0, features.rfind('/'));
+  auto d = load_npy(features, labels);
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height < 1 || d->width < 1 || d->channels < 1)
+    o.broken = ".npy count or shape below 1";
+  else
+    o.broken = pixels_broken(*d, false);
+  return o;
+}
+
+outcome read_csv(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto path = s.file("data.csv");
+  write_file(path, data, size, false);
+  outcome o;
+  o.names = path;
+  auto d = load_csv(path, "label");
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height != 1 || d->width < 1 || d->channels != 1)
+    o.broken = "CSV count or shape out of range";
+  else
+    o.broken = pixels_broken(*d, false);
+  return o;
+}
+
 outcome read_safetensors(const uint8_t* data, size_t size) {
   auto& s = scratch::get();
   auto path = s.file("ckpt-1.safetensors");
@@ -329,6 +372,8 @@ const std::vector<reader>& readers() {
     {"idx", read_idx},
     {"cifar", read_cifar},
     {"safetensors", read_safetensors},
+    {"npy", read_npy},
+    {"csv", read_csv},
   };
   return all;
 }

@@ -40,6 +40,15 @@ outcome read_cluster_file(const uint8_t* data, size_t size);
 /// still be gzip data of the input's own, which zlib detects.
 outcome read_idx(const uint8_t* data, size_t size);
 
+/// Bytes 1-2 (big endian): how many of the bytes after byte 2 form the
+/// features' .npy file, the rest is the labels' (load_npy); byte 0 is not
+/// used.
+outcome read_npy(const uint8_t* data, size_t size);
+
+/// The whole input is a CSV file whose labels are in column "label"
+/// (load_csv).
+outcome read_csv(const uint8_t* data, size_t size);
+
 /// Byte 0: bit 0 gzips the first file, bit 1 the second, bit 2 makes two
 /// files; bytes 1-2 (big endian): the first file's length when there are
 /// two; the rest is the file data (load_cifar10).

@@ -99,6 +99,47 @@ BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
                 "/nonexistent/fmnist/train-images-idx3-ubyte.gz");
 }
 
+BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
+  troupe::test::temp_dir dir;
+  for (auto* f : {"x.npy", "y.npy", "tx.npy", "ty.npy", "a.csv", "b.csv"})
+    troupe::test::write_file(dir.file(f), "");
+  auto data = [&](const std::string& section) {
+    return replace(synthetic_config,
+                   R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+                   section);
+  };
+  auto npy = data(R"({ "format": "npy", "dir": ")" + dir.path()
+                  + R"(", "train": "x.npy", "train_labels": "y.npy",
+                       "test": "tx.npy", "test_labels": "ty.npy",
+                       "classes": 12 })");
+  auto cfg = parse_run_config(npy, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->data.format == data_config::kind::npy));
+  BOOST_TEST(cfg->data.train_labels == dir.file("y.npy"));
+  BOOST_TEST(cfg->data.file_classes == 12);
+  auto csv = data(R"({ "format": "csv", "dir": ")" + dir.path()
+                  + R"(", "train": "a.csv", "test": "b.csv",
+                       "label_column": "target" })");
+  cfg = parse_run_config(csv, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.label_column == "target");
+  BOOST_TEST(cfg->data.train_images == dir.file("a.csv"));
+  BOOST_TEST(cfg->data.file_classes == 0);
+  // What is missing or wrong is named by its key.
+  BOOST_TEST(error_of(data(R"({ "format": "npy" })"))
+             == R"(cfg.json: /data/train: missing required key "train")");
+  BOOST_TEST(error_of(data(R"({ "format": "csv", "dir": ")" + dir.path()
+                           + R"(", "train": "a.csv", "test": "c.csv" })"))
+             == "cfg.json: /data/test: dataset file not found: "
+                  + dir.file("c.csv"));
+  BOOST_TEST(error_of(data(R"({ "format": "csv", "dir": ")" + dir.path()
+                           + R"(", "train": "a.csv", "test": "b.csv",
+                                "label_column": "" })"))
+             == "cfg.json: /data/label_column: expected a column name");
+  BOOST_TEST(error_of(data(R"({ "format": "idx", "classes": 1 })"))
+               .find("cfg.json: /data/classes: ") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
   auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
   BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0,

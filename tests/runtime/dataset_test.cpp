@@ -228,6 +228,7 @@ BOOST_AUTO_TEST_CASE(test_samples_must_be_shaped_like_training_samples) {
   cfg.train_labels = tmp.file("train-lbl");
   cfg.test_images = tmp.file("test-img");
   cfg.test_labels = tmp.file("test-lbl");
+  cfg.file_classes = 10; // the labels are 0..3
   auto d = load_datasets(cfg);
   BOOST_REQUIRE(!d);
   auto why = describe(d.error());

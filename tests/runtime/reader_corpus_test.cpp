@@ -103,6 +103,14 @@ BOOST_AUTO_TEST_CASE(cifar_files) {
   replay_both("cifar");
 }
 
+BOOST_AUTO_TEST_CASE(npy_files) {
+  replay_both("npy");
+}
+
+BOOST_AUTO_TEST_CASE(csv_files) {
+  replay_both("csv");
+}
+
 BOOST_AUTO_TEST_CASE(safetensors_checkpoints) {
   replay_both("safetensors");
 }

@@ -1,0 +1,19 @@
+// Errors of opening a dataset file, shared by its readers: each names the
+// file and says what is wrong with it.
+#pragma once
+
+#include <string>
+
+#include "caf/error.hpp"
+
+namespace troupe {
+
+/// Why a file that failed to open did: errc::file_not_found when it does
+/// not exist, errc::io_error otherwise (permissions).
+caf::error open_error(const std::string& path);
+
+/// An error when `path` is not a regular file (a FIFO would block the
+/// reader, a folder reads as garbage); none when it is.
+caf::error check_regular(const std::string& path);
+
+} // namespace troupe

@@ -1,0 +1,258 @@
+// NumPy .npy and CSV datasets (load_npy, load_csv, and load_datasets with
+// data.classes): good files in every shape and type the readers take, and
+// bad files, each refused with the file, the place and the reason.
+#include "runtime/dataset.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::temp_dir;
+using troupe::test::why;
+using troupe::test::write_file;
+
+namespace {
+
+/// An .npy file as np.save writes it: version 1, header padded with
+/// spaces to a multiple of 64 bytes and ended by a newline.
+std::string npy(const std::string& descr, const std::string& shape,
+                const std::string& data, bool fortran = false,
+                int major = 1) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': "
+                     + (fortran ? "True" : "False") + ", 'shape': " + shape
+                     + ", }";
+  size_t lead = major == 1 ? 10 : 12;
+  size_t total = (lead + dict.size() + 1 + 63) / 64 * 64;
+  dict += std::string(total - lead - dict.size() - 1, ' ') + "\n";
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(major);
+  out += '\0';
+  auto n = dict.size();
+  out += static_cast<char>(n & 0xff);
+  out += static_cast<char>((n >> 8) & 0xff);
+  if (major != 1)
+    out += std::string(2, '\0');
+  return out + dict + data;
+}
+
+template <class T>
+std::string bytes_of(std::initializer_list<T> values) {
+  std::string s;
+  for (T v : values) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof v);
+    s.append(b, sizeof b);
+  }
+  return s;
+}
+
+/// Writes features and labels; returns load_npy's answer.
+caf::expected<dataset> read_npy(const temp_dir& dir, const std::string& x,
+                                const std::string& y) {
+  write_file(dir.file("x.npy"), x);
+  write_file(dir.file("y.npy"), y);
+  return load_npy(dir.file("x.npy"), dir.file("y.npy"));
+}
+
+std::string npy_error(const temp_dir& dir, const std::string& x,
+                      const std::string& y) {
+  auto d = read_npy(dir, x, y);
+  BOOST_TEST(!d);
+  return why(d);
+}
+
+caf::expected<dataset> read_csv(const temp_dir& dir, const std::string& text,
+                                const std::string& label = "label") {
+  write_file(dir.file("d.csv"), text);
+  return load_csv(dir.file("d.csv"), label);
+}
+
+std::string csv_error(const temp_dir& dir, const std::string& text,
+                      const std::string& label = "label") {
+  auto d = read_csv(dir, text, label);
+  BOOST_TEST(!d);
+  return why(d);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(user_data)
+
+BOOST_AUTO_TEST_CASE(npy_float_features_and_int64_labels) {
+  temp_dir dir;
+  auto d = read_npy(dir, npy("<f4", "(2, 3)", bytes_of<float>({1, 2, 3, 4, 5, -6})),
+                    npy("<i8", "(2,)", bytes_of<int64_t>({4, 0})));
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->count == 2);
+  BOOST_TEST(d->height == 1);
+  BOOST_TEST(d->width == 3);
+  BOOST_TEST(d->channels == 1);
+  BOOST_TEST(d->classes == 5);
+  BOOST_TEST(d->images == (std::vector<float>{1, 2, 3, 4, 5, -6}));
+  BOOST_TEST(d->labels == (std::vector<int32_t>{4, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
+  temp_dir dir;
+  // (N, H, W): one channel; uint8 scaled by 1/255 as the image readers do.
+  auto d = read_npy(dir, npy("|u1", "(1, 2, 2)", std::string("\x00\xff\x33\x66", 4)),
+                    npy("|u1", "(1,)", std::string(1, '\x01')));
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->height == 2);
+  BOOST_TEST(d->width == 2);
+  BOOST_TEST(d->channels == 1);
+  BOOST_TEST(d->images[1] == 1.f);
+  BOOST_TEST(d->images[2] == 0.2f, boost::test_tools::tolerance(1e-6f));
+  // (N, H, W, C), float64, int32 labels, a version 2 header.
+  d = read_npy(dir, npy("<f8", "(2, 1, 2, 3)", bytes_of<double>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), false, 2),
+               npy("<i4", "(2,)", bytes_of<int32_t>({1, 2})));
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->height == 1);
+  BOOST_TEST(d->width == 2);
+  BOOST_TEST(d->channels == 3);
+  BOOST_TEST(d->images[11] == 11.f);
+  BOOST_TEST(d->classes == 3);
+  // Every integer label type.
+  for (auto [descr, raw] : std::vector<std::pair<std::string, std::string>>{
+         {"|i1", bytes_of<int8_t>({3})}, {"<i2", bytes_of<int16_t>({3})},
+         {"<u2", bytes_of<uint16_t>({3})}, {"<u4", bytes_of<uint32_t>({3})},
+         {"<u8", bytes_of<uint64_t>({3})}, {"=i8", bytes_of<int64_t>({3})}}) {
+    d = read_npy(dir, npy("<f4", "(1, 1)", bytes_of<float>({0})),
+                 npy(descr, "(1,)", raw));
+    BOOST_TEST((d && d->labels[0] == 3 && d->classes == 4), descr + why(d));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_npy_files_name_the_file_and_the_reason) {
+  temp_dir dir;
+  auto x = npy("<f4", "(2, 1)", bytes_of<float>({0, 1}));
+  auto y = npy("<i8", "(2,)", bytes_of<int64_t>({0, 1}));
+  auto xs = dir.file("x.npy") + ": ";
+  auto ys = dir.file("y.npy") + ": ";
+  auto cases = std::vector<std::tuple<std::string, std::string, std::string>>{
+    {"PK\x03\x04 a zip", y, xs + "not a NumPy .npy file (bad magic)"},
+    {npy("<f4", "(2, 1)", bytes_of<float>({0, 1}), false, 4), y,
+     xs + ".npy format version 4.0 (versions 1 to 3 are read)"},
+    {x.substr(0, 9), y, xs + "truncated: the header's length is cut"},
+    {x.substr(0, 40), y, xs + "truncated: the header needs"},
+    {std::string("\x93NUMPY\x01\x00\x08\x00[1, 2]  ", 18), y,
+     xs + "the header is not a Python dict"},
+    {npy("<f4", "(2, 1)", bytes_of<float>({0, 1}), true), y,
+     xs + "the array is in Fortran order; save it with numpy.ascontiguousarray(a) first"},
+    {npy(">f4", "(2, 1)", bytes_of<float>({0, 1})), y, xs + "big-endian data ('>f4')"},
+    {npy("|O", "(2, 1)", bytes_of<float>({0, 1})), y, xs + "dtype '|O' is not read"},
+    {npy("<i4", "(2, 1)", bytes_of<int32_t>({0, 1})), y,
+     xs + "features must be float32, float64 or uint8"},
+    {npy("<f4", "(2,)", bytes_of<float>({0, 1})), y,
+     xs + "features of shape (2,) (expected (N, F), (N, H, W) or (N, H, W, C))"},
+    {npy("<f4", "(0, 3)", ""), y, xs + "no samples (shape (0, 3))"},
+    {npy("<f4", "(2, 1)", bytes_of<float>({0})), y,
+     xs + "truncated: the data needs 8 bytes, the file has 4"},
+    {x + "junk", y, xs + "more data than its shape announces"},
+    {npy("<f4", "(100000, 100000)", ""), y, xs + "shape (100000, 100000) holds more than"},
+    {npy("<f4", "(2, 1)", bytes_of<float>({0, 1.f / 0.f})), y,
+     xs + "value 0 of sample 1 is not finite"},
+    {x, npy("<i8", "(3,)", bytes_of<int64_t>({0, 1, 2})),
+     ys + "3 labels for 2 samples in " + dir.file("x.npy")},
+    {x, npy("<f4", "(2,)", bytes_of<float>({0, 1})), ys + "labels must be integers, not floats"},
+    {x, npy("<i8", "(2, 1)", bytes_of<int64_t>({0, 1})),
+     ys + "labels of shape (2, 1) (expected (N,))"},
+    {x, npy("<i8", "(2,)", bytes_of<int64_t>({0, -1})),
+     ys + "label of sample 1 is -1 (labels are 0..65535)"},
+    {x, npy("<u8", "(2,)", bytes_of<uint64_t>({0, ~uint64_t{0}})),
+     ys + "label of sample 1 is above 2^63"},
+  };
+  for (auto& [xf, yf, expected] : cases)
+    BOOST_TEST(has(npy_error(dir, xf, yf), expected), expected);
+  // A header key np.save never writes, and a missing one.
+  std::string odd("\x93NUMPY\x01\x00", 8);
+  std::string dict = "{'descr': '<f4', 'shape': (2, 1), 'extra': 1}\n";
+  odd += static_cast<char>(dict.size());
+  odd += '\0';
+  BOOST_TEST(has(npy_error(dir, odd + dict, y), "unknown key 'extra'"));
+  dict = "{'descr': '<f4', 'shape': (2, 1)}\n";
+  odd[8] = static_cast<char>(dict.size());
+  BOOST_TEST(has(npy_error(dir, odd + dict, y), "the header lacks 'fortran_order'"));
+  // Missing files and folders.
+  BOOST_TEST(has(why(load_npy(dir.file("none.npy"), dir.file("y.npy"))),
+                 dir.file("none.npy") + ": no such file"));
+  BOOST_TEST(has(why(load_npy(dir.path(), dir.file("y.npy"))),
+                 "not a regular file"));
+}
+
+BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
+  temp_dir dir;
+  auto d = read_csv(dir, "\"a\",class,\"b, c\"\r\n1.5,2,-3\r\n\r\n\"4\",0,5e-1\r\n",
+                    "class");
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->count == 2);
+  BOOST_TEST(d->width == 2);
+  BOOST_TEST(d->height == 1);
+  BOOST_TEST(d->classes == 3);
+  BOOST_TEST(d->images == (std::vector<float>{1.5f, -3.f, 4.f, 0.5f}));
+  BOOST_TEST(d->labels == (std::vector<int32_t>{2, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {
+  temp_dir dir;
+  auto at = [&](int line) { return dir.file("d.csv") + ":" + std::to_string(line) + ": "; };
+  auto cases = std::vector<std::pair<std::string, std::string>>{
+    {"", dir.file("d.csv") + ": empty (expected a header row naming the columns)"},
+    {"x,label\n", dir.file("d.csv") + ": a header but no samples"},
+    {"x,y\n1,2\n", at(1) + "no column named \"label\" for the labels (data.label_column)"},
+    {"label\n1\n", at(1) + "no feature columns beside the labels"},
+    {"x,x,label\n1,2,0\n", at(1) + "column \"x\" is named twice"},
+    {"x,label\n1,0\n2,1,3\n", at(3) + "3 fields, the header names 2"},
+    {"x,label\n1,0\n\nabc,1\n", at(4) + "column \"x\": \"abc\" is not a number"},
+    {"x,label\n,0\n", at(2) + "column \"x\" is empty"},
+    {"x,label\n1,0.5\n", at(2) + "column \"label\": label \"0.5\" is not an integer"},
+    {"x,label\n1,-2\n", at(2) + "column \"label\": label -2 (labels are 0..65535)"},
+    {"x,label\n1,70000\n", at(2) + "column \"label\": label 70000"},
+    {"x,label\nnan,1\n", at(2) + "column \"x\": \"nan\" is not finite"},
+    {"x,label\n1e39,1\n", at(2) + "column \"x\": \"1e39\" is not finite"},
+    {"x,label\n\"1,0\n", at(2) + "a quoted field is not closed"},
+    {"x,label\n\"1\"2,0\n", at(2) + "text after a closing quote"},
+    {"x,label\n1\"2,0\n", at(2) + "a quote inside an unquoted field"},
+  };
+  for (auto& [text, expected] : cases)
+    BOOST_TEST(has(csv_error(dir, text), expected), expected + " <- " + text);
+  BOOST_TEST(has(why(load_csv(dir.file("none.csv"), "label")), ": no such file"));
+}
+
+BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
+  temp_dir dir;
+  write_file(dir.file("train.csv"), "x,label\n1,0\n2,4\n");
+  write_file(dir.file("test.csv"), "x,label\n1,6\n");
+  data_config cfg;
+  cfg.format = data_config::kind::csv;
+  cfg.train_images = dir.file("train.csv");
+  cfg.test_images = dir.file("test.csv");
+  auto sets = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.classes == 7); // the test set's 6 counts too
+  BOOST_TEST(sets->test.classes == 7);
+  cfg.file_classes = 10;
+  sets = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.classes == 10);
+  cfg.file_classes = 5;
+  BOOST_TEST(why(load_datasets(cfg))
+             == dir.file("test.csv")
+                  + ": label 6 of sample 0 is not below data.classes (5)");
+  // One class in the data still makes a two-class problem.
+  write_file(dir.file("test.csv"), "x,label\n1,0\n");
+  write_file(dir.file("train.csv"), "x,label\n1,0\n");
+  cfg.file_classes = 0;
+  sets = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.classes == 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
