@@ -143,9 +143,10 @@ data_config read_data(object_reader r) {
   d.format = r.choice<dk>("format", dk::idx,
                           {{"idx", dk::idx}, {"cifar10", dk::cifar10},
                            {"synthetic", dk::synthetic}, {"npy", dk::npy},
-                           {"csv", dk::csv}},
+                           {"npz", dk::npz}, {"csv", dk::csv}},
                           true);
-  if (d.format == dk::idx || d.format == dk::npy || d.format == dk::csv)
+  if (d.format == dk::idx || d.format == dk::npy || d.format == dk::npz
+      || d.format == dk::csv)
     d.file_classes = static_cast<int>(r.integer("classes", 0, 2, max_classes));
   switch (d.format) {
     case dk::npy: {
@@ -154,6 +155,17 @@ data_config read_data(object_reader r) {
       d.train_labels = data_file(r, "train_labels", dir, "", true);
       d.test_images = data_file(r, "test", dir, "", true);
       d.test_labels = data_file(r, "test_labels", dir, "", true);
+      break;
+    }
+    case dk::npz: {
+      d.archive = data_file(r, "file", r.string("dir", ""), "", true);
+      const char* keys[] = {"train", "train_labels", "test", "test_labels"};
+      for (size_t i = 0; i < 4; ++i) {
+        d.arrays[i] = r.string(keys[i], d.arrays[i]);
+        if (d.arrays[i].empty() || has_control(d.arrays[i]))
+          throw config_error{errc::invalid_config, r.at(keys[i]),
+                             "expected the name of an array in the archive"};
+      }
       break;
     }
     case dk::csv: {

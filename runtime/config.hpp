@@ -43,7 +43,7 @@ struct model_config {
 constexpr int max_classes = 1 << 16;
 
 struct data_config {
-  enum class kind { idx, cifar10, synthetic, npy, csv };
+  enum class kind { idx, cifar10, synthetic, npy, npz, csv };
   kind format = kind::idx;
   // idx, npy: resolved paths (relative names are joined to "dir"); npy
   // keeps the features' files in the *_images fields, csv its two files
@@ -51,7 +51,11 @@ struct data_config {
   std::string train_images, train_labels, test_images, test_labels;
   // csv: the column of the labels.
   std::string label_column = "label";
-  /// idx, npy, csv: the number of classes; 0 takes the largest label of
+  // npz: the archive, and its arrays: training features and labels, test
+  // features and labels.
+  std::string archive;
+  std::vector<std::string> arrays{"x_train", "y_train", "x_test", "y_test"};
+  /// idx, npy, npz, csv: the number of classes; 0 takes the largest label of
   /// the training and test sets + 1. Labels must be below it.
   int file_classes = 0;
   // cifar10: resolved batch files.

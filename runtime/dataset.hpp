@@ -51,6 +51,16 @@ caf::expected<dataset> load_idx(const std::string& images_path,
 caf::expected<dataset> load_npy(const std::string& features_path,
                                 const std::string& labels_path);
 
+/// Reads two arrays of a NumPy .npz archive (np.savez or
+/// np.savez_compressed), the members "<features>.npy" and "<labels>.npy",
+/// as load_npy reads them. Errors name the archive (and the member): the
+/// zip structure, an absent member (with the members it has), a
+/// compression other than deflate, encryption, a CRC-32 mismatch, and
+/// everything load_npy refuses.
+caf::expected<dataset> load_npz(const std::string& path,
+                                const std::string& features,
+                                const std::string& labels);
+
 /// Reads a CSV file with a header row: the column named `label_column`
 /// holds integer labels in [0, max_classes), every other column is a
 /// numeric feature taken as it is (finite). Samples are 1 x F x 1;

@@ -52,14 +52,25 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
       break;
     }
     case data_config::kind::npy:
+    case data_config::kind::npz:
     case data_config::kind::csv: {
-      auto npy = cfg.format == data_config::kind::npy;
-      auto train = npy ? load_npy(cfg.train_images, cfg.train_labels)
-                       : load_csv(cfg.train_images, cfg.label_column);
+      auto read = [&](bool train) -> caf::expected<dataset> {
+        auto i = train ? 0 : 2;
+        switch (cfg.format) {
+          case data_config::kind::npy:
+            return train ? load_npy(cfg.train_images, cfg.train_labels)
+                         : load_npy(cfg.test_images, cfg.test_labels);
+          case data_config::kind::npz:
+            return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1]);
+          default:
+            return load_csv(train ? cfg.train_images : cfg.test_images,
+                            cfg.label_column);
+        }
+      };
+      auto train = read(true);
       if (!train)
         return train.error();
-      auto test = npy ? load_npy(cfg.test_images, cfg.test_labels)
-                      : load_csv(cfg.test_images, cfg.label_column);
+      auto test = read(false);
       if (!test)
         return test.error();
       out.train = std::move(*train);

@@ -9,15 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <optional>
-#include <sys/stat.h>
 
 #include "runtime/errc.hpp"
 #include "runtime/file_checks.hpp"
+#include "runtime/npy_array.hpp"
 
 namespace troupe {
 
@@ -37,11 +35,6 @@ struct npy_header {
   size_t item_size = 4;
   std::vector<uint64_t> shape;
 };
-
-struct file_closer {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using file_ptr = std::unique_ptr<std::FILE, file_closer>;
 
 caf::error bad(const std::string& path, const std::string& what) {
   return make_error(errc::bad_format, path + ": " + what);
@@ -183,35 +176,40 @@ std::optional<std::pair<element, size_t>> element_of(const std::string& d) {
   return std::nullopt;
 }
 
-caf::expected<npy_header> read_header(std::FILE* f, const std::string& path) {
-  unsigned char lead[10];
-  auto got = std::fread(lead, 1, 8, f);
-  if (got < 8 || std::memcmp(lead, magic, magic_size) != 0)
+/// Parses the header of the .npy bytes `b` (a file, or a member of an
+/// .npz archive, named `path` in errors); `at` ends on the data's first
+/// byte.
+caf::expected<npy_header> read_header(const std::string& b,
+                                      const std::string& path, size_t& at) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(b[i]); };
+  if (b.size() < 8 || b.compare(0, magic_size, magic) != 0)
     return bad(path, "not a NumPy .npy file (bad magic)");
-  int major = lead[6];
+  int major = byte(6);
   uint32_t length = 0;
   if (major == 1) {
-    if (std::fread(lead + 8, 1, 2, f) != 2)
+    if (b.size() < 10)
       return bad(path, "truncated: the header's length is cut");
-    length = uint32_t{lead[8]} | (uint32_t{lead[9]} << 8);
+    length = uint32_t{byte(8)} | (uint32_t{byte(9)} << 8);
+    at = 10;
   } else if (major == 2 || major == 3) {
-    unsigned char len4[4];
-    if (std::fread(len4, 1, 4, f) != 4)
+    if (b.size() < 12)
       return bad(path, "truncated: the header's length is cut");
-    length = uint32_t{len4[0]} | (uint32_t{len4[1]} << 8)
-             | (uint32_t{len4[2]} << 16) | (uint32_t{len4[3]} << 24);
+    length = uint32_t{byte(8)} | (uint32_t{byte(9)} << 8)
+             | (uint32_t{byte(10)} << 16) | (uint32_t{byte(11)} << 24);
+    at = 12;
   } else {
     return bad(path, ".npy format version " + std::to_string(major) + "."
-                       + std::to_string(lead[7])
+                       + std::to_string(byte(7))
                        + " (versions 1 to 3 are read)");
   }
   if (length > max_header)
     return bad(path, "a header of " + std::to_string(length)
                        + " bytes (at most " + std::to_string(max_header) + ")");
-  std::string text(length, '\0');
-  if (std::fread(text.data(), 1, length, f) != length)
+  if (b.size() - at < length)
     return bad(path, "truncated: the header needs " + std::to_string(length)
                        + " bytes");
+  std::string text = b.substr(at, length);
+  at += length;
   std::string descr;
   bool fortran = false, has_descr = false, has_fortran = false,
        has_shape = false;
@@ -239,38 +237,17 @@ caf::expected<npy_header> read_header(std::FILE* f, const std::string& path) {
   return h;
 }
 
-/// Reads exactly `n` bytes of data, the rest of the file. The file's size
-/// is checked first, so a shape in a header never makes the reader
-/// allocate more than the file holds.
-caf::error read_data(std::FILE* f, const std::string& path,
-                     std::vector<unsigned char>& dst, size_t n) {
-  struct stat st;
-  auto at = std::ftell(f);
-  if (at < 0 || fstat(fileno(f), &st) != 0)
-    return make_error(errc::io_error, path + ": read error");
-  auto left = static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(at);
+/// The `n` bytes of data after `at`, which must end the bytes.
+caf::expected<const unsigned char*> data_of(const std::string& b, size_t at,
+                                            const std::string& path,
+                                            size_t n) {
+  auto left = b.size() - at;
   if (left < n)
     return bad(path, "truncated: the data needs " + std::to_string(n)
                        + " bytes, the file has " + std::to_string(left));
   if (left > n)
     return bad(path, "more data than its shape announces");
-  dst.resize(n);
-  if (std::fread(dst.data(), 1, n, f) != n)
-    return make_error(errc::io_error, path + ": read error");
-  return caf::none;
-}
-
-caf::expected<std::pair<file_ptr, npy_header>>
-open_npy(const std::string& path) {
-  if (auto err = check_regular(path))
-    return err;
-  file_ptr f{std::fopen(path.c_str(), "rb")};
-  if (!f)
-    return open_error(path);
-  auto h = read_header(f.get(), path);
-  if (!h)
-    return h.error();
-  return std::make_pair(std::move(f), std::move(*h));
+  return reinterpret_cast<const unsigned char*>(b.data() + at);
 }
 
 template <class T>
@@ -310,83 +287,83 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 } // namespace
 
-caf::expected<dataset> load_npy(const std::string& features_path,
-                                const std::string& labels_path) {
+caf::expected<dataset> dataset_from_npy(const std::string& features,
+                                        const std::string& features_name,
+                                        const std::string& labels,
+                                        const std::string& labels_name) {
   dataset out;
-  out.source = features_path;
+  out.source = features_name;
   {
-    auto opened = open_npy(features_path);
-    if (!opened)
-      return opened.error();
-    auto& [f, h] = *opened;
-    const auto& s = h.shape;
+    size_t at = 0;
+    auto h = read_header(features, features_name, at);
+    if (!h)
+      return h.error();
+    const auto& s = h->shape;
     if (s.size() < 2 || s.size() > 4)
-      return bad(features_path, "features of shape " + shape_text(s)
+      return bad(features_name, "features of shape " + shape_text(s)
                                   + " (expected (N, F), (N, H, W) or "
                                     "(N, H, W, C))");
-    if (h.type != element::f4 && h.type != element::f8
-        && h.type != element::u1)
-      return bad(features_path, "features must be float32, float64 or "
+    if (h->type != element::f4 && h->type != element::f8
+        && h->type != element::u1)
+      return bad(features_name, "features must be float32, float64 or "
                                 "uint8");
     uint64_t per_sample = 1;
     for (size_t i = 1; i < s.size(); ++i)
       per_sample *= s[i];
     if (s[0] == 0 || per_sample == 0)
-      return bad(features_path, "no samples (shape " + shape_text(s) + ")");
+      return bad(features_name, "no samples (shape " + shape_text(s) + ")");
     if (s[0] * per_sample > max_dataset_values)
-      return bad(features_path, "shape " + shape_text(s) + " holds more than "
+      return bad(features_name, "shape " + shape_text(s) + " holds more than "
                                   + std::to_string(max_dataset_values)
                                   + " values");
     auto dims = [&](size_t i) { return static_cast<int>(s[i]); };
-    if (per_sample > static_cast<uint64_t>(std::numeric_limits<int>::max()))
-      return bad(features_path, "samples too large");
     out.count = static_cast<int64_t>(s[0]);
     out.height = s.size() == 2 ? 1 : dims(1);
     out.width = s.size() == 2 ? dims(1) : dims(2);
     out.channels = s.size() == 4 ? dims(3) : 1;
     auto n = static_cast<size_t>(s[0] * per_sample);
-    std::vector<unsigned char> raw;
-    if (auto err = read_data(f.get(), features_path, raw, n * h.item_size))
-      return err;
+    auto raw = data_of(features, at, features_name, n * h->item_size);
+    if (!raw)
+      return raw.error();
     out.images.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      const unsigned char* p = raw.data() + i * h.item_size;
-      float v = h.type == element::u1 ? static_cast<float>(p[0]) / 255.f
-                : h.type == element::f4
+      const unsigned char* p = *raw + i * h->item_size;
+      float v = h->type == element::u1 ? static_cast<float>(p[0]) / 255.f
+                : h->type == element::f4
                   ? little_endian_at<float>(p)
                   : static_cast<float>(little_endian_at<double>(p));
       if (!std::isfinite(v))
-        return bad(features_path,
+        return bad(features_name,
                    "value " + std::to_string(i % per_sample) + " of sample "
                      + std::to_string(i / per_sample)
                      + " is not finite (or too large for float32)");
       out.images[i] = v;
     }
   }
-  auto opened = open_npy(labels_path);
-  if (!opened)
-    return opened.error();
-  auto& [f, h] = *opened;
-  if (h.shape.size() != 1)
-    return bad(labels_path, "labels of shape " + shape_text(h.shape)
+  size_t at = 0;
+  auto h = read_header(labels, labels_name, at);
+  if (!h)
+    return h.error();
+  if (h->shape.size() != 1)
+    return bad(labels_name, "labels of shape " + shape_text(h->shape)
                               + " (expected (N,))");
-  if (h.type == element::f4 || h.type == element::f8)
-    return bad(labels_path, "labels must be integers, not floats");
-  if (h.shape[0] != static_cast<uint64_t>(out.count))
-    return bad(labels_path, std::to_string(h.shape[0]) + " labels for "
+  if (h->type == element::f4 || h->type == element::f8)
+    return bad(labels_name, "labels must be integers, not floats");
+  if (h->shape[0] != static_cast<uint64_t>(out.count))
+    return bad(labels_name, std::to_string(h->shape[0]) + " labels for "
                               + std::to_string(out.count) + " samples in "
-                              + features_path);
-  std::vector<unsigned char> raw;
-  if (auto err = read_data(f.get(), labels_path, raw,
-                           static_cast<size_t>(out.count) * h.item_size))
-    return err;
+                              + features_name);
+  auto raw = data_of(labels, at, labels_name,
+                     static_cast<size_t>(out.count) * h->item_size);
+  if (!raw)
+    return raw.error();
   out.labels.resize(static_cast<size_t>(out.count));
   int64_t largest = 0;
   for (size_t i = 0; i < out.labels.size(); ++i) {
     bool too_large = false;
-    auto v = label_at(h.type, raw.data() + i * h.item_size, too_large);
+    auto v = label_at(h->type, *raw + i * h->item_size, too_large);
     if (too_large || *v < 0 || *v >= max_classes)
-      return bad(labels_path,
+      return bad(labels_name,
                  "label of sample " + std::to_string(i) + " is "
                    + (too_large ? std::string{"above 2^63"}
                                 : std::to_string(*v))
@@ -397,6 +374,17 @@ caf::expected<dataset> load_npy(const std::string& features_path,
   }
   out.classes = static_cast<int>(largest) + 1;
   return out;
+}
+
+caf::expected<dataset> load_npy(const std::string& features_path,
+                                const std::string& labels_path) {
+  auto features = read_whole_file(features_path, max_npy_bytes);
+  if (!features)
+    return features.error();
+  auto labels = read_whole_file(labels_path, max_npy_bytes);
+  if (!labels)
+    return labels.error();
+  return dataset_from_npy(*features, features_path, *labels, labels_path);
 }
 
 } // namespace troupe

@@ -38,6 +38,8 @@ const char* kind_name(data_config::kind k) {
       return "cifar10";
     case data_config::kind::npy:
       return "npy";
+    case data_config::kind::npz:
+      return "npz";
     case data_config::kind::csv:
       return "csv";
     case data_config::kind::synthetic:
@@ -86,6 +88,11 @@ identity_map training_identity(const run_config& cfg) {
       files.push_back(base(f));
     for (auto& f : d.test_files)
       files.push_back(base(f));
+    if (d.format == data_config::kind::npz) {
+      files.push_back(base(d.archive));
+      for (auto& a : d.arrays)
+        files.push_back(a);
+    }
     m["/data/files"] = list(files);
     if (d.file_classes > 0)
       m["/data/classes"] = std::to_string(d.file_classes);

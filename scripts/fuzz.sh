@@ -14,7 +14,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 # tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
-all_targets=(data_plane config cluster_file idx cifar safetensors npy csv)
+all_targets=(data_plane config cluster_file idx cifar safetensors npy npz csv)
 
 limit=(-max_total_time=60)
 what="60s"
@@ -63,16 +63,20 @@ done
 #  - npy: 4 KB; the reader checks the data's size against the file's
 #    before it allocates, so 4 KB of bytes become at most 16 KB of floats
 #    (uint8 features): 64 MB is far above anything legitimate.
+#  - npz: 8 KB; members are read by the sizes the central directory
+#    gives, checked against the file first, and inflated data grows with
+#    what zlib produces (at most 1032 times 8 KB, about 8.5 MB, then 4
+#    bytes a float for uint8 features): 64 MB.
 #  - csv: 4 KB of text, each value a float or a label: 64 MB likewise.
 declare -A max_len=([data_plane]=0 [config]=16384 [cluster_file]=16384
                     [idx]=4096 [cifar]=4096 [safetensors]=65536
-                    [npy]=4096 [csv]=4096)
+                    [npy]=4096 [npz]=8192 [csv]=4096)
 declare -A malloc_mb=([data_plane]=64 [config]=64 [cluster_file]=64
                       [idx]=64 [cifar]=64 [safetensors]=64 [npy]=64
-                      [csv]=64)
+                      [npz]=64 [csv]=64)
 declare -A timeout_s=([data_plane]=30 [config]=10 [cluster_file]=10
                       [idx]=10 [cifar]=10 [safetensors]=10 [npy]=10
-                      [csv]=10)
+                      [npz]=10 [csv]=10)
 # Keys and values of the JSON formats, so mutations make words the
 # readers know.
 declare -A dict=([config]=config.dict [cluster_file]=config.dict

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 # Writes the seed corpora of the file readers' fuzz targets (corpus/config,
-# cluster_file, idx, cifar, safetensors, npy, csv): a few valid files and
-# the inputs that once crashed, hung or over-allocated a reader. Run by
+# cluster_file, idx, cifar, safetensors, npy, npz, csv): a few valid files
+# and the inputs that once crashed, hung or over-allocated a reader. Run by
 # hand when a format changes; files it does not write (regress_*:
 # reproducers of fixed findings, copied in as the fuzzer saved them) are
-# left alone. How an
-# input becomes files is in reader_inputs.hpp.
+# left alone. How an input becomes files is in reader_inputs.hpp.
 import gzip
+import io
 import json
 import os
 import struct
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -479,6 +480,35 @@ npy_seeds = {
     "empty": b"",
 }
 
+# -- npz: the whole input is an archive with x_train.npy, y_train.npy ----
+
+
+def npz(members, method=zipfile.ZIP_STORED, zip64=False):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            with z.open(info, "w", force_zip64=zip64) as f:
+                f.write(data)
+    return out.getvalue()
+
+
+XY = {"x_train.npy": F2, "y_train.npy": L2}
+npz_seeds = {
+    "valid_stored": npz(XY),
+    "valid_deflated": npz(XY, zipfile.ZIP_DEFLATED),
+    "valid_zip64": npz(XY, zipfile.ZIP_DEFLATED, zip64=True),
+    "member_missing": npz({"x_train.npy": F2}),
+    "member_not_npy": npz({"x_train.npy": b"junk", "y_train.npy": L2}),
+    "bzip2": npz(XY, zipfile.ZIP_BZIP2),
+    "crc_flipped": (lambda b: b[:50] + bytes([b[50] ^ 0xFF]) + b[51:])(
+        npz(XY)),
+    "cut": npz(XY)[:-30],
+    "not_zip": b"not a zip",
+    "empty": b"",
+}
+
 # -- csv: the whole input is a CSV file, labels in column "label" --------
 
 csv_seeds = {
@@ -506,4 +536,5 @@ write("idx", idx_seeds)
 write("cifar", cifar_seeds)
 write("safetensors", safetensors_seeds)
 write("npy", npy_seeds)
+write("npz", npz_seeds)
 write("csv", csv_seeds)

@@ -309,6 +309,24 @@ outcome read_npy(const uint8_t* data, size_t size) {
   return o;
 }
 
+outcome read_npz(const uint8_t* data, size_t size) {
+  auto& s = scratch::get();
+  auto path = s.file("data.npz");
+  write_file(path, data, size, false);
+  outcome o;
+  o.names = path;
+  auto d = load_npz(path, "x_train", "y_train");
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height < 1 || d->width < 1 || d->channels < 1)
+    o.broken = ".npz count or shape below 1";
+  else
+    o.broken = pixels_broken(*d, false);
+  return o;
+}
+
 outcome read_csv(const uint8_t* data, size_t size) {
   auto& s = scratch::get();
   auto path = s.file("data.csv");
@@ -373,6 +391,7 @@ const std::vector<reader>& readers() {
     {"cifar", read_cifar},
     {"safetensors", read_safetensors},
     {"npy", read_npy},
+    {"npz", read_npz},
     {"csv", read_csv},
   };
   return all;

@@ -45,6 +45,10 @@ outcome read_idx(const uint8_t* data, size_t size);
 /// used.
 outcome read_npy(const uint8_t* data, size_t size);
 
+/// The whole input is an .npz archive whose members x_train.npy and
+/// y_train.npy are read (load_npz).
+outcome read_npz(const uint8_t* data, size_t size);
+
 /// The whole input is a CSV file whose labels are in column "label"
 /// (load_csv).
 outcome read_csv(const uint8_t* data, size_t size);

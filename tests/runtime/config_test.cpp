@@ -125,6 +125,18 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
   BOOST_TEST(cfg->data.label_column == "target");
   BOOST_TEST(cfg->data.train_images == dir.file("a.csv"));
   BOOST_TEST(cfg->data.file_classes == 0);
+  troupe::test::write_file(dir.file("d.npz"), "");
+  cfg = parse_run_config(data(R"({ "format": "npz", "dir": ")" + dir.path()
+                              + R"(", "file": "d.npz", "test": "x_val" })"),
+                         "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.archive == dir.file("d.npz"));
+  BOOST_TEST(cfg->data.arrays == (std::vector<std::string>{
+                                   "x_train", "y_train", "x_val", "y_test"}));
+  BOOST_TEST(error_of(data(R"({ "format": "npz", "dir": ")" + dir.path()
+                           + R"(", "file": "d.npz", "train_labels": "" })"))
+             == "cfg.json: /data/train_labels: expected the name of an array "
+                "in the archive");
   // What is missing or wrong is named by its key.
   BOOST_TEST(error_of(data(R"({ "format": "npy" })"))
              == R"(cfg.json: /data/train: missing required key "train")");

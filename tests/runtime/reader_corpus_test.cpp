@@ -107,6 +107,10 @@ BOOST_AUTO_TEST_CASE(npy_files) {
   replay_both("npy");
 }
 
+BOOST_AUTO_TEST_CASE(npz_files) {
+  replay_both("npz");
+}
+
 BOOST_AUTO_TEST_CASE(csv_files) {
   replay_both("csv");
 }

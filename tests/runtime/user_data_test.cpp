@@ -4,7 +4,9 @@
 #include "runtime/dataset.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <zlib.h>
 
 #include "runtime/errc.hpp"
 #include "test_util.hpp"
@@ -47,6 +49,48 @@ std::string bytes_of(std::initializer_list<T> values) {
     s.append(b, sizeof b);
   }
   return s;
+}
+
+/// A zip archive of `members` (name, bytes) as np.savez writes it, each
+/// stored or deflated (np.savez_compressed), with CRC-32s.
+std::string zip_of(const std::vector<std::pair<std::string, std::string>>& members,
+                   bool deflated) {
+  auto u16 = [](uint32_t v) { return bytes_of<uint16_t>({static_cast<uint16_t>(v)}); };
+  auto u32 = [](uint32_t v) { return bytes_of<uint32_t>({v}); };
+  std::string out, dir;
+  for (auto& [name, data] : members) {
+    std::string packed = data;
+    if (deflated) {
+      z_stream z{};
+      deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+      packed.assign(deflateBound(&z, data.size()), '\0');
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+      z.avail_in = static_cast<uInt>(data.size());
+      z.next_out = reinterpret_cast<Bytef*>(packed.data());
+      z.avail_out = static_cast<uInt>(packed.size());
+      deflate(&z, Z_FINISH);
+      packed.resize(z.total_out);
+      deflateEnd(&z);
+    }
+    auto crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(data.data()),
+            static_cast<uInt>(data.size())));
+    auto method = deflated ? 8u : 0u;
+    auto offset = static_cast<uint32_t>(out.size());
+    out += u32(0x04034b50) + u16(20) + u16(0) + u16(method) + u16(0) + u16(0)
+           + u32(crc) + u32(static_cast<uint32_t>(packed.size()))
+           + u32(static_cast<uint32_t>(data.size()))
+           + u16(static_cast<uint32_t>(name.size())) + u16(0) + name + packed;
+    dir += u32(0x02014b50) + u16(20) + u16(20) + u16(0) + u16(method) + u16(0)
+           + u16(0) + u32(crc) + u32(static_cast<uint32_t>(packed.size()))
+           + u32(static_cast<uint32_t>(data.size()))
+           + u16(static_cast<uint32_t>(name.size())) + u16(0) + u16(0) + u16(0)
+           + u16(0) + u32(0) + u32(offset) + name;
+  }
+  auto n = static_cast<uint32_t>(members.size());
+  return out + dir + u32(0x06054b50) + u16(0) + u16(0) + u16(n) + u16(n)
+         + u32(static_cast<uint32_t>(dir.size()))
+         + u32(static_cast<uint32_t>(out.size())) + u16(0);
 }
 
 /// Writes features and labels; returns load_npy's answer.
@@ -185,6 +229,76 @@ BOOST_AUTO_TEST_CASE(bad_npy_files_name_the_file_and_the_reason) {
                  dir.file("none.npy") + ": no such file"));
   BOOST_TEST(has(why(load_npy(dir.path(), dir.file("y.npy"))),
                  "not a regular file"));
+}
+
+BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
+  temp_dir dir;
+  auto x = npy("<f4", "(2, 3)", bytes_of<float>({1, 2, 3, 4, 5, 6}));
+  auto y = npy("|u1", "(2,)", std::string("\x02\x00", 2));
+  for (bool deflated : {false, true}) {
+    write_file(dir.file("d.npz"),
+               zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, deflated));
+    auto d = load_npz(dir.file("d.npz"), "x_train", "y_train");
+    BOOST_REQUIRE_MESSAGE(d, why(d));
+    BOOST_TEST(d->images == (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    BOOST_TEST(d->labels == (std::vector<int32_t>{2, 0}));
+    BOOST_TEST(d->source == dir.file("d.npz") + ":x_train");
+  }
+  auto error = [&](const std::string& archive) {
+    write_file(dir.file("d.npz"), archive);
+    auto d = load_npz(dir.file("d.npz"), "x_train", "y_train");
+    BOOST_TEST(!d);
+    return why(d);
+  };
+  auto good = zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, true);
+  auto at = dir.file("d.npz") + ": ";
+  BOOST_TEST(error(zip_of({{"x_train.npy", x}}, false))
+             == at + "no member y_train.npy (it holds x_train.npy)");
+  BOOST_TEST(error("not a zip at all")
+             == at + "not a NumPy .npz (zip) file: no end of central directory");
+  BOOST_TEST(has(error(good.substr(0, good.size() - 30)), at));
+  auto flipped = good;
+  flipped[55] = static_cast<char>(flipped[55] ^ 0x55); // inside x's data
+  auto e = error(flipped);
+  BOOST_TEST((has(e, "corrupt deflate data") || has(e, "CRC-32 mismatch")
+              || has(e, "inflates")), e);
+  auto method = zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, false);
+  method[8] = 12; // bzip2, in the local header
+  auto central = method.find(std::string("\x50\x4b\x01\x02", 4));
+  method[central + 10] = 12;
+  BOOST_TEST(error(method) == at + "x_train.npy: compression method 12 "
+                                   "(stored and deflate are read)");
+  // A member that is no .npy is named with the archive.
+  BOOST_TEST(error(zip_of({{"x_train.npy", "junk"}, {"y_train.npy", y}}, false))
+             == at.substr(0, at.size() - 2) + ":x_train: not a NumPy .npy "
+                                              "file (bad magic)");
+}
+
+// Files written by NumPy itself (python3-numpy; skipped without it):
+// np.save of float64 and int64, np.savez_compressed.
+BOOST_AUTO_TEST_CASE(files_numpy_writes) {
+  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("python3-numpy is not installed: skipped");
+    return;
+  }
+  temp_dir dir;
+  auto script = "cd '" + dir.path() + "' && python3 -c \"import numpy as np; "
+                "x = np.arange(12.0).reshape(3, 2, 2) / 10; "
+                "y = np.array([0, 4, 2]); "
+                "np.save('x.npy', x); np.save('y.npy', y); "
+                "np.savez_compressed('d.npz', x_train=x.astype(np.float32), "
+                "y_train=y.astype(np.int32))\"";
+  BOOST_REQUIRE(std::system(script.c_str()) == 0);
+  auto a = load_npy(dir.file("x.npy"), dir.file("y.npy"));
+  auto b = load_npz(dir.file("d.npz"), "x_train", "y_train");
+  for (auto* d : {&a, &b}) {
+    BOOST_REQUIRE_MESSAGE(*d, why(*d));
+    BOOST_TEST((*d)->height == 2);
+    BOOST_TEST((*d)->width == 2);
+    BOOST_TEST((*d)->images[11] == 1.1f, boost::test_tools::tolerance(1e-6f));
+    BOOST_TEST((*d)->labels == (std::vector<int32_t>{0, 4, 2}));
+    BOOST_TEST((*d)->classes == 5);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
