@@ -1,4 +1,5 @@
-// troupe-train: trains a model from a JSON run config in one process.
+// troupe-train: trains a model from a JSON run config in one process, or
+// (--evaluate CKPT) scores a checkpoint on the config's test set.
 //
 // Exit codes: 0 done; 2 bad input (command line, config, dataset, a
 // checkpoint that does not fit); 1 a failure while training (e.g. the loss
@@ -13,6 +14,7 @@
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
+#include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   std::optional<troupe::device_spec> device;
   int threads = 0, epochs = 0;
   int64_t max_steps = -1;
+  std::string evaluate;
   app.add_option("-c,--config", config_path, "run config (JSON)")->required();
   app.add_option("--threads", threads, "compute threads (overrides config)")
     ->check(CLI::Range(1, 256));
@@ -43,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps", max_steps,
                  "step limit, 0 for none (overrides config)")
     ->check(CLI::NonNegativeNumber);
+  app.add_option("--evaluate", evaluate,
+                 "score this checkpoint on the config's test set (accuracy, "
+                 "loss, per class, confusion matrix) and exit; trains and "
+                 "writes nothing");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-train"))
     return *code;
   auto cfg = troupe::load_run_config(config_path);
@@ -65,6 +72,12 @@ int main(int argc, char** argv) {
                                         cfg->training.threads);
     if (!backend)
       return fail(backend.error());
+    if (!evaluate.empty()) {
+      if (auto err = troupe::evaluate_checkpoint(*cfg, *data, **backend,
+                                                 evaluate, std::cout))
+        return fail(err);
+      return 0;
+    }
     std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
     auto summary = troupe::run_local_training(*cfg, *data, **backend,
                                               std::cout);

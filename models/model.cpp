@@ -104,6 +104,20 @@ batch_loss model::forward(const float* x, const int32_t* labels, int batch) {
   return be_.softmax_cross_entropy(logits, y, batch, classes_, nullptr, 0.f);
 }
 
+void model::logits(const float* x, int batch, float* out) {
+  reserve(batch);
+  const float* input = x;
+  if (!be_.host_accessible()) {
+    be_.upload(x_stage_.floats(), x,
+               static_cast<size_t>(batch) * input_size_ * sizeof(float));
+    input = x_stage_.floats();
+  }
+  const float* result = run_forward(input, batch);
+  be_.download(out, result,
+               static_cast<size_t>(batch) * static_cast<size_t>(classes_)
+                 * sizeof(float));
+}
+
 batch_loss model::forward_backward(const float* x, const int32_t* labels,
                                    int batch) {
   return train_pass(x, labels, batch, nullptr);

@@ -65,6 +65,10 @@ public:
                       float lr);
   /// Forward pass only (evaluation).
   batch_loss forward(const float* x, const int32_t* labels, int batch);
+  /// Forward pass of `batch` samples given in host memory; their logits,
+  /// (batch, classes()), to host memory at `out` (evaluation per sample,
+  /// prediction).
+  void logits(const float* x, int batch, float* out);
 
   /// Floating-point operations of the gemms of one forward_backward().
   double gemm_flops(int batch) const;

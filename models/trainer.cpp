@@ -113,6 +113,44 @@ eval_result evaluate(model& m, const dataset& data, int batch_size) {
   return out;
 }
 
+detailed_eval evaluate_per_class(model& m, const dataset& data,
+                                 int batch_size) {
+  detailed_eval out;
+  const auto classes = static_cast<size_t>(m.classes());
+  out.confusion.assign(classes, std::vector<int64_t>(classes, 0));
+  const size_t size = data.sample_size();
+  std::vector<float> logits(static_cast<size_t>(batch_size) * classes);
+  double loss = 0;
+  int64_t correct = 0;
+  for (int64_t first = 0; first < data.count; first += batch_size) {
+    int n = static_cast<int>(std::min<int64_t>(batch_size, data.count - first));
+    m.logits(data.images.data() + static_cast<size_t>(first) * size, n,
+             logits.data());
+    for (int i = 0; i < n; ++i) {
+      const float* z = logits.data() + static_cast<size_t>(i) * classes;
+      auto label = static_cast<size_t>(data.labels[static_cast<size_t>(first + i)]);
+      size_t best = 0;
+      for (size_t c = 1; c < classes; ++c)
+        if (z[c] > z[best])
+          best = c;
+      // -log softmax(z)[label], shifted by the max for range.
+      double sum = 0;
+      for (size_t c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(z[c]) - z[best]);
+      loss += std::log(sum) - (static_cast<double>(z[label]) - z[best]);
+      correct += best == label ? 1 : 0;
+      ++out.confusion[label][best];
+    }
+  }
+  out.overall.count = data.count;
+  if (data.count > 0) {
+    out.overall.loss = loss / static_cast<double>(data.count);
+    out.overall.accuracy = static_cast<double>(correct)
+                           / static_cast<double>(data.count);
+  }
+  return out;
+}
+
 // -- the loop -----------------------------------------------------------------
 
 int64_t steps_per_epoch(int64_t samples, int batch_size) {

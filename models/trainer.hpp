@@ -54,6 +54,16 @@ struct eval_result {
 /// Evaluates the model on all of `data` in batches of `batch_size`.
 eval_result evaluate(model& m, const dataset& data, int batch_size);
 
+/// An evaluation sample by sample: the loss and accuracy of evaluate()
+/// plus the confusion matrix (confusion[label][predicted], the predicted
+/// class being the first arg-max of the logits).
+struct detailed_eval {
+  eval_result overall;
+  std::vector<std::vector<int64_t>> confusion;
+};
+detailed_eval evaluate_per_class(model& m, const dataset& data,
+                                 int batch_size);
+
 /// What a finished run reports.
 struct run_summary {
   int64_t steps = 0;

@@ -1,6 +1,9 @@
 // troupe-train driven as a user drives it: a real process, real files,
 // exit codes and the one-line errors on stderr.
 #include <boost/test/unit_test.hpp>
+#include <dirent.h>
+#include <sstream>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "app_runner.hpp"
@@ -223,6 +226,108 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
   BOOST_TEST(o.code == 2, o.err);
   BOOST_TEST(o.err == "troupe-train: error: " + tmp.file("test.csv")
                         + ":3: column \"f1\": \"zero\" is not a number\n");
+}
+
+// --evaluate scores a checkpoint as the run that wrote it did, adds each
+// class's accuracy and the confusion matrix, and writes nothing.
+BOOST_AUTO_TEST_CASE(evaluate_scores_a_checkpoint_and_writes_nothing) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), R"({
+    "model": { "type": "softmax" },
+    "data": { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
+    "training": { "batch_size": 100, "epochs": 1, "log_every_steps": 1000,
+                  "optimizer": { "type": "sgd", "learning_rate": 0.1 },
+                  "checkpoint": { "dir": ")" + tmp.file("ckpt") + R"(" } } })");
+  auto trained = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  auto ckpt = tmp.file("ckpt/ckpt-600.safetensors");
+  struct stat before {};
+  BOOST_REQUIRE(stat(ckpt.c_str(), &before) == 0);
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
+                            + ckpt);
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("evaluate: " + ckpt + " (step 600, softmax 784-10) "
+                        "on 10000 test samples")
+               == 0, o.out);
+  // The accuracy the run reported at its end.
+  auto acc = accuracy_after_done(trained);
+  auto line = o.out.find("test accuracy = ");
+  BOOST_REQUIRE(line != std::string::npos);
+  BOOST_TEST(std::stod(o.out.substr(line + 16)) == acc, o.out);
+  // The confusion matrix: ten rows of ten counts, each row 1000 (the
+  // test set's samples per class), the diagonal as accurate as reported.
+  auto at = o.out.find("confusion (rows: label, columns: predicted)\n");
+  BOOST_REQUIRE(at != std::string::npos);
+  std::istringstream rows{o.out.substr(o.out.find('\n', o.out.find('\n', at) + 1) + 1)};
+  int64_t total = 0, diagonal = 0;
+  for (int label = 0; label < 10; ++label) {
+    int row_label = -1;
+    rows >> row_label;
+    BOOST_TEST(row_label == label);
+    int64_t sum = 0;
+    for (int c = 0; c < 10; ++c) {
+      int64_t v = -1;
+      rows >> v;
+      BOOST_TEST(v >= 0);
+      sum += v;
+      if (c == label)
+        diagonal += v;
+    }
+    BOOST_TEST(sum == 1000);
+    total += sum;
+  }
+  BOOST_TEST(total == 10000);
+  BOOST_TEST(static_cast<double>(diagonal) / 10000.0 == acc,
+             boost::test_tools::tolerance(1e-9));
+  // Nothing was written: the checkpoint folder holds the one file as it was.
+  struct stat after {};
+  BOOST_REQUIRE(stat(ckpt.c_str(), &after) == 0);
+  BOOST_TEST(after.st_mtime == before.st_mtime);
+  BOOST_TEST(after.st_size == before.st_size);
+  auto files = 0;
+  if (DIR* d = opendir(tmp.file("ckpt").c_str())) {
+    while (auto* e = readdir(d))
+      files += e->d_name[0] == '.' ? 0 : 1;
+    closedir(d);
+  }
+  BOOST_TEST(files == 1);
+
+  // The README's NumPy example scores the checkpoint the same way
+  // (python3-numpy; skipped without it).
+  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("python3-numpy is not installed: the README's NumPy "
+                       "example is not run");
+  } else {
+    auto readme = troupe::test::slurp(std::string{TROUPE_SOURCE_DIR}
+                                      + "/README.md");
+    auto marker = readme.find("<!-- numpy-example -->\n```python\n");
+    BOOST_REQUIRE(marker != std::string::npos);
+    auto begin = readme.find('\n', readme.find("```python", marker)) + 1;
+    auto end = readme.find("```", begin);
+    troupe::test::write_file(tmp.file("example.py"),
+                             readme.substr(begin, end - begin));
+    auto cmd = "python3 " + tmp.file("example.py") + " " + ckpt + " >"
+               + tmp.file("example.out") + " 2>&1";
+    BOOST_TEST(std::system(cmd.c_str()) == 0);
+    auto printed = troupe::test::slurp(tmp.file("example.out"));
+    auto mine = o.out.substr(line, o.out.find(',', line) - line);
+    BOOST_TEST(printed == mine + "\n", printed);
+  }
+
+  // Bad input: exit 2 with one line naming what is wrong.
+  o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
+                       + tmp.file("none.safetensors"));
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err == "troupe-train: error: " + tmp.file("none.safetensors")
+                        + ": no such file\n");
+  troupe::test::write_file(tmp.file("mlp.json"), R"({
+    "model": { "type": "mlp", "hidden": [8] },
+    "data": { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
+    "training": { "batch_size": 100, "epochs": 1,
+                  "optimizer": { "type": "sgd", "learning_rate": 0.1 } } })");
+  o = run_train(tmp, "--config " + tmp.file("mlp.json") + " --evaluate " + ckpt);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-train: error: " + ckpt) == 0, o.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
