@@ -51,6 +51,10 @@ caf::expected<dataset> load_idx(const std::string& images_path,
 caf::expected<dataset> load_npy(const std::string& features_path,
                                 const std::string& labels_path);
 
+/// The features alone of an .npy file, as load_npy reads them (no labels,
+/// classes 0): the input of a prediction.
+caf::expected<dataset> load_npy_features(const std::string& path);
+
 /// Reads two arrays of a NumPy .npz archive (np.savez or
 /// np.savez_compressed), the members "<features>.npy" and "<labels>.npy",
 /// as load_npy reads them. Errors name the archive (and the member): the
@@ -66,7 +70,8 @@ caf::expected<dataset> load_npz(const std::string& path,
 /// numeric feature taken as it is (finite). Samples are 1 x F x 1;
 /// `classes` is the largest label + 1. Fields may be quoted ("a,b", ""
 /// for a quote); lines end in LF or CRLF; blank lines are skipped. Errors
-/// (errc::bad_format) name the file, the line and the column.
+/// (errc::bad_format) name the file, the line and the column. An empty
+/// `label_column` reads every column as a feature (no labels, classes 0).
 caf::expected<dataset> load_csv(const std::string& path,
                                 const std::string& label_column);
 

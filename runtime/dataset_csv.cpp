@@ -109,6 +109,10 @@ caf::expected<dataset> load_csv(const std::string& path,
         if (!seen.insert(name).second)
           return bad(number, "column \"" + name + "\" is named twice");
       }
+      if (label_column.empty()) { // features only
+        label_at = header.size();
+        continue;
+      }
       auto it = std::find(header.begin(), header.end(), label_column);
       if (it == header.end())
         return bad(number, "no column named \"" + label_column
@@ -158,13 +162,14 @@ caf::expected<dataset> load_csv(const std::string& path,
   if (header.empty())
     return make_error(errc::bad_format, path + ": empty (expected a header "
                                                "row naming the columns)");
-  if (out.labels.empty())
+  auto features = header.size() - (label_at < header.size() ? 1 : 0);
+  if (out.images.empty())
     return make_error(errc::bad_format, path + ": a header but no samples");
-  out.count = static_cast<int64_t>(out.labels.size());
+  out.count = static_cast<int64_t>(out.images.size() / features);
   out.height = 1;
-  out.width = static_cast<int>(header.size() - 1);
+  out.width = static_cast<int>(features);
   out.channels = 1;
-  out.classes = static_cast<int>(largest) + 1;
+  out.classes = label_at < header.size() ? static_cast<int>(largest) + 1 : 0;
   return out;
 }
 

@@ -287,59 +287,70 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 } // namespace
 
+namespace {
+
+/// The features of a dataset from the bytes of an .npy array: count,
+/// shape and values of `out`.
+caf::error fill_features(dataset& out, const std::string& features,
+                         const std::string& features_name) {
+  size_t at = 0;
+  auto h = read_header(features, features_name, at);
+  if (!h)
+    return h.error();
+  const auto& s = h->shape;
+  if (s.size() < 2 || s.size() > 4)
+    return bad(features_name, "features of shape " + shape_text(s)
+                                + " (expected (N, F), (N, H, W) or "
+                                  "(N, H, W, C))");
+  if (h->type != element::f4 && h->type != element::f8
+      && h->type != element::u1)
+    return bad(features_name, "features must be float32, float64 or "
+                              "uint8");
+  uint64_t per_sample = 1;
+  for (size_t i = 1; i < s.size(); ++i)
+    per_sample *= s[i];
+  if (s[0] == 0 || per_sample == 0)
+    return bad(features_name, "no samples (shape " + shape_text(s) + ")");
+  if (s[0] * per_sample > max_dataset_values)
+    return bad(features_name, "shape " + shape_text(s) + " holds more than "
+                                + std::to_string(max_dataset_values)
+                                + " values");
+  auto dims = [&](size_t i) { return static_cast<int>(s[i]); };
+  out.count = static_cast<int64_t>(s[0]);
+  out.height = s.size() == 2 ? 1 : dims(1);
+  out.width = s.size() == 2 ? dims(1) : dims(2);
+  out.channels = s.size() == 4 ? dims(3) : 1;
+  auto n = static_cast<size_t>(s[0] * per_sample);
+  auto raw = data_of(features, at, features_name, n * h->item_size);
+  if (!raw)
+    return raw.error();
+  out.images.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char* p = *raw + i * h->item_size;
+    float v = h->type == element::u1 ? static_cast<float>(p[0]) / 255.f
+              : h->type == element::f4
+                ? little_endian_at<float>(p)
+                : static_cast<float>(little_endian_at<double>(p));
+    if (!std::isfinite(v))
+      return bad(features_name,
+                 "value " + std::to_string(i % per_sample) + " of sample "
+                   + std::to_string(i / per_sample)
+                   + " is not finite (or too large for float32)");
+    out.images[i] = v;
+  }
+  return caf::none;
+}
+
+} // namespace
+
 caf::expected<dataset> dataset_from_npy(const std::string& features,
                                         const std::string& features_name,
                                         const std::string& labels,
                                         const std::string& labels_name) {
   dataset out;
   out.source = features_name;
-  {
-    size_t at = 0;
-    auto h = read_header(features, features_name, at);
-    if (!h)
-      return h.error();
-    const auto& s = h->shape;
-    if (s.size() < 2 || s.size() > 4)
-      return bad(features_name, "features of shape " + shape_text(s)
-                                  + " (expected (N, F), (N, H, W) or "
-                                    "(N, H, W, C))");
-    if (h->type != element::f4 && h->type != element::f8
-        && h->type != element::u1)
-      return bad(features_name, "features must be float32, float64 or "
-                                "uint8");
-    uint64_t per_sample = 1;
-    for (size_t i = 1; i < s.size(); ++i)
-      per_sample *= s[i];
-    if (s[0] == 0 || per_sample == 0)
-      return bad(features_name, "no samples (shape " + shape_text(s) + ")");
-    if (s[0] * per_sample > max_dataset_values)
-      return bad(features_name, "shape " + shape_text(s) + " holds more than "
-                                  + std::to_string(max_dataset_values)
-                                  + " values");
-    auto dims = [&](size_t i) { return static_cast<int>(s[i]); };
-    out.count = static_cast<int64_t>(s[0]);
-    out.height = s.size() == 2 ? 1 : dims(1);
-    out.width = s.size() == 2 ? dims(1) : dims(2);
-    out.channels = s.size() == 4 ? dims(3) : 1;
-    auto n = static_cast<size_t>(s[0] * per_sample);
-    auto raw = data_of(features, at, features_name, n * h->item_size);
-    if (!raw)
-      return raw.error();
-    out.images.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const unsigned char* p = *raw + i * h->item_size;
-      float v = h->type == element::u1 ? static_cast<float>(p[0]) / 255.f
-                : h->type == element::f4
-                  ? little_endian_at<float>(p)
-                  : static_cast<float>(little_endian_at<double>(p));
-      if (!std::isfinite(v))
-        return bad(features_name,
-                   "value " + std::to_string(i % per_sample) + " of sample "
-                     + std::to_string(i / per_sample)
-                     + " is not finite (or too large for float32)");
-      out.images[i] = v;
-    }
-  }
+  if (auto err = fill_features(out, features, features_name))
+    return err;
   size_t at = 0;
   auto h = read_header(labels, labels_name, at);
   if (!h)
@@ -373,6 +384,17 @@ caf::expected<dataset> dataset_from_npy(const std::string& features,
     largest = std::max(largest, *v);
   }
   out.classes = static_cast<int>(largest) + 1;
+  return out;
+}
+
+caf::expected<dataset> load_npy_features(const std::string& path) {
+  auto bytes = read_whole_file(path, max_npy_bytes);
+  if (!bytes)
+    return bytes.error();
+  dataset out;
+  out.source = path;
+  if (auto err = fill_features(out, *bytes, path))
+    return err;
   return out;
 }
 

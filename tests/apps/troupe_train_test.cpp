@@ -229,8 +229,9 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
 }
 
 // --evaluate scores a checkpoint as the run that wrote it did, adds each
-// class's accuracy and the confusion matrix, and writes nothing.
-BOOST_AUTO_TEST_CASE(evaluate_scores_a_checkpoint_and_writes_nothing) {
+// class's accuracy and the confusion matrix, and writes nothing;
+// troupe-predict, given the checkpoint alone, predicts what it scored.
+BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   temp_dir tmp;
   troupe::test::write_file(tmp.file("cfg.json"), R"({
     "model": { "type": "softmax" },
@@ -313,6 +314,63 @@ BOOST_AUTO_TEST_CASE(evaluate_scores_a_checkpoint_and_writes_nothing) {
     auto mine = o.out.substr(line, o.out.find(',', line) - line);
     BOOST_TEST(printed == mine + "\n", printed);
   }
+
+  // troupe-predict with the checkpoint alone: the test images as .npy,
+  // predictions as CSV whose labels score the accuracy --evaluate gave,
+  // each row's probabilities summing to 1; and as .npy.
+  const std::string src = "/usr/share/datasets/fashion-mnist/";
+  write_u1_npy(tmp.file("test_x.npy"), "(10000, 28, 28)",
+               idx_payload(src + "t10k-images-idx3-ubyte.gz", 16));
+  auto truth = idx_payload(src + "t10k-labels-idx1-ubyte.gz", 8);
+  auto predict = [&](const std::string& args) {
+    return troupe::test::run_app(tmp, "troupe-predict",
+                                 "--checkpoint " + ckpt + " " + args);
+  };
+  auto p = predict("--input " + tmp.file("test_x.npy") + " --output "
+                   + tmp.file("pred.csv"));
+  BOOST_TEST(p.code == 0, p.err);
+  std::istringstream csv{troupe::test::slurp(tmp.file("pred.csv"))};
+  std::string row;
+  std::getline(csv, row);
+  BOOST_TEST(row == "label,p0,p1,p2,p3,p4,p5,p6,p7,p8,p9");
+  int64_t predicted = 0, hits = 0;
+  double worst = 0;
+  while (std::getline(csv, row)) {
+    std::istringstream fields{row};
+    std::string f;
+    std::getline(fields, f, ',');
+    int label = std::stoi(f);
+    double sum = 0;
+    while (std::getline(fields, f, ','))
+      sum += std::stod(f);
+    worst = std::max(worst, std::abs(sum - 1));
+    hits += label == truth[static_cast<size_t>(predicted)] ? 1 : 0;
+    ++predicted;
+  }
+  BOOST_TEST(predicted == 10000);
+  BOOST_TEST(static_cast<double>(hits) / 10000.0 == acc,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(worst < 1e-4);
+  p = predict("--input " + tmp.file("test_x.npy") + " --output "
+              + tmp.file("pred.npy"));
+  BOOST_TEST(p.code == 0, p.err);
+  struct stat probs {}, labels {};
+  BOOST_TEST(stat(tmp.file("pred.npy").c_str(), &probs) == 0);
+  BOOST_TEST(stat(tmp.file("pred.labels.npy").c_str(), &labels) == 0);
+  BOOST_TEST(probs.st_size == 128 + 10000 * 10 * 4);
+  BOOST_TEST(labels.st_size == 128 + 10000 * 4);
+  // Samples that do not fit the model, an output of another kind.
+  troupe::test::write_file(tmp.file("narrow.csv"), "a,b,c\n1,2,3\n");
+  p = predict("--input " + tmp.file("narrow.csv") + " --output "
+              + tmp.file("p.csv"));
+  BOOST_TEST(p.code == 2);
+  BOOST_TEST(p.err.find("(samples of 1x3x1 do not fit the model it holds, "
+                        "softmax)\n") != std::string::npos, p.err);
+  p = predict("--input " + tmp.file("test_x.npy") + " --output "
+              + tmp.file("p.txt"));
+  BOOST_TEST(p.code == 2);
+  BOOST_TEST(p.err == "troupe-predict: error: --output: " + tmp.file("p.txt")
+                        + ": expected a .csv or .npy file name\n");
 
   // Bad input: exit 2 with one line naming what is wrong.
   o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "

@@ -312,6 +312,13 @@ BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
   BOOST_TEST(d->classes == 3);
   BOOST_TEST(d->images == (std::vector<float>{1.5f, -3.f, 4.f, 0.5f}));
   BOOST_TEST(d->labels == (std::vector<int32_t>{2, 0}));
+  // No label column: every column is a feature (troupe-predict's input).
+  d = read_csv(dir, "a,b,c\n1,2,3\n4,5,6\n", "");
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->count == 2);
+  BOOST_TEST(d->width == 3);
+  BOOST_TEST(d->labels.empty());
+  BOOST_TEST(d->images[5] == 6.f);
 }
 
 BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {

@@ -1,0 +1,173 @@
+// troupe-predict: the classes a checkpoint's model predicts for new
+// samples, with their probabilities. The model comes from the checkpoint
+// alone (its recorded config and layout); the samples from an .npy file of
+// features or a CSV table.
+//
+// Output by the extension of --output: .csv, a header "label,p0,...,pK"
+// and one row per sample (the predicted class, then the softmax
+// probabilities); .npy, the probabilities as float32 (N, classes), with the
+// predicted classes as int32 (N,) beside them in <name>.labels.npy.
+//
+// Exit codes: 0 done; 2 bad input (command line, checkpoint, input file,
+// samples that do not fit the model); 1 a failure while running.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "actors/backend_factory.hpp"
+#include "apps/command_line.hpp"
+#include "apps/exit_codes.hpp"
+#include "models/checkpoint_model.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/errc.hpp"
+
+namespace {
+
+using namespace troupe;
+
+int fail(const caf::error& err) {
+  return report_failure("troupe-predict", err);
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size()
+         && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// An .npy file as np.save writes it (version 1, header padded to 64).
+bool write_npy(const std::string& path, const char* descr,
+               const std::vector<size_t>& shape, const void* data,
+               size_t bytes) {
+  std::string dims;
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1)
+    dims += ",";
+  std::string dict = std::string{"{'descr': '"} + descr
+                     + "', 'fortran_order': False, 'shape': (" + dims
+                     + "), }";
+  dict += std::string(63 - (10 + dict.size()) % 64, ' ') + "\n";
+  std::ofstream out{path, std::ios::binary};
+  out.write("\x93NUMPY\x01\x00", 8);
+  char len[2] = {static_cast<char>(dict.size() & 0xff),
+                 static_cast<char>(dict.size() >> 8)};
+  out.write(len, 2);
+  out << dict;
+  out.write(static_cast<const char*>(data),
+            static_cast<std::streamsize>(bytes));
+  return static_cast<bool>(out.flush());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Predict classes with a troupe checkpoint."};
+  std::string checkpoint_path, input, output, label_column;
+  int batch = 256;
+  app.add_option("--checkpoint", checkpoint_path,
+                 "a ckpt-<step>.safetensors")->required();
+  app.add_option("--input", input,
+                 "samples: an .npy array of features, or a .csv table")
+    ->required();
+  app.add_option("--output", output,
+                 "predictions: .csv (label and probabilities) or .npy")
+    ->required();
+  app.add_option("--label-column", label_column,
+                 "a .csv input's column to leave out (e.g. its labels)");
+  app.add_option("--batch-size", batch, "samples per forward pass")
+    ->check(CLI::Range(1, 1 << 16));
+  if (auto code = parse_command_line(app, argc, argv, "troupe-predict"))
+    return *code;
+  bool as_csv = ends_with(output, ".csv");
+  if (!as_csv && !ends_with(output, ".npy"))
+    return fail(make_error(errc::invalid_config,
+                           "--output: " + output
+                             + ": expected a .csv or .npy file name"));
+  if (!ends_with(input, ".npy") && !ends_with(input, ".csv"))
+    return fail(make_error(errc::invalid_config,
+                           "--input: " + input
+                             + ": expected a .npy or .csv file name"));
+  auto ckpt = read_checkpoint(checkpoint_path);
+  if (!ckpt)
+    return fail(ckpt.error());
+  caf::expected<dataset> data = ends_with(input, ".npy")
+                                  ? load_npy_features(input)
+                                  : load_csv(input, label_column);
+  if (!data)
+    return fail(data.error());
+  try {
+    auto backend = make_backend(device_spec{}, compute_threads(0, 1));
+    if (!backend)
+      return fail(backend.error());
+    auto made = model_from_checkpoint(*ckpt, checkpoint_path, data->height,
+                                      data->width, data->channels,
+                                      **backend);
+    if (!made)
+      return fail(made.error());
+    model& m = **made;
+    const auto classes = static_cast<size_t>(m.classes());
+    const auto n = static_cast<size_t>(data->count);
+    std::vector<float> probs(n * classes);
+    std::vector<int32_t> labels(n);
+    for (size_t first = 0; first < n; first += static_cast<size_t>(batch)) {
+      auto count = std::min(n - first, static_cast<size_t>(batch));
+      float* z = probs.data() + first * classes;
+      m.logits(data->images.data() + first * data->sample_size(),
+               static_cast<int>(count), z);
+      for (size_t i = 0; i < count; ++i) {
+        float* row = z + i * classes;
+        size_t best = 0;
+        for (size_t c = 1; c < classes; ++c)
+          if (row[c] > row[best])
+            best = c;
+        double sum = 0;
+        for (size_t c = 0; c < classes; ++c)
+          sum += std::exp(static_cast<double>(row[c]) - row[best]);
+        double top = row[best];
+        for (size_t c = 0; c < classes; ++c)
+          row[c] = static_cast<float>(std::exp(row[c] - top) / sum);
+        labels[first + i] = static_cast<int32_t>(best);
+      }
+    }
+    bool written = false;
+    if (as_csv) {
+      std::ofstream out{output};
+      out << "label";
+      for (size_t c = 0; c < classes; ++c)
+        out << ",p" << c;
+      out << "\n";
+      char buf[32];
+      for (size_t i = 0; i < n; ++i) {
+        out << labels[i];
+        for (size_t c = 0; c < classes; ++c) {
+          std::snprintf(buf, sizeof buf, ",%.6g", probs[i * classes + c]);
+          out << buf;
+        }
+        out << "\n";
+      }
+      written = static_cast<bool>(out.flush());
+    } else {
+      auto stem = output.substr(0, output.size() - 4);
+      written = write_npy(output, "<f4", {n, classes}, probs.data(),
+                          probs.size() * sizeof(float))
+                && write_npy(stem + ".labels.npy", "<i4", {n}, labels.data(),
+                             labels.size() * sizeof(int32_t));
+    }
+    if (!written)
+      return fail(make_error(errc::io_error, output + ": cannot write"));
+    std::cout << "predicted " << n << " samples of " << input << " with "
+              << checkpoint_path << " (" << m.summary() << ") -> " << output
+              << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "troupe-predict: error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+#include "models/checkpoint_model.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "runtime/errc.hpp"
+#include "runtime/run_identity.hpp"
+
+namespace troupe {
+
+namespace {
+
+/// "[256,128]" -> {256, 128}; nothing for text of another form.
+std::optional<std::vector<int>> int_list(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
+    return std::nullopt;
+  std::vector<int> out;
+  const char* p = text.c_str() + 1;
+  while (*p != ']') {
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (end == p || v < 1 || v > (1 << 16))
+      return std::nullopt;
+    out.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != ']')
+      return std::nullopt;
+  }
+  return out;
+}
+
+} // namespace
+
+caf::expected<std::unique_ptr<model>>
+model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
+                      int height, int width, int channels,
+                      compute_backend& be) {
+  auto bad = [&](const std::string& what) {
+    return make_error(errc::bad_format, path + ": " + what);
+  };
+  auto meta = ckpt.metadata.find("config");
+  if (meta == ckpt.metadata.end())
+    return bad("the checkpoint records no model config (it predates "
+               "checkpoints that do); score it with troupe-train "
+               "--evaluate and its run config");
+  auto id = parse_identity(meta->second);
+  auto get = [&](const std::string& key) {
+    auto it = id.find(key);
+    return it == id.end() ? std::string{} : it->second;
+  };
+  model_config mc;
+  auto type = get("/model/type");
+  if (type == "softmax")
+    mc.type = model_config::kind::softmax;
+  else if (type == "mlp")
+    mc.type = model_config::kind::mlp;
+  else if (type == "cnn")
+    mc.type = model_config::kind::cnn;
+  else
+    return bad("unknown model type \"" + type + "\" in its config");
+  auto hidden = int_list(get("/model/hidden"));
+  if (!hidden)
+    return bad("unreadable /model/hidden in its config");
+  mc.hidden = *hidden;
+  auto act = get("/model/activation");
+  if (act == "relu")
+    mc.act = activation::relu;
+  else if (act == "sigmoid")
+    mc.act = activation::sigmoid;
+  else if (act == "tanh")
+    mc.act = activation::tanh;
+  else
+    return bad("unknown activation \"" + act + "\" in its config");
+  if (mc.type == model_config::kind::cnn) {
+    auto convs = int_list(get("/model/conv_channels"));
+    auto kernel = std::atoi(get("/model/kernel_size").c_str());
+    if (!convs || convs->size() != 2 || kernel < 1 || kernel > 15)
+      return bad("unreadable convolutions in its config");
+    mc.conv_channels = *convs;
+    mc.kernel_size = kernel;
+  }
+  // The classes are the output layer's bias: the dense layer of the
+  // highest number (the file's order of tensors is not the model's).
+  int classes = 0, last = -1;
+  for (auto& t : ckpt.layout.tensors()) {
+    int n = -1;
+    char tail[3] = {};
+    if (std::sscanf(t.name.c_str(), "dense%d/%2s", &n, tail) == 2
+        && std::string{tail} == "b" && n > last && t.dims.size() == 1) {
+      last = n;
+      classes = static_cast<int>(t.dims[0]);
+    }
+  }
+  if (last < 0 || classes < 2)
+    return bad("no output layer (denseN/b) among its tensors");
+  auto made = make_model(mc, height, width, channels, classes, be);
+  if (!made)
+    return made.error();
+  if (auto err = check_layout(ckpt, (*made)->layout(), path))
+    return make_error(errc::layout_mismatch,
+                      describe(err) + " (samples of "
+                        + std::to_string(height) + "x" + std::to_string(width)
+                        + "x" + std::to_string(channels)
+                        + " do not fit the model it holds, "
+                        + get("/model/type") + ")");
+  (*made)->set_params(ckpt.params.data());
+  return made;
+}
+
+} // namespace troupe
