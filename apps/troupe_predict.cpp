@@ -24,6 +24,7 @@
 #include "apps/command_line.hpp"
 #include "apps/exit_codes.hpp"
 #include "models/checkpoint_model.hpp"
+#include "models/trainer.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/errc.hpp"
@@ -123,17 +124,11 @@ int main(int argc, char** argv) {
                static_cast<int>(count), z);
       for (size_t i = 0; i < count; ++i) {
         float* row = z + i * classes;
-        size_t best = 0;
-        for (size_t c = 1; c < classes; ++c)
-          if (row[c] > row[best])
-            best = c;
-        double sum = 0;
+        auto r = read_logits(row, classes);
+        double top = row[r.best];
         for (size_t c = 0; c < classes; ++c)
-          sum += std::exp(static_cast<double>(row[c]) - row[best]);
-        double top = row[best];
-        for (size_t c = 0; c < classes; ++c)
-          row[c] = static_cast<float>(std::exp(row[c] - top) / sum);
-        labels[first + i] = static_cast<int32_t>(best);
+          row[c] = static_cast<float>(std::exp(row[c] - top - r.log_sum));
+        labels[first + i] = static_cast<int32_t>(r.best);
       }
     }
     bool written = false;

@@ -113,6 +113,18 @@ eval_result evaluate(model& m, const dataset& data, int batch_size) {
   return out;
 }
 
+logit_row read_logits(const float* z, size_t classes) {
+  logit_row r;
+  for (size_t c = 1; c < classes; ++c)
+    if (z[c] > z[r.best])
+      r.best = c;
+  double sum = 0;
+  for (size_t c = 0; c < classes; ++c)
+    sum += std::exp(static_cast<double>(z[c]) - z[r.best]);
+  r.log_sum = std::log(sum);
+  return r;
+}
+
 detailed_eval evaluate_per_class(model& m, const dataset& data,
                                  int batch_size) {
   detailed_eval out;
@@ -129,17 +141,10 @@ detailed_eval evaluate_per_class(model& m, const dataset& data,
     for (int i = 0; i < n; ++i) {
       const float* z = logits.data() + static_cast<size_t>(i) * classes;
       auto label = static_cast<size_t>(data.labels[static_cast<size_t>(first + i)]);
-      size_t best = 0;
-      for (size_t c = 1; c < classes; ++c)
-        if (z[c] > z[best])
-          best = c;
-      // -log softmax(z)[label], shifted by the max for range.
-      double sum = 0;
-      for (size_t c = 0; c < classes; ++c)
-        sum += std::exp(static_cast<double>(z[c]) - z[best]);
-      loss += std::log(sum) - (static_cast<double>(z[label]) - z[best]);
-      correct += best == label ? 1 : 0;
-      ++out.confusion[label][best];
+      auto row = read_logits(z, classes);
+      loss += row.log_sum - (static_cast<double>(z[label]) - z[row.best]);
+      correct += row.best == label ? 1 : 0;
+      ++out.confusion[label][row.best];
     }
   }
   out.overall.count = data.count;

@@ -54,6 +54,15 @@ struct eval_result {
 /// Evaluates the model on all of `data` in batches of `batch_size`.
 eval_result evaluate(model& m, const dataset& data, int batch_size);
 
+/// One row of logits: its first arg-max, and log(sum_c exp(z[c] - z[best]))
+/// (>= 0), so -log softmax(z)[c] = log_sum - (z[c] - z[best]) without
+/// overflow or a float probability that rounds to 0.
+struct logit_row {
+  size_t best = 0;
+  double log_sum = 0;
+};
+logit_row read_logits(const float* z, size_t classes);
+
 /// An evaluation sample by sample: the loss and accuracy of evaluate()
 /// plus the confusion matrix (confusion[label][predicted], the predicted
 /// class being the first arg-max of the logits).
