@@ -253,6 +253,9 @@ int interactive(caf::actor_system& sys, const chief_actor& chief,
       break;
     execute(sys, chief, line, raw_json);
   }
+#ifdef TROUPE_HAVE_LIBEDIT
+  completing = {}; // no actor handle outlives the actor system
+#endif
   return 0;
 }
 
