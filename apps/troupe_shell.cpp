@@ -8,6 +8,8 @@
 // Exit codes: 0 done; 1 the command failed or the chief is unreachable;
 // 2 bad command line.
 #include <chrono>
+#include <functional>
+#include <future>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -48,32 +50,67 @@ int report(const caf::expected<std::string>& text) {
   return 0;
 }
 
-/// A handler of the answer's types (a typed receive needs them spelled
-/// out) that stores what `render` makes of it in `out`.
+/// The chief this shell talks to, and where it was reached.
+struct session {
+  caf::actor_system& sys;
+  chief_actor chief;
+  std::string where; ///< host:port
+};
+
+/// Where an answer goes: set once, from the actor that waited for it. The
+/// actor holds it by shared_ptr, so nothing it touches dies with ask()'s
+/// frame once the promise is set.
+using answer_slot = std::shared_ptr<std::promise<caf::expected<std::string>>>;
+
+/// A handler of the answer's types (a typed response handler needs them
+/// spelled out) that hands what `render` makes of it to `slot`.
 template <class Render, class... Args>
-auto render_into(caf::expected<std::string>& out, Render& render,
-                 caf::detail::type_list<Args...>) {
-  return [&](Args... answer) { out = render(std::forward<Args>(answer)...); };
+auto render_into(caf::event_based_actor* self, answer_slot slot,
+                 Render render, caf::detail::type_list<Args...>) {
+  return [self, slot, render](Args... answer) mutable {
+    self->quit();
+    slot->set_value(render(std::forward<Args>(answer)...));
+  };
 }
 
 /// Sends `request` to the chief and prints what `render` makes of the
-/// answer. Returns the exit code.
+/// answer. Returns the exit code. The request goes out from an actor that
+/// also monitors the chief: a request to a chief whose process died gets
+/// no error until its timeout (a proxy does not fail fast), while the
+/// monitor says so at once, in plain words.
 template <class Render, class... Ts>
-int ask(caf::actor_system& sys, const chief_actor& chief, Render render,
-        Ts&&... request) {
-  caf::scoped_actor self{sys};
-  caf::expected<std::string> out{caf::sec::request_timeout};
+int ask(const session& s, Render render, Ts... request) {
+  auto slot = std::make_shared<std::promise<caf::expected<std::string>>>();
+  auto answer = slot->get_future();
   using args = typename caf::detail::get_callable_trait<Render>::arg_types;
-  self->request(chief, answer_patience, std::forward<Ts>(request)...)
-    .receive(render_into(out, render, args{}),
-             [&](caf::error& err) { out = std::move(err); });
-  return report(out);
+  auto gone = "the chief at " + s.where + " is gone (";
+  auto silent = "the chief at " + s.where + " did not answer within "
+                + std::to_string(answer_patience.count())
+                + " s: it is frozen, overloaded or cut off";
+  s.sys.spawn([=](caf::event_based_actor* self) {
+    self->set_down_handler([=](caf::down_msg& dm) {
+      self->quit();
+      slot->set_value(make_error(errc::node_unreachable,
+                                 gone + to_string(dm.reason)
+                                   + "): it stopped or its process died"));
+    });
+    self->monitor(s.chief);
+    self->request(s.chief, answer_patience, request...)
+      .then(render_into(self, slot, render, args{}),
+            [=](caf::error& err) {
+              self->quit();
+              if (err == caf::sec::request_timeout)
+                slot->set_value(make_error(errc::node_unreachable, silent));
+              else
+                slot->set_value(std::move(err));
+            });
+  });
+  return report(answer.get());
 }
 
 /// Parses one command line, sends the chief the typed request and prints
 /// the answer. Returns the exit code.
-int execute(caf::actor_system& sys, const chief_actor& chief,
-            const std::string& line, bool raw_json) {
+int execute(const session& s, const std::string& line, bool raw_json) {
   auto parsed = parse_shell_command(line);
   if (!parsed)
     return report(parsed.error());
@@ -84,24 +121,24 @@ int execute(caf::actor_system& sys, const chief_actor& chief,
       return report(render_view(c, cluster_view{}, raw_json));
     case verb::add_worker:
       return ask(
-        sys, chief,
+        s,
         [&](std::vector<int32_t>& ids, std::string& node) {
           return render_added(ids, node, raw_json);
         },
         join_atom_v, c.count, c.node);
     case verb::kill:
       return ask(
-        sys, chief,
+        s,
         [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
         c.target);
     case verb::checkpoint:
       return ask(
-        sys, chief,
+        s,
         [&](std::string& path) { return render_checkpoint(path, raw_json); },
         snapshot_atom_v);
     case verb::tune:
       return ask(
-        sys, chief,
+        s,
         [&](double value) { return render_tuned(c.key, value, raw_json); },
         tune_atom_v, c.key, c.value);
     case verb::pause:
@@ -109,16 +146,16 @@ int execute(caf::actor_system& sys, const chief_actor& chief,
       auto render = [&](bool paused) {
         return render_paused(paused, raw_json);
       };
-      return c.what == verb::pause ? ask(sys, chief, render, pause_atom_v)
-                                   : ask(sys, chief, render, resume_atom_v);
+      return c.what == verb::pause ? ask(s, render, pause_atom_v)
+                                   : ask(s, render, resume_atom_v);
     }
     case verb::stop:
       return ask(
-        sys, chief, [&](bool) { return render_stopping(raw_json); },
+        s, [&](bool) { return render_stopping(raw_json); },
         stop_atom_v);
     default: // answered from the cluster view
       return ask(
-        sys, chief,
+        s,
         [&](cluster_view& v) { return render_view(c, v, raw_json); },
         stats_atom_v);
   }
@@ -213,8 +250,8 @@ run_identity_of(caf::actor_system& sys, const chief_actor& chief) {
 }
 
 /// Reads lines until "quit" or end of input.
-int interactive(caf::actor_system& sys, const chief_actor& chief,
-                const std::string& where, bool raw_json) {
+int interactive(const session& s, bool raw_json) {
+  const auto& where = s.where;
   std::cout << "connected to the chief at " << where
             << "; \"help\" lists the commands, \"quit\" leaves" << std::endl;
   std::string prompt = "troupe " + where + "> ";
@@ -223,7 +260,7 @@ int interactive(caf::actor_system& sys, const chief_actor& chief,
   if (const char* home = std::getenv("HOME"))
     history = std::string{home} + "/.troupe_history";
   rl_attempted_completion_function = complete;
-  completing = {&sys, chief};
+  completing = {&s.sys, s.chief};
   if (!history.empty())
     read_history(history.c_str());
 #endif
@@ -251,7 +288,7 @@ int interactive(caf::actor_system& sys, const chief_actor& chief,
 #endif
     if (line == "quit" || line == "exit")
       break;
-    execute(sys, chief, line, raw_json);
+    execute(s, line, raw_json);
   }
 #ifdef TROUPE_HAVE_LIBEDIT
   completing = {}; // no actor handle outlives the actor system
@@ -314,8 +351,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!command.empty())
-    return execute(sys, *chief, command, raw_json);
+    return execute(session{sys, *chief, address}, command, raw_json);
   std::cout << "run " << run->first << ", config digest " << run->second
             << std::endl;
-  return interactive(sys, *chief, address, raw_json);
+  return interactive(session{sys, *chief, address}, raw_json);
 }

@@ -260,11 +260,26 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
                history);
   }
 
+  // A shell left open while the run ends: its next command says at once
+  // that the chief is gone, not after the answer timeout (60 s) as
+  // "request_timeout".
+  terminal_shell late{dir, chief_address(spec)};
+  BOOST_REQUIRE(late.started());
+  BOOST_REQUIRE_MESSAGE(late.wait_for("> ", 30), late.seen());
+
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
   BOOST_TEST(chief.wait(60) == 0, chief.err());
   BOOST_TEST(ps0.wait(20) == 0);
   BOOST_TEST(w0.wait(20) == 0);
   BOOST_TEST(chief.out().find("stop requested") != std::string::npos);
+
+  late.type("status\r");
+  BOOST_TEST(late.wait_for("troupe-shell: error: the chief at "
+                             + chief_address(spec) + " is gone (",
+                           15),
+             late.seen());
+  late.type("quit\r");
+  BOOST_TEST(late.wait(15) == 0, late.seen());
 }
 
 BOOST_AUTO_TEST_CASE(an_unreachable_chief_is_a_clear_error) {
