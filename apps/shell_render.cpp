@@ -147,7 +147,10 @@ json run_json(const run_view& r) {
           {"epoch", r.epoch},
           {"seconds", r.seconds},
           {"examples_per_sec", r.examples_per_sec},
-          {"test_accuracy", r.test_accuracy},
+          // null, not a -1 a script could average in, before the first
+          // evaluation.
+          {"test_accuracy", r.test_accuracy >= 0 ? json(r.test_accuracy)
+                                                 : json(nullptr)},
           {"paused", r.paused},
           {"recovering", r.recovering},
           {"phase", r.phase},

@@ -110,6 +110,14 @@ BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
   BOOST_TEST(j["run"]["run_id"] == "0123456789abcdef");
   BOOST_TEST(j["run"]["taken_over"]["from_step"] == 30);
   BOOST_TEST(j["run"]["taken_over"]["lost_steps"] == 0);
+  // No evaluation yet: null, in JSON and "-" in the table, never -1.
+  BOOST_TEST(j["run"]["test_accuracy"].is_null());
+  BOOST_TEST(render_view(parsed("status"), v, false)
+                 ->find("test accuracy -,") != std::string::npos);
+  v.run.test_accuracy = 0.5;
+  auto evaluated = nlohmann::json::parse(*render_view(parsed("status"), v, true));
+  BOOST_TEST(evaluated["run"]["test_accuracy"] == 0.5);
+  v.run.test_accuracy = -1;
   BOOST_TEST(j["actors"][0]["id"] == "chief");
   BOOST_TEST(j["actors"][1]["id"] == "feeder");
   BOOST_TEST(j["actors"][2]["id"] == "shard:0");
