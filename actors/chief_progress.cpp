@@ -204,7 +204,7 @@ void finish_run(chief_self self) {
   if (st.stopping())
     return;
   st.enter(run_phase::finishing);
-  double seconds = now_seconds() - st.t0;
+  double seconds = st.training_seconds(now_seconds());
   auto after_checkpoint = [=] {
     evaluate_now(self, [=] {
       auto& s = self->state;
@@ -272,6 +272,15 @@ void set_user_pause(chief_self self, bool paused) {
     return;
   st.user_paused = paused;
   say(self, paused ? "paused by the shell" : "resumed by the shell");
+  double now = now_seconds();
+  if (paused) {
+    st.paused_since = now;
+  } else if (st.paused_since >= 0) {
+    // The progress window's rate leaves the pause out too.
+    st.paused_seconds += now - st.paused_since;
+    st.window_start += now - st.paused_since;
+    st.paused_since = -1;
+  }
   if (paused)
     self->request(st.feeder, timeout_of(self), pause_atom_v)
       .then([](int64_t) {}, [](caf::error&) {});
@@ -332,6 +341,11 @@ void on_report(chief_self self, const worker_report& r) {
   st.samples += r.samples;
   st.window_samples += r.samples;
   st.window_loss += r.loss_sum;
+  if (r.samples > 0) {
+    double mean = r.loss_sum / static_cast<double>(r.samples);
+    st.recent_loss = st.recent_loss < 0 ? mean
+                                        : 0.9 * st.recent_loss + 0.1 * mean;
+  }
   auto& w = st.workers[r.worker];
   w.steps += r.steps;
   w.samples += r.samples;

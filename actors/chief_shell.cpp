@@ -5,11 +5,13 @@
 // incarnations' steps, and its staleness is the most updates a shard
 // applied between one of its pulls and the matching push, over its last
 // report.
+#include <algorithm>
 #include <cmath>
 
 #include "actors/chief_ops.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
+#include "runtime/optimizer.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe::chief_ops {
@@ -41,11 +43,22 @@ run_view run_of(chief_self self) {
   r.optimizer = to_string(c.training.optimizer.type);
   r.steps = st.steps;
   r.epoch = static_cast<double>(st.steps) / static_cast<double>(st.per_epoch);
-  r.seconds = st.training() ? now_seconds() - st.t0 : 0;
+  r.seconds = st.training() ? st.training_seconds(now_seconds()) : 0;
   r.examples_per_sec = r.seconds > 0
                          ? static_cast<double>(st.samples) / r.seconds
                          : 0.0;
   r.test_accuracy = st.last_accuracy;
+  r.total_steps = st.per_epoch * c.training.epochs;
+  if (c.training.max_steps > 0)
+    r.total_steps = std::min(r.total_steps, c.training.max_steps);
+  auto opt = c.training.optimizer;
+  opt.learning_rate = st.base_lr > 0 ? st.base_lr : opt.learning_rate;
+  r.learning_rate = learning_rate_at(opt, st.steps);
+  r.loss = st.recent_loss;
+  if (r.examples_per_sec > 0)
+    r.eta_seconds = static_cast<double>(std::max<int64_t>(
+                      0, r.total_steps - st.steps))
+                    * c.training.batch_size / r.examples_per_sec;
   r.paused = st.user_paused;
   r.recovering = st.recovering;
   r.stopping = st.stopping();
@@ -260,6 +273,7 @@ caf::result<double> shell_tune(chief_self self, tune_key key, double value) {
                            std::string{to_string(key)}, value);
     },
     [=](auto&) mutable {
+      self->state.base_lr = value;
       say(self, fmt("shell: learning rate set to %g", value));
       promise.deliver(value);
     },

@@ -138,6 +138,11 @@ struct chief_state {
   int64_t window_samples = 0;
   double window_loss = 0, window_start = 0;
   double last_accuracy = -1, last_loss = 0;
+  /// The training loss of the latest reports (a moving average over about
+  /// ten); -1 before the first.
+  double recent_loss = -1;
+  /// The learning rate the shards were started with or last set to.
+  double base_lr = 0;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
   std::vector<std::function<void()>> eval_waiters;
   std::vector<std::function<void()>> checkpoint_waiters;
@@ -157,6 +162,14 @@ struct chief_state {
   // Activities that come and go while the run trains or finishes.
   bool checkpointing = false, evaluating = false;
   bool user_paused = false;
+  /// Time paused by the shell, which the rates leave out: the seconds of
+  /// pauses that ended, and when the current one began (-1: none).
+  double paused_seconds = 0, paused_since = -1;
+  /// Seconds of training since t0, pauses by the shell left out.
+  double training_seconds(double now) const {
+    return now - t0 - paused_seconds
+           - (paused_since >= 0 ? now - paused_since : 0);
+  }
   /// Shard recovery: workers stopped on purpose, and a counter that makes
   /// replies of the shards before a recovery recognisable.
   bool recovering = false;

@@ -62,6 +62,14 @@ struct run_view {
   double seconds = 0;          ///< since training began
   double examples_per_sec = 0;
   double test_accuracy = -1;   ///< -1: no evaluation yet
+  /// The steps the run ends at (epochs, or the step limit if lower).
+  int64_t total_steps = 0;
+  /// The shards' learning rate now: the base (as the config, or as the
+  /// shell last set it) through the schedule at this step.
+  double learning_rate = 0;
+  double loss = -1;            ///< recent training loss; -1: none yet
+  /// The seconds left at this chief's rate so far; -1: no rate yet.
+  double eta_seconds = -1;
   bool paused = false, recovering = false, stopping = false;
   int32_t restarts = 0, shard_recoveries = 0;
   int64_t lost_steps = 0;
@@ -119,7 +127,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_view& x) {
   return f(caf::meta::type_name("run_view"), x.name, x.run_id,
            x.config_digest, x.mode, x.phase, x.own_node, x.optimizer, x.steps,
-           x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy, x.paused,
+           x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
+           x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
            x.recovering, x.stopping, x.restarts, x.shard_recoveries,
            x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,
            x.last_checkpoint);

@@ -99,6 +99,21 @@ std::string lines(const json& j, const std::string& indent = "") {
 }
 
 
+/// "1h02m", "3m05s", "42s"; "-" when unknown.
+std::string duration(const json& seconds) {
+  if (!seconds.is_number())
+    return "-";
+  auto s = static_cast<long long>(seconds.get<double>() + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  return buf;
+}
+
 /// Tables for lists of actors and nodes, "key: value" lines for the rest.
 std::string for_people(const std::string& command, const json& j) {
   if (command == "help" && j.contains("help"))
@@ -107,8 +122,12 @@ std::string for_people(const std::string& command, const json& j) {
     auto& r = j["run"];
     std::ostringstream head;
     head << "run " << cell(r["name"]) << " (" << cell(r["mode"]) << "): step "
-         << cell(r["steps"]) << ", epoch " << cell(r["epoch"]) << ", "
-         << cell(r["examples_per_sec"]) << " examples/s, test accuracy "
+         << cell(r["steps"]) << " of " << cell(r["total_steps"]) << " ("
+         << cell(r["percent_done"]) << "%), epoch " << cell(r["epoch"])
+         << ", ETA " << duration(r["eta_seconds"]) << ", "
+         << cell(r["examples_per_sec"]) << " examples/s, lr "
+         << cell(r["learning_rate"]) << ", loss " << cell(r["loss"])
+         << ", test accuracy "
          << cell(r["test_accuracy"]) << (r["paused"].get<bool>() ? ", PAUSED" : "")
          << (r["recovering"].get<bool>() ? ", RECOVERING" : "")
          << ", restarts " << cell(r["restarts"]) << ", shard recoveries "
@@ -138,6 +157,13 @@ json taken_over_json(const run_view& r) {
                                                  : json(nullptr)}};
 }
 
+json percent_done(const run_view& r) {
+  if (r.total_steps <= 0)
+    return nullptr;
+  return std::min(100.0, 100.0 * static_cast<double>(r.steps)
+                           / static_cast<double>(r.total_steps));
+}
+
 json run_json(const run_view& r) {
   return {{"name", r.name},
           {"run_id", r.run_id},
@@ -151,6 +177,12 @@ json run_json(const run_view& r) {
           // evaluation.
           {"test_accuracy", r.test_accuracy >= 0 ? json(r.test_accuracy)
                                                  : json(nullptr)},
+          {"total_steps", r.total_steps},
+          {"percent_done", percent_done(r)},
+          {"eta_seconds", r.eta_seconds >= 0 ? json(r.eta_seconds)
+                                             : json(nullptr)},
+          {"learning_rate", r.learning_rate},
+          {"loss", r.loss >= 0 ? json(r.loss) : json(nullptr)},
           {"paused", r.paused},
           {"recovering", r.recovering},
           {"phase", r.phase},

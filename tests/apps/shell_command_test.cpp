@@ -114,9 +114,22 @@ BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
   BOOST_TEST(j["run"]["test_accuracy"].is_null());
   BOOST_TEST(render_view(parsed("status"), v, false)
                  ->find("test accuracy -,") != std::string::npos);
+  BOOST_TEST(j["run"]["loss"].is_null());
+  BOOST_TEST(j["run"]["eta_seconds"].is_null());
   v.run.test_accuracy = 0.5;
+  v.run.steps = 50;
+  v.run.total_steps = 200;
+  v.run.eta_seconds = 125;
+  v.run.learning_rate = 0.002;
+  v.run.loss = 0.25;
   auto evaluated = nlohmann::json::parse(*render_view(parsed("status"), v, true));
   BOOST_TEST(evaluated["run"]["test_accuracy"] == 0.5);
+  BOOST_TEST(evaluated["run"]["percent_done"] == 25.0);
+  BOOST_TEST(evaluated["run"]["eta_seconds"] == 125.0);
+  auto line = *render_view(parsed("status"), v, false);
+  BOOST_TEST(line.find("step 50 of 200 (25%), epoch ") != std::string::npos, line);
+  BOOST_TEST(line.find("ETA 2m05s") != std::string::npos, line);
+  BOOST_TEST(line.find("lr 0.002, loss 0.25, test accuracy 0.5") != std::string::npos, line);
   v.run.test_accuracy = -1;
   BOOST_TEST(j["actors"][0]["id"] == "chief");
   BOOST_TEST(j["actors"][1]["id"] == "feeder");

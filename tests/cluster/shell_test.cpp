@@ -155,9 +155,17 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
       v1 = a;
   }
   BOOST_REQUIRE(v1 >= 0);
+  auto training_seconds = [&] {
+    auto [c, text] = run_shell(dir, spec, "status");
+    BOOST_REQUIRE_MESSAGE(c == 0, text);
+    return json::parse(text)["run"]["seconds"].get<double>();
+  };
+  auto paused_at = training_seconds();
   sleep_s(0.7);
   auto v2 = version_of_shard0(dir, spec);
   BOOST_TEST(v1 == v2);
+  // Paused time is not training time: the rates leave it out.
+  BOOST_TEST(training_seconds() - paused_at < 0.1);
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
   auto v3 = v2;
   for (int i = 0; i < 50 && v3 == v2; ++i) {
@@ -168,6 +176,16 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
 
   auto [scode, set] = run_shell(dir, spec, "set lr 0.0005");
   BOOST_TEST(scode == 0, set);
+  // The status has the rate the shards now use, the training loss, how
+  // far the run is and how long it has left.
+  auto [rcode, after_set] = run_shell(dir, spec, "status");
+  BOOST_REQUIRE_MESSAGE(rcode == 0, after_set);
+  auto run_now = json::parse(after_set)["run"];
+  BOOST_TEST(run_now["learning_rate"] == 0.0005);
+  BOOST_TEST(run_now["loss"].get<double>() > 0);
+  BOOST_TEST(run_now["total_steps"].get<int64_t>() > run_now["steps"].get<int64_t>());
+  BOOST_TEST(run_now["percent_done"].get<double>() > 0);
+  BOOST_TEST(run_now["eta_seconds"].get<double>() > 0);
   auto [ccode, ck] = run_shell(dir, spec, "checkpoint");
   BOOST_TEST(ccode == 0, ck);
   BOOST_TEST(json::parse(ck)["checkpoint"].get<std::string>().find("/ckpt-")
