@@ -288,6 +288,25 @@ outcome read_cifar(const uint8_t* data, size_t size) {
   return o;
 }
 
+/// What a reader of features taken as they are (npy, npz, csv) did: its
+/// error, or the invariants of what it read. `flat`: its samples are
+/// 1 x F x 1 (CSV).
+outcome features_outcome(const caf::expected<dataset>& d, std::string names,
+                         const char* format, bool flat) {
+  outcome o;
+  o.names = std::move(names);
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  if (d->count < 1 || d->height < 1 || d->width < 1 || d->channels < 1
+      || (flat && (d->height != 1 || d->channels != 1)))
+    o.broken = std::string{format} + " count or shape out of range";
+  else
+    o.broken = pixels_broken(*d, false);
+  return o;
+}
+
 outcome read_npy(const uint8_t* data, size_t size) {
   auto& s = scratch::get();
   auto in = split(data, size);
@@ -295,54 +314,22 @@ outcome read_npy(const uint8_t* data, size_t size) {
   auto labels = s.file("labels.npy");
   write_file(features, in.first, in.first_size, false);
   write_file(labels, in.second, in.second_size, false);
-  outcome o;
-  o.names = features.substr(0, features.rfind('/'));
-  auto d = load_npy(features, labels);
-  if (!d) {
-    o.errors.push_back(describe(d.error()));
-    return o;
-  }
-  if (d->count < 1 || d->height < 1 || d->width < 1 || d->channels < 1)
-    o.broken = ".npy count or shape below 1";
-  else
-    o.broken = pixels_broken(*d, false);
-  return o;
+  return features_outcome(load_npy(features, labels),
+                          features.substr(0, features.rfind('/')), ".npy",
+                          false);
 }
 
 outcome read_npz(const uint8_t* data, size_t size) {
-  auto& s = scratch::get();
-  auto path = s.file("data.npz");
+  auto path = scratch::get().file("data.npz");
   write_file(path, data, size, false);
-  outcome o;
-  o.names = path;
-  auto d = load_npz(path, "x_train", "y_train");
-  if (!d) {
-    o.errors.push_back(describe(d.error()));
-    return o;
-  }
-  if (d->count < 1 || d->height < 1 || d->width < 1 || d->channels < 1)
-    o.broken = ".npz count or shape below 1";
-  else
-    o.broken = pixels_broken(*d, false);
-  return o;
+  return features_outcome(load_npz(path, "x_train", "y_train"), path, ".npz",
+                          false);
 }
 
 outcome read_csv(const uint8_t* data, size_t size) {
-  auto& s = scratch::get();
-  auto path = s.file("data.csv");
+  auto path = scratch::get().file("data.csv");
   write_file(path, data, size, false);
-  outcome o;
-  o.names = path;
-  auto d = load_csv(path, "label");
-  if (!d) {
-    o.errors.push_back(describe(d.error()));
-    return o;
-  }
-  if (d->count < 1 || d->height != 1 || d->width < 1 || d->channels != 1)
-    o.broken = "CSV count or shape out of range";
-  else
-    o.broken = pixels_broken(*d, false);
-  return o;
+  return features_outcome(load_csv(path, "label"), path, "CSV", true);
 }
 
 outcome read_safetensors(const uint8_t* data, size_t size) {
