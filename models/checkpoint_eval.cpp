@@ -1,6 +1,5 @@
 #include "models/checkpoint_eval.hpp"
 
-#include <cstdio>
 #include <ostream>
 
 #include "models/model.hpp"
@@ -10,12 +9,6 @@
 namespace troupe {
 
 namespace {
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
 
 std::string right(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;

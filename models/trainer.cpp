@@ -113,6 +113,12 @@ eval_result evaluate(model& m, const dataset& data, int batch_size) {
   return out;
 }
 
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, x);
+  return buf;
+}
+
 logit_row read_logits(const float* z, size_t classes) {
   logit_row r;
   for (size_t c = 1; c < classes; ++c)
@@ -173,12 +179,6 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, x);
-  return buf;
 }
 
 caf::error save(const local_trainer& trainer, const checkpoint_config& cfg,

@@ -54,6 +54,9 @@ struct eval_result {
 /// Evaluates the model on all of `data` in batches of `batch_size`.
 eval_result evaluate(model& m, const dataset& data, int batch_size);
 
+/// `x` with `digits` decimals ("%.*f"), as the progress lines print it.
+std::string fixed(double x, int digits);
+
 /// One row of logits: its first arg-max, and log(sum_c exp(z[c] - z[best]))
 /// (>= 0), so -log softmax(z)[c] = log_sum - (z[c] - z[best]) without
 /// overflow or a float probability that rounds to 0.
