@@ -41,6 +41,11 @@ double epoch_of(chief_self self, int64_t steps) {
          / static_cast<double>(self->state.per_epoch);
 }
 
+feeder_position feeder_position_of(const checkpoint& ck) {
+  auto it = ck.metadata.find("feeder_plan");
+  return {ck.step, it == ck.metadata.end() ? std::string{} : it->second};
+}
+
 /// Stops every actor of the run, then the chief.
 void shut_down(chief_self self) {
   auto& st = self->state;

@@ -41,6 +41,9 @@ std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 /// `steps` in epochs.
 double epoch_of(chief_self self, int64_t steps);
 
+/// Where checkpoint `ck` left the feeder: its step and plan text.
+feeder_position feeder_position_of(const checkpoint& ck);
+
 /// Stops every actor of the run, then the chief.
 void shut_down(chief_self self);
 
@@ -85,6 +88,11 @@ void place_worker(chief_self self, int32_t id);
 /// Joins worker ids on every shard; `then` runs once all have answered.
 void join_now(chief_self self, std::vector<int32_t> ids,
               std::function<void()> then);
+
+/// Gives workers `ids` their streams in the feeder (replicated, sharded)
+/// and takes its new total of steps, then `then`.
+void join_on_feeder(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then);
 
 /// join_now, or after the shard recovery under way (which joins and
 /// starts every worker it knows, these included).
@@ -153,7 +161,8 @@ void adopt_live_shards(chief_self self, int64_t since,
 /// The live shards of a verdict to keep them become the run's shards (the
 /// log says so); the feeder goes on from the checkpoint's `position` with
 /// their batches done and the step count follows; then `then`.
-void keep_live_shards(chief_self self, live_found& found, int64_t position,
+void keep_live_shards(chief_self self, live_found& found,
+                      feeder_position position,
                       std::function<void()> then);
 
 // -- chief_recovery.cpp --------------------------------------------------------

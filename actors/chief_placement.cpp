@@ -145,6 +145,18 @@ void join_now(chief_self self, std::vector<int32_t> ids,
     [=](caf::error& err) { fail_run(self, std::move(err)); });
 }
 
+void join_on_feeder(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then) {
+  auto& st = self->state;
+  self->request(st.feeder, timeout_of(self), join_atom_v, std::move(ids))
+    .then(
+      [=](int64_t total) {
+        self->state.total_steps = total;
+        then();
+      },
+      [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
 /// join_now, or after the shard recovery under way (which joins and
 /// starts every worker it knows, these included).
 void join_on_shards(chief_self self, std::vector<int32_t> ids,
@@ -194,10 +206,12 @@ std::vector<int32_t> add_workers(chief_self self, const std::string& node,
   new_worker_ids(self, node, n, ids);
   say(self, fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s",
                 node.c_str()));
-  join_on_shards(self, ids, [=] {
-    retune_aggregate(self);
-    for (auto id : ids)
-      place_worker(self, id);
+  join_on_feeder(self, ids, [=] {
+    join_on_shards(self, ids, [=] {
+      retune_aggregate(self);
+      for (auto id : ids)
+        place_worker(self, id);
+    });
   });
   return ids;
 }

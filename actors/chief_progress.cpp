@@ -70,10 +70,11 @@ void evaluate_now(chief_self self, std::function<void()> then) {
 }
 
 /// Writes the shards' states as one checkpoint file at feeder position
-/// `position`; returns the error of the write.
-caf::error write_shards(chief_self self, int64_t position,
+/// `from`; returns the error of the write.
+caf::error write_shards(chief_self self, const feeder_position& from,
                         std::vector<shard_state_msg>& parts) {
   auto& s = self->state;
+  auto position = from.step;
   checkpoint ckpt;
   ckpt.step = position;
   ckpt.layout = s.evaluator->layout();
@@ -101,6 +102,8 @@ caf::error write_shards(chief_self self, int64_t position,
   ckpt.metadata["model"] = s.evaluator->summary();
   ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
   ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
+  if (!from.plan.empty()) // replicated, sharded: each worker's place
+    ckpt.metadata["feeder_plan"] = from.plan;
   stamp_checkpoint(ckpt, stamp_of(self));
   auto& dir = s.opts.cfg.training.checkpoint.dir;
   std::error_code ec; // a failure shows in the write's own error
@@ -145,7 +148,7 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
   auto gen = st.generation;
   self->request(st.feeder, timeout_of(self), pause_atom_v)
     .then(
-      [=](int64_t position) {
+      [=](feeder_position& position) {
         if (self->state.generation != gen || self->state.recovering)
           return lost();
         ask_all_shards<shard_state_msg>(
@@ -178,6 +181,17 @@ void print_summary(chief_self self, const cluster_summary& r) {
   for (auto n : r.epoch_samples)
     per_epoch += " " + std::to_string(n);
   say(self, "samples trained per epoch:" + per_epoch);
+  // replicated, sharded: what each worker's own stream got (an epoch a
+  // worker joined after shows 0).
+  if (c.training.partition != data_partition::shared)
+    for (auto& w : r.workers) {
+      std::string line;
+      for (auto n : w.samples)
+        line += " " + std::to_string(n);
+      say(self, fmt("worker %d samples per epoch (%s):", w.worker,
+                    to_string(c.training.partition))
+                  + line);
+    }
   say(self, fmt("pushes accepted %lld, stale %lld, refused %lld",
                 static_cast<long long>(r.pushes_accepted),
                 static_cast<long long>(r.pushes_stale),
@@ -245,6 +259,7 @@ void finish_run(chief_self self) {
                   done.steps = fs.acked;
                   done.epochs = epoch_of(self, fs.acked);
                   done.epoch_samples = std::move(fs.epoch_samples);
+                  done.workers = std::move(fs.workers);
                   print_summary(self, done);
                   if (self->state.opts.on_finish)
                     self->state.opts.on_finish(*final_params,
@@ -283,7 +298,7 @@ void set_user_pause(chief_self self, bool paused) {
   }
   if (paused)
     self->request(st.feeder, timeout_of(self), pause_atom_v)
-      .then([](int64_t) {}, [](caf::error&) {});
+      .then([](feeder_position&) {}, [](caf::error&) {});
   else if (!st.checkpointing && !st.recovering)
     self->send(st.feeder, resume_atom_v);
 }

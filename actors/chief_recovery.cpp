@@ -198,9 +198,10 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
                              int64_t version, const std::string& path) {
   auto& st = self->state;
   auto position = ck->step;
+  auto plan = feeder_position_of(*ck).plan;
   auto all_restored = [=] {
     self->request(self->state.feeder, timeout_of(self), restore_atom_v,
-                  position, std::vector<int64_t>{})
+                  position, plan, std::vector<int64_t>{})
       .then(
         [=](int64_t) {
           auto& s = self->state;
@@ -270,9 +271,8 @@ void restore_after_loss(chief_self self) {
   // The shards that lived on (all of them, when only links broke) may
   // hold every step since the checkpoint: then nothing is lost.
   adopt_live_shards(self, since, [=](live_found& live) {
-    auto position = shared->step;
     if (live.verdict.keep_live)
-      return keep_live_shards(self, live, position,
+      return keep_live_shards(self, live, feeder_position_of(*shared),
                               [=] { resume_after_recovery(self); });
     say(self, fmt("cannot keep the live shards (%s)",
                   live.verdict.why_not.c_str()));

@@ -48,9 +48,7 @@ run_view run_of(chief_self self) {
                          ? static_cast<double>(st.samples) / r.seconds
                          : 0.0;
   r.test_accuracy = st.last_accuracy;
-  r.total_steps = st.per_epoch * c.training.epochs;
-  if (c.training.max_steps > 0)
-    r.total_steps = std::min(r.total_steps, c.training.max_steps);
+  r.total_steps = st.total_steps;
   auto opt = c.training.optimizer;
   opt.learning_rate = st.base_lr > 0 ? st.base_lr : opt.learning_rate;
   r.learning_rate = learning_rate_at(opt, st.steps);

@@ -29,7 +29,7 @@ void start_workers(chief_self self) {
   } else {
     new_worker_ids(self, st.own_node(), st.opts.cfg.cluster.workers, ids);
   }
-  join_on_shards(self, ids, [=] {
+  join_on_feeder(self, ids, [=] { join_on_shards(self, ids, [=] {
     auto& s = self->state;
     s.enter(run_phase::training);
     s.t0 = now_seconds();
@@ -37,7 +37,7 @@ void start_workers(chief_self self) {
     retune_aggregate(self);
     for (auto id : ids)
       place_worker(self, id);
-  });
+  }); });
 }
 
 /// Shards (through the agents, resumed ones with their state), the
@@ -65,12 +65,13 @@ void start_shards(chief_self self) {
                  && !s.opts.cfg.training.checkpoint.dir.empty()
                ? checkpoint_now(self, [=] { start_workers(self); })
                : start_workers(self);
-    auto position = s.resume_from->step;
+    auto from = feeder_position_of(*s.resume_from);
+    auto position = from.step;
     s.resume_from = nullptr;
     s.steps = position;
     s.schedule->resume_at(position);
     self->request(s.feeder, timeout_of(self), restore_atom_v, position,
-                  std::vector<int64_t>{})
+                  from.plan, std::vector<int64_t>{})
       .then([=](int64_t) { start_workers(self); },
             [=](caf::error& err) { fail_run(self, std::move(err)); });
   });
@@ -106,7 +107,7 @@ void adopt_run(chief_self self, std::function<void()> restore) {
   auto& st = self->state;
   const auto& ckpt = st.opts.cfg.training.checkpoint;
   int64_t since = 0;    // the shards' version at the checkpoint
-  int64_t position = 0; // the feeder's
+  feeder_position position; // the feeder's
   if (!ckpt.dir.empty()) {
     auto found = load_newest(ckpt.dir, stamp_of(self),
                              checkpoint_pick::this_run,
@@ -118,7 +119,8 @@ void adopt_run(chief_self self, std::function<void()> restore) {
       if (!version)
         return fail_run(self, version.error());
       since = st.initial_version = *version;
-      position = st.adopted_from_step = (*found)->ckpt.step;
+      position = feeder_position_of((*found)->ckpt);
+      st.adopted_from_step = position.step;
       say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
                     st.run_id.c_str(), (*found)->path.c_str(),
                     static_cast<long long>(st.adopted_from_step)));
@@ -204,7 +206,19 @@ void start(chief_self self) {
   if (!split)
     return fail_run(self, split.error());
   st.ranges = *split;
-  st.per_epoch = steps_per_epoch(train.count, cfg.training.batch_size);
+  int initial_workers = cfg.cluster.workers;
+  if (cfg.cluster.distributed()) {
+    initial_workers = 0;
+    for (auto& n : cfg.cluster.nodes)
+      initial_workers += n.workers;
+  }
+  st.per_epoch = plan_steps_per_epoch(cfg.training.partition,
+                                      static_cast<size_t>(train.count),
+                                      cfg.training.batch_size,
+                                      initial_workers);
+  st.total_steps = st.per_epoch * cfg.training.epochs;
+  if (cfg.training.max_steps > 0)
+    st.total_steps = std::min(st.total_steps, cfg.training.max_steps);
   st.restarts = std::make_unique<restart_limit>(cfg.cluster.max_restarts,
                                                 cfg.cluster.restart_window_s);
   if (!cfg.cluster.metrics_dir.empty())
@@ -247,6 +261,7 @@ void start(chief_self self) {
   fo.seed = cfg.training.seed;
   fo.epochs = cfg.training.epochs;
   fo.max_batches = cfg.training.max_steps;
+  fo.partition = cfg.training.partition;
   fo.hold = hold_time(cfg);
   st.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
   st.schedule = std::make_unique<run_schedule>(

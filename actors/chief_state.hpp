@@ -132,7 +132,10 @@ struct chief_state {
   metrics_log metrics;
   double t0 = 0;
   int64_t steps = 0;         ///< batches trained (reports), resumed included
+  /// Steps of one epoch of every worker: the whole set once (shared,
+  /// sharded) or once per worker the run started with (replicated).
   int64_t per_epoch = 1;
+  int64_t total_steps = 0;   ///< the feeder's plan, as of the last join
   std::unique_ptr<run_schedule> schedule; ///< evaluations, checkpoints, logs
   // The progress window since the last log line.
   int64_t window_samples = 0;

@@ -49,8 +49,9 @@ void adopt_live_shards(chief_self self, int64_t since,
     });
 }
 
-void keep_live_shards(chief_self self, live_found& found, int64_t position,
-                      std::function<void()> then) {
+void keep_live_shards(chief_self self, live_found& found,
+                      feeder_position from, std::function<void()> then) {
+  auto position = from.step;
   auto& st = self->state;
   auto n = st.ranges.size();
   std::vector<shard_actor> before = st.shards;
@@ -73,7 +74,7 @@ void keep_live_shards(chief_self self, live_found& found, int64_t position,
                 static_cast<long long>(kept),
                 static_cast<long long>(position)));
   self->request(st.feeder, timeout_of(self), restore_atom_v, position,
-                std::move(done))
+                from.plan, std::move(done))
     .then(
       [=](int64_t) {
         auto& s = self->state;

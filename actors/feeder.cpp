@@ -13,7 +13,8 @@ using self_ptr = feeder_actor::stateful_pointer<feeder_state>;
 std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
   auto& st = self->state;
   lease_reply r;
-  if (st.finished || st.plan->complete()) {
+  st.plan->join(worker);
+  if (st.finished || st.plan->done_for(worker)) {
     r.status = lease_reply::done;
     return r;
   }
@@ -49,12 +50,15 @@ void release_held(self_ptr self, int32_t worker) {
   });
 }
 
+feeder_position position_of(const batch_plan& plan) {
+  return feeder_position{plan.position(), plan.save()};
+}
+
 /// Replies to a pending pause once nothing is out.
 void settle_pause(self_ptr self) {
   auto& st = self->state;
-  if (st.pause_reply && st.plan->outstanding() == 0
-      && st.plan->queued() == 0) {
-    st.pause_reply->deliver(st.plan->position());
+  if (st.pause_reply && st.plan->quiet()) {
+    st.pause_reply->deliver(position_of(*st.plan));
     st.pause_reply.reset();
   }
 }
@@ -65,7 +69,7 @@ feeder_actor::behavior_type
 feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
             feeder_options opts) {
   self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
-                           opts.max_batches);
+                           opts.max_batches, opts.partition);
   self->state.hold = opts.hold;
   return {
     [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {
@@ -96,15 +100,15 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
       expire_held(self, st.held, st.hold, st.expiry_pending,
                   lease_reply{}); // "wait"
     },
-    [=](pause_atom) -> caf::result<int64_t> {
+    [=](pause_atom) -> caf::result<feeder_position> {
       auto& st = self->state;
       st.paused = true;
-      if (st.plan->outstanding() == 0 && st.plan->queued() == 0)
-        return st.plan->position();
+      if (st.plan->quiet())
+        return position_of(*st.plan);
       if (st.pause_reply) // the chief never overlaps its checkpoints
         return make_error(errc::invalid_argument,
                           "the feeder is already pausing");
-      st.pause_reply = self->make_response_promise<int64_t>();
+      st.pause_reply = self->make_response_promise<feeder_position>();
       return *st.pause_reply;
     },
     [=](resume_atom) {
@@ -117,16 +121,22 @@ feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
     },
     [=](stats_atom) -> feeder_stats {
       auto& plan = *self->state.plan;
-      return feeder_stats{plan.acked(), plan.position(), plan.epoch_samples()};
+      return feeder_stats{plan.acked(), plan.position(), plan.total(),
+                          plan.epoch_samples(), plan.worker_samples()};
     },
-    [=](restore_atom, int64_t position,
+    [=](join_atom, const std::vector<int32_t>& workers) -> int64_t {
+      for (auto w : workers)
+        self->state.plan->join(w);
+      return self->state.plan->total();
+    },
+    [=](restore_atom, int64_t position, const std::string& saved,
         const std::vector<int64_t>& done) -> caf::result<int64_t> {
       auto& st = self->state;
-      if (auto err = st.plan->restore(position, done))
+      if (auto err = st.plan->restore(position, done, saved))
         return err;
       // Nothing is outstanding now: a pending pause has settled.
       if (st.pause_reply) {
-        st.pause_reply->deliver(st.plan->position());
+        st.pause_reply->deliver(position_of(*st.plan));
         st.pause_reply.reset();
       }
       // The chief restores with every worker stopped: whatever is held

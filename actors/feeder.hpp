@@ -1,5 +1,7 @@
 // The data feeder actor: a thin shell around runtime/batch_plan.
 //
+// In replicated and sharded mode each worker leases from its own stream:
+// a worker whose stream is through is answered done while others train.
 // States: leasing -> (pause) paused -> (resume) leasing; finish or a
 // complete plan -> done. Leasing hands out batches; paused grants only
 // requeued batches and replies to the pause request once every lease is
@@ -27,6 +29,7 @@ struct feeder_options {
   uint64_t seed = 1;
   int epochs = 1;
   int64_t max_batches = 0; ///< 0: no limit besides epochs
+  data_partition partition = data_partition::shared;
   /// How long a lease request is held before "wait" (the worker asks
   /// again); keep it well below the workers' request timeout.
   caf::timespan hold = std::chrono::seconds(10);
@@ -37,7 +40,7 @@ struct feeder_state {
   std::optional<batch_plan> plan;
   bool paused = false;
   bool finished = false;
-  std::optional<caf::typed_response_promise<int64_t>> pause_reply;
+  std::optional<caf::typed_response_promise<feeder_position>> pause_reply;
   struct held_lease {
     caf::typed_response_promise<lease_reply> promise;
     int32_t worker;

@@ -138,8 +138,16 @@ struct shard_stats {
 /// The feeder's counters.
 struct feeder_stats {
   int64_t acked = 0;    ///< batches done
-  int64_t position = 0; ///< batches handed out, in plan order
+  int64_t position = 0; ///< batch_plan::position()
+  int64_t total = 0;    ///< batches in the plan (batch_plan::total())
   std::vector<int64_t> epoch_samples; ///< samples done per epoch
+  std::vector<worker_epochs> workers; ///< samples per worker per epoch
+};
+
+/// Where a paused feeder stands: what a checkpoint records of it.
+struct feeder_position {
+  int64_t step = 0; ///< batch_plan::position(): the checkpoint's step
+  std::string plan; ///< batch_plan::save()
 };
 
 /// How a run ended.
@@ -154,6 +162,7 @@ struct cluster_summary {
   int64_t version = 0;     ///< shard 0's version at the end
   int64_t pushes_accepted = 0, pushes_stale = 0, pushes_refused = 0;
   std::vector<int64_t> epoch_samples; ///< samples trained per epoch
+  std::vector<worker_epochs> workers; ///< per worker, per epoch
 };
 
 // -- inspect -------------------------------------------------------------------
@@ -260,9 +269,19 @@ typename Inspector::result_type inspect(Inspector& f, shard_history& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_epochs& x) {
+  return f(caf::meta::type_name("worker_epochs"), x.worker, x.samples);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feeder_stats& x) {
   return f(caf::meta::type_name("feeder_stats"), x.acked, x.position,
-           x.epoch_samples);
+           x.total, x.epoch_samples, x.workers);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, feeder_position& x) {
+  return f(caf::meta::type_name("feeder_position"), x.step, x.plan);
 }
 
 template <class Inspector>
@@ -270,7 +289,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
   return f(caf::meta::type_name("cluster_summary"), x.steps, x.epochs, x.seconds,
            x.examples_per_sec, x.test_accuracy, x.test_loss, x.restarts,
            x.version, x.pushes_accepted, x.pushes_stale, x.pushes_refused,
-           x.epoch_samples);
+           x.epoch_samples, x.workers);
 }
 
 } // namespace troupe
@@ -293,6 +312,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::actor_ref))
   CAF_ADD_TYPE_ID(troupe, (troupe::tune_key))
   CAF_ADD_TYPE_ID(troupe, (troupe::cluster_view))
+  CAF_ADD_TYPE_ID(troupe, (troupe::feeder_position))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -364,16 +384,21 @@ using feeder_actor = caf::typed_actor<
   caf::reacts_to<ack_atom, int64_t>,
   // Puts a lost worker's leases back; replies with how many.
   caf::replies_to<requeue_atom, int32_t>::with<int32_t>,
-  // Stops leasing; replies with the position once no lease is out.
-  caf::replies_to<pause_atom>::with<int64_t>,
+  // Stops leasing; replies with its position once no lease is out.
+  caf::replies_to<pause_atom>::with<feeder_position>,
   // Leases again after a pause.
   caf::reacts_to<resume_atom>,
   // Leases nothing more: workers get done.
   caf::reacts_to<finish_atom>,
-  // Continues from a checkpointed position with the given plan numbers
-  // after it done too (batch_plan::restore); replies with the position.
-  caf::replies_to<restore_atom, int64_t, std::vector<int64_t>>::with<int64_t>,
-  // Counters: batches done, position, samples done per epoch.
+  // Continues from a checkpointed position and plan text with the given
+  // plan numbers after it done too (batch_plan::restore); replies with the
+  // position.
+  caf::replies_to<restore_atom, int64_t, std::string,
+                  std::vector<int64_t>>::with<int64_t>,
+  // Gives workers their own streams (replicated, sharded; nothing in
+  // shared mode); replies with the batches in the plan now.
+  caf::replies_to<join_atom, std::vector<int32_t>>::with<int64_t>,
+  // Counters: batches done, position, samples done per epoch and worker.
   caf::replies_to<stats_atom>::with<feeder_stats>,
   // Its own timer: answers leases held for their bound with "wait".
   caf::reacts_to<expire_atom>>;

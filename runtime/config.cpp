@@ -289,6 +289,10 @@ training_config read_training(object_reader r) {
   t.epochs = static_cast<int>(r.integer("epochs", 10, 1, 1 << 20));
   t.max_steps = r.integer("max_steps", 0, 0);
   t.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  t.partition = r.choice("data_partition", data_partition::shared,
+                         {{"shared", data_partition::shared},
+                          {"replicated", data_partition::replicated},
+                          {"sharded", data_partition::sharded}});
   if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
     if (v->get<std::string>() != "auto")
       fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "caf/expected.hpp"
+#include "runtime/data_partition.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/optimizer.hpp"
 
@@ -102,6 +103,8 @@ struct training_config {
   int epochs = 10;           ///< stop after this many epochs
   int64_t max_steps = 0;     ///< 0: no step limit
   uint64_t seed = 1;         ///< epoch shuffling seed
+  /// How workers divide the training set (runtime/data_partition.hpp).
+  data_partition partition = data_partition::shared;
   /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
   /// the config's default: compute_threads() splits the node's cores.
   int threads = 0;

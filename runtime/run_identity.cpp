@@ -102,6 +102,9 @@ identity_map training_identity(const run_config& cfg) {
   auto& t = cfg.training;
   m["/training/batch_size"] = std::to_string(t.batch_size);
   m["/training/seed"] = std::to_string(t.seed);
+  // Only when set: checkpoints of runs from before the key keep their digest.
+  if (t.partition != data_partition::shared)
+    m["/training/data_partition"] = to_string(t.partition);
   auto& o = t.optimizer;
   m["/training/optimizer/type"] = to_string(o.type);
   m["/training/optimizer/learning_rate"] = num(o.learning_rate);

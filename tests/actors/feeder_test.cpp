@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(a_paused_feeder_holds_a_lease_and_grants_it_on_resume) {
   cluster_fixture f;
   auto feeder = small_feeder(f, 30s);
   caf::scoped_actor self{*f.sys};
-  self->request(feeder, 5s, pause_atom_v).receive([](int64_t) {},
+  self->request(feeder, 5s, pause_atom_v).receive([](feeder_position&) {},
                                                   [](caf::error&) {});
   self->send(feeder, lease_atom_v, int32_t{0});
   BOOST_TEST(!reply_within(self, 200ms)); // held, not refused
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(a_held_lease_is_answered_wait_after_its_hold_and_not_before
   cluster_fixture f;
   auto feeder = small_feeder(f, 400ms);
   caf::scoped_actor self{*f.sys};
-  self->request(feeder, 5s, pause_atom_v).receive([](int64_t) {},
+  self->request(feeder, 5s, pause_atom_v).receive([](feeder_position&) {},
                                                   [](caf::error&) {});
   auto sent = std::chrono::steady_clock::now();
   self->send(feeder, lease_atom_v, int32_t{0});
