@@ -2,7 +2,10 @@
 # The experiments behind the README's cluster tables, in one go:
 # 1. the distributed TensorFlow MNIST tutorial's experiment (784-100-10
 #    sigmoid, normal(0,1) weights, SGD lr 0.001, batch 100, 20 epochs,
-#    async) with 1, 2 and 3 workers, on Fashion-MNIST (config/tf-tutorial.json);
+#    async) with 1, 2 and 3 workers, on Fashion-MNIST (config/tf-tutorial.json):
+#    data_partition replicated (each worker its own 20 epochs, as the
+#    tutorial's between-graph workers), then shared (20 epochs for the
+#    cluster) for comparison;
 # 2. the four consistency modes side by side on the 784-256-128-10 MLP with
 #    2 workers (config/local.json, 10 epochs, evaluated every 200 steps).
 # Prints two markdown tables: final accuracy, time to 0.85 test accuracy,
@@ -17,16 +20,19 @@ rm -rf "$out"
 mkdir -p "$out/tutorial" "$out/modes"
 node="$TROUPE_BUILD/apps/troupe-node"
 summary_line() { tail -1 "$1"; }
-for w in 1 2 3; do
-  python3 - "$w" <<'PY' >"$out/tutorial/cfg-$w.json"
+for part in replicated shared; do
+  for w in 1 2 3; do
+    python3 - "$w" "$part" <<'PY' >"$out/tutorial/cfg-$part-$w.json"
 import json, sys
 c = json.load(open("config/tf-tutorial.json"))
-c["name"] = f"tutorial-{sys.argv[1]}-workers"
+c["name"] = f"tutorial-{sys.argv[2]}-{sys.argv[1]}-workers"
 c["cluster"]["workers"] = int(sys.argv[1])
+c["training"]["data_partition"] = sys.argv[2]
 print(json.dumps(c))
 PY
-  "$node" --config "$out/tutorial/cfg-$w.json" --metrics-dir "$out/tutorial" \
-    >"$out/tutorial/log-$w.txt"
+    "$node" --config "$out/tutorial/cfg-$part-$w.json" \
+      --metrics-dir "$out/tutorial" >"$out/tutorial/log-$part-$w.txt"
+  done
 done
 for mode in async sync ssp easgd; do
   python3 - "$mode" <<'PY' >"$out/modes/cfg-$mode.json"
@@ -57,10 +63,12 @@ def row(log, metrics):
     return f[1], f[2], f[8], reach, float(f[7]), f[6]
 print("| experiment | mode | workers | final test accuracy | time to 0.85 | samples/s | seconds |")
 print("|---|---|---|---|---|---|---|")
-for w in (1, 2, 3):
-    m, n, acc, reach, sps, sec = row(f"{out}/tutorial/log-{w}.txt",
-                                     f"{out}/tutorial/tutorial-{w}-workers.csv")
-    print(f"| TF tutorial 784-100-10 sigmoid, SGD 0.001, 20 epochs | {m} | {n} | {acc} | {reach} | {sps:.0f} | {sec} |")
+for part in ("replicated", "shared"):
+    for w in (1, 2, 3):
+        m, n, acc, reach, sps, sec = row(
+            f"{out}/tutorial/log-{part}-{w}.txt",
+            f"{out}/tutorial/tutorial-{part}-{w}-workers.csv")
+        print(f"| TF tutorial 784-100-10 sigmoid, SGD 0.001, 20 epochs | {m}, {part} | {n} | {acc} | {reach} | {sps:.0f} | {sec} |")
 for mode in ("async", "sync", "ssp", "easgd"):
     m, n, acc, reach, sps, sec = row(f"{out}/modes/log-{mode}.txt",
                                      f"{out}/modes/mlp-{mode}.csv")

@@ -125,6 +125,49 @@ BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
   BOOST_TEST(f.final_params == straight); // bitwise
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_stream_plan_resumes_where_the_checkpoint_left_it) {
+  // As above in replicated and sharded mode: the checkpoint carries the
+  // feeder's plan text (each worker's place in its stream), and a resumed
+  // run trains the batches the straight run trained after that point.
+  for (auto partition :
+       {troupe::data_partition::replicated, troupe::data_partition::sharded}) {
+    BOOST_TEST_CONTEXT(to_string(partition)) {
+      temp_dir dir;
+      auto cfg = small_run(mode::sync, 1, 2);
+      cfg.training.partition = partition;
+      cfg.training.optimizer.type = optimizer_config::kind::adam;
+      cfg.training.optimizer.learning_rate = 0.01;
+      cfg.training.max_steps = 20;
+      std::vector<float> straight;
+      {
+        cluster_fixture f;
+        auto r = f.run(cfg);
+        BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
+        straight = f.final_params;
+      }
+      cfg.training.checkpoint.dir = dir.path();
+      cfg.training.checkpoint.every_steps = 100;
+      cfg.training.max_steps = 12;
+      {
+        cluster_fixture f;
+        BOOST_REQUIRE(f.run(cfg));
+      }
+      auto head = read_checkpoint_metadata(dir.file("ckpt-12.safetensors"));
+      BOOST_REQUIRE(head);
+      BOOST_TEST(head->metadata["feeder_plan"].find(
+                   std::string{"troupe-plan 1 "} + to_string(partition))
+                 == 0u, head->metadata["feeder_plan"]);
+      cfg.training.checkpoint.resume = true;
+      cfg.training.max_steps = 20;
+      cluster_fixture f;
+      auto r = f.run(cfg);
+      BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+      BOOST_TEST(r->steps == 20);
+      BOOST_TEST(f.final_params == straight); // bitwise
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoint_keeps_the_shard_version_apart_from_the_step) {
   // sync with 2 workers: 8 batches are 4 updates, and Adam's bias
   // correction after a resume follows the updates.

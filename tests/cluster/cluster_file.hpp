@@ -33,6 +33,7 @@ constexpr double mlp_param_bytes
 struct cluster_spec {
   std::vector<node_spec> nodes; ///< the first is the chief's
   std::string mode = "async";
+  std::string data_partition{}; ///< empty: the default (shared)
   int epochs = 2;
   int64_t checkpoint_every = 0; ///< > 0: checkpoints in <dir>/ckpt
   std::string on_node_loss = "move";
@@ -87,6 +88,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
                 {"seed", 1},
                 {"log_every_steps", 100},
                 {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}};
+  if (!spec.data_partition.empty())
+    training["data_partition"] = spec.data_partition;
   if (spec.checkpoint_every > 0)
     training["checkpoint"] = {{"dir", dir.file("ckpt")},
                               {"every_steps", spec.checkpoint_every}};
@@ -281,6 +284,21 @@ inline std::vector<long> epoch_samples(const std::string& out) {
   if (at == std::string::npos)
     return v;
   std::istringstream in{out.substr(at + 26, out.find('\n', at) - at - 26)};
+  for (long x; in >> x;)
+    v.push_back(x);
+  return v;
+}
+
+/// The numbers of the chief's line "worker W samples per epoch (...):"
+/// (replicated, sharded); empty without one.
+inline std::vector<long> worker_samples(const std::string& out, int worker) {
+  std::vector<long> v;
+  auto at = out.find("worker " + std::to_string(worker)
+                     + " samples per epoch (");
+  if (at == std::string::npos)
+    return v;
+  auto colon = out.find("):", at);
+  std::istringstream in{out.substr(colon + 2, out.find('\n', at) - colon - 2)};
   for (long x; in >> x;)
     v.push_back(x);
   return v;

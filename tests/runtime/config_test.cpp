@@ -290,6 +290,25 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(data_partition_is_a_training_key) {
+  auto cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST((cfg->training.partition == data_partition::shared)); // default
+  for (auto p : {data_partition::shared, data_partition::replicated,
+                 data_partition::sharded}) {
+    auto text = replace(synthetic_config, R"("batch_size": 16)",
+                        std::string{R"("batch_size": 16, "data_partition": ")"}
+                          + to_string(p) + "\"");
+    auto c = parse_run_config(text, "cfg.json");
+    BOOST_REQUIRE_MESSAGE(c, text);
+    BOOST_TEST((c->training.partition == p));
+  }
+  auto e = error_of(replace(synthetic_config, R"("batch_size": 16)",
+                            R"("batch_size": 16, "data_partition": "split")"));
+  BOOST_TEST(e.find("/training/data_partition") != std::string::npos, e);
+  BOOST_TEST(e.find("replicated") != std::string::npos, e); // the choices
+}
+
 BOOST_AUTO_TEST_CASE(numbers_sizes_and_nesting_beyond_limits) {
   // Each was an abort or a bare bad_alloc: now one line naming the path.
   auto e = error_of(replace(synthetic_config, R"("batch_size": 16)",
