@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "runtime/batch_plan.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
@@ -332,6 +333,77 @@ outcome read_csv(const uint8_t* data, size_t size) {
   return features_outcome(load_csv(path, "label"), path, "CSV", true);
 }
 
+outcome read_feeder_plan(const uint8_t* data, size_t size) {
+  outcome o;
+  o.names = "feeder plan";
+  if (size < 1)
+    return o;
+  auto mode = (data[0] & 1) != 0 ? data_partition::sharded
+                                  : data_partition::replicated;
+  std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  constexpr size_t samples = 97;
+  constexpr int epochs = 4;
+  // The step a checkpoint would give: the text's own batch count.
+  long long step = 0;
+  char word[16] = {0};
+  if (std::sscanf(text.c_str(), "troupe-plan 1 %15s %lld", word, &step) != 2)
+    step = 0;
+  batch_plan plan{samples, 10, 1, epochs, 0, mode};
+  if (auto err = plan.restore(step, {}, text)) {
+    o.errors.push_back(describe(err));
+    return o;
+  }
+  auto saved = plan.save();
+  batch_plan again{samples, 10, 1, epochs, 0, mode};
+  if (auto err = again.restore(plan.position(), {}, saved)) {
+    o.broken = "its own saved text does not load: " + describe(err);
+    return o;
+  }
+  if (again.save() != saved) {
+    o.broken = "its saved text does not load to itself";
+    return o;
+  }
+  // Run the plan out: every worker it knows, and one more, lease and ack
+  // in turn; a bounded number of rounds (the plan is at most 4 epochs of
+  // 10 batches for each worker that has a stream).
+  std::vector<int32_t> workers;
+  for (size_t at = 0; (at = saved.find("stream ", at)) != std::string::npos;
+       at += 7)
+    workers.push_back(static_cast<int32_t>(std::atol(saved.c_str() + at + 7)));
+  workers.push_back(workers.empty() ? 0 : *std::max_element(
+                                            workers.begin(), workers.end())
+                                            + 1);
+  std::sort(workers.begin(), workers.end());
+  workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  for (int round = 0; !plan.complete(); ++round) {
+    if (round > 100000) {
+      o.broken = "the plan does not end";
+      return o;
+    }
+    for (auto w : workers)
+      if (auto g = plan.lease(w)) {
+        if (g->epoch < 0 || g->epoch >= epochs || g->samples.empty()) {
+          o.broken = "a lease outside the plan";
+          return o;
+        }
+        plan.ack(g->id);
+      }
+  }
+  for (auto& w : plan.worker_samples())
+    for (auto n : w.samples)
+      if (n > static_cast<int64_t>(samples)) {
+        o.broken = "a worker trained more than the set in one epoch";
+        return o;
+      }
+  if (mode == data_partition::sharded)
+    for (auto n : plan.epoch_samples())
+      if (n > static_cast<int64_t>(samples)) {
+        o.broken = "a sharded epoch trained more than the set";
+        return o;
+      }
+  return o;
+}
+
 outcome read_safetensors(const uint8_t* data, size_t size) {
   auto& s = scratch::get();
   auto path = s.file("ckpt-1.safetensors");
@@ -380,6 +452,7 @@ const std::vector<reader>& readers() {
     {"npy", read_npy},
     {"npz", read_npz},
     {"csv", read_csv},
+    {"feeder_plan", read_feeder_plan},
   };
   return all;
 }

@@ -53,6 +53,13 @@ outcome read_npz(const uint8_t* data, size_t size);
 /// (load_csv).
 outcome read_csv(const uint8_t* data, size_t size);
 
+/// Byte 0: bit 0 picks sharded (else replicated); the rest is the text a
+/// checkpoint's "feeder_plan" holds (batch_plan::restore of a plan of 97
+/// samples, batch 10, 4 epochs; the step is the text's own count). A plan
+/// that loads must save to a text that loads to itself, and must then run
+/// to its end with no sample twice in a worker's epoch.
+outcome read_feeder_plan(const uint8_t* data, size_t size);
+
 /// Byte 0: bit 0 gzips the first file, bit 1 the second, bit 2 makes two
 /// files; bytes 1-2 (big endian): the first file's length when there are
 /// two; the rest is the file data (load_cifar10).

@@ -115,6 +115,10 @@ BOOST_AUTO_TEST_CASE(csv_files) {
   replay_both("csv");
 }
 
+BOOST_AUTO_TEST_CASE(feeder_plans) {
+  replay_both("feeder_plan");
+}
+
 BOOST_AUTO_TEST_CASE(safetensors_checkpoints) {
   replay_both("safetensors");
 }
