@@ -197,7 +197,7 @@ std::string local_address_toward(const std::string& host, uint16_t port) {
 }
 
 caf::expected<std::pair<std::string, uint16_t>>
-parse_address(const std::string& text) {
+parse_address(const std::string& text, long lowest_port) {
   auto colon = text.rfind(':');
   auto bad = [&] {
     return make_error(errc::invalid_argument,
@@ -208,7 +208,7 @@ parse_address(const std::string& text) {
   char* end = nullptr;
   errno = 0;
   auto port = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || errno != 0 || port < 1 || port > 65535)
+  if (*end != '\0' || errno != 0 || port < lowest_port || port > 65535)
     return bad();
   return std::make_pair(text.substr(0, colon), static_cast<uint16_t>(port));
 }

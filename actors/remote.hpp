@@ -145,8 +145,9 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
 /// its own. The host name when that fails.
 std::string local_address_toward(const std::string& host, uint16_t port);
 
-/// "host:port" -> parts; the error names the bad text.
+/// "host:port" -> parts; the error names the bad text. `lowest_port` 0
+/// admits port 0 (for a listener: any free port).
 caf::expected<std::pair<std::string, uint16_t>>
-parse_address(const std::string& text);
+parse_address(const std::string& text, long lowest_port = 1);
 
 } // namespace troupe

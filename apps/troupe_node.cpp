@@ -20,6 +20,7 @@
 #include "actors/data_link.hpp"
 #include "actors/timing.hpp"
 #include "actors/system_config.hpp"
+#include "apps/chief_metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   troupe::stop_signals signals{"troupe-node"};
   CLI::App app{"Run a training run on troupe's actor cluster."};
   std::string config_path, mode, metrics_dir, node, join, name;
+  std::string metrics_listen;
   std::optional<troupe::device_spec> device;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
   int64_t max_steps = -1;
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
                             "(overrides the config and the node's entry)");
   app.add_option("--metrics-dir", metrics_dir,
                  "folder for metrics files (overrides config)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics "
+                 "(the chief's process; port 0: any free one, printed)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-node"))
     return *code;
   if (!join.empty()) {
@@ -173,6 +178,20 @@ int main(int argc, char** argv) {
   auto tls = troupe::load_link_tls(links, &cl, node);
   if (!tls)
     return fail(tls.error());
+  std::optional<std::pair<std::string, uint16_t>> metrics_at;
+  if (!metrics_listen.empty()) {
+    if (!node.empty() && node != cl.chief_node)
+      return fail(troupe::make_error(
+        troupe::errc::invalid_config,
+        "--metrics-listen: the chief's node (" + cl.chief_node
+          + ") serves the run's metrics, not node " + node));
+    auto at = troupe::parse_address(metrics_listen, 0);
+    if (!at)
+      return fail(troupe::make_error(troupe::errc::invalid_config,
+                                     "--metrics-listen: "
+                                       + troupe::describe(at.error())));
+    metrics_at = *at;
+  }
   if (!node.empty() && node != cl.chief_node)
     return troupe::run_member_node(*cfg, node, *tls, links, signals);
   auto data = troupe::load_datasets(cfg->data);
@@ -218,14 +237,29 @@ int main(int argc, char** argv) {
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
   auto data_plane = opts.data_plane;
+  // Bound before the run starts, so a taken port fails the command at once.
+  auto chief_slot = std::make_shared<troupe::chief_slot>();
+  std::unique_ptr<troupe::metrics_endpoint> metrics;
+  if (metrics_at) {
+    auto started = troupe::metrics_endpoint::start(
+      metrics_at->first, metrics_at->second,
+      troupe::chief_metrics(sys, chief_slot, troupe::request_timeout(*cfg)));
+    if (!started)
+      return fail(started.error());
+    metrics = std::move(*started);
+    std::cout << "metrics: " << metrics->url() << std::endl;
+  }
   // The first signal is the shell's "stop"; a second one exits at once.
   auto summary = troupe::run_cluster(
     sys, std::move(opts), [&](const troupe::chief_actor& chief) {
       signals.on_first([chief](const std::string& signal) {
         caf::anon_send(chief, troupe::stop_atom_v, signal);
       });
+      chief_slot->set(chief);
     });
-  signals.on_first(nullptr); // lets go of the chief's handle
+  chief_slot->set({}); // lets go of the chief's handle
+  metrics.reset();
+  signals.on_first(nullptr); // likewise
   if (data_plane)
     data_plane->stop();
   if (!summary)

@@ -10,6 +10,7 @@ troupe_packages=(
   cmake g++ make pkg-config
   libcaf-dev nlohmann-json3-dev libboost-test-dev libopenblas-dev
   libssl-dev openssl zlib1g-dev libcli11-dev gnuplot-nox libedit-dev iperf3 iproute2
+  libcpp-httplib-dev
   dataset-fashion-mnist
 )
 

@@ -1,0 +1,39 @@
+// What troupe-node's --metrics-listen serves: the chief's cluster view (the
+// shell's `status`, asked for at every scrape) as Prometheus text, plus
+// this process's memory and CPU.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "actors/protocol.hpp"
+#include "apps/metrics_endpoint.hpp"
+#include "caf/actor_system.hpp"
+
+namespace troupe {
+
+/// The chief a scrape asks; empty before the run starts and after it ends
+/// (a scrape then gets 503 with the reason).
+class chief_slot {
+public:
+  void set(chief_actor chief) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    chief_ = std::move(chief);
+  }
+  chief_actor get() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return chief_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  chief_actor chief_;
+};
+
+/// A render function for metrics_endpoint that asks the chief in `slot`
+/// (within `timeout`) on every scrape.
+metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
+                                          std::shared_ptr<chief_slot> slot,
+                                          caf::timespan timeout);
+
+} // namespace troupe

@@ -1,0 +1,48 @@
+// An HTTP endpoint that serves GET /metrics in the Prometheus text format
+// (cpp-httplib, Debian's libcpp-httplib-dev) on a thread of its own. What
+// it serves comes from `render`, called once per scrape on that thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "caf/expected.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace troupe {
+
+class metrics_endpoint {
+public:
+  /// The exposition text, or an error text (then the scrape gets 503).
+  using render_fn = std::function<bool(std::string& text)>;
+
+  /// Listens at `host`:`port` (0: a free port, see port()).
+  /// errc::invalid_config naming the address when it cannot bind.
+  static caf::expected<std::unique_ptr<metrics_endpoint>>
+  start(const std::string& host, uint16_t port, render_fn render);
+
+  ~metrics_endpoint(); ///< stops serving; waits for a scrape under way
+
+  uint16_t port() const { return port_; }
+  const std::string& host() const { return host_; }
+  /// "http://HOST:PORT/metrics".
+  std::string url() const;
+
+  metrics_endpoint(const metrics_endpoint&) = delete;
+  metrics_endpoint& operator=(const metrics_endpoint&) = delete;
+
+private:
+  metrics_endpoint() = default;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::string host_;
+  uint16_t port_ = 0;
+};
+
+} // namespace troupe

@@ -1,0 +1,44 @@
+// The chief's Prometheus text (apps/prometheus_text): what is not known
+// yet is left out, never a sentinel; label values are escaped.
+#include "apps/prometheus_text.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(prometheus_text)
+
+BOOST_AUTO_TEST_CASE(unknown_values_are_left_out) {
+  cluster_view v;
+  v.run.name = "r";
+  v.run.steps = 7;
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("troupe_steps_total 7\n") != std::string::npos, text);
+  // No evaluation, loss or rate yet: those families are absent.
+  BOOST_TEST(text.find("troupe_test_accuracy") == std::string::npos, text);
+  BOOST_TEST(text.find("troupe_loss") == std::string::npos, text);
+  BOOST_TEST(text.find("troupe_eta_seconds") == std::string::npos, text);
+  BOOST_TEST(text.find("-1") == std::string::npos, text);
+  v.run.test_accuracy = 0.875;
+  v.run.loss = 0.25;
+  text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("\ntroupe_test_accuracy 0.875\n") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("\ntroupe_loss 0.25\n") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(label_values_are_escaped) {
+  BOOST_TEST(prometheus_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+  cluster_view v;
+  v.run.name = "my \"run\"";
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find(R"(run="my \"run\"")") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(this_process_has_memory_and_cpu) {
+  auto u = own_process_usage();
+  BOOST_TEST(u.resident_bytes > 1000000);
+  BOOST_TEST(u.cpu_seconds > 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,128 @@
+// troupe-node --metrics-listen: the run's Prometheus endpoint, scraped as a
+// Prometheus server would while the run trains, parsed with a strict
+// text-format parser (prometheus_scrape.hpp); and its bad flags.
+#include <boost/test/unit_test.hpp>
+
+#include <thread>
+
+#include "cluster_file.hpp"
+#include "prometheus_scrape.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+/// The port of the chief's "metrics: http://127.0.0.1:PORT/metrics" line.
+uint16_t metrics_port(const process& p) {
+  auto out = p.out();
+  auto at = out.find("metrics: http://127.0.0.1:");
+  if (at == std::string::npos)
+    return 0;
+  return static_cast<uint16_t>(std::atoi(out.c_str() + at + 26));
+}
+
+/// Scrapes until the parse succeeds with `key` present (the first scrape
+/// may come before any worker reported); fails the test after `tries`.
+exposition scrape(uint16_t port, const std::string& key, int tries = 50) {
+  exposition e;
+  std::string last;
+  for (int i = 0; i < tries; ++i) {
+    auto [status, body] = http_get(port, "/metrics");
+    last = std::to_string(status) + " " + body;
+    if (status == 200) {
+      e = parse_exposition(body);
+      BOOST_REQUIRE_MESSAGE(e.error.empty(), e.error + "\n" + body);
+      if (e.samples.count(key) > 0)
+        return e;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_FAIL("no scrape with " + key + ": " + last);
+  return e;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(metrics)
+
+BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 6;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 2}};
+  auto cfg = write_embedded(dir, write_cluster(dir, spec), 2, 2);
+  process node{dir, "node", "troupe-node",
+               {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}};
+  BOOST_REQUIRE_MESSAGE(node.wait_for_output("metrics: http://", 60),
+                        node.out() + node.err());
+  auto port = metrics_port(node);
+  BOOST_REQUIRE(port > 0);
+  BOOST_REQUIRE_MESSAGE(node.wait_for_step(100, 120), node.out());
+  const std::string worker0 = R"(troupe_worker_steps_total{worker="0",node="local"})";
+  auto first = scrape(port, worker0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto second = scrape(port, worker0);
+  // Every family is typed; counters and gauges as documented.
+  BOOST_TEST(first.types["troupe_steps_total"] == "counter");
+  BOOST_TEST(first.types["troupe_examples_per_second"] == "gauge");
+  BOOST_TEST(first.types["process_resident_memory_bytes"] == "gauge");
+  // The run moves between two scrapes.
+  BOOST_TEST(second.at("troupe_steps_total") > first.at("troupe_steps_total"));
+  BOOST_TEST(second.at(worker0) > first.at(worker0));
+  BOOST_TEST(second.at(R"(troupe_shard_updates_total{shard="0",node="local"})")
+             > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
+  BOOST_TEST(second.at("process_cpu_seconds_total")
+             > first.at("process_cpu_seconds_total"));
+  // Values as the run has them.
+  BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
+  BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
+  BOOST_TEST(second.at("troupe_examples_per_second") > 0);
+  BOOST_TEST(second.at("troupe_loss") > 0);
+  BOOST_TEST(second.at("troupe_loss") < 5);
+  BOOST_TEST(second.at("process_resident_memory_bytes") > 50e6);
+  BOOST_TEST(second.at(R"(troupe_worker_steps_total{worker="1",node="local"})")
+             > 0);
+  bool info = false;
+  for (auto& [key, value] : second.samples)
+    if (key.rfind("troupe_run_info{run=\"multi-process-test\"", 0) == 0
+        && key.find("mode=\"async\"") != std::string::npos && value == 1)
+      info = true;
+  BOOST_TEST(info);
+  // Other paths are not found.
+  BOOST_TEST(http_get(port, "/").first == 404);
+  BOOST_REQUIRE_MESSAGE(node.wait(240) == 0, node.err());
+  // The endpoint closes with the run.
+  BOOST_TEST(http_get(port, "/metrics").first == 0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
+  {
+    process node{dir, "node", "troupe-node",
+                 {"--config", cfg, "--metrics-listen", "localhost"}};
+    BOOST_TEST(node.wait(60) == 2);
+    BOOST_TEST(has(node.err(), "--metrics-listen"), node.err());
+  }
+  // A port another process holds.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  BOOST_REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  auto taken = std::to_string(ntohs(a.sin_port));
+  process node{dir, "node2", "troupe-node",
+               {"--config", cfg, "--metrics-listen", "127.0.0.1:" + taken}};
+  BOOST_TEST(node.wait(60) == 2);
+  BOOST_TEST(has(node.err(), "cannot listen at 127.0.0.1:" + taken),
+             node.err());
+  BOOST_TEST(!has(node.out(), "step "), node.out()); // trained nothing
+  ::close(fd);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
