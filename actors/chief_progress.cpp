@@ -379,6 +379,10 @@ void on_report(chief_self self, const worker_report& r) {
                   w.window_loss / static_cast<double>(w.window_samples),
                   static_cast<double>(w.window_samples) / w.window_seconds,
                   w.window_seconds / static_cast<double>(w.window_steps)));
+    st.metrics.worker(r.worker, st.training_seconds(now_seconds()), w.steps,
+                      w.window_loss / static_cast<double>(w.window_samples),
+                      static_cast<double>(w.window_samples)
+                        / w.window_seconds);
     w.window_steps = w.window_samples = 0;
     w.window_loss = w.window_seconds = 0;
   }

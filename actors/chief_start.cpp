@@ -31,6 +31,15 @@ void start_workers(chief_self self) {
   }
   join_on_feeder(self, ids, [=] { join_on_shards(self, ids, [=] {
     auto& s = self->state;
+    if (auto& dir = s.opts.cfg.cluster.metrics_dir; !dir.empty()) {
+      const auto& c = s.opts.cfg;
+      metrics_run m{c.name, s.run_id, to_string(c.cluster.consistency),
+                    to_string(c.training.partition),
+                    static_cast<int>(s.workers.size()), s.steps};
+      if (auto err = s.metrics.open(dir, m))
+        return fail_run(self, std::move(err));
+      say(self, "metrics: " + s.metrics.base() + ".{jsonl,csv,progress.csv}");
+    }
     s.enter(run_phase::training);
     s.t0 = now_seconds();
     s.window_start = s.t0;
@@ -221,8 +230,10 @@ void start(chief_self self) {
     st.total_steps = std::min(st.total_steps, cfg.training.max_steps);
   st.restarts = std::make_unique<restart_limit>(cfg.cluster.max_restarts,
                                                 cfg.cluster.restart_window_s);
+  // The files are named by the run's id, known once the nodes are up (a
+  // taken-over run keeps its own); the folder is checked now.
   if (!cfg.cluster.metrics_dir.empty())
-    if (auto err = st.metrics.open(cfg.cluster.metrics_dir, cfg.name))
+    if (auto err = metrics_log::prepare(cfg.cluster.metrics_dir))
       return fail_run(self, std::move(err));
   // Resume: the newest checkpoint's parameters, optimizer state, shard
   // version and feeder position.

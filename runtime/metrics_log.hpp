@@ -1,7 +1,15 @@
-// Per-run metrics files: `<dir>/<run>.jsonl` (one JSON object per progress
-// line and per evaluation) and `<dir>/<run>.csv` (the evaluations:
-// seconds, step, epoch, test accuracy, test loss), which scripts/plot.sh
-// turns into accuracy-over-time and accuracy-over-steps plots.
+// Per-run metrics files in a metrics folder, named by the run's name and
+// id, `<dir>/<run>-<run id>.*`, so runs never overwrite each other and a
+// resumed run (which keeps its id) appends to its own:
+// - `.jsonl`: one JSON object per event: "run" (at every start or resume:
+//   name, id, mode, workers, data partition, the step it starts at),
+//   "progress" (the cluster's progress lines), "worker" (each worker's),
+//   "eval" (evaluations);
+// - `.csv`: the evaluations (seconds, step, epoch, test accuracy, test loss);
+// - `.progress.csv`: the progress lines (seconds, step, epoch, loss,
+//   examples/s).
+// The CSV files start with a "# run=... mode=... workers=..." line, which
+// scripts/plot.sh puts in the plot's legend.
 #pragma once
 
 #include <cstdint>
@@ -13,17 +21,33 @@
 
 namespace troupe {
 
+/// What names a run in its metrics files.
+struct metrics_run {
+  std::string name, run_id, mode, partition;
+  int workers = 0;
+  int64_t start_step = 0; ///< > 0: resumed there
+};
+
 class metrics_log {
 public:
   /// No files: every call is a no-op.
   metrics_log() = default;
 
-  /// Creates `dir` if needed and truncates the run's two files.
-  /// errc::io_error naming the path when that fails.
-  caf::error open(const std::string& dir, const std::string& run);
+  /// Creates `dir` if needed and checks that files can be made there:
+  /// errc::io_error naming it otherwise (before a run starts).
+  static caf::error prepare(const std::string& dir);
+
+  /// Opens (appends to) the run's files in `dir`. errc::io_error naming
+  /// the path when that fails.
+  caf::error open(const std::string& dir, const metrics_run& run);
+
+  /// The base path of the files ("" before open).
+  const std::string& base() const { return base_; }
 
   void progress(double seconds, int64_t step, double epoch, double loss,
                 double examples_per_sec);
+  void worker(int32_t id, double seconds, int64_t step, double loss,
+              double examples_per_sec);
   void evaluation(double seconds, int64_t step, double epoch, double accuracy,
                   double loss);
 
@@ -31,7 +55,9 @@ private:
   struct closer {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
-  std::unique_ptr<std::FILE, closer> jsonl_, csv_;
+  using file = std::unique_ptr<std::FILE, closer>;
+  std::string base_;
+  file jsonl_, csv_, progress_csv_;
 };
 
 } // namespace troupe

@@ -51,6 +51,12 @@ scripts/plot.sh "$out/modes" >/dev/null
 python3 - "$out" <<'PY'
 import csv, glob, os, sys
 out = sys.argv[1]
+def metrics_of(prefix):
+    # <name>-<run id>.csv: the one run of that name in the folder.
+    found = [f for f in glob.glob(prefix + "-*.csv")
+             if not f.endswith(".progress.csv")]
+    assert len(found) == 1, found
+    return found[0]
 def row(log, metrics):
     # The summary table's last line: run mode workers shards steps epochs
     # seconds examples/s test-acc restarts.
@@ -67,10 +73,10 @@ for part in ("replicated", "shared"):
     for w in (1, 2, 3):
         m, n, acc, reach, sps, sec = row(
             f"{out}/tutorial/log-{part}-{w}.txt",
-            f"{out}/tutorial/tutorial-{part}-{w}-workers.csv")
+            metrics_of(f"{out}/tutorial/tutorial-{part}-{w}-workers"))
         print(f"| TF tutorial 784-100-10 sigmoid, SGD 0.001, 20 epochs | {m}, {part} | {n} | {acc} | {reach} | {sps:.0f} | {sec} |")
 for mode in ("async", "sync", "ssp", "easgd"):
     m, n, acc, reach, sps, sec = row(f"{out}/modes/log-{mode}.txt",
-                                     f"{out}/modes/mlp-{mode}.csv")
+                                     metrics_of(f"{out}/modes/mlp-{mode}"))
     print(f"| MLP 784-256-128-10, Adam 0.001, 10 epochs | {m} | {n} | {acc} | {reach} | {sps:.0f} | {sec} |")
 PY

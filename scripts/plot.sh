@@ -1,43 +1,78 @@
 #!/usr/bin/env bash
-# Plots test accuracy against time and against steps, one curve per run,
-# from the <run>.csv files that troupe-node writes into a metrics folder
-# (cluster.metrics_dir or --metrics-dir).
-# Usage: scripts/plot.sh METRICS_DIR [OUT.png]   (default METRICS_DIR/accuracy.png)
+# Plots each run of a metrics folder (cluster.metrics_dir or --metrics-dir)
+# against time: test accuracy on the left; training loss (solid) and test
+# loss (dashed) on the right; one colour per run, named in the legend by its
+# name, mode, workers and data partition (the "# run=..." line troupe
+# writes first in each file). The title names the run when there is one.
+# Usage: scripts/plot.sh METRICS_DIR [OUT.png]   (default METRICS_DIR/metrics.png)
 set -euo pipefail
 dir="${1:?usage: scripts/plot.sh METRICS_DIR [OUT.png]}"
-out="${2:-$dir/accuracy.png}"
+out="${2:-$dir/metrics.png}"
 shopt -s nullglob
-files=("$dir"/*.csv)
+files=()
+for f in "$dir"/*.csv; do
+  [[ "$f" == *.progress.csv ]] || files+=("$f")
+done
 if [ ${#files[@]} -eq 0 ]; then
-  echo "plot.sh: no .csv files in $dir" >&2
+  echo "plot.sh: no evaluation .csv files in $dir" >&2
   exit 2
 fi
 if ! command -v gnuplot >/dev/null; then
   echo "plot.sh: gnuplot not found (Debian package gnuplot-nox)" >&2
   exit 2
 fi
-curves() { # $1: the x column
-  local sep=""
-  for f in "${files[@]}"; do
-    local name
-    name="$(basename "$f" .csv)"
-    printf '%s"%s" using %s:4 with linespoints title "%s"' "$sep" "$f" "$1" \
-      "${name//_/\\_}"
-    sep=", "
-  done
+# "name (mode, N workers, partition)" from a file's "# run=..." line; the
+# file's name for files without one.
+label_of() {
+  local first
+  first="$(head -1 "$1")"
+  if [[ "$first" == "# run="* ]]; then
+    local name mode workers part
+    name="$(sed -E 's/.*run=([^ ]*).*/\1/' <<<"$first")"
+    mode="$(sed -E 's/.* mode=([^ ]*).*/\1/' <<<"$first")"
+    workers="$(sed -E 's/.* workers=([^ ]*).*/\1/' <<<"$first")"
+    part="$(sed -E 's/.* data_partition=([^ ]*).*/\1/' <<<"$first")"
+    local plural="s"
+    [ "$workers" = 1 ] && plural=""
+    echo "$name ($mode, $workers worker$plural, $part)"
+  else
+    basename "$1" .csv
+  fi
 }
+escape() { local s="${1//_/\\_}"; echo "${s//\"/\\\"}"; }
+accuracy="" loss="" sep=""
+i=0
+for f in "${files[@]}"; do
+  i=$((i + 1))
+  label="$(escape "$(label_of "$f")")"
+  accuracy+="$sep\"$f\" using 1:4 with linespoints lc $i title \"$label\""
+  progress="${f%.csv}.progress.csv"
+  if [ -f "$progress" ]; then
+    loss+="$sep\"$progress\" using 1:4 with lines lc $i title \"$label: training\", "
+  else
+    loss+="$sep"
+  fi
+  loss+="\"$f\" using 1:5 with linespoints dt 2 lc $i title \"$label: test\""
+  sep=", "
+done
+if [ ${#files[@]} -eq 1 ]; then
+  title="$(escape "$(label_of "${files[0]}")")"
+else
+  title="$(escape "$dir"): ${#files[@]} runs"
+fi
 gnuplot <<GP
-set terminal pngcairo size 1200,500 font "sans,10"
+set terminal pngcairo size 1400,550 font "sans,10"
 set output "$out"
 set datafile separator ","
-set key bottom right
 set grid
-set multiplot layout 1,2
+set multiplot layout 1,2 title "$title"
+set key bottom right
 set xlabel "seconds"
 set ylabel "test accuracy"
-plot $(curves 1)
-set xlabel "step (batches, all workers)"
-plot $(curves 2)
+plot $accuracy
+set key top right
+set ylabel "loss"
+plot $loss
 unset multiplot
 GP
 echo "plot: $out"

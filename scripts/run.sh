@@ -2,7 +2,8 @@
 # Set up (install what is missing, build), then run the main job: the actor
 # cluster on the embedded default config, config/local.json (chief, 2
 # shards, 2 workers and the feeder in one process), then plot its test
-# accuracy into runs/accuracy.png. Extra arguments go to troupe-node, e.g.
+# accuracy and loss (and those of earlier runs in runs/) into
+# runs/metrics.png. Extra arguments go to troupe-node, e.g.
 # scripts/run.sh --epochs 2.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"

@@ -46,12 +46,34 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(o.out.find(", loss = ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")
                != std::string::npos, o.out);
-  auto csv = troupe::test::slurp(tmp.file("runs/node-test.csv"));
-  BOOST_TEST(csv.find("seconds,step,epoch,test_accuracy,test_loss\n") == 0,
-             csv);
+  // The files are named by the run and its id, which the log names.
+  auto at = o.out.find("metrics: " + tmp.file("runs/node-test-"));
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, o.out);
+  auto base = o.out.substr(at + 9, o.out.find(".{jsonl", at) - at - 9);
+  auto csv = troupe::test::slurp(base + ".csv");
+  BOOST_TEST(csv.find("# run=node-test run_id=") == 0, csv);
+  BOOST_TEST(csv.find(" mode=sync workers=2 data_partition=shared\n"
+                      "seconds,step,epoch,test_accuracy,test_loss\n")
+               != std::string::npos, csv);
   BOOST_TEST(csv.find(",26,2.0000,") != std::string::npos, csv);
-  auto jsonl = troupe::test::slurp(tmp.file("runs/node-test.jsonl"));
-  BOOST_TEST(jsonl.find(R"({"event":"progress","seconds":)") == 0, jsonl);
+  auto progress = troupe::test::slurp(base + ".progress.csv");
+  BOOST_TEST(progress.find("seconds,step,epoch,loss,examples_per_sec\n")
+               != std::string::npos, progress);
+  auto jsonl = troupe::test::slurp(base + ".jsonl");
+  BOOST_TEST(jsonl.find(R"({"event":"run","name":"node-test","run_id":)")
+               == 0, jsonl);
+  BOOST_TEST(jsonl.find(R"({"event":"progress","seconds":)")
+               != std::string::npos, jsonl);
+  BOOST_TEST(jsonl.find(R"({"event":"worker","worker":1,)")
+               != std::string::npos, jsonl);
+  // A second run into the same folder gets files of its own.
+  auto again = run_app(tmp, "troupe-node",
+                       "--config " + tmp.file("cfg.json") + " --metrics-dir "
+                         + tmp.file("runs"));
+  BOOST_REQUIRE(again.code == 0);
+  BOOST_TEST(again.out.find("metrics: " + base + ".") == std::string::npos,
+             again.out);
+  BOOST_TEST(troupe::test::slurp(base + ".csv") == csv);
 }
 
 // Steady state touches no fresh page: the minor page faults of a 3-epoch
