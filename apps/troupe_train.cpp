@@ -14,6 +14,9 @@
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
+#include "apps/local_metrics.hpp"
+#include "apps/metrics_endpoint.hpp"
+#include "actors/remote.hpp"
 #include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
@@ -34,7 +37,7 @@ int main(int argc, char** argv) {
   std::optional<troupe::device_spec> device;
   int threads = 0, epochs = 0;
   int64_t max_steps = -1;
-  std::string evaluate;
+  std::string evaluate, metrics_dir, metrics_listen;
   app.add_option("-c,--config", config_path, "run config (JSON)")->required();
   app.add_option("--threads", threads, "compute threads (overrides config)")
     ->check(CLI::Range(1, 256));
@@ -50,6 +53,12 @@ int main(int argc, char** argv) {
                  "score this checkpoint on the config's test set (accuracy, "
                  "loss, per class, confusion matrix) and exit; trains and "
                  "writes nothing");
+  app.add_option("--metrics-dir", metrics_dir,
+                 "folder for this run's metrics files (overrides the "
+                 "config's cluster.metrics_dir)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics "
+                 "while training (port 0: any free one, printed)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-train"))
     return *code;
   auto cfg = troupe::load_run_config(config_path);
@@ -62,6 +71,17 @@ int main(int argc, char** argv) {
     cfg->training.epochs = epochs;
   if (max_steps >= 0)
     cfg->training.max_steps = max_steps;
+  if (!metrics_dir.empty())
+    cfg->cluster.metrics_dir = metrics_dir;
+  std::optional<std::pair<std::string, uint16_t>> metrics_at;
+  if (!metrics_listen.empty()) {
+    auto at = troupe::parse_address(metrics_listen, 0);
+    if (!at)
+      return fail(troupe::make_error(troupe::errc::invalid_config,
+                                     "--metrics-listen: "
+                                       + troupe::describe(at.error())));
+    metrics_at = *at;
+  }
   if (auto err = troupe::choose_device(*cfg, "", device))
     return fail(err);
   auto data = troupe::load_datasets(cfg->data);
@@ -78,9 +98,24 @@ int main(int argc, char** argv) {
         return fail(err);
       return 0;
     }
+    troupe::local_status status;
+    std::unique_ptr<troupe::metrics_endpoint> metrics;
+    if (metrics_at) {
+      auto started = troupe::metrics_endpoint::start(
+        metrics_at->first, metrics_at->second,
+        [&status, &cfg](std::string& text) {
+          text = troupe::local_metrics(status, *cfg);
+          return true;
+        });
+      if (!started)
+        return fail(started.error());
+      metrics = std::move(*started);
+      std::cout << "metrics: " << metrics->url() << std::endl;
+    }
     std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
     auto summary = troupe::run_local_training(*cfg, *data, **backend,
-                                              std::cout);
+                                              std::cout, &status);
+    metrics.reset(); // before `status` goes
     if (!summary)
       return fail(summary.error());
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "models/trainer.hpp"
 
 #include "runtime/checkpoint_dir.hpp"
+#include "runtime/metrics_log.hpp"
 #include "runtime/run_identity.hpp"
 
 #include <chrono>
@@ -200,7 +201,8 @@ caf::error save(const local_trainer& trainer, const checkpoint_config& cfg,
 caf::expected<run_summary> run_local_training(const run_config& cfg,
                                               const train_test& data,
                                               compute_backend& be,
-                                              std::ostream& log) {
+                                              std::ostream& log,
+                                              local_status* status) {
   const auto& tc = cfg.training;
   auto made = make_model(cfg.model, data.train.height, data.train.width,
                          data.train.channels, data.train.classes, be);
@@ -250,6 +252,23 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     }
   }
 
+  metrics_log metrics;
+  if (!cfg.cluster.metrics_dir.empty()) {
+    metrics_run mr{cfg.name, stamp.run_id, "local", "shared", 1,
+                   trainer.global_step()};
+    if (auto err = metrics.open(cfg.cluster.metrics_dir, mr))
+      return err;
+    log << "metrics: " << metrics.base() << ".{jsonl,csv,progress.csv}"
+        << std::endl;
+  }
+  if (status != nullptr) {
+    std::lock_guard<std::mutex> guard{status->mutex};
+    status->run_id = stamp.run_id;
+    status->total_steps = last_step;
+    status->steps = trainer.global_step();
+    status->learning_rate = learning_rate_at(tc.optimizer, status->steps);
+  }
+
   const size_t size = data.train.sample_size();
   // Batches are gathered into the backend's host memory (pinned on a GPU,
   // so the upload is one DMA).
@@ -266,6 +285,12 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   int64_t window_examples = 0, window_steps = 0, trained_examples = 0;
   auto report_eval = [&](int64_t step) {
     summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
+    metrics.evaluation(train_seconds, step, double(step) / spe,
+                       summary.test.accuracy, summary.test.loss);
+    if (status != nullptr) {
+      std::lock_guard<std::mutex> guard{status->mutex};
+      status->test_accuracy = summary.test.accuracy;
+    }
     log << "step " << step << ", epoch " << fixed(double(step) / spe, 2)
         << ": test accuracy = " << fixed(summary.test.accuracy, 4)
         << ", test loss = " << fixed(summary.test.loss, 4) << " ("
@@ -299,6 +324,17 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     window_examples += n;
     trained_examples += n;
     const int64_t done = trainer.global_step();
+    if (status != nullptr) { // uncontended but for a scrape: ~20 ns a step
+      std::lock_guard<std::mutex> guard{status->mutex};
+      status->steps = done;
+      status->samples = trained_examples;
+      status->epoch = double(done) / spe;
+      status->seconds = train_seconds;
+      // A moving mean over about ten steps, as the chief's recent loss.
+      status->loss = status->loss < 0 ? mean_loss
+                                      : 0.9 * status->loss + 0.1 * mean_loss;
+      status->learning_rate = learning_rate_at(tc.optimizer, done);
+    }
     if (done % tc.log_every_steps == 0 || done == last_step) {
       // Training time only: evaluation and checkpoints are not steps.
       double elapsed = window_seconds;
@@ -306,6 +342,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
           << ", loss = " << fixed(window_loss / window_steps, 4) << " ("
           << fixed(window_examples / elapsed, 1) << " examples/sec; "
           << fixed(elapsed / window_steps, 4) << " sec/batch)" << std::endl;
+      metrics.progress(train_seconds, done, double(done) / spe,
+                       window_loss / window_steps, window_examples / elapsed);
       window_loss = 0;
       window_steps = window_examples = 0;
       window_seconds = 0;

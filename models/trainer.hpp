@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -89,15 +90,27 @@ struct run_summary {
 /// sample is trained exactly once per epoch.
 int64_t steps_per_epoch(int64_t samples, int batch_size);
 
+/// Where a local run stands, for a metrics endpoint on another thread:
+/// updated after every step under `mutex`. -1: not known yet.
+struct local_status {
+  std::mutex mutex;
+  std::string run_id;
+  int64_t steps = 0, total_steps = 0, samples = 0;
+  double epoch = 0, seconds = 0, loss = -1, test_accuracy = -1;
+  double learning_rate = 0;
+};
+
 /// Trains `cfg` on `data` in this process, printing progress to `log`:
 /// resumes from the newest checkpoint when configured to, logs every
 /// log_every_steps, evaluates per eval_every_steps or epoch, checkpoints,
 /// and stops at the epoch or step limit. errc::non_finite when the loss
-/// turns NaN or Inf.
+/// turns NaN or Inf. With cluster.metrics_dir it writes the run's metrics
+/// files there (runtime/metrics_log); with `status`, it keeps it current.
 caf::expected<run_summary> run_local_training(const run_config& cfg,
                                               const train_test& data,
                                               compute_backend& be,
-                                              std::ostream& log);
+                                              std::ostream& log,
+                                              local_status* status = nullptr);
 
 /// The newest "ckpt-<step>.safetensors" in dir, or "" when there is none.
 std::string newest_checkpoint(const std::string& dir);

@@ -95,6 +95,39 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(http_get(port, "/metrics").first == 0);
 }
 
+BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 6;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
+  process train{dir, "train", "troupe-train",
+                {"--config", cfg, "--metrics-listen", "127.0.0.1:0",
+                 "--metrics-dir", dir.file("runs")}};
+  BOOST_REQUIRE_MESSAGE(train.wait_for_output("metrics: http://", 60),
+                        train.out() + train.err());
+  auto port = metrics_port(train);
+  BOOST_REQUIRE(port > 0);
+  const std::string worker0 = R"(troupe_worker_steps_total{worker="0",node="local"})";
+  auto first = scrape(port, "troupe_loss");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto second = scrape(port, "troupe_loss");
+  BOOST_TEST(second.at("troupe_steps_total") > first.at("troupe_steps_total"));
+  BOOST_TEST(second.at(worker0) == second.at("troupe_steps_total"));
+  BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
+  BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
+  BOOST_REQUIRE_MESSAGE(train.wait(240) == 0, train.err());
+  // Its metrics files, named by the run and its id.
+  auto out = train.out();
+  auto at = out.find("metrics: " + dir.file("runs/multi-process-test-"));
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, out);
+  auto base = out.substr(at + 9, out.find(".{jsonl", at) - at - 9);
+  auto csv = read_all(base + ".csv");
+  BOOST_TEST(csv.find(" mode=local workers=1 ") != std::string::npos, csv);
+  BOOST_TEST(count_of(csv, "\n") == 2u + 6u, csv); // 2 header lines, 6 epochs
+  BOOST_TEST(count_of(read_all(base + ".progress.csv"), "\n") > 20u);
+}
+
 BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
   temp_dir dir;
   cluster_spec spec;
