@@ -2,9 +2,19 @@
 
 #include <httplib.h>
 
+#include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
+
+caf::expected<std::pair<std::string, uint16_t>>
+parse_metrics_listen(const std::string& text) {
+  auto at = parse_address(text, 0);
+  if (!at)
+    return make_error(errc::invalid_config,
+                      "--metrics-listen: " + describe(at.error()));
+  return at;
+}
 
 caf::expected<std::unique_ptr<metrics_endpoint>>
 metrics_endpoint::start(const std::string& host, uint16_t port,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "caf/expected.hpp"
 
@@ -16,6 +17,11 @@ class Server;
 }
 
 namespace troupe {
+
+/// The HOST:PORT of a --metrics-listen flag (port 0 allowed: any free
+/// one); errc::invalid_config naming the flag and the text otherwise.
+caf::expected<std::pair<std::string, uint16_t>>
+parse_metrics_listen(const std::string& text);
 
 class metrics_endpoint {
 public:

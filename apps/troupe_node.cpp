@@ -185,11 +185,9 @@ int main(int argc, char** argv) {
         troupe::errc::invalid_config,
         "--metrics-listen: the chief's node (" + cl.chief_node
           + ") serves the run's metrics, not node " + node));
-    auto at = troupe::parse_address(metrics_listen, 0);
+    auto at = troupe::parse_metrics_listen(metrics_listen);
     if (!at)
-      return fail(troupe::make_error(troupe::errc::invalid_config,
-                                     "--metrics-listen: "
-                                       + troupe::describe(at.error())));
+      return fail(at.error());
     metrics_at = *at;
   }
   if (!node.empty() && node != cl.chief_node)

@@ -16,7 +16,6 @@
 #include "apps/exit_codes.hpp"
 #include "apps/local_metrics.hpp"
 #include "apps/metrics_endpoint.hpp"
-#include "actors/remote.hpp"
 #include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
@@ -75,11 +74,9 @@ int main(int argc, char** argv) {
     cfg->cluster.metrics_dir = metrics_dir;
   std::optional<std::pair<std::string, uint16_t>> metrics_at;
   if (!metrics_listen.empty()) {
-    auto at = troupe::parse_address(metrics_listen, 0);
+    auto at = troupe::parse_metrics_listen(metrics_listen);
     if (!at)
-      return fail(troupe::make_error(troupe::errc::invalid_config,
-                                     "--metrics-listen: "
-                                       + troupe::describe(at.error())));
+      return fail(at.error());
     metrics_at = *at;
   }
   if (auto err = troupe::choose_device(*cfg, "", device))
