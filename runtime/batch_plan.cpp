@@ -226,10 +226,14 @@ void batch_plan::join(int32_t worker) {
     s.first_epoch = slowest;
   }
   s.first_epoch = std::min(s.first_epoch, epochs_);
-  stream_index_[worker] = streams_.size();
+  add_stream(std::move(s));
+}
+
+void batch_plan::add_stream(stream s) {
+  known_.insert(std::lower_bound(known_.begin(), known_.end(), s.worker),
+                s.worker);
+  stream_index_[s.worker] = streams_.size();
   streams_.push_back(std::move(s));
-  known_.insert(std::lower_bound(known_.begin(), known_.end(), worker),
-                worker);
 }
 
 std::optional<lease_grant> batch_plan::lease(int32_t worker,
@@ -582,10 +586,7 @@ caf::error batch_plan::load(const std::string& saved) {
       }
       requeued_total += nreq;
       next_total += nxt;
-      stream_index_[s.worker] = streams_.size();
-      known_.insert(std::lower_bound(known_.begin(), known_.end(), s.worker),
-                    s.worker);
-      streams_.push_back(std::move(s));
+      add_stream(std::move(s));
     } else if (word == "run" && partition_ == data_partition::sharded) {
       int64_t first = 0, n = 0;
       if (!read(first, 0, epochs_ - 1) || !read(n, 1, max_worker_id)

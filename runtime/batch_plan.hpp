@@ -193,6 +193,8 @@ private:
   void count_done(stream& s, int64_t k, int32_t worker);
   const std::vector<uint32_t>& order(uint64_t seed, int32_t epoch);
   stream* stream_of(int32_t worker);
+  /// Appends `s`, indexed by its worker, which joins known_.
+  void add_stream(stream s);
   void reset();
   caf::error restore_streams(int64_t position,
                              const std::vector<int64_t>& done_after,

@@ -172,18 +172,11 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
 
 BOOST_AUTO_TEST_CASE(a_port_in_use) {
   temp_dir dir;
-  // Hold a port, as another program would.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  BOOST_REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  held_port held; // as another program would
+  BOOST_REQUIRE(held.port() > 0);
   cluster_spec spec;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  spec.nodes[1].port = ntohs(a.sin_port);
+  spec.nodes[1].port = held.port();
   auto cfg = write_cluster(dir, spec);
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
   BOOST_TEST(ps0.wait(20) != 0);
@@ -197,7 +190,6 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
                 {"--config", cfg, "--node", "chief"}};
   BOOST_TEST(chief.wait(20) != 0);
   BOOST_TEST(has(chief.err(), "cannot listen on"), chief.err());
-  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {

@@ -140,22 +140,15 @@ BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
     BOOST_TEST(has(node.err(), "--metrics-listen"), node.err());
   }
   // A port another process holds.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  BOOST_REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  auto taken = std::to_string(ntohs(a.sin_port));
+  held_port held;
+  BOOST_REQUIRE(held.port() > 0);
+  auto taken = std::to_string(held.port());
   process node{dir, "node2", "troupe-node",
                {"--config", cfg, "--metrics-listen", "127.0.0.1:" + taken}};
   BOOST_TEST(node.wait(60) == 2);
   BOOST_TEST(has(node.err(), "cannot listen at 127.0.0.1:" + taken),
              node.err());
   BOOST_TEST(!has(node.out(), "step "), node.out()); // trained nothing
-  ::close(fd);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -55,6 +55,31 @@ inline uint16_t free_port() {
   return 0;
 }
 
+/// A port on 127.0.0.1 that this test holds open (bound and listening)
+/// until it goes, as another program would: 0 if it could not.
+class held_port {
+public:
+  held_port() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0
+        && ::listen(fd_, 1) == 0
+        && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port_ = ntohs(a.sin_port);
+  }
+  ~held_port() { ::close(fd_); }
+  held_port(const held_port&) = delete;
+  held_port& operator=(const held_port&) = delete;
+
+  uint16_t port() const { return port_; }
+
+private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
 class process {
 public:
   /// Starts build/apps/<app> with `args`; stdout and stderr go to
