@@ -48,16 +48,18 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     [=](std::vector<float>& params, int64_t) {
       auto& s = self->state;
       s.evaluator->set_params(params.data());
-      auto r = evaluate(*s.evaluator, s.opts.data->test,
+      auto r = evaluate(*s.evaluator, s.opts.data->watched(),
                         std::max(s.opts.cfg.training.batch_size, 256));
       s.last_accuracy = r.accuracy;
       s.last_loss = r.loss;
       double t = now_seconds() - s.t0;
       auto at = s.last_eval_step;
-      say(self, fmt("step %lld, epoch %.2f: test accuracy = %.4f, test loss = "
+      auto set = s.opts.data->watched_name();
+      say(self, fmt("step %lld, epoch %.2f: %s accuracy = %.4f, %s loss = "
                     "%.4f (%lld examples, %.1f s)",
-                    static_cast<long long>(at), epoch_of(self, at),
-                    r.accuracy, r.loss, static_cast<long long>(r.count), t));
+                    static_cast<long long>(at), epoch_of(self, at), set,
+                    r.accuracy, set, r.loss, static_cast<long long>(r.count),
+                    t));
       s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
       s.evaluating = false;
       then();
@@ -229,6 +231,19 @@ void finish_run(chief_self self) {
       r.examples_per_sec = static_cast<double>(s.samples) / seconds;
       r.test_accuracy = s.last_accuracy;
       r.test_loss = s.last_loss;
+      if (s.opts.data->validation.count > 0) {
+        // The evaluator holds the final parameters (no step since): the
+        // test set is scored once, now.
+        auto t = evaluate(*s.evaluator, s.opts.data->test,
+                          std::max(s.opts.cfg.training.batch_size, 256));
+        say(self, fmt("final: validation accuracy = %.4f, validation loss = "
+                      "%.4f; test accuracy = %.4f, test loss = %.4f (%lld "
+                      "examples)",
+                      r.test_accuracy, r.test_loss, t.accuracy, t.loss,
+                      static_cast<long long>(t.count)));
+        r.test_accuracy = t.accuracy;
+        r.test_loss = t.loss;
+      }
       r.restarts = s.restarts->total();
       pull_params(self, [=](std::vector<float>& params, int64_t version) {
         auto final_params = std::make_shared<std::vector<float>>(
@@ -395,10 +410,10 @@ void on_report(chief_self self, const worker_report& r) {
                         ? std::string{"-"}
                         : fmt("%.4f", st.last_accuracy);
     say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
-                  "%d workers, test accuracy = %s",
+                  "%d workers, %s accuracy = %s",
                   static_cast<long long>(st.steps), epoch_of(self, st.steps),
                   loss, rate, live_workers(self),
-                  acc.c_str()));
+                  st.opts.data->watched_name(), acc.c_str()));
     st.metrics.progress(now - st.t0, st.steps, epoch_of(self, st.steps), loss,
                         rate);
     st.window_samples = 0;

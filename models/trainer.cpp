@@ -216,8 +216,12 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     last_step = std::min(last_step, tc.max_steps);
   log << "model: " << m.summary() << " (" << m.layout().total()
       << " parameters)\n"
-      << "data: " << data.train.count << " training and " << data.test.count
-      << " test samples from " << data.train.source << "\n"
+      << "data: " << data.train.count << " training, "
+      << (data.validation.count > 0
+            ? std::to_string(data.validation.count) + " validation, "
+            : std::string{})
+      << data.test.count << " test samples from " << data.train.source
+      << "\n"
       << "training: batch " << tc.batch_size << ", " << spe
       << " steps per epoch, " << last_step << " steps, optimizer "
       << to_string(tc.optimizer.type) << " lr " << tc.optimizer.learning_rate
@@ -283,8 +287,9 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   run_summary summary;
   double train_seconds = 0, window_seconds = 0, window_loss = 0;
   int64_t window_examples = 0, window_steps = 0, trained_examples = 0;
+  const std::string watched = data.watched_name();
   auto report_eval = [&](int64_t step) {
-    summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
+    summary.test = evaluate(m, data.watched(), std::max(tc.batch_size, 256));
     metrics.evaluation(train_seconds, step, double(step) / spe,
                        summary.test.accuracy, summary.test.loss);
     if (status != nullptr) {
@@ -292,9 +297,10 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
       status->test_accuracy = summary.test.accuracy;
     }
     log << "step " << step << ", epoch " << fixed(double(step) / spe, 2)
-        << ": test accuracy = " << fixed(summary.test.accuracy, 4)
-        << ", test loss = " << fixed(summary.test.loss, 4) << " ("
-        << summary.test.count << " examples)" << std::endl;
+        << ": " << watched << " accuracy = "
+        << fixed(summary.test.accuracy, 4) << ", " << watched << " loss = "
+        << fixed(summary.test.loss, 4) << " (" << summary.test.count
+        << " examples)" << std::endl;
   };
   while (trainer.global_step() < last_step) {
     const int64_t step = trainer.global_step();
@@ -359,6 +365,14 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
         return err;
   }
   report_eval(trainer.global_step());
+  if (data.validation.count > 0) {
+    // Scored once, at the end: the test set.
+    summary.validation = summary.test;
+    summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
+    log << "final: test accuracy = " << fixed(summary.test.accuracy, 4)
+        << ", test loss = " << fixed(summary.test.loss, 4) << " ("
+        << summary.test.count << " examples)" << std::endl;
+  }
   if (!tc.checkpoint.dir.empty())
     if (auto err = save(trainer, tc.checkpoint, stamp, spe, log))
       return err;

@@ -243,6 +243,8 @@ data_config read_data(object_reader r) {
       }
       break;
   }
+  d.validation_split = r.number("validation_split", 0, 0, 0.9);
+  d.validation_seed = static_cast<uint64_t>(r.integer("validation_seed", 1, 0));
   r.finish();
   return d;
 }

@@ -59,6 +59,11 @@ struct data_config {
   /// idx, npy, npz, csv: the number of classes; 0 takes the largest label of
   /// the training and test sets + 1. Labels must be below it.
   int file_classes = 0;
+  /// A fraction of the training set held out as the validation set (0:
+  /// none): the samples a seeded shuffle (validation_seed) puts first, the
+  /// same in every process. See train_test::watched.
+  double validation_split = 0;
+  uint64_t validation_seed = 1;
   // cifar10: resolved batch files.
   std::vector<std::string> train_files, test_files;
   // synthetic

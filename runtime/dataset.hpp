@@ -101,7 +101,28 @@ namespace troupe {
 
 struct train_test {
   dataset train, test;
+  /// Held out of the training set by data.validation_split; empty (count
+  /// 0) without one.
+  dataset validation;
+
+  /// The set a run scores while it trains (progress lines, metrics,
+  /// status, target_accuracy): the validation set when there is one, so
+  /// that choices made while training never see the test set, which is
+  /// then scored once at the end; else the test set.
+  const dataset& watched() const {
+    return validation.count > 0 ? validation : test;
+  }
+  /// "validation" or "test", as watched() chooses.
+  const char* watched_name() const {
+    return validation.count > 0 ? "validation" : "test";
+  }
 };
+
+/// Moves round(fraction * N) samples of `train`, those a seeded shuffle
+/// puts first, into the returned set (both keep the file's order).
+/// errc::invalid_config when that leaves either set empty.
+caf::expected<dataset> hold_out(dataset& train, double fraction,
+                                uint64_t seed);
 
 /// Loads (or, for "synthetic", makes) the training and test sets that `cfg`
 /// names. Errors as load_idx / load_cifar10.

@@ -1,8 +1,10 @@
 #include "runtime/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/errc.hpp"
+#include "runtime/random.hpp"
 
 namespace troupe {
 
@@ -118,6 +120,61 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
                         + std::to_string(a.width) + "x"
                         + std::to_string(a.channels) + " in "
                         + std::to_string(a.classes));
+  if (cfg.validation_split > 0) {
+    auto held = hold_out(out.train, cfg.validation_split, cfg.validation_seed);
+    if (!held)
+      return held.error();
+    out.validation = std::move(*held);
+  }
+  return out;
+}
+
+caf::expected<dataset> hold_out(dataset& train, double fraction,
+                                uint64_t seed) {
+  auto n = train.count;
+  auto k = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
+  if (k < 1 || k >= n)
+    return make_error(errc::invalid_config,
+                      "data.validation_split " + std::to_string(fraction)
+                        + " of the " + std::to_string(n)
+                        + " training samples of " + train.source
+                        + " leaves " + (k < 1 ? "no validation" : "no training")
+                        + " sample");
+  // Fisher-Yates by splitmix64: the same split in every process.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    order[static_cast<size_t>(i)] = i;
+  splitmix64 rng{seed ^ 0x76616c6964617465ull}; // "validate"
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)],
+              order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  std::vector<char> held(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < k; ++i)
+    held[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1;
+  // The shape alone: copying the samples too would hold the set thrice.
+  auto empty_like = [&](std::string source, int64_t count) {
+    dataset d;
+    d.source = std::move(source);
+    d.height = train.height;
+    d.width = train.width;
+    d.channels = train.channels;
+    d.classes = train.classes;
+    d.count = count;
+    d.images.reserve(static_cast<size_t>(count) * train.sample_size());
+    d.labels.reserve(static_cast<size_t>(count));
+    return d;
+  };
+  auto kept = empty_like(train.source, n - k);
+  auto out = empty_like(train.source + " (validation split)", k);
+  auto size = train.sample_size();
+  for (int64_t i = 0; i < n; ++i) {
+    auto& to = held[static_cast<size_t>(i)] ? out : kept;
+    auto first = train.images.begin() + static_cast<ptrdiff_t>(i * size);
+    to.images.insert(to.images.end(), first,
+                     first + static_cast<ptrdiff_t>(size));
+    to.labels.push_back(train.labels[static_cast<size_t>(i)]);
+  }
+  train = std::move(kept);
   return out;
 }
 

@@ -99,6 +99,11 @@ identity_map training_identity(const run_config& cfg) {
     if (d.format == data_config::kind::csv)
       m["/data/label_column"] = d.label_column;
   }
+  // Only when set, as data_partition below.
+  if (d.validation_split > 0) {
+    m["/data/validation_split"] = num(d.validation_split);
+    m["/data/validation_seed"] = std::to_string(d.validation_seed);
+  }
   auto& t = cfg.training;
   m["/training/batch_size"] = std::to_string(t.batch_size);
   m["/training/seed"] = std::to_string(t.seed);

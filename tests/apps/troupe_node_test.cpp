@@ -76,6 +76,27 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(troupe::test::slurp(base + ".csv") == csv);
 }
 
+// The cluster watches the validation split while it trains (every worker
+// trains on the rest alone) and scores the test set at the end.
+BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last) {
+  temp_dir tmp;
+  std::string text = small_cluster;
+  auto pos = text.find(R"("test_samples": 100)");
+  BOOST_REQUIRE(pos != std::string::npos);
+  text.insert(pos, R"("validation_split": 0.25, )");
+  troupe::test::write_file(tmp.file("cfg.json"), text);
+  auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  // 300 training samples in batches of 32: 10 steps an epoch.
+  auto last = o.out.find("step 20, epoch 2.00: validation accuracy = ");
+  BOOST_TEST(last != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("final: validation accuracy = ", last)
+               != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("; test accuracy = ", last) != std::string::npos,
+             o.out);
+  BOOST_TEST(o.out.find("test accuracy = ") > last, o.out);
+}
+
 // Steady state touches no fresh page: the minor page faults of a 3-epoch
 // run and a 1-epoch run of the MLP on Fashion-MNIST differ by less than
 // one per 20 extra steps, so start-up, the final evaluation and the exit

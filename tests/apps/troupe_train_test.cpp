@@ -67,6 +67,31 @@ BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
              o.out);
 }
 
+// With a validation split the run watches the held-out samples and scores
+// the test set once, at the end.
+BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"),
+                           with(R"("test_samples": 100 })",
+                                R"("test_samples": 100,
+                                   "validation_split": 0.25 })"));
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("data: 300 training, 100 validation, 100 test samples")
+               != std::string::npos, o.out);
+  // 300 samples in batches of 32: 10 steps an epoch.
+  auto last = o.out.find("step 20, epoch 2.00: validation accuracy = ");
+  BOOST_TEST(last != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("final: test accuracy = ", last) != std::string::npos,
+             o.out);
+  BOOST_TEST(o.out.find("done: 20 steps (2 epochs)") != std::string::npos,
+             o.out);
+  expect_bad(with(R"("test_samples": 100 })",
+                  R"("test_samples": 100, "validation_split": 1 })"),
+             "/data/validation_split: expected a number >= 0 and <= 0.9, "
+             "found 1");
+}
+
 BOOST_AUTO_TEST_CASE(wrong_type) {
   expect_bad(with(R"("batch_size": 32)", R"("batch_size": 3.5)"),
              "/training/batch_size: expected a positive integer <= 1048576, found 3.5");

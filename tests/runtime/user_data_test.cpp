@@ -3,6 +3,7 @@
 // bad files, each refused with the file, the place and the reason.
 #include "runtime/dataset.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -374,6 +375,66 @@ BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
   sets = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(sets, why(sets));
   BOOST_TEST(sets->train.classes == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
+  temp_dir dir;
+  // Sample i has feature i: where each sample went can be read back.
+  std::string train = "x,label\n";
+  for (int i = 0; i < 100; ++i)
+    train += std::to_string(i) + "," + std::to_string(i % 3) + "\n";
+  write_file(dir.file("train.csv"), train);
+  write_file(dir.file("test.csv"), "x,label\n1,0\n2,1\n");
+  data_config cfg;
+  cfg.format = data_config::kind::csv;
+  cfg.train_images = dir.file("train.csv");
+  cfg.test_images = dir.file("test.csv");
+  cfg.validation_split = 0.2;
+  auto sets = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.count == 80);
+  BOOST_TEST(sets->validation.count == 20);
+  BOOST_TEST(sets->validation.images.size() == 20u);
+  BOOST_TEST(sets->validation.classes == 3);
+  BOOST_TEST(std::string{sets->watched_name()} == "validation");
+  BOOST_TEST(&sets->watched() == &sets->validation);
+  // Every sample is in exactly one set, with its own label; each set keeps
+  // the file's order; a shuffle chose them (not the last 20).
+  std::vector<int> seen(100, 0);
+  for (auto* d : {&sets->train, &sets->validation}) {
+    float last = -1;
+    for (int64_t i = 0; i < d->count; ++i) {
+      auto x = d->images[static_cast<size_t>(i)];
+      BOOST_TEST(x > last);
+      last = x;
+      ++seen[static_cast<size_t>(x)];
+      BOOST_TEST(d->labels[static_cast<size_t>(i)] == static_cast<int>(x) % 3);
+    }
+  }
+  BOOST_TEST(std::count(seen.begin(), seen.end(), 1) == 100);
+  BOOST_TEST(sets->validation.images.front() < 80);
+  // Another process loading the same files gets the same split; another
+  // seed, another one.
+  auto again = load_datasets(cfg);
+  BOOST_REQUIRE(again);
+  BOOST_TEST(again->validation.images == sets->validation.images);
+  cfg.validation_seed = 2;
+  auto other = load_datasets(cfg);
+  BOOST_REQUIRE(other);
+  BOOST_TEST(other->validation.count == 20);
+  BOOST_TEST(other->validation.images != sets->validation.images);
+  // A fraction that leaves a set empty is refused, naming the file.
+  cfg.validation_split = 0.001;
+  BOOST_TEST(why(load_datasets(cfg)).find(
+               "data.validation_split 0.001000 of the 100 training samples of "
+               + dir.file("train.csv") + " leaves no validation sample")
+             != std::string::npos, why(load_datasets(cfg)));
+  // Without a split the test set is watched.
+  cfg.validation_split = 0;
+  auto plain = load_datasets(cfg);
+  BOOST_REQUIRE(plain);
+  BOOST_TEST(plain->validation.count == 0);
+  BOOST_TEST(std::string{plain->watched_name()} == "test");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
