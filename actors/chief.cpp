@@ -107,6 +107,12 @@ caf::expected<cluster_summary>
 run_cluster(caf::actor_system& sys, chief_options opts,
             const std::function<void(const chief_actor&)>& started) {
   auto cluster = opts.cfg.cluster;
+  auto listen = opts.listen;
+  auto* log = opts.log;
+  if (cluster.distributed()) {
+    auto& me = *cluster.node(cluster.chief_node);
+    listen.emplace(me.host, me.port);
+  }
   auto chief = sys.spawn(chief_impl, std::move(opts));
   if (started)
     started(chief);
@@ -116,18 +122,20 @@ run_cluster(caf::actor_system& sys, chief_options opts,
   // timeout: a run may take hours, and the chief answers on every path
   // (each of its own requests has one).
   auto running = self->request(chief, caf::infinite, run_atom_v);
-  if (cluster.distributed()) {
-    auto& me = *cluster.node(cluster.chief_node);
-    auto port = publish_on(sys, chief, me.host, me.port);
+  if (listen) {
+    auto port = publish_on(sys, chief, listen->first, listen->second);
     if (!port) {
       caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
       return port.error();
     }
+    if (!cluster.distributed() && log)
+      *log << "shell: troupe-shell --connect " << listen->first << ":"
+           << *port << std::endl;
   }
   caf::expected<cluster_summary> result{caf::sec::bad_function_call};
   running.receive([&](cluster_summary& r) { result = r; },
                   [&](caf::error& err) { result = std::move(err); });
-  if (cluster.distributed())
+  if (listen)
     sys.middleman().unpublish(chief);
   return result;
 }

@@ -35,6 +35,9 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "actors/protocol.hpp"
 #include "runtime/config.hpp"
@@ -59,6 +62,11 @@ struct chief_options {
   std::shared_ptr<data_server> data_plane;
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
+  /// The embedded mode's shell port (troupe-node --listen): the chief is
+  /// published at this host and port (0: any free one) for troupe-shell,
+  /// and the log says where. Unset: none. A cluster's chief always
+  /// listens on its node's address instead.
+  std::optional<std::pair<std::string, uint16_t>> listen;
   /// Called at the end of a successful run with the final parameters (the
   /// whole flat vector) and every shard's counters; for tests.
   std::function<void(const std::vector<float>&,
@@ -72,7 +80,8 @@ chief_impl(chief_actor::stateful_pointer<chief_state> self,
            chief_options opts);
 
 /// Runs `opts.cfg` and waits for its end. Embedded (no nodes in the
-/// config): every actor in `sys`. Otherwise the chief also publishes
+/// config): every actor in `sys`, the chief published at `opts.listen` if
+/// given. Otherwise the chief also publishes
 /// itself on its node's address and places shards and workers through the
 /// agents of the nodes that register. The run's own errors come back as
 /// errors. `started` gets the chief's handle as soon as it exists (to send

@@ -127,6 +127,8 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
     v.accepted = s->accepted;
     v.stale = s->stale;
     v.refused = s->refused;
+    v.pulled_bytes = s->pulled_bytes;
+    v.pushed_bytes = s->pushed_bytes;
     if (st.opts.cfg.cluster.consistency == cluster_config::mode::ssp) {
       v.ssp_pulls = s->ssp_pulls;
       v.ssp_max_lead = s->ssp_max_lead;
@@ -156,6 +158,36 @@ caf::result<cluster_view> shell_status(chief_self self) {
       live.push_back(i);
   auto n = st.shards.size();
   auto feeder = st.feeder;
+  // Last, each node's process: its agent says (the chief's own process
+  // answers for itself where no agent runs in it).
+  auto ask_nodes = [=]() mutable {
+    std::vector<std::pair<size_t, node_agent_actor>> agents;
+    auto& nodes = view->nodes;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      auto it = self->state.nodes.find(nodes[i].name);
+      if (it != self->state.nodes.end() && it->second.up && it->second.agent)
+        agents.emplace_back(i, it->second.agent);
+      else if (nodes[i].chief) {
+        auto u = own_process_usage();
+        nodes[i].resident_bytes = u.resident_bytes;
+        nodes[i].cpu_seconds = u.cpu_seconds;
+      }
+    }
+    ask_all_settled<process_usage>(
+      agents.size(),
+      [=](size_t k) {
+        return self->request(agents[k].second, shell_patience, stats_atom_v);
+      },
+      [=](auto& replies) mutable {
+        for (size_t k = 0; k < replies.size(); ++k)
+          if (replies[k]) {
+            auto& v = view->nodes[agents[k].first];
+            v.resident_bytes = replies[k]->resident_bytes;
+            v.cpu_seconds = replies[k]->cpu_seconds;
+          }
+        promise.deliver(std::move(*view));
+      });
+  };
   ask_all_settled<shard_stats>(
     live.size(),
     [=](size_t k) {
@@ -169,18 +201,16 @@ caf::result<cluster_view> shell_status(chief_self self) {
           by_shard[live[k]] = &*replies[k];
       for (size_t i = 0; i < n && i < self->state.ranges.size(); ++i)
         view->shards.push_back(shard_view_of(self, i, by_shard[i]));
-      if (!feeder) {
-        promise.deliver(std::move(*view));
-        return;
-      }
+      if (!feeder)
+        return ask_nodes();
       self->request(feeder, shell_patience, stats_atom_v)
         .then(
           [=](feeder_stats& fs) mutable {
             view->feeder = {true, fs.acked, fs.position,
                             std::move(fs.epoch_samples)};
-            promise.deliver(std::move(*view));
+            ask_nodes();
           },
-          [=](caf::error&) mutable { promise.deliver(std::move(*view)); });
+          [=](caf::error&) mutable { ask_nodes(); });
     });
   return promise;
 }

@@ -193,6 +193,14 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       self->quit(std::move(reason));
       return true;
     },
+    [=](stats_atom) { return own_process_usage(); },
+    [=](who_atom) -> caf::result<std::string, std::string> {
+      auto& cl = self->state.opts.cfg.cluster;
+      auto* chief = cl.node(cl.chief_node);
+      return {self->state.opts.node,
+              chief ? chief->host + ":" + std::to_string(chief->port)
+                    : std::string{}};
+    },
   };
 }
 

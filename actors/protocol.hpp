@@ -21,6 +21,7 @@
 #include "actors/float_wire.hpp"
 #include "actors/shell_protocol.hpp"
 #include "runtime/batch_plan.hpp"
+#include "runtime/process_usage.hpp"
 #include "runtime/takeover.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -133,6 +134,8 @@ struct shard_stats {
   /// minus the slowest clock) seen when answering one.
   int64_t ssp_pulls = 0;
   int64_t ssp_max_lead = 0;
+  /// Bytes of parameters answered to pulls and of gradients pushed.
+  int64_t pulled_bytes = 0, pushed_bytes = 0;
 };
 
 /// The feeder's counters.
@@ -257,9 +260,16 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_usage& x) {
+  return f(caf::meta::type_name("process_usage"), x.resident_bytes,
+           x.cpu_seconds);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
-           x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead);
+           x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead,
+           x.pulled_bytes, x.pushed_bytes);
 }
 
 template <class Inspector>
@@ -341,6 +351,7 @@ CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
 CAF_ADD_ATOM(troupe, troupe, adopt_atom, "adopt")
 CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
 CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
+CAF_ADD_ATOM(troupe, troupe, who_atom, "who")
 
 // -- actor interfaces --------------------------------------------------------------
 
@@ -485,7 +496,14 @@ using node_agent_actor = caf::typed_actor<
   // The run is over: stop everything here and quit, with the run's error
   // as the exit reason (none: the run succeeded), which the node process
   // reports.
-  caf::replies_to<finish_atom, caf::error>::with<bool>>;
+  caf::replies_to<finish_atom, caf::error>::with<bool>,
+  // Who listens here: the node's name and its chief's "host:port" (from
+  // the cluster file), for a shell or a node that came to this port
+  // looking for the chief.
+  caf::replies_to<who_atom>::with<std::string, std::string>,
+  // This process's resident memory and CPU time (the shell's `nodes`, the
+  // metrics endpoint).
+  caf::replies_to<stats_atom>::with<process_usage>>;
 
 /// The chief supervisor (actors/chief.hpp).
 using chief_actor = caf::typed_actor<
@@ -557,4 +575,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_actor))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::node_agent_actor))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::chief_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::process_usage))
 CAF_END_TYPE_ID_BLOCK(troupe_cluster)

@@ -18,7 +18,9 @@ float_block answer(self_ptr self, int32_t worker) {
     st.ssp_max_lead = std::max(st.ssp_max_lead, st.block->clock(worker)
                                                   - st.block->min_clock());
   }
-  return float_block{st.id, st.block->version(), st.block->values()};
+  auto values = st.block->values();
+  st.pulled_bytes += static_cast<int64_t>(values->size() * sizeof(float));
+  return float_block{st.id, st.block->version(), std::move(values)};
 }
 
 /// Answers every parked pull that has become ready.
@@ -62,6 +64,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     },
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
       auto& b = *self->state.block;
+      self->state.pushed_bytes += static_cast<int64_t>(g.size * sizeof(float));
       auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
 
       if (!r)
@@ -97,7 +100,9 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       return shard_stats{self->state.id,      b.version(),
                          b.stats().accepted, b.stats().stale,
                          b.stats().refused,  self->state.ssp_pulls,
-                         self->state.ssp_max_lead};
+                         self->state.ssp_max_lead,
+                         self->state.pulled_bytes,
+                         self->state.pushed_bytes};
     },
     [=](adopt_atom, int64_t since) -> shard_history {
       auto& st = self->state;

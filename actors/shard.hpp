@@ -41,6 +41,9 @@ struct shard_state {
   bool expiry_pending = false; ///< an expire message is on its way
   int64_t ssp_pulls = 0;    ///< ssp: worker pulls answered
   int64_t ssp_max_lead = 0; ///< ssp: widest clock lead at an answered pull
+  /// Parameter bytes sent in answered pulls, gradient bytes received in
+  /// pushes (whatever became of them): what the shard moves, in values.
+  int64_t pulled_bytes = 0, pushed_bytes = 0;
 };
 
 shard_actor::behavior_type

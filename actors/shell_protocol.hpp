@@ -84,6 +84,9 @@ struct node_view {
   std::string name, address;
   bool up = false, chief = false, joined = false;
   std::vector<int32_t> shards, workers;
+  /// Its process's resident memory and CPU time; -1: it did not answer.
+  int64_t resident_bytes = -1;
+  double cpu_seconds = -1;
 };
 
 struct worker_view {
@@ -101,6 +104,7 @@ struct shard_view {
   bool answered = false; ///< the counters below came from the shard
   int64_t version = 0, accepted = 0, stale = 0, refused = 0;
   int64_t ssp_pulls = -1, ssp_max_lead = -1; ///< -1: not an ssp run
+  int64_t pulled_bytes = 0, pushed_bytes = 0; ///< see shard_stats
 };
 
 struct feeder_view {
@@ -137,7 +141,8 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_view& x) {
   return f(caf::meta::type_name("node_view"), x.name, x.address, x.up,
-           x.chief, x.joined, x.shards, x.workers);
+           x.chief, x.joined, x.shards, x.workers, x.resident_bytes,
+           x.cpu_seconds);
 }
 
 template <class Inspector>
@@ -151,7 +156,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
   return f(caf::meta::type_name("shard_view"), x.id, x.node, x.state, x.begin,
            x.end, x.answered, x.version, x.accepted, x.stale, x.refused,
-           x.ssp_pulls, x.ssp_max_lead);
+           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes);
 }
 
 template <class Inspector>

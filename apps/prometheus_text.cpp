@@ -1,9 +1,6 @@
 #include "apps/prometheus_text.hpp"
 
 #include <cstdio>
-#include <fstream>
-#include <sys/resource.h>
-#include <unistd.h>
 
 namespace troupe {
 
@@ -67,21 +64,6 @@ std::string prometheus_label_value(const std::string& text) {
     out += c;
   }
   return out;
-}
-
-process_usage own_process_usage() {
-  process_usage u;
-  rusage r{};
-  if (getrusage(RUSAGE_SELF, &r) == 0)
-    u.cpu_seconds = static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec)
-                    + static_cast<double>(r.ru_utime.tv_usec
-                                          + r.ru_stime.tv_usec)
-                        * 1e-6;
-  std::ifstream statm{"/proc/self/statm"};
-  int64_t size = 0, resident = 0;
-  if (statm >> size >> resident)
-    u.resident_bytes = resident * sysconf(_SC_PAGESIZE);
-  return u;
 }
 
 std::string prometheus_text(const cluster_view& v, const process_usage& self) {
@@ -197,6 +179,35 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
         f.sample(s.stale, shard_labels(s) + ",outcome=\"stale\"");
         f.sample(s.refused, shard_labels(s) + ",outcome=\"refused\"");
       }
+  }
+  {
+    family f(out, "troupe_shard_pulled_bytes_total", "counter",
+             "Parameter bytes a shard sent to pulls (workers' and the "
+             "chief's).");
+    for (auto& s : v.shards)
+      if (s.answered)
+        f.sample(s.pulled_bytes, shard_labels(s));
+  }
+  {
+    family f(out, "troupe_shard_pushed_bytes_total", "counter",
+             "Gradient bytes pushed to a shard.");
+    for (auto& s : v.shards)
+      if (s.answered)
+        f.sample(s.pushed_bytes, shard_labels(s));
+  }
+  {
+    family f(out, "troupe_node_resident_memory_bytes", "gauge",
+             "Resident memory of a node's process.");
+    for (auto& n : v.nodes)
+      if (n.resident_bytes >= 0)
+        f.sample(n.resident_bytes, label("node", n.name));
+  }
+  {
+    family f(out, "troupe_node_cpu_seconds_total", "counter",
+             "User and system CPU time of a node's process.");
+    for (auto& n : v.nodes)
+      if (n.cpu_seconds >= 0)
+        f.sample(n.cpu_seconds, label("node", n.name));
   }
   family(out, "process_resident_memory_bytes", "gauge",
          "Resident memory of the serving process (the chief's).")

@@ -13,17 +13,9 @@
 #include <string>
 
 #include "actors/shell_protocol.hpp"
+#include "runtime/process_usage.hpp"
 
 namespace troupe {
-
-/// This process's resident memory and CPU time, from /proc/self (0 where
-/// it cannot be read).
-struct process_usage {
-  int64_t resident_bytes = 0;
-  double cpu_seconds = 0;
-};
-
-process_usage own_process_usage();
 
 /// The exposition of `v`, with `self` as the serving process's usage.
 std::string prometheus_text(const cluster_view& v, const process_usage& self);

@@ -3,7 +3,9 @@
 // message for all of them.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "actors/protocol.hpp"
@@ -11,6 +13,33 @@
 #include "runtime/errc.hpp"
 
 namespace troupe {
+
+/// When a node agent listens at host:port (an address of a cluster file
+/// other than the chief's): "H:P is node NAME of a troupe cluster, not its
+/// chief; the chief is at C". Nothing: something else listens there.
+inline std::optional<std::string>
+node_listening_at(caf::actor_system& sys, const std::string& host,
+                  uint16_t port) {
+  // The connection is open already (the first try got as far as the
+  // interface), so a short deadline is plenty.
+  auto agent = connect_to<node_agent_actor>(sys, host, port,
+                                            std::chrono::seconds(3));
+  if (!agent)
+    return std::nullopt;
+  std::optional<std::string> said;
+  caf::scoped_actor self{sys};
+  self->request(*agent, std::chrono::seconds(3), who_atom_v)
+    .receive(
+      [&](const std::string& node, const std::string& chief) {
+        said = host + ":" + std::to_string(port) + " is node " + node
+               + " of a troupe cluster, not its chief; "
+               + (chief.empty() ? std::string{"it does not know where the "
+                                              "chief is"}
+                                : "the chief is at " + chief);
+      },
+      [](const caf::error&) {});
+  return said;
+}
 
 /// The chief published at host:port, tried every 200 ms for `timeout_s`.
 /// The error (errc::node_unreachable) reads "cannot reach <who> within
@@ -25,6 +54,9 @@ inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
                                              patient);
   if (chief)
     return chief;
+  if (chief.error() == caf::sec::unexpected_actor_messaging_interface)
+    if (auto node = node_listening_at(sys, host, port))
+      return make_error(errc::node_unreachable, *node);
   if (who.empty())
     who = "the chief at " + host + ":" + std::to_string(port);
   char within[48];

@@ -143,7 +143,9 @@ std::string for_people(const std::string& command, const json& j) {
                      {"state", "STATE"},
                      {"chief", "CHIEF"},
                      {"shards", "SHARDS"},
-                     {"workers", "WORKERS"}});
+                     {"workers", "WORKERS"},
+                     {"resident_bytes", "RSS_BYTES"},
+                     {"cpu_seconds", "CPU_SECONDS"}});
   if (j.is_object())
     return lines(j);
   return j.dump(2) + "\n";
@@ -205,7 +207,13 @@ json nodes_json(const cluster_view& v) {
                    {"chief", n.chief},
                    {"joined", n.joined},
                    {"shards", n.shards},
-                   {"workers", n.workers}});
+                   {"workers", n.workers},
+                   // null: its process did not answer (down, or slow)
+                   {"resident_bytes", n.resident_bytes >= 0
+                                        ? json(n.resident_bytes)
+                                        : json(nullptr)},
+                   {"cpu_seconds", n.cpu_seconds >= 0 ? json(n.cpu_seconds)
+                                                      : json(nullptr)}});
   return out;
 }
 
@@ -234,6 +242,8 @@ json shard_json(const shard_view& s) {
     j["accepted"] = s.accepted;
     j["stale"] = s.stale;
     j["refused"] = s.refused;
+    j["pulled_bytes"] = s.pulled_bytes;
+    j["pushed_bytes"] = s.pushed_bytes;
     if (s.ssp_pulls >= 0) {
       j["ssp_pulls"] = s.ssp_pulls;
       j["ssp_max_lead"] = s.ssp_max_lead;

@@ -1,6 +1,8 @@
 // troupe-node: runs a training run on troupe's actor cluster.
-//   troupe-node --config FILE               every actor in this process
-//                                           (the embedded mode)
+//   troupe-node --config FILE [--listen HOST:PORT]
+//                                           every actor in this process
+//                                           (the embedded mode; the shell
+//                                           connects at HOST:PORT)
 //   troupe-node --config FILE --node NAME   one node of the cluster file:
 //                                           the chief's node runs the run,
 //                                           the others serve it
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
   troupe::stop_signals signals{"troupe-node"};
   CLI::App app{"Run a training run on troupe's actor cluster."};
   std::string config_path, mode, metrics_dir, node, join, name;
-  std::string metrics_listen;
+  std::string metrics_listen, listen;
   std::optional<troupe::device_spec> device;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
   int64_t max_steps = -1;
@@ -89,6 +91,9 @@ int main(int argc, char** argv) {
                             "(overrides the config and the node's entry)");
   app.add_option("--metrics-dir", metrics_dir,
                  "folder for metrics files (overrides config)");
+  app.add_option("--listen", listen,
+                 "the embedded mode: listen for troupe-shell at HOST:PORT "
+                 "(port 0: any free one, printed)");
   app.add_option("--metrics-listen", metrics_listen,
                  "serve Prometheus metrics at http://HOST:PORT/metrics "
                  "(the chief's process; port 0: any free one, printed)");
@@ -178,6 +183,22 @@ int main(int argc, char** argv) {
   auto tls = troupe::load_link_tls(links, &cl, node);
   if (!tls)
     return fail(tls.error());
+  std::optional<std::pair<std::string, uint16_t>> shell_at;
+  if (!listen.empty()) {
+    if (cl.distributed()) {
+      auto* chief = cl.node(cl.chief_node);
+      return fail(troupe::make_error(
+        troupe::errc::invalid_config,
+        "--listen is for the embedded mode: the chief of " + config_path
+          + " listens at its node's address (" + chief->host + ":"
+          + std::to_string(chief->port) + ")"));
+    }
+    auto at = troupe::parse_address(listen, 0);
+    if (!at)
+      return fail(troupe::make_error(troupe::errc::invalid_config,
+                                     "--listen: " + troupe::describe(at.error())));
+    shell_at = *at;
+  }
   std::optional<std::pair<std::string, uint16_t>> metrics_at;
   if (!metrics_listen.empty()) {
     if (!node.empty() && node != cl.chief_node)
@@ -197,7 +218,7 @@ int main(int argc, char** argv) {
     return fail(data.error());
   caf::actor_system_config sys_cfg;
   troupe::init_config(sys_cfg);
-  if (cl.distributed())
+  if (cl.distributed() || shell_at)
     troupe::init_network(sys_cfg, cl);
   caf::actor_system sys{sys_cfg};
   troupe::apply_link_security(sys, *tls, links);
@@ -234,6 +255,7 @@ int main(int argc, char** argv) {
   opts.config_text = std::move(*text);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
+  opts.listen = shell_at;
   auto data_plane = opts.data_plane;
   // Bound before the run starts, so a taken port fails the command at once.
   auto chief_slot = std::make_shared<troupe::chief_slot>();

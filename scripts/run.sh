@@ -3,12 +3,13 @@
 # cluster on the embedded default config, config/local.json (chief, 2
 # shards, 2 workers and the feeder in one process), then plot its test
 # accuracy and loss (and those of earlier runs in runs/) into
-# runs/metrics.png. Extra arguments go to troupe-node, e.g.
-# scripts/run.sh --epochs 2.
+# runs/metrics.png. It listens for troupe-shell on a free loopback port
+# (printed; TROUPE_LISTEN=HOST:PORT chooses one). Extra arguments go to
+# troupe-node, e.g. scripts/run.sh --epochs 2.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
 cd "$TROUPE_ROOT"
 "$TROUPE_BUILD/apps/troupe-node" --config config/local.json \
-  --metrics-dir runs "$@"
+  --metrics-dir runs --listen "${TROUPE_LISTEN:-127.0.0.1:0}" "$@"
 scripts/plot.sh runs

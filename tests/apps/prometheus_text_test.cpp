@@ -27,6 +27,23 @@ BOOST_AUTO_TEST_CASE(unknown_values_are_left_out) {
   BOOST_TEST(text.find("\ntroupe_loss 0.25\n") != std::string::npos, text);
 }
 
+BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
+  cluster_view v;
+  node_view up, silent;
+  up.name = "ps0";
+  up.resident_bytes = 123456789;
+  up.cpu_seconds = 2.5;
+  silent.name = "w0";
+  v.nodes = {up, silent};
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("\ntroupe_node_resident_memory_bytes{node=\"ps0\"} "
+                       "123456789\n") != std::string::npos, text);
+  BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{node=\"ps0\"} 2.5\n")
+               != std::string::npos, text);
+  BOOST_TEST(text.find("{node=\"w0\"} ") == std::string::npos, text);
+  BOOST_TEST(text.find("-1") == std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(label_values_are_escaped) {
   BOOST_TEST(prometheus_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
   cluster_view v;

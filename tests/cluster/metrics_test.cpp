@@ -73,6 +73,23 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
              > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
   BOOST_TEST(second.at("process_cpu_seconds_total")
              > first.at("process_cpu_seconds_total"));
+  // Bytes through the shards: every push carries its shard's whole range,
+  // so the two shards' bytes per push add up to the model's size.
+  double bytes_per_push = 0;
+  for (auto shard : {"0", "1"}) {
+    auto labels = std::string{"{shard=\""} + shard + "\",node=\"local\"}";
+    auto pushed = "troupe_shard_pushed_bytes_total" + labels;
+    auto pulled = "troupe_shard_pulled_bytes_total" + labels;
+    BOOST_TEST(second.at(pushed) > first.at(pushed));
+    BOOST_TEST(second.at(pulled) > first.at(pulled));
+    double pushes = 0;
+    for (auto outcome : {"accepted", "stale", "refused"})
+      pushes += second.at("troupe_shard_pushes_total{shard=\"" + std::string{shard}
+                          + "\",node=\"local\",outcome=\"" + outcome + "\"}");
+    BOOST_REQUIRE(pushes > 0);
+    bytes_per_push += second.at(pushed) / pushes;
+  }
+  BOOST_TEST(bytes_per_push == mlp_param_bytes);
   // Values as the run has them.
   BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
   BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
@@ -80,6 +97,9 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(second.at("troupe_loss") > 0);
   BOOST_TEST(second.at("troupe_loss") < 5);
   BOOST_TEST(second.at("process_resident_memory_bytes") > 50e6);
+  BOOST_TEST(second.at(R"(troupe_node_resident_memory_bytes{node="local"})")
+             > 50e6);
+  BOOST_TEST(second.at(R"(troupe_node_cpu_seconds_total{node="local"})") > 0);
   BOOST_TEST(second.at(R"(troupe_worker_steps_total{worker="1",node="local"})")
              > 0);
   bool info = false;

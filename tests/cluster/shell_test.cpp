@@ -1,6 +1,7 @@
 // troupe-shell against a running multi-process cluster, non-interactive:
 // status as JSON, and commands that act (pause stops the shards' version
-// counters, resume starts them again, stop ends the run).
+// counters, resume starts them again, stop ends the run); the embedded
+// mode's --listen port; a shell at a node's port told where the chief is.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -143,6 +144,32 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   auto [tcode, table] = run_shell(dir, spec, "status", false);
   BOOST_TEST(tcode == 0);
   BOOST_TEST(table.find("worker:0  worker  w0") != std::string::npos, table);
+
+  // Each node's process says how much memory and CPU it uses.
+  {
+    auto [ncode, nodes_text] = run_shell(dir, spec, "nodes");
+    BOOST_REQUIRE_MESSAGE(ncode == 0, nodes_text);
+    auto nodes = json::parse(nodes_text);
+    BOOST_REQUIRE_EQUAL(nodes.size(), 3u);
+    for (auto& n : nodes) {
+      BOOST_TEST(n["resident_bytes"].get<double>() > 20e6, n.dump());
+      BOOST_TEST(n["cpu_seconds"].get<double>() > 0, n.dump());
+    }
+  }
+
+  // A shell pointed at a worker node's port hears whose port it is and
+  // where the chief is.
+  {
+    auto w0_address = "127.0.0.1:" + std::to_string(spec.nodes[2].port);
+    process wrong{dir, "wrong", "troupe-shell",
+                  {"--connect", w0_address, "-c", "status"}};
+    BOOST_TEST(wrong.wait(30) == 1);
+    BOOST_TEST(wrong.err().find(w0_address + " is node w0 of a troupe "
+                                "cluster, not its chief; the chief is at "
+                                + chief_address(spec))
+                 != std::string::npos,
+               wrong.err());
+  }
 
   // pause: once the leases out have settled the versions stop; resume:
   // they move again. Polled, since a loaded machine settles slower.
@@ -298,6 +325,48 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
              late.seen());
   late.type("quit\r");
   BOOST_TEST(late.wait(15) == 0, late.seen());
+}
+
+BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.nodes = {{"chief", 1, 1}};
+  auto cluster = write_cluster(dir, spec);
+  auto embedded = write_embedded(dir, cluster, 2, 2);
+  process node{dir, "node", "troupe-node",
+               {"--config", embedded, "--epochs", "50", "--listen",
+                "127.0.0.1:0"}};
+  const std::string said = "shell: troupe-shell --connect 127.0.0.1:";
+  BOOST_REQUIRE_MESSAGE(node.wait_for_output(said, 60), node.out());
+  auto out = node.out();
+  spec.nodes[0].port = static_cast<uint16_t>(
+    std::stoi(out.substr(out.find(said) + said.size())));
+  BOOST_REQUIRE(spec.nodes[0].port > 0);
+  BOOST_REQUIRE(node.wait_for_step(100, 120));
+
+  auto [code, text] = run_shell(dir, spec, "status");
+  BOOST_REQUIRE_MESSAGE(code == 0, text);
+  auto status = json::parse(text);
+  auto& actors = status["actors"];
+  BOOST_REQUIRE_EQUAL(actors.size(), 6u); // chief, feeder, 2 shards, 2 workers
+  for (auto& a : actors)
+    BOOST_TEST(a["node"] == "local");
+  BOOST_TEST(status["run"]["steps"].get<int64_t>() >= 100);
+  // The shell steers it as it does a cluster's chief.
+  BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
+  BOOST_TEST(node.wait(60) == 0, node.err());
+
+  // A cluster's chief listens at its node's address, not at --listen.
+  process both{dir, "both", "troupe-node",
+               {"--config", cluster, "--node", "chief", "--listen",
+                "127.0.0.1:0"}};
+  BOOST_TEST(both.wait(30) == 2);
+  BOOST_TEST(both.err().find("--listen is for the embedded mode")
+               != std::string::npos, both.err());
+  process bad{dir, "bad", "troupe-node",
+              {"--config", embedded, "--listen", "127.0.0.1"}};
+  BOOST_TEST(bad.wait(30) == 2);
+  BOOST_TEST(bad.err().find("--listen: ") != std::string::npos, bad.err());
 }
 
 BOOST_AUTO_TEST_CASE(an_unreachable_chief_is_a_clear_error) {
