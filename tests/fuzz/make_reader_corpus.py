@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Writes the seed corpora of the file readers' fuzz targets (corpus/config,
-# cluster_file, idx, cifar, safetensors, npy, npz, csv): a few valid files
-# and the inputs that once crashed, hung or over-allocated a reader. Run by
-# hand when a format changes; files it does not write (regress_*:
+# cluster_file, idx, cifar, safetensors, npy, npz, csv, click_log): a few
+# valid files and the inputs that once crashed, hung or over-allocated a
+# reader. Run by hand when a format changes; files it does not write
+# (regress_*:
 # reproducers of fixed findings, copied in as the fuzzer saved them) are
 # left alone. How an input becomes files is in reader_inputs.hpp.
 import gzip
@@ -530,6 +531,21 @@ csv_seeds = {
     "empty": "",
 }
 
+# -- click_log: the whole input is a click log of 2 numeric, 3 categorical --
+
+click_log_seeds = {
+    "valid": "1\t0.5\t-2\ta1\tb2,b3\tc4\n0\t\t1e3\ta1\t\tc5\n",
+    "valid_crlf_blank": "0\t1\t2\tx\ty\tz\r\n\r\n1\t3\t4\tx\ty\tz\r\n",
+    "bad_label": "2\t0.5\t1\ta\tb\tc\n",
+    "too_few": "1\t0.5\t1\ta\tb\n",
+    "too_many": "1\t0.5\t1\ta\tb\tc\td\n",
+    "not_a_number": "1\tx\t1\ta\tb\tc\n",
+    "infinite": "1\tinf\t1\ta\tb\tc\n",
+    "empty_value": "1\t0\t1\ta,,b\tb\tc\n",
+    "trailing_comma": "1\t0\t1\ta\tb,\tc\n",
+    "empty": "",
+}
+
 write("config", config)
 write("cluster_file", cluster)
 write("idx", idx_seeds)
@@ -538,3 +554,4 @@ write("safetensors", safetensors_seeds)
 write("npy", npy_seeds)
 write("npz", npz_seeds)
 write("csv", csv_seeds)
+write("click_log", click_log_seeds)

@@ -12,6 +12,7 @@
 
 #include "runtime/batch_plan.hpp"
 #include "runtime/checkpoint.hpp"
+#include "runtime/click_data.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/errc.hpp"
@@ -333,6 +334,36 @@ outcome read_csv(const uint8_t* data, size_t size) {
   return features_outcome(load_csv(path, "label"), path, "CSV", true);
 }
 
+outcome read_click_log(const uint8_t* data, size_t size) {
+  auto path = scratch::get().file("clicks.tsv");
+  write_file(path, data, size, false);
+  const click_schema schema{2, 3, 1000};
+  outcome o;
+  o.names = path;
+  auto d = load_click_log(path, schema);
+  if (!d) {
+    o.errors.push_back(describe(d.error()));
+    return o;
+  }
+  auto n = static_cast<size_t>(d->count);
+  if (d->count < 1 || d->labels.size() != n || d->numeric.size() != 2 * n
+      || d->offsets.size() != 3 * n + 1 || d->offsets.front() != 0
+      || d->offsets.back() != d->ids.size())
+    o.broken = "click log: counts out of step";
+  else if (!std::is_sorted(d->offsets.begin(), d->offsets.end()))
+    o.broken = "click log: offsets go back";
+  else if (std::any_of(d->labels.begin(), d->labels.end(),
+                       [](float y) { return y != 0.f && y != 1.f; }))
+    o.broken = "click log: a label other than 0 or 1";
+  else if (std::any_of(d->numeric.begin(), d->numeric.end(),
+                       [](float x) { return !std::isfinite(x); }))
+    o.broken = "click log: a numeric value that is not finite";
+  else if (std::any_of(d->ids.begin(), d->ids.end(),
+                       [](uint64_t id) { return id >= 1000; }))
+    o.broken = "click log: an id outside the vocabulary";
+  return o;
+}
+
 outcome read_feeder_plan(const uint8_t* data, size_t size) {
   outcome o;
   o.names = "feeder plan";
@@ -453,6 +484,7 @@ const std::vector<reader>& readers() {
     {"npz", read_npz},
     {"csv", read_csv},
     {"feeder_plan", read_feeder_plan},
+    {"click_log", read_click_log},
   };
   return all;
 }

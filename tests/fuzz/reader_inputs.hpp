@@ -53,6 +53,10 @@ outcome read_npz(const uint8_t* data, size_t size);
 /// (load_csv).
 outcome read_csv(const uint8_t* data, size_t size);
 
+/// The whole input is a tab-separated click log of 2 numeric and 3
+/// categorical fields (load_click_log).
+outcome read_click_log(const uint8_t* data, size_t size);
+
 /// Byte 0: bit 0 picks sharded (else replicated); the rest is the text a
 /// checkpoint's "feeder_plan" holds (batch_plan::restore of a plan of 97
 /// samples, batch 10, 4 epochs; the step is the text's own count). A plan

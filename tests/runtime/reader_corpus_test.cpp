@@ -115,6 +115,10 @@ BOOST_AUTO_TEST_CASE(csv_files) {
   replay_both("csv");
 }
 
+BOOST_AUTO_TEST_CASE(click_logs) {
+  replay_both("click_log");
+}
+
 BOOST_AUTO_TEST_CASE(feeder_plans) {
   replay_both("feeder_plan");
 }
