@@ -36,8 +36,13 @@ std::string run_with_a_kill_and_an_add(const std::string& partition) {
   auto [add_code, add_out] = run_shell(dir, spec, "add-worker 1 w0");
   BOOST_REQUIRE_MESSAGE(add_code == 0, add_out);
   BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  for (auto& m : members) {
+    auto code = m->wait(20);
+    auto out = m->out();
+    BOOST_TEST(code == 0, m->how_it_ended() << ": " << m->err() << "\n"
+                            << out.substr(out.size() > 3000 ? out.size() - 3000
+                                                            : 0));
+  }
   auto out = chief->out();
   BOOST_TEST(has(out, "worker 0 failed"), out);
   BOOST_TEST(has(out, "adding 1 worker on node w0"), out);
