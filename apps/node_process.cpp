@@ -59,6 +59,19 @@ struct chief_place {
 /// How serving one chief ended.
 enum class served { run_over, left, chief_lost };
 
+/// The agent ended: with the run's error (code 1) or after a run that
+/// succeeded.
+void report_agent_end(const caf::down_msg& dm, const std::string& name,
+                      int& code) {
+  if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
+    std::cerr << "troupe-node: error: node " << name
+              << ": the run failed: " << describe(dm.reason) << std::endl;
+    code = 1;
+  } else {
+    std::cout << "node " << name << ": the run is over" << std::endl;
+  }
+}
+
 /// Serves `chief` until the run is over (the agent ended: `code` says how),
 /// the node left it on a signal, or the chief is lost (its link broke).
 served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
@@ -67,6 +80,7 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
   self->monitor(chief);
   for (;;) {
     std::optional<served> end;
+    caf::error lost;
     self->receive(
       [&](leave_atom, const std::string& sig) {
         if (leave_run(self, chief, agent, name, sig, cfg))
@@ -74,20 +88,11 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
       },
       [&](caf::down_msg& dm) {
         if (dm.source == agent.address()) {
-          if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
-            std::cerr << "troupe-node: error: node " << name
-                      << ": the run failed: " << describe(dm.reason)
-                      << std::endl;
-            code = 1;
-          } else {
-            std::cout << "node " << name << ": the run is over" << std::endl;
-          }
+          report_agent_end(dm, name, code);
           end = served::run_over;
         } else if (dm.source == chief.address()) {
           if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
-            std::cout << "node " << name << ": lost the chief ("
-                      << describe(dm.reason) << ")" << std::endl;
-            end = served::chief_lost;
+            lost = dm.reason;
             return;
           }
           // It ended the run without releasing this node: stop here too.
@@ -96,6 +101,30 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
             .receive([](bool) {}, [](caf::error&) {});
         }
       });
+    if (lost) {
+      // The chief's last message may have been the finish that the agent
+      // is still carrying out: the chief's process exits once the agent
+      // has answered, and its closed link can be noticed here before the
+      // agent's own end. An agent that ends within 2 s ended the run.
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (!end && std::chrono::steady_clock::now() < until)
+        self->receive(
+          [&](caf::down_msg& dm) {
+            if (dm.source == agent.address()) {
+              report_agent_end(dm, name, code);
+              end = served::run_over;
+            }
+          },
+          caf::after(std::max(caf::timespan{0},
+                              std::chrono::duration_cast<caf::timespan>(
+                                until - std::chrono::steady_clock::now())))
+            >> [] {});
+      if (!end) {
+        std::cout << "node " << name << ": lost the chief (" << describe(lost)
+                  << ")" << std::endl;
+        end = served::chief_lost;
+      }
+    }
     if (end)
       return *end;
   }
