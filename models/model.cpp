@@ -123,13 +123,18 @@ batch_loss model::forward_backward(const float* x, const int32_t* labels,
   return train_pass(x, labels, batch, nullptr);
 }
 
+batch_loss model::forward_backward(const float* x, const int32_t* labels,
+                                   int batch, float* input_grad) {
+  return train_pass(x, labels, batch, nullptr, input_grad);
+}
+
 batch_loss model::sgd_step(const float* x, const int32_t* labels, int batch,
                            float lr) {
   return train_pass(x, labels, batch, &lr);
 }
 
 batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
-                             const float* sgd_lr) {
+                             const float* sgd_lr, float* input_grad) {
   reserve(batch);
   const int32_t* y = nullptr;
   const float* input = stage_input(x, labels, batch, &y);
@@ -141,7 +146,7 @@ batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
                                           1.f / static_cast<float>(batch));
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* layer_in = i == 0 ? input : outputs_[i - 1].floats();
-    float* layer_dx = i == 0 ? nullptr : dx;
+    float* layer_dx = i == 0 ? input_grad : dx;
     if (sgd_lr != nullptr)
       layers_[i]->backward_sgd(be_, params_.floats(), layer_in,
                                outputs_[i].floats(), dy, layer_dx,

@@ -55,6 +55,11 @@ public:
   /// the batch's mean loss and returns the batch's loss sum and hits.
   batch_loss forward_backward(const float* x, const int32_t* labels,
                               int batch);
+  /// The same, also setting input_grad (batch, input_size), in backend
+  /// memory, to the gradient of the mean loss with respect to x: what an
+  /// embedding lookup in front of the model backpropagates into its rows.
+  batch_loss forward_backward(const float* x, const int32_t* labels,
+                              int batch, float* input_grad);
 
   /// forward_backward() fused with a plain SGD update (params -= lr *
   /// gradient of the mean loss), layer by layer as the backward pass goes;
@@ -77,7 +82,7 @@ private:
   void reserve(int batch);
   /// Forward and backward; with sgd_lr, the SGD update fused in.
   batch_loss train_pass(const float* x, const int32_t* labels, int batch,
-                        const float* sgd_lr);
+                        const float* sgd_lr, float* input_grad = nullptr);
   /// Runs the layers; returns the logits.
   const float* run_forward(const float* x, int batch);
   /// Host input -> a backend pointer (no copy on a host backend).
