@@ -9,23 +9,16 @@ void plan_lookup(const click_data& d, const uint32_t* samples, int n,
   const int fields = d.schema.categorical;
   out.samples = n;
   out.fields = fields;
-  out.unique.clear();
-  out.position.clear();
+  out.ids.clear();
   out.bags.assign(1, 0);
-  scratch.clear();
   for (int s = 0; s < n; ++s)
     for (int f = 0; f < fields; ++f) {
       auto [begin, end] = d.field(samples[s], f);
-      for (auto* id = begin; id != end; ++id) {
-        bool inserted = false;
-        auto row = scratch.find_or_insert(
-          *id, static_cast<uint32_t>(out.unique.size()), inserted);
-        if (inserted)
-          out.unique.push_back(*id);
-        out.position.push_back(row);
-      }
-      out.bags.push_back(static_cast<uint32_t>(out.position.size()));
+      out.ids.insert(out.ids.end(), begin, end);
+      out.bags.push_back(static_cast<uint32_t>(out.ids.size()));
     }
+  dedup_ids(out.ids.data(), out.ids.size(), scratch, out.unique,
+            out.position);
 }
 
 void pool_forward(const bag_lookup& lookup, const float* rows, int dim,

@@ -18,6 +18,7 @@ namespace troupe {
 
 struct bag_lookup {
   int samples = 0, fields = 0;
+  std::vector<uint64_t> ids;      ///< every value's id, bag after bag
   std::vector<uint64_t> unique;   ///< the rows to pull, each once
   std::vector<uint32_t> position; ///< per value: its row in `unique`
   /// Bag b = sample * fields + field holds position[bags[b] .. bags[b + 1]).

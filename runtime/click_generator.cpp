@@ -9,7 +9,6 @@
 
 #include "runtime/click_data.hpp"
 #include "runtime/errc.hpp"
-#include "runtime/id_index.hpp"
 #include "runtime/random.hpp"
 
 namespace troupe {
@@ -72,8 +71,7 @@ generate_click_logs(const click_generator_config& cfg,
   planted_scores scores;
   std::vector<double> pooled(static_cast<size_t>(F) * (1 + dim));
   std::vector<double> one(static_cast<size_t>(1 + dim));
-  std::vector<uint64_t> values;
-  std::string line;
+  std::string line; // one log line, reused
   char buf[64];
   for (int part = 0; part < 2; ++part) {
     const auto& path = part == 0 ? train_path : test_path;
@@ -86,13 +84,12 @@ generate_click_logs(const click_generator_config& cfg,
     std::vector<float> y(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       double logit = cfg.bias;
-      line.clear();
-      std::string fields;
+      line.assign(1, '0'); // the label, set once the logit is known
       for (int k = 0; k < K; ++k) {
         double x = rng.normal();
         logit += coef[static_cast<size_t>(k)] * x;
         std::snprintf(buf, sizeof buf, "\t%.6g", x);
-        fields += buf;
+        line += buf;
       }
       std::fill(pooled.begin(), pooled.end(), 0.0);
       for (int f = 0; f < F; ++f) {
@@ -100,7 +97,7 @@ generate_click_logs(const click_generator_config& cfg,
                       ? 1 + static_cast<int>(rng.below(
                               static_cast<uint64_t>(cfg.max_values)))
                       : 1;
-        fields += '\t';
+        line += '\t';
         double* pool = pooled.data() + static_cast<size_t>(f) * (1 + dim);
         for (int v = 0; v < count; ++v) {
           auto raw = zipf.draw(rng);
@@ -111,7 +108,7 @@ generate_click_logs(const click_generator_config& cfg,
           std::snprintf(buf, sizeof buf, "%s%016" PRIx64, v > 0 ? "," : "",
                         mix64(cfg.seed ^ (static_cast<uint64_t>(f) << 48)
                               ^ raw));
-          fields += buf;
+          line += buf;
         }
         logit += pool[0];
       }
@@ -126,8 +123,7 @@ generate_click_logs(const click_generator_config& cfg,
       bool click = rng.uniform01() < prob;
       p[static_cast<size_t>(i)] = prob;
       y[static_cast<size_t>(i)] = click ? 1.f : 0.f;
-      line = click ? "1" : "0";
-      line += fields;
+      line[0] = click ? '1' : '0';
       line += '\n';
       if (std::fwrite(line.data(), 1, line.size(), out.get()) != line.size())
         return make_error(errc::io_error, path + ": write failed");

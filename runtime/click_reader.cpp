@@ -7,7 +7,7 @@
 #include "runtime/click_data.hpp"
 #include "runtime/errc.hpp"
 #include "runtime/file_checks.hpp"
-#include "runtime/id_index.hpp"
+#include "runtime/random.hpp"
 
 namespace troupe {
 

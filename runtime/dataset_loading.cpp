@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "runtime/errc.hpp"
-#include "runtime/random.hpp"
 
 namespace troupe {
 
@@ -140,14 +139,10 @@ caf::expected<dataset> hold_out(dataset& train, double fraction,
                         + " training samples of " + train.source
                         + " leaves " + (k < 1 ? "no validation" : "no training")
                         + " sample");
-  // Fisher-Yates by splitmix64: the same split in every process.
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    order[static_cast<size_t>(i)] = i;
-  splitmix64 rng{seed ^ 0x76616c6964617465ull}; // "validate"
-  for (int64_t i = n - 1; i > 0; --i)
-    std::swap(order[static_cast<size_t>(i)],
-              order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  // The epochs' seeded shuffle, under a seed of its own ("validate"):
+  // the same split in every process.
+  auto order = epoch_order(static_cast<size_t>(n),
+                           seed ^ 0x76616c6964617465ull, 0);
   std::vector<char> held(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < k; ++i)
     held[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/random.hpp"
+
 namespace troupe {
 
 class id_index {
@@ -48,13 +50,5 @@ private:
 /// is reused between calls (cleared here).
 void dedup_ids(const uint64_t* ids, size_t n, id_index& scratch,
                std::vector<uint64_t>& unique, std::vector<uint32_t>& position);
-
-/// A 64-bit mix of `x` (splitmix64's finalizer): spreads neighbouring and
-/// Zipf-skewed ids over buckets and shards alike.
-inline uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 } // namespace troupe

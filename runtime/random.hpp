@@ -8,15 +8,18 @@
 
 namespace troupe {
 
+/// splitmix64's finalizer: a 64-bit mix of `x` that also spreads
+/// neighbouring and Zipf-skewed ids over hash buckets and shards.
+inline uint64_t mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 struct splitmix64 {
   uint64_t state;
 
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return mix64(state += 0x9e3779b97f4a7c15ull); }
 
   /// Uniform in [0, bound) by rejection (no modulo bias); bound > 0.
   uint64_t below(uint64_t bound) {
