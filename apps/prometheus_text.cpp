@@ -162,14 +162,16 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
     for (auto& w : v.workers)
       f.sample(int64_t{w.restarts}, worker_labels(w));
   }
-  {
-    family f(out, "troupe_shard_updates_total", "counter",
-             "A shard's version: updates applied (rate() is its update "
-             "rate).");
+  // One sample per shard that answered: its counter `value`.
+  auto per_shard = [&](const char* name, const char* help, auto value) {
+    family f(out, name, "counter", help);
     for (auto& s : v.shards)
       if (s.answered)
-        f.sample(s.version, shard_labels(s));
-  }
+        f.sample(value(s), shard_labels(s));
+  };
+  per_shard("troupe_shard_updates_total",
+            "A shard's version: updates applied (rate() is its update rate).",
+            [](const shard_view& s) { return s.version; });
   {
     family f(out, "troupe_shard_pushes_total", "counter",
              "Gradient pushes a shard took, by outcome.");
@@ -180,35 +182,26 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
         f.sample(s.refused, shard_labels(s) + ",outcome=\"refused\"");
       }
   }
-  {
-    family f(out, "troupe_shard_pulled_bytes_total", "counter",
-             "Parameter bytes a shard sent to pulls (workers' and the "
-             "chief's).");
-    for (auto& s : v.shards)
-      if (s.answered)
-        f.sample(s.pulled_bytes, shard_labels(s));
-  }
-  {
-    family f(out, "troupe_shard_pushed_bytes_total", "counter",
-             "Gradient bytes pushed to a shard.");
-    for (auto& s : v.shards)
-      if (s.answered)
-        f.sample(s.pushed_bytes, shard_labels(s));
-  }
-  {
-    family f(out, "troupe_node_resident_memory_bytes", "gauge",
-             "Resident memory of a node's process.");
+  per_shard("troupe_shard_pulled_bytes_total",
+            "Parameter bytes a shard sent to pulls (workers' and the chief's).",
+            [](const shard_view& s) { return s.pulled_bytes; });
+  per_shard("troupe_shard_pushed_bytes_total",
+            "Gradient bytes pushed to a shard.",
+            [](const shard_view& s) { return s.pushed_bytes; });
+  // One sample per node whose process answered (-1: it did not).
+  auto per_node = [&](const char* name, const char* type, const char* help,
+                      auto value) {
+    family f(out, name, type, help);
     for (auto& n : v.nodes)
-      if (n.resident_bytes >= 0)
-        f.sample(n.resident_bytes, label("node", n.name));
-  }
-  {
-    family f(out, "troupe_node_cpu_seconds_total", "counter",
-             "User and system CPU time of a node's process.");
-    for (auto& n : v.nodes)
-      if (n.cpu_seconds >= 0)
-        f.sample(n.cpu_seconds, label("node", n.name));
-  }
+      if (value(n) >= 0)
+        f.sample(value(n), label("node", n.name));
+  };
+  per_node("troupe_node_resident_memory_bytes", "gauge",
+           "Resident memory of a node's process.",
+           [](const node_view& n) { return n.resident_bytes; });
+  per_node("troupe_node_cpu_seconds_total", "counter",
+           "User and system CPU time of a node's process.",
+           [](const node_view& n) { return n.cpu_seconds; });
   family(out, "process_resident_memory_bytes", "gauge",
          "Resident memory of the serving process (the chief's).")
     .sample(self.resident_bytes);
