@@ -367,7 +367,6 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   report_eval(trainer.global_step());
   if (data.validation.count > 0) {
     // Scored once, at the end: the test set.
-    summary.validation = summary.test;
     summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
     log << "final: test accuracy = " << fixed(summary.test.accuracy, 4)
         << ", test loss = " << fixed(summary.test.loss, 4) << " ("

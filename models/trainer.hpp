@@ -83,8 +83,7 @@ struct run_summary {
   int64_t epochs = 0;   ///< completed epochs
   double seconds = 0;   ///< training wall time, evaluation excluded
   double examples_per_sec = 0;
-  eval_result test;       ///< the test set, at the end
-  eval_result validation; ///< the validation split at the end (count 0: none)
+  eval_result test; ///< the test set, at the end
 };
 
 /// Number of steps of one epoch: the last batch may be short, so every
