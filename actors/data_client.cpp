@@ -48,13 +48,14 @@ public:
   uint64_t next_id() { return next_id_++; }
 
   /// Sends a request whose reply goes to `stub`; false (and the stub
-  /// fails it) when the connection is gone.
-  bool send(outgoing o, const caf::actor& stub) {
+  /// fails it) when the connection is gone. A row_pull's reply must hold
+  /// `row_floats` floats: the rows asked for, and no others.
+  bool send(outgoing o, const caf::actor& stub, uint64_t row_floats = 0) {
     std::lock_guard<std::mutex> guard{mtx_};
     if (broken_)
       return false;
     auto id = o.head.id;
-    waiting_[id] = {stub, o.head.op};
+    waiting_[id] = {stub, o.head.op, row_floats};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
@@ -154,13 +155,35 @@ private:
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
-      auto [stub, asked] = take_waiting(f.id);
-      // A reply answers its kind of request (an error answers either).
-      if ((f.op == data_frame::values && asked == data_frame::push)
-          || (f.op == data_frame::ack && asked == data_frame::pull))
+      auto [stub, asked, row_floats] = take_waiting(f.id);
+      // A reply answers its kind of request (an error answers any), and
+      // the rows of a row pull are the ones asked for.
+      bool fits = f.op == data_frame::error || asked == 0
+                  || (f.op == data_frame::values && asked == data_frame::pull)
+                  || (f.op == data_frame::ack
+                      && (asked == data_frame::push
+                          || asked == data_frame::row_push))
+                  || (f.op == data_frame::rows
+                      && asked == data_frame::row_pull);
+      if (!fits)
         return fail_all("bad frame from the shard node: a reply of the "
                         "wrong kind to request "
                         + std::to_string(f.id));
+      if (f.op == data_frame::rows) {
+        // Nobody waiting (row_floats 0) means no rows were asked for.
+        if (f.count != row_floats)
+          return fail_all("bad frame from the shard node: "
+                          + std::to_string(f.count) + " floats of rows for "
+                          "request " + std::to_string(f.id) + ", which asked "
+                          "for " + std::to_string(row_floats));
+        auto values = pooled_floats(f.count);
+        if (!sock->read_exact(values->data(), f.count * sizeof(float)))
+          return fail_all("the connection broke");
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         row_block{f.shard, f.table, std::move(values)});
+        continue;
+      }
       if (f.op == data_frame::values) {
         // Values of the shard's size, or none with "ask again" (version -1).
         if (auto size = size_of(f.shard);
@@ -198,9 +221,15 @@ private:
     return it == sizes_.end() ? 0 : it->second;
   }
 
-  /// The stub waiting for request `id` and the request's operation (0
-  /// when nobody waits for it).
-  std::pair<caf::actor, uint8_t> take_waiting(uint64_t id) {
+  struct waiting {
+    caf::actor stub;
+    uint8_t op = 0;
+    uint64_t row_floats = 0; ///< row_pull: floats its reply must hold
+  };
+
+  /// The stub waiting for request `id`, the request's operation (0 when
+  /// nobody waits for it) and what its rows must hold.
+  waiting take_waiting(uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = waiting_.find(id);
     if (it == waiting_.end())
@@ -235,7 +264,7 @@ private:
   std::shared_ptr<link_socket> sock_;
   bool up_ = false, broken_ = false, closed_ = false;
   std::string why_;
-  std::map<uint64_t, std::pair<caf::actor, uint8_t>> waiting_;
+  std::map<uint64_t, waiting> waiting_;
   std::vector<caf::actor> stubs_;
   std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
 };
@@ -248,11 +277,13 @@ struct stub_state {
   caf::error broken;
 };
 
-/// Stands for a remote shard: pull and push go over the data link.
+/// Stands for a remote shard: pull and push, of values and of rows, go
+/// over the data link.
 caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
                         std::shared_ptr<data_client_impl> link,
-                        int32_t shard) {
-  auto request = [=](outgoing o) -> caf::response_promise {
+                        int32_t shard, std::vector<int> row_dims) {
+  auto request = [=](outgoing o,
+                     uint64_t row_floats = 0) -> caf::response_promise {
     auto rp = self->make_response_promise();
     if (self->state.broken) {
       rp.deliver(self->state.broken);
@@ -262,7 +293,8 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
     o.head.id = id;
     o.head.shard = shard;
     self->state.open.emplace(id, rp);
-    if (!link->send(std::move(o), caf::actor_cast<caf::actor>(self))) {
+    if (!link->send(std::move(o), caf::actor_cast<caf::actor>(self),
+                    row_floats)) {
       self->state.open.erase(id);
       rp.deliver(link->broken_reason());
     }
@@ -274,6 +306,24 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
       return;
     it->second.deliver(std::forward<decltype(value)>(value));
     self->state.open.erase(it);
+  };
+  /// The width of table `t`; 0 when this shard has no such table.
+  auto dim_of = [=](int32_t t) -> uint64_t {
+    if (t < 0 || static_cast<size_t>(t) >= row_dims.size())
+      return 0;
+    return static_cast<uint64_t>(row_dims[static_cast<size_t>(t)]);
+  };
+  auto refuse = [=](caf::error err) {
+    auto rp = self->make_response_promise();
+    rp.deliver(std::move(err));
+    return rp;
+  };
+  auto no_table = [=](int32_t t) {
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(shard)
+                        + " has no embedding table " + std::to_string(t)
+                        + " (the run has " + std::to_string(row_dims.size())
+                        + ")");
   };
   return {
     [=](pull_atom, int32_t worker, int64_t min_version) {
@@ -291,9 +341,61 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
       o.head.batch = g.batch;
       o.head.count = g.size;
       o.data = g.data();
+      o.floats = g.size;
       o.keep = std::move(g.buffer);
       return request(std::move(o));
     },
+    [=](pull_atom, row_request& r) {
+      auto dim = dim_of(r.table);
+      if (dim == 0)
+        return refuse(no_table(r.table));
+      if (r.ids.size() > max_frame_rows)
+        return refuse(make_error(errc::invalid_argument,
+                                 "a pull of " + std::to_string(r.ids.size())
+                                   + " rows (at most "
+                                   + std::to_string(max_frame_rows)
+                                   + " per request)"));
+      outgoing o;
+      o.head.op = data_frame::row_pull;
+      o.head.table = static_cast<uint16_t>(r.table);
+      o.head.worker = r.worker;
+      o.head.count = r.ids.size();
+      auto row_floats = r.ids.size() * dim;
+      o.ids = std::move(r.ids);
+      return request(std::move(o), row_floats);
+    },
+    [=](push_atom, row_push& p) {
+      auto dim = dim_of(p.table);
+      if (dim == 0)
+        return refuse(no_table(p.table));
+      auto floats = p.grads ? p.grads->size() : 0;
+      // The server reads ids x dim floats after the ids: a push of any
+      // other size would lose the stream, so it never leaves here.
+      if (floats != p.ids.size() * dim)
+        return refuse(make_error(errc::wrong_size,
+                                 "a push of " + std::to_string(floats)
+                                   + " floats for "
+                                   + std::to_string(p.ids.size())
+                                   + " rows of " + std::to_string(dim)));
+      if (p.ids.size() > max_frame_rows || floats > max_frame_floats)
+        return refuse(make_error(errc::invalid_argument,
+                                 "a push of " + std::to_string(p.ids.size())
+                                   + " rows (at most "
+                                   + std::to_string(max_frame_rows)
+                                   + " per request)"));
+      outgoing o;
+      o.head.op = data_frame::row_push;
+      o.head.table = static_cast<uint16_t>(p.table);
+      o.head.worker = p.worker;
+      o.head.batch = p.batch;
+      o.head.count = p.ids.size();
+      o.ids = std::move(p.ids);
+      o.data = floats > 0 ? p.grads->data() : nullptr;
+      o.floats = floats;
+      o.keep = std::move(p.grads);
+      return request(std::move(o));
+    },
+    [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
     [=](data_atom, uint64_t id, caf::error& err) { answer(id, std::move(err)); },
@@ -326,9 +428,10 @@ data_client::~data_client() {
   close();
 }
 
-shard_actor data_client::stub(int32_t shard, uint64_t size) {
+shard_actor data_client::stub(int32_t shard, uint64_t size,
+                              std::vector<int> row_dims) {
   // The stub keeps the connection's state alive for as long as it runs.
-  auto h = impl_->system().spawn(stub_impl, impl_, shard);
+  auto h = impl_->system().spawn(stub_impl, impl_, shard, std::move(row_dims));
   impl_->add_stub(h, shard, size);
   return caf::actor_cast<shard_actor>(h);
 }

@@ -22,7 +22,8 @@
 // pulls), matched by request id.
 //
 // Frames: a 48-byte header (data_frame), then `count` floats (push,
-// values) or `count` bytes of error text. Host byte order (little-endian,
+// values, rows), `count` row ids (row_pull; row_push, whose count x dim
+// floats come after them) or `count` bytes of error text. Host byte order (little-endian,
 // checked in protocol.hpp), as on the BASP path. A header that fails
 // check_frame closes the connection: a bad peer loses its own link and
 // nothing else. There is no authentication on this port yet: like the
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/protocol.hpp"
 
@@ -45,13 +47,18 @@ struct data_frame {
     pull = 1,   ///< tag: min_version
     push = 2,   ///< tag: the push's tag; count floats follow
     values = 3, ///< reply to pull; tag: version; count floats follow
-    ack = 4,    ///< reply to push; tag: version; flag: stale
+    ack = 4,    ///< reply to push or row_push; tag: version; flag: stale
     error = 5,  ///< reply; flag: troupe errc (0: other); count bytes of text
+    row_pull = 6, ///< table; count row ids (uint64) follow
+    /// table; count row ids follow, then count x dim floats (the table's
+    /// dim, which both ends know from the run)
+    row_push = 7,
+    rows = 8,   ///< reply to row_pull; count floats (ids x dim) follow
   };
   uint32_t magic = magic_value;
   uint8_t op = 0;
   uint8_t flag = 0;
-  uint16_t reserved = 0;
+  uint16_t table = 0; ///< row_pull, row_push, rows: the embedding table
   int32_t shard = 0;
   int32_t worker = 0;
   int64_t tag = 0;
@@ -65,6 +72,10 @@ static_assert(sizeof(data_frame) == 48, "the header is 48 bytes on the wire");
 /// error text: a header announcing more is refused before anything is
 /// allocated for it.
 constexpr uint64_t max_frame_floats = uint64_t{1} << 28;
+/// The most row ids one row_pull or row_push may name (4M: 32 MiB of ids,
+/// forty times the largest batch a click model pulls); a row_push's
+/// floats must also stay within max_frame_floats.
+constexpr uint64_t max_frame_rows = uint64_t{1} << 22;
 constexpr uint64_t max_error_text = 64 * 1024;
 
 /// What is wrong with a header received by a server (`from_client`) or a
@@ -86,11 +97,14 @@ public:
 
   uint16_t port() const;
 
-  /// Serves shard `id`, which holds `size` floats, through `handle` from
-  /// now on (a restarted shard replaces the one before). A push announcing
-  /// more floats than that closes its connection before anything is
-  /// allocated for it; a shorter one gets the shard's wrong_size error.
-  void serve(int32_t id, shard_actor handle, uint64_t size);
+  /// Serves shard `id`, which holds `size` floats and rows of embedding
+  /// tables of widths `row_dims`, through `handle` from now on (a
+  /// restarted shard replaces the one before). A push announcing more
+  /// floats than that, or a row push to a table the shard does not have,
+  /// closes its connection before anything is allocated for it; a shorter
+  /// push gets the shard's wrong_size error.
+  void serve(int32_t id, shard_actor handle, uint64_t size,
+             std::vector<int> row_dims = {});
 
   /// Closes the listener and every connection, ends their actors and
   /// joins their threads. Idempotent; the destructor calls it.
@@ -118,11 +132,13 @@ public:
   ~data_client();
 
   /// A local actor that stands for shard `shard` of that node, which holds
-  /// `size` floats: it answers pull and push over this connection (other
+  /// `size` floats and rows of tables of widths `row_dims`: it answers
+  /// pull and push, of values and of rows, over this connection (other
   /// shard messages are refused). When the connection breaks, every open
   /// and later request fails with errc::node_unreachable. Values of any
-  /// other size from the server break the connection.
-  shard_actor stub(int32_t shard, uint64_t size);
+  /// other size from the server, or rows other than those asked for (by
+  /// number), break the connection.
+  shard_actor stub(int32_t shard, uint64_t size, std::vector<int> row_dims = {});
 
   /// Whether the connection is up (false before it is and after it broke).
   bool connected() const;

@@ -3,6 +3,7 @@
 // relay that hands requests to the local shard actors.
 #include "actors/data_link.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -30,18 +31,25 @@ using namespace data_wire;
 std::string check_frame(const data_frame& f, bool from_client) {
   if (f.magic != data_frame::magic_value)
     return "not a troupe data-plane frame (bad magic)";
-  bool request = f.op == data_frame::pull || f.op == data_frame::push;
+  bool request = f.op == data_frame::pull || f.op == data_frame::push
+                 || f.op == data_frame::row_pull
+                 || f.op == data_frame::row_push;
   bool reply = f.op == data_frame::values || f.op == data_frame::ack
-               || f.op == data_frame::error;
+               || f.op == data_frame::error || f.op == data_frame::rows;
   if (from_client ? !request : !reply)
     return "unexpected operation " + std::to_string(f.op);
-  bool floats = f.op == data_frame::push || f.op == data_frame::values;
+  bool floats = f.op == data_frame::push || f.op == data_frame::values
+                || f.op == data_frame::rows;
+  bool ids = f.op == data_frame::row_pull || f.op == data_frame::row_push;
   if (floats && f.count > max_frame_floats)
     return "announces " + std::to_string(f.count) + " floats (at most "
            + std::to_string(max_frame_floats) + ")";
+  if (ids && f.count > max_frame_rows)
+    return "announces " + std::to_string(f.count) + " rows (at most "
+           + std::to_string(max_frame_rows) + ")";
   if (f.op == data_frame::error && f.count > max_error_text)
     return "announces " + std::to_string(f.count) + " bytes of error text";
-  if (!floats && f.op != data_frame::error && f.count != 0)
+  if (!floats && !ids && f.op != data_frame::error && f.count != 0)
     return "a frame without payload announces " + std::to_string(f.count);
   if (f.shard < 0)
     return "negative shard " + std::to_string(f.shard);
@@ -52,28 +60,42 @@ namespace {
 
 // -- the server -------------------------------------------------------------------
 
-/// The shards a server answers for, and their sizes.
+/// The shards a server answers for, their sizes and their tables' widths.
 class shard_registry {
 public:
-  void put(int32_t id, shard_actor h, uint64_t size) {
+  void put(int32_t id, shard_actor h, uint64_t size,
+           std::vector<int> row_dims) {
     std::lock_guard<std::mutex> guard{mtx_};
-    shards_[id] = {std::move(h), size};
+    shards_[id] = {std::move(h), size, std::move(row_dims)};
   }
   shard_actor get(int32_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = shards_.find(id);
-    return it == shards_.end() ? shard_actor{} : it->second.first;
+    return it == shards_.end() ? shard_actor{} : it->second.handle;
   }
   /// The size of shard `id`; 0 when there is no such shard.
   uint64_t size(int32_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = shards_.find(id);
-    return it == shards_.end() ? 0 : it->second.second;
+    return it == shards_.end() ? 0 : it->second.size;
+  }
+  /// The width of table `table` on shard `id`; 0 when there is none.
+  uint64_t row_dim(int32_t id, uint16_t table) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = shards_.find(id);
+    if (it == shards_.end() || table >= it->second.row_dims.size())
+      return 0;
+    return static_cast<uint64_t>(it->second.row_dims[table]);
   }
 
 private:
+  struct entry {
+    shard_actor handle;
+    uint64_t size = 0;
+    std::vector<int> row_dims;
+  };
   std::mutex mtx_;
-  std::map<int32_t, std::pair<shard_actor, uint64_t>> shards_;
+  std::map<int32_t, entry> shards_;
 };
 
 struct relay_context {
@@ -86,6 +108,15 @@ struct relay_context {
 /// they arrived; each reply goes to the writer as it comes.
 caf::behavior relay_impl(caf::event_based_actor* self,
                          std::shared_ptr<relay_context> ctx) {
+  auto post_ack = [=](uint64_t id, int32_t shard, const push_ack& a) {
+    outgoing o;
+    o.head.op = data_frame::ack;
+    o.head.id = id;
+    o.head.shard = shard;
+    o.head.tag = a.version;
+    o.head.flag = a.stale ? 1 : 0;
+    ctx->writer->post(std::move(o));
+  };
   auto missing = [=](uint64_t id, int32_t shard) {
     ctx->writer->post(error_frame(
       id, shard,
@@ -108,6 +139,7 @@ caf::behavior relay_impl(caf::event_based_actor* self,
             o.head.tag = b.version;
             o.head.count = b.values ? b.values->size() : 0;
             o.data = b.values ? b.values->data() : nullptr;
+            o.floats = o.head.count;
             o.keep = std::move(b.values);
             ctx->writer->post(std::move(o));
           },
@@ -121,19 +153,44 @@ caf::behavior relay_impl(caf::event_based_actor* self,
       if (!h)
         return missing(id, shard);
       self->request(h, ctx->timeout, push_atom_v, std::move(g))
+        .then([=](push_ack& a) { post_ack(id, shard, a); },
+              [=](caf::error& err) {
+                ctx->writer->post(error_frame(id, shard, err));
+              });
+    },
+    [=](pull_atom, uint64_t id, row_request& r) {
+      auto shard = r.shard;
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, pull_atom_v, std::move(r))
         .then(
-          [=](push_ack& a) {
+          [=](row_block& b) {
             outgoing o;
-            o.head.op = data_frame::ack;
+            o.head.op = data_frame::rows;
             o.head.id = id;
             o.head.shard = shard;
-            o.head.tag = a.version;
-            o.head.flag = a.stale ? 1 : 0;
+            o.head.table = static_cast<uint16_t>(b.table);
+            o.head.count = b.values ? b.values->size() : 0;
+            o.data = b.values ? b.values->data() : nullptr;
+            o.floats = o.head.count;
+            o.keep = std::move(b.values);
             ctx->writer->post(std::move(o));
           },
           [=](caf::error& err) {
             ctx->writer->post(error_frame(id, shard, err));
           });
+    },
+    [=](push_atom, uint64_t id, row_push& p) {
+      auto shard = p.shard;
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, push_atom_v, std::move(p))
+        .then([=](push_ack& a) { post_ack(id, shard, a); },
+              [=](caf::error& err) {
+                ctx->writer->post(error_frame(id, shard, err));
+              });
     },
   };
 }
@@ -191,6 +248,53 @@ struct session {
   std::atomic<bool> done{false};
 };
 
+/// Reads the rest of a row_pull or row_push and hands it to the relay;
+/// false when the connection is to close (it broke, or the frame names a
+/// table whose rows the server cannot size).
+bool read_rows(session& s, const data_frame& f) {
+  auto dim = s.shards->row_dim(f.shard, f.table);
+  if (f.op == data_frame::row_push && dim == 0) {
+    // The floats that follow cannot be sized: the stream is lost.
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": a row push for table " << f.table
+              << " of shard " << f.shard << ", which this node does not hold"
+              << std::endl;
+    return false;
+  }
+  if (f.op == data_frame::row_push && f.count * dim > max_frame_floats) {
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": a row push of " << f.count << " rows of "
+              << dim << " floats (at most " << max_frame_floats
+              << " floats)" << std::endl;
+    return false;
+  }
+  // The ids arrive in pieces, and the buffer grows with what came: a
+  // header alone makes nothing large. The gradients are allocated once
+  // the ids are in, dim / 2 times their bytes.
+  std::vector<uint64_t> ids;
+  constexpr uint64_t piece = 1 << 16;
+  while (ids.size() < f.count) {
+    auto at = ids.size();
+    auto take = std::min<uint64_t>(piece, f.count - at);
+    ids.resize(at + take);
+    if (!s.sock->read_exact(ids.data() + at, take * sizeof(uint64_t)))
+      return false;
+  }
+  if (f.op == data_frame::row_pull) {
+    // An unknown table costs nothing to answer: the shard names it.
+    caf::anon_send(s.relay, pull_atom_v, f.id,
+                   row_request{f.shard, f.table, f.worker, std::move(ids)});
+    return true;
+  }
+  auto grads = pooled_floats(f.count * dim);
+  if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
+    return false;
+  caf::anon_send(s.relay, push_atom_v, f.id,
+                 row_push{f.shard, f.table, f.worker, f.batch, std::move(ids),
+                          std::move(grads)});
+  return true;
+}
+
 /// Reads requests until the connection ends or sends a bad frame.
 void serve_connection(session& s) {
   for (;;) {
@@ -206,6 +310,11 @@ void serve_connection(session& s) {
       break;
     if (f.op == data_frame::pull) {
       caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
+      continue;
+    }
+    if (f.op == data_frame::row_pull || f.op == data_frame::row_push) {
+      if (!read_rows(s, f))
+        break;
       continue;
     }
     // No push is larger than its shard: memory is only spent on what a
@@ -256,8 +365,9 @@ public:
 
   uint16_t port() const { return port_; }
 
-  void serve(int32_t id, shard_actor h, uint64_t size) {
-    shards_->put(id, std::move(h), size);
+  void serve(int32_t id, shard_actor h, uint64_t size,
+             std::vector<int> row_dims) {
+    shards_->put(id, std::move(h), size, std::move(row_dims));
   }
 
   void stop() {
@@ -383,8 +493,9 @@ uint16_t data_server::port() const {
   return impl_->port();
 }
 
-void data_server::serve(int32_t id, shard_actor handle, uint64_t size) {
-  impl_->serve(id, std::move(handle), size);
+void data_server::serve(int32_t id, shard_actor handle, uint64_t size,
+                        std::vector<int> row_dims) {
+  impl_->serve(id, std::move(handle), size, std::move(row_dims));
 }
 
 void data_server::stop() {

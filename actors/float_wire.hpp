@@ -5,6 +5,7 @@
 // use these.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -55,6 +56,30 @@ inline caf::error read_pooled(caf::deserializer& f,
   out = pooled_floats(n);
   if (n > 0)
     if (auto err = f.apply_raw(n * sizeof(float), out->data()))
+      return err;
+  return f.end_sequence();
+}
+
+/// Row ids travel as one raw block too (sparse pulls and pushes).
+inline caf::error write_ids(caf::serializer& f,
+                            const std::vector<uint64_t>& ids) {
+  auto n = ids.size();
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = f.apply_raw(ids.size() * sizeof(uint64_t),
+                               const_cast<uint64_t*>(ids.data())))
+      return err;
+  return f.end_sequence();
+}
+
+inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  ids.resize(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(uint64_t), ids.data()))
       return err;
   return f.end_sequence();
 }

@@ -75,6 +75,38 @@ struct gradient_push {
   }
 };
 
+/// A sparse pull: rows `ids` of embedding table `table` (an index into the
+/// run's tables) that one shard holds (runtime/sparse_table.hpp). A worker
+/// asks each shard only for the distinct ids of its batch that live there
+/// (shard_of_row), and the reply carries exactly those rows, in that
+/// order: the ids do not travel back, the asker knows them.
+struct row_request {
+  int32_t shard = 0;
+  int32_t table = 0;
+  int32_t worker = 0;
+  std::vector<uint64_t> ids;
+};
+
+/// The answer to a row_request: ids.size() x dim floats.
+struct row_block {
+  int32_t shard = 0;
+  int32_t table = 0;
+  std::shared_ptr<const std::vector<float>> values;
+};
+
+/// A sparse push: the gradients of rows `ids` (ids.size() x dim floats) of
+/// table `table`, computed on plan batch `batch` (-1: none). The shard
+/// applies them at once, row by row (the table's optimizer), and answers
+/// a push_ack whose version counts the table's pushes.
+struct row_push {
+  int32_t shard = 0;
+  int32_t table = 0;
+  int32_t worker = 0;
+  int64_t batch = -1;
+  std::vector<uint64_t> ids;
+  std::shared_ptr<const std::vector<float>> grads;
+};
+
 /// A shard's answer to a valid push.
 struct push_ack {
   int64_t version = 0; ///< the shard's version after the push
@@ -136,6 +168,10 @@ struct shard_stats {
   int64_t ssp_max_lead = 0;
   /// Bytes of parameters answered to pulls and of gradients pushed.
   int64_t pulled_bytes = 0, pushed_bytes = 0;
+  /// Embedding tables (all of the shard's together): rows held, bytes of
+  /// their values, optimizer state and index, and row ids in pulls
+  /// answered and pushes taken.
+  int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
 };
 
 /// The feeder's counters.
@@ -236,6 +272,71 @@ inspect(Inspector& f, shard_state_msg& x) {
            x.slot_names, static_cast<uint64_t>(x.values.size()));
 }
 
+inline caf::error inspect(caf::serializer& f, row_request& x) {
+  if (auto err = f(x.shard, x.table, x.worker))
+    return err;
+  return detail::write_ids(f, x.ids);
+}
+inline caf::error inspect(caf::deserializer& f, row_request& x) {
+  if (auto err = f(x.shard, x.table, x.worker))
+    return err;
+  return detail::read_ids(f, x.ids);
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, row_request& x) {
+  return f(caf::meta::type_name("row_request"), x.shard, x.table, x.worker,
+           static_cast<uint64_t>(x.ids.size()));
+}
+
+inline caf::error inspect(caf::serializer& f, row_block& x) {
+  if (auto err = f(x.shard, x.table))
+    return err;
+  return detail::write_floats(f, x.values ? x.values->data() : nullptr,
+                              x.values ? x.values->size() : 0);
+}
+inline caf::error inspect(caf::deserializer& f, row_block& x) {
+  if (auto err = f(x.shard, x.table))
+    return err;
+  std::shared_ptr<std::vector<float>> v;
+  if (auto err = detail::read_pooled(f, v))
+    return err;
+  x.values = std::move(v);
+  return {};
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, row_block& x) {
+  return f(caf::meta::type_name("row_block"), x.shard, x.table,
+           static_cast<uint64_t>(x.values ? x.values->size() : 0));
+}
+
+inline caf::error inspect(caf::serializer& f, row_push& x) {
+  if (auto err = f(x.shard, x.table, x.worker, x.batch))
+    return err;
+  if (auto err = detail::write_ids(f, x.ids))
+    return err;
+  return detail::write_floats(f, x.grads ? x.grads->data() : nullptr,
+                              x.grads ? x.grads->size() : 0);
+}
+inline caf::error inspect(caf::deserializer& f, row_push& x) {
+  if (auto err = f(x.shard, x.table, x.worker, x.batch))
+    return err;
+  if (auto err = detail::read_ids(f, x.ids))
+    return err;
+  std::shared_ptr<std::vector<float>> v;
+  if (auto err = detail::read_pooled(f, v))
+    return err;
+  x.grads = std::move(v);
+  return {};
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, row_push& x) {
+  return f(caf::meta::type_name("row_push"), x.shard, x.table, x.worker,
+           x.batch, static_cast<uint64_t>(x.ids.size()));
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
   return f(caf::meta::type_name("push_ack"), x.version, x.stale);
@@ -269,7 +370,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
            x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead,
-           x.pulled_bytes, x.pushed_bytes);
+           x.pulled_bytes, x.pushed_bytes, x.rows, x.row_bytes,
+           x.rows_pulled, x.rows_pushed);
 }
 
 template <class Inspector>
@@ -323,6 +425,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::tune_key))
   CAF_ADD_TYPE_ID(troupe, (troupe::cluster_view))
   CAF_ADD_TYPE_ID(troupe, (troupe::feeder_position))
+  CAF_ADD_TYPE_ID(troupe, (troupe::row_request))
+  CAF_ADD_TYPE_ID(troupe, (troupe::row_block))
+  CAF_ADD_TYPE_ID(troupe, (troupe::row_push))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -368,6 +473,12 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<pull_atom, int32_t, int64_t>::with<float_block>,
   // Applies or aggregates a push; errors leave the shard unchanged.
   caf::replies_to<push_atom, gradient_push>::with<push_ack>,
+  // Rows of an embedding table (made on first touch where the table does
+  // so), and a push of row gradients, applied at once; an id the table
+  // refuses (at or above its vocabulary) fails the whole request and
+  // changes nothing.
+  caf::replies_to<pull_atom, row_request>::with<row_block>,
+  caf::replies_to<push_atom, row_push>::with<push_ack>,
   // The shard's full state, for checkpoints.
   caf::replies_to<snapshot_atom>::with<shard_state_msg>,
   // Replaces the shard's state; replies with the version.

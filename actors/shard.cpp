@@ -1,8 +1,10 @@
 #include "actors/shard.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "actors/held_requests.hpp"
+#include "runtime/buffer_pool.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -33,6 +35,43 @@ void serve_parked(self_ptr self) {
   });
 }
 
+/// Table `t` of the shard, or the error that names what is wrong with the
+/// request.
+caf::expected<sparse_table*> table_of(self_ptr self, int32_t t) {
+  auto& tables = self->state.tables;
+  if (t < 0 || static_cast<size_t>(t) >= tables.size())
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(self->state.id)
+                        + " has no embedding table " + std::to_string(t)
+                        + " (the run has " + std::to_string(tables.size())
+                        + ")");
+  return tables[static_cast<size_t>(t)].get();
+}
+
+/// The error of a row push that does not fit its table; none when it does.
+caf::error check_row_push(self_ptr self, const sparse_table& table,
+                          const row_push& p) {
+  auto where = [&] {
+    return "a push to table \"" + table.table().name + "\" on shard "
+           + std::to_string(self->state.id);
+  };
+  auto expected = p.ids.size() * static_cast<size_t>(table.dim());
+  auto got = p.grads ? p.grads->size() : 0;
+  if (got != expected)
+    return make_error(errc::wrong_size,
+                      where() + " holds " + std::to_string(got)
+                        + " floats for " + std::to_string(p.ids.size())
+                        + " rows of " + std::to_string(table.dim())
+                        + " (expected " + std::to_string(expected) + ")");
+  const float* g = got > 0 ? p.grads->data() : nullptr;
+  for (size_t i = 0; i < got; ++i)
+    if (!std::isfinite(g[i]))
+      return make_error(errc::non_finite,
+                        where() + " holds a non-finite value for row "
+                          + std::to_string(p.ids[i / table.dim()]));
+  return caf::none;
+}
+
 } // namespace
 
 shard_actor::behavior_type
@@ -42,6 +81,8 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
   self->state.hold = opts.hold;
   self->state.block = std::make_unique<param_block>(opts.block,
                                                     std::move(opts.initial));
+  for (auto& t : opts.tables)
+    self->state.tables.push_back(std::make_unique<sparse_table>(t, opts.sparse));
   return {
     [=](join_atom, int32_t worker) -> int64_t {
       self->state.block->add_worker(worker);
@@ -73,6 +114,34 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       return push_ack{b.version(), *r == param_block::outcome::stale
                                      || *r == param_block::outcome::duplicate};
     },
+    [=](pull_atom, const row_request& r) -> caf::result<row_block> {
+      auto table = table_of(self, r.table);
+      if (!table)
+        return std::move(table.error());
+      auto values = pooled_floats(r.ids.size()
+                                  * static_cast<size_t>((*table)->dim()));
+      if (auto err = (*table)->pull(r.ids.data(), r.ids.size(),
+                                    values->data()))
+        return err;
+      self->state.pulled_bytes
+        += static_cast<int64_t>(values->size() * sizeof(float));
+      return row_block{self->state.id, r.table, std::move(values)};
+    },
+    [=](push_atom, const row_push& p) -> caf::result<push_ack> {
+      auto table = table_of(self, p.table);
+      if (!table)
+        return std::move(table.error());
+      auto& t = **table;
+      if (p.grads)
+        self->state.pushed_bytes
+          += static_cast<int64_t>(p.grads->size() * sizeof(float));
+      if (auto err = check_row_push(self, t, p))
+        return err;
+      if (auto err = t.push(p.ids.data(), p.ids.size(),
+                            p.grads ? p.grads->data() : nullptr))
+        return err;
+      return push_ack{t.pushes(), false};
+    },
     [=](snapshot_atom) -> shard_state_msg {
       auto& b = *self->state.block;
       shard_state_msg s;
@@ -96,13 +165,18 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       return self->state.block->version();
     },
     [=](stats_atom) -> shard_stats {
-      auto& b = *self->state.block;
-      return shard_stats{self->state.id,      b.version(),
-                         b.stats().accepted, b.stats().stale,
-                         b.stats().refused,  self->state.ssp_pulls,
-                         self->state.ssp_max_lead,
-                         self->state.pulled_bytes,
-                         self->state.pushed_bytes};
+      auto& st = self->state;
+      auto& b = *st.block;
+      shard_stats s{st.id,           b.version(),      b.stats().accepted,
+                    b.stats().stale, b.stats().refused, st.ssp_pulls,
+                    st.ssp_max_lead, st.pulled_bytes,  st.pushed_bytes};
+      for (auto& t : st.tables) {
+        s.rows += static_cast<int64_t>(t->rows());
+        s.row_bytes += static_cast<int64_t>(t->memory_bytes());
+        s.rows_pulled += t->rows_pulled();
+        s.rows_pushed += t->rows_pushed();
+      }
+      return s;
     },
     [=](adopt_atom, int64_t since) -> shard_history {
       auto& st = self->state;

@@ -1,4 +1,6 @@
-// The parameter shard actor: a thin shell around runtime/param_block.
+// The parameter shard actor: a thin shell around runtime/param_block and,
+// when the model has embedding tables, this shard's rows of each
+// (runtime/sparse_table).
 //
 // States: one. It accepts joins, pulls, pushes, snapshots, restores, stats,
 // adoption by a new chief and a checkpoint's forget at any time. A pull that the consistency mode cannot answer yet (sync:
@@ -14,6 +16,7 @@
 
 #include "actors/protocol.hpp"
 #include "runtime/param_block.hpp"
+#include "runtime/sparse_table.hpp"
 
 namespace troupe {
 
@@ -21,6 +24,12 @@ struct shard_options {
   int32_t id = 0;
   param_block::options block;
   std::vector<float> initial; ///< this shard's slice of the parameters
+  /// The run's embedding tables: this shard holds the rows that
+  /// shard_of_row places on it, of every table, made as they are touched
+  /// (or all at once for a fixed vocabulary: the caller gives each shard a
+  /// table of its own rows then), updated by `sparse`.
+  std::vector<embedding_table_config> tables;
+  sparse_optimizer_config sparse;
   /// How long a pull that is not ready may be parked before "ask again";
   /// keep it well below the workers' request timeout.
   caf::timespan hold = std::chrono::seconds(10);
@@ -36,6 +45,7 @@ struct shard_state {
   };
   int32_t id = 0;
   std::unique_ptr<param_block> block;
+  std::vector<std::unique_ptr<sparse_table>> tables;
   std::vector<parked_pull> parked; ///< in arrival order
   caf::timespan hold{};
   bool expiry_pending = false; ///< an expire message is on its way

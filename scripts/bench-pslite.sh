@@ -4,11 +4,16 @@
 # processes on 127.0.0.1, through bench/pslite_roundtrip.cc. Prints the
 # worker's line, in bench-transfer's format:
 #   N floats (K KB): X ms per pull+push, Y MB/s
+# With --rows, the reference for bench-rows instead: sparse pulls and
+# pushes of embedding rows through bench/pslite_rows.cc, whose options
+# (--ids N --dim D --rounds R ...) follow and whose line is bench-rows':
+#   N ids x D floats: X ms per pull+push, Y M rows/s pulled+pushed
 # Builds ps-lite first (scripts/build-pslite.sh, quick when built) when its
 # source is there. Every process is bounded by a timeout and all of them are
 # ended on exit, failure or interrupt.
 # Usage: scripts/bench-pslite.sh [--hugetlb] [floats, default 1000000]
 #        [rounds, default 20] [extra pslite_roundtrip options: --keys K ...]
+#        scripts/bench-pslite.sh [--hugetlb] --rows [pslite_rows options]
 # Environment:
 #   PSLITE_SRC     ps-lite checkout (default ../ps-lite-src next to the repo)
 #   PSLITE_BUILD   build folder (default ../ps-lite-build next to the repo)
@@ -27,10 +32,17 @@ if [ "${1:-}" = "--hugetlb" ]; then
   hugetlb=1
   shift
 fi
-floats="${1:-1000000}"
-rounds="${2:-20}"
-shift $(($# < 2 ? $# : 2))
-bin="$build/pslite_roundtrip"
+if [ "${1:-}" = "--rows" ]; then
+  shift
+  bin="$build/pslite_rows"
+  args=("$@")
+else
+  floats="${1:-1000000}"
+  rounds="${2:-20}"
+  shift $(($# < 2 ? $# : 2))
+  bin="$build/pslite_roundtrip"
+  args=(--floats "$floats" --rounds "$rounds" "$@")
+fi
 
 if [ -f "$src/include/ps/ps.h" ]; then
   "$root/scripts/build-pslite.sh" "$src" "$build" >/dev/null
@@ -65,15 +77,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 start() {  # role; the process's pid is appended to pids
-  DMLC_ROLE="$1" timeout -k 5 "$limit" "$bin" --floats "$floats" \
-    --rounds "$rounds" "${@:2}" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+  DMLC_ROLE="$1" timeout -k 5 "$limit" "$bin" "${args[@]}" \
+    >"$tmp/$1.out" 2>"$tmp/$1.err" &
   pids+=($!)
 }
 thp() { sed -n 's/^thp_fault_alloc //p' /proc/vmstat 2>/dev/null || echo 0; }
 thp0="$(thp)"
-start scheduler "$@"
-start server "$@"
-start worker "$@"
+start scheduler
+start server
+start worker
 # All three leave ps-lite's closing barrier together after the worker's
 # rounds; the first one to fail (or to time out) ends the others.
 ok=1

@@ -3,8 +3,8 @@
 # for scripts/bench-pslite.sh: its library (libps.a, ZMQ van only) from a
 # ps-lite source checkout, with g++ -O2 against Debian's libzmq3-dev and
 # protobuf (ps-lite's own Makefile would download and build zmq and
-# protobuf; this does not use it), plus bench/pslite_roundtrip.cc linked
-# against it. Nothing is written into the ps-lite checkout or into this
+# protobuf; this does not use it), plus bench/pslite_roundtrip.cc and
+# bench/pslite_rows.cc linked against it. Nothing is written into the ps-lite checkout or into this
 # repository: meta.proto is compiled into OUT_DIR/gen.
 # Idempotent: with everything built it costs a make run that finds nothing
 # to do.
@@ -56,6 +56,7 @@ fi
 # make does the incremental part; -MMD tracks the headers of both trees.
 make --no-print-directory -j2 -C "$out" -f - \
   PS="$src" BENCH="$TROUPE_ROOT/bench/pslite_roundtrip.cc" \
+  ROWS="$TROUPE_ROOT/bench/pslite_rows.cc" TROUPE="$TROUPE_ROOT" \
   SCRIPT="$TROUPE_ROOT/scripts/build-pslite.sh" <<'MAKE'
 CXX      := g++
 CXXFLAGS := -std=c++14 -O2 -fPIC -pthread -Wall -Wno-unused-variable \
@@ -64,7 +65,7 @@ CXXFLAGS := -std=c++14 -O2 -fPIC -pthread -Wall -Wno-unused-variable \
 CPPFLAGS := -I$(PS)/include -I$(PS)/src -Igen
 LDLIBS   := -lzmq -lprotobuf-lite -pthread
 
-all: libps.a pslite_roundtrip
+all: libps.a pslite_roundtrip pslite_rows
 
 gen/meta.pb.cc gen/meta.pb.h: $(PS)/src/meta.proto
 	@mkdir -p gen
@@ -89,6 +90,13 @@ obj/pslite_roundtrip.o: $(BENCH) $(SCRIPT)
 pslite_roundtrip: obj/pslite_roundtrip.o libps.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
+obj/pslite_rows.o: $(ROWS) $(SCRIPT)
+	@mkdir -p obj
+	$(CXX) $(CPPFLAGS) -I$(TROUPE) $(CXXFLAGS) -c $< -o $@
+
+pslite_rows: obj/pslite_rows.o libps.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
 -include obj/*.d
 MAKE
-echo "build-pslite: $out/pslite_roundtrip (ps-lite $(cat "$out/pslite-commit"))"
+echo "build-pslite: $out/pslite_roundtrip, $out/pslite_rows (ps-lite $(cat "$out/pslite-commit"))"

@@ -44,9 +44,10 @@ done
 # stack) and the time one input may take (-timeout). A reader must never
 # allocate on a header's word, only in proportion to the bytes it has
 # read, so each bound is the most the largest input may legitimately cost:
-#  - data_plane: the served shard holds 3 floats, so no allocation a peer
-#    causes may come near 64 MB (a size check that lets a header through
-#    is a finding). The target's own waits end within about 12 s (it
+#  - data_plane: the served shard holds 3 floats and a table of 4-float
+#    rows, and row ids are read in pieces, so no allocation a peer causes
+#    may come near 64 MB (a size check that lets a header through is a
+#    finding). The target's own waits end within about 12 s (it
 #    reports a server that has not closed 10 s after the input's end
 #    itself). -close_fd_mask=2 drops the server's "closing the connection"
 #    lines; libFuzzer's and the sanitizers' reports still print.

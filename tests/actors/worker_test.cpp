@@ -46,6 +46,10 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       self->state.held.push_back(p);
       return p;
     },
+    [=](pull_atom, const row_request& r) -> row_block {
+      return {r.shard, r.table, {}};
+    },
+    [=](push_atom, const row_push&) -> push_ack { return {}; },
     [=](snapshot_atom) -> shard_state_msg { return {}; },
     [=](restore_atom, shard_state_msg&) -> int64_t { return 0; },
     [=](stats_atom) -> shard_stats {

@@ -1,8 +1,10 @@
 // libFuzzer target for both faces of the data plane (actors/data_link):
 // the first input byte picks the face, the rest is what a peer sends.
-//   even: the server face: bytes sent to a data_server, as a client would;
-//   odd:  the client face: bytes sent back to a data_client, as a server
-//         would, while one pull through its stub is open (request id 1).
+//   even: the server face: bytes sent to a data_server, as a client would
+//         (its shard holds one embedding table too);
+//   1, 3 (mod 4): the client face: bytes sent back to a data_client, as a
+//         server would, while one pull through its stub is open (request
+//         id 1): of values (1), or of two rows of the table (3).
 // A finding is a crash, a sanitizer report, a hang (-timeout) or an
 // allocation over -malloc_limit_mb/-rss_limit_mb. Only 127.0.0.1 is used
 // and every wait below is bounded, so one input cannot stall the run.
@@ -34,6 +36,10 @@ namespace {
 /// must be refused before anything is allocated for it (scripts/fuzz.sh's
 /// -malloc_limit_mb turns a large allocation into a finding).
 constexpr uint64_t shard_floats = 3;
+/// Its embedding table: rows are made as frames touch them, so the
+/// vocabulary bounds what a run of inputs can make.
+constexpr uint64_t table_vocabulary = 1000;
+constexpr int row_dim = 4;
 
 /// One actor system, shard and data_server for the whole run: made once
 /// (as tests/actors/data_link_test.cpp does) and never destroyed, since
@@ -50,6 +56,10 @@ struct world {
     shard_options o;
     o.initial.assign(shard_floats, 1.f);
     o.hold = 100ms; // a pull for a future version is not parked for long
+    embedding_table_config t;
+    t.vocabulary = table_vocabulary;
+    t.dim = row_dim;
+    o.tables = {t};
     shard = sys->spawn(shard_impl, o);
     caf::scoped_actor self{*sys};
     self->request(shard, 5s, join_atom_v, int32_t{0})
@@ -59,7 +69,7 @@ struct world {
     if (!s)
       std::abort(); // nothing to fuzz without a server
     server = *s;
-    server->serve(0, shard, shard_floats);
+    server->serve(0, shard, shard_floats, {row_dim});
   }
 };
 
@@ -142,8 +152,9 @@ void fuzz_server(const uint8_t* data, size_t size) {
 }
 
 /// The client face: a data_client connected to a listener of ours, one pull
-/// open through its stub, and `data` as everything the "server" says.
-void fuzz_client(const uint8_t* data, size_t size) {
+/// (of values, or of two rows) open through its stub, and `data` as
+/// everything the "server" says.
+void fuzz_client(const uint8_t* data, size_t size, bool rows) {
   auto& w = the_world();
   int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (lfd < 0)
@@ -157,27 +168,39 @@ void fuzz_client(const uint8_t* data, size_t size) {
     return;
   }
   auto client = data_client::open(*w.sys, "127.0.0.1", ntohs(a.sin_port), 1s);
-  auto stub = client->stub(0, shard_floats);
+  auto stub = client->stub(0, shard_floats, {row_dim});
   caf::scoped_actor self{*w.sys};
-  // Sent now, answered (or failed) below; its id on the wire is 1.
-  auto pending = self->request(stub, 500ms, pull_atom_v, int32_t{0},
-                               int64_t{0});
-  pollfd p{lfd, POLLIN, 0};
-  int fd = ::poll(&p, 1, 1000) == 1 ? ::accept4(lfd, nullptr, nullptr,
-                                                SOCK_CLOEXEC)
-                                    : -1;
-  ::close(lfd);
-  if (fd >= 0) {
+  auto answer_with_input = [&] {
+    pollfd p{lfd, POLLIN, 0};
+    int fd = ::poll(&p, 1, 1000) == 1 ? ::accept4(lfd, nullptr, nullptr,
+                                                  SOCK_CLOEXEC)
+                                      : -1;
+    ::close(lfd);
+    if (fd < 0)
+      return;
     bound_waits(fd);
     // Read the pull request first: closing a socket with unread data sends
     // a reset, which could discard the input before the client reads it.
-    char request[sizeof(data_frame)];
-    (void) ::recv(fd, request, sizeof(request), MSG_WAITALL);
+    char request[sizeof(data_frame) + 2 * sizeof(uint64_t)];
+    auto request_size = sizeof(data_frame) + (rows ? 2 * sizeof(uint64_t) : 0);
+    (void) ::recv(fd, request, request_size, MSG_WAITALL);
     send_all(fd, data, size);
     ::close(fd); // no drain: the client sends nothing but that request
+  };
+  // Sent first, answered (or failed) after the input; its id on the wire
+  // is 1. Values, rows, an error frame, a broken link or the 500 ms
+  // timeout: all fine.
+  if (rows) {
+    auto pending = self->request(stub, 500ms, pull_atom_v,
+                                 row_request{0, 0, 0, {3, 7}});
+    answer_with_input();
+    pending.receive([](row_block&) {}, [](caf::error&) {});
+  } else {
+    auto pending = self->request(stub, 500ms, pull_atom_v, int32_t{0},
+                                 int64_t{0});
+    answer_with_input();
+    pending.receive([](float_block&) {}, [](caf::error&) {});
   }
-  // Values, an error frame, a broken link or the 500 ms timeout: all fine.
-  pending.receive([](float_block&) {}, [](caf::error&) {});
   client->close();
 }
 
@@ -189,6 +212,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] % 2 == 0)
     fuzz_server(data + 1, size - 1);
   else
-    fuzz_client(data + 1, size - 1);
+    fuzz_client(data + 1, size - 1, data[0] % 4 == 3);
   return 0;
 }

@@ -1,25 +1,30 @@
 #!/usr/bin/env python3
 # Writes the seed corpus of data_plane_fuzz (corpus/data_plane/); run once,
-# by hand, when the frame layout changes. Byte 0 picks the face (0: server,
-# 1: client), then data_frame headers (actors/data_link.hpp) and payloads.
+# by hand, when the frame layout changes. Byte 0 picks the face (even:
+# server; 1: client with a pull open; 3: client with a pull of two rows
+# open), then data_frame headers (actors/data_link.hpp) and payloads.
 import os
 import struct
 
 MAGIC = 0x50445254
-PULL, PUSH, VALUES, ACK, ERROR = 1, 2, 3, 4, 5
+PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS = 1, 2, 3, 4, 5, 6, 7, 8
 
 
-def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0):
-    # magic, op, flag, reserved, shard, worker, tag, id, count, batch
-    return struct.pack("<IBBHiiqQQq", MAGIC, op, flag, 0, shard, worker, tag,
-                       ident, count, 0)
+def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0, table=0):
+    # magic, op, flag, table, shard, worker, tag, id, count, batch
+    return struct.pack("<IBBHiiqQQq", MAGIC, op, flag, table, shard, worker,
+                       tag, ident, count, 0)
+
+
+def ids(*xs):
+    return struct.pack("<%dQ" % len(xs), *xs)
 
 
 def floats(*xs):
     return struct.pack("<%df" % len(xs), *xs)
 
 
-SERVER, CLIENT = b"\x00", b"\x01"
+SERVER, CLIENT, ROW_CLIENT = b"\x00", b"\x01", b"\x03"
 seeds = {
     "server_pull": SERVER + frame(PULL),
     "server_push3": SERVER + frame(PUSH, 3) + floats(1, 1, 1),
@@ -32,6 +37,17 @@ seeds = {
     "client_error": CLIENT + frame(ERROR, 5, flag=9) + b"oops!",
     "client_huge_count": CLIENT + frame(VALUES, 1 << 40),
     "client_garbage": CLIENT + b"\xff" * 60,
+    # The served shard has one table of 4-float rows, vocabulary 1000.
+    "server_row_pull": SERVER + frame(ROW_PULL, 2) + ids(3, 999),
+    "server_row_push": SERVER + frame(ROW_PUSH, 2) + ids(3, 3)
+                       + floats(*([0.5] * 8)) + frame(ROW_PULL, 1, ident=2)
+                       + ids(3),
+    "server_row_push_no_table": SERVER + frame(ROW_PUSH, 1, table=7) + ids(1),
+    "server_row_out_of_vocabulary": SERVER + frame(ROW_PULL, 1) + ids(5000),
+    "row_client_rows8": ROW_CLIENT + frame(ROWS, 8) + floats(*range(8)),
+    "row_client_rows_too_many": ROW_CLIENT + frame(ROWS, 12)
+                                + floats(*range(12)),
+    "row_client_ack_to_pull": ROW_CLIENT + frame(ACK),
 }
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                    "corpus", "data_plane")
