@@ -19,6 +19,7 @@
 
 #include "actors/chief_state.hpp"
 #include "actors/fan_out.hpp"
+#include "models/trainer.hpp"
 #include "runtime/takeover.hpp"
 
 namespace troupe::chief_ops {
@@ -243,6 +244,20 @@ caf::result<std::string> shell_checkpoint(chief_self self);
 caf::result<double> shell_tune(chief_self self, tune_key key, double value);
 caf::result<bool> shell_pause(chief_self self, bool paused);
 caf::result<bool> shell_stop(chief_self self);
+
+// -- click models (chief_clicks) ------------------------------------------------
+
+/// Whether the run's model has embedding tables on the shards.
+bool has_tables(chief_self self);
+
+/// Scores the click model on `data` with the dense parameters the
+/// evaluator holds and the rows the shards hold now: in batches, each
+/// pulling its distinct rows from the shards that hold them. `done` gets
+/// the accuracy (click probability above 0.5), the mean log-loss and the
+/// ROC AUC; `lost` runs when a shard was lost meanwhile (a recovery).
+void evaluate_clicks(chief_self self, const dataset& data,
+                     std::function<void(eval_result, double auc)> done,
+                     std::function<void()> lost);
 
 // -- fan-out to the shards (chief_base) ----------------------------------------
 

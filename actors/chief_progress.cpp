@@ -43,30 +43,40 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     for (auto& f : waiters)
       when_recovered(self, [=] { evaluate_now(self, f); });
   };
+  // auc: a click model's ROC AUC; -1 for the others.
+  auto report = [=](eval_result r, double auc) {
+    auto& s = self->state;
+    s.last_accuracy = r.accuracy;
+    s.last_loss = r.loss;
+    s.last_auc = auc;
+    double t = now_seconds() - s.t0;
+    auto at = s.last_eval_step;
+    auto set = s.opts.data->watched_name();
+    auto scores = fmt("%s accuracy = %.4f, %s loss = %.4f", set, r.accuracy,
+                      set, r.loss);
+    if (auc >= 0)
+      scores += fmt(", %s AUC = %.4f", set, auc);
+    say(self, fmt("step %lld, epoch %.2f: %s (%lld examples, %.1f s)",
+                  static_cast<long long>(at), epoch_of(self, at),
+                  scores.c_str(), static_cast<long long>(r.count), t));
+    s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
+    s.evaluating = false;
+    then();
+    auto waiters = std::move(self->state.eval_waiters);
+    self->state.eval_waiters.clear();
+    for (auto& f : waiters)
+      evaluate_now(self, std::move(f));
+  };
   pull_params(
     self,
     [=](std::vector<float>& params, int64_t) {
       auto& s = self->state;
       s.evaluator->set_params(params.data());
-      auto r = evaluate(*s.evaluator, s.opts.data->watched(),
-                        std::max(s.opts.cfg.training.batch_size, 256));
-      s.last_accuracy = r.accuracy;
-      s.last_loss = r.loss;
-      double t = now_seconds() - s.t0;
-      auto at = s.last_eval_step;
-      auto set = s.opts.data->watched_name();
-      say(self, fmt("step %lld, epoch %.2f: %s accuracy = %.4f, %s loss = "
-                    "%.4f (%lld examples, %.1f s)",
-                    static_cast<long long>(at), epoch_of(self, at), set,
-                    r.accuracy, set, r.loss, static_cast<long long>(r.count),
-                    t));
-      s.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
-      s.evaluating = false;
-      then();
-      auto waiters = std::move(self->state.eval_waiters);
-      self->state.eval_waiters.clear();
-      for (auto& f : waiters)
-        evaluate_now(self, std::move(f));
+      if (has_tables(self))
+        return evaluate_clicks(self, s.opts.data->watched(), report, retry);
+      report(evaluate(*s.evaluator, s.opts.data->watched(),
+                      std::max(s.opts.cfg.training.batch_size, 256)),
+             -1);
     },
     retry);
 }

@@ -141,6 +141,8 @@ struct chief_state {
   int64_t window_samples = 0;
   double window_loss = 0, window_start = 0;
   double last_accuracy = -1, last_loss = 0;
+  /// click: the ROC AUC of the last evaluation (-1: none yet).
+  double last_auc = -1;
   /// The training loss of the latest reports (a moving average over about
   /// ten); -1 before the first.
   double recent_loss = -1;

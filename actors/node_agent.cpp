@@ -41,7 +41,7 @@ caf::expected<shard_actor> data_stub(self_ptr self, const std::string& address,
   if (!link)
     link = data_client::open(self->system(), addr->first, addr->second,
                              request_timeout(st.opts.cfg));
-  auto stub = link->stub(shard, size);
+  auto stub = link->stub(shard, size, embedding_dims(st.opts.cfg.model));
   st.stubs.emplace(key, stub);
   return stub;
 }
@@ -89,6 +89,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.stale_momentum = cfg.cluster.stale_momentum;
       so.block.elastic_rate = cfg.cluster.elastic_rate();
       so.initial = s.state.values;
+      so.tables = embedding_tables(cfg.model);
+      so.sparse = cfg.training.sparse_optimizer;
       so.hold = hold_time(cfg);
       // A shard of the same id from before the chief was lost (or before
       // a recovery) makes way for this one.
@@ -99,7 +101,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       self->monitor(h);
       self->state.shards[s.id] = h;
       if (self->state.opts.data_plane)
-        self->state.opts.data_plane->serve(s.id, h, s.state.values.size());
+        self->state.opts.data_plane->serve(s.id, h, s.state.values.size(),
+                                           embedding_dims(cfg.model));
       if (s.state.version == 0 && s.state.slots.empty())
         return h;
       // A restarted shard: optimizer state and version from a checkpoint.

@@ -100,6 +100,76 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
     [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
+bool is_click(self_ptr self) {
+  return self->state.clicks != nullptr;
+}
+
+/// click: plans the leased batch's rows and pulls them, each from the
+/// shard that holds it (shards holding none of them are not asked); `then`
+/// runs once all are in.
+void pull_rows(self_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  auto& train = st.opts.data->train;
+  st.clicks->plan(*train.clicks, train.images.data(),
+                  st.lease.samples.data(),
+                  static_cast<int>(st.lease.samples.size()));
+  std::vector<int32_t> asked;
+  for (int32_t s = 0; s < st.clicks->shards(); ++s)
+    if (!st.clicks->ids(s).empty())
+      asked.push_back(s);
+  const auto dim = static_cast<size_t>(st.opts.cfg.model.table.dim);
+  ask_all<row_block>(
+    asked.size(),
+    [=](size_t i) {
+      auto& s = self->state;
+      auto shard = asked[i];
+      return self->request(s.opts.shards[static_cast<size_t>(shard)],
+                           timeout_of(self), pull_atom_v,
+                           row_request{shard, 0, s.opts.id,
+                                       s.clicks->ids(shard)});
+    },
+    [=](std::vector<row_block>& blocks) {
+      auto& s = self->state;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        auto want = s.clicks->ids(asked[i]).size() * dim;
+        if (!blocks[i].values || blocks[i].values->size() != want)
+          return fail(self, make_error(errc::wrong_size,
+                                       "rows from shard "
+                                         + std::to_string(asked[i])
+                                         + " are not the rows asked for"));
+        s.clicks->set_rows(asked[i], blocks[i].values->data());
+      }
+      then();
+    },
+    [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
+/// click: pushes each shard the gradients of the rows it sent for this
+/// step (plan batch `batch`); `applied` runs once every shard took them.
+void push_rows(self_ptr self, int64_t batch, std::function<void()> applied) {
+  auto& st = self->state;
+  std::vector<int32_t> asked;
+  std::vector<row_push> pushes;
+  for (int32_t s = 0; s < st.clicks->shards(); ++s) {
+    if (st.clicks->ids(s).empty())
+      continue;
+    asked.push_back(s);
+    pushes.push_back(row_push{
+      s, 0, st.opts.id, batch, st.clicks->ids(s),
+      std::make_shared<const std::vector<float>>(st.clicks->row_grads(s))});
+  }
+  auto moved = std::make_shared<std::vector<row_push>>(std::move(pushes));
+  ask_all<push_ack>(
+    asked.size(),
+    [=](size_t i) {
+      return self->request(
+        self->state.opts.shards[static_cast<size_t>(asked[i])],
+        timeout_of(self), push_atom_v, std::move((*moved)[i]));
+    },
+    [=](std::vector<push_ack>&) { applied(); },
+    [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
 /// Sends the steps settled since the last report to the chief.
 void flush_report(self_ptr self) {
   auto& st = self->state;
@@ -195,7 +265,15 @@ bool compute(self_ptr self) {
   int n = static_cast<int>(st.lease.samples.size());
   gather_batch(st.opts.data->train, st.lease.samples.data(), n,
                st.x.floats(), st.y.ints());
-  if (is_easgd(self)) {
+  if (is_click(self)) {
+    // The host backend (checked at start): the gradients land in place.
+    st.grads = free_gradient_buffer(self);
+    (void) st.replica->bind_grads(st.grads->data());
+    st.input_grad.resize(static_cast<size_t>(n) * st.clicks->input_size());
+    st.loss = st.replica->forward_backward(st.clicks->inputs(), st.y.ints(),
+                                           n, st.input_grad.data());
+    st.clicks->backward(st.input_grad.data());
+  } else if (is_easgd(self)) {
     st.loss = st.local->step(st.x.floats(), st.y.ints(), n);
   } else {
     st.grads = free_gradient_buffer(self);
@@ -223,6 +301,12 @@ void push_gradient(self_ptr self) {
   auto& st = self->state;
   auto applied = settle(self);
   auto batch = st.lease.batch;
+  if (is_click(self)) {
+    // Settled once the dense slices and the rows are all applied.
+    auto both = countdown(2, std::move(applied));
+    push_rows(self, batch, both);
+    applied = both;
+  }
   push_all(self, st.grads, batch, std::move(applied));
   auto& cluster = st.opts.cfg.cluster;
   if (cluster.consistency == cluster_config::mode::async && cluster.prefetch) {
@@ -321,10 +405,15 @@ void next_step(self_ptr self) {
           == cluster_config::mode::async
         && self->state.opts.cfg.cluster.prefetch)
       next_step(self);
-    if (compute(self))
-      push_gradient(self);
-    else
-      self->state.halted = true;
+    auto train = [=] {
+      if (compute(self))
+        push_gradient(self);
+      else
+        self->state.halted = true;
+    };
+    if (is_click(self))
+      return pull_rows(self, train);
+    train();
   };
   switch (self->state.opts.cfg.cluster.consistency) {
     case cluster_config::mode::easgd:
@@ -399,6 +488,19 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
     return {[](step_atom) {}, [](finish_atom) {}};
   }
   st.replica = std::move(*made);
+  if (cfg.model.type == model_config::kind::click) {
+    if (!st.backend->host_accessible() || !train.clicks) {
+      self->quit(make_error(
+        errc::invalid_config,
+        "worker " + std::to_string(st.opts.id) + ": a click model trains on "
+          + (train.clicks ? "the CPU backend, not " + st.backend->describe()
+                          : std::string{"click logs (data.format \"click\")"})));
+      return {[](step_atom) {}, [](finish_atom) {}};
+    }
+    st.clicks = std::make_unique<click_batch>(
+      cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,
+      static_cast<int32_t>(st.opts.shards.size()));
+  }
   const auto batch = static_cast<size_t>(cfg.training.batch_size);
   st.x = st.backend->allocate_host(batch * train.sample_size() * sizeof(float));
   st.y = st.backend->allocate_host(batch * sizeof(int32_t));

@@ -10,6 +10,12 @@
 // optimizer and every `tau` steps pulls the center, moves toward it and
 // pushes the elastic difference.
 //
+// A click model (model.type "click") also pulls the rows of its batch
+// from the shards that hold them once the lease is in (each distinct row
+// once, from its own shard only), trains the MLP on the pooled rows, and
+// pushes each shard the gradients of the rows it sent; a step is settled
+// when the dense and the row pushes are all applied.
+//
 // The worker ends normally when the feeder says done, or when told to finish
 // (its node leaves the run): then it starts no new step and ends once its
 // pushed steps are settled, leaving a prefetched lease unacked. Any failure (an error
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "actors/protocol.hpp"
+#include "models/click_batch.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config.hpp"
@@ -56,6 +63,10 @@ struct worker_state {
   std::unique_ptr<compute_backend> backend;
   std::unique_ptr<model> replica;
   std::unique_ptr<local_trainer> local; ///< easgd: local optimizer
+  /// click: the batch's rows, planned per shard, and the gradient of the
+  /// MLP's inputs, which flows back into them.
+  std::unique_ptr<click_batch> clicks;
+  std::vector<float> input_grad;
   // The leased batch, gathered into the backend's host memory (pinned on
   // a GPU: one DMA to the device).
   backend_buffer x;                     ///< batch inputs

@@ -36,63 +36,43 @@ click_model::click_model(const click_schema& schema,
                          const click_model_config& cfg,
                          std::unique_ptr<model> mlp)
   : schema_(schema), cfg_(cfg), mlp_(std::move(mlp)),
-    dense_opt_(cfg.dense, mlp_->layout().total()) {
+    dense_opt_(cfg.dense, mlp_->layout().total()),
+    batch_(schema.numeric, schema.categorical, cfg.dim, 1) {
   embedding_table_config t;
   t.name = "categorical";
   t.vocabulary = schema.vocabulary;
   t.dim = cfg.dim;
   t.seed = cfg.seed;
   table_ = std::make_unique<sparse_table>(t, cfg.sparse);
-  input_ = static_cast<size_t>(schema.numeric)
-           + static_cast<size_t>(schema.categorical)
-               * static_cast<size_t>(cfg.dim);
   auto host = mlp_->initial_params();
   mlp_->set_params(host.data());
 }
 
-void click_model::build_inputs(const click_data& d, const uint32_t* idx,
-                               int n) {
-  const auto dim = static_cast<size_t>(cfg_.dim);
-  const auto K = static_cast<size_t>(schema_.numeric);
-  const auto F = static_cast<size_t>(schema_.categorical);
-  plan_lookup(d, idx, n, scratch_, lookup_);
-  rows_.resize(lookup_.unique.size() * dim);
+void click_model::pull_rows(const click_data& d, const uint32_t* idx, int n) {
+  batch_.plan(d, d.numeric.data(), idx, n);
+  auto& ids = batch_.ids(0);
+  std::vector<float> rows(ids.size() * static_cast<size_t>(cfg_.dim));
   // Ids come from the reader, which hashed them below the vocabulary.
-  (void) table_->pull(lookup_.unique.data(), lookup_.unique.size(),
-                      rows_.data());
-  pooled_.resize(static_cast<size_t>(n) * F * dim);
-  pool_forward(lookup_, rows_.data(), cfg_.dim, pooled_.data());
-  x_.resize(static_cast<size_t>(n) * input_);
-  for (int s = 0; s < n; ++s) {
-    float* x = x_.data() + static_cast<size_t>(s) * input_;
-    std::copy_n(d.numeric.data() + static_cast<size_t>(idx[s]) * K, K, x);
-    std::copy_n(pooled_.data() + static_cast<size_t>(s) * F * dim, F * dim,
-                x + K);
-  }
+  (void) table_->pull(ids.data(), ids.size(), rows.data());
+  batch_.set_rows(0, rows.data());
 }
 
 double click_model::train_step(const click_data& d, const uint32_t* idx,
                                int n) {
-  const auto dim = static_cast<size_t>(cfg_.dim);
-  const auto K = static_cast<size_t>(schema_.numeric);
-  const auto F = static_cast<size_t>(schema_.categorical);
-  build_inputs(d, idx, n);
+  pull_rows(d, idx, n);
+  const float* x = batch_.inputs();
   labels_.resize(static_cast<size_t>(n));
   for (int s = 0; s < n; ++s)
     labels_[static_cast<size_t>(s)] = d.labels[idx[s]] > 0.5f ? 1 : 0;
-  input_grad_.resize(x_.size());
-  auto loss = mlp_->forward_backward(x_.data(), labels_.data(), n,
+  input_grad_.resize(static_cast<size_t>(n) * batch_.input_size());
+  auto loss = mlp_->forward_backward(x, labels_.data(), n,
                                      input_grad_.data());
   dense_opt_.apply(mlp_->params(), mlp_->grads(), steps_);
   // The pooled part of the input's gradient goes back to the rows.
-  pooled_grad_.resize(static_cast<size_t>(n) * F * dim);
-  for (int s = 0; s < n; ++s)
-    std::copy_n(input_grad_.data() + static_cast<size_t>(s) * input_ + K,
-                F * dim, pooled_grad_.data() + static_cast<size_t>(s) * F * dim);
-  row_grad_.resize(lookup_.unique.size() * dim);
-  pool_backward(lookup_, pooled_grad_.data(), cfg_.dim, row_grad_.data());
-  (void) table_->push(lookup_.unique.data(), lookup_.unique.size(),
-                      row_grad_.data());
+  batch_.backward(input_grad_.data());
+  auto grads = batch_.row_grads(0);
+  (void) table_->push(batch_.ids(0).data(), batch_.ids(0).size(),
+                      grads.data());
   ++steps_;
   return loss.loss_sum / n;
 }
@@ -110,9 +90,9 @@ click_scores click_model::evaluate(const click_data& d,
     idx.resize(static_cast<size_t>(n));
     for (int s = 0; s < n; ++s)
       idx[static_cast<size_t>(s)] = static_cast<uint32_t>(first + s);
-    build_inputs(d, idx.data(), n);
+    pull_rows(d, idx.data(), n);
     logits.resize(static_cast<size_t>(n) * 2);
-    mlp_->logits(x_.data(), n, logits.data());
+    mlp_->logits(batch_.inputs(), n, logits.data());
     for (int s = 0; s < n; ++s) {
       double l0 = logits[2 * static_cast<size_t>(s)];
       double l1 = logits[2 * static_cast<size_t>(s) + 1];

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "caf/expected.hpp"
-#include "models/embedding_bag.hpp"
+#include "models/click_batch.hpp"
 #include "models/model.hpp"
 #include "runtime/click_data.hpp"
 #include "runtime/optimizer.hpp"
@@ -64,8 +64,9 @@ public:
 private:
   click_model(const click_schema& schema, const click_model_config& cfg,
               std::unique_ptr<model> mlp);
-  /// x (n x input) from the batch's numeric fields and pooled rows.
-  void build_inputs(const click_data& d, const uint32_t* idx, int n);
+  /// Plans the batch and pulls its rows from the table: batch_.inputs()
+  /// is then ready.
+  void pull_rows(const click_data& d, const uint32_t* idx, int n);
 
   click_schema schema_;
   click_model_config cfg_;
@@ -73,12 +74,8 @@ private:
   std::unique_ptr<sparse_table> table_;
   optimizer dense_opt_;
   int64_t steps_ = 0;
-  size_t input_ = 0; ///< numeric + fields x dim
-  // Per-step scratch.
-  id_index scratch_;
-  bag_lookup lookup_;
-  std::vector<float> rows_, pooled_, x_, input_grad_, pooled_grad_,
-    row_grad_;
+  click_batch batch_; ///< one shard: the local table
+  std::vector<float> input_grad_;
   std::vector<int32_t> labels_;
 };
 

@@ -14,13 +14,22 @@ namespace {
 /// optimizer slot and per worker's gradient).
 constexpr long double max_params = 1 << 30;
 
+/// click: the MLP's inputs beyond the sample's numeric fields, one pooled
+/// row per categorical field.
+int pooled_inputs(const model_config& cfg) {
+  return cfg.type == model_config::kind::click
+           ? cfg.table_fields * cfg.table.dim
+           : 0;
+}
+
 /// The parameter count of `cfg` on samples of the given shape, or an
 /// error when it exceeds max_params: counted (in long double, which
 /// cannot overflow here) before any layer allocates.
 caf::error check_size(const model_config& cfg, int height, int width,
                       int channels, int classes) {
   long double params = 0, in = static_cast<long double>(height) * width
-                               * channels;
+                                   * channels
+                               + static_cast<long double>(pooled_inputs(cfg));
   if (cfg.type == model_config::kind::cnn) {
     long double c = channels, area = static_cast<long double>(height) * width;
     for (int out : cfg.conv_channels) {
@@ -56,7 +65,7 @@ make_model(const model_config& cfg, int height, int width, int channels,
     return err;
   param_layout layout;
   std::vector<std::unique_ptr<layer>> layers;
-  const int input = height * width * channels;
+  const int input = height * width * channels + pooled_inputs(cfg);
   std::string summary = to_string(cfg.type);
   auto add_dense_stack = [&](int in, const std::string& prefix) {
     std::string sizes = std::to_string(in);
@@ -74,6 +83,7 @@ make_model(const model_config& cfg, int height, int width, int channels,
   switch (cfg.type) {
     case model_config::kind::softmax:
     case model_config::kind::mlp:
+    case model_config::kind::click: // the dense part; rows are inputs
       summary += " " + add_dense_stack(input, "dense");
       if (!cfg.hidden.empty())
         summary += std::string{" "} + to_string(cfg.act);

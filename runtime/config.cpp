@@ -22,6 +22,33 @@ const char* to_string(model_config::kind k) {
     case model_config::kind::softmax: return "softmax";
     case model_config::kind::mlp: return "mlp";
     case model_config::kind::cnn: return "cnn";
+    case model_config::kind::click: return "click";
+  }
+  return "?";
+}
+
+std::vector<embedding_table_config> embedding_tables(const model_config& m) {
+  if (m.type != model_config::kind::click)
+    return {};
+  return {m.table};
+}
+
+std::vector<int> embedding_dims(const model_config& m) {
+  std::vector<int> out;
+  for (auto& t : embedding_tables(m))
+    out.push_back(t.dim);
+  return out;
+}
+
+const char* to_string(data_config::kind k) {
+  switch (k) {
+    case data_config::kind::idx: return "idx";
+    case data_config::kind::cifar10: return "cifar10";
+    case data_config::kind::npy: return "npy";
+    case data_config::kind::npz: return "npz";
+    case data_config::kind::csv: return "csv";
+    case data_config::kind::synthetic: return "synthetic";
+    case data_config::kind::click: return "click";
   }
   return "?";
 }
@@ -104,11 +131,14 @@ model_config read_model(object_reader r) {
   using mk = model_config::kind;
   using ik = model_config::init_kind;
   model_config m;
-  m.type = r.choice<mk>(
-    "type", mk::mlp, {{"softmax", mk::softmax}, {"mlp", mk::mlp}, {"cnn", mk::cnn}},
-    true);
-  m.hidden = r.int_list("hidden", m.type == mk::mlp ? std::vector<int>{256, 128}
-                                                     : std::vector<int>{},
+  m.type = r.choice<mk>("type", mk::mlp,
+                        {{"softmax", mk::softmax}, {"mlp", mk::mlp},
+                         {"cnn", mk::cnn}, {"click", mk::click}},
+                        true);
+  m.hidden = r.int_list("hidden",
+                        m.type == mk::mlp     ? std::vector<int>{256, 128}
+                        : m.type == mk::click ? std::vector<int>{64, 32}
+                                              : std::vector<int>{},
                         1, 1 << 16);
   if (m.type == mk::softmax && !m.hidden.empty())
     throw config_error{errc::invalid_config, r.at("hidden"),
@@ -133,6 +163,19 @@ model_config read_model(object_reader r) {
                            + std::to_string(m.kernel_size)};
   }
   m.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  if (m.type == mk::click) {
+    m.table.dim = 8;
+    if (auto* e = r.find("embedding")) {
+      object_reader er{*e, r.at("embedding")};
+      using rk = embedding_table_config::rows;
+      m.table.dim = static_cast<int>(er.integer("dim", 8, 1, 1024));
+      m.table.create = er.choice<rk>("rows", rk::on_touch,
+                                     {{"on_touch", rk::on_touch},
+                                      {"fixed", rk::fixed}});
+      m.table.init_scale = er.number("init_scale", 0.05, 0, 1e3);
+      er.finish();
+    }
+  }
   r.finish();
   return m;
 }
@@ -143,7 +186,8 @@ data_config read_data(object_reader r) {
   d.format = r.choice<dk>("format", dk::idx,
                           {{"idx", dk::idx}, {"cifar10", dk::cifar10},
                            {"synthetic", dk::synthetic}, {"npy", dk::npy},
-                           {"npz", dk::npz}, {"csv", dk::csv}},
+                           {"npz", dk::npz}, {"csv", dk::csv},
+                           {"click", dk::click}},
                           true);
   if (d.format == dk::idx || d.format == dk::npy || d.format == dk::npz
       || d.format == dk::csv)
@@ -176,6 +220,18 @@ data_config read_data(object_reader r) {
       if (d.label_column.empty() || has_control(d.label_column))
         throw config_error{errc::invalid_config, r.at("label_column"),
                            "expected a column name"};
+      break;
+    }
+    case dk::click: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.click_numeric = static_cast<int>(r.integer("numeric", 0, 0, 1024));
+      r.require("categorical"); // no default: it is the file's shape
+      d.click_categorical = static_cast<int>(
+        r.integer("categorical", 0, 1, 1024));
+      d.click_vocabulary = static_cast<uint64_t>(
+        r.integer("vocabulary", int64_t{1} << 24, 1, int64_t{1} << 40));
       break;
     }
     case dk::idx: {
@@ -285,6 +341,74 @@ optimizer_config read_optimizer(object_reader r) {
   return o;
 }
 
+sparse_optimizer_config read_sparse_optimizer(object_reader r) {
+  using sk = sparse_optimizer_config::kind;
+  sparse_optimizer_config o;
+  o.type = r.choice<sk>("type", sk::adagrad,
+                        {{"sgd", sk::sgd}, {"adagrad", sk::adagrad},
+                         {"adam", sk::adam}});
+  o.learning_rate = r.number("learning_rate",
+                             o.type == sk::adam ? 0.001 : 0.05, 0,
+                             std::numeric_limits<double>::max(), true);
+  if (o.type == sk::adagrad)
+    o.initial_accumulator = r.number("initial_accumulator", 0.1, 0, 1e6,
+                                     true);
+  if (o.type == sk::adam) {
+    o.beta1 = r.number("beta1", 0.9, 0, 1);
+    o.beta2 = r.number("beta2", 0.999, 0, 1);
+    o.epsilon = r.number("epsilon", 1e-8, 0, 1, true);
+  }
+  r.finish();
+  return o;
+}
+
+/// What a click model and click logs require of each other and of the
+/// rest of the run; called once every section is read.
+void check_click_run(run_config& cfg) {
+  bool model = cfg.model.type == model_config::kind::click;
+  bool data = cfg.data.format == data_config::kind::click;
+  if (model && !data)
+    throw config_error{errc::invalid_config, "/model/type",
+                       "a click model trains on click logs (data.format "
+                       "\"click\"), found data.format \""
+                         + std::string{to_string(cfg.data.format)} + "\""};
+  if (data && !model)
+    throw config_error{errc::invalid_config, "/data/format",
+                       "click logs train a click model (model.type "
+                       "\"click\"), found model.type \""
+                         + std::string{to_string(cfg.model.type)} + "\""};
+  if (!model)
+    return;
+  if (cfg.cluster.consistency == cluster_config::mode::easgd)
+    throw config_error{errc::invalid_config, "/cluster/consistency",
+                       "easgd is not supported for a model with embedding "
+                       "tables (model.type \"click\"): its workers would "
+                       "each train a private copy of the table; use async, "
+                       "sync or ssp"};
+  if (cfg.data.validation_split > 0)
+    throw config_error{errc::invalid_config, "/data/validation_split",
+                       "not supported for click logs yet: hold a "
+                       "validation file out as the test file"};
+  if (!cfg.training.checkpoint.dir.empty())
+    throw config_error{errc::invalid_config, "/training/checkpoint",
+                       "checkpoints do not hold embedding tables yet, so a "
+                       "click model cannot be checkpointed or resumed"};
+  auto& t = cfg.model.table;
+  t.name = "embedding";
+  t.vocabulary = cfg.data.click_vocabulary;
+  t.seed = cfg.model.seed;
+  cfg.model.table_fields = cfg.data.click_categorical;
+  // Every shard of a fixed table holds all of its rows (a row's slot is
+  // its id), so a fixed table is for small vocabularies.
+  if (t.create == embedding_table_config::rows::fixed
+      && t.vocabulary * static_cast<uint64_t>(t.dim) > (uint64_t{1} << 28))
+    throw config_error{errc::invalid_config, "/model/embedding/rows",
+                       "a fixed table of " + std::to_string(t.vocabulary)
+                         + " rows of " + std::to_string(t.dim)
+                         + " floats is over 2^28 floats per shard: use "
+                           "\"on_touch\""};
+}
+
 training_config read_training(object_reader r) {
   training_config t;
   t.batch_size = static_cast<int>(r.integer("batch_size", 128, 1, 1 << 20));
@@ -307,6 +431,9 @@ training_config read_training(object_reader r) {
   t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
   if (auto* o = r.find("optimizer"))
     t.optimizer = read_optimizer(object_reader{*o, r.at("optimizer")});
+  if (auto* o = r.find("sparse_optimizer"))
+    t.sparse_optimizer = read_sparse_optimizer(
+      object_reader{*o, r.at("sparse_optimizer")});
   if (auto* c = r.find("checkpoint")) {
     object_reader cr{*c, r.at("checkpoint")};
     t.checkpoint.dir = cr.string("dir", "");
@@ -391,6 +518,7 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     if (auto* c = r.find("cluster"))
       cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
     r.finish();
+    check_click_run(cfg);
     return cfg;
   } catch (const config_error& e) {
     return make_error(e.code, origin + ": " + printable(e.pointer) + ": "

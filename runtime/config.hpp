@@ -20,11 +20,16 @@
 #include "runtime/data_partition.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/optimizer.hpp"
+#include "runtime/sparse_config.hpp"
 
 namespace troupe {
 
 struct model_config {
-  enum class kind { softmax, mlp, cnn };
+  /// click: a click-through model (models/click_step.hpp): the categorical
+  /// fields of click logs looked up in one embedding table held by the
+  /// shards, mean-pooled per field, concatenated with the numeric fields
+  /// and fed to an MLP (`hidden`) with a two-way softmax.
+  enum class kind { softmax, mlp, cnn, click };
   enum class init_kind { normal, xavier, he };
   kind type = kind::mlp;
   /// Hidden dense layer sizes (mlp; for cnn the dense layers after the
@@ -38,13 +43,18 @@ struct model_config {
   std::vector<int> conv_channels{32, 64}; ///< cnn: output channels per block
   int kernel_size = 5;                    ///< cnn: odd, "same" padding
   uint64_t seed = 1;                      ///< initialisation seed
+  /// click: the embedding table ("embedding"; its vocabulary and seed come
+  /// from data.vocabulary and the model's seed) and the fields it pools
+  /// per sample (data.categorical), both set when the config is read.
+  embedding_table_config table;
+  int table_fields = 0;
 };
 
 /// The most classes a dataset may have (labels 0..65535).
 constexpr int max_classes = 1 << 16;
 
 struct data_config {
-  enum class kind { idx, cifar10, synthetic, npy, npz, csv };
+  enum class kind { idx, cifar10, synthetic, npy, npz, csv, click };
   kind format = kind::idx;
   // idx, npy: resolved paths (relative names are joined to "dir"); npy
   // keeps the features' files in the *_images fields, csv its two files
@@ -64,6 +74,11 @@ struct data_config {
   /// same in every process. See train_test::watched.
   double validation_split = 0;
   uint64_t validation_seed = 1;
+  /// click: tab-separated click logs (runtime/click_data.hpp), their two
+  /// paths in train_images and test_images: numeric and categorical
+  /// fields per line, and the ids a field's tokens are hashed into.
+  int click_numeric = 0, click_categorical = 0;
+  uint64_t click_vocabulary = uint64_t{1} << 24;
   // cifar10: resolved batch files.
   std::vector<std::string> train_files, test_files;
   // synthetic
@@ -117,6 +132,9 @@ struct training_config {
   int64_t log_every_steps = 100;
   int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
   optimizer_config optimizer;
+  /// The row-wise optimizer of embedding tables (model "click"), which the
+  /// shards apply to each pushed row; `optimizer` trains the dense part.
+  sparse_optimizer_config sparse_optimizer;
   checkpoint_config checkpoint;
 };
 
@@ -263,7 +281,15 @@ caf::expected<run_config> parse_run_config(const std::string& text,
 const char* to_string(cluster_config::mode m);
 
 /// "softmax", "mlp", "cnn".
+/// The embedding tables of a model, numbered as row requests name them:
+/// the table of a click model; none for the others.
+std::vector<embedding_table_config> embedding_tables(const model_config& m);
+
+/// Their row widths, in the same order.
+std::vector<int> embedding_dims(const model_config& m);
+
 const char* to_string(model_config::kind k);
+const char* to_string(data_config::kind k);
 
 /// Compute threads for each of `workers_here` workers in this process:
 /// `configured` when it is a count, and for "auto" (0) this machine's

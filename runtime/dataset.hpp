@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "caf/expected.hpp"
+#include "runtime/click_data.hpp"
 #include "runtime/config.hpp"
 
 namespace troupe {
@@ -25,6 +27,10 @@ struct dataset {
   int classes = 0;
   std::vector<float> images;  ///< count * sample_size()
   std::vector<int32_t> labels; ///< count
+  /// Click logs (data.format "click"): their categorical ids, while
+  /// images holds the numeric fields (1 x numeric x 1 per sample) and
+  /// labels the clicks (classes 2); null for every other format.
+  std::shared_ptr<const click_data> clicks;
 
   size_t sample_size() const {
     return static_cast<size_t>(height) * width * channels;
@@ -90,6 +96,10 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
 /// shuffle driven by (seed, epoch) alone, so any process computes the same
 /// order, independent of the C++ library's distributions.
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
+
+/// Click logs as a dataset (see dataset::clicks): the numeric fields move
+/// into images, the labels become 0 and 1, the ids stay in `clicks`.
+dataset click_dataset(click_data logs);
 
 /// Copies the samples named by idx[0..n) into x (n, sample_size) and y (n).
 void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,

@@ -91,6 +91,18 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
       out.test = std::move(*test);
       break;
     }
+    case data_config::kind::click: {
+      click_schema schema{cfg.click_numeric, cfg.click_categorical,
+                          cfg.click_vocabulary};
+      for (auto train : {true, false}) {
+        auto logs = load_click_log(train ? cfg.train_images : cfg.test_images,
+                                   schema);
+        if (!logs)
+          return logs.error();
+        (train ? out.train : out.test) = click_dataset(std::move(*logs));
+      }
+      break;
+    }
     case data_config::kind::synthetic:
       // Bounded by the config's reader; nothing to compare.
       // Same class centres (seed) for both sets, different samples.
@@ -126,6 +138,23 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
     out.validation = std::move(*held);
   }
   return out;
+}
+
+dataset click_dataset(click_data logs) {
+  dataset d;
+  d.source = logs.source;
+  d.count = logs.count;
+  d.height = 1;
+  d.width = logs.schema.numeric;
+  d.channels = 1;
+  d.classes = 2;
+  d.images = std::move(logs.numeric);
+  d.labels.reserve(logs.labels.size());
+  for (float y : logs.labels)
+    d.labels.push_back(y > 0.5f ? 1 : 0);
+  logs.numeric.clear();
+  d.clicks = std::make_shared<const click_data>(std::move(logs));
+  return d;
 }
 
 caf::expected<dataset> hold_out(dataset& train, double fraction,

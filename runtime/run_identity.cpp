@@ -30,24 +30,6 @@ std::string list(const std::vector<T>& v) {
   return out + "]";
 }
 
-const char* kind_name(data_config::kind k) {
-  switch (k) {
-    case data_config::kind::idx:
-      return "idx";
-    case data_config::kind::cifar10:
-      return "cifar10";
-    case data_config::kind::npy:
-      return "npy";
-    case data_config::kind::npz:
-      return "npz";
-    case data_config::kind::csv:
-      return "csv";
-    case data_config::kind::synthetic:
-      return "synthetic";
-  }
-  return "?";
-}
-
 } // namespace
 
 identity_map training_identity(const run_config& cfg) {
@@ -63,8 +45,15 @@ identity_map training_identity(const run_config& cfg) {
     m["/model/kernel_size"] = std::to_string(md.kernel_size);
   }
   m["/model/seed"] = std::to_string(md.seed);
+  if (md.type == model_config::kind::click) {
+    m["/model/embedding/dim"] = std::to_string(md.table.dim);
+    m["/model/embedding/rows"]
+      = md.table.create == embedding_table_config::rows::fixed ? "fixed"
+                                                              : "on_touch";
+    m["/model/embedding/init_scale"] = num(md.table.init_scale);
+  }
   auto& d = cfg.data;
-  m["/data/format"] = kind_name(d.format);
+  m["/data/format"] = to_string(d.format);
   if (d.format == data_config::kind::synthetic) {
     m["/data/train_samples"] = std::to_string(d.train_samples);
     m["/data/test_samples"] = std::to_string(d.test_samples);
@@ -98,6 +87,11 @@ identity_map training_identity(const run_config& cfg) {
       m["/data/classes"] = std::to_string(d.file_classes);
     if (d.format == data_config::kind::csv)
       m["/data/label_column"] = d.label_column;
+    if (d.format == data_config::kind::click) {
+      m["/data/numeric"] = std::to_string(d.click_numeric);
+      m["/data/categorical"] = std::to_string(d.click_categorical);
+      m["/data/vocabulary"] = std::to_string(d.click_vocabulary);
+    }
   }
   // Only when set, as data_partition below.
   if (d.validation_split > 0) {
@@ -110,6 +104,19 @@ identity_map training_identity(const run_config& cfg) {
   // Only when set: checkpoints of runs from before the key keep their digest.
   if (t.partition != data_partition::shared)
     m["/training/data_partition"] = to_string(t.partition);
+  if (md.type == model_config::kind::click) {
+    auto& so = t.sparse_optimizer;
+    m["/training/sparse_optimizer/type"] = to_string(so.type);
+    m["/training/sparse_optimizer/learning_rate"] = num(so.learning_rate);
+    if (so.type == sparse_optimizer_config::kind::adagrad)
+      m["/training/sparse_optimizer/initial_accumulator"]
+        = num(so.initial_accumulator);
+    if (so.type == sparse_optimizer_config::kind::adam) {
+      m["/training/sparse_optimizer/beta1"] = num(so.beta1);
+      m["/training/sparse_optimizer/beta2"] = num(so.beta2);
+      m["/training/sparse_optimizer/epsilon"] = num(so.epsilon);
+    }
+  }
   auto& o = t.optimizer;
   m["/training/optimizer/type"] = to_string(o.type);
   m["/training/optimizer/learning_rate"] = num(o.learning_rate);

@@ -152,6 +152,81 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
                .find("cfg.json: /data/classes: ") == 0);
 }
 
+BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
+  troupe::test::temp_dir dir;
+  for (auto* f : {"train.tsv", "test.tsv"})
+    troupe::test::write_file(dir.file(f), "");
+  auto click_data = R"({ "format": "click", "dir": ")" + dir.path()
+                    + R"(", "train": "train.tsv", "test": "test.tsv",
+                         "numeric": 2, "categorical": 5,
+                         "vocabulary": 1000 })";
+  auto text = replace(
+    replace(synthetic_config, R"({ "type": "mlp", "hidden": [8] })",
+            R"({ "type": "click", "seed": 7,
+                 "embedding": { "dim": 4, "init_scale": 0.01 } })"),
+    R"({ "format": "synthetic", "width": 4, "classes": 3 })", click_data);
+  text = replace(text, R"("batch_size": 16,)",
+                 R"("batch_size": 16, "sparse_optimizer": { "type": "adam",
+                    "learning_rate": 0.002, "beta1": 0.8 },)");
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->model.type == model_config::kind::click));
+  BOOST_TEST(cfg->model.hidden == (std::vector<int>{64, 32}));
+  BOOST_TEST(cfg->model.table.dim == 4);
+  BOOST_TEST(cfg->model.table.init_scale == 0.01);
+  // The table takes its size from the data and its seed from the model.
+  BOOST_TEST(cfg->model.table.vocabulary == 1000u);
+  BOOST_TEST(cfg->model.table.seed == 7u);
+  BOOST_TEST(cfg->model.table_fields == 5);
+  BOOST_TEST(cfg->data.click_numeric == 2);
+  BOOST_TEST(cfg->data.train_images == dir.file("train.tsv"));
+  BOOST_TEST((cfg->training.sparse_optimizer.type
+              == sparse_optimizer_config::kind::adam));
+  BOOST_TEST(cfg->training.sparse_optimizer.learning_rate == 0.002);
+  BOOST_TEST(cfg->training.sparse_optimizer.beta1 == 0.8);
+  BOOST_TEST(embedding_dims(cfg->model) == (std::vector<int>{4}));
+  // What does not fit is named by its key.
+  BOOST_TEST(error_of(replace(synthetic_config,
+                              R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+                              click_data))
+             == "cfg.json: /data/format: click logs train a click model "
+                "(model.type \"click\"), found model.type \"mlp\"");
+  BOOST_TEST(error_of(replace(synthetic_config, R"("type": "mlp")",
+                              R"("type": "click")"))
+             == "cfg.json: /model/type: a click model trains on click logs "
+                "(data.format \"click\"), found data.format \"synthetic\"");
+  auto with_cluster = [&](const std::string& extra) {
+    return replace(text, "\"name\": \"t\",", "\"name\": \"t\", " + extra + ",");
+  };
+  BOOST_TEST(error_of(with_cluster(R"("cluster": { "mode": "easgd" })"))
+               .find("cfg.json: /cluster/consistency: easgd is not supported "
+                     "for a model with embedding tables")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("vocabulary": 1000)",
+                              R"("vocabulary": 1000, "validation_split": 0.1)"))
+               .find("cfg.json: /data/validation_split: not supported for "
+                     "click logs yet")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("batch_size": 16,)",
+                              R"("batch_size": 16, "checkpoint":
+                                 { "dir": "c" },)"))
+               .find("cfg.json: /training/checkpoint: checkpoints do not "
+                     "hold embedding tables yet")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("categorical": 5,)", ""))
+             == R"(cfg.json: /data/categorical: missing required key "categorical")");
+  BOOST_TEST(error_of(replace(replace(text, R"("vocabulary": 1000)",
+                                      R"("vocabulary": 100000000)"),
+                              R"("dim": 4,)", R"("dim": 4, "rows": "fixed",)"))
+               .find("cfg.json: /model/embedding/rows: a fixed table of "
+                     "100000000 rows")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("type": "adam",
+                    "learning_rate": 0.002)", R"("type": "rmsprop")"))
+               .find("cfg.json: /training/sparse_optimizer/type: ")
+             == 0);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
   auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
   BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0,
