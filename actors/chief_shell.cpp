@@ -129,6 +129,12 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
     v.refused = s->refused;
     v.pulled_bytes = s->pulled_bytes;
     v.pushed_bytes = s->pushed_bytes;
+    if (has_tables(self)) {
+      v.rows = s->rows;
+      v.row_bytes = s->row_bytes;
+      v.rows_pulled = s->rows_pulled;
+      v.rows_pushed = s->rows_pushed;
+    }
     if (st.opts.cfg.cluster.consistency == cluster_config::mode::ssp) {
       v.ssp_pulls = s->ssp_pulls;
       v.ssp_max_lead = s->ssp_max_lead;

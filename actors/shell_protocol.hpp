@@ -105,6 +105,8 @@ struct shard_view {
   int64_t version = 0, accepted = 0, stale = 0, refused = 0;
   int64_t ssp_pulls = -1, ssp_max_lead = -1; ///< -1: not an ssp run
   int64_t pulled_bytes = 0, pushed_bytes = 0; ///< see shard_stats
+  /// Embedding tables (see shard_stats); rows -1: the model has none.
+  int64_t rows = -1, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
 };
 
 struct feeder_view {
@@ -156,7 +158,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
   return f(caf::meta::type_name("shard_view"), x.id, x.node, x.state, x.begin,
            x.end, x.answered, x.version, x.accepted, x.stale, x.refused,
-           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes);
+           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes,
+           x.rows, x.row_bytes, x.rows_pulled, x.rows_pushed);
 }
 
 template <class Inspector>

@@ -1,5 +1,6 @@
 #include "apps/prometheus_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace troupe {
@@ -162,14 +163,15 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
     for (auto& w : v.workers)
       f.sample(int64_t{w.restarts}, worker_labels(w));
   }
-  // One sample per shard that answered: its counter `value`.
-  auto per_shard = [&](const char* name, const char* help, auto value) {
-    family f(out, name, "counter", help);
+  // One sample per shard that answered: its `value` (-1: none to give).
+  auto per_shard = [&](const char* name, const char* type, const char* help,
+                       auto value) {
+    family f(out, name, type, help);
     for (auto& s : v.shards)
-      if (s.answered)
+      if (s.answered && value(s) >= 0)
         f.sample(value(s), shard_labels(s));
   };
-  per_shard("troupe_shard_updates_total",
+  per_shard("troupe_shard_updates_total", "counter",
             "A shard's version: updates applied (rate() is its update rate).",
             [](const shard_view& s) { return s.version; });
   {
@@ -182,12 +184,29 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
         f.sample(s.refused, shard_labels(s) + ",outcome=\"refused\"");
       }
   }
-  per_shard("troupe_shard_pulled_bytes_total",
+  per_shard("troupe_shard_pulled_bytes_total", "counter",
             "Parameter bytes a shard sent to pulls (workers' and the chief's).",
             [](const shard_view& s) { return s.pulled_bytes; });
-  per_shard("troupe_shard_pushed_bytes_total",
+  per_shard("troupe_shard_pushed_bytes_total", "counter",
             "Gradient bytes pushed to a shard.",
             [](const shard_view& s) { return s.pushed_bytes; });
+  // Embedding tables: only when the model has them (rows -1 otherwise).
+  if (std::any_of(v.shards.begin(), v.shards.end(),
+                  [](const shard_view& s) { return s.rows >= 0; })) {
+    per_shard("troupe_shard_rows", "gauge",
+              "Embedding-table rows a shard holds.",
+              [](const shard_view& s) { return s.rows; });
+    per_shard("troupe_shard_row_memory_bytes", "gauge",
+              "Bytes of a shard's table rows: values, optimizer state, "
+              "index.",
+              [](const shard_view& s) { return s.row_bytes; });
+    per_shard("troupe_shard_rows_pulled_total", "counter",
+              "Table rows a shard sent to pulls.",
+              [](const shard_view& s) { return s.rows_pulled; });
+    per_shard("troupe_shard_rows_pushed_total", "counter",
+              "Table row gradients pushed to a shard.",
+              [](const shard_view& s) { return s.rows_pushed; });
+  }
   // One sample per node whose process answered (-1: it did not).
   auto per_node = [&](const char* name, const char* type, const char* help,
                       auto value) {

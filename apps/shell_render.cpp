@@ -248,6 +248,12 @@ json shard_json(const shard_view& s) {
       j["ssp_pulls"] = s.ssp_pulls;
       j["ssp_max_lead"] = s.ssp_max_lead;
     }
+    if (s.rows >= 0) {
+      j["rows"] = s.rows;
+      j["row_bytes"] = s.row_bytes;
+      j["rows_pulled"] = s.rows_pulled;
+      j["rows_pushed"] = s.rows_pushed;
+    }
   }
   return j;
 }

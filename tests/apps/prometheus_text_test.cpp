@@ -44,6 +44,31 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
   BOOST_TEST(text.find("-1") == std::string::npos, text);
 }
 
+BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
+  cluster_view v;
+  shard_view s;
+  s.id = 1;
+  s.node = "ps0";
+  s.answered = true;
+  v.shards = {s};
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("troupe_shard_rows") == std::string::npos, text);
+  v.shards[0].rows = 1500;
+  v.shards[0].row_bytes = 98304;
+  v.shards[0].rows_pulled = 7000;
+  v.shards[0].rows_pushed = 6000;
+  text = troupe::prometheus_text(v, process_usage{});
+  for (auto* line : {"troupe_shard_rows{shard=\"1\",node=\"ps0\"} 1500\n",
+                     "troupe_shard_row_memory_bytes{shard=\"1\",node=\"ps0\"} "
+                     "98304\n",
+                     "troupe_shard_rows_pulled_total{shard=\"1\",node=\"ps0\"} "
+                     "7000\n",
+                     "troupe_shard_rows_pushed_total{shard=\"1\",node=\"ps0\"} "
+                     "6000\n",
+                     "# TYPE troupe_shard_rows gauge\n"})
+    BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
+}
+
 BOOST_AUTO_TEST_CASE(label_values_are_escaped) {
   BOOST_TEST(prometheus_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
   cluster_view v;

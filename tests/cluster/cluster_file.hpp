@@ -42,6 +42,10 @@ struct cluster_spec {
   /// cluster.pem, and run_shell and joiners client.pem.
   std::string tls_dir;
   int64_t handshake_timeout_ms = 5000;
+  /// Non-empty: a click model trains on the click logs train.tsv and
+  /// test.tsv of this folder (2 numeric, 4 categorical fields; see
+  /// make_click_logs) instead of the MLP on Fashion-MNIST.
+  std::string click_dir;
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -93,10 +97,21 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
   if (spec.checkpoint_every > 0)
     training["checkpoint"] = {{"dir", dir.file("ckpt")},
                               {"every_steps", spec.checkpoint_every}};
+  json model{{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}};
+  json data{{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}};
+  if (!spec.click_dir.empty()) {
+    model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
+             {"embedding", {{"dim", 8}}}};
+    data = {{"format", "click"}, {"dir", spec.click_dir},
+            {"train", "train.tsv"}, {"test", "test.tsv"},
+            {"numeric", 2}, {"categorical", 4}, {"vocabulary", 1 << 22}};
+    training["batch_size"] = 256;
+    training["sparse_optimizer"] = {{"type", "adagrad"},
+                                    {"learning_rate", 0.05}};
+  }
   json cfg{{"name", "multi-process-test"},
-           {"model", {{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}}},
-           {"data",
-            {{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}}},
+           {"model", model},
+           {"data", data},
            {"training", training},
            {"cluster",
             {{"mode", spec.mode},

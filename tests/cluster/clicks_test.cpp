@@ -1,0 +1,159 @@
+// A click model whose embedding table lives on the shards, trained by
+// real troupe-node processes on 127.0.0.1: the table spread over three
+// shards on two shard nodes, workers on nodes of their own that pull and
+// push rows over the data plane, the chief carrying control only; the
+// model comes close to the planted model the logs were drawn from. Also
+// sync and ssp in one process, and the table in the shard views.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "cluster_file.hpp"
+#include "runtime/click_data.hpp"
+#include "test_util.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+/// Click logs of 2 numeric and 4 categorical fields (200 Zipf values
+/// each) in <dir>/<folder>; returns the planted model's scores.
+troupe::planted_scores make_click_logs(const temp_dir& dir,
+                                       const std::string& folder,
+                                       int64_t train, int64_t test) {
+  troupe::click_generator_config gen;
+  gen.schema = {2, 4, uint64_t{1} << 22};
+  gen.train = train;
+  gen.test = test;
+  gen.values_per_field = 200;
+  gen.seed = 3;
+  std::string out = dir.file(folder);
+  std::system(("mkdir -p " + out).c_str());
+  auto planted = troupe::generate_click_logs(gen, out + "/train.tsv",
+                                             out + "/test.tsv");
+  BOOST_REQUIRE_MESSAGE(planted, why(planted));
+  return *planted;
+}
+
+/// The number after `key` in the last line of `out` that has it; -1 when
+/// none does.
+double last_value(const std::string& out, const std::string& key) {
+  auto at = out.rfind(key);
+  if (at == std::string::npos)
+    return -1;
+  std::istringstream in{out.substr(at + key.size(), 32)};
+  double x = -1;
+  in >> x;
+  return x;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(clicks)
+
+BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
+  temp_dir dir;
+  auto planted = make_click_logs(dir, "logs", 1000000, 20000);
+  cluster_spec spec;
+  spec.click_dir = dir.file("logs");
+  spec.epochs = 4;
+  spec.nodes = {{"chief"}, {"ps0", 2}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
+                        cluster_outputs(*chief, members));
+  // members: ps0, ps1, w0, w1. Every worker node reaches every shard node
+  // on its own connection.
+  for (size_t w : {2, 3})
+    for (size_t s : {0, 1})
+      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
+                             data_port_of(*members[s])),
+                 spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
+  // The chief's sockets against the workers' over 500 steps: rows and
+  // dense parameters go between workers and shards.
+  auto chief_before = tcp_bytes(chief->pid());
+  auto worker_before = tcp_bytes(members[2]->pid())
+                       + tcp_bytes(members[3]->pid());
+  auto from = last_step(chief->out());
+  BOOST_REQUIRE(chief->wait_for_step(from + 500, 120));
+  auto chief_bytes = tcp_bytes(chief->pid()) - chief_before;
+  auto worker_bytes = tcp_bytes(members[2]->pid())
+                      + tcp_bytes(members[3]->pid()) - worker_before;
+  BOOST_TEST_MESSAGE("workers' sockets " << worker_bytes / 1e6
+                     << " MB, the chief's " << chief_bytes / 1e6 << " MB");
+  BOOST_TEST(worker_bytes > 0);
+  BOOST_TEST(chief_bytes < worker_bytes / 20);
+  // The shard view shows each shard's part of the table.
+  auto [code, shards] = run_shell(dir, spec, "shards");
+  BOOST_TEST(code == 0, shards);
+  BOOST_TEST(count_of(shards, "\"rows\"") == 3u, shards);
+  BOOST_REQUIRE_MESSAGE(chief->wait(300) == 0, chief->err() + chief->out());
+  for (auto& m : members)
+    BOOST_TEST(m->wait(20) == 0, m->err());
+  auto out = chief->out();
+  BOOST_TEST(epoch_samples(out)
+               == (std::vector<long>{1000000, 1000000, 1000000, 1000000}),
+             out);
+  auto loss = last_value(out, "test loss = ");
+  auto auc = last_value(out, "test AUC = ");
+  BOOST_TEST_MESSAGE("test log-loss " << loss << " (planted "
+                     << planted.test_log_loss << "), AUC " << auc
+                     << " (planted " << planted.test_auc << ")");
+  // Four epochs, not the README's six (within 2% and 0.01 there), and a
+  // test set of 20k, whose AUC varies by a few thousandths.
+  BOOST_TEST(loss > 0);
+  BOOST_TEST(loss < 1.025 * planted.test_log_loss, out);
+  BOOST_TEST(auc > planted.test_auc - 0.015, out);
+}
+
+BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {
+  temp_dir dir;
+  auto planted = make_click_logs(dir, "logs", 100000, 10000);
+  for (std::string mode : {"sync", "ssp"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      cluster_spec spec;
+      spec.click_dir = dir.file("logs");
+      spec.mode = mode;
+      spec.epochs = 2;
+      spec.nodes = {{"chief"}, {"w0", 0, 2}};
+      auto cluster = write_cluster(dir, spec);
+      auto cfg = write_embedded(dir, cluster, 3, 2);
+      process run{dir, "embedded-" + mode, "troupe-node", {"--config", cfg}};
+      BOOST_REQUIRE_MESSAGE(run.wait(300) == 0, run.err() + run.out());
+      auto out = run.out();
+      BOOST_TEST(epoch_samples(out) == (std::vector<long>{100000, 100000}),
+                 out);
+      // The click rate alone scores its entropy; a trained table beats it
+      // by far.
+      double q = planted.test_click_rate;
+      double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
+      auto loss = last_value(out, "test loss = ");
+      auto auc = last_value(out, "test AUC = ");
+      BOOST_TEST_MESSAGE(mode << ": test log-loss " << loss << ", AUC " << auc
+                              << "; click-rate entropy " << entropy);
+      BOOST_TEST(loss > 0);
+      BOOST_TEST(loss < entropy - 0.02, out);
+      BOOST_TEST(auc > 0.7, out);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
+  temp_dir dir;
+  make_click_logs(dir, "logs", 100, 100);
+  cluster_spec spec;
+  spec.click_dir = dir.file("logs");
+  spec.mode = "easgd";
+  spec.nodes = {{"chief"}, {"w0", 0, 1}};
+  auto cluster = write_cluster(dir, spec);
+  process run{dir, "easgd", "troupe-node",
+              {"--config", write_embedded(dir, cluster, 1, 1)}};
+  BOOST_TEST(run.wait(60) == 2, run.err());
+  BOOST_TEST(has(run.err(), "/cluster/consistency: easgd is not supported "
+                            "for a model with embedding tables"),
+             run.err());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
