@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/errc.hpp"
+#include "runtime/file_io.hpp"
 #include "runtime/json_text.hpp"
 
 namespace troupe {
@@ -37,59 +38,7 @@ constexpr uint64_t max_header_bytes = 16 << 20;
 constexpr size_t max_tensors = 4096;
 
 using json = nlohmann::json;
-
-caf::error io_error(const std::string& path, const std::string& what) {
-  return make_error(errc::io_error,
-                    path + ": " + what + ": " + std::strerror(errno));
-}
-
-/// `what` may quote names and values of the file (a tensor's key, the
-/// step): escaped, so the error stays one line.
-caf::error format_error(const std::string& path, const std::string& what) {
-  return make_error(errc::bad_format, path + ": " + printable(what));
-}
-
-class fd_guard {
-public:
-  explicit fd_guard(int fd) : fd_(fd) {}
-  ~fd_guard() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  fd_guard(const fd_guard&) = delete;
-  fd_guard& operator=(const fd_guard&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
-private:
-  int fd_;
-};
-
-bool write_all(int fd, const void* data, size_t n) {
-  auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-std::string parent_dir(const std::string& path) {
-  auto pos = path.find_last_of('/');
-  if (pos == std::string::npos)
-    return ".";
-  return pos == 0 ? "/" : path.substr(0, pos);
-}
+using namespace file_io;
 
 } // namespace
 

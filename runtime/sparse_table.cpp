@@ -76,18 +76,48 @@ void sparse_table::make_row(size_t slot, uint64_t id) {
     for (auto& s : state_)
       s.push_back(fresh());
   }
-  // The values depend on (seed, id) only.
-  splitmix64 rng{mix64(table_.seed * 0x9e3779b97f4a7c15ull ^ mix64(id))};
-  float* v = at(values_, slot);
-  const double scale = table_.init_scale;
-  for (size_t j = 0; j < dim; ++j)
-    v[j] = static_cast<float>((rng.uniform01() * 2 - 1) * scale);
+  initial_row(id, at(values_, slot));
   if (opt_.type == sparse_optimizer_config::kind::adagrad) {
     float* acc = at(state_[0], slot);
     for (size_t j = 0; j < dim; ++j)
       acc[j] = static_cast<float>(opt_.initial_accumulator);
   }
   rows_ = std::max(rows_, slot + 1);
+}
+
+void sparse_table::initial_row(uint64_t id, float* out) const {
+  // The values depend on (seed, id) only.
+  splitmix64 rng{mix64(table_.seed * 0x9e3779b97f4a7c15ull ^ mix64(id))};
+  const double scale = table_.init_scale;
+  for (int j = 0; j < table_.dim; ++j)
+    out[j] = static_cast<float>((rng.uniform01() * 2 - 1) * scale);
+}
+
+caf::error sparse_table::peek(const uint64_t* ids, size_t n,
+                              float* out) const {
+  if (auto err = check(ids, n))
+    return err;
+  const auto dim = static_cast<size_t>(table_.dim);
+  for (size_t i = 0; i < n; ++i) {
+    if (const float* r = row(ids[i]))
+      std::memcpy(out + i * dim, r, dim * sizeof(float));
+    else
+      initial_row(ids[i], out + i * dim);
+  }
+  return caf::none;
+}
+
+void sparse_table::copy_rows(size_t first, size_t n, uint64_t* ids,
+                             float* values, float* const* slots) const {
+  const auto dim = static_cast<size_t>(table_.dim);
+  const auto bytes = dim * sizeof(float);
+  for (size_t k = 0; k < n && first + k < rows_; ++k) {
+    auto s = first + k;
+    ids[k] = ids_of_slot(s);
+    std::memcpy(values + k * dim, at(values_, s), bytes);
+    for (size_t j = 0; j < state_.size(); ++j)
+      std::memcpy(slots[j] + k * dim, at(state_[j], s), bytes);
+  }
 }
 
 size_t sparse_table::slot_of(uint64_t id) {

@@ -53,6 +53,17 @@ public:
   /// made first. Refuses as pull does.
   caf::error push(const uint64_t* ids, size_t n, const float* grads);
 
+  /// Copies rows ids[0..n) into out as pull does, but makes no row: an
+  /// absent row reads as it would be made. What an evaluation reads (it
+  /// must not grow the table); not counted as pulled.
+  caf::error peek(const uint64_t* ids, size_t n, float* out) const;
+
+  /// Rows [first, first + n) in slot order (for_each_row's): their ids,
+  /// and their values and each optimizer slot (n x dim floats each), for
+  /// a checkpoint's pieces. Rows past rows() are left as they are.
+  void copy_rows(size_t first, size_t n, uint64_t* ids, float* values,
+                 float* const* slots) const;
+
   /// The row's values, or null when it does not exist.
   const float* row(uint64_t id) const;
 
@@ -109,6 +120,8 @@ private:
   /// The slot of `id`, making the row when absent.
   size_t slot_of(uint64_t id);
   void make_row(size_t slot, uint64_t id);
+  /// A new row's values, drawn from (seed, id).
+  void initial_row(uint64_t id, float* out) const;
   void apply(size_t slot, const float* g, float alpha_adam);
 
   embedding_table_config table_;

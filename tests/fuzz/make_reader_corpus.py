@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Writes the seed corpora of the file readers' fuzz targets (corpus/config,
-# cluster_file, idx, cifar, safetensors, npy, npz, csv, click_log): a few
+# cluster_file, idx, cifar, safetensors, npy, npz, csv, click_log,
+# table_file): a few
 # valid files and the inputs that once crashed, hung or over-allocated a
 # reader. Run by hand when a format changes; files it does not write
 # (regress_*:
@@ -546,6 +547,53 @@ click_log_seeds = {
     "empty": "",
 }
 
+# -- table_file: an embedding table's checkpoint (runtime/table_file.hpp) --
+
+
+def table_file(parts, dim=2, slots=("accumulator",), vocab=100, fill=0.5,
+               pushes=None, extra_meta=None, shift=0):
+    """parts: a list of id lists, one per part (one piece each)."""
+    header = {"__metadata__": {
+        "format": "troupe-tables", "version": "1", "table": "embedding",
+        "dim": str(dim), "vocabulary": str(vocab), "optimizer": "adagrad",
+        "slots": ",".join(slots),
+        "parts": ",".join(str(len(p)) for p in parts),
+        "pushes": ",".join(str(x) for x in (pushes or [3] * len(parts)))}}
+    header["__metadata__"].update(extra_meta or {})
+    data = b""
+    for p, ids in enumerate(parts):
+        if not ids:
+            continue
+        n = len(ids)
+        prefix = "embedding/p%d/k0/" % p
+        header[prefix + "ids"] = {"dtype": "U64", "shape": [n],
+                                  "data_offsets": [len(data) + shift,
+                                                   len(data) + 8 * n + shift]}
+        data += struct.pack("<%dQ" % n, *ids)
+        for name in ("values",) + tuple(slots):
+            header[prefix + name] = {
+                "dtype": "F32", "shape": [n, dim],
+                "data_offsets": [len(data), len(data) + 4 * n * dim]}
+            data += struct.pack("<%df" % (n * dim), *([fill] * (n * dim)))
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+table_file_seeds = {
+    "valid_two_parts": table_file([[1, 7, 42], [5]]),
+    "valid_adam": table_file([[3, 4]], slots=("m", "v"), dim=3),
+    "valid_empty_part": table_file([[], [9]]),
+    "id_outside_vocabulary": table_file([[1, 100]]),
+    "not_finite": table_file([[1]], fill=float("inf")),
+    "moved_offsets": table_file([[1, 2]], shift=8),
+    "more_rows_than_file": table_file([[1]], extra_meta={"parts": "9999999"}),
+    "bad_slot": table_file([[1]], slots=("momentum",)),
+    "bad_version": table_file([[1]], extra_meta={"version": "2"}),
+    "truncated": table_file([[1, 2, 3]])[:-5],
+    "empty": b"",
+}
+
 write("config", config)
 write("cluster_file", cluster)
 write("idx", idx_seeds)
@@ -555,3 +603,4 @@ write("npy", npy_seeds)
 write("npz", npz_seeds)
 write("csv", csv_seeds)
 write("click_log", click_log_seeds)
+write("table_file", table_file_seeds)

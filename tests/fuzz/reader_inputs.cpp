@@ -13,6 +13,7 @@
 #include "runtime/batch_plan.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/click_data.hpp"
+#include "runtime/table_file.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/errc.hpp"
@@ -364,6 +365,40 @@ outcome read_click_log(const uint8_t* data, size_t size) {
   return o;
 }
 
+outcome read_table_file(const uint8_t* data, size_t size) {
+  auto path = scratch::get().file("ckpt-1.tables.safetensors");
+  write_file(path, data, size, false);
+  outcome o;
+  o.names = path;
+  auto r = table_file_reader::open(path);
+  if (!r) {
+    o.errors.push_back(describe(r.error()));
+    return o;
+  }
+  auto& info = (*r)->info();
+  const auto dim = static_cast<size_t>(info.dim);
+  table_piece piece;
+  for (;;) {
+    auto more = (*r)->next(piece);
+    if (!more) {
+      o.errors.push_back(describe(more.error()));
+      return o;
+    }
+    if (!*more)
+      break;
+    if (piece.part >= info.part_rows.size()
+        || piece.values.size() != piece.ids.size() * dim
+        || piece.slots.size() != info.slots.size())
+      o.broken = "tables file: a piece out of step with its header";
+    else if (std::any_of(piece.ids.begin(), piece.ids.end(),
+                         [&](uint64_t id) { return id >= info.vocabulary; }))
+      o.broken = "tables file: an id outside the vocabulary";
+    if (!o.broken.empty())
+      return o;
+  }
+  return o;
+}
+
 outcome read_feeder_plan(const uint8_t* data, size_t size) {
   outcome o;
   o.names = "feeder plan";
@@ -485,6 +520,7 @@ const std::vector<reader>& readers() {
     {"csv", read_csv},
     {"feeder_plan", read_feeder_plan},
     {"click_log", read_click_log},
+    {"table_file", read_table_file},
   };
   return all;
 }

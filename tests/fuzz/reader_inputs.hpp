@@ -57,6 +57,10 @@ outcome read_csv(const uint8_t* data, size_t size);
 /// categorical fields (load_click_log).
 outcome read_click_log(const uint8_t* data, size_t size);
 
+/// The whole input is an embedding table's checkpoint file, read piece by
+/// piece (table_file_reader).
+outcome read_table_file(const uint8_t* data, size_t size);
+
 /// Byte 0: bit 0 picks sharded (else replicated); the rest is the text a
 /// checkpoint's "feeder_plan" holds (batch_plan::restore of a plan of 97
 /// samples, batch 10, 4 epochs; the step is the text's own count). A plan

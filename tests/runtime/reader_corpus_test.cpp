@@ -119,6 +119,10 @@ BOOST_AUTO_TEST_CASE(click_logs) {
   replay_both("click_log");
 }
 
+BOOST_AUTO_TEST_CASE(table_files) {
+  replay_both("table_file");
+}
+
 BOOST_AUTO_TEST_CASE(feeder_plans) {
   replay_both("feeder_plan");
 }

@@ -1,0 +1,70 @@
+// What the writers and readers of checkpoint files share: an owned file
+// descriptor, a write that finishes or fails, and errors that name the
+// file. Inline, for runtime/checkpoint.cpp and runtime/table_file.cpp.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <unistd.h>
+
+#include "runtime/errc.hpp"
+#include "runtime/json_text.hpp"
+
+namespace troupe::file_io {
+
+inline caf::error io_error(const std::string& path, const std::string& what) {
+  return make_error(errc::io_error,
+                    path + ": " + what + ": " + std::strerror(errno));
+}
+
+/// `what` may quote names and values of the file (a tensor's key, the
+/// step): escaped, so the error stays one line.
+inline caf::error format_error(const std::string& path, const std::string& what) {
+  return make_error(errc::bad_format, path + ": " + printable(what));
+}
+
+class fd_guard {
+public:
+  explicit fd_guard(int fd) : fd_(fd) {}
+  ~fd_guard() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  fd_guard(const fd_guard&) = delete;
+  fd_guard& operator=(const fd_guard&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+private:
+  int fd_;
+};
+
+inline bool write_all(int fd, const void* data, size_t n) {
+  auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+inline std::string parent_dir(const std::string& path) {
+  auto pos = path.find_last_of('/');
+  if (pos == std::string::npos)
+    return ".";
+  return pos == 0 ? "/" : path.substr(0, pos);
+}
+
+} // namespace troupe::file_io

@@ -1,0 +1,106 @@
+// An embedding table in a checkpoint: a safetensors file of its own beside
+// the dense checkpoint (ckpt-N.tables.safetensors beside ckpt-N.safetensors),
+// written and read piece by piece, so that neither the writer nor the
+// reader ever holds the table in one buffer (a 50M-row table is gigabytes).
+//
+// The rows are kept in parts (a part is one shard's rows when written;
+// they are placed again by id when read, so a run may resume on another
+// number of shards) and pieces of at most table_piece_rows rows. Tensors,
+// in this order in the file, piece after piece:
+//   "<table>/p<P>/k<K>/ids"     U64 [n]
+//   "<table>/p<P>/k<K>/values"  F32 [n, dim]
+//   "<table>/p<P>/k<K>/<slot>"  F32 [n, dim], for each optimizer slot
+// __metadata__ (strings): format "troupe-tables", version "1", table, dim,
+// vocabulary, optimizer, slots (comma-separated), parts (rows per part,
+// comma-separated) and pushes (per part, comma-separated: what Adam's bias
+// correction counts).
+//
+// A reader accepts exactly the header a writer of the same metadata writes,
+// and refuses anything else naming the file and what differs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+
+namespace troupe {
+
+/// Rows per piece: 4 MB of values at dim 16.
+constexpr uint64_t table_piece_rows = 65536;
+
+struct table_file_info {
+  std::string table;
+  int dim = 0;
+  uint64_t vocabulary = 0;
+  std::string optimizer;          ///< "sgd", "adagrad", "adam"
+  std::vector<std::string> slots; ///< the optimizer's, in order
+  std::vector<uint64_t> part_rows;
+  std::vector<int64_t> part_pushes;
+};
+
+/// One piece of rows: ids, values and each slot (rows x dim floats each).
+struct table_piece {
+  size_t part = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  std::vector<std::vector<float>> slots;
+};
+
+/// The tables file that belongs to the checkpoint at `checkpoint_path`.
+std::string tables_path_of(const std::string& checkpoint_path);
+
+class table_file_writer {
+public:
+  /// Starts `path` (a temporary file beside it until finish()) and writes
+  /// its header. errc::invalid_argument for metadata out of range,
+  /// errc::io_error naming the file.
+  static caf::expected<std::unique_ptr<table_file_writer>>
+  create(const std::string& path, table_file_info info);
+
+  /// Appends the next piece: part after part, each part's rows in pieces
+  /// of table_piece_rows (its last one shorter). errc::invalid_argument
+  /// for a piece the header did not announce; errc::io_error.
+  caf::error append(const table_piece& piece);
+
+  /// Makes the file durable and moves it into place; errc::invalid_argument
+  /// when pieces are missing.
+  caf::error finish();
+
+  /// An unfinished file is removed.
+  ~table_file_writer();
+
+  class impl;
+  explicit table_file_writer(std::unique_ptr<impl> p);
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+class table_file_reader {
+public:
+  /// Opens `path` and checks its header (errc::file_not_found,
+  /// errc::io_error, errc::bad_format naming the file and what is wrong).
+  static caf::expected<std::unique_ptr<table_file_reader>>
+  open(const std::string& path);
+
+  const table_file_info& info() const;
+
+  /// Reads the next piece into `out`; false after the last one. Errors
+  /// (errc::bad_format, errc::io_error) name the file and the tensor: a
+  /// short file, an id at or above the vocabulary, a value that is not
+  /// finite.
+  caf::expected<bool> next(table_piece& out);
+
+  ~table_file_reader();
+
+  class impl;
+  explicit table_file_reader(std::unique_ptr<impl> p);
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace troupe
