@@ -61,7 +61,8 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
       auto shard = static_cast<int32_t>(i);
       return self->request(self->state.shards[i], timeout_of(self),
                            pull_atom_v,
-                           row_request{shard, 0, -1, e->batch->ids(shard)});
+                           row_request{shard, 0, -1, e->batch->ids(shard),
+                                       true});
     },
     [=](std::vector<row_block>& blocks) {
       for (size_t i = 0; i < blocks.size(); ++i) {

@@ -357,6 +357,7 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
                                    + " per request)"));
       outgoing o;
       o.head.op = data_frame::row_pull;
+      o.head.flag = r.peek ? 1 : 0;
       o.head.table = static_cast<uint16_t>(r.table);
       o.head.worker = r.worker;
       o.head.count = r.ids.size();

@@ -49,7 +49,7 @@ struct data_frame {
     values = 3, ///< reply to pull; tag: version; count floats follow
     ack = 4,    ///< reply to push or row_push; tag: version; flag: stale
     error = 5,  ///< reply; flag: troupe errc (0: other); count bytes of text
-    row_pull = 6, ///< table; count row ids (uint64) follow
+    row_pull = 6, ///< table; flag: peek; count row ids (uint64) follow
     /// table; count row ids follow, then count x dim floats (the table's
     /// dim, which both ends know from the run)
     row_push = 7,

@@ -283,7 +283,8 @@ bool read_rows(session& s, const data_frame& f) {
   if (f.op == data_frame::row_pull) {
     // An unknown table costs nothing to answer: the shard names it.
     caf::anon_send(s.relay, pull_atom_v, f.id,
-                   row_request{f.shard, f.table, f.worker, std::move(ids)});
+                   row_request{f.shard, f.table, f.worker, std::move(ids),
+                               f.flag != 0});
     return true;
   }
   auto grads = pooled_floats(f.count * dim);

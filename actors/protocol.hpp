@@ -85,6 +85,9 @@ struct row_request {
   int32_t table = 0;
   int32_t worker = 0;
   std::vector<uint64_t> ids;
+  /// Make no row: an absent one is answered as it would be made (the
+  /// chief's evaluations, which must not grow the table).
+  bool peek = false;
 };
 
 /// The answer to a row_request: ids.size() x dim floats.
@@ -105,6 +108,22 @@ struct row_push {
   int64_t batch = -1;
   std::vector<uint64_t> ids;
   std::shared_ptr<const std::vector<float>> grads;
+};
+
+/// Rows of one table of one shard as a checkpoint holds them: their ids,
+/// values and optimizer slots (ids.size() x dim floats each), in the
+/// shard's own order. A snapshot answers rows [first, first + count) of
+/// that order, with `rows` (all the shard holds) and `pushes` (the
+/// table's, which Adam's bias correction counts); a restore takes them
+/// back (pushes -1: leave the count).
+struct row_chunk {
+  int32_t shard = 0;
+  int32_t table = 0;
+  uint64_t rows = 0;
+  int64_t pushes = -1;
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  std::vector<std::vector<float>> slots;
 };
 
 /// A shard's answer to a valid push.
@@ -273,20 +292,45 @@ inspect(Inspector& f, shard_state_msg& x) {
 }
 
 inline caf::error inspect(caf::serializer& f, row_request& x) {
-  if (auto err = f(x.shard, x.table, x.worker))
+  if (auto err = f(x.shard, x.table, x.worker, x.peek))
     return err;
   return detail::write_ids(f, x.ids);
 }
 inline caf::error inspect(caf::deserializer& f, row_request& x) {
-  if (auto err = f(x.shard, x.table, x.worker))
+  if (auto err = f(x.shard, x.table, x.worker, x.peek))
     return err;
   return detail::read_ids(f, x.ids);
+}
+
+inline caf::error inspect(caf::serializer& f, row_chunk& x) {
+  if (auto err = f(x.shard, x.table, x.rows, x.pushes))
+    return err;
+  if (auto err = detail::write_ids(f, x.ids))
+    return err;
+  if (auto err = detail::write_floats(f, x.values.data(), x.values.size()))
+    return err;
+  return detail::write_float_vectors(f, x.slots);
+}
+inline caf::error inspect(caf::deserializer& f, row_chunk& x) {
+  if (auto err = f(x.shard, x.table, x.rows, x.pushes))
+    return err;
+  if (auto err = detail::read_ids(f, x.ids))
+    return err;
+  if (auto err = detail::read_floats(f, x.values))
+    return err;
+  return detail::read_float_vectors(f, x.slots);
+}
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, row_chunk& x) {
+  return f(caf::meta::type_name("row_chunk"), x.shard, x.table, x.rows,
+           x.pushes, static_cast<uint64_t>(x.ids.size()));
 }
 template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, row_request& x) {
   return f(caf::meta::type_name("row_request"), x.shard, x.table, x.worker,
-           static_cast<uint64_t>(x.ids.size()));
+           static_cast<uint64_t>(x.ids.size()), x.peek);
 }
 
 inline caf::error inspect(caf::serializer& f, row_block& x) {
@@ -428,6 +472,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::row_request))
   CAF_ADD_TYPE_ID(troupe, (troupe::row_block))
   CAF_ADD_TYPE_ID(troupe, (troupe::row_push))
+  CAF_ADD_TYPE_ID(troupe, (troupe::row_chunk))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -481,8 +526,14 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<push_atom, row_push>::with<push_ack>,
   // The shard's full state, for checkpoints.
   caf::replies_to<snapshot_atom>::with<shard_state_msg>,
-  // Replaces the shard's state; replies with the version.
+  // Replaces the shard's state; replies with the version. Its tables
+  // start empty again: a restore's rows follow as row chunks.
   caf::replies_to<restore_atom, shard_state_msg>::with<int64_t>,
+  // Table T's rows [first, first + count) in the shard's order, for a
+  // checkpoint (count 0: its row and push counts alone), and rows put
+  // back from one; replies with the rows the table holds.
+  caf::replies_to<snapshot_atom, int32_t, uint64_t, uint64_t>::with<row_chunk>,
+  caf::replies_to<restore_atom, row_chunk>::with<uint64_t>,
   // Counters and (ssp) the widest clock lead it allowed.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // A chief takes the shard's run over: the old chief's workers are

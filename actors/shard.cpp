@@ -120,8 +120,11 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         return std::move(table.error());
       auto values = pooled_floats(r.ids.size()
                                   * static_cast<size_t>((*table)->dim()));
-      if (auto err = (*table)->pull(r.ids.data(), r.ids.size(),
-                                    values->data()))
+      auto err = r.peek ? (*table)->peek(r.ids.data(), r.ids.size(),
+                                         values->data())
+                        : (*table)->pull(r.ids.data(), r.ids.size(),
+                                         values->data());
+      if (err)
         return err;
       self->state.pulled_bytes
         += static_cast<int64_t>(values->size() * sizeof(float));
@@ -161,8 +164,63 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       if (auto err = self->state.block->restore(std::move(s.values), slots,
                                                 s.version))
         return err;
+      for (auto& t : self->state.tables) // the checkpoint's rows follow
+        t = std::make_unique<sparse_table>(t->table(), t->optimizer());
       serve_parked(self);
       return self->state.block->version();
+    },
+    [=](snapshot_atom, int32_t t, uint64_t first,
+        uint64_t count) -> caf::result<row_chunk> {
+      auto table = table_of(self, t);
+      if (!table)
+        return std::move(table.error());
+      auto& tb = **table;
+      row_chunk c;
+      c.shard = self->state.id;
+      c.table = t;
+      c.rows = tb.rows();
+      c.pushes = tb.pushes();
+      auto n = first < c.rows ? std::min<uint64_t>(count, c.rows - first) : 0;
+      const auto dim = static_cast<size_t>(tb.dim());
+      c.ids.resize(n);
+      c.values.resize(n * dim);
+      c.slots.assign(tb.slot_count(), std::vector<float>(n * dim));
+      std::vector<float*> slots;
+      for (auto& v : c.slots)
+        slots.push_back(v.data());
+      tb.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data());
+      return c;
+    },
+    [=](restore_atom, const row_chunk& c) -> caf::result<uint64_t> {
+      auto table = table_of(self, c.table);
+      if (!table)
+        return std::move(table.error());
+      auto& tb = **table;
+      const auto dim = static_cast<size_t>(tb.dim());
+      auto n = c.ids.size();
+      bool fits = c.values.size() == n * dim
+                  && c.slots.size() == tb.slot_count();
+      for (auto& v : c.slots)
+        fits = fits && v.size() == n * dim;
+      if (!fits)
+        return make_error(errc::wrong_size,
+                          "rows restored to shard "
+                            + std::to_string(self->state.id)
+                            + " do not fit table \"" + tb.table().name
+                            + "\" (" + std::to_string(dim) + " floats and "
+                            + std::to_string(tb.slot_count())
+                            + " optimizer slots per row)");
+      std::vector<const float*> slots(c.slots.size());
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t k = 0; k < slots.size(); ++k)
+          slots[k] = c.slots[k].data() + i * dim;
+        if (auto err = tb.restore_row(c.ids[i], c.values.data() + i * dim,
+                                      slots.data()))
+          return err;
+      }
+      if (c.pushes >= 0)
+        tb.set_pushes(c.pushes);
+      return static_cast<uint64_t>(tb.rows());
     },
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;

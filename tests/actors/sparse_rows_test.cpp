@@ -292,6 +292,80 @@ BOOST_AUTO_TEST_CASE(bad_row_requests_are_refused_and_change_nothing) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
+  sparse_optimizer_config adam;
+  adam.type = sparse_optimizer_config::kind::adam;
+  spread_table t{false, adam};
+  // Rows of shard 0, pushed twice.
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 0; id < vocabulary && ids.size() < 7; ++id)
+    if (shard_of_row(id, shards) == 0)
+      ids.push_back(id);
+  std::vector<float> g(ids.size() * dim, 0.5f);
+  BOOST_REQUIRE(!t.push(0, ids, g));
+  BOOST_REQUIRE(!t.push(0, ids, g));
+  caf::scoped_actor self{*t.f.sys};
+  auto chunk = [&](const shard_actor& h, uint64_t first, uint64_t count) {
+    row_chunk out;
+    self->request(h, 5s, snapshot_atom_v, int32_t{0}, first, count)
+      .receive([&](row_chunk& c) { out = std::move(c); },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    return out;
+  };
+  auto head = chunk(t.actors[0], 0, 0);
+  BOOST_TEST(head.rows == ids.size());
+  BOOST_TEST(head.pushes == 2);
+  BOOST_TEST(head.ids.empty());
+  // A fresh shard gets them back 3 rows at a time (after a restore of its
+  // dense state, which empties its tables).
+  shard_options o;
+  o.initial = {0.f};
+  o.tables = {small_table()};
+  o.sparse = adam;
+  auto copy = t.f.sys->spawn(shard_impl, o);
+  shard_state_msg dense;
+  dense.values = {0.f};
+  self->request(copy, 5s, restore_atom_v, dense)
+    .receive([](int64_t) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  for (uint64_t first = 0; first < head.rows; first += 3) {
+    auto c = chunk(t.actors[0], first, 3);
+    BOOST_TEST(c.slots.size() == 2u); // m, v
+    self->request(copy, 5s, restore_atom_v, c)
+      .receive([](uint64_t) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  }
+  auto rows_of = [&](const shard_actor& h, bool peek) {
+    row_block out;
+    self->request(h, 5s, pull_atom_v, row_request{0, 0, 0, ids, peek})
+      .receive([&](row_block& b) { out = std::move(b); },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    return *out.values;
+  };
+  BOOST_TEST(rows_of(copy, true) == rows_of(t.actors[0], true));
+  // Adam's state and push count came along: one more push moves both alike.
+  for (auto& h : {t.actors[0], copy})
+    self->request(h, 5s, push_atom_v,
+                  row_push{0, 0, 0, -1, ids,
+                           std::make_shared<const std::vector<float>>(g)})
+      .receive([](push_ack&) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_TEST(rows_of(copy, true) == rows_of(t.actors[0], true));
+  // A peek at rows nobody made reads their initial values and makes none.
+  std::vector<uint64_t> unseen;
+  for (uint64_t id = 0; id < vocabulary && unseen.size() < 3; ++id)
+    if (shard_of_row(id, shards) == 1)
+      unseen.push_back(id);
+  row_block peeked;
+  self->request(t.actors[1], 5s, pull_atom_v,
+                row_request{1, 0, -1, unseen, true})
+    .receive([&](row_block& b) { peeked = std::move(b); },
+             [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_TEST(peeked.values->size() == unseen.size() * dim);
+  BOOST_TEST(t.stats(1).rows == 0);
+  auto made = t.pull(1, unseen);
+  BOOST_REQUIRE(made);
+  BOOST_TEST(*made->values == *peeked.values);
+  caf::anon_send_exit(copy, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_CASE(a_row_push_for_a_table_the_node_lacks_closes_its_link) {
   spread_table t{true};
   int fd = connect_to(t.server->port());
