@@ -1,7 +1,8 @@
 // The chief's side of a click model: scoring it needs the rows of the
 // scored samples, which live on the shards, so an evaluation pulls them
 // batch by batch (as a worker pulls its batch's rows) instead of reading
-// one flat parameter vector.
+// one flat parameter vector; and a checkpoint streams the table between
+// the shards and its own file piece by piece.
 #include <cmath>
 #include <numeric>
 
@@ -9,6 +10,8 @@
 #include "models/click_batch.hpp"
 #include "runtime/click_data.hpp"
 #include "runtime/errc.hpp"
+#include "runtime/sparse_table.hpp"
+#include "runtime/table_file.hpp"
 
 namespace troupe::chief_ops {
 
@@ -92,6 +95,158 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
 }
 
 } // namespace
+
+namespace {
+
+/// Asks shard `part` for its rows from `first` on, appends them as the
+/// file's next piece, and goes on with the next piece or part.
+void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
+                 std::vector<uint64_t> rows, size_t part, uint64_t first,
+                 std::function<void(caf::error)> done,
+                 std::function<void()> lost) {
+  while (part < rows.size() && first >= rows[part]) {
+    ++part;
+    first = 0;
+  }
+  if (part == rows.size())
+    return done(w->finish());
+  auto gen = self->state.generation;
+  self
+    ->request(self->state.shards[part], timeout_of(self), snapshot_atom_v,
+              int32_t{0}, first, table_piece_rows)
+    .then(
+      [=](row_chunk& c) {
+        table_piece piece;
+        piece.part = part;
+        piece.ids = std::move(c.ids);
+        piece.values = std::move(c.values);
+        piece.slots = std::move(c.slots);
+        auto n = piece.ids.size();
+        if (auto err = w->append(piece))
+          return done(err);
+        write_piece(self, w, rows, part, first + n, done, lost);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.recovering || st.generation != gen)
+          return lost();
+        done(std::move(err));
+      });
+}
+
+/// Sends the rows of `r`'s pieces to the shards that hold them now, one
+/// piece at a time, then `done`.
+void restore_pieces(chief_self self, std::shared_ptr<table_file_reader> r,
+                    std::vector<int64_t> pushes,
+                    std::function<void(caf::error)> done) {
+  table_piece piece;
+  auto more = r->next(piece);
+  if (!more)
+    return done(more.error());
+  if (!*more)
+    return done(caf::none);
+  auto shards = static_cast<int32_t>(self->state.shards.size());
+  const auto dim = static_cast<size_t>(r->info().dim);
+  auto chunks = std::make_shared<std::vector<row_chunk>>(
+    static_cast<size_t>(shards));
+  for (int32_t s = 0; s < shards; ++s) {
+    auto& c = (*chunks)[static_cast<size_t>(s)];
+    c.shard = s;
+    c.pushes = pushes[static_cast<size_t>(s)];
+    c.slots.resize(piece.slots.size());
+  }
+  for (size_t i = 0; i < piece.ids.size(); ++i) {
+    auto& c = (*chunks)[static_cast<size_t>(shard_of_row(piece.ids[i], shards))];
+    c.ids.push_back(piece.ids[i]);
+    auto row = [&](const std::vector<float>& v) {
+      return v.begin() + static_cast<ptrdiff_t>(i * dim);
+    };
+    c.values.insert(c.values.end(), row(piece.values),
+                    row(piece.values) + static_cast<ptrdiff_t>(dim));
+    for (size_t k = 0; k < piece.slots.size(); ++k)
+      c.slots[k].insert(c.slots[k].end(), row(piece.slots[k]),
+                        row(piece.slots[k]) + static_cast<ptrdiff_t>(dim));
+  }
+  ask_all<uint64_t>(
+    chunks->size(),
+    [=](size_t i) {
+      return self->request(self->state.shards[i], timeout_of(self),
+                           restore_atom_v, std::move((*chunks)[i]));
+    },
+    [=](std::vector<uint64_t>&) { restore_pieces(self, r, pushes, done); },
+    [=](caf::error& err) { done(std::move(err)); });
+}
+
+} // namespace
+
+void write_tables(chief_self self, const std::string& path,
+                  std::function<void(caf::error)> done,
+                  std::function<void()> lost) {
+  ask_all_shards<row_chunk>(
+    self,
+    [=](size_t i) {
+      return self->request(self->state.shards[i], timeout_of(self),
+                           snapshot_atom_v, int32_t{0}, uint64_t{0},
+                           uint64_t{0});
+    },
+    [=](std::vector<row_chunk>& heads) {
+      auto& cfg = self->state.opts.cfg;
+      table_file_info info;
+      info.table = cfg.model.table.name;
+      info.dim = cfg.model.table.dim;
+      info.vocabulary = cfg.model.table.vocabulary;
+      info.optimizer = to_string(cfg.training.sparse_optimizer.type);
+      info.slots = sparse_table{embedding_table_config{},
+                                cfg.training.sparse_optimizer}
+                     .slot_names();
+      for (auto& h : heads) {
+        info.part_rows.push_back(h.rows);
+        info.part_pushes.push_back(h.pushes);
+      }
+      auto w = table_file_writer::create(path, info);
+      if (!w)
+        return done(w.error());
+      write_piece(self, std::shared_ptr<table_file_writer>(std::move(*w)),
+                  info.part_rows, 0, 0, done, lost);
+    },
+    lost);
+}
+
+void restore_tables(chief_self self, const checkpoint& ckpt,
+                    std::function<void(caf::error)> done) {
+  auto it = ckpt.metadata.find("tables");
+  if (!has_tables(self) || it == ckpt.metadata.end())
+    return done(caf::none);
+  auto& cfg = self->state.opts.cfg;
+  auto path = cfg.training.checkpoint.dir + "/" + it->second;
+  if (it->second.empty() || it->second.find('/') != std::string::npos)
+    return done(make_error(errc::bad_format,
+                           "a checkpoint names its tables file \""
+                             + it->second + "\", not a file beside it"));
+  auto r = table_file_reader::open(path);
+  if (!r)
+    return done(r.error());
+  auto& info = (*r)->info();
+  if (info.dim != cfg.model.table.dim
+      || info.vocabulary != cfg.model.table.vocabulary
+      || info.optimizer != to_string(cfg.training.sparse_optimizer.type))
+    return done(make_error(errc::layout_mismatch,
+                           path + ": a table of dim " + std::to_string(info.dim)
+                             + ", vocabulary "
+                             + std::to_string(info.vocabulary) + " and "
+                             + info.optimizer + ", not this run's"));
+  // Adam's bias correction counts a shard's pushes: the same shards get
+  // their own counts back; re-spread rows the most any shard had.
+  auto shards = self->state.shards.size();
+  std::vector<int64_t> pushes(shards, 0);
+  int64_t most = 0;
+  for (auto p : info.part_pushes)
+    most = std::max(most, p);
+  for (size_t s = 0; s < shards; ++s)
+    pushes[s] = info.part_pushes.size() == shards ? info.part_pushes[s] : most;
+  restore_pieces(self, std::shared_ptr<table_file_reader>(std::move(*r)),
+                 pushes, std::move(done));
+}
 
 bool has_tables(chief_self self) {
   return self->state.opts.cfg.model.type == model_config::kind::click;

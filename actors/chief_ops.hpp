@@ -20,6 +20,7 @@
 #include "actors/chief_state.hpp"
 #include "actors/fan_out.hpp"
 #include "models/trainer.hpp"
+#include "runtime/checkpoint.hpp"
 #include "runtime/takeover.hpp"
 
 namespace troupe::chief_ops {
@@ -258,6 +259,21 @@ bool has_tables(chief_self self);
 void evaluate_clicks(chief_self self, const dataset& data,
                      std::function<void(eval_result, double auc)> done,
                      std::function<void()> lost);
+
+/// Streams every shard's rows of the table to the tables file at `path`,
+/// piece by piece (runtime/table_file.hpp); the feeder is paused, so the
+/// rows stand still. `done` gets the error of the write; `lost` runs when
+/// a shard was lost meanwhile.
+void write_tables(chief_self self, const std::string& path,
+                  std::function<void(caf::error)> done,
+                  std::function<void()> lost);
+
+/// Puts the rows of checkpoint `ckpt`'s tables file (metadata "tables",
+/// in the checkpoint dir) back into the shards, each row on the shard
+/// shard_of_row places it now; `done` gets the error. A checkpoint
+/// without tables leaves the shards' tables empty.
+void restore_tables(chief_self self, const checkpoint& ckpt,
+                    std::function<void(caf::error)> done);
 
 // -- fan-out to the shards (chief_base) ----------------------------------------
 

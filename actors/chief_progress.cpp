@@ -11,6 +11,7 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/checkpoint_dir.hpp"
 #include "runtime/errc.hpp"
+#include "runtime/table_file.hpp"
 
 namespace troupe::chief_ops {
 
@@ -81,6 +82,12 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     retry);
 }
 
+/// The dense checkpoint file of step `step`.
+std::string checkpoint_path(chief_self self, int64_t step) {
+  return self->state.opts.cfg.training.checkpoint.dir + "/ckpt-"
+         + std::to_string(step) + ".safetensors";
+}
+
 /// Writes the shards' states as one checkpoint file at feeder position
 /// `from`; returns the error of the write.
 caf::error write_shards(chief_self self, const feeder_position& from,
@@ -120,7 +127,11 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   auto& dir = s.opts.cfg.training.checkpoint.dir;
   std::error_code ec; // a failure shows in the write's own error
   std::filesystem::create_directories(dir, ec);
-  auto path = dir + "/ckpt-" + std::to_string(position) + ".safetensors";
+  auto path = checkpoint_path(self, position);
+  if (has_tables(self)) { // written already, beside this file
+    auto tables = tables_path_of(path);
+    ckpt.metadata["tables"] = tables.substr(tables.rfind('/') + 1);
+  }
   if (auto err = write_checkpoint(path, ckpt))
     return err;
   s.last_checkpoint = path;
@@ -128,6 +139,24 @@ caf::error write_shards(chief_self self, const feeder_position& from,
                 path.c_str()));
   prune_checkpoints(dir, stamp_of(self), s.opts.cfg.training.checkpoint.keep);
   return {};
+}
+
+/// Writes the dense file of the checkpoint at `position` from the shards'
+/// `parts`, lets the shards forget what it holds, resumes the feeder.
+void write_checkpoint_files(chief_self self, const feeder_position& position,
+                            std::vector<shard_state_msg>& parts,
+                            std::function<void()> finished,
+                            std::function<void()> then) {
+  if (auto err = write_shards(self, position, parts))
+    return fail_run(self, std::move(err));
+  // The file holds these versions now: the shards' applied logs need
+  // reach back no further (runtime/takeover.hpp).
+  for (size_t i = 0; i < parts.size(); ++i)
+    self->send(self->state.shards[i], forget_atom_v, parts[i].version);
+  if (!self->state.user_paused)
+    self->send(self->state.feeder, resume_atom_v);
+  finished();
+  then();
 }
 
 /// Pauses the feeder until every lease is acked, snapshots every shard at
@@ -169,20 +198,28 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
             return self->request(self->state.shards[i], timeout_of(self),
                                  snapshot_atom_v);
           },
-          [=](std::vector<shard_state_msg>& parts) {
-            if (auto err = write_shards(self, position, parts))
-              return fail_run(self, std::move(err));
-            // The file holds these versions now: the shards' applied logs
-            // need reach back no further (runtime/takeover.hpp).
-            for (size_t i = 0; i < parts.size(); ++i)
-              self->send(self->state.shards[i], forget_atom_v,
-                         parts[i].version);
-            if (!self->state.user_paused)
-              self->send(self->state.feeder, resume_atom_v);
-            finished();
-            then();
+          [=](std::vector<shard_state_msg>& gathered) {
+            auto parts = std::make_shared<std::vector<shard_state_msg>>(
+              std::move(gathered));
+            if (!has_tables(self))
+              return write_checkpoint_files(self, position, *parts, finished,
+                                            then);
+            // The tables first: the dense file names them, and a run
+            // resumes from a dense file only.
+            auto& dir = self->state.opts.cfg.training.checkpoint.dir;
+            std::error_code ec; // a failure shows in the write's own error
+            std::filesystem::create_directories(dir, ec);
+            write_tables(self, tables_path_of(checkpoint_path(self, position.step)),
+                         [=](caf::error err) {
+                           if (err)
+                             return fail_run(self, std::move(err));
+                           write_checkpoint_files(self, position, *parts,
+                                                  finished, then);
+                         },
+                         lost);
           },
           lost);
+
       },
       [=](caf::error& err) { fail_run(self, std::move(err)); });
 }

@@ -199,22 +199,27 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
   auto& st = self->state;
   auto position = ck->step;
   auto plan = feeder_position_of(*ck).plan;
+  // The dense states, then the tables, then the feeder.
   auto all_restored = [=] {
-    self->request(self->state.feeder, timeout_of(self), restore_atom_v,
-                  position, plan, std::vector<int64_t>{})
-      .then(
-        [=](int64_t) {
-          auto& s = self->state;
-          auto lost = std::max<int64_t>(0, s.steps - position);
-          s.lost_steps += lost;
-          s.steps = position;
-          say(self, fmt("shards restored from %s at step %lld; %lld steps "
-                        "lost, to be trained again",
-                        path.c_str(), static_cast<long long>(position),
-                        static_cast<long long>(lost)));
-          resume_after_recovery(self);
-        },
-        [=](caf::error& err) { fail_run(self, std::move(err)); });
+    restore_tables(self, *ck, [=](caf::error tables_err) {
+      if (tables_err)
+        return fail_run(self, std::move(tables_err));
+      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                    position, plan, std::vector<int64_t>{})
+        .then(
+          [=](int64_t) {
+            auto& s = self->state;
+            auto lost = std::max<int64_t>(0, s.steps - position);
+            s.lost_steps += lost;
+            s.steps = position;
+            say(self, fmt("shards restored from %s at step %lld; %lld steps "
+                          "lost, to be trained again",
+                          path.c_str(), static_cast<long long>(position),
+                          static_cast<long long>(lost)));
+            resume_after_recovery(self);
+          },
+          [=](caf::error& err) { fail_run(self, std::move(err)); });
+    });
   };
   auto one_done = countdown(st.shards.size(), all_restored);
   for (size_t i = 0; i < st.shards.size(); ++i) {

@@ -74,15 +74,20 @@ void start_shards(chief_self self) {
                  && !s.opts.cfg.training.checkpoint.dir.empty()
                ? checkpoint_now(self, [=] { start_workers(self); })
                : start_workers(self);
-    auto from = feeder_position_of(*s.resume_from);
+    auto ck = std::move(s.resume_from);
+    auto from = feeder_position_of(*ck);
     auto position = from.step;
-    s.resume_from = nullptr;
     s.steps = position;
     s.schedule->resume_at(position);
-    self->request(s.feeder, timeout_of(self), restore_atom_v, position,
-                  from.plan, std::vector<int64_t>{})
-      .then([=](int64_t) { start_workers(self); },
-            [=](caf::error& err) { fail_run(self, std::move(err)); });
+    // The shards hold the checkpoint's dense state; its tables follow.
+    restore_tables(self, *ck, [=](caf::error tables_err) {
+      if (tables_err)
+        return fail_run(self, std::move(tables_err));
+      self->request(self->state.feeder, timeout_of(self), restore_atom_v,
+                    position, from.plan, std::vector<int64_t>{})
+        .then([=](int64_t) { start_workers(self); },
+              [=](caf::error& err) { fail_run(self, std::move(err)); });
+    });
   });
   for (size_t i = 0; i < st.ranges.size(); ++i) {
     // Resuming, a shard starts with its part of the checkpoint (values,

@@ -1,5 +1,7 @@
 #include "runtime/checkpoint_dir.hpp"
 
+#include "runtime/table_file.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -142,8 +144,11 @@ size_t prune_checkpoints(const std::string& dir, const run_stamp& stamp,
     auto head = read_checkpoint_metadata(f.path);
     if (!head || meta(*head, "run_id") != stamp.run_id)
       continue; // never another run's files
-    if (++kept > static_cast<size_t>(keep) && ::unlink(f.path.c_str()) == 0)
+    if (++kept > static_cast<size_t>(keep) && ::unlink(f.path.c_str()) == 0) {
+      // Its embedding tables, beside it (runtime/table_file.hpp).
+      ::unlink(tables_path_of(f.path).c_str());
       ++removed;
+    }
   }
   return removed;
 }

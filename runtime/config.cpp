@@ -389,10 +389,6 @@ void check_click_run(run_config& cfg) {
     throw config_error{errc::invalid_config, "/data/validation_split",
                        "not supported for click logs yet: hold a "
                        "validation file out as the test file"};
-  if (!cfg.training.checkpoint.dir.empty())
-    throw config_error{errc::invalid_config, "/training/checkpoint",
-                       "checkpoints do not hold embedding tables yet, so a "
-                       "click model cannot be checkpointed or resumed"};
   auto& t = cfg.model.table;
   t.name = "embedding";
   t.vocabulary = cfg.data.click_vocabulary;

@@ -6,11 +6,15 @@
 // sync and ssp in one process, and the table in the shard views.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "cluster_file.hpp"
+#include "runtime/checkpoint_dir.hpp"
 #include "runtime/click_data.hpp"
+#include "runtime/table_file.hpp"
 #include "test_util.hpp"
 
 using namespace troupe::test;
@@ -106,6 +110,59 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   BOOST_TEST(loss > 0);
   BOOST_TEST(loss < 1.025 * planted.test_log_loss, out);
   BOOST_TEST(auc > planted.test_auc - 0.015, out);
+}
+
+BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
+  temp_dir dir;
+  make_click_logs(dir, "logs", 400000, 20000);
+  cluster_spec spec;
+  spec.click_dir = dir.file("logs");
+  spec.epochs = 4;
+  spec.checkpoint_every = 300;
+  spec.click_eval_every = 300; // at the checkpoints' steps
+  spec.nodes = {{"chief"}, {"ps0", 2}, {"ps1", 1}, {"w0", 0, 2}};
+  auto cfg = write_cluster(dir, spec);
+  auto members = start_members(dir, cfg, spec);
+  auto chief = start_chief(dir, cfg, spec);
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(2000, 120),
+                        cluster_outputs(*chief, members));
+  // Paused, so that nothing trains after the restore: the scores at the
+  // end are those of the checkpoint the shards come back from.
+  BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
+  members[1]->kill9(); // ps1, with shard 2
+  BOOST_REQUIRE_MESSAGE(
+    chief->wait_for_output("steps lost, to be trained again", 60),
+    cluster_outputs(*chief, members));
+  BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
+  BOOST_REQUIRE_MESSAGE(chief->wait(120) == 0, chief->err() + chief->out());
+  for (size_t i : {0, 2})
+    BOOST_TEST(members[i]->wait(20) == 0, members[i]->err());
+  auto out = chief->out();
+  BOOST_TEST(has(out, "starting shard 2 on node ps0"), out);
+  // The restored checkpoint's step, and the last evaluation before it
+  // was written (a few steps earlier: reports come a few steps at a time).
+  auto restored = out.find("shards restored from ");
+  BOOST_REQUIRE(restored != std::string::npos);
+  auto at = out.find(" at step ", restored);
+  auto step = std::stol(out.substr(at + 9, 20));
+  auto written = out.find("step " + std::to_string(step) + ": checkpoint");
+  BOOST_REQUIRE_MESSAGE(written != std::string::npos && written < restored,
+                        out);
+  auto loss_there = last_value(out.substr(0, written), "test loss = ");
+  auto loss_end = last_value(out, "test loss = ");
+  BOOST_TEST_MESSAGE("test log-loss at the checkpoint (step " << step
+                     << ") " << loss_there << ", after the restore "
+                     << loss_end);
+  // Workers were stopped when the restore began, so at most the steps in
+  // flight then may differ. A table started afresh scores about 0.59.
+  BOOST_TEST(loss_there > 0, out);
+  BOOST_TEST(std::fabs(loss_end - loss_there) < 0.002, out);
+  // The checkpoint's tables file is beside each dense file.
+  auto files = troupe::list_checkpoints(dir.file("ckpt"));
+  BOOST_REQUIRE(!files.empty());
+  std::error_code ec;
+  BOOST_TEST(std::filesystem::file_size(troupe::tables_path_of(files[0].path),
+                                        ec) > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {

@@ -46,6 +46,7 @@ struct cluster_spec {
   /// test.tsv of this folder (2 numeric, 4 categorical fields; see
   /// make_click_logs) instead of the MLP on Fashion-MNIST.
   std::string click_dir;
+  int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -106,6 +107,7 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
             {"train", "train.tsv"}, {"test", "test.tsv"},
             {"numeric", 2}, {"categorical", 4}, {"vocabulary", 1 << 22}};
     training["batch_size"] = 256;
+    training["eval_every_steps"] = spec.click_eval_every;
     training["sparse_optimizer"] = {{"type", "adagrad"},
                                     {"learning_rate", 0.05}};
   }

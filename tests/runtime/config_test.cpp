@@ -207,12 +207,6 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
                .find("cfg.json: /data/validation_split: not supported for "
                      "click logs yet")
              == 0);
-  BOOST_TEST(error_of(replace(text, R"("batch_size": 16,)",
-                              R"("batch_size": 16, "checkpoint":
-                                 { "dir": "c" },)"))
-               .find("cfg.json: /training/checkpoint: checkpoints do not "
-                     "hold embedding tables yet")
-             == 0);
   BOOST_TEST(error_of(replace(text, R"("categorical": 5,)", ""))
              == R"(cfg.json: /data/categorical: missing required key "categorical")");
   BOOST_TEST(error_of(replace(replace(text, R"("vocabulary": 1000)",
