@@ -152,18 +152,8 @@ caf::expected<checkpoint_bytes> read_checkpoint_bytes(const std::string& path,
     return format_error(path, "not a regular file");
   checkpoint_bytes out;
   out.file_size = static_cast<uint64_t>(st.st_size);
-  auto read_at = [&](char* dst, uint64_t n, uint64_t at) -> bool {
-    uint64_t got = 0;
-    while (got < n) {
-      auto r = ::pread(fd.get(), dst + got, n - got,
-                       static_cast<off_t>(at + got));
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0)
-        return false;
-      got += static_cast<uint64_t>(r);
-    }
-    return true;
+  auto read_at = [&](char* dst, uint64_t n, uint64_t at) {
+    return pread_all(fd.get(), dst, n, at);
   };
   if (out.file_size < 8)
     return format_error(path, "truncated: " + std::to_string(out.file_size)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -56,6 +57,21 @@ inline bool write_all(int fd, const void* data, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+/// Reads n bytes at offset `at`; false on an error or a short file.
+inline bool pread_all(int fd, void* dst, uint64_t n, uint64_t at) {
+  auto* d = static_cast<char*>(dst);
+  uint64_t got = 0;
+  while (got < n) {
+    auto r = ::pread(fd, d + got, n - got, static_cast<off_t>(at + got));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    got += static_cast<uint64_t>(r);
   }
   return true;
 }

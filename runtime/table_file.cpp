@@ -258,17 +258,7 @@ public:
   int fd = -1;
 
   bool read_at(void* dst, uint64_t n, uint64_t at) {
-    auto* d = static_cast<char*>(dst);
-    uint64_t got = 0;
-    while (got < n) {
-      auto r = ::pread(fd, d + got, n - got, static_cast<off_t>(at + got));
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0)
-        return false;
-      got += static_cast<uint64_t>(r);
-    }
-    return true;
+    return pread_all(fd, dst, n, at);
   }
 
   caf::error bad(const std::string& what) const {
