@@ -84,19 +84,13 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
       }
       e->logits.resize(static_cast<size_t>(n) * 2);
       self->state.evaluator->logits(e->batch->inputs(), n, e->logits.data());
-      for (int s = 0; s < n; ++s) {
-        double l0 = e->logits[2 * static_cast<size_t>(s)];
-        double l1 = e->logits[2 * static_cast<size_t>(s) + 1];
-        e->p[static_cast<size_t>(first + s)] = 1.0 / (1.0 + std::exp(l0 - l1));
-      }
+      for (int s = 0; s < n; ++s)
+        e->p[static_cast<size_t>(first + s)] = click_probability(
+          e->logits.data() + 2 * static_cast<size_t>(s));
       score_from(self, e, first + n);
     },
     e->lost);
 }
-
-} // namespace
-
-namespace {
 
 /// Asks shard `part` for its rows from `first` on, appends them as the
 /// file's next piece, and goes on with the next piece or part.

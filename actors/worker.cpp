@@ -113,10 +113,7 @@ void pull_rows(self_ptr self, std::function<void()> then) {
   st.clicks->plan(*train.clicks, train.images.data(),
                   st.lease.samples.data(),
                   static_cast<int>(st.lease.samples.size()));
-  std::vector<int32_t> asked;
-  for (int32_t s = 0; s < st.clicks->shards(); ++s)
-    if (!st.clicks->ids(s).empty())
-      asked.push_back(s);
+  auto asked = st.clicks->holding();
   const auto dim = static_cast<size_t>(st.opts.cfg.model.table.dim);
   ask_all<row_block>(
     asked.size(),
@@ -148,23 +145,18 @@ void pull_rows(self_ptr self, std::function<void()> then) {
 /// step (plan batch `batch`); `applied` runs once every shard took them.
 void push_rows(self_ptr self, int64_t batch, std::function<void()> applied) {
   auto& st = self->state;
-  std::vector<int32_t> asked;
-  std::vector<row_push> pushes;
-  for (int32_t s = 0; s < st.clicks->shards(); ++s) {
-    if (st.clicks->ids(s).empty())
-      continue;
-    asked.push_back(s);
-    pushes.push_back(row_push{
+  auto pushes = std::make_shared<std::vector<row_push>>();
+  for (auto s : st.clicks->holding())
+    pushes->push_back(row_push{
       s, 0, st.opts.id, batch, st.clicks->ids(s),
       std::make_shared<const std::vector<float>>(st.clicks->row_grads(s))});
-  }
-  auto moved = std::make_shared<std::vector<row_push>>(std::move(pushes));
   ask_all<push_ack>(
-    asked.size(),
+    pushes->size(),
     [=](size_t i) {
-      return self->request(
-        self->state.opts.shards[static_cast<size_t>(asked[i])],
-        timeout_of(self), push_atom_v, std::move((*moved)[i]));
+      auto& p = (*pushes)[i];
+      auto shard = static_cast<size_t>(p.shard);
+      return self->request(self->state.opts.shards[shard], timeout_of(self),
+                           push_atom_v, std::move(p));
     },
     [=](std::vector<push_ack>&) { applied(); },
     [=](caf::error& err) { fail(self, std::move(err)); });

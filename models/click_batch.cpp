@@ -36,6 +36,14 @@ void click_batch::plan(const click_data& logs, const float* numeric,
   rows_.resize(lookup_.unique.size() * static_cast<size_t>(dim_));
 }
 
+std::vector<int32_t> click_batch::holding() const {
+  std::vector<int32_t> out;
+  for (int32_t s = 0; s < shards(); ++s)
+    if (!ids(s).empty())
+      out.push_back(s);
+  return out;
+}
+
 void click_batch::set_rows(int32_t s, const float* rows) {
   const auto dim = static_cast<size_t>(dim_);
   auto& members = members_[static_cast<size_t>(s)];

@@ -10,6 +10,7 @@
 // With one shard and a local table it is the one-process click model.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,13 @@
 #include "runtime/id_index.hpp"
 
 namespace troupe {
+
+/// The click probability of a sample from the MLP's two logits (softmax
+/// of (l0, l1) is sigmoid(l1 - l0)).
+inline double click_probability(const float* logits) {
+  return 1.0 / (1.0 + std::exp(static_cast<double>(logits[0])
+                               - static_cast<double>(logits[1])));
+}
 
 class click_batch {
 public:
@@ -31,6 +39,9 @@ public:
             const uint32_t* idx, int n);
 
   int samples() const { return n_; }
+  /// The shards that hold at least one of the batch's rows: the only
+  /// ones its pulls and pushes go to.
+  std::vector<int32_t> holding() const;
   int32_t shards() const { return static_cast<int32_t>(ids_.size()); }
   /// The distinct rows of the batch that shard s holds, in the order its
   /// answer must hold them.

@@ -93,11 +93,9 @@ click_scores click_model::evaluate(const click_data& d,
     pull_rows(d, idx.data(), n);
     logits.resize(static_cast<size_t>(n) * 2);
     mlp_->logits(batch_.inputs(), n, logits.data());
-    for (int s = 0; s < n; ++s) {
-      double l0 = logits[2 * static_cast<size_t>(s)];
-      double l1 = logits[2 * static_cast<size_t>(s) + 1];
-      p[static_cast<size_t>(first + s)] = 1.0 / (1.0 + std::exp(l0 - l1));
-    }
+    for (int s = 0; s < n; ++s)
+      p[static_cast<size_t>(first + s)]
+        = click_probability(logits.data() + 2 * static_cast<size_t>(s));
   }
   click_scores out;
   out.count = d.count;
