@@ -135,8 +135,19 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   if (auto err = write_checkpoint(path, ckpt))
     return err;
   s.last_checkpoint = path;
-  say(self, fmt("step %lld: checkpoint %s", static_cast<long long>(position),
-                path.c_str()));
+  // How long training stood still for it, and what a table run wrote
+  // beside the dense file: what an operator sizes checkpoint intervals by.
+  std::string took = fmt("%.1f s", now_seconds() - s.checkpoint_began);
+  if (has_tables(self)) {
+    std::error_code size_ec;
+    auto bytes = std::filesystem::file_size(tables_path_of(path), size_ec);
+    auto size = static_cast<double>(bytes);
+    if (!size_ec)
+      took += size >= 1e9 ? fmt(", tables %.2f GB", size / 1e9)
+                          : fmt(", tables %.1f MB", size / 1e6);
+  }
+  say(self, fmt("step %lld: checkpoint %s (%s)",
+                static_cast<long long>(position), path.c_str(), took.c_str()));
   prune_checkpoints(dir, stamp_of(self), s.opts.cfg.training.checkpoint.keep);
   return {};
 }
@@ -172,6 +183,7 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
     return;
   }
   st.checkpointing = true;
+  st.checkpoint_began = now_seconds();
   auto finished = [=] {
     auto& s = self->state;
     s.checkpointing = false;
@@ -308,6 +320,14 @@ void finish_run(chief_self self) {
               summary.pushes_accepted += x.accepted;
               summary.pushes_stale += x.stale;
               summary.pushes_refused += x.refused;
+              if (has_tables(self))
+                say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
+                              "pulled %lld, pushed %lld",
+                              x.shard, static_cast<long long>(x.rows),
+                              static_cast<double>(x.row_bytes)
+                                / (1024.0 * 1024 * 1024),
+                              static_cast<long long>(x.rows_pulled),
+                              static_cast<long long>(x.rows_pushed)));
             }
             auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
               std::move(stats));

@@ -153,6 +153,8 @@ struct chief_state {
   std::vector<std::function<void()>> checkpoint_waiters;
   std::vector<std::function<void()>> after_recovery;
   std::string last_checkpoint;
+  /// When the checkpoint being taken paused the feeder (now_seconds()).
+  double checkpoint_began = 0;
   int64_t samples = 0;
   run_phase phase = run_phase::waiting_for_nodes;
   /// Moves the run on to `p`; a phase never goes back.

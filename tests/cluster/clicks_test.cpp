@@ -110,6 +110,10 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   BOOST_TEST(loss > 0);
   BOOST_TEST(loss < 1.025 * planted.test_log_loss, out);
   BOOST_TEST(auc > planted.test_auc - 0.015, out);
+  // The summary names each shard's part of the table.
+  for (int s = 0; s < 3; ++s)
+    BOOST_TEST(last_value(out, "shard " + std::to_string(s) + ": ") > 100,
+               out);
 }
 
 BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
@@ -148,6 +152,11 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   auto written = out.find("step " + std::to_string(step) + ": checkpoint");
   BOOST_REQUIRE_MESSAGE(written != std::string::npos && written < restored,
                         out);
+  // Its line says how long training stood still and the tables' size.
+  BOOST_TEST(out.substr(written, out.find('\n', written) - written)
+                 .find(" s, tables ")
+               != std::string::npos,
+             out);
   auto loss_there = last_value(out.substr(0, written), "test loss = ");
   auto loss_end = last_value(out, "test loss = ");
   BOOST_TEST_MESSAGE("test log-loss at the checkpoint (step " << step
@@ -157,6 +166,15 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   // flight then may differ. A table started afresh scores about 0.59.
   BOOST_TEST(loss_there > 0, out);
   BOOST_TEST(std::fabs(loss_end - loss_there) < 0.002, out);
+  // The restore said how many rows it put back, and the shards hold them
+  // at the end (a step in flight at the kill may have added a few).
+  auto put_back = last_value(out, "tables restored: ");
+  double held = 0;
+  for (int s = 0; s < 3; ++s)
+    held += last_value(out, "shard " + std::to_string(s) + ": ");
+  BOOST_TEST(put_back > 100, out);
+  BOOST_TEST(held >= put_back, out);
+  BOOST_TEST(held < put_back * 1.01, out);
   // The checkpoint's tables file is beside each dense file.
   auto files = troupe::list_checkpoints(dir.file("ckpt"));
   BOOST_REQUIRE(!files.empty());
