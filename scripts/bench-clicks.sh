@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The click model's samples/s next to PyTorch's, in one run, alternating
+# REPEATS times; medians and ratios, with each run's test log-loss and
+# AUC. The data: 1M training and 100k test click logs from troupe-clicks
+# (4 numeric and 8 categorical fields of 100000 Zipf-1.1 values each,
+# seed 7; about 555k distinct rows), written once into DIR. Every run:
+# dim 8, MLP 64-32, batch 256, Adam 0.001 for the MLP, lazy Adam 0.01 for
+# the rows (PyTorch: SparseAdam), async, one epoch.
+#   one process: troupe-node embedded (2 workers, 2 shards) next to
+#     bench/pytorch_clicks.py --mode local (one loop; one torch thread,
+#     which trains this small model faster than two: 2 threads spend more
+#     in forward, backward and SparseAdam's step than they save);
+#   across processes on 127.0.0.1: troupe with one shard process and two
+#     worker processes (and its chief process) next to --mode rpc (one
+#     parameter-server process and two worker processes, rows pulled and
+#     pushed through torch.distributed.rpc).
+# Usage: scripts/bench-clicks.sh [repeats, default 3] [DIR, default
+#                                 runs/bench-clicks]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_packages+=(python3-torch python3-numpy)
+troupe_setup
+cd "$TROUPE_ROOT"
+dir="${2:-runs/bench-clicks}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+if [[ ! -f "$dir/test.tsv" ]]; then
+  "$TROUPE_BUILD/apps/troupe-clicks" --out "$dir" --train 1000000 \
+    --test 100000 --numeric 4 --categorical 8 --values 100000 --seed 7
+fi
+export TROUPE_BUILD
+exec /usr/bin/python3 - "${1:-3}" "$dir" <<'PY'
+import atexit, json, os, re, shutil, socket, statistics, subprocess, sys
+import tempfile
+
+repeats, data = int(sys.argv[1]), sys.argv[2]
+node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
+work = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, work, True)
+
+def port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+def config(name, cluster):
+    c = {"name": "bench-clicks",
+         "model": {"type": "click", "hidden": [64, 32], "seed": 1,
+                   "embedding": {"dim": 8}},
+         "data": {"format": "click", "dir": data, "train": "train.tsv",
+                  "test": "test.tsv", "numeric": 4, "categorical": 8,
+                  "vocabulary": 2**30},
+         "training": {"batch_size": 256, "epochs": 1, "seed": 1,
+                      "threads": 1, "eval_every_steps": 10**9,
+                      "log_every_steps": 10**9,
+                      "optimizer": {"type": "adam", "learning_rate": 0.001},
+                      "sparse_optimizer": {"type": "adam",
+                                           "learning_rate": 0.01}},
+         "cluster": dict({"mode": "async"}, **cluster)}
+    path = f"{work}/{name}.json"
+    json.dump(c, open(path, "w"))
+    return path
+
+def troupe_result(out):
+    if out.returncode != 0:
+        sys.exit(f"troupe-node failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    scores = re.findall(r"test loss = ([0-9.]+), test AUC = ([0-9.]+)",
+                        out.stdout)
+    row = out.stdout.strip().splitlines()[-1].split()
+    return float(row[7]), float(scores[-1][0]), float(scores[-1][1])
+
+def troupe_embedded():
+    path = config("embedded", {"shards": 2, "workers": 2})
+    return troupe_result(subprocess.run([node, "--config", path],
+                                        capture_output=True, text=True))
+
+def troupe_processes():
+    nodes = [{"name": "chief", "host": "127.0.0.1", "port": port()},
+             {"name": "ps0", "host": "127.0.0.1", "port": port(), "shards": 1}]
+    nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": port(),
+               "workers": 1} for i in range(2)]
+    path = config("processes", {"chief": "chief", "nodes": nodes})
+    procs = [subprocess.Popen([node, "--config", path, "--node", n["name"]],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for n in nodes[1:]]
+    out = subprocess.run([node, "--config", path, "--node", "chief"],
+                         capture_output=True, text=True)
+    for p in procs:
+        p.wait(timeout=60)
+    return troupe_result(out)
+
+def pytorch(mode):
+    out = subprocess.run(
+        ["/usr/bin/python3", "bench/pytorch_clicks.py", "--data", data,
+         "--numeric", "4", "--categorical", "8", "--mode", mode,
+         "--workers", "2", "--threads", "1", "--port", str(port())],
+        capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"bench/pytorch_clicks.py failed:\n{out.stderr[-2000:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["samples_per_sec"], r["test_log_loss"], r["test_auc"]
+
+runs = {"troupe, one process": troupe_embedded,
+        "pytorch, one process": lambda: pytorch("local"),
+        "troupe, 4 processes": troupe_processes,
+        "pytorch rpc, 3 processes": lambda: pytorch("rpc")}
+results = {name: [] for name in runs}
+for r in range(repeats):
+    for name, run in runs.items():
+        results[name].append(run())
+        rate, loss, auc = results[name][-1]
+        print(f"round {r + 1}: {name}: {rate:.0f} samples/s, test log-loss "
+              f"{loss:.4f}, AUC {auc:.4f}", flush=True)
+
+median = {name: tuple(statistics.median(x[k] for x in rows) for k in range(3))
+          for name, rows in results.items()}
+print(f"\none epoch of 1M click logs, medians of {repeats}")
+print(f"{'':26} {'samples/s':>10} {'x pytorch':>9} {'log-loss':>8} "
+      f"{'AUC':>7}")
+pairs = [("troupe, one process", "pytorch, one process"),
+         ("troupe, 4 processes", "pytorch rpc, 3 processes")]
+for ours, theirs in pairs:
+    for name in (ours, theirs):
+        rate, loss, auc = median[name]
+        print(f"{name:26} {rate:>10.0f} {rate / median[theirs][0]:>8.2f}x "
+              f"{loss:>8.4f} {auc:>7.4f}")
+PY
