@@ -389,6 +389,7 @@ caf::behavior stub_impl(caf::stateful_actor<stub_state>* self,
       o.head.table = static_cast<uint16_t>(p.table);
       o.head.worker = p.worker;
       o.head.batch = p.batch;
+      o.head.tag = p.tag;
       o.head.count = p.ids.size();
       o.ids = std::move(p.ids);
       o.data = floats > 0 ? p.grads->data() : nullptr;

@@ -50,8 +50,8 @@ struct data_frame {
     ack = 4,    ///< reply to push or row_push; tag: version; flag: stale
     error = 5,  ///< reply; flag: troupe errc (0: other); count bytes of text
     row_pull = 6, ///< table; flag: peek; count row ids (uint64) follow
-    /// table; count row ids follow, then count x dim floats (the table's
-    /// dim, which both ends know from the run)
+    /// table; tag: the push's tag; count row ids follow, then count x dim
+    /// floats (the table's dim, which both ends know from the run)
     row_push = 7,
     rows = 8,   ///< reply to row_pull; count floats (ids x dim) follow
   };

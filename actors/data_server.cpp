@@ -291,8 +291,8 @@ bool read_rows(session& s, const data_frame& f) {
   if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
     return false;
   caf::anon_send(s.relay, push_atom_v, f.id,
-                 row_push{f.shard, f.table, f.worker, f.batch, std::move(ids),
-                          std::move(grads)});
+                 row_push{f.shard, f.table, f.worker, f.batch, f.tag,
+                          std::move(ids), std::move(grads)});
   return true;
 }
 

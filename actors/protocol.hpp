@@ -98,14 +98,19 @@ struct row_block {
 };
 
 /// A sparse push: the gradients of rows `ids` (ids.size() x dim floats) of
-/// table `table`, computed on plan batch `batch` (-1: none). The shard
+/// table `table`, computed on plan batch `batch` (-1: none) with the
+/// shard's dense values of version `tag`. In async and ssp the shard
 /// applies them at once, row by row (the table's optimizer), and answers
-/// a push_ack whose version counts the table's pushes.
+/// a push_ack whose version counts the table's pushes. In sync they are
+/// the rows of the worker's next dense push of the same tag: held until
+/// that push is aggregated into the update of version `tag` (stale: both
+/// dropped), applied with that update as the mean of its pushes' rows.
 struct row_push {
   int32_t shard = 0;
   int32_t table = 0;
   int32_t worker = 0;
   int64_t batch = -1;
+  int64_t tag = 0;
   std::vector<uint64_t> ids;
   std::shared_ptr<const std::vector<float>> grads;
 };
@@ -356,7 +361,7 @@ inspect(Inspector& f, row_block& x) {
 }
 
 inline caf::error inspect(caf::serializer& f, row_push& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.batch))
+  if (auto err = f(x.shard, x.table, x.worker, x.batch, x.tag))
     return err;
   if (auto err = detail::write_ids(f, x.ids))
     return err;
@@ -364,7 +369,7 @@ inline caf::error inspect(caf::serializer& f, row_push& x) {
                               x.grads ? x.grads->size() : 0);
 }
 inline caf::error inspect(caf::deserializer& f, row_push& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.batch))
+  if (auto err = f(x.shard, x.table, x.worker, x.batch, x.tag))
     return err;
   if (auto err = detail::read_ids(f, x.ids))
     return err;
@@ -378,7 +383,7 @@ template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, row_push& x) {
   return f(caf::meta::type_name("row_push"), x.shard, x.table, x.worker,
-           x.batch, static_cast<uint64_t>(x.ids.size()));
+           x.batch, x.tag, static_cast<uint64_t>(x.ids.size()));
 }
 
 template <class Inspector>

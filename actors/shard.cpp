@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "actors/held_requests.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -72,6 +73,111 @@ caf::error check_row_push(self_ptr self, const sparse_table& table,
   return caf::none;
 }
 
+// -- sync: row pushes join their worker's dense push ---------------------------
+//
+// A sync update is the mean of `aggregate` workers' dense pushes; a
+// worker's rows belong to that update exactly when its dense push does (a
+// backup worker's late rows are dropped with its late push), and are
+// applied with it: per table one optimizer step on the rows' gradients
+// summed over the update's pushes and divided by their number, the mean
+// the dense part gets. TF's SparseConditionalAccumulator divides each row
+// by the pushes that named it instead; dividing by all of them keeps a
+// sync step of N workers the step of one batch N times as large, dense
+// and sparse alike, whatever the rows' overlap.
+
+bool sync_rows(self_ptr self) {
+  return self->state.block->opts().mode == cluster_config::mode::sync
+         && !self->state.tables.empty();
+}
+
+/// Applies the rows of the update the dense part has just applied.
+void apply_update_rows(self_ptr self) {
+  auto& st = self->state;
+  const auto pushes = static_cast<float>(std::max(st.update_pushes, 1));
+  for (size_t t = 0; t < st.tables.size(); ++t) {
+    std::vector<uint64_t> ids;
+    std::vector<float> grads;
+    for (auto& p : st.update_rows)
+      if (static_cast<size_t>(p.table) == t && p.grads) {
+        ids.insert(ids.end(), p.ids.begin(), p.ids.end());
+        grads.insert(grads.end(), p.grads->begin(), p.grads->end());
+      }
+    if (ids.empty())
+      continue;
+    for (auto& g : grads)
+      g /= pushes;
+    // Every push was checked when it was held: nothing here is refused.
+    std::ignore = st.tables[t]->push(ids.data(), ids.size(), grads.data());
+  }
+  st.update_rows.clear();
+  st.update_pushes = 0;
+}
+
+/// After anything that may have applied an update (version `before`
+/// then): its rows go with it.
+void rows_follow_version(self_ptr self, int64_t before) {
+  if (sync_rows(self) && self->state.block->version() != before)
+    apply_update_rows(self);
+}
+
+/// `worker`'s dense push tagged `tag` came out as `r` (the version was
+/// `before`): its held rows join the update if the push did, and are
+/// dropped otherwise.
+void settle_held_rows(self_ptr self, int32_t worker, int64_t tag,
+                      const caf::expected<param_block::outcome>& r,
+                      int64_t before) {
+  auto& st = self->state;
+  auto held = st.held_rows.find(worker);
+  bool joined = r
+                && (*r == param_block::outcome::aggregated
+                    || *r == param_block::outcome::applied)
+                && tag == before;
+  if (joined) {
+    ++st.update_pushes;
+    if (held != st.held_rows.end() && held->second.tag == tag)
+      st.update_rows.push_back(std::move(held->second));
+  }
+  if (held != st.held_rows.end())
+    st.held_rows.erase(held);
+  rows_follow_version(self, before);
+}
+
+/// Holds a sync row push until its worker's dense push comes; refuses what
+/// the dense push would refuse, answers a push for an applied update as
+/// stale.
+caf::result<push_ack> hold_rows(self_ptr self, const sparse_table& t,
+                                row_push p) {
+  auto& st = self->state;
+  auto& b = *st.block;
+  if (auto err = t.check(p.ids.data(), p.ids.size()))
+    return err;
+  if (!b.knows(p.worker))
+    return make_error(errc::invalid_argument,
+                      "a row push from worker " + std::to_string(p.worker)
+                        + ", which shard " + std::to_string(st.id)
+                        + " does not know");
+  if (p.tag > b.version())
+    return make_error(errc::invalid_argument,
+                      "a sync row push for version " + std::to_string(p.tag)
+                        + " on shard " + std::to_string(st.id)
+                        + ", which is at version "
+                        + std::to_string(b.version()));
+  if (p.tag < b.version()) // its update is applied without it
+    return push_ack{b.version(), true};
+  auto worker = p.worker;
+  st.held_rows[worker] = std::move(p);
+  return push_ack{b.version(), false};
+}
+
+/// Forgets the rows of sync updates not yet applied (a restore, a new
+/// chief's workers).
+void forget_sync_rows(self_ptr self) {
+  auto& st = self->state;
+  st.held_rows.clear();
+  st.update_rows.clear();
+  st.update_pushes = 0;
+}
+
 } // namespace
 
 shard_actor::behavior_type
@@ -90,7 +196,10 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       return self->state.block->version();
     },
     [=](leave_atom, int32_t worker) {
+      auto before = self->state.block->version();
       self->state.block->remove_worker(worker);
+      self->state.held_rows.erase(worker);
+      rows_follow_version(self, before);
       serve_parked(self);
     },
     [=](pull_atom, int32_t worker,
@@ -106,8 +215,10 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
       auto& b = *self->state.block;
       self->state.pushed_bytes += static_cast<int64_t>(g.size * sizeof(float));
+      auto before = b.version();
       auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
-
+      if (sync_rows(self))
+        settle_held_rows(self, g.worker, g.tag, r, before);
       if (!r)
         return std::move(r.error());
       serve_parked(self);
@@ -130,7 +241,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         += static_cast<int64_t>(values->size() * sizeof(float));
       return row_block{self->state.id, r.table, std::move(values)};
     },
-    [=](push_atom, const row_push& p) -> caf::result<push_ack> {
+    [=](push_atom, row_push& p) -> caf::result<push_ack> {
       auto table = table_of(self, p.table);
       if (!table)
         return std::move(table.error());
@@ -140,6 +251,8 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
           += static_cast<int64_t>(p.grads->size() * sizeof(float));
       if (auto err = check_row_push(self, t, p))
         return err;
+      if (sync_rows(self))
+        return hold_rows(self, t, std::move(p));
       if (auto err = t.push(p.ids.data(), p.ids.size(),
                             p.grads ? p.grads->data() : nullptr))
         return err;
@@ -166,6 +279,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         return err;
       for (auto& t : self->state.tables) // the checkpoint's rows follow
         t = std::make_unique<sparse_table>(t->table(), t->optimizer());
+      forget_sync_rows(self);
       serve_parked(self);
       return self->state.block->version();
     },
@@ -240,6 +354,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       auto& st = self->state;
       auto& b = *st.block;
       b.forget_workers();
+      forget_sync_rows(self);
       // Pulls parked for the old chief's workers: nobody waits for them.
       take_if(st.parked, [&](shard_state::parked_pull& p) {
         p.promise.deliver(float_block::ask_again_for(st.id));
@@ -261,6 +376,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     [=](tune_atom, const std::string& key,
         double value) -> caf::result<bool> {
       auto& b = *self->state.block;
+      auto before = b.version();
       caf::error err;
       if (key == "lr")
         err = b.set_learning_rate(value);
@@ -272,6 +388,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
                            + "\" (lr, aggregate)");
       if (err)
         return err;
+      rows_follow_version(self, before);
       serve_parked(self);
       return true;
     },

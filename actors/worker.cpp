@@ -146,9 +146,12 @@ void pull_rows(self_ptr self, std::function<void()> then) {
 void push_rows(self_ptr self, int64_t batch, std::function<void()> applied) {
   auto& st = self->state;
   auto pushes = std::make_shared<std::vector<row_push>>();
+  // Tagged as the dense push that follows to the same shard (sync: the
+  // shard takes or drops both together).
   for (auto s : st.clicks->holding())
     pushes->push_back(row_push{
-      s, 0, st.opts.id, batch, st.clicks->ids(s),
+      s, 0, st.opts.id, batch, st.versions[static_cast<size_t>(s)],
+      st.clicks->ids(s),
       std::make_shared<const std::vector<float>>(st.clicks->row_grads(s))});
   ask_all<push_ack>(
     pushes->size(),

@@ -116,7 +116,7 @@ int measure(const options& o, uint16_t port) {
         [&](caf::error& err) { failed = describe(err); });
     self
       ->request(stub, timeout, push_atom_v,
-                row_push{0, 0, 0, -1, ids[r], grads})
+                row_push{0, 0, 0, -1, 0, ids[r], grads})
       .receive([](push_ack&) {},
                [&](caf::error& err) { failed = describe(err); });
     return failed.empty();

@@ -58,6 +58,11 @@ public:
   /// must not grow the table); not counted as pulled.
   caf::error peek(const uint64_t* ids, size_t n, float* out) const;
 
+  /// The error pull and push give ids[0..n) (one at or above the
+  /// vocabulary); none when every id fits. For a push held before it is
+  /// applied (a sync update's), so that it is refused when it arrives.
+  caf::error check(const uint64_t* ids, size_t n) const;
+
   /// Rows [first, first + n) in slot order (for_each_row's): their ids,
   /// and their values and each optimizer slot (n x dim floats each), for
   /// a checkpoint's pieces. Rows past rows() are left as they are.
@@ -116,7 +121,6 @@ private:
     return table_.create == embedding_table_config::rows::fixed ? slot
                                                                 : ids_[slot];
   }
-  caf::error check(const uint64_t* ids, size_t n) const;
   /// The slot of `id`, making the row when absent.
   size_t slot_of(uint64_t id);
   void make_row(size_t slot, uint64_t id);

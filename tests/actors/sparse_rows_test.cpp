@@ -3,7 +3,8 @@
 // three shards by shard_of_row updates as the same table held densely;
 // a pull answers exactly the rows it named, in order; bad requests are
 // refused with their code and change nothing; a client drops a server
-// that answers rows nobody asked for.
+// that answers rows nobody asked for; in sync mode rows go with their
+// worker's dense push into its update.
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
@@ -108,7 +109,7 @@ struct spread_table {
     auto g = std::make_shared<const std::vector<float>>(std::move(grads));
     self
       ->request(handles[static_cast<size_t>(shard)], 5s, push_atom_v,
-                row_push{shard, table, 0, -1, std::move(ids), std::move(g)})
+                row_push{shard, table, 0, -1, 0, std::move(ids), std::move(g)})
       .receive([](push_ack&) {}, [&](caf::error& e) { out = std::move(e); });
     return out;
   }
@@ -199,6 +200,145 @@ void matches_dense_adagrad(bool wire) {
   BOOST_TEST(in_pulls == 2 * static_cast<int64_t>(vocabulary));
 }
 
+/// One sync shard (2 pushes per update, workers 0, 1 and 2) holding the
+/// small table, asked directly or (when `wire`) through the data plane.
+struct sync_shard {
+  cluster_fixture f;
+  shard_actor actor, handle;
+  std::shared_ptr<data_server> server;
+  std::shared_ptr<data_client> client;
+
+  explicit sync_shard(bool wire) {
+    shard_options o;
+    o.initial = {0.f};
+    o.block.mode = cluster_config::mode::sync;
+    o.block.aggregate = 2;
+    o.tables = {small_table()};
+    o.sparse = spread_table::adagrad();
+    actor = f.sys->spawn(shard_impl, o);
+    caf::scoped_actor self{*f.sys};
+    for (int32_t w = 0; w < 3; ++w)
+      self->request(actor, 5s, join_atom_v, w)
+        .receive([](int64_t) {}, [](caf::error&) {});
+    handle = actor;
+    if (!wire)
+      return;
+    auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
+    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
+    server = *s;
+    client = data_client::open(*f.sys, "127.0.0.1", server->port(), 5s);
+    server->serve(0, actor, 1, {dim});
+    handle = client->stub(0, 1, {dim});
+  }
+  ~sync_shard() {
+    if (client)
+      client->close();
+    if (server)
+      server->stop();
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  }
+
+  /// The ack (version, stale) of a push, or its error.
+  template <class Push>
+  caf::expected<push_ack> ask(Push p) {
+    caf::scoped_actor self{*f.sys};
+    caf::expected<push_ack> out{caf::sec::none};
+    self->request(handle, 5s, push_atom_v, std::move(p))
+      .receive([&](push_ack& a) { out = a; },
+               [&](caf::error& e) { out = std::move(e); });
+    return out;
+  }
+  caf::expected<push_ack> rows(int32_t worker, int64_t tag,
+                               std::vector<uint64_t> ids,
+                               std::vector<float> grads) {
+    return ask(row_push{0, 0, worker, -1, tag, std::move(ids),
+                        std::make_shared<const std::vector<float>>(
+                          std::move(grads))});
+  }
+  caf::expected<push_ack> dense(int32_t worker, int64_t tag) {
+    return ask(gradient_push::of(0, worker, tag, {1.f}));
+  }
+  std::vector<float> row(uint64_t id) {
+    caf::scoped_actor self{*f.sys};
+    std::vector<float> out;
+    self
+      ->request(handle, 5s, pull_atom_v,
+                row_request{0, 0, 0, {id}, true})
+      .receive([&](row_block& b) { out = *b.values; },
+               [](caf::error&) {});
+    return out;
+  }
+};
+
+/// A row's values after one Adagrad step (0.1, accumulator from 0.1) on
+/// gradient g.
+std::vector<float> adagrad_step(std::vector<float> w,
+                                const std::vector<float>& g) {
+  for (size_t j = 0; j < w.size(); ++j)
+    w[j] -= 0.1f * g[j] / std::sqrt(0.1f + g[j] * g[j]);
+  return w;
+}
+
+double max_difference(const std::vector<float>& a,
+                      const std::vector<float>& b) {
+  double worst = a.size() == b.size() ? 0 : 1e9;
+  for (size_t j = 0; j < a.size() && j < b.size(); ++j)
+    worst = std::max(worst, static_cast<double>(std::fabs(a[j] - b[j])));
+  return worst;
+}
+
+/// Sync: rows wait for their worker's dense push, are applied once with
+/// the update as the mean over its pushes, and are dropped with a late
+/// (backup) worker's push.
+void sync_rows_go_with_their_dense_push(bool wire) {
+  sync_shard t{wire};
+  auto r1 = t.row(1), r2 = t.row(2), r3 = t.row(3);
+  BOOST_REQUIRE_EQUAL(r1.size(), static_cast<size_t>(dim));
+  auto ok = [](const caf::expected<push_ack>& a) {
+    return a && !a->stale;
+  };
+  // Workers 0 and 1 push rows 1, 2 and 2, 3 for version 0: held.
+  BOOST_TEST(ok(t.rows(0, 0, {1, 2}, {1, 2, 3, 4, 5, 6, 7, 8})));
+  BOOST_TEST(ok(t.rows(1, 0, {2, 3}, {-1, -1, -1, -1, 2, 2, 2, 2})));
+  BOOST_TEST(max_difference(t.row(2), r2) == 0.0);
+  BOOST_TEST(ok(t.dense(0, 0))); // aggregated: still nothing applied
+  BOOST_TEST(max_difference(t.row(1), r1) == 0.0);
+  auto applied = t.dense(1, 0);  // the update of version 0
+  BOOST_REQUIRE(ok(applied));
+  BOOST_TEST(applied->version == 1);
+  // Each row steps once on its gradients summed over the update's pushes
+  // over 2.
+  BOOST_TEST(max_difference(t.row(1), adagrad_step(r1, {0.5f, 1, 1.5f, 2}))
+             < 1e-6);
+  BOOST_TEST(max_difference(t.row(2), adagrad_step(r2, {2, 2.5f, 3, 3.5f}))
+             < 1e-6);
+  BOOST_TEST(max_difference(t.row(3), adagrad_step(r3, {1, 1, 1, 1}))
+             < 1e-6);
+  // Worker 2, late for version 0: its rows and its push are stale.
+  auto after = t.row(1);
+  auto late = t.rows(2, 0, {1}, {9, 9, 9, 9});
+  BOOST_TEST((late && late->stale));
+  auto late_dense = t.dense(2, 0);
+  BOOST_TEST((late_dense && late_dense->stale));
+  BOOST_TEST(max_difference(t.row(1), after) == 0.0);
+  // Worker 2's rows for version 1 arrive in time, but the update is made
+  // of workers 0 and 1's pushes: its rows go with its stale push.
+  BOOST_TEST(ok(t.rows(2, 1, {1}, {9, 9, 9, 9})));
+  BOOST_TEST(ok(t.dense(0, 1)));
+  BOOST_TEST(ok(t.dense(1, 1)));
+  auto dropped = t.dense(2, 1);
+  BOOST_TEST((dropped && dropped->stale));
+  BOOST_TEST(max_difference(t.row(1), after) == 0.0);
+  // A version not reached yet, an unknown worker: refused.
+  auto early = t.rows(0, 7, {1}, {1, 1, 1, 1});
+  BOOST_TEST(!early);
+  BOOST_TEST((!early && early.error() == errc::invalid_argument));
+  auto stranger = t.rows(9, 2, {1}, {1, 1, 1, 1});
+  BOOST_TEST((!stranger && stranger.error() == errc::invalid_argument));
+  auto outside = t.rows(0, 2, {vocabulary}, {1, 1, 1, 1});
+  BOOST_TEST((!outside && outside.error() == errc::invalid_argument));
+}
+
 int connect_to(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -222,6 +362,14 @@ BOOST_AUTO_TEST_CASE(three_shards_update_as_the_dense_table_in_one_process) {
 
 BOOST_AUTO_TEST_CASE(three_shards_update_as_the_dense_table_over_the_wire) {
   matches_dense_adagrad(true);
+}
+
+BOOST_AUTO_TEST_CASE(sync_rows_go_with_their_dense_push_in_one_process) {
+  sync_rows_go_with_their_dense_push(false);
+}
+
+BOOST_AUTO_TEST_CASE(sync_rows_go_with_their_dense_push_over_the_wire) {
+  sync_rows_go_with_their_dense_push(true);
 }
 
 BOOST_AUTO_TEST_CASE(a_pull_answers_exactly_the_rows_it_names_in_order) {
@@ -344,7 +492,7 @@ BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
   // Adam's state and push count came along: one more push moves both alike.
   for (auto& h : {t.actors[0], copy})
     self->request(h, 5s, push_atom_v,
-                  row_push{0, 0, 0, -1, ids,
+                  row_push{0, 0, 0, -1, 0, ids,
                            std::make_shared<const std::vector<float>>(g)})
       .receive([](push_ack&) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
   BOOST_TEST(rows_of(copy, true) == rows_of(t.actors[0], true));
