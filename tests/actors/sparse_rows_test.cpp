@@ -43,9 +43,9 @@ embedding_table_config small_table() {
   return t;
 }
 
-/// Three shards holding one table, and (when `wire`) a data_server for
-/// them with a client whose stubs stand in for them, as a worker node
-/// sees remote shards.
+/// Shards (three unless told) holding one table, and (when `wire`) a
+/// data_server for them with a client whose stubs stand in for them, as a
+/// worker node sees remote shards.
 struct spread_table {
   cluster_fixture f;
   std::vector<shard_actor> actors;
@@ -53,10 +53,13 @@ struct spread_table {
   std::shared_ptr<data_server> server;
   std::shared_ptr<data_client> client;
 
-  explicit spread_table(bool wire, sparse_optimizer_config opt = adagrad()) {
-    for (int32_t i = 0; i < shards; ++i) {
+  explicit spread_table(bool wire, sparse_optimizer_config opt = adagrad(),
+                        param_block::options block = {},
+                        int32_t count = shards) {
+    for (int32_t i = 0; i < count; ++i) {
       shard_options o;
       o.id = i;
+      o.block = block;
       o.initial = {0.f};
       o.tables = {small_table()};
       o.sparse = opt;
@@ -69,7 +72,7 @@ struct spread_table {
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
     client = data_client::open(*f.sys, "127.0.0.1", server->port(), 5s);
-    for (int32_t i = 0; i < shards; ++i) {
+    for (int32_t i = 0; i < count; ++i) {
       server->serve(i, actors[static_cast<size_t>(i)], 1, {dim});
       handles[static_cast<size_t>(i)] = client->stub(i, 1, {dim});
     }
@@ -203,47 +206,29 @@ void matches_dense_adagrad(bool wire) {
 /// One sync shard (2 pushes per update, workers 0, 1 and 2) holding the
 /// small table, asked directly or (when `wire`) through the data plane.
 struct sync_shard {
-  cluster_fixture f;
-  shard_actor actor, handle;
-  std::shared_ptr<data_server> server;
-  std::shared_ptr<data_client> client;
+  spread_table t;
 
-  explicit sync_shard(bool wire) {
-    shard_options o;
-    o.initial = {0.f};
-    o.block.mode = cluster_config::mode::sync;
-    o.block.aggregate = 2;
-    o.tables = {small_table()};
-    o.sparse = spread_table::adagrad();
-    actor = f.sys->spawn(shard_impl, o);
-    caf::scoped_actor self{*f.sys};
-    for (int32_t w = 0; w < 3; ++w)
-      self->request(actor, 5s, join_atom_v, w)
-        .receive([](int64_t) {}, [](caf::error&) {});
-    handle = actor;
-    if (!wire)
-      return;
-    auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
-    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
-    server = *s;
-    client = data_client::open(*f.sys, "127.0.0.1", server->port(), 5s);
-    server->serve(0, actor, 1, {dim});
-    handle = client->stub(0, 1, {dim});
+  static param_block::options sync_block() {
+    param_block::options o;
+    o.mode = cluster_config::mode::sync;
+    o.aggregate = 2;
+    return o;
   }
-  ~sync_shard() {
-    if (client)
-      client->close();
-    if (server)
-      server->stop();
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+
+  explicit sync_shard(bool wire)
+    : t{wire, spread_table::adagrad(), sync_block(), 1} {
+    caf::scoped_actor self{*t.f.sys};
+    for (int32_t w = 0; w < 3; ++w)
+      self->request(t.actors[0], 5s, join_atom_v, w)
+        .receive([](int64_t) {}, [](caf::error&) {});
   }
 
   /// The ack (version, stale) of a push, or its error.
   template <class Push>
   caf::expected<push_ack> ask(Push p) {
-    caf::scoped_actor self{*f.sys};
+    caf::scoped_actor self{*t.f.sys};
     caf::expected<push_ack> out{caf::sec::none};
-    self->request(handle, 5s, push_atom_v, std::move(p))
+    self->request(t.handles[0], 5s, push_atom_v, std::move(p))
       .receive([&](push_ack& a) { out = a; },
                [&](caf::error& e) { out = std::move(e); });
     return out;
@@ -259,10 +244,10 @@ struct sync_shard {
     return ask(gradient_push::of(0, worker, tag, {1.f}));
   }
   std::vector<float> row(uint64_t id) {
-    caf::scoped_actor self{*f.sys};
+    caf::scoped_actor self{*t.f.sys};
     std::vector<float> out;
     self
-      ->request(handle, 5s, pull_atom_v,
+      ->request(t.handles[0], 5s, pull_atom_v,
                 row_request{0, 0, 0, {id}, true})
       .receive([&](row_block& b) { out = *b.values; },
                [](caf::error&) {});
