@@ -26,6 +26,7 @@
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/system_config.hpp"
+#include "apps/bench_tls.hpp"
 #include "bench/row_keys.hpp"
 #include "runtime/errc.hpp"
 
@@ -42,19 +43,6 @@ struct options {
   std::string tls_dir;
 };
 
-/// The TLS context of --tls DIR; null without it. Exits on bad files.
-std::shared_ptr<const tls_context> load_tls(const std::string& dir) {
-  if (dir.empty())
-    return nullptr;
-  auto ctx = tls_context::load(
-    {dir + "/ca.pem", dir + "/bench.pem", dir + "/bench.key"});
-  if (!ctx) {
-    std::cerr << "bench-rows: error: " << describe(ctx.error()) << std::endl;
-    std::exit(2);
-  }
-  return *ctx;
-}
-
 /// The child: a shard with the table, on the data plane, until the parent
 /// closes the pipe.
 int serve(const options& o, int ready_fd, int stop_fd) {
@@ -62,7 +50,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  secure_links(sys, load_tls(o.tls_dir), false);
+  secure_links(sys, load_bench_tls(o.tls_dir, "bench-rows"), false);
   shard_options so;
   so.initial = {0.f};
   embedding_table_config t;
@@ -91,7 +79,7 @@ int measure(const options& o, uint16_t port) {
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  secure_links(sys, load_tls(o.tls_dir), false);
+  secure_links(sys, load_bench_tls(o.tls_dir, "bench-rows"), false);
   auto link = data_client::open(sys, "127.0.0.1", port,
                                 std::chrono::seconds(10));
   auto stub = link->stub(0, 1, {o.dim});
@@ -167,7 +155,8 @@ int main(int argc, char** argv) {
               << " is more than the vocabulary " << o.vocabulary << std::endl;
     return 2;
   }
-  load_tls(o.tls_dir); // bad files: one error, before the fork
+  // Bad files: one error, before the fork.
+  load_bench_tls(o.tls_dir, "bench-rows");
   int ready[2], stop[2];
   if (::pipe(ready) != 0 || ::pipe(stop) != 0)
     return 1;

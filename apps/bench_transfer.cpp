@@ -22,25 +22,12 @@
 #include "actors/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/system_config.hpp"
+#include "apps/bench_tls.hpp"
 #include "runtime/errc.hpp"
 
 using namespace troupe;
 
 namespace {
-
-/// The TLS context of --tls DIR; null without it. Exits on bad files.
-std::shared_ptr<const tls_context> load_tls(const std::string& dir) {
-  if (dir.empty())
-    return nullptr;
-  auto ctx = tls_context::load(
-    {dir + "/ca.pem", dir + "/bench.pem", dir + "/bench.key"});
-  if (!ctx) {
-    std::cerr << "bench-transfer: error: " << describe(ctx.error())
-              << std::endl;
-    std::exit(2);
-  }
-  return *ctx;
-}
 
 /// The child: a shard, published and on the data plane, until the parent
 /// tells it to stop.
@@ -49,7 +36,7 @@ int serve(size_t floats, int ready_fd, const std::string& tls_dir) {
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  secure_links(sys, load_tls(tls_dir), false);
+  secure_links(sys, load_bench_tls(tls_dir, "bench-transfer"), false);
   shard_options so;
   so.block.optimizer.type = optimizer_config::kind::sgd;
   so.block.optimizer.learning_rate = 1e-9;
@@ -90,7 +77,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls", tls_dir,
                  "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
   CLI11_PARSE(app, argc, argv);
-  load_tls(tls_dir); // bad files: one error, before the fork
+  // Bad files: one error, before the fork.
+  load_bench_tls(tls_dir, "bench-transfer");
   int fds[2];
   if (::pipe(fds) != 0)
     return 1;
@@ -111,7 +99,7 @@ int main(int argc, char** argv) {
     init_config(cfg);
     init_network(cfg, cluster_config{});
     caf::actor_system sys{cfg};
-    secure_links(sys, load_tls(tls_dir), false);
+    secure_links(sys, load_bench_tls(tls_dir, "bench-transfer"), false);
     auto shard = connect_to<shard_actor>(sys, "127.0.0.1", ports[0],
                                          std::chrono::seconds(10));
     if (!shard) {
