@@ -3,7 +3,8 @@
 // shards on two shard nodes, workers on nodes of their own that pull and
 // push rows over the data plane, the chief carrying control only; the
 // model comes close to the planted model the logs were drawn from. Also
-// sync and ssp in one process, and the table in the shard views.
+// sync and ssp in one process, the table in the shard views, a shard
+// node's kill -9, and rows over mutual TLS.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -213,6 +214,53 @@ BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {
       BOOST_TEST(auc > 0.7, out);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_table_trains_over_tls_as_in_plaintext) {
+  // Sync, so that both runs make the same updates: each is the mean of
+  // the same two batches' pushes, rows included, whichever worker
+  // computed which.
+  temp_dir dir;
+  auto planted = make_click_logs(dir, "logs", 100000, 20000);
+  auto run = [&](const std::string& name, bool tls) {
+    cluster_spec spec;
+    spec.click_dir = dir.file("logs");
+    spec.mode = "sync";
+    spec.epochs = 1;
+    spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}, {"w1", 0, 1}};
+    if (tls)
+      spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
+    temp_dir run_dir;
+    auto cfg = write_cluster(run_dir, spec);
+    auto members = start_members(run_dir, cfg, spec);
+    auto chief = start_chief(run_dir, cfg, spec);
+    BOOST_REQUIRE_MESSAGE(chief->wait_for_step(20, 120),
+                          cluster_outputs(*chief, members));
+    // Rows go from the shard node to the workers on their own links.
+    for (size_t w : {1, 2})
+      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
+                             data_port_of(*members[0])),
+                 name);
+    BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0,
+                          cluster_outputs(*chief, members));
+    for (auto& m : members)
+      BOOST_TEST(m->wait(20) == 0, m->err());
+    return chief->out();
+  };
+  auto tls_out = run("tls", true);
+  BOOST_TEST(has(tls_out, "links: mutual TLS"), tls_out);
+  auto plain_out = run("plaintext", false);
+  BOOST_TEST(!has(plain_out, "links: mutual TLS"), plain_out);
+  double q = planted.test_click_rate;
+  double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
+  auto tls_loss = last_value(tls_out, "test loss = ");
+  auto plain_loss = last_value(plain_out, "test loss = ");
+  BOOST_TEST_MESSAGE("sync test log-loss with TLS " << tls_loss
+                     << ", without " << plain_loss << "; click-rate entropy "
+                     << entropy);
+  BOOST_TEST(tls_loss > 0);
+  BOOST_TEST(tls_loss < entropy - 0.02, tls_out);
+  BOOST_TEST(std::fabs(tls_loss - plain_loss) < 0.002, tls_out + plain_out);
 }
 
 BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
