@@ -31,6 +31,16 @@ caf::error choose_device(run_config& cfg, const std::string& node,
     cfg.training.device = *flag;
     where = "--device";
   }
+  // A click model's worker keeps its batch's rows and the MLP's gradients
+  // in host memory (actors/worker.cpp): refused here, once, rather than by
+  // every worker as it starts (and by the chief restarting them).
+  if (cfg.model.type == model_config::kind::click
+      && cfg.training.device.is_gpu())
+    return make_error(errc::invalid_config,
+                      where + ": " + cfg.training.device.to_string()
+                        + " was asked for, but a click model's workers "
+                          "train on the CPU (its rows and the MLP's "
+                          "update live in host memory)");
   return check_device(cfg.training.device, where);
 }
 

@@ -22,8 +22,9 @@ void add_device_option(CLI::App& app, std::optional<device_spec>& out,
 /// Sets cfg.training.device to the device of this process's workers:
 /// `flag` (--device) when given, else the "device" of cluster node `node`
 /// when the file gives one, else the file's /training/device. Then checks
-/// that the device can be used here. errc::invalid_config naming the flag
-/// or the JSON pointer when it is missing (e.g. "run.json:
+/// that the device can be used here, and that the model trains on it (a
+/// click model only on the CPU). errc::invalid_config naming the flag or
+/// the JSON pointer when it is missing (e.g. "run.json:
 /// /cluster/nodes/2/device: gpu:0 was asked for, but no CUDA device is
 /// usable here: ...").
 caf::error choose_device(run_config& cfg, const std::string& node,

@@ -202,6 +202,40 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_stops_the_node_at_start) {
                           "but ") == 0, o.err);
 }
 
+BOOST_AUTO_TEST_CASE(a_click_model_on_a_gpu_is_refused_before_anything_starts) {
+  // Whether or not this machine has a GPU: the model cannot use one.
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("train.tsv"), "1\t0.5\tab\n0\t-1\tcd\n");
+  troupe::test::write_file(tmp.file("test.tsv"), "0\t0.25\tab\n");
+  std::string text = R"({
+    "name": "clicks-on-gpu",
+    "model": { "type": "click", "hidden": [8] },
+    "data": { "format": "click", "dir": ")" + tmp.file("") + R"(",
+              "train": "train.tsv", "test": "test.tsv", "numeric": 1,
+              "categorical": 1 },
+    "training": { "batch_size": 2, "device": "gpu" },
+    "cluster": { "shards": 1, "workers": 1 }
+  })";
+  troupe::test::write_file(tmp.file("cfg.json"), text);
+  auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-node: error: " + tmp.file("cfg.json")
+                        + ": /training/device: gpu:0 was asked for, but a "
+                          "click model's workers train on the CPU")
+               == 0, o.err);
+  BOOST_TEST(o.out.find("step") == std::string::npos, o.out);
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("cfg.json") + " --device gpu:1");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("troupe-node: error: --device: gpu:1 was asked for, "
+                        "but a click model's") == 0, o.err);
+  // --device cpu overrides the file, and the run trains.
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("cfg.json") + " --device cpu");
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("test AUC = ") != std::string::npos, o.out);
+}
+
 BOOST_AUTO_TEST_CASE(a_malformed_device_is_refused_before_anything_starts) {
   // With --join, before connecting: the chief's address here is not even
   // listening, and the error is about the flag.
