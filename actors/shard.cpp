@@ -90,14 +90,25 @@ bool sync_rows(self_ptr self) {
          && !self->state.tables.empty();
 }
 
-/// Applies the rows of the update the dense part has just applied.
-void apply_update_rows(self_ptr self) {
+/// Applies the rows of the update the dense part has just applied (it was
+/// version `before`): those held for it by the workers whose pushes made
+/// it (param_block::last_update()).
+void apply_update_rows(self_ptr self, int64_t before) {
   auto& st = self->state;
-  const auto pushes = static_cast<float>(std::max(st.update_pushes, 1));
+  auto& workers = st.block->last_update();
+  std::vector<row_push> rows;
+  for (auto w : workers) {
+    auto held = st.held_rows.find(w);
+    if (held != st.held_rows.end() && held->second.tag == before) {
+      rows.push_back(std::move(held->second));
+      st.held_rows.erase(held);
+    }
+  }
+  const auto pushes = static_cast<float>(std::max<size_t>(workers.size(), 1));
   for (size_t t = 0; t < st.tables.size(); ++t) {
     std::vector<uint64_t> ids;
     std::vector<float> grads;
-    for (auto& p : st.update_rows)
+    for (auto& p : rows)
       if (static_cast<size_t>(p.table) == t && p.grads) {
         ids.insert(ids.end(), p.ids.begin(), p.ids.end());
         grads.insert(grads.end(), p.grads->begin(), p.grads->end());
@@ -109,36 +120,26 @@ void apply_update_rows(self_ptr self) {
     // Every push was checked when it was held: nothing here is refused.
     std::ignore = st.tables[t]->push(ids.data(), ids.size(), grads.data());
   }
-  st.update_rows.clear();
-  st.update_pushes = 0;
 }
 
 /// After anything that may have applied an update (version `before`
 /// then): its rows go with it.
 void rows_follow_version(self_ptr self, int64_t before) {
   if (sync_rows(self) && self->state.block->version() != before)
-    apply_update_rows(self);
+    apply_update_rows(self, before);
 }
 
-/// `worker`'s dense push tagged `tag` came out as `r` (the version was
-/// `before`): its held rows join the update if the push did, and are
-/// dropped otherwise.
-void settle_held_rows(self_ptr self, int32_t worker, int64_t tag,
+/// `worker`'s dense push came out as `r` (the version was `before`): its
+/// held rows stay for the update when the push joined it, and are dropped
+/// otherwise.
+void settle_held_rows(self_ptr self, int32_t worker,
                       const caf::expected<param_block::outcome>& r,
                       int64_t before) {
-  auto& st = self->state;
-  auto held = st.held_rows.find(worker);
   bool joined = r
                 && (*r == param_block::outcome::aggregated
-                    || *r == param_block::outcome::applied)
-                && tag == before;
-  if (joined) {
-    ++st.update_pushes;
-    if (held != st.held_rows.end() && held->second.tag == tag)
-      st.update_rows.push_back(std::move(held->second));
-  }
-  if (held != st.held_rows.end())
-    st.held_rows.erase(held);
+                    || *r == param_block::outcome::applied);
+  if (!joined)
+    self->state.held_rows.erase(worker);
   rows_follow_version(self, before);
 }
 
@@ -162,7 +163,9 @@ caf::result<push_ack> hold_rows(self_ptr self, const sparse_table& t,
                         + " on shard " + std::to_string(st.id)
                         + ", which is at version "
                         + std::to_string(b.version()));
-  if (p.tag < b.version()) // its update is applied without it
+  // Its update is applied without it, or the worker is in the update
+  // already (its second dense push would be stale too).
+  if (p.tag < b.version() || b.in_update(p.worker))
     return push_ack{b.version(), true};
   auto worker = p.worker;
   st.held_rows[worker] = std::move(p);
@@ -172,10 +175,7 @@ caf::result<push_ack> hold_rows(self_ptr self, const sparse_table& t,
 /// Forgets the rows of sync updates not yet applied (a restore, a new
 /// chief's workers).
 void forget_sync_rows(self_ptr self) {
-  auto& st = self->state;
-  st.held_rows.clear();
-  st.update_rows.clear();
-  st.update_pushes = 0;
+  self->state.held_rows.clear();
 }
 
 } // namespace
@@ -198,8 +198,9 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
     [=](leave_atom, int32_t worker) {
       auto before = self->state.block->version();
       self->state.block->remove_worker(worker);
-      self->state.held_rows.erase(worker);
+      // An update its leaving completes takes its rows if it pushed.
       rows_follow_version(self, before);
+      self->state.held_rows.erase(worker);
       serve_parked(self);
     },
     [=](pull_atom, int32_t worker,
@@ -218,7 +219,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       auto before = b.version();
       auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
       if (sync_rows(self))
-        settle_held_rows(self, g.worker, g.tag, r, before);
+        settle_held_rows(self, g.worker, r, before);
       if (!r)
         return std::move(r.error());
       serve_parked(self);

@@ -55,12 +55,10 @@ struct shard_state {
   /// Parameter bytes sent in answered pulls, gradient bytes received in
   /// pushes (whatever became of them): what the shard moves, in values.
   int64_t pulled_bytes = 0, pushed_bytes = 0;
-  /// sync: each worker's row push, held until its dense push of the same
-  /// tag comes (one per worker: a later one replaces it); the row pushes
-  /// of the update being aggregated, and the dense pushes in it so far.
+  /// sync: each worker's row push, held until the update its dense push
+  /// of the same tag joins is applied, or until that push is refused or
+  /// stale (one per worker: a later one replaces it).
   std::map<int32_t, row_push> held_rows;
-  std::vector<row_push> update_rows;
-  int update_pushes = 0;
 };
 
 shard_actor::behavior_type

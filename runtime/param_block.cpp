@@ -201,6 +201,7 @@ bool param_block::apply_aggregate_if_complete() {
     g *= inv;
   apply_update(sum_.data());
   std::fill(sum_.begin(), sum_.end(), 0.f);
+  last_update_ = std::move(pushed_);
   pushed_.clear();
   return true;
 }

@@ -117,6 +117,11 @@ public:
   caf::error set_learning_rate(double lr);
   caf::error set_aggregate(int aggregate);
   bool knows(int32_t id) const { return clocks_.count(id) > 0; }
+  /// sync: whether `id` has pushed for the update being aggregated, and
+  /// the workers whose pushes made the last update applied (its mean is
+  /// over them): what a shard's embedding rows follow.
+  bool in_update(int32_t id) const { return pushed_.count(id) > 0; }
+  const std::set<int32_t>& last_update() const { return last_update_; }
   /// ssp: the worker's clock (accepted pushes); 0 for unknown workers.
   int64_t clock(int32_t id) const;
   int64_t min_clock() const;
@@ -191,7 +196,7 @@ private:
   void log_update(int64_t batch);
   // sync: the sum of this version's pushes and who sent them.
   std::vector<float> sum_;
-  std::set<int32_t> pushed_;
+  std::set<int32_t> pushed_, last_update_;
 };
 
 } // namespace troupe

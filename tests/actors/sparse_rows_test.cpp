@@ -288,6 +288,10 @@ void sync_rows_go_with_their_dense_push(bool wire) {
   BOOST_TEST(max_difference(t.row(2), r2) == 0.0);
   BOOST_TEST(ok(t.dense(0, 0))); // aggregated: still nothing applied
   BOOST_TEST(max_difference(t.row(1), r1) == 0.0);
+  // A second row push of a worker already in the update is stale (as its
+  // second dense push would be); its first rows stay.
+  auto again = t.rows(0, 0, {1}, {9, 9, 9, 9});
+  BOOST_TEST((again && again->stale));
   auto applied = t.dense(1, 0);  // the update of version 0
   BOOST_REQUIRE(ok(applied));
   BOOST_TEST(applied->version == 1);

@@ -41,6 +41,13 @@ troupe::planted_scores make_click_logs(const temp_dir& dir,
   return *planted;
 }
 
+/// The log-loss of predicting the test set's click rate for every sample:
+/// what a model that learned nothing per sample scores.
+double click_rate_entropy(const troupe::planted_scores& planted) {
+  double q = planted.test_click_rate;
+  return -(q * std::log(q) + (1 - q) * std::log(1 - q));
+}
+
 /// The number after `key` in the last line of `out` that has it; -1 when
 /// none does.
 double last_value(const std::string& out, const std::string& key) {
@@ -203,8 +210,7 @@ BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {
                  out);
       // The click rate alone scores its entropy; a trained table beats it
       // by far.
-      double q = planted.test_click_rate;
-      double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
+      double entropy = click_rate_entropy(planted);
       auto loss = last_value(out, "test loss = ");
       auto auc = last_value(out, "test AUC = ");
       BOOST_TEST_MESSAGE(mode << ": test log-loss " << loss << ", AUC " << auc
@@ -251,8 +257,7 @@ BOOST_AUTO_TEST_CASE(a_table_trains_over_tls_as_in_plaintext) {
   BOOST_TEST(has(tls_out, "links: mutual TLS"), tls_out);
   auto plain_out = run("plaintext", false);
   BOOST_TEST(!has(plain_out, "links: mutual TLS"), plain_out);
-  double q = planted.test_click_rate;
-  double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
+  double entropy = click_rate_entropy(planted);
   auto tls_loss = last_value(tls_out, "test loss = ");
   auto plain_loss = last_value(plain_out, "test loss = ");
   BOOST_TEST_MESSAGE("sync test log-loss with TLS " << tls_loss
