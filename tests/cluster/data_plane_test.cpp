@@ -119,10 +119,14 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
                        + tcp_bytes(members[3]->pid());
   auto step_before = last_step(chief->out());
   BOOST_REQUIRE(chief->wait_for_step(step_before + 600, 180));
+  // The steps are read before the sockets' counters, as step_before was
+  // read after them: the counters then hold at least these steps' bytes.
+  // (Read after, under load, the log ran on while the counters were read,
+  // and the workers seemed to move 14% less than the steps needed.)
+  auto steps = last_step(chief->out()) - step_before;
   auto chief_bytes = tcp_bytes(chief->pid()) - chief_before;
   auto worker_bytes = tcp_bytes(members[2]->pid())
                       + tcp_bytes(members[3]->pid()) - worker_before;
-  auto steps = last_step(chief->out()) - step_before;
   auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
   BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
                      << moved / 1e6 << " MB of parameters ("
