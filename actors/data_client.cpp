@@ -15,7 +15,6 @@
 #include "actors/link_socket.hpp"
 #include "actors/remote.hpp"
 #include "actors/sockets.hpp"
-#include "actors/tls_front_door.hpp"
 #include "runtime/errc.hpp"
 #include "actors/data_frames.hpp"
 
@@ -29,12 +28,12 @@ class data_client_impl {
 public:
   data_client_impl(caf::actor_system& sys, std::string host, uint16_t port,
                    caf::timespan timeout,
-                   std::shared_ptr<const tls_context> tls)
+                   std::shared_ptr<const link_guard> guard)
     : sys_(sys),
       host_(std::move(host)),
       port_(port),
       timeout_(timeout),
-      tls_(std::move(tls)) {
+      guard_(std::move(guard)) {
   }
 
   void begin() {
@@ -126,21 +125,20 @@ private:
     if (fd < 0)
       return fail_all("cannot connect: " + why);
     ssl_ptr ssl;
-    if (tls_) {
+    if (guard_) {
       set_nonblocking(fd, true);
-      ssl = tls_->session(fd, false, true);
-      why = ssl ? finish_handshake(ssl.get(), fd,
-                                   std::chrono::steady_clock::now()
-                                     + tls_->handshake_timeout)
-                : "cannot create a TLS session";
+      auto proof = guard_->connect(fd, true);
+      why = finish_proof(*proof, fd,
+                         std::chrono::steady_clock::now() + guard_->timeout());
       if (!why.empty()) {
         {
           std::lock_guard<std::mutex> guard{mtx_};
           fd_ = -1;
           ::close(fd);
         }
-        return fail_all("TLS handshake failed: " + why);
+        return fail_all(guard_->handshake() + " failed: " + why);
       }
+      ssl = proof->take_session();
     }
     auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
     {
@@ -255,7 +253,7 @@ private:
   std::string host_;
   uint16_t port_;
   caf::timespan timeout_;
-  std::shared_ptr<const tls_context> tls_;
+  std::shared_ptr<const link_guard> guard_; ///< null: plaintext, no proof
   std::thread reader_;
   std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
   std::atomic<uint64_t> next_id_{1};
@@ -417,7 +415,7 @@ std::shared_ptr<data_client> data_client::open(caf::actor_system& sys,
                                                uint16_t port,
                                                caf::timespan timeout) {
   auto impl = std::make_shared<data_client_impl>(sys, host, port, timeout,
-                                                 security_of(sys)->tls);
+                                                 security_of(sys)->guard);
   impl->begin();
   return std::make_shared<data_client>(std::move(impl));
 }

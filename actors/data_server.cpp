@@ -20,7 +20,7 @@
 #include "actors/link_socket.hpp"
 #include "actors/remote.hpp"
 #include "actors/sockets.hpp"
-#include "actors/tls_front_door.hpp"
+#include "actors/front_door.hpp"
 #include "runtime/errc.hpp"
 #include "actors/data_frames.hpp"
 
@@ -349,15 +349,15 @@ void serve_connection(session& s) {
 
 class data_server_impl {
 public:
-  /// Serves listening socket `fd`: behind a TLS front door when `tls` is
-  /// set, else with a plain accept loop.
+  /// Serves listening socket `fd`: behind a front door when `guard` is
+  /// set (the cluster key or TLS), else with a plain accept loop.
   data_server_impl(caf::actor_system& sys, int fd,
-                   std::shared_ptr<const tls_context> tls,
+                   std::shared_ptr<const link_guard> guard,
                    caf::timespan timeout)
     : sys_(sys), listen_fd_(fd), port_(local_port_of(fd)), timeout_(timeout) {
-    if (tls)
-      door_ = std::make_unique<tls_front_door>(
-        fd, std::move(tls),
+    if (guard)
+      door_ = std::make_unique<front_door>(
+        fd, std::move(guard),
         [this](int peer, ssl_ptr ssl) { admit(peer, std::move(ssl)); },
         "data plane", true);
     else
@@ -415,8 +415,8 @@ private:
     }
   }
 
-  /// Starts a session on a new connection (authenticated already when
-  /// TLS is on).
+  /// Starts a session on a new connection (proven already when the links
+  /// are guarded).
   void admit(int fd, ssl_ptr ssl) {
     auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
     std::lock_guard<std::mutex> guard{mtx_};
@@ -460,7 +460,7 @@ private:
   uint16_t port_;
   caf::timespan timeout_;
   std::shared_ptr<shard_registry> shards_ = std::make_shared<shard_registry>();
-  std::unique_ptr<tls_front_door> door_;
+  std::unique_ptr<front_door> door_;
   std::thread acceptor_;
   std::mutex mtx_;
   std::list<std::unique_ptr<session>> sessions_;
@@ -479,7 +479,7 @@ data_server::start(caf::actor_system& sys, const std::string& host,
                       "cannot listen for the data plane on " + host + ": "
                         + describe(fd.error()));
   return std::make_shared<data_server>(
-    std::make_unique<data_server_impl>(sys, *fd, sec->tls, timeout));
+    std::make_unique<data_server_impl>(sys, *fd, sec->guard, timeout));
 }
 
 data_server::data_server(std::unique_ptr<data_server_impl> impl)

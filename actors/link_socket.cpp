@@ -16,8 +16,12 @@
 namespace troupe {
 
 link_socket::link_socket(int fd, ssl_ptr ssl) : fd_(fd), ssl_(std::move(ssl)) {
-  if (!ssl_)
+  if (!ssl_) {
+    // Plain reads block (a proof of the key ran on it non-blocking);
+    // writes that must not wait say so per call (MSG_DONTWAIT).
+    set_nonblocking(fd_, false);
     return;
+  }
   // A TLS record holds at most 16 KB. Unbuffered, OpenSSL makes two read
   // calls per record (header, then body) and one write call per record:
   // 1500 system calls for a 4 MB pull+push, where plain TCP needs 20, and

@@ -17,7 +17,8 @@ class link_socket {
 public:
   /// Takes `fd` over (closed by the destructor). With a session, `fd`
   /// must be non-blocking and the handshake finished; the session is
-  /// switched to buffered reads and writes (see the constructor).
+  /// switched to buffered reads and writes (see the constructor). Without
+  /// one, `fd` is made blocking.
   link_socket(int fd, ssl_ptr ssl);
   ~link_socket();
 

@@ -10,9 +10,8 @@
 #include <map>
 #include <mutex>
 
-#include "actors/plain_middleman.hpp"
+#include "actors/guarded_middleman.hpp"
 #include "actors/sockets.hpp"
-#include "actors/tls_middleman.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -40,37 +39,49 @@ security_registry& registry() {
 
 caf::error link_security::may_listen(const std::string& host,
                                      const std::string& what) const {
-  if (tls || insecure || is_loopback(host))
+  if (guard || insecure || is_loopback(host))
     return {};
   return make_error(errc::invalid_config,
                     "refusing to listen for " + what + " on " + host
-                      + " without TLS: anyone who reaches it could steer or "
-                        "crash the run. Give the cluster's certificates "
-                        "(/cluster/tls in the cluster file, or --tls-ca, "
-                        "--tls-cert and --tls-key), or --insecure on a "
-                        "network you trust");
+                      + " with no key and no TLS: anyone who reaches it "
+                        "could steer or crash the run. Leave the cluster "
+                        "key on (the default), give the cluster's "
+                        "certificates, or --insecure on a network you "
+                        "trust");
 }
 
 std::string link_security::describe() const {
-  if (tls)
-    return "mutual TLS";
+  if (guard)
+    return guard->describe();
   return insecure ? "INSECURE: plaintext links" : "plaintext, loopback only";
+}
+
+namespace {
+
+void install(caf::actor_system& sys, std::shared_ptr<const link_guard> guard,
+             std::shared_ptr<const tls_context> tls, bool insecure) {
+  auto s = std::make_shared<link_security>();
+  s->insecure = insecure;
+  if (sys.has_middleman()) // embedded runs have none
+    s->middleman = caf::actor_cast<caf::actor_addr>(make_guarded_middleman(
+      sys, guard ? guard : make_open_guard()));
+  s->guard = std::move(guard);
+  s->tls = std::move(tls);
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mtx};
+  r.by_system[system_id(sys)] = std::move(s);
+}
+
+} // namespace
+
+void guard_links(caf::actor_system& sys,
+                 std::shared_ptr<const link_guard> guard, bool insecure) {
+  install(sys, std::move(guard), nullptr, insecure);
 }
 
 void secure_links(caf::actor_system& sys,
                   std::shared_ptr<const tls_context> tls, bool insecure) {
-  auto s = std::make_shared<link_security>();
-  s->insecure = insecure;
-  if (tls)
-    s->middleman = caf::actor_cast<caf::actor_addr>(
-      make_tls_middleman(sys, tls));
-  else if (sys.has_middleman()) // embedded runs have none
-    s->middleman = caf::actor_cast<caf::actor_addr>(
-      make_plain_middleman(sys));
-  s->tls = std::move(tls);
-  auto& r = registry();
-  std::lock_guard<std::mutex> guard{r.mtx};
-  r.by_system[system_id(sys)] = std::move(s);
+  install(sys, tls ? make_tls_guard(tls) : nullptr, tls, insecure);
 }
 
 std::shared_ptr<const link_security> security_of(caf::actor_system& sys) {
@@ -100,9 +111,9 @@ caf::io::middleman_actor middleman_in(const link_security& s,
 caf::io::middleman_actor middleman_of(caf::actor_system& sys) {
   if (auto mm = middleman_in(*security_of(sys), sys))
     return mm;
-  // A system secure_links never saw (tests, benches): plaintext, as
+  // A system guard_links never saw (tests, benches): plaintext, as
   // security_of says, through a middleman of its own.
-  auto mm = make_plain_middleman(sys);
+  auto mm = make_guarded_middleman(sys, make_open_guard());
   auto& r = registry();
   std::lock_guard<std::mutex> guard{r.mtx};
   auto& s = r.by_system[system_id(sys)];

@@ -10,16 +10,20 @@
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
-#include "actors/tls.hpp"
+#include "actors/link_guard.hpp"
 #include "runtime/config.hpp"
+#include "runtime/errc.hpp"
 
 namespace troupe {
 
 /// How the links of one actor system are secured: set once by
-/// secure_links after the system is made; until then (and in tests that
-/// never call it) plaintext on loopback addresses only.
+/// guard_links (or secure_links) after the system is made; until then (and
+/// in tests that never call it) plaintext on loopback addresses only.
 struct link_security {
-  std::shared_ptr<const tls_context> tls; ///< null: plaintext
+  /// What every peer proves before its bytes are read: the cluster key or
+  /// mutual TLS; null: nothing (--insecure, or never secured).
+  std::shared_ptr<const link_guard> guard;
+  std::shared_ptr<const tls_context> tls; ///< set with a TLS guard
   bool insecure = false; ///< plaintext beyond loopback allowed (--insecure)
   /// The middleman actor of CAF's remoting, over TLS or in plaintext
   /// (see middleman_of); weak, so that this record may outlive its actor
@@ -27,28 +31,33 @@ struct link_security {
   caf::actor_addr middleman;
 
   /// Why this process may not listen on `host` for `what`, or none:
-  /// without TLS only loopback addresses, unless --insecure.
+  /// without a guard only loopback addresses, unless --insecure.
   caf::error may_listen(const std::string& host,
                         const std::string& what) const;
 
-  /// "mutual TLS", "plaintext, loopback only" or "INSECURE: plaintext".
+  /// "mutual TLS", "cluster key ... in PATH", "plaintext, loopback only"
+  /// or "INSECURE: plaintext".
   std::string describe() const;
 };
 
-/// Secures every link `sys` makes from now on: CAF's remoting (publish_on,
-/// connect_to) and the data plane go through TLS with `tls` when set.
+/// Guards every link `sys` makes from now on: CAF's remoting (publish_on,
+/// connect_to) and the data plane admit only peers that prove what
+/// `guard` asks for (null: nothing, as --insecure).
+void guard_links(caf::actor_system& sys,
+                 std::shared_ptr<const link_guard> guard, bool insecure);
+
+/// guard_links with mutual TLS when `tls` is set, else nothing.
 void secure_links(caf::actor_system& sys,
                   std::shared_ptr<const tls_context> tls, bool insecure);
 
 /// The security of `sys` (never null).
 std::shared_ptr<const link_security> security_of(caf::actor_system& sys);
 
-/// The middleman actor that makes `sys`'s remote connections: the TLS
-/// one when the links are secured with TLS, else a plaintext one
-/// (actors/plain_middleman.hpp), made on first use for a system that
-/// secure_links never saw. Not CAF's own: its connects are cut by the
-/// first heartbeat tick that comes before the peer's handshake
-/// (actors/link_clock.hpp).
+/// The middleman actor that makes `sys`'s remote connections, behind its
+/// guard (actors/guarded_middleman.hpp); for a system that guard_links
+/// never saw, an open one made on first use. Not CAF's own: CAF's trusts
+/// every byte, and its connects are cut by the first heartbeat tick that
+/// comes before the peer's handshake (actors/link_clock.hpp).
 caf::io::middleman_actor middleman_of(caf::actor_system& sys);
 
 /// Loads the middleman and turns its heartbeats on: CAF 0.17 leaves them
@@ -87,9 +96,10 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
 
 /// Tries connect_to every 200 ms until it works or `deadline_s` passes;
 /// the last error names host and port. Only "nothing listens yet" is
-/// tried again, unless `patient`: then any failure is, and each try gets
-/// at most 3 s (a peer coming back from a crash or a freeze may close or
-/// stall the first handshakes, while a wrong peer fails every time).
+/// tried again, unless `patient`: then any failure is but a refused key
+/// (errc::unauthorized: the peer holds another key, and will next time),
+/// and each try gets at most 3 s (a peer coming back from a crash or a
+/// freeze may close or stall the first handshakes).
 template <class Handle>
 caf::expected<Handle> connect_retrying(caf::actor_system& sys,
                                        const std::string& host, uint16_t port,
@@ -105,6 +115,8 @@ caf::expected<Handle> connect_retrying(caf::actor_system& sys,
     if (r || clock::now() >= end)
       return r;
     if (!patient && r.error() != caf::sec::cannot_connect_to_node)
+      return r;
+    if (r.error() == errc::unauthorized)
       return r;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -128,9 +140,9 @@ caf::expected<uint16_t> publish_actor(caf::actor_system& sys,
                                       const std::string& host, uint16_t port);
 
 /// Publishes `handle` on host:port (reuse_addr, so that a restarted node
-/// gets its port back at once), over TLS when the links are secured; the
-/// error names the address. Without TLS a non-loopback host is refused
-/// unless the process runs --insecure.
+/// gets its port back at once), behind the links' guard; the error names
+/// the address. Without a guard a non-loopback host is refused unless the
+/// process runs --insecure.
 template <class Handle>
 caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
                                    const std::string& host, uint16_t port) {

@@ -186,25 +186,4 @@ int handshake_step(ssl_st* ssl, short& events, std::string& why) {
   }
 }
 
-std::string finish_handshake(ssl_st* ssl, int fd,
-                             std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  for (;;) {
-    short events = 0;
-    std::string why;
-    errno = 0;
-    auto step = handshake_step(ssl, events, why);
-    if (step == 1)
-      return {};
-    if (step < 0)
-      return why;
-    auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
-    if (left.count() <= 0)
-      return "no TLS handshake within the deadline";
-    pollfd p{fd, events, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)
-      return std::strerror(errno);
-  }
-}
-
 } // namespace troupe

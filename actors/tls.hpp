@@ -75,12 +75,6 @@ private:
 /// is empty.
 std::string ssl_errors(const std::string& fallback);
 
-/// Drives the handshake of `ssl` on non-blocking socket `fd` until it is
-/// done or `deadline` passes, waiting in poll(); empty on success, else
-/// why it failed (a refused certificate names the reason OpenSSL gives).
-std::string finish_handshake(ssl_st* ssl, int fd,
-                             std::chrono::steady_clock::time_point deadline);
-
 /// One step of a handshake: 1 done, 0 wants `events` (POLLIN/POLLOUT)
 /// before the next step, -1 failed with `why`.
 int handshake_step(ssl_st* ssl, short& events, std::string& why);

@@ -9,7 +9,10 @@
 // ms per round. Both sides run with the malloc settings of every networked
 // troupe process (init_network). With --tls DIR both links are mutual TLS
 // with DIR/ca.pem, DIR/bench.pem and DIR/bench.key (scripts/make-certs.sh
-// DIR bench), as in a cluster with /cluster/tls.
+// DIR bench), as in a cluster with /cluster/tls; with --key FILE both
+// prove the cluster key in FILE (made when missing), as a default
+// cluster's links do. It also prints how long the first BASP connect took
+// (TCP, the key or TLS handshake, CAF's handshake).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -31,12 +34,14 @@ namespace {
 
 /// The child: a shard, published and on the data plane, until the parent
 /// tells it to stop.
-int serve(size_t floats, int ready_fd, const std::string& tls_dir) {
+int serve(size_t floats, int ready_fd, const std::string& tls_dir,
+          const std::string& key_file) {
   caf::actor_system_config cfg;
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  secure_links(sys, load_bench_tls(tls_dir, "bench-transfer"), false);
+  guard_links(sys, load_bench_guard(tls_dir, key_file, "bench-transfer"),
+              false);
   shard_options so;
   so.block.optimizer.type = optimizer_config::kind::sgd;
   so.block.optimizer.learning_rate = 1e-9;
@@ -64,7 +69,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Pull+push throughput between two processes on 127.0.0.1."};
   size_t floats = 1000000;
   int rounds = 20, warmup = 3;
-  std::string via = "data", tls_dir;
+  std::string via = "data", tls_dir, key_file;
   app.add_option("--floats", floats, "values per pull and per push")
     ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   app.add_option("--rounds", rounds, "timed round trips")
@@ -76,16 +81,18 @@ int main(int argc, char** argv) {
     ->check(CLI::IsMember({"data", "basp"}));
   app.add_option("--tls", tls_dir,
                  "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
+  app.add_option("--key", key_file,
+                 "prove the cluster key in FILE (made when missing)");
   CLI11_PARSE(app, argc, argv);
   // Bad files: one error, before the fork.
-  load_bench_tls(tls_dir, "bench-transfer");
+  load_bench_guard(tls_dir, key_file, "bench-transfer");
   int fds[2];
   if (::pipe(fds) != 0)
     return 1;
   pid_t child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
-    return serve(floats, fds[1], tls_dir);
+    return serve(floats, fds[1], tls_dir, key_file);
   }
   ::close(fds[1]);
   uint16_t ports[2] = {0, 0};
@@ -99,9 +106,15 @@ int main(int argc, char** argv) {
     init_config(cfg);
     init_network(cfg, cluster_config{});
     caf::actor_system sys{cfg};
-    secure_links(sys, load_bench_tls(tls_dir, "bench-transfer"), false);
+    guard_links(sys, load_bench_guard(tls_dir, key_file, "bench-transfer"),
+                false);
+    auto c0 = std::chrono::steady_clock::now();
     auto shard = connect_to<shard_actor>(sys, "127.0.0.1", ports[0],
                                          std::chrono::seconds(10));
+    std::printf("connect: %.3f ms\n",
+                std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - c0)
+                  .count());
     if (!shard) {
       std::cerr << "bench-transfer: error: " << describe(shard.error())
                 << std::endl;

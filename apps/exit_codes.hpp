@@ -18,6 +18,7 @@ inline int exit_code(const caf::error& err) {
     case errc::file_not_found:
     case errc::bad_format:
     case errc::layout_mismatch:
+    case errc::unauthorized:
       return 2;
     default:
       return 1;

@@ -1,11 +1,18 @@
 #include "apps/link_options.hpp"
 
+#include <iostream>
+
 #include "actors/remote.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
 
 void add_link_options(CLI::App& app, link_options& opts) {
+  app.add_option("--key", opts.key_file,
+                 "the cluster key's file (default: "
+                 "$XDG_CONFIG_HOME/troupe/cluster.key, else "
+                 "~/.config/troupe/cluster.key; the first node of a run "
+                 "makes it)");
   app.add_option("--tls-ca", opts.files.ca,
                  "the cluster's CA certificate (PEM); with --tls-cert and "
                  "--tls-key every link is mutual TLS");
@@ -14,13 +21,15 @@ void add_link_options(CLI::App& app, link_options& opts) {
   app.add_option("--tls-key", opts.files.key,
                  "the certificate's private key (PEM, unencrypted)");
   app.add_flag("--insecure", opts.insecure,
-               "allow plaintext links on addresses other than loopback "
+               "no cluster key and no TLS: plaintext links on any address "
                "(anyone who reaches them can steer or crash the run)");
 }
 
+namespace {
+
 caf::expected<std::shared_ptr<const tls_context>>
-load_link_tls(const link_options& opts, const cluster_config* cluster,
-              const std::string& node) {
+load_tls(const link_options& opts, const cluster_config* cluster,
+         const std::string& node) {
   tls_files files = opts.files;
   int64_t timeout_ms = 5000;
   if (cluster != nullptr && cluster->tls.enabled()) {
@@ -46,10 +55,46 @@ load_link_tls(const link_options& opts, const cluster_config* cluster,
   return std::shared_ptr<const tls_context>{std::move(*ctx)};
 }
 
+} // namespace
+
+caf::expected<std::shared_ptr<const link_guard>>
+load_link_guard(const link_options& opts, const cluster_config* cluster,
+                const std::string& node, key_use use) {
+  auto tls = load_tls(opts, cluster, node);
+  if (!tls)
+    return tls.error();
+  if (*tls) {
+    if (!opts.key_file.empty())
+      return make_error(errc::invalid_config,
+                        "--key and TLS exclude each other: TLS proves the "
+                        "cluster's certificates instead of a key");
+    return make_tls_guard(std::move(*tls));
+  }
+  if (opts.insecure) {
+    if (!opts.key_file.empty())
+      return make_error(errc::invalid_config,
+                        "--key and --insecure exclude each other");
+    return std::shared_ptr<const link_guard>{};
+  }
+  if (use == key_use::none)
+    return std::shared_ptr<const link_guard>{};
+  auto path = opts.key_file.empty() ? default_key_path() : opts.key_file;
+  bool made = false;
+  auto key = use == key_use::make_if_missing ? load_or_make_key(path, made)
+                                             : load_key(path);
+  if (!key)
+    return key.error();
+  if (made)
+    std::cout << "cluster key: made " << key->id() << " in " << path
+              << " (mode 0600); nodes on other hosts need a copy of it"
+              << std::endl;
+  return make_key_guard(std::move(*key));
+}
+
 void apply_link_security(caf::actor_system& sys,
-                         std::shared_ptr<const tls_context> tls,
+                         std::shared_ptr<const link_guard> guard,
                          const link_options& opts) {
-  secure_links(sys, std::move(tls), opts.insecure);
+  guard_links(sys, std::move(guard), opts.insecure);
 }
 
 } // namespace troupe

@@ -239,7 +239,7 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 }
 
 int run_member_node(const run_config& cfg_in, const std::string& node,
-                    std::shared_ptr<const tls_context> tls,
+                    std::shared_ptr<const link_guard> guard,
                     const link_options& links, stop_signals& signals) {
   run_config cfg = cfg_in;
   auto* me = cfg.cluster.node(node);
@@ -249,7 +249,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   init_network(sys_cfg, cfg.cluster);
   caf::actor_system sys{sys_cfg};
   settle_thread_split(sys, cfg, me->workers);
-  apply_link_security(sys, std::move(tls), links);
+  apply_link_security(sys, std::move(guard), links);
   // Shards placed here (by the file, or restored here after their node
   // was lost) serve workers on other nodes through it.
   auto data_plane = data_server::start(sys, me->host, request_timeout(cfg));
@@ -304,14 +304,14 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   auto addr = parse_address(opts.chief_address);
   if (!addr)
     return fail(addr.error());
-  auto tls = load_link_tls(opts.links, nullptr, "");
-  if (!tls)
-    return fail(tls.error());
+  auto guard = load_link_guard(opts.links, nullptr, "", key_use::must_exist);
+  if (!guard)
+    return fail(guard.error());
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cluster_config{});
   caf::actor_system sys{sys_cfg};
-  apply_link_security(sys, std::move(*tls), opts.links);
+  apply_link_security(sys, std::move(*guard), opts.links);
   auto chief = reach_chief(sys, addr->first, addr->second, opts.timeout_s);
   if (!chief)
     return fail(chief.error());

@@ -26,9 +26,9 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 /// chief (waiting up to the config's node_timeout_s for it) and serves
 /// until the run ends. Returns the exit code: 0 when the run succeeded or
 /// the node left it (the first SIGINT/SIGTERM), 1 when the run failed or
-/// the chief was lost. `tls`: from load_link_tls (null: plaintext).
+/// the chief was lost. `guard`: from load_link_guard (null: --insecure).
 int run_member_node(const run_config& cfg, const std::string& node,
-                    std::shared_ptr<const tls_context> tls,
+                    std::shared_ptr<const link_guard> guard,
                     const link_options& links, stop_signals& signals);
 
 /// What troupe-node --join was asked for.
@@ -39,7 +39,7 @@ struct join_options {
   int threads = 0;    ///< 0: the run config's
   std::optional<device_spec> device; ///< --device; empty: the config's
   double timeout_s = 10;
-  link_options links; ///< --tls-* and --insecure
+  link_options links; ///< --key, --tls-* and --insecure
 };
 
 /// Connects to the chief within timeout_s, takes the run config from it,

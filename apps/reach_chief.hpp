@@ -63,11 +63,13 @@ inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
   std::snprintf(within, sizeof(within), " within %g s: ", timeout_s);
   auto why = describe(chief.error());
   // CAF's word for a peer that closed the connection before speaking
-  // BASP: what a TLS listener does to a plaintext client.
+  // BASP: what a keyed or TLS listener does to a client with --insecure.
   if (chief.error() == caf::sec::disconnect_during_handshake
-      && !security_of(sys)->tls)
-    why += " (the chief closed the connection: it may use TLS; give "
-           "--tls-ca, --tls-cert and --tls-key)";
+      && !security_of(sys)->guard)
+    why += " (the chief closed the connection: it wants the cluster key "
+           "(run without --insecure; the key is in "
+           + default_key_path()
+           + ") or TLS (give --tls-ca, --tls-cert and --tls-key))";
   return make_error(errc::node_unreachable, "cannot reach " + who + within
                                               + why);
 }

@@ -179,10 +179,14 @@ int main(int argc, char** argv) {
   if (runs_workers)
     if (auto err = troupe::choose_device(*cfg, node, device))
       return fail(err);
-  // Certificates are checked before anything else starts.
-  auto tls = troupe::load_link_tls(links, &cl, node);
-  if (!tls)
-    return fail(tls.error());
+  // Certificates and the key are checked before anything else starts; a
+  // run that opens no port (embedded, no --listen) needs neither.
+  auto guard = troupe::load_link_guard(
+    links, &cl, node,
+    cl.distributed() || !listen.empty() ? troupe::key_use::make_if_missing
+                                        : troupe::key_use::none);
+  if (!guard)
+    return fail(guard.error());
   std::optional<std::pair<std::string, uint16_t>> shell_at;
   if (!listen.empty()) {
     if (cl.distributed()) {
@@ -212,7 +216,7 @@ int main(int argc, char** argv) {
     metrics_at = *at;
   }
   if (!node.empty() && node != cl.chief_node)
-    return troupe::run_member_node(*cfg, node, *tls, links, signals);
+    return troupe::run_member_node(*cfg, node, *guard, links, signals);
   auto data = troupe::load_datasets(cfg->data);
   if (!data)
     return fail(data.error());
@@ -221,7 +225,7 @@ int main(int argc, char** argv) {
   if (cl.distributed() || shell_at)
     troupe::init_network(sys_cfg, cl);
   caf::actor_system sys{sys_cfg};
-  troupe::apply_link_security(sys, *tls, links);
+  troupe::apply_link_security(sys, *guard, links);
   std::cout << "run: " << cfg->name << " (" << config_path << "), "
             << to_string(cfg->cluster.consistency) << ", "
             << cfg->cluster.workers << " workers, " << cfg->cluster.shards

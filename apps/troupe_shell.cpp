@@ -4,7 +4,7 @@
 //   troupe-shell --connect HOST:PORT -c "status"  one command, for scripts
 //                                 [--json]        the chief's JSON as is
 //                                 [--run ID]      only if the chief runs ID
-//                                 [--tls-ca F --tls-cert F --tls-key F]
+//                                 [--key F | --tls-ca F --tls-cert F --tls-key F]
 // Exit codes: 0 done; 1 the command failed or the chief is unreachable;
 // 2 bad command line.
 #include <chrono>
@@ -322,9 +322,9 @@ int main(int argc, char** argv) {
               << std::endl;
     return 2;
   }
-  auto tls = load_link_tls(links, nullptr, "");
-  if (!tls) {
-    std::cerr << "troupe-shell: error: " << describe(tls.error())
+  auto guard = load_link_guard(links, nullptr, "", key_use::must_exist);
+  if (!guard) {
+    std::cerr << "troupe-shell: error: " << describe(guard.error())
               << std::endl;
     return 2;
   }
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   init_config(cfg);
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
-  apply_link_security(sys, std::move(*tls), links);
+  apply_link_security(sys, std::move(*guard), links);
   auto chief = reach_chief(sys, addr->first, addr->second, timeout_s);
   if (!chief) {
     std::cerr << "troupe-shell: error: " << describe(chief.error())

@@ -20,6 +20,7 @@ std::string to_string(errc code) {
     case errc::actor_down: return "actor_down";
     case errc::node_unreachable: return "node_unreachable";
     case errc::stopped: return "stopped";
+    case errc::unauthorized: return "unauthorized";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -28,6 +28,7 @@ enum class errc : uint8_t {
   actor_down,           ///< a shard or the feeder stopped during a run
   node_unreachable,     ///< a node never came up, or cannot be connected to
   stopped,              ///< stopped (a signal) before training began
+  unauthorized,         ///< a peer did not prove the cluster's key, or we could not
 };
 
 /// The enumerator's name, e.g. "invalid_config".

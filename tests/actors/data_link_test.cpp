@@ -225,14 +225,14 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
                != std::string::npos, describe(s.error()));
 }
 
-BOOST_AUTO_TEST_CASE(without_tls_only_loopback_addresses_are_served) {
+BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) {
   cluster_fixture f;
   for (auto host : {"0.0.0.0", "192.0.2.1", "cluster-head"}) {
     auto s = data_server::start(*f.sys, host, 5s);
     BOOST_REQUIRE(!s);
     BOOST_TEST((s.error() == errc::invalid_config));
     BOOST_TEST(describe(s.error()).find(std::string{"on "} + host
-                                        + " without TLS")
+                                        + " with no key and no TLS")
                  != std::string::npos,
                describe(s.error()));
   }

@@ -41,7 +41,12 @@ public:
     pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
     if (pid_ == 0) {
       setenv("TERM", "vt100", 1);
-      setenv("HOME", dir.path().c_str(), 1); // its history file
+      // Its history file goes to a HOME of its own; the cluster key stays
+      // where the nodes of the user found it.
+      if (const char* home = getenv("HOME"); home != nullptr)
+        setenv("XDG_CONFIG_HOME", (std::string{home} + "/.config").c_str(),
+               0);
+      setenv("HOME", dir.path().c_str(), 1);
       std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-shell";
       execl(exe.c_str(), "troupe-shell", "--connect", address.c_str(),
             static_cast<char*>(nullptr));

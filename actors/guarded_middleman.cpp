@@ -1,6 +1,7 @@
-#include "actors/tls_middleman.hpp"
+#include "actors/guarded_middleman.hpp"
 
 #include <deque>
+#include <iostream>
 #include <map>
 #include <mutex>
 
@@ -19,10 +20,14 @@
 #include "caf/io/network/interfaces.hpp"
 #include "caf/io/network/stream_impl.hpp"
 #include "caf/io/scribe.hpp"
+#include "caf/policy/tcp.hpp"
+#include "caf/defaults.hpp"
+#include "caf/settings.hpp"
 
+#include "actors/basp_check.hpp"
+#include "actors/front_door.hpp"
 #include "actors/link_clock.hpp"
 #include "actors/sockets.hpp"
-#include "actors/tls_front_door.hpp"
 #include "runtime/errc.hpp"
 
 namespace troupe {
@@ -35,21 +40,36 @@ using default_mpx = net::default_multiplexer;
 
 // -- reading and writing an established session --------------------------------
 
-/// The stream policy of an established TLS session for CAF's multiplexer.
-/// The handshake is over when CAF gets the socket, so every call here is
-/// SSL_read or SSL_write; "want read/write" is success with 0 bytes, and
-/// the multiplexer calls again when the socket is ready.
-struct tls_stream_policy {
-  explicit tls_stream_policy(ssl_ptr s) : ssl(std::move(s)) {}
-
-  rw_state read_some(size_t& result, net::native_socket, void* buf,
-                     size_t len) {
-    return finish(SSL_read(ssl.get(), buf, static_cast<int>(len)), result,
-                  len);
+/// The stream policy of a proven connection for CAF's multiplexer: plain
+/// TCP, or an established TLS session (the handshake is over when CAF gets
+/// the socket, so every call is SSL_read or SSL_write; "want read/write"
+/// is success with 0 bytes, and the multiplexer calls again when the
+/// socket is ready). Every byte read passes basp_check first.
+struct guarded_stream_policy {
+  guarded_stream_policy(ssl_ptr s, basp_check::side side)
+    : ssl(std::move(s)), check(side) {
   }
 
-  rw_state write_some(size_t& result, net::native_socket, const void* buf,
+  rw_state read_some(size_t& result, net::native_socket fd, void* buf,
+                     size_t len) {
+    auto state = ssl ? finish(SSL_read(ssl.get(), buf, static_cast<int>(len)),
+                              result, len)
+                     : caf::policy::tcp::read_some(result, fd, buf, len);
+    if (state != rw_state::success || result == 0)
+      return state;
+    auto why = check.feed(static_cast<const uint8_t*>(buf), result);
+    if (why.empty())
+      return state;
+    std::cerr << "troupe: closing the link with " << peer_of(fd) << ": "
+              << why << std::endl;
+    result = 0;
+    return rw_state::failure;
+  }
+
+  rw_state write_some(size_t& result, net::native_socket fd, const void* buf,
                       size_t len) {
+    if (!ssl)
+      return caf::policy::tcp::write_some(result, fd, buf, len);
     return finish(SSL_write(ssl.get(), buf, static_cast<int>(len)), result,
                   len);
   }
@@ -58,7 +78,7 @@ struct tls_stream_policy {
   /// readable: read them before the multiplexer waits again. (CAF's module
   /// asks for at least the threshold, and stalls when fewer are there.)
   bool must_read_more(net::native_socket, size_t) {
-    return SSL_pending(ssl.get()) > 0;
+    return ssl && SSL_pending(ssl.get()) > 0;
   }
 
   rw_state finish(int ret, size_t& result, size_t len) {
@@ -80,19 +100,22 @@ struct tls_stream_policy {
   }
 
   ssl_ptr ssl;
+  basp_check check;
 };
 
-/// CAF's scribe (connection servant) over tls_stream_policy; the same as
-/// CAF's own scribe_impl but for the policy.
-class tls_scribe : public caf::io::scribe {
+/// CAF's scribe (connection servant) over guarded_stream_policy; the same
+/// as CAF's own scribe_impl but for the policy.
+class guarded_scribe : public caf::io::scribe {
 public:
-  tls_scribe(default_mpx& mpx, net::native_socket fd, ssl_ptr ssl)
-    : scribe(net::conn_hdl_from_socket(fd)), stream_(mpx, fd, std::move(ssl)) {
+  guarded_scribe(default_mpx& mpx, net::native_socket fd, ssl_ptr ssl,
+                 basp_check::side side)
+    : scribe(net::conn_hdl_from_socket(fd)),
+      stream_(mpx, fd, std::move(ssl), side) {
   }
 
   void configure_read(caf::io::receive_policy::config config) override {
     if (!launched_)
-      start_link_clock(*this); // a connect of ours: see link_clock.hpp
+      start_link_clock(*this); // see link_clock.hpp
     stream_.configure_read(config);
     if (!launched_) {
       launched_ = true;
@@ -126,12 +149,12 @@ public:
 
 private:
   bool launched_ = false;
-  net::stream_impl<tls_stream_policy> stream_;
+  net::stream_impl<guarded_stream_policy> stream_;
 };
 
 // -- accepting -------------------------------------------------------------------
 
-/// Authenticated connections from the front door's thread, waiting for
+/// Proven connections from the front door's thread, waiting for
 /// the multiplexer. One byte on the wake socket per connection makes the
 /// doorman's socket readable once per connection.
 class ready_queue {
@@ -157,8 +180,8 @@ public:
     ready_.emplace_back(fd, std::move(ssl));
   }
 
-  /// The socket of the next connection (its session kept for
-  /// take_session), or -1.
+  /// The socket of the next connection (its session kept for take), or
+  /// -1.
   int accept_next() {
     std::lock_guard<std::mutex> guard{mtx_};
     if (ready_.empty())
@@ -169,14 +192,16 @@ public:
     return next.first;
   }
 
-  ssl_ptr take_session(int fd) {
+  /// The session of accepted socket `fd` (null without TLS); false when
+  /// `fd` is not one of ours.
+  bool take(int fd, ssl_ptr& session) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = accepted_.find(fd);
     if (it == accepted_.end())
-      return nullptr;
-    auto out = std::move(it->second);
+      return false;
+    session = std::move(it->second);
     accepted_.erase(it);
-    return out;
+    return true;
   }
 
 private:
@@ -204,11 +229,11 @@ struct handoff_policy {
   std::shared_ptr<ready_queue> queue;
 };
 
-/// CAF's doorman (listener servant) fed by a tls_front_door: CAF polls the
+/// CAF's doorman (listener servant) fed by a front_door: CAF polls the
 /// wake socket, the front door does the listening and the handshakes.
-class tls_doorman : public caf::io::doorman {
+class guarded_doorman : public caf::io::doorman {
 public:
-  tls_doorman(default_mpx& mpx, int wake_read,
+  guarded_doorman(default_mpx& mpx, int wake_read,
               std::shared_ptr<ready_queue> queue, std::string addr)
     : doorman(net::accept_hdl_from_socket(wake_read)),
       acceptor_(mpx, wake_read, queue),
@@ -217,9 +242,9 @@ public:
   }
 
   /// The front door starts after the doorman exists: it feeds queue_.
-  void attach(std::unique_ptr<tls_front_door> door) { door_ = std::move(door); }
+  void attach(std::unique_ptr<front_door> door) { door_ = std::move(door); }
 
-  ~tls_doorman() override {
+  ~guarded_doorman() override {
     if (door_)
       door_->stop();
   }
@@ -229,10 +254,11 @@ public:
       return false;
     auto& mpx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
-    auto ssl = queue_->take_session(fd);
-    if (!ssl)
+    ssl_ptr ssl;
+    if (!queue_->take(fd, ssl))
       return false;
-    auto scribe = caf::make_counted<tls_scribe>(mpx, fd, std::move(ssl));
+    auto scribe = caf::make_counted<guarded_scribe>(
+      mpx, fd, std::move(ssl), basp_check::side::accepted);
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
@@ -254,50 +280,60 @@ public:
 private:
   net::acceptor_impl<handoff_policy> acceptor_;
   std::shared_ptr<ready_queue> queue_;
-  std::unique_ptr<tls_front_door> door_;
+  std::unique_ptr<front_door> door_;
   std::string addr_;
 };
 
 // -- the middleman actor -----------------------------------------------------------
 
-class tls_middleman_impl : public caf::io::middleman_actor_impl {
+class guarded_middleman_impl : public caf::io::middleman_actor_impl {
 public:
-  tls_middleman_impl(caf::actor_config& cfg, caf::actor basp,
-                     std::shared_ptr<const tls_context> tls)
+  guarded_middleman_impl(caf::actor_config& cfg, caf::actor basp,
+                         std::shared_ptr<const link_guard> guard)
     : caf::io::middleman_actor_impl(cfg, std::move(basp)),
-      tls_(std::move(tls)) {
+      guard_(std::move(guard)) {
   }
 
-  const char* name() const override { return "troupe_tls_middleman"; }
+  const char* name() const override { return "troupe_guarded_middleman"; }
 
 protected:
-  /// Connects and finishes the client handshake within the handshake
-  /// timeout (this actor runs on its own thread, as CAF's does).
+  /// Connects and proves itself within the guard's timeout (this actor
+  /// runs on a scheduler thread; CAF's own blocks a thread of its own for
+  /// as long as the kernel tries). Without a proof to make, TCP gets
+  /// middleman.connection-timeout.
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host,
                                              uint16_t port) override {
     auto where = host + ":" + std::to_string(port);
+    auto tcp_timeout = guard_->admits_anyone()
+                         ? caf::get_or(system().config(),
+                                       "middleman.connection-timeout",
+                                       caf::defaults::middleman::
+                                         connection_timeout)
+                         : caf::timespan{guard_->timeout()};
     std::string why;
-    int fd = connect_within(host, port, tls_->handshake_timeout, why);
+    int fd = connect_within(host, port, tcp_timeout, why);
     if (fd < 0)
       return caf::make_error(caf::sec::cannot_connect_to_node,
                              "cannot connect to " + where + ": " + why);
     set_nonblocking(fd, true);
-    auto ssl = tls_->session(fd, false);
-    if (ssl)
-      why = finish_handshake(ssl.get(), fd,
-                             std::chrono::steady_clock::now()
-                               + tls_->handshake_timeout);
-    else
-      why = "cannot create a TLS session";
+    auto proof = guard_->connect(fd, false);
+    why = finish_proof(*proof, fd,
+                       std::chrono::steady_clock::now() + guard_->timeout());
     if (!why.empty()) {
       ::close(fd);
-      // Not cannot_connect_to_node: trying again gives the same answer.
+      // Not cannot_connect_to_node: trying again gives the same answer
+      // (and a peer that answered with another key is final).
+      // A refusal says what was wrong already; a closed or silent peer
+      // gets the guard's guess at why.
+      if (proof->refused())
+        return make_error(errc::unauthorized, guard_->handshake() + " with "
+                                                + where + " failed: " + why);
       return make_error(errc::node_unreachable,
-                        "TLS handshake with " + where + " failed: " + why
-                          + " (do both sides have certificates of the same "
-                            "CA, and does the peer use TLS?)");
+                        guard_->handshake() + " with " + where + " failed: "
+                          + why + " (" + guard_->hint() + ")");
     }
-    return caf::make_counted<tls_scribe>(mpx(), fd, std::move(ssl));
+    return caf::make_counted<guarded_scribe>(mpx(), fd, proof->take_session(),
+                                             basp_check::side::connected);
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
@@ -313,10 +349,10 @@ protected:
                              "cannot make a socket pair");
     }
     auto queue = std::make_shared<ready_queue>(wake[1]);
-    auto doorman = caf::make_counted<tls_doorman>(mpx(), wake[0], queue,
-                                                  host);
-    doorman->attach(std::make_unique<tls_front_door>(
-      *listener, tls_,
+    auto doorman = caf::make_counted<guarded_doorman>(mpx(), wake[0], queue,
+                                                      host);
+    doorman->attach(std::make_unique<front_door>(
+      *listener, guard_,
       [queue](int fd, ssl_ptr ssl) { queue->push(fd, std::move(ssl)); },
       "control"));
     return doorman;
@@ -327,21 +363,22 @@ private:
     return static_cast<default_mpx&>(system().middleman().backend());
   }
 
-  std::shared_ptr<const tls_context> tls_;
+  std::shared_ptr<const link_guard> guard_;
 };
 
 } // namespace
 
 caf::io::middleman_actor
-make_tls_middleman(caf::actor_system& sys,
-                   std::shared_ptr<const tls_context> tls) {
+make_guarded_middleman(caf::actor_system& sys,
+                       std::shared_ptr<const link_guard> guard) {
   auto basp = sys.middleman().named_broker<caf::io::basp_broker>(
     caf::atom("BASP"));
   // Scheduled, not detached like CAF's own: a detached actor must be
   // killed before its system is destroyed. Its connect blocks a scheduler
   // thread for the length of a handshake (milliseconds; at most the
-  // handshake timeout).
-  auto mm = sys.spawn<tls_middleman_impl, caf::hidden>(basp, std::move(tls));
+  // guard's timeout).
+  auto mm = sys.spawn<guarded_middleman_impl, caf::hidden>(basp,
+                                                           std::move(guard));
   // It lives as long as the BASP broker it feeds, which holds it here (no
   // other strong reference exists) and ends it when the middleman stops.
   caf::actor_cast<caf::abstract_actor*>(basp)->attach_functor(

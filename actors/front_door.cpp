@@ -1,4 +1,4 @@
-#include "actors/tls_front_door.hpp"
+#include "actors/front_door.hpp"
 
 #include <chrono>
 #include <deque>
@@ -22,7 +22,7 @@ using clock_type = std::chrono::steady_clock;
 /// A connection whose handshake is under way.
 struct pending_handshake {
   int fd;
-  ssl_ptr ssl;
+  std::unique_ptr<peer_proof> proof;
   clock_type::time_point deadline;
   short events = POLLIN; // the client speaks first
   std::string peer;
@@ -30,10 +30,10 @@ struct pending_handshake {
 
 } // namespace
 
-struct tls_front_door::impl {
+struct front_door::impl {
   int listen_fd;
   int wake[2] = {-1, -1}; ///< a byte in wake[1] ends the loop
-  std::shared_ptr<const tls_context> tls;
+  std::shared_ptr<const link_guard> guard;
   handoff on_ready;
   std::string what;
   bool bulk = false;
@@ -55,20 +55,19 @@ struct tls_front_door::impl {
     no_delay(fd);
     if (pending.size() >= max_pending) {
       refuse(pending.front(), std::to_string(max_pending)
-                                + " TLS handshakes under way; closing the "
+                                + " handshakes under way; closing the "
                                   "oldest");
       pending.pop_front();
     }
     pending_handshake p;
     p.fd = fd;
-    p.ssl = tls->session(fd, true, bulk);
-    p.deadline = clock_type::now() + tls->handshake_timeout;
+    p.proof = guard->accept(fd, bulk);
+    p.deadline = clock_type::now() + guard->timeout();
     p.peer = peer_of(fd);
-    if (!p.ssl) {
-      refuse(p, "cannot create a TLS session");
-      return;
-    }
     pending.push_back(std::move(p));
+    // A proof that needs nothing from the peer (an open guard) is done at
+    // once; others wait for the peer's first bytes.
+    poll_one(pending.size() - 1);
   }
 
   /// Advances every handshake whose socket is ready; hands on the done.
@@ -81,24 +80,42 @@ struct tls_front_door::impl {
       auto revents = i + 2 < polled.size() ? polled[i + 2].revents : 0;
       if (revents == 0) {
         if (clock_type::now() >= p.deadline)
-          refuse(p, "no TLS handshake within "
-                      + std::to_string(tls->handshake_timeout.count())
-                      + " ms");
+          refuse(p, "no " + guard->handshake() + " within "
+                      + std::to_string(guard->timeout().count()) + " ms"
+                      + refusal_hint());
         else
           still.push_back(std::move(p));
         continue;
       }
-      std::string why;
-      errno = 0;
-      auto r = handshake_step(p.ssl.get(), p.events, why);
-      if (r < 0)
-        refuse(p, why);
-      else if (r == 0)
+      if (advance(p))
         still.push_back(std::move(p));
-      else
-        on_ready(p.fd, std::move(p.ssl));
     }
     pending.swap(still);
+  }
+
+  /// One step of `p`'s proof: true while it goes on; hands it on when
+  /// done, refuses it when failed.
+  bool advance(pending_handshake& p) {
+    std::string why;
+    auto r = p.proof->step(p.events, why);
+    if (r < 0)
+      refuse(p, why + refusal_hint());
+    else if (r > 0)
+      on_ready(p.fd, p.proof->take_session());
+    return r == 0;
+  }
+
+  /// Steps the newest pending handshake once; drops it unless it goes on.
+  void poll_one(size_t i) {
+    if (!advance(pending[i]))
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
+  /// Where a refused member would find the key, for the log line.
+  std::string refusal_hint() const {
+    if (auto* key = guard->key())
+      return "; members prove the key in " + key->path();
+    return {};
   }
 
   void run() {
@@ -132,13 +149,11 @@ struct tls_front_door::impl {
   }
 };
 
-tls_front_door::tls_front_door(int listen_fd,
-                               std::shared_ptr<const tls_context> tls,
-                               handoff on_ready, std::string what,
-                               bool bulk)
+front_door::front_door(int listen_fd, std::shared_ptr<const link_guard> guard,
+                       handoff on_ready, std::string what, bool bulk)
   : impl_(std::make_unique<impl>()), port_(local_port_of(listen_fd)) {
   impl_->listen_fd = listen_fd;
-  impl_->tls = std::move(tls);
+  impl_->guard = std::move(guard);
   impl_->on_ready = std::move(on_ready);
   impl_->what = std::move(what);
   impl_->bulk = bulk;
@@ -147,11 +162,11 @@ tls_front_door::tls_front_door(int listen_fd,
   impl_->thread = std::thread([p = impl_.get()] { p->run(); });
 }
 
-tls_front_door::~tls_front_door() {
+front_door::~front_door() {
   stop();
 }
 
-void tls_front_door::stop() {
+void front_door::stop() {
   if (impl_->stopped)
     return;
   impl_->stopped = true;

@@ -1,9 +1,10 @@
-// The TLS front door of a listening socket: accepts connections and runs
-// their server handshakes on one thread that sleeps in poll(), so a peer
-// that connects and says nothing (or half a handshake) costs nothing but a
-// file descriptor until its deadline, and only a peer whose certificate
-// the cluster's CA signed is handed on. What holds:
-// - a handshake not done within the context's handshake_timeout is closed;
+// The front door of a listening socket: accepts connections and runs
+// their server handshakes (the cluster key's or TLS's, actors/link_guard)
+// on one thread that sleeps in poll(), so a peer that connects and says
+// nothing (or half a handshake) costs nothing but a file descriptor until
+// its deadline, and only a peer that proved the key (or whose certificate
+// the cluster's CA signed) is handed on. What holds:
+// - a handshake not done within the guard's timeout is closed;
 // - at most max_pending handshakes run at once; a new connection beyond
 //   that closes the oldest (a flood can delay nodes, never exhaust the
 //   process);
@@ -14,14 +15,14 @@
 #include <memory>
 #include <string>
 
-#include "actors/tls.hpp"
+#include "actors/link_guard.hpp"
 
 namespace troupe {
 
-class tls_front_door {
+class front_door {
 public:
   /// Receives each authenticated connection: a non-blocking socket with
-  /// TCP_NODELAY and its finished TLS session.
+  /// TCP_NODELAY and its finished TLS session (null without TLS).
   using handoff = std::function<void(int fd, ssl_ptr ssl)>;
 
   static constexpr size_t max_pending = 64;
@@ -29,12 +30,12 @@ public:
   /// Serves listening socket `listen_fd` (taken over, closed by stop());
   /// `what` names the listener in log lines ("control", "data plane");
   /// `bulk`: sessions for the data plane (tls_context::session).
-  tls_front_door(int listen_fd, std::shared_ptr<const tls_context> tls,
-                 handoff on_ready, std::string what, bool bulk = false);
-  ~tls_front_door();
+  front_door(int listen_fd, std::shared_ptr<const link_guard> guard,
+             handoff on_ready, std::string what, bool bulk = false);
+  ~front_door();
 
-  tls_front_door(const tls_front_door&) = delete;
-  tls_front_door& operator=(const tls_front_door&) = delete;
+  front_door(const front_door&) = delete;
+  front_door& operator=(const front_door&) = delete;
 
   uint16_t port() const { return port_; }
 

@@ -1,0 +1,478 @@
+// troupe's front door inside one test process: the cluster key's file
+// (made whole, private, refused when it is not), the key handshake
+// (mutual, another key named, a replay refused), the BASP check (the
+// headers that crash CAF 0.17 refused, chunking irrelevant), and CAF's
+// remoting and the data plane behind the key between actor systems: a
+// stranger's bytes, a wrong key and, after a valid proof, a malformed BASP
+// header each close only their own connection.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <thread>
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "actors/basp_check.hpp"
+#include "actors/cluster_key.hpp"
+#include "actors/data_link.hpp"
+#include "actors/key_handshake.hpp"
+#include "actors/protocol.hpp"
+#include "actors/remote.hpp"
+#include "actors/shard.hpp"
+#include "actors/sockets.hpp"
+#include "actors/system_config.hpp"
+#include "runtime/errc.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using troupe::test::temp_dir;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+cluster_key make_key(const temp_dir& dir, const std::string& name) {
+  bool made = false;
+  auto key = load_or_make_key(dir.file(name), made);
+  BOOST_REQUIRE_MESSAGE(key, troupe::test::why(key));
+  return *key;
+}
+
+std::string key_error(const std::string& path) {
+  auto key = load_key(path);
+  BOOST_REQUIRE(!key);
+  BOOST_TEST((key.error() == errc::unauthorized));
+  return describe(key.error());
+}
+
+/// Runs client and server exchanges against each other; the first
+/// failure's text, or "" when both are done.
+std::string run_exchange(key_exchange& client, key_exchange& server) {
+  for (int round = 0; round < 8; ++round) {
+    for (auto pair : {std::make_pair(&client, &server),
+                       std::make_pair(&server, &client)}) {
+      auto& out = pair.first->to_send();
+      std::vector<uint8_t> bytes(out.begin(), out.end());
+      out.clear();
+      auto* to = pair.second;
+      size_t at = 0;
+      while (at < bytes.size() && to->wants() > 0) {
+        auto n = to->wants();
+        if (bytes.size() - at < n)
+          return "short: " + std::to_string(bytes.size() - at);
+        if (auto why = to->take(bytes.data() + at); !why.empty())
+          return why;
+        at += n;
+      }
+    }
+    if (client.done() && server.done())
+      return {};
+  }
+  return "did not finish";
+}
+
+std::array<uint8_t, 32> fixed_nonce(uint8_t x) {
+  std::array<uint8_t, 32> n{};
+  n.fill(x);
+  return n;
+}
+
+/// A 32-byte BASP header, big-endian as CAF writes it.
+std::vector<uint8_t> basp_header(uint8_t op, uint32_t payload,
+                                 uint64_t op_data = 0, uint64_t source = 0,
+                                 uint64_t dest = 0) {
+  std::vector<uint8_t> h(32, 0);
+  h[0] = op;
+  for (int i = 0; i < 4; ++i)
+    h[4 + i] = static_cast<uint8_t>(payload >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) {
+    h[8 + i] = static_cast<uint8_t>(op_data >> (56 - 8 * i));
+    h[16 + i] = static_cast<uint8_t>(source >> (56 - 8 * i));
+    h[24 + i] = static_cast<uint8_t>(dest >> (56 - 8 * i));
+  }
+  return h;
+}
+
+std::string feed(basp_check& c, const std::vector<uint8_t>& bytes) {
+  return c.feed(bytes.data(), bytes.size());
+}
+
+/// An actor system with the middleman, as a node's.
+struct net_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  net_system() {
+    init_config(cfg);
+    init_network(cfg, cluster_config{});
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+/// A shard of 3 floats published for BASP and served on the data plane
+/// of a system whose links prove `key`.
+struct keyed_shard {
+  net_system f;
+  shard_actor shard;
+  std::shared_ptr<data_server> server;
+  uint16_t port = 0;
+
+  explicit keyed_shard(const cluster_key& key) {
+    guard_links(*f.sys, make_key_guard(key), false);
+    shard_options o;
+    o.initial = {0.f, 1.f, 2.f};
+    shard = f.sys->spawn(shard_impl, o);
+    caf::scoped_actor self{*f.sys};
+    self->request(shard, 5s, join_atom_v, int32_t{0})
+      .receive([](int64_t) {}, [](caf::error&) {});
+    auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
+    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
+    server = *s;
+    server->serve(0, shard, 3);
+    auto p = publish_on(*f.sys, shard, "127.0.0.1", 0);
+    BOOST_REQUIRE_MESSAGE(p, troupe::test::why(p));
+    port = *p;
+  }
+  ~keyed_shard() {
+    server->stop();
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+};
+
+caf::expected<float_block> pull(caf::actor_system& sys, const shard_actor& h) {
+  caf::scoped_actor self{sys};
+  caf::expected<float_block> out{caf::sec::none};
+  self->request(h, 10s, pull_atom_v, int32_t{0}, int64_t{0})
+    .receive([&](float_block& b) { out = std::move(b); },
+             [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+/// A raw TCP client on 127.0.0.1:port (blocking), as a stranger's.
+int raw_connect(uint16_t port) {
+  std::string why;
+  int fd = connect_within("127.0.0.1", port, 2s, why);
+  BOOST_REQUIRE_MESSAGE(fd >= 0, why);
+  return fd;
+}
+
+void send_all(int fd, const std::vector<uint8_t>& bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    auto n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+    if (n <= 0)
+      return; // the peer closed: what the caller checks next
+    at += static_cast<size_t>(n);
+  }
+}
+
+/// Whether the peer closes `fd` within `seconds` (whatever it sends
+/// first is read and dropped).
+bool closed_within(int fd, double seconds) {
+  auto end = std::chrono::steady_clock::now()
+             + std::chrono::duration<double>(seconds);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    auto n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0)
+      return true;
+  }
+  return false;
+}
+
+/// Proves `key` on raw socket `fd` as a member would; false on failure.
+bool prove(int fd, const cluster_key& key) {
+  key_handshake h{key, key_exchange::role::client, fd};
+  set_nonblocking(fd, true);
+  short events = 0;
+  std::string why;
+  auto end = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    auto r = h.step(events, why);
+    if (r != 0) {
+      set_nonblocking(fd, false);
+      BOOST_TEST_MESSAGE("proof: " << (r > 0 ? "done" : why));
+      return r > 0;
+    }
+    if (std::chrono::steady_clock::now() > end)
+      return false;
+    pollfd p{fd, events, 0};
+    ::poll(&p, 1, 100);
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(front_door)
+
+BOOST_AUTO_TEST_CASE(the_first_node_makes_a_private_key_that_every_later_process_reads) {
+  temp_dir dir;
+  auto path = dir.file("a/b/troupe/cluster.key");
+  bool made = false;
+  auto key = load_or_make_key(path, made);
+  BOOST_REQUIRE_MESSAGE(key, troupe::test::why(key));
+  BOOST_TEST(made);
+  struct stat st{};
+  BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  BOOST_REQUIRE(::stat(dir.file("a/b/troupe").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+  BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
+  BOOST_TEST(st.st_size == 65); // 64 hex digits and a newline
+  auto again = load_or_make_key(path, made);
+  BOOST_REQUIRE(again);
+  BOOST_TEST(!made);
+  BOOST_TEST(again->id() == key->id());
+  BOOST_TEST(again->secret() == key->secret());
+  // Processes racing to make it end up with one key.
+  auto raced = dir.file("race/cluster.key");
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 6; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      bool m = false;
+      auto k = load_or_make_key(raced, m);
+      ::_exit(k ? 0 : 1);
+    }
+    kids.push_back(pid);
+  }
+  for (auto pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  auto k1 = load_key(raced);
+  BOOST_REQUIRE_MESSAGE(k1, troupe::test::why(k1));
+  // No temporary file is left beside it.
+  BOOST_TEST(std::system(("test $(ls " + dir.file("race") + " | wc -l) = 1")
+                           .c_str())
+             == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_key_file_that_is_missing_open_or_malformed_is_named) {
+  temp_dir dir;
+  auto missing = dir.file("none/cluster.key");
+  auto why = key_error(missing);
+  BOOST_TEST(contains(why, "cluster key " + missing + ": no such file"), why);
+  BOOST_TEST(contains(why, "scp FIRST-HOST:" + missing), why);
+  BOOST_TEST(contains(why, "--key FILE"), why);
+  auto open = dir.file("open.key");
+  troupe::test::write_file(open, std::string(64, 'a') + "\n");
+  ::chmod(open.c_str(), 0644);
+  why = key_error(open);
+  BOOST_TEST(contains(why, "group or others may read it (mode 0644): chmod "
+                           "600 "
+                             + open),
+             why);
+  for (auto text : {std::string(63, 'a'), std::string(64, 'g'),
+                    std::string(65, 'a'), std::string{}}) {
+    auto bad = dir.file("bad.key");
+    ::unlink(bad.c_str());
+    troupe::test::write_file(bad, text);
+    ::chmod(bad.c_str(), 0600);
+    why = key_error(bad);
+    BOOST_TEST(contains(why, "expected 64 hex digits"), why);
+  }
+  why = key_error(dir.path());
+  BOOST_TEST(contains(why, "not a regular file"), why);
+}
+
+BOOST_AUTO_TEST_CASE(the_handshake_proves_the_key_both_ways_and_names_another_key) {
+  temp_dir dir;
+  auto key = make_key(dir, "k1");
+  auto other = make_key(dir, "k2");
+  BOOST_TEST(key.id() != other.id());
+  {
+    key_exchange c{key, key_exchange::role::client, fixed_nonce(1)};
+    key_exchange s{key, key_exchange::role::server, fixed_nonce(2)};
+    BOOST_TEST(run_exchange(c, s) == "");
+    BOOST_TEST(c.done());
+    BOOST_TEST(s.done());
+  }
+  {
+    // The client refuses a server with another key before it proves
+    // anything, and names both ids.
+    key_exchange c{other, key_exchange::role::client, fixed_nonce(1)};
+    key_exchange s{key, key_exchange::role::server, fixed_nonce(2)};
+    auto why = run_exchange(c, s);
+    BOOST_TEST(contains(why, "another cluster key (id " + key.id() + ")"),
+               why);
+    BOOST_TEST(contains(why, other.path()), why);
+    BOOST_TEST(!s.done());
+  }
+  {
+    // A recorded client's hello and proof, replayed to a server with a
+    // fresh nonce: refused.
+    key_exchange c{key, key_exchange::role::client, fixed_nonce(1)};
+    key_exchange s{key, key_exchange::role::server, fixed_nonce(2)};
+    auto hello = c.to_send();
+    c.to_send().clear();
+    BOOST_REQUIRE(s.take(hello.data()).empty());
+    BOOST_REQUIRE(s.take(hello.data() + 8).empty());
+    BOOST_REQUIRE(c.take(s.to_send().data()).empty());
+    auto proof = c.to_send();
+    BOOST_REQUIRE(proof.size() == key_exchange::mac_size);
+    BOOST_REQUIRE(s.take(proof.data()).empty());
+    BOOST_TEST(s.done());
+    key_exchange s2{key, key_exchange::role::server, fixed_nonce(3)};
+    BOOST_REQUIRE(s2.take(hello.data()).empty());
+    BOOST_REQUIRE(s2.take(hello.data() + 8).empty());
+    auto why = s2.take(proof.data());
+    BOOST_TEST(contains(why, "wrong key proof"), why);
+    BOOST_TEST(!s2.done());
+  }
+  {
+    // Bytes of another protocol are named at the first 8.
+    key_exchange s{key, key_exchange::role::server, fixed_nonce(2)};
+    auto h = basp_header(1, 0);
+    auto why = s.take(h.data());
+    BOOST_TEST(contains(why, "plaintext CAF (BASP)"), why);
+    key_exchange t{key, key_exchange::role::server, fixed_nonce(2)};
+    uint8_t tls[8] = {0x16, 3, 1, 0, 0xc8, 1, 0, 0};
+    why = t.take(tls);
+    BOOST_TEST(contains(why, "TLS client"), why);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_basp_check_refuses_the_headers_that_crash_caf) {
+  using side = basp_check::side;
+  // A client's handshake with a payload, then heartbeats and a message:
+  // passes, fed whole or a byte at a time.
+  std::vector<uint8_t> good = basp_header(1, 10);
+  good.resize(good.size() + 10, 0xab);
+  auto hb = basp_header(6, 0);
+  good.insert(good.end(), hb.begin(), hb.end());
+  auto msg = basp_header(2, 5, 7, 1, 2);
+  good.insert(good.end(), msg.begin(), msg.end());
+  good.resize(good.size() + 5, 0xcd);
+  {
+    basp_check c{side::accepted};
+    BOOST_TEST(feed(c, good) == "");
+    BOOST_TEST(c.messages() == 3u);
+    basp_check d{side::accepted};
+    for (auto b : good)
+      BOOST_REQUIRE(d.feed(&b, 1).empty());
+    BOOST_TEST(d.messages() == 3u);
+  }
+  struct bad_case {
+    std::vector<uint8_t> bytes;
+    side s;
+    const char* why;
+  };
+  std::vector<bad_case> bad = {
+    {basp_header(1, 0), side::accepted, "fields do not fit"}, // the crash
+    {basp_header(0, 0, 3), side::connected, "fields do not fit"},
+    {basp_header(1, 0xffffffffu), side::accepted, "over the bound"},
+    {basp_header(9, 4), side::accepted, "is not BASP's"},
+    {basp_header(6, 0), side::accepted, "first message must be"},
+    {basp_header(0, 8, 3), side::accepted, "first message must be"},
+    {basp_header(1, 8), side::connected, "first message must be"},
+  };
+  auto padded = basp_header(1, 4);
+  padded[1] = 1;
+  bad.push_back({padded, side::accepted, "padding"});
+  auto flagged = basp_header(1, 4);
+  flagged[3] = 0x80;
+  bad.push_back({flagged, side::accepted, "unknown flags"});
+  // A second server handshake on a connection we made.
+  auto twice = basp_header(0, 2, 3);
+  twice.resize(34, 0);
+  auto again = basp_header(0, 2, 3);
+  twice.insert(twice.end(), again.begin(), again.end());
+  bad.push_back({twice, side::connected, "server handshake only"});
+  // After a good handshake: a routed message with no receiver.
+  auto later = basp_header(1, 2);
+  later.resize(34, 0);
+  auto routed = basp_header(3, 4, 0, 0, 0);
+  later.insert(later.end(), routed.begin(), routed.end());
+  bad.push_back({later, side::accepted, "BASP header 2"});
+  for (auto& b : bad) {
+    basp_check c{b.s};
+    auto why = feed(c, b.bytes);
+    BOOST_TEST(contains(why, b.why), why << " (wanted: " << b.why << ")");
+    // Once refused, always refused.
+    BOOST_TEST(!feed(c, hb).empty());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) {
+  temp_dir dir;
+  auto key = make_key(dir, "cluster.key");
+  auto other = make_key(dir, "other.key");
+  keyed_shard s{key};
+  // A member with the key pulls through BASP and the data plane.
+  net_system member;
+  guard_links(*member.sys, make_key_guard(key), false);
+  auto h = connect_to<shard_actor>(*member.sys, "127.0.0.1", s.port, 5s);
+  BOOST_REQUIRE_MESSAGE(h, troupe::test::why(h));
+  auto b = pull(*member.sys, *h);
+  BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
+  BOOST_TEST(*b->values == (std::vector<float>{0.f, 1.f, 2.f}));
+  auto client = data_client::open(*member.sys, "127.0.0.1", s.server->port(),
+                                  5s);
+  b = pull(*member.sys, client->stub(0, 3));
+  BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
+  client->close();
+  // Another key: refused at once, final, both ids named.
+  net_system stranger;
+  guard_links(*stranger.sys, make_key_guard(other), false);
+  auto refused = connect_to<shard_actor>(*stranger.sys, "127.0.0.1", s.port,
+                                         5s);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST((refused.error() == errc::unauthorized));
+  auto why = describe(refused.error());
+  BOOST_TEST(contains(why, "another cluster key (id " + key.id()), why);
+  auto dclient = data_client::open(*stranger.sys, "127.0.0.1",
+                                   s.server->port(), 5s);
+  auto db = pull(*stranger.sys, dclient->stub(0, 3));
+  BOOST_REQUIRE(!db);
+  BOOST_TEST(contains(describe(db.error()), "key handshake failed"),
+             describe(db.error()));
+  dclient->close();
+  // No key (plaintext CAF): closed before CAF's handshake.
+  net_system plain;
+  refused = connect_to<shard_actor>(*plain.sys, "127.0.0.1", s.port, 5s);
+  BOOST_TEST(!refused);
+  // Raw bytes: the crashing header, a 4 GiB header, junk. Each closed.
+  for (auto port : {s.port, s.server->port()}) {
+    for (auto bytes : {basp_header(1, 0), basp_header(2, 0xffffffffu),
+                       std::vector<uint8_t>(100000, 0x41)}) {
+      int fd = raw_connect(port);
+      send_all(fd, bytes);
+      BOOST_TEST(closed_within(fd, 5), "port " << port);
+      ::close(fd);
+    }
+  }
+  // A peer that proves the key, then sends the crashing header: only its
+  // connection closes.
+  for (auto bytes : {basp_header(1, 0), basp_header(1, 0xfffffff0u),
+                     basp_header(6, 0)}) {
+    int fd = raw_connect(s.port);
+    BOOST_REQUIRE(prove(fd, key));
+    BOOST_TEST(!closed_within(fd, 0.3)); // proven: the node waits for BASP
+    send_all(fd, bytes);
+    BOOST_TEST(closed_within(fd, 5));
+    ::close(fd);
+  }
+  // The node serves on, over the member's connection and a new one.
+  b = pull(*member.sys, *h);
+  BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
+  net_system again;
+  guard_links(*again.sys, make_key_guard(key), false);
+  auto h2 = connect_to<shard_actor>(*again.sys, "127.0.0.1", s.port, 5s);
+  BOOST_REQUIRE_MESSAGE(h2, troupe::test::why(h2));
+  b = pull(*again.sys, *h2);
+  BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
