@@ -70,8 +70,10 @@ inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
            "(run without --insecure; the key is in "
            + default_key_path()
            + ") or TLS (give --tls-ca, --tls-cert and --tls-key))";
-  return make_error(errc::node_unreachable, "cannot reach " + who + within
-                                              + why);
+  // Another key is bad input (exit 2), not a chief that may yet come.
+  auto code = chief.error() == errc::unauthorized ? errc::unauthorized
+                                                  : errc::node_unreachable;
+  return make_error(code, "cannot reach " + who + within + why);
 }
 
 } // namespace troupe

@@ -94,11 +94,12 @@ inline bool decode_endpoint(const std::string& text, std::string& ip,
   return !ip.empty();
 }
 
-/// Appends the ESTABLISHED rows of one /proc/PID/net/tcp* file whose inode
-/// is in `inodes`.
+/// Appends the rows in state `state` (01 ESTABLISHED, 0A LISTEN) of one
+/// /proc/PID/net/tcp* file whose inode is in `inodes`.
 inline void read_tcp_table(const std::string& path,
                            const std::set<unsigned long>& inodes,
-                           std::vector<tcp_link>& out) {
+                           std::vector<tcp_link>& out,
+                           const std::string& state = "01") {
   std::ifstream in{path};
   std::string line;
   std::getline(in, line); // header
@@ -110,7 +111,7 @@ inline void read_tcp_table(const std::string& path,
     if (!(row >> sl >> local >> remote >> st >> queues >> timer >> retr
           >> uid >> timeout >> inode))
       continue;
-    if (st != "01" || inodes.count(inode) == 0)
+    if (st != state || inodes.count(inode) == 0)
       continue;
     tcp_link l;
     if (decode_endpoint(local, l.local_ip, l.local_port)
@@ -144,6 +145,19 @@ inline std::vector<tcp_link> tcp_links(pid_t pid) {
   std::string net = "/proc/" + std::to_string(pid) + "/net/";
   proc_detail::read_tcp_table(net + "tcp", inodes, out);
   proc_detail::read_tcp_table(net + "tcp6", inodes, out);
+  return out;
+}
+
+/// The TCP ports `pid` listens on (what `ss -tlnp` shows for it).
+inline std::set<uint16_t> listening_ports(pid_t pid) {
+  std::vector<tcp_link> rows;
+  auto inodes = proc_detail::socket_inodes(pid);
+  std::string net = "/proc/" + std::to_string(pid) + "/net/";
+  proc_detail::read_tcp_table(net + "tcp", inodes, rows, "0A");
+  proc_detail::read_tcp_table(net + "tcp6", inodes, rows, "0A");
+  std::set<uint16_t> out;
+  for (auto& r : rows)
+    out.insert(r.local_port);
   return out;
 }
 
