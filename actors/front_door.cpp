@@ -64,10 +64,10 @@ struct front_door::impl {
     p.proof = guard->accept(fd, bulk);
     p.deadline = clock_type::now() + guard->timeout();
     p.peer = peer_of(fd);
-    pending.push_back(std::move(p));
     // A proof that needs nothing from the peer (an open guard) is done at
     // once; others wait for the peer's first bytes.
-    poll_one(pending.size() - 1);
+    if (advance(p))
+      pending.push_back(std::move(p));
   }
 
   /// Advances every handshake whose socket is ready; hands on the done.
@@ -103,12 +103,6 @@ struct front_door::impl {
     else if (r > 0)
       on_ready(p.fd, p.proof->take_session());
     return r == 0;
-  }
-
-  /// Steps the newest pending handshake once; drops it unless it goes on.
-  void poll_one(size_t i) {
-    if (!advance(pending[i]))
-      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
   /// Where a refused member would find the key, for the log line.

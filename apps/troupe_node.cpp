@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
     opts.data_plane = *data_plane;
   }
   opts.cfg = *cfg;
-  opts.insecure_links = cl.distributed() && links.insecure;
+  opts.insecure_links = (cl.distributed() || shell_at) && links.insecure;
   opts.config_text = std::move(*text);
   opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
   opts.log = &std::cout;
