@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the data plane and the file readers with libFuzzer: installs clang
-# and libFuzzer where missing, builds the fuzz targets in build-fuzz/
-# (clang, ASan+UBSan), and runs each one from a copy of its seed corpus.
+# Fuzzes the data plane, the front door (key handshake, BASP check) and the
+# file readers with libFuzzer: installs clang and libFuzzer where missing,
+# builds the fuzz targets in build-fuzz/ (clang, ASan+UBSan), and runs each
+# one from a copy of its seed corpus.
 # Exits non-zero when a target finds a crash, hang or memory blow-up,
 # printing the reproducer.
 #
@@ -14,8 +15,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 # tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
-all_targets=(data_plane config cluster_file idx cifar safetensors npy npz csv
-             feeder_plan click_log table_file)
+all_targets=(data_plane key_handshake basp_check config cluster_file idx cifar
+             safetensors npy npz csv feeder_plan click_log table_file)
 
 limit=(-max_total_time=60)
 what="60s"
@@ -51,6 +52,13 @@ done
 #    reports a server that has not closed 10 s after the input's end
 #    itself). -close_fd_mask=2 drops the server's "closing the connection"
 #    lines; libFuzzer's and the sanitizers' reports still print.
+#  - key_handshake: 256 bytes, more than the 80 a client sends and the 72
+#    a server answers (plus the relay face's piece sizes); nothing is
+#    allocated in proportion to the input at all: 64 MB. One input is a
+#    few HMACs and, in the relay face, a few dozen socket calls: 10 s.
+#  - basp_check: 4 KB of BASP stream: the check keeps one 32-byte header
+#    and skips payloads without storing them, whatever their announced
+#    size (up to 4 GiB): 64 MB; an input takes microseconds: 10 s.
 #  - config, cluster_file: 16 KB of JSON; nothing is allocated from a
 #    number in the file (synthetic data is not made by the parser), so the
 #    DOM of the text is all: 64 MB.
@@ -77,15 +85,18 @@ done
 #    64 MB.
 #  - feeder_plan: 4 KB of a checkpoint's plan text for a plan of 97
 #    samples and 4 epochs: each stream is at most 40 batches.
-declare -A max_len=([data_plane]=0 [config]=16384 [cluster_file]=16384
+declare -A max_len=([data_plane]=0 [key_handshake]=256 [basp_check]=4096
+                    [config]=16384 [cluster_file]=16384
                     [idx]=4096 [cifar]=4096 [safetensors]=65536
                     [npy]=4096 [npz]=8192 [csv]=4096 [feeder_plan]=4096
                     [click_log]=4096 [table_file]=65536)
-declare -A malloc_mb=([data_plane]=64 [config]=64 [cluster_file]=64
+declare -A malloc_mb=([data_plane]=64 [key_handshake]=64 [basp_check]=64
+                      [config]=64 [cluster_file]=64
                       [idx]=64 [cifar]=64 [safetensors]=64 [npy]=64
                       [npz]=64 [csv]=64 [feeder_plan]=64 [click_log]=64
                       [table_file]=64)
-declare -A timeout_s=([data_plane]=30 [config]=10 [cluster_file]=10
+declare -A timeout_s=([data_plane]=30 [key_handshake]=10 [basp_check]=10
+                      [config]=10 [cluster_file]=10
                       [idx]=10 [cifar]=10 [safetensors]=10 [npy]=10
                       [npz]=10 [csv]=10 [feeder_plan]=10 [click_log]=10
                       [table_file]=10)
