@@ -69,27 +69,31 @@ std::string basp_check::check_header() {
   auto op_data = big_endian(h + 8, 8);
   auto source = big_endian(h + 16, 8);
   auto dest = big_endian(h + 24, 8);
-  auto where = "BASP header " + std::to_string(messages_ + 1) + " ("
-               + op_name(op) + ", payload " + std::to_string(payload)
-               + " bytes): ";
+  // The message is made only for a refusal: this runs for every message
+  // a link carries.
+  auto refuse = [&](const std::string& why) {
+    return "BASP header " + std::to_string(messages_ + 1) + " ("
+           + op_name(op) + ", payload " + std::to_string(payload)
+           + " bytes): " + why;
+  };
   if (op > heartbeat)
-    return where + "operation " + std::to_string(op) + " is not BASP's";
+    return refuse("operation " + std::to_string(op) + " is not BASP's");
   if (h[1] != 0 || h[2] != 0)
-    return where + "padding is not zero";
+    return refuse("padding is not zero");
   if ((flags & ~known_flags) != 0)
-    return where + "unknown flags " + std::to_string(flags);
+    return refuse("unknown flags " + std::to_string(flags));
   if (payload > max_payload_)
-    return where + "payload over the bound of "
-           + std::to_string(max_payload_) + " bytes";
+    return refuse("payload over the bound of " + std::to_string(max_payload_)
+                  + " bytes");
   bool first = messages_ == 0;
   bool accepted = side_ == side::accepted;
   if (first && op != (accepted ? client_handshake : server_handshake))
-    return where + "the first message must be the "
-           + (accepted ? "client's" : "server's") + " handshake";
+    return refuse(std::string{"the first message must be the "}
+                  + (accepted ? "client's" : "server's") + " handshake");
   if (op == server_handshake && (accepted || !first))
-    return where + "a server handshake only opens a connection we made";
+    return refuse("a server handshake only opens a connection we made");
   if (op == client_handshake && !accepted)
-    return where + "a client handshake on a connection we made";
+    return refuse("a client handshake on a connection we made");
   // CAF's own rules (caf/io/basp/header.cpp valid()), plus a payload for
   // both handshakes: CAF reads one without checking that it came.
   bool ok = true;
@@ -115,7 +119,7 @@ std::string basp_check::check_header() {
       break;
   }
   if (!ok)
-    return where + "its fields do not fit the operation";
+    return refuse("its fields do not fit the operation");
   payload_left_ = payload;
   return {};
 }

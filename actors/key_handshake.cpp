@@ -1,6 +1,7 @@
 #include "actors/key_handshake.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <openssl/crypto.h>
@@ -37,8 +38,7 @@ std::string hex(const uint8_t* data, size_t n) {
 
 key_exchange::key_exchange(const cluster_key& key, role r,
                            const std::array<uint8_t, nonce_size>& nonce)
-  : key_(key), role_(r), state_(r == role::server ? state::magic
-                                                  : state::answer) {
+  : key_(key), state_(r == role::server ? state::magic : state::answer) {
   if (r == role::server) {
     server_nonce_ = nonce;
     return;
@@ -71,9 +71,13 @@ key_exchange::mac(const char* label) const {
   text.insert(text.end(), server_nonce_.begin(), server_nonce_.end());
   std::array<uint8_t, mac_size> out{};
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key_.secret().data(),
-       static_cast<int>(key_.secret().size()), text.data(), text.size(),
-       out.data(), &len);
+  // A failed HMAC would leave a proof of zeros that anyone can send.
+  if (HMAC(EVP_sha256(), key_.secret().data(),
+           static_cast<int>(key_.secret().size()), text.data(), text.size(),
+           out.data(), &len)
+        == nullptr
+      || len != mac_size)
+    std::abort();
   return out;
 }
 
@@ -112,16 +116,17 @@ std::string key_exchange::take(const uint8_t* data) {
       return {};
     }
     case state::answer: {
-      // A server that admits anyone (--insecure) starts with its BASP
-      // handshake: operation 0, zero padding and flags.
-      if (data[0] == 0 && data[1] == 0 && data[2] == 0 && data[3] == 0)
-        return fail("the peer speaks plaintext CAF without a key (does it "
-                    "run --insecure?)");
-      if (std::memcmp(data, key_.id_bytes().data(), id_size) != 0)
+      if (std::memcmp(data, key_.id_bytes().data(), id_size) != 0) {
+        // A server that admits anyone (--insecure) starts with its BASP
+        // handshake: operation 0, zero padding and flags.
+        if (data[0] == 0 && data[1] == 0 && data[2] == 0 && data[3] == 0)
+          return fail("the peer speaks plaintext CAF without a key (does it "
+                      "run --insecure?)");
         return fail("the peer holds another cluster key (id "
                     + hex(data, id_size) + ") than " + describe(key_)
                     + ": copy the cluster's key file here from the host "
                       "that made it (or name it with --key FILE)");
+      }
       std::memcpy(server_nonce_.data(), data + id_size, nonce_size);
       auto expected = mac("troupe server");
       if (CRYPTO_memcmp(expected.data(), data + id_size + nonce_size,
@@ -136,7 +141,8 @@ std::string key_exchange::take(const uint8_t* data) {
       return {};
     }
     default:
-      return fail("the handshake is over");
+      // Done or failed: nothing more is wanted, and the outcome stands.
+      return "the handshake is over";
   }
 }
 

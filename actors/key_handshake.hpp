@@ -81,7 +81,6 @@ private:
   std::string fail(std::string why);
 
   cluster_key key_;
-  role role_;
   state state_;
   std::array<uint8_t, nonce_size> client_nonce_{};
   std::array<uint8_t, nonce_size> server_nonce_{};
