@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "caf/binary_deserializer.hpp"
 #include "caf/data_processor.hpp"
 #include "caf/deserializer.hpp"
 #include "caf/error.hpp"
@@ -25,6 +26,17 @@ constexpr bool is_wire
   = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
     || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
 
+/// Whether `n` elements of at least `size` bytes each fit in what is left
+/// of the message: a length field from a peer (a buggy or compromised
+/// member) must not make us allocate more than it sent. CAF's binary
+/// deserializer, BASP's, knows what is left; others are trusted.
+inline caf::error check_fits(caf::deserializer& f, uint64_t n, size_t size) {
+  auto* bd = dynamic_cast<caf::binary_deserializer*>(&f);
+  if (bd != nullptr && n > bd->remaining() / size)
+    return caf::make_error(caf::sec::end_of_stream);
+  return {};
+}
+
 inline caf::error write_floats(caf::serializer& f, const float* data,
                                size_t n) {
   if (auto err = f.begin_sequence(n))
@@ -39,6 +51,8 @@ inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
   size_t n = 0;
   if (auto err = f.begin_sequence(n))
     return err;
+  if (auto err = check_fits(f, n, sizeof(float)))
+    return err;
   v.resize(n);
   if (n > 0)
     if (auto err = f.apply_raw(n * sizeof(float), v.data()))
@@ -52,6 +66,8 @@ inline caf::error read_pooled(caf::deserializer& f,
                               std::shared_ptr<std::vector<float>>& out) {
   size_t n = 0;
   if (auto err = f.begin_sequence(n))
+    return err;
+  if (auto err = check_fits(f, n, sizeof(float)))
     return err;
   out = pooled_floats(n);
   if (n > 0)
@@ -77,6 +93,8 @@ inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
   size_t n = 0;
   if (auto err = f.begin_sequence(n))
     return err;
+  if (auto err = check_fits(f, n, sizeof(uint64_t)))
+    return err;
   ids.resize(n);
   if (n > 0)
     if (auto err = f.apply_raw(n * sizeof(uint64_t), ids.data()))
@@ -98,6 +116,8 @@ inline caf::error read_float_vectors(caf::deserializer& f,
                                      std::vector<std::vector<float>>& v) {
   uint64_t n = 0;
   if (auto err = f(n))
+    return err;
+  if (auto err = check_fits(f, n, 1)) // each vector's length takes a byte
     return err;
   v.resize(n);
   for (auto& x : v)

@@ -67,6 +67,7 @@ for ((r = 1; r <= repeats; ++r)); do
   done
 done
 python3 - "$results" <<'PY'
+import math
 import sys
 from collections import defaultdict
 from statistics import median
@@ -102,9 +103,15 @@ head = f"{'buffer':>7} {'huge pages':>10} {'data plain':>11} {'data keyed':>11} 
 if has_before:
     head += f" {'data before':>12} {'keyed/before':>13} {'BASP before':>12} {'keyed/before':>13}"
 print(head)
+ratios = defaultdict(list)
 for floats, name in (("10000", "40 KB"), ("1000000", "4 MB"), ("25000000", "100 MB")):
     for pages in ("plain", "huge"):
         m = {k: median(vals[(k, floats, pages)]) for k in ("troupe", "keyed", "basp", "keyedbasp")}
+        ratios["data keyed/plain"].append(m["keyed"] / m["troupe"])
+        ratios["BASP keyed/plain"].append(m["keyedbasp"] / m["basp"])
+        if has_before:
+            ratios["data keyed/before"].append(m["keyed"] / median(vals[("before", floats, pages)]))
+            ratios["BASP keyed/before"].append(m["keyedbasp"] / median(vals[("beforebasp", floats, pages)]))
         row = (f"{name:>7} {'yes' if pages == 'huge' else 'no':>10} {m['troupe']:>11.3f} {m['keyed']:>11.3f} "
                f"{m['keyed'] / m['troupe']:>12.3f} {m['basp']:>11.3f} {m['keyedbasp']:>11.3f} "
                f"{m['keyedbasp'] / m['basp']:>12.3f}")
@@ -113,6 +120,8 @@ for floats, name in (("10000", "40 KB"), ("1000000", "4 MB"), ("25000000", "100 
             bb = median(vals[("beforebasp", floats, pages)])
             row += f" {d:>12.3f} {m['keyed'] / d:>13.3f} {bb:>12.3f} {m['keyedbasp'] / bb:>13.3f}"
         print(row)
+print("geometric means over the six rows: " + ", ".join(
+    f"{k} {math.exp(sum(math.log(r) for r in v) / len(v)):.3f}" for k, v in ratios.items()))
 plain_c = connects["troupe"] + connects["basp"]
 keyed_c = connects["keyed"] + connects["keyedbasp"]
 print(f"first BASP connect (TCP, proof, CAF's handshake), median of {len(plain_c)}: "

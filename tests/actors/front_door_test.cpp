@@ -20,6 +20,9 @@
 #include "actors/basp_check.hpp"
 #include "actors/cluster_key.hpp"
 #include "actors/data_link.hpp"
+#include "actors/float_wire.hpp"
+#include "caf/binary_deserializer.hpp"
+#include "caf/binary_serializer.hpp"
 #include "actors/key_handshake.hpp"
 #include "actors/protocol.hpp"
 #include "actors/remote.hpp"
@@ -473,6 +476,67 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   BOOST_REQUIRE_MESSAGE(h2, troupe::test::why(h2));
   b = pull(*again.sys, *h2);
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
+}
+
+BOOST_AUTO_TEST_CASE(a_length_field_cannot_make_a_node_allocate_more_than_was_sent) {
+  // A member's message whose float, id or vector count announces far more
+  // than its payload holds: refused before anything is allocated (a count
+  // could ask for up to 16 GiB of floats, or make resize() throw and end
+  // the node).
+  caf::actor_system_config cfg;
+  init_config(cfg);
+  caf::actor_system sys{cfg};
+  auto announcing = [&](uint64_t n, bool as_u64) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    if (as_u64)
+      BOOST_REQUIRE(!sink(n));
+    else {
+      auto count = static_cast<size_t>(n);
+      BOOST_REQUIRE(!sink.begin_sequence(count));
+    }
+    buf.resize(buf.size() + 16, 0); // 16 bytes follow
+    return buf;
+  };
+  {
+    auto buf = announcing(uint64_t{1} << 31, false);
+    caf::binary_deserializer source{sys, buf};
+    std::vector<float> v;
+    BOOST_TEST(static_cast<bool>(detail::read_floats(source, v)));
+    BOOST_TEST(v.capacity() == 0u);
+  }
+  {
+    auto buf = announcing(uint64_t{1} << 31, false);
+    caf::binary_deserializer source{sys, buf};
+    std::shared_ptr<std::vector<float>> v;
+    BOOST_TEST(static_cast<bool>(detail::read_pooled(source, v)));
+    BOOST_TEST(!v);
+  }
+  {
+    auto buf = announcing(uint64_t{1} << 30, false);
+    caf::binary_deserializer source{sys, buf};
+    std::vector<uint64_t> ids;
+    BOOST_TEST(static_cast<bool>(detail::read_ids(source, ids)));
+    BOOST_TEST(ids.capacity() == 0u);
+  }
+  {
+    auto buf = announcing(uint64_t{1} << 60, true);
+    caf::binary_deserializer source{sys, buf};
+    std::vector<std::vector<float>> slots;
+    BOOST_TEST(static_cast<bool>(detail::read_float_vectors(source, slots)));
+    BOOST_TEST(slots.capacity() == 0u);
+  }
+  {
+    // What fits is read as before.
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    std::vector<float> four{1.f, 2.f, 3.f, 4.f};
+    BOOST_REQUIRE(!detail::write_floats(sink, four.data(), four.size()));
+    caf::binary_deserializer source{sys, buf};
+    std::vector<float> back;
+    BOOST_TEST(!detail::read_floats(source, back));
+    BOOST_TEST(back == four);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
