@@ -8,12 +8,36 @@
 #include <vector>
 
 #include "actors/chief.hpp"
+#include "actors/remote.hpp"
 #include "actors/system_config.hpp"
 #include "caf/all.hpp"
 #include "runtime/config.hpp"
 #include "runtime/dataset.hpp"
 
 namespace troupe::test {
+
+/// An actor system with the middleman, as a node's.
+struct net_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  net_system() {
+    init_config(cfg);
+    init_network(cfg, cluster_config{});
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+/// Pulls shard `h`'s values (version 0 or later) from `sys`.
+inline caf::expected<float_block> pull_values(caf::actor_system& sys,
+                                              const shard_actor& h) {
+  caf::scoped_actor self{sys};
+  caf::expected<float_block> out{caf::sec::none};
+  self->request(h, std::chrono::seconds(10), pull_atom_v, int32_t{0},
+                int64_t{0})
+    .receive([&](float_block& b) { out = std::move(b); },
+             [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
 
 /// Blobs of 6x6 pixels in 4 classes; 256 training samples.
 inline run_config small_run(cluster_config::mode mode, int workers,

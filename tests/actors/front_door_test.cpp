@@ -30,11 +30,13 @@
 #include "actors/sockets.hpp"
 #include "actors/system_config.hpp"
 #include "runtime/errc.hpp"
+#include "fixture.hpp"
+#include "raw_peer.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 
@@ -88,36 +90,9 @@ std::array<uint8_t, 32> fixed_nonce(uint8_t x) {
   return n;
 }
 
-/// A 32-byte BASP header, big-endian as CAF writes it.
-std::vector<uint8_t> basp_header(uint8_t op, uint32_t payload,
-                                 uint64_t op_data = 0, uint64_t source = 0,
-                                 uint64_t dest = 0) {
-  std::vector<uint8_t> h(32, 0);
-  h[0] = op;
-  for (int i = 0; i < 4; ++i)
-    h[4 + i] = static_cast<uint8_t>(payload >> (24 - 8 * i));
-  for (int i = 0; i < 8; ++i) {
-    h[8 + i] = static_cast<uint8_t>(op_data >> (56 - 8 * i));
-    h[16 + i] = static_cast<uint8_t>(source >> (56 - 8 * i));
-    h[24 + i] = static_cast<uint8_t>(dest >> (56 - 8 * i));
-  }
-  return h;
-}
-
 std::string feed(basp_check& c, const std::vector<uint8_t>& bytes) {
   return c.feed(bytes.data(), bytes.size());
 }
-
-/// An actor system with the middleman, as a node's.
-struct net_system {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  net_system() {
-    init_config(cfg);
-    init_network(cfg, cluster_config{});
-    sys = std::make_unique<caf::actor_system>(cfg);
-  }
-};
 
 /// A shard of 3 floats published for BASP and served on the data plane
 /// of a system whose links prove `key`.
@@ -149,48 +124,11 @@ struct keyed_shard {
   }
 };
 
-caf::expected<float_block> pull(caf::actor_system& sys, const shard_actor& h) {
-  caf::scoped_actor self{sys};
-  caf::expected<float_block> out{caf::sec::none};
-  self->request(h, 10s, pull_atom_v, int32_t{0}, int64_t{0})
-    .receive([&](float_block& b) { out = std::move(b); },
-             [&](caf::error& e) { out = std::move(e); });
-  return out;
-}
-
-/// A raw TCP client on 127.0.0.1:port (blocking), as a stranger's.
-int raw_connect(uint16_t port) {
-  std::string why;
-  int fd = connect_within("127.0.0.1", port, 2s, why);
-  BOOST_REQUIRE_MESSAGE(fd >= 0, why);
+/// A stranger's connection to 127.0.0.1:port.
+int stranger_at(uint16_t port) {
+  int fd = troupe::test::raw_connect(port);
+  BOOST_REQUIRE_MESSAGE(fd >= 0, "cannot connect to port " << port);
   return fd;
-}
-
-void send_all(int fd, const std::vector<uint8_t>& bytes) {
-  size_t at = 0;
-  while (at < bytes.size()) {
-    auto n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
-    if (n <= 0)
-      return; // the peer closed: what the caller checks next
-    at += static_cast<size_t>(n);
-  }
-}
-
-/// Whether the peer closes `fd` within `seconds` (whatever it sends
-/// first is read and dropped).
-bool closed_within(int fd, double seconds) {
-  auto end = std::chrono::steady_clock::now()
-             + std::chrono::duration<double>(seconds);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    auto n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0)
-      return true;
-  }
-  return false;
 }
 
 /// Proves `key` on raw socket `fd` as a member would; false on failure.
@@ -418,12 +356,12 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   guard_links(*member.sys, make_key_guard(key), false);
   auto h = connect_to<shard_actor>(*member.sys, "127.0.0.1", s.port, 5s);
   BOOST_REQUIRE_MESSAGE(h, troupe::test::why(h));
-  auto b = pull(*member.sys, *h);
+  auto b = pull_values(*member.sys, *h);
   BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
   BOOST_TEST(*b->values == (std::vector<float>{0.f, 1.f, 2.f}));
   auto client = data_client::open(*member.sys, "127.0.0.1", s.server->port(),
                                   5s);
-  b = pull(*member.sys, client->stub(0, 3));
+  b = pull_values(*member.sys, client->stub(0, 3));
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
   client->close();
   // Another key: refused at once, final, both ids named.
@@ -437,7 +375,7 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   BOOST_TEST(contains(why, "another cluster key (id " + key.id()), why);
   auto dclient = data_client::open(*stranger.sys, "127.0.0.1",
                                    s.server->port(), 5s);
-  auto db = pull(*stranger.sys, dclient->stub(0, 3));
+  auto db = pull_values(*stranger.sys, dclient->stub(0, 3));
   BOOST_REQUIRE(!db);
   BOOST_TEST(contains(describe(db.error()), "key handshake failed"),
              describe(db.error()));
@@ -450,9 +388,9 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   for (auto port : {s.port, s.server->port()}) {
     for (auto bytes : {basp_header(1, 0), basp_header(2, 0xffffffffu),
                        std::vector<uint8_t>(100000, 0x41)}) {
-      int fd = raw_connect(port);
+      int fd = stranger_at(port);
       send_all(fd, bytes);
-      BOOST_TEST(closed_within(fd, 5), "port " << port);
+      BOOST_TEST(closed_by_peer(fd, 5), "port " << port);
       ::close(fd);
     }
   }
@@ -460,21 +398,21 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   // connection closes.
   for (auto bytes : {basp_header(1, 0), basp_header(1, 0xfffffff0u),
                      basp_header(6, 0)}) {
-    int fd = raw_connect(s.port);
+    int fd = stranger_at(s.port);
     BOOST_REQUIRE(prove(fd, key));
-    BOOST_TEST(!closed_within(fd, 0.3)); // proven: the node waits for BASP
+    BOOST_TEST(!closed_by_peer(fd, 0.3)); // proven: the node waits for BASP
     send_all(fd, bytes);
-    BOOST_TEST(closed_within(fd, 5));
+    BOOST_TEST(closed_by_peer(fd, 5));
     ::close(fd);
   }
   // The node serves on, over the member's connection and a new one.
-  b = pull(*member.sys, *h);
+  b = pull_values(*member.sys, *h);
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
   net_system again;
   guard_links(*again.sys, make_key_guard(key), false);
   auto h2 = connect_to<shard_actor>(*again.sys, "127.0.0.1", s.port, 5s);
   BOOST_REQUIRE_MESSAGE(h2, troupe::test::why(h2));
-  b = pull(*again.sys, *h2);
+  b = pull_values(*again.sys, *h2);
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
 }
 

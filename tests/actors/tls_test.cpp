@@ -20,6 +20,8 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
+using troupe::test::net_system;
+using troupe::test::pull_values;
 using troupe::test::temp_dir;
 
 namespace {
@@ -47,17 +49,6 @@ struct certs {
   tls_files rogue() const {
     return {base + "/rogue/ca.pem", base + "/rogue/node.pem",
             base + "/rogue/node.key"};
-  }
-};
-
-/// An actor system with the middleman, as a node's.
-struct net_system {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  net_system() {
-    init_config(cfg);
-    init_network(cfg, cluster_config{});
-    sys = std::make_unique<caf::actor_system>(cfg);
   }
 };
 
@@ -113,15 +104,6 @@ struct tls_served_shard {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
   }
 };
-
-caf::expected<float_block> pull(caf::actor_system& sys, const shard_actor& h) {
-  caf::scoped_actor self{sys};
-  caf::expected<float_block> out{caf::sec::none};
-  self->request(h, 10s, pull_atom_v, int32_t{0}, int64_t{0})
-    .receive([&](float_block& b) { out = std::move(b); },
-             [&](caf::error& e) { out = std::move(e); });
-  return out;
-}
 
 } // namespace
 
@@ -182,7 +164,7 @@ BOOST_AUTO_TEST_CASE(the_data_plane_runs_over_mutual_tls) {
                                   s.server->port(), 5s);
   auto stub = client->stub(0, n);
   for (int round = 0; round < 3; ++round) {
-    auto b = pull(*client_side.sys, stub);
+    auto b = pull_values(*client_side.sys, stub);
     BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
     BOOST_REQUIRE(b->values->size() == n);
     size_t wrong = 0;
@@ -211,7 +193,7 @@ BOOST_AUTO_TEST_CASE(a_data_plane_peer_without_the_clusters_certificate_is_refus
       secure_links(*stranger.sys, load_ok(c.rogue()), false);
     auto client = data_client::open(*stranger.sys, "127.0.0.1",
                                     s.server->port(), 5s);
-    auto b = pull(*stranger.sys, client->stub(0, 3));
+    auto b = pull_values(*stranger.sys, client->stub(0, 3));
     BOOST_TEST(!b);
     client->close();
   }
@@ -220,7 +202,7 @@ BOOST_AUTO_TEST_CASE(a_data_plane_peer_without_the_clusters_certificate_is_refus
   secure_links(*member.sys, load_ok(c.files("other")), false);
   auto client = data_client::open(*member.sys, "127.0.0.1", s.server->port(),
                                   5s);
-  auto b = pull(*member.sys, client->stub(0, 3));
+  auto b = pull_values(*member.sys, client->stub(0, 3));
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
   client->close();
 }
@@ -232,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_tls_client_to_a_plaintext_data_plane_names_the_handshake)
   secure_links(*member.sys, load_ok(c.files()), false);
   auto client = data_client::open(*member.sys, "127.0.0.1", s.server->port(),
                                   5s);
-  auto b = pull(*member.sys, client->stub(0, 3));
+  auto b = pull_values(*member.sys, client->stub(0, 3));
   BOOST_REQUIRE(!b);
   BOOST_TEST(contains(describe(b.error()), "TLS handshake failed"),
              describe(b.error()));
@@ -249,7 +231,7 @@ BOOST_AUTO_TEST_CASE(cafs_remoting_runs_over_mutual_tls) {
   secure_links(*member.sys, load_ok(c.files("other")), false);
   auto h = connect_to<shard_actor>(*member.sys, "127.0.0.1", *port, 5s);
   BOOST_REQUIRE_MESSAGE(h, troupe::test::why(h));
-  auto b = pull(*member.sys, *h);
+  auto b = pull_values(*member.sys, *h);
   BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
   BOOST_TEST(*b->values == (std::vector<float>{0.f, 1.f, 2.f}));
   // Plaintext and another CA are refused; the listener serves on.

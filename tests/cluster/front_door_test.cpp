@@ -20,56 +20,20 @@
 
 #include "actors/cluster_key.hpp"
 #include "actors/key_handshake.hpp"
-#include "actors/sockets.hpp"
 #include "cluster_file.hpp"
+#include "raw_peer.hpp"
 
 using namespace troupe::test;
 using namespace std::chrono_literals;
 
 namespace {
 
-using bytes = std::vector<uint8_t>;
-
-/// A 32-byte BASP header, big-endian as CAF writes it.
-bytes basp_header(uint8_t op, uint32_t payload) {
-  bytes h(32, 0);
-  h[0] = op;
-  for (int i = 0; i < 4; ++i)
-    h[4 + i] = static_cast<uint8_t>(payload >> (24 - 8 * i));
-  return h;
-}
+using bytes = byte_string;
 
 int connect_to_port(uint16_t port) {
-  std::string why;
-  int fd = troupe::connect_within("127.0.0.1", port, 2s, why);
-  BOOST_REQUIRE_MESSAGE(fd >= 0, "port " << port << ": " << why);
+  int fd = raw_connect(port);
+  BOOST_REQUIRE_MESSAGE(fd >= 0, "cannot connect to port " << port);
   return fd;
-}
-
-void send_all(int fd, const bytes& b) {
-  size_t at = 0;
-  while (at < b.size()) {
-    auto n = ::send(fd, b.data() + at, b.size() - at, MSG_NOSIGNAL);
-    if (n <= 0)
-      return; // closed by the peer: what the caller checks next
-    at += static_cast<size_t>(n);
-  }
-}
-
-/// Whether the peer closes `fd` within `seconds`; what it sends first is
-/// read and dropped.
-bool closed_within(int fd, double seconds) {
-  auto end = std::chrono::steady_clock::now()
-             + std::chrono::duration<double>(seconds);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    if (::recv(fd, buf, sizeof(buf), 0) <= 0)
-      return true;
-  }
-  return false;
 }
 
 /// Runs the client side of the key handshake on blocking socket `fd`;
@@ -192,7 +156,7 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
     for (auto& [what, b] : hostile) {
       int fd = connect_to_port(port);
       send_all(fd, b);
-      BOOST_TEST(closed_within(fd, 10), what << " to port " << port);
+      BOOST_TEST(closed_by_peer(fd, 10), what << " to port " << port);
       ::close(fd);
     }
   // With the key proven, a malformed BASP header (control ports) or data
@@ -202,10 +166,10 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
   for (auto port : ports) {
     int fd = connect_to_port(port);
     BOOST_REQUIRE(!prove(fd, *key).empty());
-    BOOST_TEST(!closed_within(fd, 0.2), "port " << port); // proven: admitted
+    BOOST_TEST(!closed_by_peer(fd, 0.2), "port " << port); // proven: admitted
     send_all(fd, basp_ports.count(port) > 0 ? basp_header(0x01, 0)
                                             : bytes(64, 0xff));
-    BOOST_TEST(closed_within(fd, 10), "port " << port);
+    BOOST_TEST(closed_by_peer(fd, 10), "port " << port);
     ::close(fd);
   }
   for (size_t i = 0; i < all.size(); ++i) {

@@ -16,6 +16,7 @@
 
 #include "actors/sockets.hpp"
 #include "cluster_file.hpp"
+#include "raw_peer.hpp"
 
 using namespace troupe::test;
 
@@ -23,42 +24,6 @@ namespace {
 
 void sleep_s(double s) {
   std::this_thread::sleep_for(std::chrono::duration<double>(s));
-}
-
-/// A TCP connection to 127.0.0.1:port, or -1.
-int raw_connect(uint16_t port) {
-  std::string why;
-  return troupe::connect_within("127.0.0.1", port, std::chrono::seconds(5),
-                                why);
-}
-
-/// Whether the peer has closed `fd` (end of file or reset) within
-/// `timeout_s`; whatever it sends meanwhile is read and dropped.
-bool closed_by_peer(int fd, double timeout_s) {
-  auto end = std::chrono::steady_clock::now()
-             + std::chrono::duration<double>(timeout_s);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) == 1) {
-      auto got = ::recv(fd, buf, sizeof(buf), 0);
-      if (got <= 0)
-        return true;
-    }
-  }
-  return false;
-}
-
-/// CAF 0.17's BASP header (32 bytes, big-endian): operation 1 (server
-/// handshake) with a payload length of `payload`.
-std::string basp_header(uint32_t payload) {
-  std::string h(32, '\0');
-  h[0] = 1;
-  h[4] = static_cast<char>(payload >> 24);
-  h[5] = static_cast<char>(payload >> 16);
-  h[6] = static_cast<char>(payload >> 8);
-  h[7] = static_cast<char>(payload);
-  return h;
 }
 
 /// A TLS cluster: chief, a shard node and two worker nodes on 127.0.0.1,
@@ -216,7 +181,7 @@ BOOST_AUTO_TEST_CASE(bytes_that_crash_basp_never_reach_it) {
   // header that makes it allocate 4 GiB, to every port of the cluster.
   for (auto port : c.ports(members)) {
     BOOST_REQUIRE(port != 0);
-    for (auto& packet : {basp_header(0), basp_header(0xFFFFFFFFu)}) {
+    for (auto& packet : {basp_header(1, 0), basp_header(1, 0xFFFFFFFFu)}) {
       int fd = raw_connect(port);
       BOOST_REQUIRE(fd >= 0);
       BOOST_TEST(::send(fd, packet.data(), packet.size(), MSG_NOSIGNAL)
