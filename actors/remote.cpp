@@ -56,32 +56,22 @@ std::string link_security::describe() const {
   return insecure ? "INSECURE: plaintext links" : "plaintext, loopback only";
 }
 
-namespace {
-
-void install(caf::actor_system& sys, std::shared_ptr<const link_guard> guard,
-             std::shared_ptr<const tls_context> tls, bool insecure) {
+void guard_links(caf::actor_system& sys,
+                 std::shared_ptr<const link_guard> guard, bool insecure) {
   auto s = std::make_shared<link_security>();
   s->insecure = insecure;
   if (sys.has_middleman()) // embedded runs have none
     s->middleman = caf::actor_cast<caf::actor_addr>(make_guarded_middleman(
       sys, guard ? guard : make_open_guard()));
   s->guard = std::move(guard);
-  s->tls = std::move(tls);
   auto& r = registry();
   std::lock_guard<std::mutex> lock{r.mtx};
   r.by_system[system_id(sys)] = std::move(s);
 }
 
-} // namespace
-
-void guard_links(caf::actor_system& sys,
-                 std::shared_ptr<const link_guard> guard, bool insecure) {
-  install(sys, std::move(guard), nullptr, insecure);
-}
-
 void secure_links(caf::actor_system& sys,
                   std::shared_ptr<const tls_context> tls, bool insecure) {
-  install(sys, tls ? make_tls_guard(tls) : nullptr, tls, insecure);
+  guard_links(sys, tls ? make_tls_guard(std::move(tls)) : nullptr, insecure);
 }
 
 std::shared_ptr<const link_security> security_of(caf::actor_system& sys) {

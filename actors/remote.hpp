@@ -23,7 +23,6 @@ struct link_security {
   /// What every peer proves before its bytes are read: the cluster key or
   /// mutual TLS; null: nothing (--insecure, or never secured).
   std::shared_ptr<const link_guard> guard;
-  std::shared_ptr<const tls_context> tls; ///< set with a TLS guard
   bool insecure = false; ///< plaintext beyond loopback allowed (--insecure)
   /// The middleman actor of CAF's remoting, over TLS or in plaintext
   /// (see middleman_of); weak, so that this record may outlive its actor
