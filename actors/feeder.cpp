@@ -1,13 +1,13 @@
 #include "actors/feeder.hpp"
 
 #include "actors/held_requests.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
 namespace {
 
-using self_ptr = feeder_actor::stateful_pointer<feeder_state>;
+using self_ptr = feeder_self_actor::stateful_pointer<feeder_state>;
 
 /// The answer to `worker`'s lease now, or nothing if it must wait.
 std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
@@ -65,8 +65,8 @@ void settle_pause(self_ptr self) {
 
 } // namespace
 
-feeder_actor::behavior_type
-feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
+feeder_self_actor::behavior_type
+feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
             feeder_options opts) {
   self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
                            opts.max_batches, opts.partition);

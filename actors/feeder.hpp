@@ -1,4 +1,4 @@
-// The data feeder actor: a thin shell around runtime/batch_plan.
+// The data feeder actor: a thin shell around runtime/rules/batch_plan.
 //
 // In replicated and sharded mode each worker leases from its own stream:
 // a worker whose stream is through is answered done while others train.
@@ -18,8 +18,8 @@
 
 #include <optional>
 
-#include "actors/protocol.hpp"
-#include "runtime/batch_plan.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "runtime/rules/batch_plan.hpp"
 
 namespace troupe {
 
@@ -51,8 +51,12 @@ struct feeder_state {
   bool expiry_pending = false; ///< an expire message is on its way
 };
 
-feeder_actor::behavior_type
-feeder_impl(feeder_actor::stateful_pointer<feeder_state> self,
+/// The feeder as it runs: its interface, and its own timer, which answers
+/// leases held for their bound with "wait". Others hold a feeder_actor.
+using feeder_self_actor = feeder_actor::extend<caf::reacts_to<expire_atom>>;
+
+feeder_self_actor::behavior_type
+feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
             feeder_options opts);
 
 } // namespace troupe

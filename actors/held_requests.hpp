@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "actors/protocol.hpp"
+#include "actors/protocol/protocol.hpp"
 
 namespace troupe {
 

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
-#include "actors/data_link.hpp"
+#include "actors/data_plane/data_link.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/remote.hpp"
+#include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
 #include "actors/worker.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
@@ -19,8 +19,9 @@ using self_ptr = node_agent_actor::stateful_pointer<agent_state>;
 /// The stub for shard `shard` on the data plane at `address`, connecting
 /// to that node's data server the first time it is needed. The error
 /// names a malformed address.
-caf::expected<shard_actor> data_stub(self_ptr self, const std::string& address,
-                                     int32_t shard, uint64_t size) {
+caf::expected<shard_data_actor> data_stub(self_ptr self,
+                                          const std::string& address,
+                                          int32_t shard, uint64_t size) {
   auto& st = self->state;
   auto key = std::make_pair(address, shard);
   auto& link = st.data_links[address];
@@ -97,7 +98,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       if (auto old = self->state.shards.find(s.id);
           old != self->state.shards.end())
         self->send_exit(old->second, caf::exit_reason::user_shutdown);
-      auto h = self->spawn(shard_impl, std::move(so));
+      shard_actor h = self->spawn(shard_impl, std::move(so));
       self->monitor(h);
       self->state.shards[s.id] = h;
       if (self->state.opts.data_plane)
@@ -130,7 +131,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       wo.cfg = st.opts.cfg;
       wo.data = st.opts.data;
       wo.feeder = w.feeder;
-      wo.shards = w.shards;
+      wo.shards.assign(w.shards.begin(), w.shards.end());
       // Shards on other nodes are reached on the data plane, through stubs.
       for (size_t i = 0; i < w.data_links.size() && i < wo.shards.size(); ++i) {
         if (w.data_links[i].empty())

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
 
 namespace troupe {
 
@@ -46,7 +46,7 @@ struct agent_state {
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.
   std::map<std::string, std::shared_ptr<data_client>> data_links;
-  std::map<std::pair<std::string, int32_t>, shard_actor> stubs;
+  std::map<std::pair<std::string, int32_t>, shard_data_actor> stubs;
 
   ~agent_state();
 };

@@ -2,21 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 #include "actors/held_requests.hpp"
-#include "runtime/buffer_pool.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/params/buffer_pool.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
 namespace {
 
-using self_ptr = shard_actor::stateful_pointer<shard_state>;
+using self_ptr = shard_self_actor::stateful_pointer<shard_state>;
 
 float_block answer(self_ptr self, int32_t worker) {
   auto& st = self->state;
-  if (st.block->opts().mode == cluster_config::mode::ssp && worker >= 0) {
+  if (st.block->opts().mode == consistency_mode::ssp && worker >= 0) {
     ++st.ssp_pulls;
     st.ssp_max_lead = std::max(st.ssp_max_lead, st.block->clock(worker)
                                                   - st.block->min_clock());
@@ -73,115 +72,10 @@ caf::error check_row_push(self_ptr self, const sparse_table& table,
   return caf::none;
 }
 
-// -- sync: row pushes join their worker's dense push ---------------------------
-//
-// A sync update is the mean of `aggregate` workers' dense pushes; a
-// worker's rows belong to that update exactly when its dense push does (a
-// backup worker's late rows are dropped with its late push), and are
-// applied with it: per table one optimizer step on the rows' gradients
-// summed over the update's pushes and divided by their number, the mean
-// the dense part gets. TF's SparseConditionalAccumulator divides each row
-// by the pushes that named it instead; dividing by all of them keeps a
-// sync step of N workers the step of one batch N times as large, dense
-// and sparse alike, whatever the rows' overlap.
-
-bool sync_rows(self_ptr self) {
-  return self->state.block->opts().mode == cluster_config::mode::sync
-         && !self->state.tables.empty();
-}
-
-/// Applies the rows of the update the dense part has just applied (it was
-/// version `before`): those held for it by the workers whose pushes made
-/// it (param_block::last_update()).
-void apply_update_rows(self_ptr self, int64_t before) {
-  auto& st = self->state;
-  auto& workers = st.block->last_update();
-  std::vector<row_push> rows;
-  for (auto w : workers) {
-    auto held = st.held_rows.find(w);
-    if (held != st.held_rows.end() && held->second.tag == before) {
-      rows.push_back(std::move(held->second));
-      st.held_rows.erase(held);
-    }
-  }
-  const auto pushes = static_cast<float>(std::max<size_t>(workers.size(), 1));
-  for (size_t t = 0; t < st.tables.size(); ++t) {
-    std::vector<uint64_t> ids;
-    std::vector<float> grads;
-    for (auto& p : rows)
-      if (static_cast<size_t>(p.table) == t && p.grads) {
-        ids.insert(ids.end(), p.ids.begin(), p.ids.end());
-        grads.insert(grads.end(), p.grads->begin(), p.grads->end());
-      }
-    if (ids.empty())
-      continue;
-    for (auto& g : grads)
-      g /= pushes;
-    // Every push was checked when it was held: nothing here is refused.
-    std::ignore = st.tables[t]->push(ids.data(), ids.size(), grads.data());
-  }
-}
-
-/// After anything that may have applied an update (version `before`
-/// then): its rows go with it.
-void rows_follow_version(self_ptr self, int64_t before) {
-  if (sync_rows(self) && self->state.block->version() != before)
-    apply_update_rows(self, before);
-}
-
-/// `worker`'s dense push came out as `r` (the version was `before`): its
-/// held rows stay for the update when the push joined it, and are dropped
-/// otherwise.
-void settle_held_rows(self_ptr self, int32_t worker,
-                      const caf::expected<param_block::outcome>& r,
-                      int64_t before) {
-  bool joined = r
-                && (*r == param_block::outcome::aggregated
-                    || *r == param_block::outcome::applied);
-  if (!joined)
-    self->state.held_rows.erase(worker);
-  rows_follow_version(self, before);
-}
-
-/// Holds a sync row push until its worker's dense push comes; refuses what
-/// the dense push would refuse, answers a push for an applied update as
-/// stale.
-caf::result<push_ack> hold_rows(self_ptr self, const sparse_table& t,
-                                row_push p) {
-  auto& st = self->state;
-  auto& b = *st.block;
-  if (auto err = t.check(p.ids.data(), p.ids.size()))
-    return err;
-  if (!b.knows(p.worker))
-    return make_error(errc::invalid_argument,
-                      "a row push from worker " + std::to_string(p.worker)
-                        + ", which shard " + std::to_string(st.id)
-                        + " does not know");
-  if (p.tag > b.version())
-    return make_error(errc::invalid_argument,
-                      "a sync row push for version " + std::to_string(p.tag)
-                        + " on shard " + std::to_string(st.id)
-                        + ", which is at version "
-                        + std::to_string(b.version()));
-  // Its update is applied without it, or the worker is in the update
-  // already (its second dense push would be stale too).
-  if (p.tag < b.version() || b.in_update(p.worker))
-    return push_ack{b.version(), true};
-  auto worker = p.worker;
-  st.held_rows[worker] = std::move(p);
-  return push_ack{b.version(), false};
-}
-
-/// Forgets the rows of sync updates not yet applied (a restore, a new
-/// chief's workers).
-void forget_sync_rows(self_ptr self) {
-  self->state.held_rows.clear();
-}
-
 } // namespace
 
-shard_actor::behavior_type
-shard_impl(shard_actor::stateful_pointer<shard_state> self,
+shard_self_actor::behavior_type
+shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
            shard_options opts) {
   self->state.id = opts.id;
   self->state.hold = opts.hold;
@@ -196,11 +90,12 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       return self->state.block->version();
     },
     [=](leave_atom, int32_t worker) {
-      auto before = self->state.block->version();
-      self->state.block->remove_worker(worker);
+      auto& st = self->state;
+      auto before = st.block->version();
+      st.block->remove_worker(worker);
       // An update its leaving completes takes its rows if it pushed.
-      rows_follow_version(self, before);
-      self->state.held_rows.erase(worker);
+      st.sync.after(*st.block, st.tables, before);
+      st.sync.drop(worker);
       serve_parked(self);
     },
     [=](pull_atom, int32_t worker,
@@ -218,8 +113,9 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       self->state.pushed_bytes += static_cast<int64_t>(g.size * sizeof(float));
       auto before = b.version();
       auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
-      if (sync_rows(self))
-        settle_held_rows(self, g.worker, r, before);
+      auto& st = self->state;
+      if (sync_rows::applies(b, st.tables))
+        st.sync.settle(b, st.tables, g.worker, r, before);
       if (!r)
         return std::move(r.error());
       serve_parked(self);
@@ -252,8 +148,16 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
           += static_cast<int64_t>(p.grads->size() * sizeof(float));
       if (auto err = check_row_push(self, t, p))
         return err;
-      if (sync_rows(self))
-        return hold_rows(self, t, std::move(p));
+      auto& st = self->state;
+      if (sync_rows::applies(*st.block, st.tables)) {
+        auto stale = st.sync.hold(*st.block, t,
+                                  {p.worker, p.table, p.tag, std::move(p.ids),
+                                   std::move(p.grads)},
+                                  st.id);
+        if (!stale)
+          return std::move(stale.error());
+        return push_ack{st.block->version(), *stale};
+      }
       if (auto err = t.push(p.ids.data(), p.ids.size(),
                             p.grads ? p.grads->data() : nullptr))
         return err;
@@ -280,7 +184,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
         return err;
       for (auto& t : self->state.tables) // the checkpoint's rows follow
         t = std::make_unique<sparse_table>(t->table(), t->optimizer());
-      forget_sync_rows(self);
+      self->state.sync.clear();
       serve_parked(self);
       return self->state.block->version();
     },
@@ -355,7 +259,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
       auto& st = self->state;
       auto& b = *st.block;
       b.forget_workers();
-      forget_sync_rows(self);
+      st.sync.clear();
       // Pulls parked for the old chief's workers: nobody waits for them.
       take_if(st.parked, [&](shard_state::parked_pull& p) {
         p.promise.deliver(float_block::ask_again_for(st.id));
@@ -389,7 +293,7 @@ shard_impl(shard_actor::stateful_pointer<shard_state> self,
                            + "\" (lr, aggregate)");
       if (err)
         return err;
-      rows_follow_version(self, before);
+      self->state.sync.after(b, self->state.tables, before);
       serve_parked(self);
       return true;
     },

@@ -1,6 +1,7 @@
-// The parameter shard actor: a thin shell around runtime/param_block and,
+// The parameter shard actor: a thin shell around runtime/params/param_block and,
 // when the model has embedding tables, this shard's rows of each
-// (runtime/sparse_table).
+// (runtime/sparse/sparse_table; in sync mode held for their update by
+// runtime/sparse/sync_rows).
 //
 // States: one. It accepts joins, pulls, pushes, snapshots, restores, stats,
 // adoption by a new chief and a checkpoint's forget at any time. A pull that the consistency mode cannot answer yet (sync:
@@ -15,9 +16,10 @@
 #include <memory>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "runtime/param_block.hpp"
-#include "runtime/sparse_table.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "runtime/params/param_block.hpp"
+#include "runtime/sparse/sparse_table.hpp"
+#include "runtime/sparse/sync_rows.hpp"
 
 namespace troupe {
 
@@ -57,11 +59,16 @@ struct shard_state {
   int64_t pulled_bytes = 0, pushed_bytes = 0;
   /// sync: each worker's row push, held until the update its dense push
   /// of the same tag joins is applied, or until that push is refused or
-  /// stale (one per worker: a later one replaces it).
-  std::map<int32_t, row_push> held_rows;
+  /// stale.
+  sync_rows sync;
 };
 
-shard_actor::behavior_type
-shard_impl(shard_actor::stateful_pointer<shard_state> self, shard_options opts);
+/// The shard as it runs: its interface, and its own timer, which answers
+/// pulls held for their bound with "ask again". Others hold a shard_actor.
+using shard_self_actor = shard_actor::extend<caf::reacts_to<expire_atom>>;
+
+shard_self_actor::behavior_type
+shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
+           shard_options opts);
 
 } // namespace troupe

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "caf/timespan.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace troupe {
 

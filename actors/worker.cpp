@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "actors/backend_factory.hpp"
+#include "models/backend_factory.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
@@ -376,8 +376,8 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
 /// (one step stale, like Downpour's fetch); every push is still applied
 /// once. Without prefetch (the default) the pull follows the push, as in
 /// ssp: every push is then one step less stale, which at SGD 0.1 is worth
-/// 1.8 points of test accuracy with one worker (README, "Consistency
-/// modes").
+/// 1.8 points of test accuracy with one worker (docs/architecture.md,
+/// "Consistency modes").
 void next_step(self_ptr self) {
   auto& st = self->state;
   if (st.draining)

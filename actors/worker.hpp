@@ -27,13 +27,13 @@
 #include <memory>
 #include <vector>
 
-#include "actors/protocol.hpp"
+#include "actors/protocol/protocol.hpp"
 #include "models/click_batch.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/param_layout.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/params/param_layout.hpp"
 
 namespace troupe {
 
@@ -42,7 +42,9 @@ struct worker_options {
   run_config cfg;
   std::shared_ptr<const train_test> data;
   feeder_actor feeder;
-  std::vector<shard_actor> shards;
+  /// Pulls and pushes go to these: the shards of this node, and stubs on
+  /// the data plane for those of other nodes.
+  std::vector<shard_data_actor> shards;
   std::vector<flat_range> ranges; ///< each shard's part of the flat vector
   chief_actor chief;
   /// Called before each step with (worker, clock); tests throw from it to

@@ -1,6 +1,6 @@
 #include "apps/chief_metrics.hpp"
 
-#include "apps/prometheus_text.hpp"
+#include "apps/metrics/prometheus_text.hpp"
 #include "caf/scoped_actor.hpp"
 
 namespace troupe {

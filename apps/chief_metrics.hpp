@@ -6,8 +6,8 @@
 #include <memory>
 #include <mutex>
 
-#include "actors/protocol.hpp"
-#include "apps/metrics_endpoint.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "apps/metrics/metrics_endpoint.hpp"
 #include "caf/actor_system.hpp"
 
 namespace troupe {

@@ -1,7 +1,7 @@
 #include "apps/device_choice.hpp"
 
-#include "actors/backend_factory.hpp"
-#include "runtime/errc.hpp"
+#include "models/backend_factory.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

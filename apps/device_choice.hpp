@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "caf/error.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace troupe {
 

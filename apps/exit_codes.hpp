@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

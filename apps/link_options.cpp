@@ -2,8 +2,8 @@
 
 #include <iostream>
 
-#include "actors/remote.hpp"
-#include "runtime/errc.hpp"
+#include "actors/net/remote.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

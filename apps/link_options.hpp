@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/link_guard.hpp"
+#include "actors/net/link_guard.hpp"
 #include "caf/actor_system.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace troupe {
 

@@ -5,15 +5,15 @@
 #include <optional>
 #include <thread>
 
-#include "actors/data_link.hpp"
+#include "actors/data_plane/data_link.hpp"
 #include "actors/node_agent.hpp"
 #include "actors/timing.hpp"
-#include "actors/remote.hpp"
-#include "actors/system_config.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/reach_chief.hpp"
-#include "runtime/run_identity.hpp"
+#include "runtime/config/run_identity.hpp"
 
 namespace troupe {
 
@@ -162,8 +162,9 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
     caf::timespan patience = deadline ? caf::timespan{reregister_patience}
                                       : caf::timespan{std::chrono::seconds(30)};
     self
-      ->request(chief, patience, register_atom_v, name, host, port, agent,
-                join_workers, data_port, identity, run_id)
+      ->request(chief, patience, register_atom_v,
+                node_registration{name, host, port, agent, join_workers,
+                                  data_port, identity, run_id})
       .receive(
         [&](std::string& assigned, std::string& id) {
           registered = true;

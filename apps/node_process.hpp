@@ -9,7 +9,7 @@
 #include "apps/link_options.hpp"
 #include "caf/fwd.hpp"
 #include "apps/stop_signals.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace troupe {
 

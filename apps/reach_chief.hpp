@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "actors/protocol.hpp"
-#include "actors/remote.hpp"
-#include "runtime/errc.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/net/remote.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

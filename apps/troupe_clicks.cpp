@@ -1,5 +1,5 @@
 // troupe-clicks: writes click logs whose labels come from a planted model
-// (runtime/click_data.hpp), for trying click-through models on data whose
+// (runtime/data/click_data.hpp), for trying click-through models on data whose
 // best achievable log-loss is known, and prints that floor.
 //
 //   troupe-clicks --out DIR [--train N] [--test N] [--numeric K]
@@ -19,7 +19,7 @@
 
 #include "apps/command_line.hpp"
 #include "apps/exit_codes.hpp"
-#include "runtime/click_data.hpp"
+#include "runtime/data/click_data.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Write click logs drawn from a planted model."};

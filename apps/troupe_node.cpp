@@ -18,10 +18,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/chief.hpp"
-#include "actors/data_link.hpp"
+#include "actors/chief/chief.hpp"
+#include "actors/data_plane/data_link.hpp"
 #include "actors/timing.hpp"
-#include "actors/system_config.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "apps/chief_metrics.hpp"
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
@@ -29,11 +29,11 @@
 #include "apps/link_options.hpp"
 #include "apps/node_process.hpp"
 #include "apps/stop_signals.hpp"
-#include "actors/remote.hpp"
+#include "actors/net/remote.hpp"
 #include "caf/all.hpp"
-#include "runtime/buffer_pool.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/params/buffer_pool.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
 
 namespace {
 

@@ -20,14 +20,14 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/backend_factory.hpp"
+#include "models/backend_factory.hpp"
 #include "apps/command_line.hpp"
 #include "apps/exit_codes.hpp"
 #include "models/checkpoint_model.hpp"
 #include "models/trainer.hpp"
-#include "runtime/checkpoint.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace {
 

@@ -10,17 +10,17 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/backend_factory.hpp"
+#include "models/backend_factory.hpp"
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
-#include "apps/local_metrics.hpp"
-#include "apps/metrics_endpoint.hpp"
+#include "apps/metrics/local_metrics.hpp"
+#include "apps/metrics/metrics_endpoint.hpp"
 #include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// ps-lite reference for apps/bench_transfer.cpp: push+pull round trips of a
+// ps-lite reference for apps/bench/bench_transfer.cpp: push+pull round trips of a
 // float buffer between one worker and one server through ps-lite's KV API
 // (ZMQ van). One binary for every role; ps-lite reads the role from
 // DMLC_ROLE (scheduler, server, worker) and the cluster from the other

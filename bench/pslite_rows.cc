@@ -1,4 +1,4 @@
-// ps-lite reference for apps/bench_rows.cpp: sparse pulls and pushes of
+// ps-lite reference for apps/bench/bench_rows.cpp: sparse pulls and pushes of
 // embedding rows between one ps-lite worker and one server (plus ps-lite's
 // scheduler), three processes on 127.0.0.1, through ps-lite's KV API (ZMQ
 // van): ZPull of --ids distinct keys, each a row of --dim floats, then

@@ -1,4 +1,4 @@
-"""PyTorch reference for the CNN rows of apps/bench_cpu_training.cpp: the
+"""PyTorch reference for the CNN rows of apps/bench/bench_cpu_training.cpp: the
 model of config/cnn.json (conv 5x5 1->32 ReLU, max-pool 2, conv 5x5 32->64
 ReLU, max-pool 2, dense 3136->10; same padding), Adam 0.001, the same loop
 (forward, cross-entropy, backward, optimizer step) over a pool of pre-made

@@ -1,4 +1,4 @@
-"""PyTorch reference for apps/bench_gpu_training.cpp on the same GPU: the
+"""PyTorch reference for apps/bench/bench_gpu_training.cpp on the same GPU: the
 same models (MLP 784-256-128-10 relu; CNN conv5x5-32 relu, pool, conv5x5-64
 relu, pool, dense 3136-10), batch sizes and loop (forward, cross-entropy,
 backward, SGD step), over a pool of 16 random batches in pinned host memory

@@ -1,4 +1,4 @@
-"""PyTorch reference for apps/bench_cpu_training.cpp: the same MLPs, batch
+"""PyTorch reference for apps/bench/bench_cpu_training.cpp: the same MLPs, batch
 sizes and thread counts, the same loop (forward, cross-entropy, backward,
 SGD step) over a pool of pre-made random batches. Prints JSON lines."""
 import argparse

@@ -1,7 +1,7 @@
 // The row ids of one round of the sparse pull/push benchmarks: `count`
 // distinct ids in [0, vocabulary), sorted (ps-lite's KVWorker requires
 // sorted keys; a troupe shard takes any order), drawn from (seed, round)
-// alone, so that apps/bench_rows.cpp and ps-lite's reference
+// alone, so that apps/bench/bench_rows.cpp and ps-lite's reference
 // (bench/pslite_rows.cc) push and pull the same keys. Header-only C++14:
 // the reference is built apart from troupe, against ps-lite.
 #pragma once

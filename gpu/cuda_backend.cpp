@@ -14,7 +14,7 @@
 #include "gpu/kernel_math.hpp"
 #include "gpu/kernels.hpp"
 #include "gpu/pinned_ring.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe::gpu {
 

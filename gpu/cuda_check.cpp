@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/backend.hpp"
+#include "runtime/compute/backend.hpp"
 
 namespace troupe::gpu {
 

@@ -8,7 +8,7 @@
 // chief receives like any other worker failure and answers with a restart.
 #pragma once
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if !TROUPE_HAVE_CUDA
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif

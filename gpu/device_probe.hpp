@@ -2,7 +2,7 @@
 // outside gpu/ never see a CUDA header.
 #pragma once
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if !TROUPE_HAVE_CUDA
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif

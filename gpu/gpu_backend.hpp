@@ -3,7 +3,7 @@
 // header.
 #pragma once
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if !TROUPE_HAVE_CUDA
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif
@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "caf/expected.hpp"
-#include "runtime/backend.hpp"
+#include "runtime/compute/backend.hpp"
 
 namespace troupe::gpu {
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/backend.hpp"
+#include "runtime/compute/backend.hpp"
 
 #if defined(__CUDACC__)
 #define TROUPE_HD __host__ __device__
@@ -48,7 +48,7 @@ inline col_major_gemm to_col_major(bool trans_a, bool trans_b, int m, int n,
 
 // -- element-wise ---------------------------------------------------------------
 
-/// act(v), with the CPU backend's formulas (runtime/cpu_backend.cpp).
+/// act(v), with the CPU backend's formulas (runtime/compute/cpu_backend.cpp).
 TROUPE_HD inline float activate(activation act, float v) {
   switch (act) {
     case activation::identity: return v;

@@ -1,10 +1,10 @@
 // troupe's own CUDA kernels: what cuBLAS does not do. Each function
 // launches on `stream` and returns at once; shapes and set/accumulate
-// conventions are those of runtime/backend.hpp. A bad launch throws
+// conventions are those of runtime/compute/backend.hpp. A bad launch throws
 // backend_error; a fault inside a kernel surfaces at the next sync.
 #pragma once
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if !TROUPE_HAVE_CUDA
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
-#include "runtime/backend.hpp"
+#include "runtime/compute/backend.hpp"
 
 namespace troupe::gpu {
 

@@ -3,7 +3,7 @@
 // before it is done.
 #pragma once
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if !TROUPE_HAVE_CUDA
 #error "gpu/ is built only with CUDA (TROUPE_HAVE_CUDA)"
 #endif

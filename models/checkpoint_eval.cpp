@@ -4,7 +4,7 @@
 
 #include "models/model.hpp"
 #include "models/trainer.hpp"
-#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
 
 namespace troupe {
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "caf/error.hpp"
-#include "runtime/backend.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/compute/backend.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
 
 namespace troupe {
 

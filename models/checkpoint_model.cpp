@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <optional>
 
-#include "runtime/errc.hpp"
-#include "runtime/run_identity.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/config/run_identity.hpp"
 
 namespace troupe {
 

@@ -9,7 +9,7 @@
 
 #include "caf/expected.hpp"
 #include "models/model.hpp"
-#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
 
 namespace troupe {
 

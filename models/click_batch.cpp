@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/sparse_table.hpp"
+#include "runtime/sparse/sparse_table.hpp"
 
 namespace troupe {
 

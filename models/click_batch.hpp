@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "models/embedding_bag.hpp"
-#include "runtime/click_data.hpp"
-#include "runtime/id_index.hpp"
+#include "runtime/data/click_data.hpp"
+#include "runtime/sparse/id_index.hpp"
 
 namespace troupe {
 

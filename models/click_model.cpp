@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

@@ -17,9 +17,9 @@
 #include "caf/expected.hpp"
 #include "models/click_batch.hpp"
 #include "models/model.hpp"
-#include "runtime/click_data.hpp"
-#include "runtime/optimizer.hpp"
-#include "runtime/sparse_table.hpp"
+#include "runtime/data/click_data.hpp"
+#include "runtime/params/optimizer.hpp"
+#include "runtime/sparse/sparse_table.hpp"
 
 namespace troupe {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "models/layer.hpp"
-#include "runtime/param_layout.hpp"
+#include "runtime/params/param_layout.hpp"
 
 namespace troupe {
 

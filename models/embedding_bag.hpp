@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/click_data.hpp"
-#include "runtime/id_index.hpp"
+#include "runtime/data/click_data.hpp"
+#include "runtime/sparse/id_index.hpp"
 
 namespace troupe {
 

@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <string>
 
-#include "runtime/backend.hpp"
-#include "runtime/config.hpp"
-#include "runtime/param_layout.hpp"
-#include "runtime/random.hpp"
+#include "runtime/compute/backend.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/params/param_layout.hpp"
+#include "runtime/base/random.hpp"
 
 namespace troupe {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

@@ -9,9 +9,9 @@
 
 #include "caf/expected.hpp"
 #include "models/layer.hpp"
-#include "runtime/backend.hpp"
-#include "runtime/config.hpp"
-#include "runtime/param_layout.hpp"
+#include "runtime/compute/backend.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/params/param_layout.hpp"
 
 namespace troupe {
 

@@ -4,7 +4,7 @@
 #include "models/conv_layers.hpp"
 #include "models/dense_layer.hpp"
 #include "models/model.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

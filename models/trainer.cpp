@@ -1,8 +1,8 @@
 #include "models/trainer.hpp"
 
-#include "runtime/checkpoint_dir.hpp"
-#include "runtime/metrics_log.hpp"
-#include "runtime/run_identity.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/base/metrics_log.hpp"
+#include "runtime/config/run_identity.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <ostream>
 #include <sys/stat.h>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 

@@ -10,9 +10,9 @@
 
 #include "caf/expected.hpp"
 #include "models/model.hpp"
-#include "runtime/checkpoint.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/optimizer.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/params/optimizer.hpp"
 
 namespace troupe {
 
@@ -105,7 +105,7 @@ struct local_status {
 /// log_every_steps, evaluates per eval_every_steps or epoch, checkpoints,
 /// and stops at the epoch or step limit. errc::non_finite when the loss
 /// turns NaN or Inf. With cluster.metrics_dir it writes the run's metrics
-/// files there (runtime/metrics_log); with `status`, it keeps it current.
+/// files there (runtime/base/metrics_log); with `status`, it keeps it current.
 caf::expected<run_summary> run_local_training(const run_config& cfg,
                                               const train_test& data,
                                               compute_backend& be,

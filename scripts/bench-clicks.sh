@@ -30,20 +30,14 @@ if [[ ! -f "$dir/test.tsv" ]]; then
 fi
 export TROUPE_BUILD
 exec /usr/bin/python3 - "${1:-3}" "$dir" <<'PY'
-import atexit, json, os, re, shutil, socket, statistics, subprocess, sys
-import tempfile
+import json, os, re, statistics, subprocess, sys
+
+from benchlib import free_port, scratch_dir
 
 repeats, data = int(sys.argv[1]), sys.argv[2]
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
-work = tempfile.mkdtemp()
-atexit.register(shutil.rmtree, work, True)
+work = scratch_dir()
 
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 def config(name, cluster):
     c = {"name": "bench-clicks",
@@ -77,9 +71,9 @@ def troupe_embedded():
                                         capture_output=True, text=True))
 
 def troupe_processes():
-    nodes = [{"name": "chief", "host": "127.0.0.1", "port": port()},
-             {"name": "ps0", "host": "127.0.0.1", "port": port(), "shards": 1}]
-    nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": port(),
+    nodes = [{"name": "chief", "host": "127.0.0.1", "port": free_port()},
+             {"name": "ps0", "host": "127.0.0.1", "port": free_port(), "shards": 1}]
+    nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": free_port(),
                "workers": 1} for i in range(2)]
     path = config("processes", {"chief": "chief", "nodes": nodes})
     procs = [subprocess.Popen([node, "--config", path, "--node", n["name"]],
@@ -95,7 +89,7 @@ def pytorch(mode):
     out = subprocess.run(
         ["/usr/bin/python3", "bench/pytorch_clicks.py", "--data", data,
          "--numeric", "4", "--categorical", "8", "--mode", mode,
-         "--workers", "2", "--threads", "1", "--port", str(port())],
+         "--workers", "2", "--threads", "1", "--port", str(free_port())],
         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench/pytorch_clicks.py failed:\n{out.stderr[-2000:]}")

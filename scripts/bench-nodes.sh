@@ -22,10 +22,9 @@ printf "%7s %6s %16s %18s %6s\n" workers shards "processes (s/s)" "one process (
 for shards in $shard_counts; do
   for workers in $worker_counts; do
     python3 - "$epochs" "$shards" "$workers" "$work" <<'PY'
-import json, socket, sys
+import json, sys
+from benchlib import free_port as port
 epochs, shards, workers, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-def port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 c = json.load(open("config/local.json"))
 c["training"]["epochs"] = epochs
 c["training"]["eval_every_steps"] = 10**9

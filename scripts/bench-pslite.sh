@@ -55,9 +55,7 @@ fi
 if [ "$hugetlb" = 1 ]; then
   export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"
 fi
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/benchlib.py" port; }
 # Loopback only: the scheduler binds DMLC_PS_ROOT_URI, the others
 # DMLC_NODE_HOST (without it ps-lite picks the first non-loopback interface).
 export DMLC_PS_ROOT_URI=127.0.0.1

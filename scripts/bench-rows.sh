@@ -35,13 +35,9 @@ for ((r = 1; r <= repeats; ++r)); do
 done
 python3 - "$results" "$vocabulary" <<'PY'
 import sys
-from collections import defaultdict
 from statistics import median
-vals = defaultdict(list)
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 3:
-        vals[(parts[0], parts[1])].append(float(parts[2]))
+from benchlib import read_results
+vals = read_results(sys.argv[1], 2)
 print(f"rows of 16 floats, ids drawn from {int(sys.argv[2]):,}; "
       "M rows/s pulled+pushed by one worker from one shard (medians)")
 print(f"{'ids per request':>15} {'troupe':>8} {'ps-lite':>8} {'troupe/ps-lite':>15}")

@@ -17,25 +17,20 @@ troupe_setup
 cd "$TROUPE_ROOT"
 export TROUPE_BUILD
 exec /usr/bin/python3 - "${1:-3}" "${2:-2}" "${3:-3}" <<'PY'
-import atexit, json, os, shutil, socket, statistics, subprocess, sys, tempfile
+import json, os, statistics, subprocess, sys
+
+from benchlib import free_port, scratch_dir
 
 epochs, workers, repeats = (int(a) for a in sys.argv[1:4])
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
 data = "/usr/share/datasets/fashion-mnist"
-work = tempfile.mkdtemp()
-atexit.register(shutil.rmtree, work, True)
+work = scratch_dir()
 
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 def cluster_file(name, extra):
-    nodes = [{"name": "chief", "host": "127.0.0.1", "port": port()},
-             {"name": "ps0", "host": "127.0.0.1", "port": port(), "shards": 1}]
-    nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": port(),
+    nodes = [{"name": "chief", "host": "127.0.0.1", "port": free_port()},
+             {"name": "ps0", "host": "127.0.0.1", "port": free_port(), "shards": 1}]
+    nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": free_port(),
                "workers": 1} for i in range(workers)]
     c = {"name": "rpc-ps-reference",
          "model": {"type": "mlp", "hidden": [100], "activation": "relu",
@@ -69,7 +64,7 @@ def pytorch():
     out = subprocess.run(
         ["/usr/bin/python3", "bench/pytorch_rpc_ps.py", "--data", data,
          "--workers", str(workers), "--epochs", str(epochs),
-         "--port", str(port())], capture_output=True, text=True)
+         "--port", str(free_port())], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench/pytorch_rpc_ps.py failed:\n{out.stderr[-2000:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])

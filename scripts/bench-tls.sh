@@ -26,13 +26,9 @@ for ((r = 1; r <= repeats; ++r)); do
 done
 python3 - "$results" <<'PY'
 import sys
-from collections import defaultdict
 from statistics import median
-vals = defaultdict(list)
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 4:
-        vals[tuple(parts[:3])].append(float(parts[3]))
+from benchlib import read_results
+vals = read_results(sys.argv[1], 3)
 print(f"{'buffer':>7} {'link':>10} {'plain ms':>10} {'TLS ms':>10} {'TLS/plain':>10} {'TLS MB/s':>9}")
 for via, name in (("data", "data plane"), ("basp", "BASP")):
     for floats, size in (("10000", "40 KB"), ("1000000", "4 MB"), ("25000000", "100 MB")):

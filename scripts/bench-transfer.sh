@@ -39,7 +39,7 @@ run_one() {
   echo "$(echo "$out" | ms_of) $(echo "$out" | sed -n 's/^connect: \([0-9.]*\) ms/\1/p')"
 }
 for ((r = 1; r <= repeats; ++r)); do
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port="$(python3 "$TROUPE_ROOT/scripts/benchlib.py" port)"
   iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
   sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -t 3 -J | python3 -c \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The experiments behind the README's cluster tables, in one go:
+# The experiments behind the cluster tables of docs/benchmarks.md, in one go:
 # 1. the distributed TensorFlow MNIST tutorial's experiment (784-100-10
 #    sigmoid, normal(0,1) weights, SGD lr 0.001, batch 100, 20 epochs,
 #    async) with 1, 2 and 3 workers, on Fashion-MNIST (config/tf-tutorial.json):

@@ -5,6 +5,8 @@
 
 TROUPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TROUPE_BUILD="${TROUPE_BUILD:-$TROUPE_ROOT/build}"
+# The scripts' inline Python imports its shared pieces from scripts/benchlib.py.
+export PYTHONPATH="$TROUPE_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
 
 troupe_packages=(
   cmake g++ make pkg-config

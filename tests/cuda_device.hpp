@@ -5,7 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 #if TROUPE_HAVE_CUDA
 #include "gpu/device_probe.hpp"
 #endif

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/random.hpp"
+#include "runtime/base/random.hpp"
 
 namespace troupe::test {
 

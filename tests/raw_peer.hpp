@@ -11,7 +11,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "actors/sockets.hpp"
+#include "actors/net/sockets.hpp"
 
 namespace troupe::test {
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "caf/expected.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe::test {
 

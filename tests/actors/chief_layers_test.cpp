@@ -1,4 +1,4 @@
-// The chief's files call downward only (actors/chief_ops.hpp gives the
+// The chief's files call downward only (actors/chief/chief_ops.hpp gives the
 // order): a file may call the functions of the files below it, never of
 // one beside or above it, so no circle can form again. Read from the
 // sources: each file's functions are those it defines at column 0.
@@ -29,7 +29,7 @@ const std::vector<layer> layers{
 };
 
 std::string source_of(const std::string& file) {
-  std::ifstream in{std::string{TROUPE_SOURCE_DIR} + "/actors/" + file
+  std::ifstream in{std::string{TROUPE_SOURCE_DIR} + "/actors/chief/" + file
                    + ".cpp"};
   return {std::istreambuf_iterator<char>{in}, {}};
 }
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(the_chief_files_call_downward_only) {
   std::map<std::string, std::set<std::string>> defines;
   for (auto& l : layers) {
     text[l.file] = source_of(l.file);
-    BOOST_REQUIRE_MESSAGE(!text[l.file].empty(), "actors/" << l.file
+    BOOST_REQUIRE_MESSAGE(!text[l.file].empty(), "actors/chief/" << l.file
                                                    << ".cpp is missing");
     defines[l.file] = defined_in(text[l.file]);
   }

@@ -10,27 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "actors/chief_state.hpp"
+#include "actors/chief/chief_state.hpp"
 #include "fixture.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 using namespace troupe::test;
 
 namespace {
 
-struct deterministic_chief {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  caf::scheduler::test_coordinator* sched = nullptr;
+struct deterministic_chief : deterministic_system {
   std::ostringstream log;
-  chief_actor chief;
+  chief_self_actor chief;
 
   explicit deterministic_chief(const run_config& run) {
-    init_config(cfg);
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    sys = std::make_unique<caf::actor_system>(cfg);
-    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
     auto data = load_datasets(run.data);
     BOOST_REQUIRE(data);
     chief_options opts;
@@ -50,11 +43,7 @@ struct deterministic_chief {
     sched->run();
   }
 
-  chief_state& state() {
-    auto* ptr = caf::actor_cast<caf::abstract_actor*>(chief);
-    return dynamic_cast<chief_actor::stateful_base<chief_state>&>(*ptr)
-      .state;
-  }
+  chief_state& state() { return state_of<chief_state>(chief); }
 
   run_phase phase() { return state().phase; }
 
@@ -106,7 +95,7 @@ BOOST_AUTO_TEST_CASE(a_stop_while_training_finishes_after_the_steps_in_flight) {
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().steps >= 20; });
+  c.run_until([&] { return c.state().progress.steps >= 20; });
   BOOST_REQUIRE((c.phase() == run_phase::training));
   // The shell's stop: answered at once, then the run finishes.
   self->send(c.chief, stop_atom_v);
@@ -159,17 +148,17 @@ BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().steps >= 10; });
+  c.run_until([&] { return c.state().progress.steps >= 10; });
   self->send(c.chief, pause_atom_v);
   // Everything that can run without a new lease runs: the steps stop.
   c.run_until([] { return false; }, 5000);
-  auto paused_at = c.state().steps;
-  BOOST_TEST(c.state().user_paused);
+  auto paused_at = c.state().progress.steps;
+  BOOST_TEST(c.state().progress.user_paused);
   c.run_until([] { return false; }, 5000);
-  BOOST_TEST(c.state().steps == paused_at);
+  BOOST_TEST(c.state().progress.steps == paused_at);
   self->send(c.chief, resume_atom_v);
-  c.run_until([&] { return c.state().steps >= paused_at + 10; });
-  BOOST_TEST(c.state().steps >= paused_at + 10, c.log.str());
+  c.run_until([&] { return c.state().progress.steps >= paused_at + 10; });
+  BOOST_TEST(c.state().progress.steps >= paused_at + 10, c.log.str());
   BOOST_TEST((c.phase() == run_phase::training), to_string(c.phase()));
 }
 

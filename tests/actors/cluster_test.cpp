@@ -9,7 +9,7 @@
 #include "fixture.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
-#include "runtime/cpu_backend.hpp"
+#include "runtime/compute/cpu_backend.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -2,7 +2,7 @@
 // pulls and pushes through a data_server to a real shard, errors come back
 // with their code, a malformed frame closes only its own connection, and a
 // lost server fails the stub's requests instead of leaving them open.
-#include "actors/data_link.hpp"
+#include "actors/data_plane/data_link.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -12,11 +12,11 @@
 #include <thread>
 #include <unistd.h>
 
-#include "actors/remote.hpp"
+#include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "fixture.hpp"
 #include "test_util.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -49,7 +49,7 @@ struct served_shard {
 };
 
 /// The reply to a pull through `h`: values, or the error.
-caf::expected<float_block> pull(caf::scoped_actor& self, const shard_actor& h) {
+caf::expected<float_block> pull(caf::scoped_actor& self, const shard_data_actor& h) {
   caf::expected<float_block> out{caf::sec::none};
   self->request(h, 5s, pull_atom_v, int32_t{0}, int64_t{0})
     .receive([&](float_block& b) { out = std::move(b); },
@@ -57,7 +57,7 @@ caf::expected<float_block> pull(caf::scoped_actor& self, const shard_actor& h) {
   return out;
 }
 
-caf::error push(caf::scoped_actor& self, const shard_actor& h,
+caf::error push(caf::scoped_actor& self, const shard_data_actor& h,
                 std::vector<float> g) {
   caf::error out;
   self->request(h, 5s, push_atom_v, gradient_push::of(0, 0, 0, std::move(g)))

@@ -7,12 +7,12 @@
 #include <sstream>
 #include <vector>
 
-#include "actors/chief.hpp"
-#include "actors/remote.hpp"
-#include "actors/system_config.hpp"
+#include "actors/chief/chief.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "caf/all.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
 
 namespace troupe::test {
 
@@ -27,9 +27,37 @@ struct net_system {
   }
 };
 
+/// An actor system on CAF's test coordinator: nothing runs until the test
+/// runs it, one message at a time, and time moves only when the test moves
+/// it, so a test's course is the same every time (no sleeps, no polls).
+struct deterministic_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+
+  deterministic_system() {
+    init_config(cfg);
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+  }
+
+  /// Runs messages until none is due (timers wait for advance_time).
+  size_t run() { return sched->run(); }
+};
+
+/// The state of stateful actor `h` of a deterministic_system: between the
+/// test's runs no actor runs, so the test may read it.
+template <class State, class Handle>
+State& state_of(const Handle& h) {
+  auto* ptr = caf::actor_cast<caf::abstract_actor*>(h);
+  return dynamic_cast<typename Handle::template stateful_base<State>&>(*ptr)
+    .state;
+}
+
 /// Pulls shard `h`'s values (version 0 or later) from `sys`.
 inline caf::expected<float_block> pull_values(caf::actor_system& sys,
-                                              const shard_actor& h) {
+                                              const shard_data_actor& h) {
   caf::scoped_actor self{sys};
   caf::expected<float_block> out{caf::sec::none};
   self->request(h, std::chrono::seconds(10), pull_atom_v, int32_t{0},

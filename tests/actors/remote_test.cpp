@@ -1,11 +1,11 @@
-// Connecting to a published actor (actors/remote.hpp) inside one process:
+// Connecting to a published actor (actors/net/remote.hpp) inside one process:
 // a server whose BASP handshake arrives later than one heartbeat, but well
 // within the connection timeout, is reached, in plaintext and over TLS.
 // CAF 0.17.6 starts a connection's silence clock at the epoch, so before
 // troupe set it, the first heartbeat tick after a connect cut every such
 // link with connection_timeout (seen as nodes and shells that could not
 // reach a loaded chief).
-#include "actors/remote.hpp"
+#include "actors/net/remote.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -19,11 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "actors/protocol.hpp"
+#include "actors/protocol/protocol.hpp"
 #include "actors/shard.hpp"
-#include "actors/sockets.hpp"
-#include "actors/system_config.hpp"
-#include "runtime/errc.hpp"
+#include "actors/net/sockets.hpp"
+#include "actors/protocol/system_config.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "fixture.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 using troupe::test::cluster_fixture;

@@ -17,11 +17,11 @@
 #include <random>
 #include <thread>
 
-#include "actors/data_link.hpp"
-#include "actors/remote.hpp"
+#include "actors/data_plane/data_link.hpp"
+#include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "fixture.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -49,7 +49,7 @@ embedding_table_config small_table() {
 struct spread_table {
   cluster_fixture f;
   std::vector<shard_actor> actors;
-  std::vector<shard_actor> handles; ///< what requests go to
+  std::vector<shard_data_actor> handles; ///< what requests go to
   std::shared_ptr<data_server> server;
   std::shared_ptr<data_client> client;
 
@@ -65,7 +65,7 @@ struct spread_table {
       o.sparse = opt;
       actors.push_back(f.sys->spawn(shard_impl, o));
     }
-    handles = actors;
+    handles.assign(actors.begin(), actors.end());
     if (!wire)
       return;
     auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
@@ -459,7 +459,7 @@ BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
   o.initial = {0.f};
   o.tables = {small_table()};
   o.sparse = adam;
-  auto copy = t.f.sys->spawn(shard_impl, o);
+  shard_actor copy = t.f.sys->spawn(shard_impl, o);
   shard_state_msg dense;
   dense.values = {0.f};
   self->request(copy, 5s, restore_atom_v, dense)

@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "fixture.hpp"
-#include "runtime/checkpoint.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,21 +1,21 @@
-// troupe's TLS (actors/tls*.hpp) inside one test process: every file
+// troupe's TLS (actors/net/tls*.hpp) inside one test process: every file
 // problem is named when the context loads; the data plane and CAF's
 // remoting run over mutual TLS between two actor systems; a peer without
 // the cluster's certificates is refused and the listener serves on.
-#include "actors/tls.hpp"
+#include "actors/net/tls.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
 #include <fstream>
 
-#include "actors/data_link.hpp"
-#include "actors/protocol.hpp"
-#include "actors/remote.hpp"
+#include "actors/data_plane/data_link.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
-#include "actors/system_config.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "fixture.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,6 +1,6 @@
-// The chief's Prometheus text (apps/prometheus_text): what is not known
+// The chief's Prometheus text (apps/metrics/prometheus_text): what is not known
 // yet is left out, never a sentinel; label values are escaped.
-#include "apps/prometheus_text.hpp"
+#include "apps/metrics/prometheus_text.hpp"
 
 #include <boost/test/unit_test.hpp>
 

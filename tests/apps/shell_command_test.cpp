@@ -1,7 +1,7 @@
 // troupe-shell's command language and its rendering, without a cluster:
 // what a typed line becomes, which lines are refused and why, and the JSON
 // shape that scripts read.
-#include "apps/shell_command.hpp"
+#include "apps/shell/shell_command.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -9,8 +9,8 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <nlohmann/json.hpp>
 
-#include "apps/shell_render.hpp"
-#include "runtime/errc.hpp"
+#include "apps/shell/shell_render.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 using verb = shell_command::verb;

@@ -4,7 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "app_runner.hpp"
-#include "runtime/click_data.hpp"
+#include "runtime/data/click_data.hpp"
 
 using troupe::test::run_app;
 using troupe::test::temp_dir;

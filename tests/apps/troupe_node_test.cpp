@@ -5,7 +5,7 @@
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 using troupe::test::run_app;
 using troupe::test::temp_dir;

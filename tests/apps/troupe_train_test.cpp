@@ -8,7 +8,7 @@
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 using troupe::test::temp_dir;
 
@@ -318,20 +318,20 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   }
   BOOST_TEST(files == 1);
 
-  // The README's NumPy example scores the checkpoint the same way
-  // (python3-numpy; skipped without it).
+  // The NumPy example of docs/checkpoints.md scores the checkpoint the
+  // same way (python3-numpy; skipped without it).
   if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
-    BOOST_TEST_MESSAGE("python3-numpy is not installed: the README's NumPy "
+    BOOST_TEST_MESSAGE("python3-numpy is not installed: the docs' NumPy "
                        "example is not run");
   } else {
-    auto readme = troupe::test::slurp(std::string{TROUPE_SOURCE_DIR}
-                                      + "/README.md");
-    auto marker = readme.find("<!-- numpy-example -->\n```python\n");
+    auto page = troupe::test::slurp(std::string{TROUPE_SOURCE_DIR}
+                                      + "/docs/checkpoints.md");
+    auto marker = page.find("<!-- numpy-example -->\n```python\n");
     BOOST_REQUIRE(marker != std::string::npos);
-    auto begin = readme.find('\n', readme.find("```python", marker)) + 1;
-    auto end = readme.find("```", begin);
+    auto begin = page.find('\n', page.find("```python", marker)) + 1;
+    auto end = page.find("```", begin);
     troupe::test::write_file(tmp.file("example.py"),
-                             readme.substr(begin, end - begin));
+                             page.substr(begin, end - begin));
     auto cmd = "python3 " + tmp.file("example.py") + " " + ckpt + " >"
                + tmp.file("example.out") + " 2>&1";
     BOOST_TEST(std::system(cmd.c_str()) == 0);

@@ -5,11 +5,11 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "actors/protocol.hpp"
-#include "actors/remote.hpp"
-#include "actors/system_config.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "cluster_file.hpp"
-#include "runtime/run_identity.hpp"
+#include "runtime/config/run_identity.hpp"
 
 using namespace troupe::test;
 
@@ -148,10 +148,9 @@ BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
     caf::scoped_actor self{sys};
     std::string reply;
     self
-      ->request(*h, std::chrono::seconds(10), troupe::register_atom_v, a.name,
-                std::string{"127.0.0.1"}, uint16_t{0},
-                troupe::node_agent_actor{}, a.workers, uint16_t{0}, identity,
-                a.run)
+      ->request(*h, std::chrono::seconds(10), troupe::register_atom_v,
+                troupe::node_registration{a.name, "127.0.0.1", 0, {},
+                                          a.workers, 0, identity, a.run})
       .receive([&](std::string&, std::string&) { reply = "accepted"; },
                [&](caf::error& e) { reply = troupe::describe(e); });
     BOOST_TEST(has(reply, a.says), reply);

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 
@@ -166,19 +166,17 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_that_thaws_registers_again) {
   spec.epochs = 16;
   spec.on_node_loss = "wait";
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
-  auto& w1 = *members[2];
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
+  auto& w1 = cluster.node("w1");
   w1.freeze();
-  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  BOOST_REQUIRE(chief.wait_for_output("worker 1 waits for node w1", 10));
   w1.signal(SIGCONT);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto& m : cluster.members())
     BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
-  auto out = chief->out();
+  auto out = chief.out();
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
             + ") is up";
   BOOST_TEST(count_of(out, up) == 2u, out); // again after the thaw
@@ -194,21 +192,19 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   spec.epochs = 8;
   spec.checkpoint_every = 200;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
-                        cluster_outputs(*chief, members));
-  chief->freeze();
-  for (auto& m : members)
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  auto& chief = cluster.chief();
+  chief.freeze();
+  for (auto& m : cluster.members())
     BOOST_REQUIRE_MESSAGE(m->wait_for_output("lost the chief", 10),
                           m->out() + m->err());
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  chief->signal(SIGCONT);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
+  chief.signal(SIGCONT);
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto& m : cluster.members())
     BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
-  auto out = chief->out();
+  auto out = chief.out();
   // The thawed chief found its links gone and (waiting for it, if it was
   // not back yet) took the shard node back with the shard alive: kept,
   // nothing lost.
@@ -218,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   BOOST_TEST_MESSAGE("steps lost to the chief's freeze: " << lost << " ("
                      << line_with(out, "kept the live shards") << ")");
   BOOST_TEST(lost == 0, out);
-  for (auto& m : members)
+  for (auto& m : cluster.members())
     BOOST_TEST(count_of(m->out(), "registered with the chief") == 2u,
                m->out());
 }

@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "cluster_file.hpp"
-#include "runtime/checkpoint_dir.hpp"
-#include "runtime/click_data.hpp"
-#include "runtime/table_file.hpp"
+#include "running_cluster.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/data/click_data.hpp"
+#include "runtime/sparse/table_file.hpp"
 #include "test_util.hpp"
 
 using namespace troupe::test;
@@ -71,28 +71,26 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   spec.click_dir = dir.file("logs");
   spec.epochs = 4;
   spec.nodes = {{"chief"}, {"ps0", 2}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
-                        cluster_outputs(*chief, members));
-  // members: ps0, ps1, w0, w1. Every worker node reaches every shard node
-  // on its own connection.
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  auto& chief = cluster.chief();
+  // members: ps0, ps1, w0, w1. Every worker node reaches every shard
+  // node on its own connection.
   for (size_t w : {2, 3})
     for (size_t s : {0, 1})
-      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
-                             data_port_of(*members[s])),
+      BOOST_TEST(has_link_to(cluster.members()[w]->pid(), "127.0.0.1",
+                             data_port_of(*cluster.members()[s])),
                  spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
   // The chief's sockets against the workers' over 500 steps: rows and
   // dense parameters go between workers and shards.
-  auto chief_before = tcp_bytes(chief->pid());
-  auto worker_before = tcp_bytes(members[2]->pid())
-                       + tcp_bytes(members[3]->pid());
-  auto from = last_step(chief->out());
-  BOOST_REQUIRE(chief->wait_for_step(from + 500, 120));
-  auto chief_bytes = tcp_bytes(chief->pid()) - chief_before;
-  auto worker_bytes = tcp_bytes(members[2]->pid())
-                      + tcp_bytes(members[3]->pid()) - worker_before;
+  auto chief_before = tcp_bytes(chief.pid());
+  auto worker_before = tcp_bytes(cluster.node("w0").pid())
+                       + tcp_bytes(cluster.node("w1").pid());
+  auto from = last_step(chief.out());
+  BOOST_REQUIRE(chief.wait_for_step(from + 500, 120));
+  auto chief_bytes = tcp_bytes(chief.pid()) - chief_before;
+  auto worker_bytes = tcp_bytes(cluster.node("w0").pid())
+                      + tcp_bytes(cluster.node("w1").pid()) - worker_before;
   BOOST_TEST_MESSAGE("workers' sockets " << worker_bytes / 1e6
                      << " MB, the chief's " << chief_bytes / 1e6 << " MB");
   BOOST_TEST(worker_bytes > 0);
@@ -101,10 +99,10 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   auto [code, shards] = run_shell(dir, spec, "shards");
   BOOST_TEST(code == 0, shards);
   BOOST_TEST(count_of(shards, "\"rows\"") == 3u, shards);
-  BOOST_REQUIRE_MESSAGE(chief->wait(300) == 0, chief->err() + chief->out());
-  for (auto& m : members)
+  BOOST_REQUIRE_MESSAGE(chief.wait(300) == 0, chief.err() + chief.out());
+  for (auto& m : cluster.members())
     BOOST_TEST(m->wait(20) == 0, m->err());
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(epoch_samples(out)
                == (std::vector<long>{1000000, 1000000, 1000000, 1000000}),
              out);
@@ -113,8 +111,8 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   BOOST_TEST_MESSAGE("test log-loss " << loss << " (planted "
                      << planted.test_log_loss << "), AUC " << auc
                      << " (planted " << planted.test_auc << ")");
-  // Four epochs, not the README's six (within 2% and 0.01 there), and a
-  // test set of 20k, whose AUC varies by a few thousandths.
+  // Four epochs, not the six of docs/sparse.md (within 2% and 0.01
+  // there), and a test set of 20k, whose AUC varies by a few thousandths.
   BOOST_TEST(loss > 0);
   BOOST_TEST(loss < 1.025 * planted.test_log_loss, out);
   BOOST_TEST(auc > planted.test_auc - 0.015, out);
@@ -133,23 +131,22 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   spec.checkpoint_every = 300;
   spec.click_eval_every = 300; // at the checkpoints' steps
   spec.nodes = {{"chief"}, {"ps0", 2}, {"ps1", 1}, {"w0", 0, 2}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(2000, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(2000);
+  auto& chief = cluster.chief();
   // Paused, so that nothing trains after the restore: the scores at the
   // end are those of the checkpoint the shards come back from.
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
-  members[1]->kill9(); // ps1, with shard 2
+  cluster.node("ps1").kill9(); // ps1, with shard 2
   BOOST_REQUIRE_MESSAGE(
-    chief->wait_for_output("steps lost, to be trained again", 60),
-    cluster_outputs(*chief, members));
+    chief.wait_for_output("steps lost, to be trained again", 60),
+    cluster.logs());
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief->wait(120) == 0, chief->err() + chief->out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
   for (size_t i : {0, 2})
-    BOOST_TEST(members[i]->wait(20) == 0, members[i]->err());
-  auto out = chief->out();
+    BOOST_TEST(cluster.members()[i]->wait(20) == 0,
+               cluster.members()[i]->err());
+  auto out = chief.out();
   BOOST_TEST(has(out, "starting shard 2 on node ps0"), out);
   // The restored checkpoint's step, and the last evaluation before it
   // was written (a few steps earlier: reports come a few steps at a time).

@@ -11,7 +11,7 @@
 
 #include <numeric>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 
@@ -26,24 +26,22 @@ std::string run_with_a_kill_and_an_add(const std::string& partition) {
   spec.data_partition = partition;
   spec.epochs = epochs;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 2}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
   auto [kill_code, kill_out] = run_shell(dir, spec, "kill worker:0");
   BOOST_REQUIRE_MESSAGE(kill_code == 0, kill_out);
   auto [add_code, add_out] = run_shell(dir, spec, "add-worker 1 w0");
   BOOST_REQUIRE_MESSAGE(add_code == 0, add_out);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members) {
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto& m : cluster.members()) {
     auto code = m->wait(20);
     auto out = m->out();
     BOOST_TEST(code == 0, m->how_it_ended() << ": " << m->err() << "\n"
                             << out.substr(out.size() > 3000 ? out.size() - 3000
                                                             : 0));
   }
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(has(out, "worker 0 failed"), out);
   BOOST_TEST(has(out, "adding 1 worker on node w0"), out);
   return out;

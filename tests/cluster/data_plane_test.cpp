@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 #include "netns.hpp"
 #include "proc_stats.hpp"
 
@@ -97,36 +97,34 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
   cluster_spec spec;
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        cluster_outputs(*chief, members));
-  // members: ps0, ps1, w0, w1; each worker node holds a connection to
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
+  // cluster.members(): ps0, ps1, w0, w1; each worker node holds a connection to
   // each shard node's data plane.
   for (size_t w : {2, 3})
     for (size_t s : {0, 1}) {
-      auto port = data_port_of(*members[s]);
+      auto port = data_port_of(*cluster.members()[s]);
       BOOST_TEST(port != 0);
-      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1", port),
+      BOOST_TEST(has_link_to(cluster.members()[w]->pid(), "127.0.0.1", port),
                  spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
     }
   // The bytes through the chief's sockets against the parameter bytes
   // the workers pulled and pushed meanwhile (one pull and one push of
   // the whole model per step).
-  auto chief_before = tcp_bytes(chief->pid());
-  auto worker_before = tcp_bytes(members[2]->pid())
-                       + tcp_bytes(members[3]->pid());
-  auto step_before = last_step(chief->out());
-  BOOST_REQUIRE(chief->wait_for_step(step_before + 600, 180));
+  auto chief_before = tcp_bytes(chief.pid());
+  auto worker_before = tcp_bytes(cluster.node("w0").pid())
+                       + tcp_bytes(cluster.node("w1").pid());
+  auto step_before = last_step(chief.out());
+  BOOST_REQUIRE(chief.wait_for_step(step_before + 600, 180));
   // The steps are read before the sockets' counters, as step_before was
   // read after them: the counters then hold at least these steps' bytes.
   // (Read after, under load, the log ran on while the counters were read,
   // and the workers seemed to move 14% less than the steps needed.)
-  auto steps = last_step(chief->out()) - step_before;
-  auto chief_bytes = tcp_bytes(chief->pid()) - chief_before;
-  auto worker_bytes = tcp_bytes(members[2]->pid())
-                      + tcp_bytes(members[3]->pid()) - worker_before;
+  auto steps = last_step(chief.out()) - step_before;
+  auto chief_bytes = tcp_bytes(chief.pid()) - chief_before;
+  auto worker_bytes = tcp_bytes(cluster.node("w0").pid())
+                      + tcp_bytes(cluster.node("w1").pid()) - worker_before;
   auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
   BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
                      << moved / 1e6 << " MB of parameters ("
@@ -136,12 +134,10 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
   BOOST_TEST(chief_bytes >= 0);
   BOOST_TEST(chief_bytes < 0.02 * moved);
   BOOST_TEST(static_cast<double>(worker_bytes) > 0.9 * moved);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  BOOST_TEST(epoch_samples(chief->out())
+  cluster.require_finished();
+  BOOST_TEST(epoch_samples(chief.out())
                == (std::vector<long>{60000, 60000, 60000}),
-             chief->out());
+             chief.out());
 }
 
 BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resume) {
@@ -149,24 +145,20 @@ BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resu
   cluster_spec spec;
   spec.epochs = 2;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(150);
+  auto& chief = cluster.chief();
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
   check_cluster_idle(dir, spec,
-                     {{"chief", chief.get()},
-                      {"ps0", members[0].get()},
-                      {"w0", members[1].get()},
-                      {"w1", members[2].get()}},
+                     {{"chief", &chief},
+                      {"ps0", cluster.members()[0].get()},
+                      {"w0", cluster.members()[1].get()},
+                      {"w1", cluster.members()[2].get()}},
                      10);
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  BOOST_TEST(epoch_samples(chief->out()) == (std::vector<long>{60000, 60000}),
-             chief->out());
+  cluster.require_finished();
+  BOOST_TEST(epoch_samples(chief.out()) == (std::vector<long>{60000, 60000}),
+             chief.out());
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns) {
@@ -179,23 +171,21 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
   spec.epochs = 2;
   spec.on_node_loss = "wait";
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
-                        cluster_outputs(*chief, members));
-  members[2]->kill9(); // w1
-  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(150);
+  auto& chief = cluster.chief();
+  cluster.node("w1").kill9();
+  BOOST_REQUIRE(chief.wait_for_output("worker 1 waits for node w1", 10));
   check_cluster_idle(dir, spec,
-                     {{"chief", chief.get()},
-                      {"ps0", members[0].get()},
-                      {"w0", members[1].get()}},
+                     {{"chief", &chief},
+                      {"ps0", cluster.members()[0].get()},
+                      {"w0", cluster.members()[1].get()}},
                      12);
   process again{dir, "w1-again", "troupe-node",
-                {"--config", cfg, "--node", "w1"}};
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+                {"--config", cluster.config(), "--node", "w1"}};
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(again.wait(20) == 0, again.err());
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
   // Worker 1's loss is the only failure: worker 0 waited without one.
   BOOST_TEST(out.find("worker 0 failed") == std::string::npos, out);
@@ -212,13 +202,11 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
   spec.epochs = 50; // ended by "stop"
   spec.checkpoint_every = 100000; // a checkpoint dir, for "checkpoint"
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(150, 120),
-                        cluster_outputs(*chief, members));
-  std::vector<const process*> nodes{chief.get()};
-  for (auto& m : members)
+  running_cluster cluster{dir, spec};
+  cluster.require_step(150);
+  auto& chief = cluster.chief();
+  std::vector<const process*> nodes{&chief};
+  for (auto& m : cluster.members())
     nodes.push_back(m.get());
   std::vector<long> first;
   for (int round = 0; round < 10; ++round) {
@@ -239,8 +227,8 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
     BOOST_TEST(now - first[i] <= first[i] / 10);
   }
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief->wait(120) == 0, chief->err() + chief->out());
-  for (auto& m : members)
+  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
+  for (auto& m : cluster.members())
     BOOST_TEST(m->wait(20) == 0, m->err());
 }
 

@@ -18,9 +18,9 @@
 #include <sys/socket.h>
 #include <thread>
 
-#include "actors/cluster_key.hpp"
-#include "actors/key_handshake.hpp"
-#include "cluster_file.hpp"
+#include "actors/net/cluster_key.hpp"
+#include "actors/net/key_handshake.hpp"
+#include "running_cluster.hpp"
 #include "raw_peer.hpp"
 
 using namespace troupe::test;
@@ -215,11 +215,9 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
   cluster_spec spec;
   spec.epochs = 30; // stopped by the shell below
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(50, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(50);
+  auto& chief = cluster.chief();
   auto key = troupe::load_key(troupe::default_key_path());
   BOOST_REQUIRE_MESSAGE(key, why(key));
   auto address = chief_address(spec);
@@ -281,12 +279,12 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
              keyless.err());
   // The chief logged the other key's refusals and trains on; the user's
   // shell stops it.
-  BOOST_TEST(has(chief->err(), "holds another cluster key (id "
+  BOOST_TEST(has(chief.err(), "holds another cluster key (id "
                                  + other->id() + ")"),
-             chief->err());
+             chief.err());
   auto [done_code, done_out] = run_shell(dir, spec, "stop", false);
   BOOST_TEST(done_code == 0, done_out);
-  BOOST_REQUIRE_MESSAGE(chief->wait(120) == 0, cluster_outputs(*chief, members));
+  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, cluster.logs());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <memory>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 #include "cuda_device.hpp"
 
 using namespace troupe::test;
@@ -23,26 +23,24 @@ BOOST_AUTO_TEST_CASE(gpu_worker_nodes_reach_the_accuracy_of_cpu_workers) {
                 {"ps1", 1},
                 {"g0", 0, 1, 0, "gpu:0"},
                 {"g1", 0, 1, 0, "gpu:0"}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  BOOST_TEST(members[2]->out().find("workers on gpu:0") != std::string::npos,
-             members[2]->out());
+  running_cluster cluster{dir, spec};
+  cluster.require_finished();
+  auto& chief = cluster.chief();
+  auto& g0 = cluster.node("g0");
+  BOOST_TEST(g0.out().find("workers on gpu:0") != std::string::npos,
+             g0.out());
   // The same run with CPU workers in one process.
   process embedded{dir, "embedded", "troupe-node",
-                   {"--config", write_embedded(dir, cfg, 2, 2)}};
+                   {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
-  double gpu = test_accuracy(chief->out()),
+  double gpu = test_accuracy(chief.out()),
          cpu = test_accuracy(embedded.out());
   BOOST_TEST_MESSAGE("test accuracy: GPU worker nodes " << gpu
                      << ", CPU workers in one process " << cpu);
   BOOST_TEST(gpu > 0.80);
   BOOST_TEST(std::abs(gpu - cpu) <= 0.01);
-  BOOST_TEST(epoch_samples(chief->out()) == (std::vector<long>{60000, 60000}),
-             chief->out());
+  BOOST_TEST(epoch_samples(chief.out()) == (std::vector<long>{60000, 60000}),
+             chief.out());
 }
 
 BOOST_AUTO_TEST_CASE(gpu_workers_in_one_process_reach_the_accuracy_of_cpu) {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <thread>
 
-#include "cluster_file.hpp"
-#include "runtime/checkpoint_dir.hpp"
+#include "running_cluster.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 
 using namespace troupe::test;
 
@@ -49,17 +49,14 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   cluster_spec spec;
   spec.mode = "sync";
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  auto out = chief->out();
+  running_cluster cluster{dir, spec};
+  cluster.require_finished();
+  auto& chief = cluster.chief();
+  auto out = chief.out();
   BOOST_TEST(out.find("all 5 nodes are up") != std::string::npos, out);
   // The same run in one process: the file without its nodes.
   process embedded{dir, "embedded", "troupe-node",
-                   {"--config", write_embedded(dir, cfg, 2, 2)}};
+                   {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
   auto multi = test_accuracy(out), single = test_accuracy(embedded.out());
   BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi
@@ -73,23 +70,21 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   cluster_spec spec;
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}, {"w1", 0, 2}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  auto& chief = cluster.chief();
   auto killed = clock_type::now();
-  members[2]->kill9(); // w1, with workers 1 and 2
-  BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
+  cluster.node("w1").kill9(); // w1, with workers 1 and 2
+  BOOST_REQUIRE(chief.wait_for_output(down_line(spec, 3), 10));
   auto detected = seconds_since(killed);
   BOOST_TEST_MESSAGE("worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
-  BOOST_REQUIRE(chief->wait_for_output("worker 2 moves", 10));
-  check_chief_relays_nothing(*chief, 200, "moved workers");
-  BOOST_TEST(has_link_to(members[1]->pid(), "127.0.0.1",
-                         data_port_of(*members[0])));
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  auto out = chief->out();
+  BOOST_REQUIRE(chief.wait_for_output("worker 2 moves", 10));
+  check_chief_relays_nothing(chief, 200, "moved workers");
+  BOOST_TEST(has_link_to(cluster.node("w0").pid(), "127.0.0.1",
+                         data_port_of(cluster.node("ps0"))));
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos, out);
   BOOST_TEST(out.find("worker 2 moves from node w1 to node w0")
@@ -107,19 +102,17 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
   cluster_spec spec;
   spec.epochs = 2;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
   auto frozen = clock_type::now();
-  members[2]->freeze();
-  BOOST_REQUIRE(chief->wait_for_output(down_line(spec, 3), 10));
+  cluster.node("w1").freeze();
+  BOOST_REQUIRE(chief.wait_for_output(down_line(spec, 3), 10));
   auto detected = seconds_since(frozen);
   BOOST_TEST_MESSAGE("frozen worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  auto out = chief->out();
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos, out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
@@ -131,33 +124,31 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   spec.epochs = 2;
   spec.on_node_loss = "wait";
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
-  members[2]->kill9();
-  BOOST_REQUIRE(chief->wait_for_output("worker 1 waits for node w1", 10));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
+  cluster.node("w1").kill9();
+  BOOST_REQUIRE(chief.wait_for_output("worker 1 waits for node w1", 10));
   // Paused until the node is back: an idle machine trains the rest of the
   // run faster than a node process starts.
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
   process again{dir, "w1-again", "troupe-node",
-                {"--config", cfg, "--node", "w1"}};
+                {"--config", cluster.config(), "--node", "w1"}};
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
             + ") is up";
   auto back = [&] {
-    auto text = chief->out();
+    auto text = chief.out();
     auto at = text.find(up);
     return at != std::string::npos
            && text.find(up, at + 1) != std::string::npos;
   };
   for (int i = 0; i < 600 && !back(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  BOOST_REQUIRE_MESSAGE(back(), chief->out() + again.err());
+  BOOST_REQUIRE_MESSAGE(back(), chief.out() + again.err());
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(again.wait(20) == 0, again.err());
-  auto out = chief->out();
+  auto out = chief.out();
   auto first = out.find(up);
   BOOST_TEST(out.find(down_line(spec, 3)) != std::string::npos, out);
   BOOST_TEST(out.find(up, first + 1) != std::string::npos, out); // again
@@ -173,14 +164,12 @@ BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
   spec.epochs = 1;
   spec.on_node_loss = "wait";
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        cluster_outputs(*chief, members));
-  members[2]->kill9();
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  auto out = chief->out();
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
+  cluster.node("w1").kill9();
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto out = chief.out();
   BOOST_TEST(out.find("worker 1 waits for node w1") != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: nothing left to train") != std::string::npos,
              out);
@@ -198,11 +187,9 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   spec.epochs = 2;
   spec.checkpoint_every = 200;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 2}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(300, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  auto& chief = cluster.chief();
   // Another run's checkpoints in the same folder, newer than this run's:
   // one of the same model (this run's newest, re-stamped) and one of a
   // 784-32-10 model. The recovery must pass over both.
@@ -224,15 +211,15 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   small.metadata["run_id"] = "small-run";
   BOOST_REQUIRE(!troupe::write_checkpoint(
     dir.file("ckpt/ckpt-14070.safetensors"), small));
-  members[1]->kill9(); // ps1, with shard 1
-  BOOST_REQUIRE(chief->wait_for_output("steps lost, to be trained again", 60));
+  cluster.node("ps1").kill9(); // ps1, with shard 1
+  BOOST_REQUIRE(chief.wait_for_output("steps lost, to be trained again", 60));
   // Shard 1 lives on ps0 now; w0's pulls and pushes still go there
   // directly (the chief's share holds its checkpoints' snapshots).
-  check_chief_relays_nothing(*chief, 300, "restored shard");
-  BOOST_TEST(has_link_to(members[2]->pid(), "127.0.0.1",
-                         data_port_of(*members[0])));
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
-  auto out = chief->out();
+  check_chief_relays_nothing(chief, 300, "restored shard");
+  BOOST_TEST(has_link_to(cluster.node("w0").pid(), "127.0.0.1",
+                         data_port_of(cluster.node("ps0"))));
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto out = chief.out();
   BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
              out);
   BOOST_TEST(out.find("starting shard 1 on node ps0") != std::string::npos,
@@ -262,23 +249,21 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   cluster_spec spec;
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1", "--name",
                   "late"}};
-  BOOST_REQUIRE(chief->wait_for_output("adding 1 worker on node late", 30));
+  BOOST_REQUIRE(chief.wait_for_output("adding 1 worker on node late", 30));
   BOOST_TEST(wait_for_link(joiner.pid(), "127.0.0.1",
-                           data_port_of(*members[0]), 10));
-  check_chief_relays_nothing(*chief, 200, "joined worker");
+                           data_port_of(cluster.node("ps0")), 10));
+  check_chief_relays_nothing(chief, 200, "joined worker");
   // Its steps reach the shards: the worker's count grows, and the shard's
   // accepted pushes cover every worker's steps.
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
   BOOST_TEST(summary_field(out, 2) == "2", out); // workers
   // One shard, async: a push accepted for every step of either worker.
@@ -296,16 +281,14 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   // dataset first) still trains the 100 steps that make it log a line.
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
   process joiner{dir, "joiner", "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1"}};
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(out.find("sync: replicas to aggregate is now 2")
                != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);

@@ -7,8 +7,8 @@
 
 #include <csignal>
 
-#include "cluster_file.hpp"
-#include "runtime/checkpoint_dir.hpp"
+#include "running_cluster.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 
 using namespace troupe::test;
 
@@ -20,16 +20,14 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
   spec.epochs = 3;
   spec.checkpoint_every = 100000; // only the final checkpoint, the stop's
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
-  chief->signal(SIGTERM);
-  BOOST_REQUIRE_MESSAGE(chief->wait(60) == 0, chief->err() + chief->out());
-  for (auto& m : members)
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
+  chief.signal(SIGTERM);
+  BOOST_REQUIRE_MESSAGE(chief.wait(60) == 0, chief.err() + chief.out());
+  for (auto& m : cluster.members())
     BOOST_TEST(m->wait(20) == 0, m->err());
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(has(out, "stop requested by SIGTERM; finishing after the steps "
                       "in flight"), out);
   // After the stop: a checkpoint, the final evaluation and the summary.
@@ -43,7 +41,7 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
   auto epochs = epoch_samples(out);
   BOOST_TEST(!epochs.empty(), out);
   BOOST_TEST((epochs.size() < 3 || epochs[2] < 60000), out);
-  for (auto& m : members)
+  for (auto& m : cluster.members())
     BOOST_TEST(has(m->out(), "the run is over"), m->out());
 }
 
@@ -72,21 +70,19 @@ BOOST_AUTO_TEST_CASE(sigterm_to_a_worker_node_hands_back_its_leases) {
   cluster_spec spec;
   spec.epochs = 2;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 2}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(200, 120),
-                        cluster_outputs(*chief, members));
-  members[2]->signal(SIGTERM); // w1, with workers 1 and 2
-  BOOST_TEST(members[2]->wait(30) == 0, members[2]->err());
-  BOOST_TEST(has(members[2]->out(), "node w1: SIGTERM: leaving the run"),
-             members[2]->out());
-  BOOST_TEST(has(members[2]->out(), "node w1: left the run"),
-             members[2]->out());
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0, chief->err() + chief->out());
+  running_cluster cluster{dir, spec};
+  cluster.require_step(200);
+  auto& chief = cluster.chief();
+  auto& w1 = cluster.node("w1"); // with workers 1 and 2
+  w1.signal(SIGTERM);
+  BOOST_TEST(w1.wait(30) == 0, w1.err());
+  BOOST_TEST(has(w1.out(), "node w1: SIGTERM: leaving the run"), w1.out());
+  BOOST_TEST(has(w1.out(), "node w1: left the run"), w1.out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   for (size_t i : {0, 1})
-    BOOST_TEST(members[i]->wait(20) == 0, members[i]->err());
-  auto out = chief->out();
+    BOOST_TEST(cluster.members()[i]->wait(20) == 0,
+               cluster.members()[i]->err());
+  auto out = chief.out();
   BOOST_TEST(has(out, "node w1 leaves the run: 2 workers finish their steps"),
              out);
   BOOST_TEST(has(out, "node w1 has left the run"), out);
@@ -103,12 +99,10 @@ BOOST_AUTO_TEST_CASE(a_shard_node_refuses_to_leave_and_a_second_signal_ends_it) 
   cluster_spec spec;
   spec.epochs = 1;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 120),
-                        cluster_outputs(*chief, members));
-  auto& ps0 = *members[0];
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
+  auto& ps0 = cluster.node("ps0");
   ps0.signal(SIGINT);
   BOOST_REQUIRE(ps0.wait_for_output("node ps0: SIGINT: leaving the run", 10));
   for (int i = 0; i < 200 && !has(ps0.err(), "cannot leave"); ++i)
@@ -122,11 +116,12 @@ BOOST_AUTO_TEST_CASE(a_shard_node_refuses_to_leave_and_a_second_signal_ends_it) 
              ps0.err());
   // Its shard is gone and there is no checkpoint: the run fails, and the
   // worker node says why and exits 1.
-  BOOST_TEST(chief->wait(60) == 1, chief->out());
-  BOOST_TEST(members[1]->wait(20) == 1, members[1]->err());
-  BOOST_TEST(has(members[1]->err(), "node w0: the run failed: shard 0 on node "
-                                    "ps0 stopped"),
-             members[1]->err());
+  BOOST_TEST(chief.wait(60) == 1, chief.out());
+  auto& w0 = cluster.node("w0");
+  BOOST_TEST(w0.wait(20) == 1, w0.err());
+  BOOST_TEST(has(w0.err(), "node w0: the run failed: shard 0 on node "
+                           "ps0 stopped"),
+             w0.err());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "actors/sockets.hpp"
-#include "cluster_file.hpp"
+#include "actors/net/sockets.hpp"
+#include "running_cluster.hpp"
 #include "raw_peer.hpp"
 
 using namespace troupe::test;
@@ -31,7 +31,6 @@ void sleep_s(double s) {
 struct tls_cluster {
   temp_dir dir;
   cluster_spec spec;
-  std::string cfg;
   std::string rogue; ///< certificates of another CA
 
   explicit tls_cluster(int epochs, const std::string& mode = "async") {
@@ -40,7 +39,6 @@ struct tls_cluster {
     spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}, {"w1", 0, 1}};
     spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
     rogue = make_certs(dir, "rogue", {"cluster", "client"});
-    cfg = write_cluster(dir, spec);
   }
 
   /// Every port a stranger could reach: control ports and data planes.
@@ -79,19 +77,18 @@ BOOST_AUTO_TEST_SUITE(tls)
 BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
   tls_cluster c{2, "sync"};
   BOOST_REQUIRE(!c.spec.tls_dir.empty() && !c.rogue.empty());
-  auto members = start_members(c.dir, c.cfg, c.spec);
-  auto chief = start_chief(c.dir, c.cfg, c.spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(50, 120),
-                        cluster_outputs(*chief, members));
-  BOOST_TEST(chief->out().find("links: mutual TLS") != std::string::npos,
-             chief->out());
+  running_cluster cluster{c.dir, c.spec};
+  cluster.require_step(50);
+  auto& chief = cluster.chief();
+  BOOST_TEST(chief.out().find("links: mutual TLS") != std::string::npos,
+             chief.out());
 
   // The cluster's own client certificate opens the shell; with --run the
   // shell also insists on the run it is for.
   auto [ok_code, ok_out] = shell_with(c, c.spec.client_flags());
   BOOST_TEST(ok_code == 0, ok_out);
   BOOST_TEST(ok_out.find("step") != std::string::npos, ok_out);
-  auto out0 = chief->out();
+  auto out0 = chief.out();
   auto at = out0.find("identity: run ");
   BOOST_REQUIRE(at != std::string::npos);
   auto run_id = out0.substr(at + 14, 16);
@@ -132,16 +129,13 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
     process joiner{c.dir, "joiner", "troupe-node", args};
     BOOST_TEST(joiner.wait(30) != 0, joiner.out());
   }
-  auto out = chief->out();
+  auto out = chief.out();
   BOOST_TEST(out.find("adding") == std::string::npos, out);
-  BOOST_TEST(chief->err().find("refused 127.0.0.1") != std::string::npos,
-             chief->err());
+  BOOST_TEST(chief.err().find("refused 127.0.0.1") != std::string::npos,
+             chief.err());
 
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0,
-                        cluster_outputs(*chief, members));
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  out = chief->out();
+  cluster.require_finished();
+  out = chief.out();
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
   auto tls_accuracy = test_accuracy(out);
 
@@ -152,12 +146,9 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
   plain_spec.tls_dir.clear();
   for (auto& n : plain_spec.nodes)
     n.port = 0;
-  auto plain_cfg = write_cluster(plain_dir, plain_spec);
-  auto plain_members = start_members(plain_dir, plain_cfg, plain_spec);
-  auto plain_chief = start_chief(plain_dir, plain_cfg, plain_spec);
-  BOOST_REQUIRE_MESSAGE(plain_chief->wait(240) == 0,
-                        cluster_outputs(*plain_chief, plain_members));
-  auto plain_accuracy = test_accuracy(plain_chief->out());
+  running_cluster plain{plain_dir, plain_spec};
+  BOOST_REQUIRE_MESSAGE(plain.chief().wait(240) == 0, plain.logs());
+  auto plain_accuracy = test_accuracy(plain.chief().out());
   BOOST_TEST_MESSAGE("test accuracy with TLS " << tls_accuracy
                                                << ", without "
                                                << plain_accuracy);
@@ -167,13 +158,11 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
 
 BOOST_AUTO_TEST_CASE(bytes_that_crash_basp_never_reach_it) {
   tls_cluster c{3};
-  auto members = start_members(c.dir, c.cfg, c.spec);
-  auto chief = start_chief(c.dir, c.cfg, c.spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(50, 120),
-                        cluster_outputs(*chief, members));
-  std::vector<const process*> all{chief.get()};
-  for (auto& m : members)
-    all.push_back(m.get());
+  running_cluster cluster{c.dir, c.spec};
+  cluster.require_step(50);
+  auto& chief = cluster.chief();
+  auto& members = cluster.members();
+  auto all = cluster.processes();
   std::vector<long> rss_before;
   for (auto* p : all)
     rss_before.push_back(rss_kb(p->pid()));
@@ -192,35 +181,29 @@ BOOST_AUTO_TEST_CASE(bytes_that_crash_basp_never_reach_it) {
   }
   sleep_s(1);
   for (size_t i = 0; i < all.size(); ++i) {
-    BOOST_TEST(!all[i]->ended(), cluster_outputs(*chief, members));
+    BOOST_TEST(!all[i]->ended(), cluster.logs());
     auto grew = rss_kb(all[i]->pid()) - rss_before[i];
     BOOST_TEST_MESSAGE("process " << i << ": RSS grew " << grew / 1024
                                   << " MB");
     BOOST_TEST(grew < 50 * 1024);
   }
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0,
-                        cluster_outputs(*chief, members));
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  BOOST_TEST(test_accuracy(chief->out()) > 0.8, chief->out());
+  cluster.require_finished();
+  BOOST_TEST(test_accuracy(chief.out()) > 0.8, chief.out());
 }
 
 BOOST_AUTO_TEST_CASE(idle_connections_and_stalled_handshakes_cost_nothing) {
   tls_cluster c{1};
   c.spec.handshake_timeout_ms = 2000;
-  c.cfg = write_cluster(c.dir, c.spec);
-  auto members = start_members(c.dir, c.cfg, c.spec);
-  auto chief = start_chief(c.dir, c.cfg, c.spec);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(50, 120),
-                        cluster_outputs(*chief, members));
+  running_cluster cluster{c.dir, c.spec};
+  cluster.require_step(50);
+  auto& chief = cluster.chief();
+  auto& members = cluster.members();
   // Paused, the cluster itself is quiet: what is measured is what the
   // strangers cost.
   auto [code, out] = run_shell(c.dir, c.spec, "pause");
   BOOST_REQUIRE_MESSAGE(code == 0, out);
   sleep_s(2);
-  std::vector<const process*> all{chief.get()};
-  for (auto& m : members)
-    all.push_back(m.get());
+  auto all = cluster.processes();
   std::vector<double> cpu_before;
   for (auto* p : all)
     cpu_before.push_back(cpu_seconds(p->pid()));
@@ -265,11 +248,10 @@ BOOST_AUTO_TEST_CASE(idle_connections_and_stalled_handshakes_cost_nothing) {
   }
   auto [resume_code, resume_out] = run_shell(c.dir, c.spec, "resume");
   BOOST_TEST(resume_code == 0, resume_out);
-  BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0,
-                        cluster_outputs(*chief, members));
-  BOOST_TEST(chief->err().find("no TLS handshake within 2000 ms")
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  BOOST_TEST(chief.err().find("no TLS handshake within 2000 ms")
                != std::string::npos,
-             chief->err());
+             chief.err());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,4 @@
-// libFuzzer target for the BASP check (actors/basp_check): byte 0 picks
+// libFuzzer target for the BASP check (actors/net/basp_check): byte 0 picks
 // the side, the payload bound and how many chunk sizes follow; the rest is
 // the BASP stream a peer sends after the key handshake.
 // How the input becomes the stream and its chunks, and the promises

@@ -1,4 +1,4 @@
-// libFuzzer target for both faces of the data plane (actors/data_link):
+// libFuzzer target for both faces of the data plane (actors/data_plane/data_link):
 // the first input byte picks the face, the rest is what a peer sends.
 //   even: the server face: bytes sent to a data_server, as a client would
 //         (its shard holds one embedding table too);
@@ -22,9 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "actors/data_link.hpp"
+#include "actors/data_plane/data_link.hpp"
 #include "actors/shard.hpp"
-#include "actors/system_config.hpp"
+#include "actors/protocol/system_config.hpp"
 #include "caf/all.hpp"
 
 using namespace troupe;

@@ -10,9 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "actors/basp_check.hpp"
-#include "actors/cluster_key.hpp"
-#include "actors/key_handshake.hpp"
+#include "actors/net/basp_check.hpp"
+#include "actors/net/cluster_key.hpp"
+#include "actors/net/key_handshake.hpp"
 
 namespace troupe::fuzz {
 

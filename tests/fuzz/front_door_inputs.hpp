@@ -1,6 +1,6 @@
 // Turns arbitrary bytes into what troupe's front door meets on a new
 // connection and runs the front door's checks on them: the key handshake
-// (actors/key_handshake.hpp) and the BASP check (actors/basp_check.hpp).
+// (actors/net/key_handshake.hpp) and the BASP check (actors/net/basp_check.hpp).
 // The libFuzzer targets key_handshake_fuzz and basp_check_fuzz call these
 // functions, and so does tests/actors/fuzz_corpus_test.cpp in the default
 // build, so an input of tests/fuzz/corpus/ replays there exactly as the

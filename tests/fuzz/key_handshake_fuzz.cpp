@@ -1,4 +1,4 @@
-// libFuzzer target for the cluster key's handshake (actors/key_handshake):
+// libFuzzer target for the cluster key's handshake (actors/net/key_handshake):
 // the first input byte picks the face, the rest is what the other side
 // sends (mod 3):
 //   0: the server face: a stranger's bytes to a keyed port's server;

@@ -2,7 +2,7 @@
 # Writes the seed corpus of data_plane_fuzz (corpus/data_plane/); run once,
 # by hand, when the frame layout changes. Byte 0 picks the face (even:
 # server; 1: client with a pull open; 3: client with a pull of two rows
-# open), then data_frame headers (actors/data_link.hpp) and payloads.
+# open), then data_frame headers (actors/data_plane/data_link.hpp) and payloads.
 import os
 import struct
 

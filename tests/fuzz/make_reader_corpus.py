@@ -547,7 +547,7 @@ click_log_seeds = {
     "empty": "",
 }
 
-# -- table_file: an embedding table's checkpoint (runtime/table_file.hpp) --
+# -- table_file: an embedding table's checkpoint (runtime/sparse/table_file.hpp) --
 
 
 def table_file(parts, dim=2, slots=("accumulator",), vocab=100, fill=0.5,

@@ -10,14 +10,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "runtime/batch_plan.hpp"
-#include "runtime/checkpoint.hpp"
-#include "runtime/click_data.hpp"
-#include "runtime/table_file.hpp"
-#include "runtime/config.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
-#include "runtime/run_identity.hpp"
+#include "runtime/rules/batch_plan.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/data/click_data.hpp"
+#include "runtime/sparse/table_file.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/config/run_identity.hpp"
 
 namespace troupe::fuzz {
 

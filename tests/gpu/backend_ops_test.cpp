@@ -4,7 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "cuda_device.hpp"
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 
 #if TROUPE_HAVE_CUDA
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpu/gpu_backend.hpp"
-#include "runtime/cpu_backend.hpp"
+#include "runtime/compute/cpu_backend.hpp"
 #include "numeric_check.hpp"
 #include "test_util.hpp"
 

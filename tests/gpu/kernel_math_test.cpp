@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/blas_loader.hpp"
-#include "runtime/cpu_backend.hpp"
+#include "runtime/compute/blas_loader.hpp"
+#include "runtime/compute/cpu_backend.hpp"
 #include "numeric_check.hpp"
 
 using namespace troupe;

@@ -5,7 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "cuda_device.hpp"
-#include "runtime/build_config.hpp"
+#include "runtime/base/build_config.hpp"
 
 #if TROUPE_HAVE_CUDA
 
@@ -14,8 +14,8 @@
 
 #include "gpu/gpu_backend.hpp"
 #include "models/model.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/random.hpp"
+#include "runtime/compute/cpu_backend.hpp"
+#include "runtime/base/random.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/compute/cpu_backend.hpp"
+#include "runtime/data/dataset.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -6,7 +6,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
-#include "runtime/random.hpp"
+#include "runtime/base/random.hpp"
 
 using namespace troupe;
 

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "models/model.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/compute/cpu_backend.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
 
 #include "test_util.hpp"
 

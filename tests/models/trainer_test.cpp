@@ -5,8 +5,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/compute/cpu_backend.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,10 +1,10 @@
-#include "runtime/batch_plan.hpp"
+#include "runtime/rules/batch_plan.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <set>
 
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 

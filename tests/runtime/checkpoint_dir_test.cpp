@@ -1,13 +1,13 @@
-// Which checkpoints of a folder a run may load (runtime/checkpoint_dir.hpp):
+// Which checkpoints of a folder a run may load (runtime/checkpoint/checkpoint_dir.hpp):
 // its own for a recovery, a compatible one for a resume; a fresh run
 // refuses another run's folder; retention keeps a run's newest N.
-#include "runtime/checkpoint_dir.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,4 +1,4 @@
-#include "runtime/checkpoint.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sys/stat.h>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,15 +1,15 @@
-// Click logs (runtime/click_data.hpp): generated logs with a planted model
+// Click logs (runtime/data/click_data.hpp): generated logs with a planted model
 // read back by the reader, tokens hashed per field, log-loss and AUC
 // against hand-computed values, and bad files, each refused with the file,
 // the line, the column and the reason.
-#include "runtime/click_data.hpp"
+#include "runtime/data/click_data.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

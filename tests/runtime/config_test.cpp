@@ -1,11 +1,11 @@
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <dirent.h>
 #include <thread>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,6 +1,6 @@
 // Every CPU backend operation against a plain-loop reference, with edge
 // sizes (0, 1, odd).
-#include "runtime/cpu_backend.hpp"
+#include "runtime/compute/cpu_backend.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>

@@ -1,15 +1,15 @@
 // The CPU backend's direct convolution (both kernel sets, one and several
 // threads) against im2col + gemm on the same backend, for the forward pass
 // and all three gradients, on shapes with tails in every dimension.
-#include "runtime/cpu_conv.hpp"
+#include "runtime/compute/cpu_conv.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <string>
 #include <vector>
 
 #include "numeric_check.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/thread_pool.hpp"
+#include "runtime/compute/cpu_backend.hpp"
+#include "runtime/compute/thread_pool.hpp"
 
 using namespace troupe;
 using troupe::test::check_close;

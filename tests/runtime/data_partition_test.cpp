@@ -1,14 +1,14 @@
 // batch_plan in replicated and sharded mode: what each worker trains per
 // epoch, with workers that die holding leases and workers that join
 // mid-epoch, and the plan's text in checkpoints.
-#include "runtime/batch_plan.hpp"
+#include "runtime/rules/batch_plan.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <map>
 #include <set>
 
-#include "runtime/dataset.hpp"
-#include "runtime/errc.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 

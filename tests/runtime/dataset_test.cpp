@@ -1,11 +1,11 @@
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

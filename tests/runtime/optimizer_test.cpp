@@ -1,4 +1,4 @@
-#include "runtime/optimizer.hpp"
+#include "runtime/params/optimizer.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <algorithm>

@@ -1,20 +1,20 @@
-#include "runtime/param_block.hpp"
+#include "runtime/params/param_block.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
-using mode = cluster_config::mode;
+using mode = consistency_mode;
 using block = troupe::param_block;
 
 namespace {
 
 block make_block(mode m, int aggregate = 1, int staleness = 0,
-                 cluster_config::stale_rate stale_lr
-                 = cluster_config::stale_rate::none) {
+                 stale_rate stale_lr
+                 = stale_rate::none) {
   block::options o;
   o.mode = m;
   o.stale_lr = stale_lr;
@@ -256,7 +256,7 @@ BOOST_AUTO_TEST_CASE(forgetting_workers_refuses_their_pushes) {
 }
 
 BOOST_AUTO_TEST_CASE(divide_scales_a_push_by_the_updates_since_its_pull) {
-  auto b = make_block(mode::async, 1, 0, cluster_config::stale_rate::divide);
+  auto b = make_block(mode::async, 1, 0, stale_rate::divide);
   std::vector<float> g{1.f, 1.f, 1.f};
   auto moved = [&] { return 1.f - values_of(b)[0]; }; // SGD at rate 0.5
   // Pulled at version 0, pushed at versions 0, 1, 2 and 4: stale 0 and 1
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(divide_scales_a_push_by_the_updates_since_its_pull) {
 // passes 1; none keeps it. Momentum optimizer, rate 1, m 0.9, gradient 1,
 // no lr division, every push 4 updates stale (after the first four).
 BOOST_AUTO_TEST_CASE(reduce_lowers_momentum_by_the_mean_staleness) {
-  auto run = [](cluster_config::stale_momentum_rule rule) {
+  auto run = [](stale_momentum_rule rule) {
     block::options o;
     o.mode = mode::async;
     o.stale_momentum = rule;
@@ -306,17 +306,17 @@ BOOST_AUTO_TEST_CASE(reduce_lowers_momentum_by_the_mean_staleness) {
     kept_acc = 0.9 * kept_acc + 1;
     kept -= kept_acc;
   }
-  BOOST_TEST(run(cluster_config::stale_momentum_rule::reduce)
+  BOOST_TEST(run(stale_momentum_rule::reduce)
                == static_cast<float>(reduced),
              boost::test_tools::tolerance(1e-4f));
-  BOOST_TEST(run(cluster_config::stale_momentum_rule::none)
+  BOOST_TEST(run(stale_momentum_rule::none)
                == static_cast<float>(kept),
              boost::test_tools::tolerance(1e-4f));
   BOOST_TEST(reduced > kept / 2); // the rule made a difference
 }
 
 BOOST_AUTO_TEST_CASE(none_applies_a_stale_push_at_the_full_rate) {
-  auto b = make_block(mode::ssp, 1, 100, cluster_config::stale_rate::none);
+  auto b = make_block(mode::ssp, 1, 100, stale_rate::none);
   std::vector<float> g{1.f, 1.f, 1.f};
   for (int i = 0; i < 4; ++i)
     BOOST_REQUIRE(b.push(0, 0, g.data(), g.size()));

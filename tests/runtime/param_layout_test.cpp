@@ -1,8 +1,8 @@
-#include "runtime/param_layout.hpp"
+#include "runtime/params/param_layout.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 
 using namespace troupe;
 

@@ -1,4 +1,4 @@
-#include "runtime/placement.hpp"
+#include "runtime/rules/placement.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,6 +1,6 @@
-// The training identity of a config (runtime/run_identity.hpp): what two
+// The training identity of a config (runtime/config/run_identity.hpp): what two
 // processes of one run must agree on, and how a difference is named.
-#include "runtime/run_identity.hpp"
+#include "runtime/config/run_identity.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-#include "runtime/run_schedule.hpp"
+#include "runtime/rules/run_schedule.hpp"
 
 #include <boost/test/unit_test.hpp>
 

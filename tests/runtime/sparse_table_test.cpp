@@ -1,17 +1,17 @@
-// Sparse embedding tables (runtime/sparse_table): pulls and pushes against
+// Sparse embedding tables (runtime/sparse/sparse_table): pulls and pushes against
 // a dense reference, the row-wise optimizers against hand-computed updates,
 // rows made from their id alone, refused ids, hash placement, and a table
 // copied row by row (what a checkpoint streams).
-#include "runtime/sparse_table.hpp"
+#include "runtime/sparse/sparse_table.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "runtime/errc.hpp"
-#include "runtime/optimizer.hpp"
-#include "runtime/random.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/params/optimizer.hpp"
+#include "runtime/base/random.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,8 +1,8 @@
-// An embedding table's checkpoint file (runtime/table_file): tables spread
+// An embedding table's checkpoint file (runtime/sparse/table_file): tables spread
 // over parts written piece by piece read back row for row, slots and push
 // counts included; bad files and bad pieces are refused, naming the file
 // and what is wrong; an unfinished file leaves nothing behind.
-#include "runtime/table_file.hpp"
+#include "runtime/sparse/table_file.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -13,8 +13,8 @@
 #include <limits>
 #include <random>
 
-#include "runtime/errc.hpp"
-#include "runtime/sparse_table.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/sparse/sparse_table.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

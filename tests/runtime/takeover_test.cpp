@@ -1,4 +1,4 @@
-#include "runtime/takeover.hpp"
+#include "runtime/rules/takeover.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
 // NumPy .npy and CSV datasets (load_npy, load_csv, and load_datasets with
 // data.classes): good files in every shape and type the readers take, and
 // bad files, each refused with the file, the place and the reason.
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <zlib.h>
 
-#include "runtime/errc.hpp"
+#include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;

@@ -1,0 +1,140 @@
+// The chief actor's behavior and run_cluster; its operations are in the
+// other chief_*.cpp files (see chief_ops.hpp for their order).
+#include "actors/chief/chief.hpp"
+
+#include "actors/chief/chief_ops.hpp"
+#include "actors/net/remote.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/config/run_identity.hpp"
+
+namespace troupe {
+
+using namespace chief_ops;
+
+chief_self_actor::behavior_type
+chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
+           chief_options opts) {
+  self->state.opts = std::move(opts);
+  {
+    auto& st = self->state;
+    st.run_id = st.opts.run_id.empty() ? new_run_id() : st.opts.run_id;
+    st.identity = training_identity(st.opts.cfg);
+    st.digest = identity_digest(st.identity);
+  }
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.ended())
+      return;
+    if (auto it = st.members.worker_of.find(dm.source); it != st.members.worker_of.end()) {
+      auto id = it->second;
+      st.members.worker_of.erase(it);
+      return on_worker_down(self, id, dm.reason);
+    }
+    if (auto it = st.members.agent_of.find(dm.source); it != st.members.agent_of.end()) {
+      auto name = it->second;
+      st.members.agent_of.erase(it);
+      return node_lost(self, name, describe(dm.reason));
+    }
+    if (auto it = st.shards.index_of.find(dm.source); it != st.shards.index_of.end())
+      return on_shard_down(self, it->second, dm.reason);
+    fail_run(self, make_error(errc::actor_down,
+                              "the feeder stopped: " + describe(dm.reason)));
+  });
+  return {
+    [=](run_atom) -> caf::result<cluster_summary> {
+      self->state.reply = self->make_response_promise<cluster_summary>();
+      start(self);
+      return self->state.reply;
+    },
+    [=](report_atom, const worker_report& r) { on_report(self, r); },
+    [=](register_atom) -> std::string { return self->state.opts.config_text; },
+    [=](register_atom, node_registration& r) {
+      return on_register(self, std::move(r));
+    },
+    [=](deadline_atom) {
+      auto& st = self->state;
+      if (st.nodes_ready() || st.ended())
+        return;
+      fail_run(self,
+               make_error(errc::node_unreachable,
+                          fmt("these nodes did not come up within %.0f s: %s",
+                              st.opts.cfg.cluster.node_timeout_s,
+                              missing_nodes(self).c_str())));
+    },
+    [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
+    [=](restore_atom, int64_t generation) {
+      auto& st = self->state;
+      if (!st.recovery.waiting_for_shard_nodes || generation != st.recovery.generation)
+        return;
+      st.recovery.shard_wait_over = true;
+      restore_after_loss(self);
+    },
+    [=](leave_atom, const std::string& node) -> caf::result<bool> {
+      return on_leave(self, node);
+    },
+    [=](stats_atom) { return shell_status(self); },
+    [=](join_atom, int32_t n, std::string& node) {
+      return shell_add_workers(self, n, std::move(node));
+    },
+    [=](kill_atom, const actor_ref& target) {
+      return shell_kill(self, target);
+    },
+    [=](snapshot_atom) { return shell_checkpoint(self); },
+    [=](tune_atom, tune_key key, double value) {
+      return shell_tune(self, key, value);
+    },
+    [=](pause_atom) { return shell_pause(self, true); },
+    [=](resume_atom) { return shell_pause(self, false); },
+    [=](stop_atom) { return shell_stop(self); },
+    [=](place_atom, int32_t id, int64_t generation, caf::error& reason) {
+      // The grace after a lost data-plane connection is over: a recovery
+      // since then has started the worker again; else it failed.
+      auto& st = self->state;
+      auto it = st.members.workers.find(id);
+      if (st.ended() || st.recovery.recovering || st.recovery.generation != generation
+          || it == st.members.workers.end() || it->second.handle
+          || it->second.placing)
+        return;
+      restart_worker(self, id, reason);
+    },
+  };
+}
+
+caf::expected<cluster_summary>
+run_cluster(caf::actor_system& sys, chief_options opts,
+            const std::function<void(const chief_actor&)>& started) {
+  auto cluster = opts.cfg.cluster;
+  auto listen = opts.listen;
+  auto* log = opts.log;
+  if (cluster.distributed()) {
+    auto& me = *cluster.node(cluster.chief_node);
+    listen.emplace(me.host, me.port);
+  }
+  chief_actor chief = sys.spawn(chief_impl, std::move(opts));
+  if (started)
+    started(chief);
+  caf::scoped_actor self{sys};
+  // run_atom is queued before the chief can be reached: a node that
+  // registers at once then finds its entry (start() makes them). No
+  // timeout: a run may take hours, and the chief answers on every path
+  // (each of its own requests has one).
+  auto running = self->request(chief, caf::infinite, run_atom_v);
+  if (listen) {
+    auto port = publish_on(sys, chief, listen->first, listen->second);
+    if (!port) {
+      caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
+      return port.error();
+    }
+    if (!cluster.distributed() && log)
+      *log << "shell: troupe-shell --connect " << listen->first << ":"
+           << *port << std::endl;
+  }
+  caf::expected<cluster_summary> result{caf::sec::bad_function_call};
+  running.receive([&](cluster_summary& r) { result = r; },
+                  [&](caf::error& err) { result = std::move(err); });
+  if (listen)
+    sys.middleman().unpublish(chief);
+  return result;
+}
+
+} // namespace troupe

@@ -1,0 +1,294 @@
+// The chief's operations, shared by its files. Private to the actor:
+// nothing outside actors/chief/*.cpp includes it.
+//
+// The files call downward only, so they form no circle:
+//   chief_base (logging, ending the run, pulling the parameters)
+//   < chief_placement (where workers and shards go) and chief_progress
+//     (evaluations, checkpoints, reports, pause, stop, the final summary)
+//   < chief_takeover (keeping the shards that outlived a chief or a link)
+//   < chief_recovery (failed and leaving workers, lost shards)
+//   < chief_start (shards, feeder and workers at the start; taking over a
+//     lost chief's run)
+//   < chief_registration (nodes registering, a stop, a node leaving)
+//   < chief.cpp (the actor's behavior) and chief_shell.cpp (the shell).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "actors/chief/chief_state.hpp"
+#include "actors/fan_out.hpp"
+#include "models/trainer.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/rules/takeover.hpp"
+
+namespace troupe::chief_ops {
+
+// -- chief_base.cpp ------------------------------------------------------------
+
+/// A request's timeout in this run (cluster.request_timeout_ms).
+caf::timespan timeout_of(chief_self self);
+
+/// Prints a line of the run's log; `tagged` false: without the
+/// "[INSECURE links]" mark (the summary table, which scripts read).
+void say(chief_self self, const std::string& line, bool tagged = true);
+
+/// This run's id and config digest, as its checkpoints record them.
+run_stamp stamp_of(chief_self self);
+
+/// printf into a std::string (at most 511 characters).
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+/// `steps` in epochs.
+double epoch_of(chief_self self, int64_t steps);
+
+/// Where checkpoint `ck` left the feeder: its step and plan text.
+feeder_position feeder_position_of(const checkpoint& ck);
+
+/// Stops every actor of the run, then the chief.
+void shut_down(chief_self self);
+
+/// Tells every node agent that the run is over, with `reason` (none: it
+/// succeeded), so that each stops what it started and its process exits
+/// with the run's outcome; then runs `then`. A node that does not answer
+/// within two seconds is not waited for.
+void release_nodes(chief_self self, const caf::error& reason,
+                   std::function<void()> then);
+
+/// Ends the run with `err`: logged, every node released with it, the
+/// reply delivered, every actor stopped. Once.
+void fail_run(chief_self self, caf::error err);
+
+/// Pulls every shard (as worker -1) into one host vector.
+void pull_params(chief_self self,
+                 std::function<void(std::vector<float>&, int64_t)> done,
+                 std::function<void()> lost = nullptr);
+
+/// Runs `f` now, or after the shard recovery in progress.
+void when_recovered(chief_self self, std::function<void()> f);
+
+/// Workers not finished.
+int live_workers(chief_self self);
+
+// -- chief_placement.cpp -------------------------------------------------------
+
+/// A node's process is gone (its agent's link broke, or a request to it
+/// failed): nothing more is placed there until it registers again.
+void node_lost(chief_self self, const std::string& name,
+               const std::string& why);
+
+/// Picks the up node that holds the fewest workers, preferring nodes the
+/// cluster file gives workers (runtime/rules/placement); empty when none is up.
+std::string least_loaded_node(chief_self self);
+
+/// Starts worker `id` through the agent of its node, or of another node
+/// when its own is down (on_node_loss "move"), or leaves it waiting for
+/// its node to come back ("wait").
+void place_worker(chief_self self, int32_t id);
+
+/// Joins worker ids on every shard; `then` runs once all have answered.
+void join_now(chief_self self, std::vector<int32_t> ids,
+              std::function<void()> then);
+
+/// Gives workers `ids` their streams in the feeder (replicated, sharded)
+/// and takes its new total of steps, then `then`.
+void join_on_feeder(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then);
+
+/// join_now, or after the shard recovery under way (which joins and
+/// starts every worker it knows, these included).
+void join_on_shards(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then);
+
+/// sync with replicas_to_aggregate 0: the count follows the workers.
+void retune_aggregate(chief_self self);
+
+/// Appends `n` fresh worker ids on `node` to `ids`.
+void new_worker_ids(chief_self self, const std::string& node, int n,
+                    std::vector<int32_t>& ids);
+
+/// Adds `n` workers on `node` to the running cluster; returns their ids.
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n);
+
+/// Starts shard `i` on `node` through its agent with `state`.
+void place_shard(chief_self self, size_t i, const std::string& node,
+                 shard_state_msg state, std::function<void()> then);
+
+/// The node for a shard whose node is gone: the up node meant for shards
+/// that holds the fewest, else the chief's own.
+std::string shard_home(chief_self self, size_t i);
+
+// -- chief_progress.cpp --------------------------------------------------------
+
+/// Pauses the feeder until every lease is acked, snapshots every shard at
+/// that one step, writes the file, resumes.
+void checkpoint_now(chief_self self, std::function<void()> then);
+
+/// Stops feeding (pause) or feeds again (resume), for the shell.
+void set_user_pause(chief_self self, bool paused);
+
+/// When no worker runs or is being started, the ones waiting for their
+/// node are let go (nothing is left for them, or the run was stopped),
+/// and with no worker left the run finishes.
+void release_waiting_if_idle(chief_self self);
+
+/// The feeder leases nothing more; the run ends after the last steps.
+/// `who` asked for it ("the shell", "SIGTERM").
+void stop_run(chief_self self, const std::string& who);
+
+/// A worker's report: progress lines, metrics, and the evaluations and
+/// checkpoints that come due.
+void on_report(chief_self self, const worker_report& r);
+
+// -- chief_takeover.cpp --------------------------------------------------------
+
+/// The live shards on the up nodes, adopted by this chief, with the node
+/// of each and the verdict on keeping them (runtime/rules/takeover).
+struct live_found {
+  std::vector<std::string> nodes;
+  std::vector<shard_actor> handles;
+  std::vector<shard_history> histories;
+  takeover_verdict verdict;
+};
+
+/// Adopts the shards that live on the up nodes (every node's agent asked;
+/// one that does not answer holds none) and judges them against a
+/// checkpoint at shard version `since`; `then` gets what was found. In
+/// sync and easgd modes the verdict is never to keep them.
+void adopt_live_shards(chief_self self, int64_t since,
+                       std::function<void(live_found&)> then);
+
+/// The live shards of a verdict to keep them become the run's shards (the
+/// log says so); the feeder goes on from the checkpoint's `position` with
+/// their batches done and the step count follows; then `then`.
+void keep_live_shards(chief_self self, live_found& found,
+                      feeder_position position,
+                      std::function<void()> then);
+
+// -- chief_recovery.cpp --------------------------------------------------------
+
+/// Restarts worker `id` after a failure: counted against the restart
+/// intensity, its leases back to the feeder, started again.
+void restart_worker(chief_self self, int32_t id, const caf::error& reason);
+
+/// The worker `id` of a node that leaves the run is down: once every
+/// worker there is, the node is answered and may go.
+void finish_leave_if_done(chief_self self, const std::string& name);
+
+/// A worker ended: finished, stopped for a recovery or a leaving node,
+/// cut off from a shard (a grace before it counts), or failed (restarted).
+void on_worker_down(chief_self self, int32_t id, const caf::error& reason);
+
+/// One shard's slice of a checkpoint.
+shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
+                         int64_t version);
+
+/// The shard version a checkpoint records; troupe-train's files have
+/// none, and there the step is the optimizer's step.
+caf::expected<int64_t> version_of(const checkpoint& ck,
+                                  const std::string& path);
+
+/// Every worker is stopped after a shard was lost: once the lost shards'
+/// nodes are up again (or shard_node_wait is over), the live shards are
+/// kept if they hold every step since the newest checkpoint; otherwise
+/// every shard (the lost ones started anew) and the feeder are restored
+/// from it. The workers then start again.
+void restore_after_loss(chief_self self);
+
+/// The nodes of lost shards that are down, as "a, b" (empty: none).
+std::string lost_shard_nodes_down(chief_self self);
+
+/// A shard went down: stop every worker, then restore_after_loss.
+void on_shard_down(chief_self self, size_t i, const caf::error& reason);
+
+// -- chief_start.cpp -----------------------------------------------------------
+
+/// The nodes that have not registered yet, as "name (host:port)".
+std::string missing_nodes(chief_self self);
+
+/// Once every node of the file is up: the shards (after taking over the
+/// run the nodes named, if they named one).
+void start_when_nodes_ready(chief_self self);
+
+/// Reads the newest checkpoint when resuming; sets up the nodes.
+void start(chief_self self);
+
+// -- chief_registration.cpp ----------------------------------------------------
+
+/// A node process announces itself (node_registration in protocol.hpp).
+caf::result<std::string, std::string> on_register(chief_self self,
+                                                  node_registration r);
+
+/// SIGINT or SIGTERM on the chief's process: the shell's "stop"; before
+/// training began, the run ends without training.
+void on_stop_request(chief_self self, const std::string& who);
+
+/// A member node leaves the run (SIGINT/SIGTERM there): nothing more is
+/// placed on it, its workers finish their steps in flight, their leases
+/// go back and they start again elsewhere (on_node_loss "move") or wait
+/// for the node ("wait"). A node that holds shards cannot leave: its
+/// shards would have nowhere to go without losing steps.
+caf::result<bool> on_leave(chief_self self, const std::string& name);
+
+// -- chief_shell.cpp (the shell's typed requests; see chief_actor) -------------
+
+caf::result<cluster_view> shell_status(chief_self self);
+caf::result<std::vector<int32_t>, std::string>
+shell_add_workers(chief_self self, int32_t n, std::string node);
+caf::result<bool> shell_kill(chief_self self, const actor_ref& target);
+caf::result<std::string> shell_checkpoint(chief_self self);
+caf::result<double> shell_tune(chief_self self, tune_key key, double value);
+caf::result<bool> shell_pause(chief_self self, bool paused);
+caf::result<bool> shell_stop(chief_self self);
+
+// -- click models (chief_clicks) ------------------------------------------------
+
+/// Whether the run's model has embedding tables on the shards.
+bool has_tables(chief_self self);
+
+/// Scores the click model on `data` with the dense parameters the
+/// evaluator holds and the rows the shards hold now: in batches, each
+/// pulling its distinct rows from the shards that hold them. `done` gets
+/// the accuracy (click probability above 0.5), the mean log-loss and the
+/// ROC AUC; `lost` runs when a shard was lost meanwhile (a recovery).
+void evaluate_clicks(chief_self self, const dataset& data,
+                     std::function<void(eval_result, double auc)> done,
+                     std::function<void()> lost);
+
+/// Streams every shard's rows of the table to the tables file at `path`,
+/// piece by piece (runtime/sparse/table_file.hpp); the feeder is paused, so the
+/// rows stand still. `done` gets the error of the write; `lost` runs when
+/// a shard was lost meanwhile.
+void write_tables(chief_self self, const std::string& path,
+                  std::function<void(caf::error)> done,
+                  std::function<void()> lost);
+
+/// Puts the rows of checkpoint `ckpt`'s tables file (metadata "tables",
+/// in the checkpoint dir) back into the shards, each row on the shard
+/// shard_of_row places it now; `done` gets the error. A checkpoint
+/// without tables leaves the shards' tables empty.
+void restore_tables(chief_self self, const checkpoint& ckpt,
+                    std::function<void(caf::error)> done);
+
+// -- fan-out to the shards (chief_base) ----------------------------------------
+
+/// Requests `make(i)` from every shard; `done` gets the replies in shard
+/// order once all are in. An error fails the run, unless the shards were
+/// replaced meanwhile (a recovery) and `lost` is given: then `lost` runs.
+template <class Reply, class Make>
+void ask_all_shards(chief_self self, Make make,
+                    std::function<void(std::vector<Reply>&)> done,
+                    std::function<void()> lost = nullptr) {
+  auto gen = self->state.recovery.generation;
+  ask_all<Reply>(self->state.shards.handles.size(), std::move(make), std::move(done),
+                 [=](caf::error& err) {
+                   auto& st = self->state;
+                   if (lost && (st.recovery.recovering || st.recovery.generation != gen))
+                     return lost();
+                   fail_run(self, std::move(err));
+                 });
+}
+
+} // namespace troupe::chief_ops

@@ -1,0 +1,263 @@
+// Where the chief puts workers and shards: on their node, or (it is down)
+// on the least-loaded one (runtime/rules/placement), or waiting for it; joining
+// worker ids on the shards and adding workers to a running cluster.
+#include <algorithm>
+#include <map>
+
+#include "actors/chief/chief_ops.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/rules/placement.hpp"
+
+namespace troupe::chief_ops {
+
+/// A node's process is gone (its agent's link broke, or a request to it
+/// failed): nothing more is placed there until it registers again.
+void node_lost(chief_self self, const std::string& name,
+               const std::string& why) {
+  auto it = self->state.members.nodes.find(name);
+  if (it == self->state.members.nodes.end() || !it->second.up)
+    return;
+  it->second.up = false;
+  it->second.agent = node_agent_actor{};
+  say(self, fmt("node %s (%s) is down: %s", name.c_str(),
+                it->second.address().c_str(), why.c_str()));
+}
+
+std::string least_loaded_node(chief_self self) {
+  auto& st = self->state;
+  std::map<std::string, int> load;
+  for (auto& [id, w] : st.members.workers)
+    if (w.state != worker_phase::finished)
+      ++load[w.node];
+  std::vector<node_slot> slots;
+  for (auto& [name, n] : st.members.nodes)
+    slots.push_back({name, n.up, n.planned_workers > 0 || n.joined,
+                     load[name]});
+  return least_loaded(slots, fallback::any_node);
+}
+
+/// Per shard, where a worker on `node` reaches it on the data plane:
+/// "host:port" of its node's data server, or empty for a shard in the
+/// worker's own process. Every node that can hold a shard (those of the
+/// cluster file) runs a data server.
+std::vector<std::string> data_links(chief_self self, const std::string& node) {
+  auto& st = self->state;
+  std::vector<std::string> out;
+  for (auto& home : st.shards.node_of) {
+    auto it = st.members.nodes.find(home);
+    if (home == node || it == st.members.nodes.end() || it->second.data_port == 0)
+      out.emplace_back();
+    else
+      out.push_back(it->second.host + ":"
+                    + std::to_string(it->second.data_port));
+  }
+  return out;
+}
+
+std::vector<uint64_t> shard_bounds(chief_self self) {
+  std::vector<uint64_t> b;
+  for (auto& r : self->state.shards.ranges)
+    b.push_back(r.begin);
+  b.push_back(self->state.shards.ranges.empty() ? 0 : self->state.shards.ranges.back().end);
+  return b;
+}
+
+/// Starts worker `id` through the agent of its node, or of another node
+/// when its own is down (on_node_loss "move"), or leaves it waiting for
+/// its node to come back ("wait").
+void place_worker(chief_self self, int32_t id) {
+  auto& st = self->state;
+  if (st.ended() || st.recovery.recovering)
+    return;
+  auto& w = st.members.workers[id];
+  if (w.handle || w.placing) // running, or being placed
+    return;
+  auto home = st.members.nodes.find(w.node);
+  std::string node;
+  if (home != st.members.nodes.end() && home->second.up)
+    node = w.node;
+  else if (st.opts.cfg.cluster.on_node_loss
+           == cluster_config::node_loss::wait) {
+    w.state = worker_phase::waiting;
+    say(self, fmt("worker %d waits for node %s to come back", id,
+                  w.node.c_str()));
+    return;
+  } else
+    node = least_loaded_node(self);
+  if (node.empty())
+    return fail_run(self, make_error(errc::node_unreachable,
+                                     fmt("no node is up to run worker %d",
+                                         id)));
+  if (node != w.node) {
+    say(self, fmt("worker %d moves from node %s to node %s", id,
+                  w.node.c_str(), node.c_str()));
+    w.node = node;
+  }
+  w.state = worker_phase::starting;
+  w.placing = true;
+  worker_spawn ws;
+  ws.id = id;
+  ws.feeder = st.shards.feeder;
+  ws.shards = st.shards.handles;
+  ws.bounds = shard_bounds(self);
+  ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
+  ws.data_links = data_links(self, node);
+  auto gen = st.recovery.generation;
+  self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
+                std::move(ws))
+    .then(
+      [=](worker_actor& h) {
+        auto& s = self->state;
+        s.members.workers[id].placing = false;
+        if (s.ended() || s.recovery.generation != gen) {
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          return;
+        }
+        self->monitor(h);
+        auto& e = s.members.workers[id];
+        e.handle = h;
+        e.state = worker_phase::running;
+        s.members.worker_of[h.address()] = id;
+        if (s.members.nodes[node].leaving) { // it started as its node began to leave
+          e.state = worker_phase::leaving;
+          self->send(h, finish_atom_v);
+        }
+      },
+      [=](caf::error& err) {
+        self->state.members.workers[id].placing = false;
+        node_lost(self, node, "placing worker failed: " + describe(err));
+        place_worker(self, id);
+      });
+}
+
+/// Joins worker ids on every shard; `then` runs once all have answered.
+void join_now(chief_self self, std::vector<int32_t> ids,
+              std::function<void()> then) {
+  auto& st = self->state;
+  auto shards = st.shards.handles;
+  ask_all<int64_t>(
+    ids.size() * shards.size(),
+    [=](size_t k) {
+      return self->request(shards[k % shards.size()], timeout_of(self),
+                           join_atom_v, ids[k / shards.size()]);
+    },
+    [then = std::move(then)](auto&) { then(); },
+    [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+void join_on_feeder(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then) {
+  auto& st = self->state;
+  self->request(st.shards.feeder, timeout_of(self), join_atom_v, std::move(ids))
+    .then(
+      [=](int64_t total) {
+        self->state.progress.total_steps = total;
+        then();
+      },
+      [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+/// join_now, or after the shard recovery under way (which joins and
+/// starts every worker it knows, these included).
+void join_on_shards(chief_self self, std::vector<int32_t> ids,
+                    std::function<void()> then) {
+  if (self->state.recovery.recovering)
+    return self->state.recovery.after.push_back(
+      [=] { join_on_shards(self, ids, then); });
+  join_now(self, std::move(ids), std::move(then));
+}
+
+/// sync: the pushes per update, replicas_to_aggregate, or with 0 ("all
+/// workers") the workers there are now.
+int aggregate_now(chief_self self) {
+  auto configured = self->state.opts.cfg.cluster.replicas_to_aggregate;
+  return configured > 0 ? configured : std::max(1, live_workers(self));
+}
+
+/// sync with replicas_to_aggregate 0: the count follows the workers.
+void retune_aggregate(chief_self self) {
+  auto& c = self->state.opts.cfg.cluster;
+  if (c.consistency != cluster_config::mode::sync
+      || c.replicas_to_aggregate != 0)
+    return;
+  auto n = aggregate_now(self);
+  say(self, fmt("sync: replicas to aggregate is now %d", n));
+  for (auto& s : self->state.shards.handles)
+    if (s)
+      self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
+                    static_cast<double>(n))
+        .then([](bool) {}, [](caf::error&) {});
+}
+
+/// Appends `n` fresh worker ids on `node` to `ids`.
+void new_worker_ids(chief_self self, const std::string& node, int n,
+                    std::vector<int32_t>& ids) {
+  auto& st = self->state;
+  for (int k = 0; k < n; ++k) {
+    auto id = st.members.next_worker++;
+    st.members.workers[id].node = node;
+    ids.push_back(id);
+  }
+}
+
+std::vector<int32_t> add_workers(chief_self self, const std::string& node,
+                                 int n) {
+  std::vector<int32_t> ids;
+  new_worker_ids(self, node, n, ids);
+  say(self, fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s",
+                node.c_str()));
+  join_on_feeder(self, ids, [=] {
+    join_on_shards(self, ids, [=] {
+      retune_aggregate(self);
+      for (auto id : ids)
+        place_worker(self, id);
+    });
+  });
+  return ids;
+}
+
+/// Starts shard `i` on `node` through its agent with `state`.
+void place_shard(chief_self self, size_t i, const std::string& node,
+                 shard_state_msg state, std::function<void()> then) {
+  auto& st = self->state;
+  shard_spawn sp;
+  sp.id = static_cast<int32_t>(i);
+  sp.aggregate = aggregate_now(self);
+  sp.state = std::move(state);
+  self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
+                std::move(sp))
+    .then(
+      [=](shard_actor& h) {
+        auto& s = self->state;
+        self->monitor(h);
+        s.shards.handles[i] = h;
+        s.shards.node_of[i] = node;
+        s.shards.index_of[h.address()] = i;
+        then();
+      },
+      [=](caf::error& err) {
+        fail_run(self, make_error(errc::actor_down,
+                                  fmt("cannot start shard %zu on node %s: %s",
+                                      i, node.c_str(),
+                                      describe(err).c_str())));
+      });
+}
+
+/// The node for a shard whose node is gone: the up node meant for shards
+/// that holds the fewest, else the chief's own.
+std::string shard_home(chief_self self, size_t i) {
+  auto& st = self->state;
+  if (st.members.nodes[st.shards.node_of[i]].up)
+    return st.shards.node_of[i];
+  std::map<std::string, int> load;
+  for (size_t k = 0; k < st.shards.handles.size(); ++k)
+    if (st.shards.handles[k])
+      ++load[st.shards.node_of[k]];
+  std::vector<node_slot> slots;
+  for (auto& [name, n] : st.members.nodes)
+    slots.push_back({name, n.up, n.planned_shards > 0, load[name]});
+  auto best = least_loaded(slots, fallback::meant_only);
+  return best.empty() ? st.own_node() : best;
+}
+
+} // namespace troupe::chief_ops

@@ -1,0 +1,190 @@
+// Nodes joining the chief: registrations (bounded, identity checked, a
+// lost chief's run named), a stop request, and a node leaving the run.
+#include "actors/chief/chief_ops.hpp"
+#include "runtime/base/errc.hpp"
+
+namespace troupe::chief_ops {
+
+/// Why a registration's own fields are out of bounds, or "": whatever a
+/// peer sends is bounded before anything is allocated for it.
+std::string check_registration(const std::string& name,
+                               const std::string& host,
+                               int32_t join_workers,
+                               const std::string& identity,
+                               const std::string& served_run) {
+  if (name.size() > max_node_name)
+    return "a node name of " + std::to_string(name.size())
+           + " characters (at most " + std::to_string(max_node_name) + ")";
+  for (char c : name)
+    if (c <= ' ' || c > '~')
+      return "a node name with a space or a control character";
+  if (host.empty() || host.size() > 255)
+    return "a host of " + std::to_string(host.size()) + " characters";
+  if (join_workers > max_join_workers)
+    return "a join with " + std::to_string(join_workers)
+           + " workers (at most " + std::to_string(max_join_workers)
+           + " at once)";
+  if (join_workers < -1)
+    return "a join with " + std::to_string(join_workers) + " workers";
+  if (identity.size() > max_identity_bytes)
+    return "a config identity of " + std::to_string(identity.size())
+           + " bytes";
+  if (served_run.size() > max_run_id)
+    return "a run id of " + std::to_string(served_run.size())
+           + " characters";
+  return {};
+}
+
+caf::result<std::string, std::string> on_register(chief_self self,
+                                                  node_registration r) {
+  auto& name = r.name;
+  const auto& identity = r.identity;
+  const auto& served_run = r.served_run;
+  const auto join_workers = r.workers;
+  auto& st = self->state;
+  if (st.ended() || st.stopping())
+    return make_error(errc::invalid_argument, "the run is ending");
+  if (!st.opts.cfg.cluster.distributed())
+    return make_error(errc::invalid_argument,
+                      "this chief runs an embedded cluster; it takes no nodes");
+  if (auto why = check_registration(name, r.host, join_workers, identity,
+                                    served_run);
+      !why.empty())
+    return make_error(errc::invalid_argument, "refused: " + why);
+  if (join_workers > 0 && st.members.workers.size() + join_workers > max_workers)
+    return make_error(errc::invalid_argument,
+                      "refused: the cluster would have more than "
+                        + std::to_string(max_workers) + " workers");
+  if (join_workers < 0) {
+    auto it = st.members.nodes.find(name);
+    if (it == st.members.nodes.end() || it->second.joined)
+      return make_error(errc::invalid_config,
+                        "unknown node \"" + name + "\" (the cluster file's "
+                        "nodes are: " + st.opts.cfg.cluster.node_names()
+                          + ")");
+    if (name == st.opts.cfg.cluster.chief_node)
+      return make_error(errc::invalid_config,
+                        "node \"" + name + "\" is the chief's own node");
+    if (it->second.up)
+      return make_error(errc::invalid_argument,
+                        "node \"" + name + "\" is already up");
+  }
+  // A node started from another run's config, or another version of this
+  // one, would train something else: refused, naming what differs.
+  auto who = name.empty() ? std::string{"the joining node"} : "node " + name;
+  if (auto diff = identity_difference(st.identity, "chief",
+                                      parse_identity(identity), who);
+      !diff.empty()) {
+    say(self, "refused " + who + ": its config differs: " + diff);
+    return make_error(errc::invalid_config,
+                      "the chief (run " + st.run_id + ") refused " + who
+                        + ": its config differs from the chief's: " + diff);
+  }
+  if (join_workers >= 0) {
+    if (name.empty())
+      name = "joined-" + std::to_string(st.members.nodes.size());
+    if (st.members.nodes.count(name) > 0 && st.members.nodes[name].up)
+      return make_error(errc::invalid_argument,
+                        "a node named \"" + name + "\" is already up");
+    auto& e = st.members.nodes[name];
+    e.joined = true;
+    e.planned_workers = join_workers;
+  }
+  // A node that served another run whose chief was lost: before the
+  // shards start, this chief takes that run over (adopt_run).
+  if (!st.nodes_ready() && !served_run.empty() && served_run != st.run_id
+      && st.takeover.adopted_run.empty()) {
+    st.takeover.adopted_run = st.run_id = served_run;
+    say(self, "node " + name + " served run " + served_run
+                + ", whose chief was lost: this chief takes it over");
+  }
+  auto& e = st.members.nodes[name];
+  e.host = r.host;
+  e.port = r.port;
+  e.data_port = r.data_port;
+  e.agent = r.agent;
+  e.up = true;
+  self->monitor(r.agent);
+  st.members.agent_of[r.agent.address()] = name;
+  say(self, fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
+                join_workers >= 0
+                  ? fmt(", joining with %d workers", join_workers).c_str()
+                  : ""));
+  if (!st.nodes_ready()) {
+    start_when_nodes_ready(self);
+    return {name, st.run_id};
+  }
+  // A shard recovery waits for this node's shards.
+  if (st.recovery.waiting_for_shard_nodes && lost_shard_nodes_down(self).empty())
+    restore_after_loss(self);
+  // A node back after a crash: its waiting workers start there again.
+  for (auto& [id, w] : st.members.workers)
+    if (w.state == worker_phase::waiting && w.node == name)
+      place_worker(self, id);
+  if (join_workers > 0 && st.training())
+    add_workers(self, name, join_workers);
+  return {name, st.run_id};
+}
+
+/// SIGINT or SIGTERM on the chief's process: the shell's "stop"; before
+/// training began, the run ends without training.
+void on_stop_request(chief_self self, const std::string& who) {
+  auto& st = self->state;
+  if (st.ended() || st.stopping())
+    return;
+  if (!st.training())
+    return fail_run(self, make_error(errc::stopped,
+                                     "stopped by " + who
+                                       + " before training began"));
+  stop_run(self, who);
+}
+
+/// A member node leaves the run (SIGINT/SIGTERM there): nothing more is
+/// placed on it, its workers finish their steps in flight, their leases
+/// go back and they start again elsewhere (on_node_loss "move") or wait
+/// for the node ("wait"). A node that holds shards cannot leave: its
+/// shards would have nowhere to go without losing steps.
+caf::result<bool> on_leave(chief_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.members.nodes.find(name);
+  if (it == st.members.nodes.end() || !it->second.up)
+    return make_error(errc::invalid_argument,
+                      "node "" + name + "" is not up in this run");
+  if (name == st.own_node())
+    return make_error(errc::invalid_argument,
+                      "the chief's own node cannot leave; stop the run");
+  if (st.ended() || st.stopping()) // the run releases every node soon
+    return true;
+  std::string held;
+  for (size_t i = 0; i < st.shards.node_of.size(); ++i)
+    if (st.shards.node_of[i] == name)
+      held += (held.empty() ? "" : ", ") + std::to_string(i);
+  if (!held.empty())
+    return make_error(errc::invalid_argument,
+                      "node " + name + " holds shard(s) " + held
+                        + " and cannot leave a running run; stop the run "
+                          "instead (or end the node: its shards are then "
+                          "restored from the newest checkpoint)");
+  auto& node = it->second;
+  node.up = false; // nothing more is placed there
+  node.leaving = self->make_response_promise<bool>();
+  int finishing = 0;
+  for (auto& [id, w] : st.members.workers)
+    if (w.node == name
+        && (w.state == worker_phase::running
+            || w.state == worker_phase::starting)
+        && (w.handle || w.placing)) {
+      w.state = worker_phase::leaving;
+      ++finishing;
+      if (w.handle) // one being placed is told when it is up
+        self->send(w.handle, finish_atom_v);
+    }
+  say(self, fmt("node %s leaves the run: %d worker%s finish their steps in "
+                "flight and hand back their leases",
+                name.c_str(), finishing, finishing == 1 ? "" : "s"));
+  auto promise = *node.leaving;
+  finish_leave_if_done(self, name);
+  return promise;
+}
+
+} // namespace troupe::chief_ops

@@ -1,0 +1,463 @@
+// A worker node's end of the data plane (actors/data_plane/data_link.hpp): one
+// connection per shard node, and stub actors that stand for its shards.
+#include "actors/data_plane/data_link.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "actors/net/link_socket.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/net/sockets.hpp"
+#include "runtime/base/errc.hpp"
+#include "actors/data_plane/data_frames.hpp"
+
+namespace troupe {
+
+using namespace data_wire;
+
+/// A stub: the shard's data requests, which it sends on the connection,
+/// and what the connection's reader thread hands it (a reply by request
+/// id, or the news that the connection broke).
+using stub_actor = shard_data_actor::extend<
+  caf::reacts_to<data_atom, uint64_t, float_block>,
+  caf::reacts_to<data_atom, uint64_t, row_block>,
+  caf::reacts_to<data_atom, uint64_t, push_ack>,
+  caf::reacts_to<data_atom, uint64_t, caf::error>,
+  caf::reacts_to<data_atom, caf::error>>;
+
+// -- the client -------------------------------------------------------------------
+
+class data_client_impl {
+public:
+  data_client_impl(caf::actor_system& sys, std::string host, uint16_t port,
+                   caf::timespan timeout,
+                   std::shared_ptr<const link_guard> guard)
+    : sys_(sys),
+      host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      guard_(std::move(guard)) {
+  }
+
+  void begin() {
+    reader_ = std::thread([this] { run(); });
+  }
+
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
+
+  caf::actor_system& system() { return sys_; }
+
+  uint64_t next_id() { return next_id_++; }
+
+  /// Sends a request whose reply goes to `stub`; false (and the stub
+  /// fails it) when the connection is gone. A row_pull's reply must hold
+  /// `row_floats` floats: the rows asked for, and no others.
+  bool send(outgoing o, const stub_actor& stub, uint64_t row_floats = 0) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (broken_)
+      return false;
+    auto id = o.head.id;
+    waiting_[id] = {stub, o.head.op, row_floats};
+    if (!writer_->post(std::move(o))) {
+      waiting_.erase(id);
+      return false;
+    }
+    return true;
+  }
+
+  caf::error broken_reason() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return link_error(why_.empty() ? "the connection is closed" : why_);
+  }
+
+  void add_stub(stub_actor stub, int32_t shard, uint64_t size) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stubs_.push_back(std::move(stub));
+    sizes_[shard] = size;
+  }
+
+  bool connected() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return up_ && !broken_;
+  }
+
+  bool failed() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return broken_;
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (closed_)
+        return;
+      closed_ = true;
+      if (sock_)
+        sock_->shutdown();
+      else if (fd_ >= 0) // connecting, or in the handshake
+        ::shutdown(fd_, SHUT_RDWR);
+    }
+    if (reader_.joinable())
+      reader_.join();
+    writer_->stop();
+    std::lock_guard<std::mutex> guard{mtx_};
+    sock_.reset();
+    for (auto& s : stubs_)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    stubs_.clear();
+  }
+
+  caf::error link_error(const std::string& why) const {
+    return make_error(errc::node_unreachable,
+                      "data plane to " + address() + ": " + why);
+  }
+
+private:
+  void run() {
+    std::string why;
+    int fd = connect_within(host_, port_, timeout_, why);
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (fd >= 0 && closed_) {
+        ::close(fd);
+        fd = -1;
+        why = "closed";
+      }
+      fd_ = fd; // close() now shuts it down, ending a handshake too
+    }
+    if (fd < 0)
+      return fail_all("cannot connect: " + why);
+    ssl_ptr ssl;
+    if (guard_) {
+      set_nonblocking(fd, true);
+      auto proof = guard_->connect(fd, true);
+      why = finish_proof(*proof, fd,
+                         std::chrono::steady_clock::now() + guard_->timeout());
+      if (!why.empty()) {
+        {
+          std::lock_guard<std::mutex> guard{mtx_};
+          fd_ = -1;
+          ::close(fd);
+        }
+        return fail_all(guard_->handshake() + " failed: " + why);
+      }
+      ssl = proof->take_session();
+    }
+    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      sock_ = sock;
+      up_ = true;
+    }
+    writer_->start(sock);
+    for (;;) {
+      data_frame f;
+      if (!sock->read_exact(&f, sizeof(f)))
+        return fail_all("the connection broke");
+      if (auto bad = check_frame(f, false); !bad.empty())
+        return fail_all("bad frame from the shard node: " + bad);
+      auto [stub, asked, row_floats] = take_waiting(f.id);
+      // A reply answers its kind of request (an error answers any), and
+      // the rows of a row pull are the ones asked for.
+      bool fits = f.op == data_frame::error || asked == 0
+                  || (f.op == data_frame::values && asked == data_frame::pull)
+                  || (f.op == data_frame::ack
+                      && (asked == data_frame::push
+                          || asked == data_frame::row_push))
+                  || (f.op == data_frame::rows
+                      && asked == data_frame::row_pull);
+      if (!fits)
+        return fail_all("bad frame from the shard node: a reply of the "
+                        "wrong kind to request "
+                        + std::to_string(f.id));
+      if (f.op == data_frame::rows) {
+        // Nobody waiting (row_floats 0) means no rows were asked for.
+        if (f.count != row_floats)
+          return fail_all("bad frame from the shard node: "
+                          + std::to_string(f.count) + " floats of rows for "
+                          "request " + std::to_string(f.id) + ", which asked "
+                          "for " + std::to_string(row_floats));
+        auto values = pooled_floats(f.count);
+        if (!sock->read_exact(values->data(), f.count * sizeof(float)))
+          return fail_all("the connection broke");
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         row_block{f.shard, f.table, std::move(values)});
+        continue;
+      }
+      if (f.op == data_frame::values) {
+        // Values of the shard's size, or none with "ask again" (version -1).
+        if (auto size = size_of(f.shard);
+            f.count != size && !(f.count == 0 && f.tag < 0))
+          return fail_all("bad frame from the shard node: "
+                          + std::to_string(f.count) + " values for shard "
+                          + std::to_string(f.shard) + ", which holds "
+                          + std::to_string(size));
+        auto values = pooled_floats(f.count);
+        if (!sock->read_exact(values->data(), f.count * sizeof(float)))
+          return fail_all("the connection broke");
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         float_block{f.shard, f.tag, std::move(values)});
+      } else if (f.op == data_frame::ack) {
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id,
+                         push_ack{f.tag, f.flag != 0});
+      } else {
+        std::string text(f.count, '\0');
+        if (!sock->read_exact(text.data(), text.size()))
+          return fail_all("the connection broke");
+        auto err = f.flag > 0
+                     ? make_error(static_cast<errc>(f.flag), text)
+                     : make_error(errc::actor_down, text);
+        if (stub)
+          caf::anon_send(stub, data_atom_v, f.id, std::move(err));
+      }
+    }
+  }
+
+  uint64_t size_of(int32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = sizes_.find(shard);
+    return it == sizes_.end() ? 0 : it->second;
+  }
+
+  struct waiting {
+    stub_actor stub;
+    uint8_t op = 0;
+    uint64_t row_floats = 0; ///< row_pull: floats its reply must hold
+  };
+
+  /// The stub waiting for request `id`, the request's operation (0 when
+  /// nobody waits for it) and what its rows must hold.
+  waiting take_waiting(uint64_t id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = waiting_.find(id);
+    if (it == waiting_.end())
+      return {};
+    auto out = std::move(it->second);
+    waiting_.erase(it);
+    return out;
+  }
+
+  /// The connection is gone: every stub fails what it has open and
+  /// everything it is asked from now on.
+  void fail_all(const std::string& why) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    broken_ = true;
+    why_ = why;
+    waiting_.clear();
+    auto err = link_error(why);
+    for (auto& s : stubs_)
+      caf::anon_send(s, data_atom_v, err);
+  }
+
+  caf::actor_system& sys_;
+  std::string host_;
+  uint16_t port_;
+  caf::timespan timeout_;
+  std::shared_ptr<const link_guard> guard_; ///< null: plaintext, no proof
+  std::thread reader_;
+  std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
+  std::atomic<uint64_t> next_id_{1};
+  std::mutex mtx_;
+  int fd_ = -1; ///< until sock_ takes it over
+  std::shared_ptr<link_socket> sock_;
+  bool up_ = false, broken_ = false, closed_ = false;
+  std::string why_;
+  std::map<uint64_t, waiting> waiting_;
+  std::vector<stub_actor> stubs_;
+  std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
+};
+
+namespace {
+
+struct stub_state {
+  static inline const char* name = "shard_stub";
+  std::map<uint64_t, caf::response_promise> open;
+  caf::error broken;
+};
+
+using stub_pointer = stub_actor::stateful_pointer<stub_state>;
+
+/// Sends `o` for shard `shard` on `link`; the reply, of type T, comes back
+/// through the reader thread to this stub, which delivers it.
+template <class T>
+caf::result<T> send_request(stub_pointer self, data_client_impl& link,
+                            int32_t shard, outgoing o,
+                            uint64_t row_floats = 0) {
+  auto rp = self->make_response_promise<T>();
+  if (self->state.broken) {
+    rp.deliver(self->state.broken);
+    return rp;
+  }
+  auto id = link.next_id();
+  o.head.id = id;
+  o.head.shard = shard;
+  self->state.open.emplace(id, static_cast<caf::response_promise&>(rp));
+  if (!link.send(std::move(o), caf::actor_cast<stub_actor>(self),
+                 row_floats)) {
+    self->state.open.erase(id);
+    rp.deliver(link.broken_reason());
+  }
+  return rp;
+}
+
+/// Stands for a remote shard: pull and push, of values and of rows, go
+/// over the data link.
+stub_actor::behavior_type stub_impl(stub_pointer self,
+                                    std::shared_ptr<data_client_impl> link,
+                                    int32_t shard, std::vector<int> row_dims) {
+  auto answer = [=](uint64_t id, auto&& value) {
+    auto it = self->state.open.find(id);
+    if (it == self->state.open.end())
+      return;
+    it->second.deliver(std::forward<decltype(value)>(value));
+    self->state.open.erase(it);
+  };
+  /// The width of table `t`; 0 when this shard has no such table.
+  auto dim_of = [=](int32_t t) -> uint64_t {
+    if (t < 0 || static_cast<size_t>(t) >= row_dims.size())
+      return 0;
+    return static_cast<uint64_t>(row_dims[static_cast<size_t>(t)]);
+  };
+  auto no_table = [=](int32_t t) {
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(shard)
+                        + " has no embedding table " + std::to_string(t)
+                        + " (the run has " + std::to_string(row_dims.size())
+                        + ")");
+  };
+  return {
+    [=](pull_atom, int32_t worker, int64_t min_version) {
+      outgoing o;
+      o.head.op = data_frame::pull;
+      o.head.worker = worker;
+      o.head.tag = min_version;
+      return send_request<float_block>(self, *link, shard, std::move(o));
+    },
+    [=](push_atom, gradient_push& g) {
+      outgoing o;
+      o.head.op = data_frame::push;
+      o.head.worker = g.worker;
+      o.head.tag = g.tag;
+      o.head.batch = g.batch;
+      o.head.count = g.size;
+      o.data = g.data();
+      o.floats = g.size;
+      o.keep = std::move(g.buffer);
+      return send_request<push_ack>(self, *link, shard, std::move(o));
+    },
+    [=](pull_atom, row_request& r) -> caf::result<row_block> {
+      auto dim = dim_of(r.table);
+      if (dim == 0)
+        return no_table(r.table);
+      if (r.ids.size() > max_frame_rows)
+        return make_error(errc::invalid_argument,
+                          "a pull of " + std::to_string(r.ids.size())
+                            + " rows (at most "
+                            + std::to_string(max_frame_rows)
+                            + " per request)");
+      outgoing o;
+      o.head.op = data_frame::row_pull;
+      o.head.flag = r.peek ? 1 : 0;
+      o.head.table = static_cast<uint16_t>(r.table);
+      o.head.worker = r.worker;
+      o.head.count = r.ids.size();
+      auto row_floats = r.ids.size() * dim;
+      o.ids = std::move(r.ids);
+      return send_request<row_block>(self, *link, shard, std::move(o),
+                                     row_floats);
+    },
+    [=](push_atom, row_push& p) -> caf::result<push_ack> {
+      auto dim = dim_of(p.table);
+      if (dim == 0)
+        return no_table(p.table);
+      auto floats = p.grads ? p.grads->size() : 0;
+      // The server reads ids x dim floats after the ids: a push of any
+      // other size would lose the stream, so it never leaves here.
+      if (floats != p.ids.size() * dim)
+        return make_error(errc::wrong_size,
+                          "a push of " + std::to_string(floats) + " floats for "
+                            + std::to_string(p.ids.size()) + " rows of "
+                            + std::to_string(dim));
+      if (p.ids.size() > max_frame_rows || floats > max_frame_floats)
+        return make_error(errc::invalid_argument,
+                          "a push of " + std::to_string(p.ids.size())
+                            + " rows (at most "
+                            + std::to_string(max_frame_rows)
+                            + " per request)");
+      outgoing o;
+      o.head.op = data_frame::row_push;
+      o.head.table = static_cast<uint16_t>(p.table);
+      o.head.worker = p.worker;
+      o.head.batch = p.batch;
+      o.head.tag = p.tag;
+      o.head.count = p.ids.size();
+      o.ids = std::move(p.ids);
+      o.data = floats > 0 ? p.grads->data() : nullptr;
+      o.floats = floats;
+      o.keep = std::move(p.grads);
+      return send_request<push_ack>(self, *link, shard, std::move(o));
+    },
+    [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
+    [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
+    [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
+    [=](data_atom, uint64_t id, caf::error& err) { answer(id, std::move(err)); },
+    [=](data_atom, caf::error& err) {
+      self->state.broken = err;
+      for (auto& [id, rp] : self->state.open)
+        rp.deliver(err);
+      self->state.open.clear();
+    },
+  };
+}
+
+} // namespace
+
+std::shared_ptr<data_client> data_client::open(caf::actor_system& sys,
+                                               const std::string& host,
+                                               uint16_t port,
+                                               caf::timespan timeout) {
+  auto impl = std::make_shared<data_client_impl>(sys, host, port, timeout,
+                                                 security_of(sys)->guard);
+  impl->begin();
+  return std::make_shared<data_client>(std::move(impl));
+}
+
+data_client::data_client(std::shared_ptr<data_client_impl> impl)
+  : impl_(std::move(impl)) {
+}
+
+data_client::~data_client() {
+  close();
+}
+
+shard_data_actor data_client::stub(int32_t shard, uint64_t size,
+                                   std::vector<int> row_dims) {
+  // The stub keeps the connection's state alive for as long as it runs.
+  auto h = impl_->system().spawn(stub_impl, impl_, shard, std::move(row_dims));
+  impl_->add_stub(h, shard, size);
+  return h;
+}
+
+bool data_client::connected() const {
+  return impl_->connected();
+}
+
+bool data_client::failed() const {
+  return impl_->failed();
+}
+
+void data_client::close() {
+  impl_->close();
+}
+
+} // namespace troupe

@@ -1,0 +1,514 @@
+// The shard node's end of the data plane (actors/data_plane/data_link.hpp): the
+// listener behind the front door, one session per connection, and the
+// relay that hands requests to the local shard actors.
+#include "actors/data_plane/data_link.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <iostream>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "actors/net/link_socket.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/net/sockets.hpp"
+#include "actors/net/front_door.hpp"
+#include "runtime/base/errc.hpp"
+#include "actors/data_plane/data_frames.hpp"
+
+namespace troupe {
+
+using namespace data_wire;
+
+std::string check_frame(const data_frame& f, bool from_client) {
+  if (f.magic != data_frame::magic_value)
+    return "not a troupe data-plane frame (bad magic)";
+  bool request = f.op == data_frame::pull || f.op == data_frame::push
+                 || f.op == data_frame::row_pull
+                 || f.op == data_frame::row_push;
+  bool reply = f.op == data_frame::values || f.op == data_frame::ack
+               || f.op == data_frame::error || f.op == data_frame::rows;
+  if (from_client ? !request : !reply)
+    return "unexpected operation " + std::to_string(f.op);
+  bool floats = f.op == data_frame::push || f.op == data_frame::values
+                || f.op == data_frame::rows;
+  bool ids = f.op == data_frame::row_pull || f.op == data_frame::row_push;
+  if (floats && f.count > max_frame_floats)
+    return "announces " + std::to_string(f.count) + " floats (at most "
+           + std::to_string(max_frame_floats) + ")";
+  if (ids && f.count > max_frame_rows)
+    return "announces " + std::to_string(f.count) + " rows (at most "
+           + std::to_string(max_frame_rows) + ")";
+  if (f.op == data_frame::error && f.count > max_error_text)
+    return "announces " + std::to_string(f.count) + " bytes of error text";
+  if (!floats && !ids && f.op != data_frame::error && f.count != 0)
+    return "a frame without payload announces " + std::to_string(f.count);
+  if (f.shard < 0)
+    return "negative shard " + std::to_string(f.shard);
+  return {};
+}
+
+namespace {
+
+// -- the server -------------------------------------------------------------------
+
+/// The shards a server answers for, their sizes and their tables' widths.
+class shard_registry {
+public:
+  void put(int32_t id, shard_data_actor h, uint64_t size,
+           std::vector<int> row_dims) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    shards_[id] = {std::move(h), size, std::move(row_dims)};
+  }
+  shard_data_actor get(int32_t id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = shards_.find(id);
+    return it == shards_.end() ? shard_data_actor{} : it->second.handle;
+  }
+  /// The size of shard `id`; 0 when there is no such shard.
+  uint64_t size(int32_t id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = shards_.find(id);
+    return it == shards_.end() ? 0 : it->second.size;
+  }
+  /// The width of table `table` on shard `id`; 0 when there is none.
+  uint64_t row_dim(int32_t id, uint16_t table) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = shards_.find(id);
+    if (it == shards_.end() || table >= it->second.row_dims.size())
+      return 0;
+    return static_cast<uint64_t>(it->second.row_dims[table]);
+  }
+
+private:
+  struct entry {
+    shard_data_actor handle;
+    uint64_t size = 0;
+    std::vector<int> row_dims;
+  };
+  std::mutex mtx_;
+  std::map<int32_t, entry> shards_;
+};
+
+struct relay_context {
+  std::shared_ptr<frame_writer> writer;
+  std::shared_ptr<shard_registry> shards;
+  caf::timespan timeout;
+};
+
+/// A relay: one connection's requests, as its reader thread hands them
+/// over with their request ids.
+using relay_actor = caf::typed_actor<
+  caf::reacts_to<pull_atom, uint64_t, int32_t, int32_t, int64_t>,
+  caf::reacts_to<push_atom, uint64_t, gradient_push>,
+  caf::reacts_to<pull_atom, uint64_t, row_request>,
+  caf::reacts_to<push_atom, uint64_t, row_push>>;
+
+/// One connection's requests, made to the local shard actors in the order
+/// they arrived; each reply goes to the writer as it comes.
+relay_actor::behavior_type relay_impl(relay_actor::pointer self,
+                                      std::shared_ptr<relay_context> ctx) {
+  auto post_ack = [=](uint64_t id, int32_t shard, const push_ack& a) {
+    outgoing o;
+    o.head.op = data_frame::ack;
+    o.head.id = id;
+    o.head.shard = shard;
+    o.head.tag = a.version;
+    o.head.flag = a.stale ? 1 : 0;
+    ctx->writer->post(std::move(o));
+  };
+  auto missing = [=](uint64_t id, int32_t shard) {
+    ctx->writer->post(error_frame(
+      id, shard,
+      make_error(errc::invalid_argument,
+                 "no shard " + std::to_string(shard) + " on this node")));
+  };
+  return {
+    [=](pull_atom, uint64_t id, int32_t shard, int32_t worker,
+        int64_t min_version) {
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, pull_atom_v, worker, min_version)
+        .then(
+          [=](float_block& b) {
+            outgoing o;
+            o.head.op = data_frame::values;
+            o.head.id = id;
+            o.head.shard = shard;
+            o.head.tag = b.version;
+            o.head.count = b.values ? b.values->size() : 0;
+            o.data = b.values ? b.values->data() : nullptr;
+            o.floats = o.head.count;
+            o.keep = std::move(b.values);
+            ctx->writer->post(std::move(o));
+          },
+          [=](caf::error& err) {
+            ctx->writer->post(error_frame(id, shard, err));
+          });
+    },
+    [=](push_atom, uint64_t id, gradient_push& g) {
+      auto shard = g.shard;
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, push_atom_v, std::move(g))
+        .then([=](push_ack& a) { post_ack(id, shard, a); },
+              [=](caf::error& err) {
+                ctx->writer->post(error_frame(id, shard, err));
+              });
+    },
+    [=](pull_atom, uint64_t id, row_request& r) {
+      auto shard = r.shard;
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, pull_atom_v, std::move(r))
+        .then(
+          [=](row_block& b) {
+            outgoing o;
+            o.head.op = data_frame::rows;
+            o.head.id = id;
+            o.head.shard = shard;
+            o.head.table = static_cast<uint16_t>(b.table);
+            o.head.count = b.values ? b.values->size() : 0;
+            o.data = b.values ? b.values->data() : nullptr;
+            o.floats = o.head.count;
+            o.keep = std::move(b.values);
+            ctx->writer->post(std::move(o));
+          },
+          [=](caf::error& err) {
+            ctx->writer->post(error_frame(id, shard, err));
+          });
+    },
+    [=](push_atom, uint64_t id, row_push& p) {
+      auto shard = p.shard;
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, push_atom_v, std::move(p))
+        .then([=](push_ack& a) { post_ack(id, shard, a); },
+              [=](caf::error& err) {
+                ctx->writer->post(error_frame(id, shard, err));
+              });
+    },
+  };
+}
+
+/// How many requests of one connection are read but not yet answered on
+/// the wire. Shared by the session's reader and its writer's callback,
+/// which the relay may still call after the session is gone.
+struct request_gate {
+  /// At most this many: beyond it the reader stops reading, so a peer that
+  /// sends requests and reads no replies fills its own socket, not the
+  /// shards' mailboxes (a worker has a few open at a time).
+  static constexpr size_t max_open = 64;
+
+  std::mutex mtx;
+  std::condition_variable cv;
+  size_t open = 0;      ///< requests without a reply written
+  bool closing = false; ///< the server stops
+
+  /// Waits until another request may be read; false when the session
+  /// ends instead.
+  bool admit(frame_writer& writer) {
+    std::unique_lock<std::mutex> guard{mtx};
+    cv.wait(guard, [&] {
+      return open < max_open || closing || writer.failed();
+    });
+    if (closing || writer.failed())
+      return false;
+    ++open;
+    return true;
+  }
+
+  /// A reply is out (or the socket failed).
+  void answered() {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (open > 0)
+      --open;
+    cv.notify_one();
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> guard{mtx};
+    closing = true;
+    cv.notify_one();
+  }
+};
+
+/// One accepted connection: its reader thread, writer and relay actor.
+struct session {
+  std::shared_ptr<shard_registry> shards;
+  std::shared_ptr<link_socket> sock;
+  std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
+  std::shared_ptr<request_gate> gate = std::make_shared<request_gate>();
+  relay_actor relay;
+  std::thread reader;
+  std::atomic<bool> done{false};
+};
+
+/// Reads the rest of a row_pull or row_push and hands it to the relay;
+/// false when the connection is to close (it broke, or the frame names a
+/// table whose rows the server cannot size).
+bool read_rows(session& s, const data_frame& f) {
+  auto dim = s.shards->row_dim(f.shard, f.table);
+  if (f.op == data_frame::row_push && dim == 0) {
+    // The floats that follow cannot be sized: the stream is lost.
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": a row push for table " << f.table
+              << " of shard " << f.shard << ", which this node does not hold"
+              << std::endl;
+    return false;
+  }
+  if (f.op == data_frame::row_push && f.count * dim > max_frame_floats) {
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": a row push of " << f.count << " rows of "
+              << dim << " floats (at most " << max_frame_floats
+              << " floats)" << std::endl;
+    return false;
+  }
+  // The ids arrive in pieces, and the buffer grows with what came: a
+  // header alone makes nothing large. The gradients are allocated once
+  // the ids are in, dim / 2 times their bytes.
+  std::vector<uint64_t> ids;
+  constexpr uint64_t piece = 1 << 16;
+  while (ids.size() < f.count) {
+    auto at = ids.size();
+    auto take = std::min<uint64_t>(piece, f.count - at);
+    ids.resize(at + take);
+    if (!s.sock->read_exact(ids.data() + at, take * sizeof(uint64_t)))
+      return false;
+  }
+  if (f.op == data_frame::row_pull) {
+    // An unknown table costs nothing to answer: the shard names it.
+    caf::anon_send(s.relay, pull_atom_v, f.id,
+                   row_request{f.shard, f.table, f.worker, std::move(ids),
+                               f.flag != 0});
+    return true;
+  }
+  auto grads = pooled_floats(f.count * dim);
+  if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
+    return false;
+  caf::anon_send(s.relay, push_atom_v, f.id,
+                 row_push{f.shard, f.table, f.worker, f.batch, f.tag,
+                          std::move(ids), std::move(grads)});
+  return true;
+}
+
+/// Reads requests until the connection ends or sends a bad frame.
+void serve_connection(session& s) {
+  for (;;) {
+    data_frame f;
+    if (!s.sock->read_exact(&f, sizeof(f)))
+      break;
+    if (auto why = check_frame(f, true); !why.empty()) {
+      std::cerr << "troupe: data plane: closing the connection from "
+                << s.sock->peer() << ": " << why << std::endl;
+      break;
+    }
+    if (!s.gate->admit(*s.writer))
+      break;
+    if (f.op == data_frame::pull) {
+      caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
+      continue;
+    }
+    if (f.op == data_frame::row_pull || f.op == data_frame::row_push) {
+      if (!read_rows(s, f))
+        break;
+      continue;
+    }
+    // No push is larger than its shard: memory is only spent on what a
+    // legitimate peer may send.
+    if (auto size = s.shards->size(f.shard); f.count > size) {
+      std::cerr << "troupe: data plane: closing the connection from "
+                << s.sock->peer() << ": a push of " << f.count
+                << " floats for shard " << f.shard << ", which holds "
+                << size << std::endl;
+      break;
+    }
+    auto values = pooled_floats(f.count);
+    if (!s.sock->read_exact(values->data(), f.count * sizeof(float)))
+      break;
+    gradient_push g;
+    g.shard = f.shard;
+    g.worker = f.worker;
+    g.tag = f.tag;
+    g.batch = f.batch;
+    g.size = f.count;
+    g.buffer = std::move(values);
+    caf::anon_send(s.relay, push_atom_v, f.id, std::move(g));
+  }
+  s.sock->shutdown();
+  s.writer->stop();
+  caf::anon_send_exit(s.relay, caf::exit_reason::user_shutdown);
+  s.done = true;
+}
+
+} // namespace
+
+class data_server_impl {
+public:
+  /// Serves listening socket `fd`: behind a front door when `guard` is
+  /// set (the cluster key or TLS), else with a plain accept loop.
+  data_server_impl(caf::actor_system& sys, int fd,
+                   std::shared_ptr<const link_guard> guard,
+                   caf::timespan timeout)
+    : sys_(sys), listen_fd_(fd), port_(local_port_of(fd)), timeout_(timeout) {
+    if (guard)
+      door_ = std::make_unique<front_door>(
+        fd, std::move(guard),
+        [this](int peer, ssl_ptr ssl) { admit(peer, std::move(ssl)); },
+        "data plane", true);
+    else
+      acceptor_ = std::thread([this] { accept_loop(); });
+  }
+
+  uint16_t port() const { return port_; }
+
+  void serve(int32_t id, shard_data_actor h, uint64_t size,
+             std::vector<int> row_dims) {
+    shards_->put(id, std::move(h), size, std::move(row_dims));
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (stopped_)
+        return;
+      stopped_ = true;
+    }
+    if (door_) {
+      door_->stop(); // closes the listener
+    } else {
+      ::shutdown(listen_fd_, SHUT_RDWR);
+      if (acceptor_.joinable())
+        acceptor_.join();
+      ::close(listen_fd_);
+    }
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& s : sessions_) {
+      s->gate->close();
+      s->sock->shutdown();
+    }
+    for (auto& s : sessions_)
+      finish(*s);
+    sessions_.clear();
+  }
+
+private:
+  static void finish(session& s) {
+    if (s.reader.joinable())
+      s.reader.join();
+  }
+
+  void accept_loop() {
+    for (;;) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED)
+          continue;
+        return; // the listener was shut down
+      }
+      no_delay(fd);
+      admit(fd, nullptr);
+    }
+  }
+
+  /// Starts a session on a new connection (proven already when the links
+  /// are guarded).
+  void admit(int fd, ssl_ptr ssl) {
+    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopped_)
+      return;
+    // Sessions whose peer has gone are joined here, so a node that sees
+    // many reconnects keeps a bounded list.
+    sessions_.remove_if([](const std::unique_ptr<session>& s) {
+      if (!s->done)
+        return false;
+      finish(*s);
+      return true;
+    });
+    // Each session may hold a shard-sized buffer: their number is
+    // bounded (one per worker node is what a cluster needs).
+    if (sessions_.size() >= max_sessions) {
+      std::cerr << "troupe: data plane: refusing the connection from "
+                << sock->peer() << ": " << max_sessions
+                << " connections are open" << std::endl;
+      return;
+    }
+    auto s = std::make_unique<session>();
+    s->shards = shards_;
+    s->sock = sock;
+    auto ctx = std::make_shared<relay_context>();
+    ctx->writer = s->writer;
+    ctx->shards = shards_;
+    ctx->timeout = timeout_;
+    s->relay = sys_.spawn(relay_impl, ctx);
+    s->writer->on_progress([gate = s->gate] { gate->answered(); });
+    s->writer->start(sock);
+    auto* raw = s.get();
+    s->reader = std::thread([raw] { serve_connection(*raw); });
+    sessions_.push_back(std::move(s));
+  }
+
+  static constexpr size_t max_sessions = 256;
+
+  caf::actor_system& sys_;
+  int listen_fd_;
+  uint16_t port_;
+  caf::timespan timeout_;
+  std::shared_ptr<shard_registry> shards_ = std::make_shared<shard_registry>();
+  std::unique_ptr<front_door> door_;
+  std::thread acceptor_;
+  std::mutex mtx_;
+  std::list<std::unique_ptr<session>> sessions_;
+  bool stopped_ = false;
+};
+
+caf::expected<std::shared_ptr<data_server>>
+data_server::start(caf::actor_system& sys, const std::string& host,
+                   caf::timespan timeout) {
+  auto sec = security_of(sys);
+  if (auto err = sec->may_listen(host, "the data plane"))
+    return err;
+  auto fd = listen_on(host, 0, false);
+  if (!fd)
+    return make_error(errc::node_unreachable,
+                      "cannot listen for the data plane on " + host + ": "
+                        + describe(fd.error()));
+  return std::make_shared<data_server>(
+    std::make_unique<data_server_impl>(sys, *fd, sec->guard, timeout));
+}
+
+data_server::data_server(std::unique_ptr<data_server_impl> impl)
+  : impl_(std::move(impl)) {
+}
+
+data_server::~data_server() {
+  stop();
+}
+
+uint16_t data_server::port() const {
+  return impl_->port();
+}
+
+void data_server::serve(int32_t id, shard_data_actor handle, uint64_t size,
+                        std::vector<int> row_dims) {
+  impl_->serve(id, std::move(handle), size, std::move(row_dims));
+}
+
+void data_server::stop() {
+  impl_->stop();
+}
+
+} // namespace troupe

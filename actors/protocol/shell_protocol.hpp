@@ -1,0 +1,177 @@
+// The shell's part of the protocol (actors/protocol/protocol.hpp includes it; its
+// atoms, type IDs and the chief's handlers are there): what troupe-shell
+// names in a command, and the cluster view the chief answers `status`
+// with. troupe-shell parses the text and renders these (apps/shell/shell_*),
+// as CAF's distributed_calculator parses in its client; the chief only
+// carries out typed requests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/meta/type_name.hpp"
+
+namespace troupe {
+
+/// The kinds of actor a shell command names.
+enum class actor_role : uint8_t { chief, feeder, shard, worker };
+
+inline const char* to_string(actor_role r) {
+  switch (r) {
+    case actor_role::chief: return "chief";
+    case actor_role::feeder: return "feeder";
+    case actor_role::shard: return "shard";
+    case actor_role::worker: return "worker";
+  }
+  return "?";
+}
+
+/// "chief", "feeder", "shard:N", "worker:N".
+struct actor_ref {
+  actor_role role = actor_role::chief;
+  int32_t index = -1; ///< shards and workers
+};
+
+inline std::string to_string(const actor_ref& a) {
+  std::string out = to_string(a.role);
+  if (a.role == actor_role::shard || a.role == actor_role::worker)
+    out += ":" + std::to_string(a.index);
+  return out;
+}
+
+/// What the shell may steer on the shards.
+enum class tune_key : uint8_t {
+  lr, ///< the optimizer's base learning rate (> 0)
+};
+
+inline const char* to_string(tune_key k) {
+  switch (k) {
+    case tune_key::lr: return "lr";
+  }
+  return "?";
+}
+
+/// The run, as the chief sees it.
+struct run_view {
+  std::string name, run_id, config_digest, mode, phase;
+  std::string own_node;        ///< the chief's node ("local": embedded)
+  std::string optimizer;
+  int64_t steps = 0;
+  double epoch = 0;
+  double seconds = 0;          ///< since training began
+  double examples_per_sec = 0;
+  double test_accuracy = -1;   ///< -1: no evaluation yet
+  /// The steps the run ends at (epochs, or the step limit if lower).
+  int64_t total_steps = 0;
+  /// The shards' learning rate now: the base (as the config, or as the
+  /// shell last set it) through the schedule at this step.
+  double learning_rate = 0;
+  double loss = -1;            ///< recent training loss; -1: none yet
+  /// The seconds left at this chief's rate so far; -1: no rate yet.
+  double eta_seconds = -1;
+  bool paused = false, recovering = false, stopping = false;
+  int32_t restarts = 0, shard_recoveries = 0;
+  int64_t lost_steps = 0;
+  /// Taken over from a lost chief: the checkpoint's step and the steps
+  /// that cost (-1: not known, the shards died too).
+  bool taken_over = false;
+  int64_t taken_from_step = -1, taken_lost_steps = -1;
+  std::string last_checkpoint;
+};
+
+struct node_view {
+  std::string name, address;
+  bool up = false, chief = false, joined = false;
+  std::vector<int32_t> shards, workers;
+  /// Its process's resident memory and CPU time; -1: it did not answer.
+  int64_t resident_bytes = -1;
+  double cpu_seconds = -1;
+};
+
+struct worker_view {
+  int32_t id = 0;
+  std::string node, state;
+  int64_t step = 0, clock = 0, samples = 0, staleness = 0, window_steps = 0;
+  double examples_per_sec = 0, loss = 0, compute_seconds = 0;
+  int32_t restarts = 0;
+};
+
+struct shard_view {
+  int32_t id = 0;
+  std::string node, state; ///< running, restoring or down
+  uint64_t begin = 0, end = 0; ///< its range of the flat vector
+  bool answered = false; ///< the counters below came from the shard
+  int64_t version = 0, accepted = 0, stale = 0, refused = 0;
+  int64_t ssp_pulls = -1, ssp_max_lead = -1; ///< -1: not an ssp run
+  int64_t pulled_bytes = 0, pushed_bytes = 0; ///< see shard_stats
+  /// Embedding tables (see shard_stats); rows -1: the model has none.
+  int64_t rows = -1, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+};
+
+struct feeder_view {
+  bool answered = false;
+  int64_t acked = 0, position = 0;
+  std::vector<int64_t> epoch_samples;
+};
+
+/// Everything `status`, `nodes`, `workers`, `shards` and `inspect` show.
+struct cluster_view {
+  run_view run;
+  std::vector<node_view> nodes;
+  std::vector<shard_view> shards;
+  std::vector<worker_view> workers;
+  feeder_view feeder;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, actor_ref& x) {
+  return f(caf::meta::type_name("actor_ref"), x.role, x.index);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_view& x) {
+  return f(caf::meta::type_name("run_view"), x.name, x.run_id,
+           x.config_digest, x.mode, x.phase, x.own_node, x.optimizer, x.steps,
+           x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
+           x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
+           x.recovering, x.stopping, x.restarts, x.shard_recoveries,
+           x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,
+           x.last_checkpoint);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_view& x) {
+  return f(caf::meta::type_name("node_view"), x.name, x.address, x.up,
+           x.chief, x.joined, x.shards, x.workers, x.resident_bytes,
+           x.cpu_seconds);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
+  return f(caf::meta::type_name("worker_view"), x.id, x.node, x.state, x.step,
+           x.clock, x.samples, x.staleness, x.window_steps,
+           x.examples_per_sec, x.loss, x.compute_seconds, x.restarts);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
+  return f(caf::meta::type_name("shard_view"), x.id, x.node, x.state, x.begin,
+           x.end, x.answered, x.version, x.accepted, x.stale, x.refused,
+           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes,
+           x.rows, x.row_bytes, x.rows_pulled, x.rows_pushed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, feeder_view& x) {
+  return f(caf::meta::type_name("feeder_view"), x.answered, x.acked,
+           x.position, x.epoch_samples);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_view& x) {
+  return f(caf::meta::type_name("cluster_view"), x.run, x.nodes, x.shards,
+           x.workers, x.feeder);
+}
+
+} // namespace troupe

@@ -1,0 +1,233 @@
+#include "apps/metrics/prometheus_text.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace troupe {
+
+namespace {
+
+std::string number(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.9g", x);
+  return buf;
+}
+
+std::string number(int64_t x) { return std::to_string(x); }
+
+/// One metric family: its # HELP and # TYPE lines, then samples.
+class family {
+public:
+  family(std::string& out, const char* name, const char* type,
+         const char* help)
+    : out_(out), name_(name) {
+    out_ += std::string{"# HELP "} + name + " " + help + "\n# TYPE " + name
+            + " " + type + "\n";
+  }
+
+  template <class T>
+  family& sample(T value, const std::string& labels = {}) {
+    out_ += name_;
+    if (!labels.empty())
+      out_ += "{" + labels + "}";
+    out_ += " " + number(value) + "\n";
+    return *this;
+  }
+
+private:
+  std::string& out_;
+  std::string name_;
+};
+
+std::string label(const char* key, const std::string& value) {
+  return std::string{key} + "=\"" + prometheus_label_value(value) + "\"";
+}
+
+std::string worker_labels(const worker_view& w) {
+  return label("worker", std::to_string(w.id)) + "," + label("node", w.node);
+}
+
+std::string shard_labels(const shard_view& s) {
+  return label("shard", std::to_string(s.id)) + "," + label("node", s.node);
+}
+
+} // namespace
+
+std::string prometheus_label_value(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string prometheus_text(const cluster_view& v, const process_usage& self) {
+  std::string out;
+  const auto& r = v.run;
+  family(out, "troupe_run_info", "gauge",
+         "The run: its name, id, consistency mode, phase and optimizer.")
+    .sample(int64_t{1}, label("run", r.name) + "," + label("run_id", r.run_id)
+                          + "," + label("mode", r.mode) + ","
+                          + label("phase", r.phase) + ","
+                          + label("optimizer", r.optimizer));
+  family(out, "troupe_steps_total", "counter",
+         "Batches trained, all workers together.")
+    .sample(r.steps);
+  family(out, "troupe_planned_steps", "gauge",
+         "The steps the run ends at.")
+    .sample(r.total_steps);
+  family(out, "troupe_epoch", "gauge", "Epochs trained (fractional).")
+    .sample(r.epoch);
+  family(out, "troupe_training_seconds_total", "counter",
+         "Seconds of training, time paused from the shell left out.")
+    .sample(r.seconds);
+  family(out, "troupe_examples_per_second", "gauge",
+         "Samples trained per second of training, over the run.")
+    .sample(r.examples_per_sec);
+  family(out, "troupe_learning_rate", "gauge",
+         "The shards' learning rate now (schedule and shell included).")
+    .sample(r.learning_rate);
+  if (r.loss >= 0)
+    family(out, "troupe_loss", "gauge", "Recent training loss.")
+      .sample(r.loss);
+  if (r.test_accuracy >= 0)
+    family(out, "troupe_test_accuracy", "gauge",
+           "Test accuracy of the last evaluation.")
+      .sample(r.test_accuracy);
+  if (r.eta_seconds >= 0)
+    family(out, "troupe_eta_seconds", "gauge",
+           "Seconds left at the run's rate so far.")
+      .sample(r.eta_seconds);
+  family(out, "troupe_paused", "gauge", "1 while paused from the shell.")
+    .sample(int64_t{r.paused ? 1 : 0});
+  family(out, "troupe_restarts_total", "counter",
+         "Worker restarts after failures.")
+    .sample(int64_t{r.restarts});
+  family(out, "troupe_shard_recoveries_total", "counter",
+         "Shard losses recovered from a checkpoint or the live shards.")
+    .sample(int64_t{r.shard_recoveries});
+  family(out, "troupe_lost_steps_total", "counter",
+         "Steps lost to shard recoveries and trained again.")
+    .sample(r.lost_steps);
+  if (v.feeder.answered)
+    family(out, "troupe_feeder_batches_done_total", "counter",
+           "Batches the feeder counts done.")
+      .sample(v.feeder.acked);
+  {
+    family f(out, "troupe_node_up", "gauge", "1 while a node is up.");
+    for (auto& n : v.nodes)
+      f.sample(int64_t{n.up ? 1 : 0}, label("node", n.name) + ","
+                                        + label("address", n.address));
+  }
+  {
+    family f(out, "troupe_worker_steps_total", "counter",
+             "Steps a worker trained, all its incarnations.");
+    for (auto& w : v.workers)
+      f.sample(w.step, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_samples_total", "counter",
+             "Samples a worker trained.");
+    for (auto& w : v.workers)
+      f.sample(w.samples, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_examples_per_second", "gauge",
+             "A worker's samples per second of its compute time.");
+    for (auto& w : v.workers)
+      f.sample(w.examples_per_sec, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_staleness", "gauge",
+             "The most updates a shard applied between a pull of the "
+             "worker and its push, over its last report.");
+    for (auto& w : v.workers)
+      f.sample(w.staleness, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_loss", "gauge",
+             "The training loss of a worker's last report.");
+    for (auto& w : v.workers)
+      if (w.step > 0)
+        f.sample(w.loss, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_restarts_total", "counter",
+             "Restarts of a worker.");
+    for (auto& w : v.workers)
+      f.sample(int64_t{w.restarts}, worker_labels(w));
+  }
+  // One sample per shard that answered: its `value` (-1: none to give).
+  auto per_shard = [&](const char* name, const char* type, const char* help,
+                       auto value) {
+    family f(out, name, type, help);
+    for (auto& s : v.shards)
+      if (s.answered && value(s) >= 0)
+        f.sample(value(s), shard_labels(s));
+  };
+  per_shard("troupe_shard_updates_total", "counter",
+            "A shard's version: updates applied (rate() is its update rate).",
+            [](const shard_view& s) { return s.version; });
+  {
+    family f(out, "troupe_shard_pushes_total", "counter",
+             "Gradient pushes a shard took, by outcome.");
+    for (auto& s : v.shards)
+      if (s.answered) {
+        f.sample(s.accepted, shard_labels(s) + ",outcome=\"accepted\"");
+        f.sample(s.stale, shard_labels(s) + ",outcome=\"stale\"");
+        f.sample(s.refused, shard_labels(s) + ",outcome=\"refused\"");
+      }
+  }
+  per_shard("troupe_shard_pulled_bytes_total", "counter",
+            "Parameter bytes a shard sent to pulls (workers' and the chief's).",
+            [](const shard_view& s) { return s.pulled_bytes; });
+  per_shard("troupe_shard_pushed_bytes_total", "counter",
+            "Gradient bytes pushed to a shard.",
+            [](const shard_view& s) { return s.pushed_bytes; });
+  // Embedding tables: only when the model has them (rows -1 otherwise).
+  if (std::any_of(v.shards.begin(), v.shards.end(),
+                  [](const shard_view& s) { return s.rows >= 0; })) {
+    per_shard("troupe_shard_rows", "gauge",
+              "Embedding-table rows a shard holds.",
+              [](const shard_view& s) { return s.rows; });
+    per_shard("troupe_shard_row_memory_bytes", "gauge",
+              "Bytes of a shard's table rows: values, optimizer state, "
+              "index.",
+              [](const shard_view& s) { return s.row_bytes; });
+    per_shard("troupe_shard_rows_pulled_total", "counter",
+              "Table rows a shard sent to pulls.",
+              [](const shard_view& s) { return s.rows_pulled; });
+    per_shard("troupe_shard_rows_pushed_total", "counter",
+              "Table row gradients pushed to a shard.",
+              [](const shard_view& s) { return s.rows_pushed; });
+  }
+  // One sample per node whose process answered (-1: it did not).
+  auto per_node = [&](const char* name, const char* type, const char* help,
+                      auto value) {
+    family f(out, name, type, help);
+    for (auto& n : v.nodes)
+      if (value(n) >= 0)
+        f.sample(value(n), label("node", n.name));
+  };
+  per_node("troupe_node_resident_memory_bytes", "gauge",
+           "Resident memory of a node's process.",
+           [](const node_view& n) { return n.resident_bytes; });
+  per_node("troupe_node_cpu_seconds_total", "counter",
+           "User and system CPU time of a node's process.",
+           [](const node_view& n) { return n.cpu_seconds; });
+  family(out, "process_resident_memory_bytes", "gauge",
+         "Resident memory of the serving process (the chief's).")
+    .sample(self.resident_bytes);
+  family(out, "process_cpu_seconds_total", "counter",
+         "User and system CPU time of the serving process.")
+    .sample(self.cpu_seconds);
+  return out;
+}
+
+} // namespace troupe

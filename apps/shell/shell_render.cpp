@@ -1,0 +1,398 @@
+#include "apps/shell/shell_render.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+// GCC 12 reports a false -Warray-bounds inside nlohmann::json (at -O2).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string cell(const json& v) {
+  if (v.is_null())
+    return "-";
+  if (v.is_string())
+    return v.get<std::string>();
+  if (v.is_number_float()) {
+    char buf[64];
+    double d = v.get<double>();
+    std::snprintf(buf, sizeof(buf), d >= 100 ? "%.0f" : "%.4g", d);
+    return buf;
+  }
+  if (v.is_array()) {
+    std::string out;
+    for (auto& x : v)
+      out += (out.empty() ? "" : ",") + cell(x);
+    return out.empty() ? "-" : out;
+  }
+  return v.dump();
+}
+
+/// One row per object; a column per (key, heading).
+std::string table(const json& rows,
+                  const std::vector<std::pair<std::string, std::string>>& cols) {
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> width;
+  for (auto& [key, head] : cols)
+    width.push_back(head.size());
+  for (auto& r : rows) {
+    std::vector<std::string> line;
+    for (size_t c = 0; c < cols.size(); ++c) {
+      auto& key = cols[c].first;
+      // "step" shows a shard's version, so one column serves both.
+      auto v = r.contains(key) ? r[key]
+               : key == "step" && r.contains("version") ? r["version"]
+                                                        : json{};
+      line.push_back(cell(v));
+      width[c] = std::max(width[c], line.back().size());
+    }
+    cells.push_back(std::move(line));
+  }
+  std::ostringstream out;
+  auto emit = [&](const std::vector<std::string>& line) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      out << line[c];
+      if (c + 1 < line.size())
+        out << std::string(width[c] - line[c].size() + 2, ' ');
+    }
+    out << "\n";
+  };
+  std::vector<std::string> heads;
+  for (auto& [key, head] : cols)
+    heads.push_back(head);
+  emit(heads);
+  for (auto& line : cells)
+    emit(line);
+  return out.str();
+}
+
+const std::vector<std::pair<std::string, std::string>> actor_cols = {
+  {"id", "ACTOR"},   {"role", "ROLE"},
+  {"node", "NODE"},  {"state", "STATE"},
+  {"step", "STEP/VERSION"}, {"examples_per_sec", "EXAMPLES/S"},
+  {"staleness", "STALENESS"}, {"restarts", "RESTARTS"}};
+
+std::string lines(const json& j, const std::string& indent = "") {
+  std::ostringstream out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it->is_object()) {
+      out << indent << it.key() << ":\n" << lines(*it, indent + "  ");
+    } else if (it->is_array() && !it->empty() && (*it)[0].is_object()) {
+      out << indent << it.key() << ":\n";
+      for (auto& x : *it)
+        out << lines(x, indent + "  ") << indent << "  --\n";
+    } else {
+      out << indent << it.key() << ": " << cell(*it) << "\n";
+    }
+  }
+  return out.str();
+}
+
+
+/// "1h02m", "3m05s", "42s"; "-" when unknown.
+std::string duration(const json& seconds) {
+  if (!seconds.is_number())
+    return "-";
+  auto s = static_cast<long long>(seconds.get<double>() + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  return buf;
+}
+
+/// Tables for lists of actors and nodes, "key: value" lines for the rest.
+std::string for_people(const std::string& command, const json& j) {
+  if (command == "help" && j.contains("help"))
+    return j["help"].get<std::string>() + "\n";
+  if (command == "status" && j.contains("actors")) {
+    auto& r = j["run"];
+    std::ostringstream head;
+    head << "run " << cell(r["name"]) << " (" << cell(r["mode"]) << "): step "
+         << cell(r["steps"]) << " of " << cell(r["total_steps"]) << " ("
+         << cell(r["percent_done"]) << "%), epoch " << cell(r["epoch"])
+         << ", ETA " << duration(r["eta_seconds"]) << ", "
+         << cell(r["examples_per_sec"]) << " examples/s, lr "
+         << cell(r["learning_rate"]) << ", loss " << cell(r["loss"])
+         << ", test accuracy "
+         << cell(r["test_accuracy"]) << (r["paused"].get<bool>() ? ", PAUSED" : "")
+         << (r["recovering"].get<bool>() ? ", RECOVERING" : "")
+         << ", restarts " << cell(r["restarts"]) << ", shard recoveries "
+         << cell(r["shard_recoveries"]) << " (" << cell(r["lost_steps"])
+         << " steps lost)\n";
+    return head.str() + table(j["actors"], actor_cols);
+  }
+  if ((command == "workers" || command == "shards") && j.is_array())
+    return table(j, actor_cols);
+  if (command == "nodes" && j.is_array())
+    return table(j, {{"name", "NODE"},
+                     {"address", "ADDRESS"},
+                     {"state", "STATE"},
+                     {"chief", "CHIEF"},
+                     {"shards", "SHARDS"},
+                     {"workers", "WORKERS"},
+                     {"resident_bytes", "RSS_BYTES"},
+                     {"cpu_seconds", "CPU_SECONDS"}});
+  if (j.is_object())
+    return lines(j);
+  return j.dump(2) + "\n";
+}
+
+json taken_over_json(const run_view& r) {
+  if (!r.taken_over)
+    return nullptr;
+  return {{"from_step", r.taken_from_step},
+          {"lost_steps", r.taken_lost_steps >= 0 ? json(r.taken_lost_steps)
+                                                 : json(nullptr)}};
+}
+
+json percent_done(const run_view& r) {
+  if (r.total_steps <= 0)
+    return nullptr;
+  return std::min(100.0, 100.0 * static_cast<double>(r.steps)
+                           / static_cast<double>(r.total_steps));
+}
+
+json run_json(const run_view& r) {
+  return {{"name", r.name},
+          {"run_id", r.run_id},
+          {"config_digest", r.config_digest},
+          {"mode", r.mode},
+          {"steps", r.steps},
+          {"epoch", r.epoch},
+          {"seconds", r.seconds},
+          {"examples_per_sec", r.examples_per_sec},
+          // null, not a -1 a script could average in, before the first
+          // evaluation.
+          {"test_accuracy", r.test_accuracy >= 0 ? json(r.test_accuracy)
+                                                 : json(nullptr)},
+          {"total_steps", r.total_steps},
+          {"percent_done", percent_done(r)},
+          {"eta_seconds", r.eta_seconds >= 0 ? json(r.eta_seconds)
+                                             : json(nullptr)},
+          {"learning_rate", r.learning_rate},
+          {"loss", r.loss >= 0 ? json(r.loss) : json(nullptr)},
+          {"paused", r.paused},
+          {"recovering", r.recovering},
+          {"phase", r.phase},
+          {"stopping", r.stopping},
+          {"restarts", r.restarts},
+          {"shard_recoveries", r.shard_recoveries},
+          {"lost_steps", r.lost_steps},
+          // A run taken over from a lost chief: the checkpoint's step and
+          // the steps that cost (null: not known, the shards died too).
+          {"taken_over", taken_over_json(r)},
+          {"last_checkpoint", r.last_checkpoint}};
+}
+
+json nodes_json(const cluster_view& v) {
+  json out = json::array();
+  for (auto& n : v.nodes)
+    out.push_back({{"name", n.name},
+                   {"address", n.address},
+                   {"state", n.up ? "up" : "down"},
+                   {"chief", n.chief},
+                   {"joined", n.joined},
+                   {"shards", n.shards},
+                   {"workers", n.workers},
+                   // null: its process did not answer (down, or slow)
+                   {"resident_bytes", n.resident_bytes >= 0
+                                        ? json(n.resident_bytes)
+                                        : json(nullptr)},
+                   {"cpu_seconds", n.cpu_seconds >= 0 ? json(n.cpu_seconds)
+                                                      : json(nullptr)}});
+  return out;
+}
+
+json worker_json(const worker_view& w) {
+  return {{"id", "worker:" + std::to_string(w.id)},
+          {"role", "worker"},
+          {"node", w.node},
+          {"state", w.state},
+          {"step", w.step},
+          {"clock", w.clock},
+          {"samples", w.samples},
+          {"examples_per_sec", w.examples_per_sec},
+          {"staleness", w.staleness},
+          {"loss", w.loss},
+          {"restarts", w.restarts}};
+}
+
+json shard_json(const shard_view& s) {
+  json j{{"id", "shard:" + std::to_string(s.id)},
+         {"role", "shard"},
+         {"node", s.node},
+         {"state", s.state},
+         {"size", s.end - s.begin}};
+  if (s.answered) {
+    j["version"] = s.version;
+    j["accepted"] = s.accepted;
+    j["stale"] = s.stale;
+    j["refused"] = s.refused;
+    j["pulled_bytes"] = s.pulled_bytes;
+    j["pushed_bytes"] = s.pushed_bytes;
+    if (s.ssp_pulls >= 0) {
+      j["ssp_pulls"] = s.ssp_pulls;
+      j["ssp_max_lead"] = s.ssp_max_lead;
+    }
+    if (s.rows >= 0) {
+      j["rows"] = s.rows;
+      j["row_bytes"] = s.row_bytes;
+      j["rows_pulled"] = s.rows_pulled;
+      j["rows_pushed"] = s.rows_pushed;
+    }
+  }
+  return j;
+}
+
+json status_json(const cluster_view& v) {
+  auto& r = v.run;
+  json actors = json::array();
+  actors.push_back({{"id", "chief"},
+                    {"role", "chief"},
+                    {"node", r.own_node},
+                    {"state", r.stopping     ? "stopping"
+                              : r.recovering ? "recovering"
+                              : r.paused     ? "paused"
+                                             : "training"},
+                    {"step", r.steps},
+                    {"examples_per_sec", r.examples_per_sec},
+                    {"restarts", r.restarts}});
+  actors.push_back({{"id", "feeder"},
+                    {"role", "feeder"},
+                    {"node", r.own_node},
+                    {"state", r.paused ? "paused" : "leasing"}});
+  for (auto& s : v.shards)
+    actors.push_back(shard_json(s));
+  for (auto& w : v.workers)
+    actors.push_back(worker_json(w));
+  return {{"run", run_json(r)}, {"actors", actors}};
+}
+
+caf::error no_such(const std::string& what) {
+  return make_error(errc::invalid_argument, what);
+}
+
+/// What `inspect` shows of one actor.
+caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
+  switch (a.role) {
+    case actor_role::chief:
+      return json{{"run", run_json(v.run)}, {"nodes", nodes_json(v)}};
+    case actor_role::feeder:
+      if (!v.feeder.answered)
+        return no_such("the feeder did not answer");
+      return json{{"id", "feeder"},
+                  {"acked", v.feeder.acked},
+                  {"position", v.feeder.position},
+                  {"epoch_samples", v.feeder.epoch_samples},
+                  {"paused", v.run.paused}};
+    case actor_role::worker:
+      for (auto& w : v.workers)
+        if (w.id == a.index) {
+          auto j = worker_json(w);
+          j["compute_seconds"] = w.compute_seconds;
+          j["window_steps"] = w.window_steps;
+          return j;
+        }
+      return no_such("no worker " + std::to_string(a.index));
+    case actor_role::shard:
+      for (auto& s : v.shards)
+        if (s.id == a.index) {
+          auto j = shard_json(s);
+          j["range"] = {s.begin, s.end};
+          j["optimizer"] = v.run.optimizer;
+          return j;
+        }
+      return no_such("no shard " + std::to_string(a.index)
+                     + (v.shards.empty()
+                          ? std::string{" (the shards have not started)"}
+                          : " (shards: 0-"
+                              + std::to_string(v.shards.size() - 1) + ")"));
+  }
+  return no_such("unknown actor");
+}
+
+std::string print(const std::string& command, const json& j, bool raw_json) {
+  return raw_json ? j.dump() + "\n" : for_people(command, j);
+}
+
+} // namespace
+
+caf::expected<std::string> render_view(const shell_command& c,
+                                       const cluster_view& v, bool raw_json) {
+  using verb = shell_command::verb;
+  json j;
+  switch (c.what) {
+    case verb::help:
+      return raw_json ? json{{"help", shell_help}}.dump() + "\n"
+                      : std::string{shell_help} + "\n";
+    case verb::status:
+      j = status_json(v);
+      break;
+    case verb::nodes:
+      j = nodes_json(v);
+      break;
+    case verb::workers:
+      j = json::array();
+      for (auto& w : v.workers)
+        j.push_back(worker_json(w));
+      break;
+    case verb::shards:
+      j = json::array();
+      for (auto& s : v.shards)
+        j.push_back(shard_json(s));
+      break;
+    case verb::inspect: {
+      auto one = inspect_json(c.target, v);
+      if (!one)
+        return one.error();
+      j = std::move(*one);
+      break;
+    }
+    default:
+      return no_such("\"" + c.word + "\" is not answered from the status");
+  }
+  return print(c.word, j, raw_json);
+}
+
+std::string render_added(const std::vector<int32_t>& ids,
+                         const std::string& node, bool raw_json) {
+  return print("add-worker", json{{"added", ids}, {"node", node}}, raw_json);
+}
+
+std::string render_killed(const actor_ref& target, bool raw_json) {
+  return print("kill", json{{"killed", to_string(target)}}, raw_json);
+}
+
+std::string render_checkpoint(const std::string& path, bool raw_json) {
+  return print("checkpoint", json{{"checkpoint", path}}, raw_json);
+}
+
+std::string render_tuned(tune_key key, double value, bool raw_json) {
+  return print("set", json{{to_string(key), value}}, raw_json);
+}
+
+std::string render_paused(bool paused, bool raw_json) {
+  return print("pause", json{{"paused", paused}}, raw_json);
+}
+
+std::string render_stopping(bool raw_json) {
+  return print("stop", json{{"stopping", true}}, raw_json);
+}
+
+} // namespace troupe
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,404 @@
+#include "runtime/checkpoint/checkpoint.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/base/file_io.hpp"
+#include "runtime/base/json_text.hpp"
+
+namespace troupe {
+
+namespace {
+
+static_assert(sizeof(float) == 4, "F32 tensors need 4-byte floats");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; this writer copies host floats"
+#endif
+
+constexpr const char* format_name = "troupe-checkpoint";
+constexpr const char* format_version = "1";
+/// Far above any model's header (a tensor's entry is ~100 bytes).
+constexpr uint64_t max_header_bytes = 16 << 20;
+/// Tensors of a file, params and optimizer slots together: troupe's models
+/// have at most about 130 (64 hidden layers), 400 with Adam's two slots.
+/// Bounded because building the layout compares each name with those
+/// before it: 20,000 tensors took 0.4 s to read, the 200,000 that fit in
+/// a 16 MB header would take about 40 s.
+constexpr size_t max_tensors = 4096;
+
+using json = nlohmann::json;
+using namespace file_io;
+
+} // namespace
+
+caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
+  const size_t total = ckpt.layout.total();
+  if (ckpt.params.size() != total)
+    return make_error(errc::wrong_size,
+                      path + ": params have " + std::to_string(ckpt.params.size())
+                        + " values, layout needs " + std::to_string(total));
+  for (auto& [name, values] : ckpt.slots)
+    if (values.size() != total)
+      return make_error(errc::wrong_size,
+                        path + ": optimizer slot " + name + " has "
+                          + std::to_string(values.size()) + " values, needs "
+                          + std::to_string(total));
+  // What is written must read back (read_checkpoint's bound).
+  const size_t tensors = ckpt.layout.tensors().size() * (1 + ckpt.slots.size());
+  if (tensors > max_tensors)
+    return make_error(errc::invalid_argument,
+                      path + ": " + std::to_string(tensors)
+                        + " tensors (a checkpoint holds at most "
+                        + std::to_string(max_tensors) + ")");
+  // Header: one entry per tensor per vector, offsets in bytes from the start
+  // of the data section.
+  json header = json::object();
+  json meta = json::object();
+  for (auto& [key, value] : ckpt.metadata) {
+    // The file's own keys: a caller's value there would be overwritten on
+    // write and dropped on read, silently.
+    if (key == "format" || key == "version" || key == "step")
+      return make_error(errc::invalid_argument,
+                        path + ": metadata key \"" + key
+                          + "\" is reserved for the checkpoint format");
+    meta[key] = value;
+  }
+  meta["format"] = format_name;
+  meta["version"] = format_version;
+  meta["step"] = std::to_string(ckpt.step);
+  header["__metadata__"] = meta;
+  std::vector<std::pair<std::string, const std::vector<float>*>> vectors;
+  vectors.emplace_back("params", &ckpt.params);
+  for (auto& [name, values] : ckpt.slots)
+    vectors.emplace_back(name, &values);
+  size_t offset = 0;
+  for (auto& [prefix, values] : vectors)
+    for (auto& t : ckpt.layout.tensors()) {
+      size_t bytes = t.size * sizeof(float);
+      header[prefix + "/" + t.name] = {{"dtype", "F32"},
+                                       {"shape", t.dims},
+                                       {"data_offsets", {offset, offset + bytes}}};
+      offset += bytes;
+    }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // align the data to 8 bytes
+  uint64_t len = text.size();
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i)
+    len_le[i] = static_cast<unsigned char>(len >> (8 * i));
+
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  fd_guard fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                     0644)};
+  if (fd.get() < 0)
+    return io_error(tmp, "cannot create");
+  bool ok = write_all(fd.get(), len_le, 8)
+            && write_all(fd.get(), text.data(), text.size());
+  for (auto& [prefix, values] : vectors)
+    ok = ok && write_all(fd.get(), values->data(), total * sizeof(float));
+  if (!ok || ::fsync(fd.get()) != 0) {
+    auto err = io_error(tmp, "write failed");
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  if (::close(fd.release()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto err = io_error(path, "cannot move the new checkpoint into place");
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  // Make the rename itself durable.
+  fd_guard dir{::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY)};
+  if (dir.get() >= 0)
+    ::fsync(dir.get());
+  return caf::none;
+}
+
+namespace {
+
+/// The bytes of a checkpoint file: only a regular file is read (a FIFO
+/// named ckpt-* would block the reader forever), and the header's length
+/// is checked against the file before anything the file names is
+/// allocated.
+struct checkpoint_bytes {
+  json header;
+  std::vector<char> bytes; ///< the whole file, when read in full
+  uint64_t header_len = 0;
+  uint64_t file_size = 0;
+};
+
+caf::expected<checkpoint_bytes> read_checkpoint_bytes(const std::string& path,
+                                                      bool whole) {
+  fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return make_error(errc::file_not_found, path + ": no such file");
+    return io_error(path, "cannot open");
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(path, "cannot stat");
+  if (!S_ISREG(st.st_mode))
+    return format_error(path, "not a regular file");
+  checkpoint_bytes out;
+  out.file_size = static_cast<uint64_t>(st.st_size);
+  auto read_at = [&](char* dst, uint64_t n, uint64_t at) {
+    return pread_all(fd.get(), dst, n, at);
+  };
+  if (out.file_size < 8)
+    return format_error(path, "truncated: " + std::to_string(out.file_size)
+                                + " bytes, not even a safetensors header");
+  char len_bytes[8];
+  if (!read_at(len_bytes, 8, 0))
+    return io_error(path, "read failed");
+  uint64_t len = 0;
+  for (int i = 0; i < 8; ++i)
+    len |= uint64_t{static_cast<unsigned char>(len_bytes[i])} << (8 * i);
+  if (len > out.file_size - 8)
+    return format_error(path, "truncated: header claims " + std::to_string(len)
+                                + " bytes, file has "
+                                + std::to_string(out.file_size - 8)
+                                + " after the length");
+  if (len > max_header_bytes)
+    return format_error(path, "a header of " + std::to_string(len)
+                                + " bytes (at most "
+                                + std::to_string(max_header_bytes) + ")");
+  out.header_len = len;
+  std::vector<char> head;
+  std::vector<char>* into = &head;
+  if (whole) {
+    out.bytes.resize(static_cast<size_t>(out.file_size));
+    into = &out.bytes;
+    if (!read_at(out.bytes.data(), out.file_size, 0))
+      return io_error(path, "read failed");
+  } else {
+    head.resize(static_cast<size_t>(len) + 8);
+    if (!read_at(head.data(), len + 8, 0))
+      return io_error(path, "read failed");
+  }
+  // Depth is bounded: safetensors headers are three levels deep.
+  const char* text = into->data() + 8;
+  if (nested_deeper_than(text, text + len, 8))
+    return format_error(path, "corrupt safetensors header: nested deeper "
+                              "than a safetensors header is");
+  try {
+    out.header = json::parse(text, text + len);
+  } catch (const json::exception& e) {
+    return format_error(path, std::string{"corrupt safetensors header: "}
+                                + e.what());
+  }
+  return out;
+}
+
+/// "123" -> 123; anything else (a sign, a point, an exponent, trailing
+/// characters, more than 18 digits) -> -1.
+int64_t strict_count(const std::string& text) {
+  if (text.empty() || text.size() > 18)
+    return -1;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+/// The metadata of `header` into `out` (step and the writer's keys).
+caf::error read_metadata(const json& header, const std::string& path,
+                         checkpoint& out) {
+  if (!header.is_object() || !header.contains("__metadata__"))
+    return format_error(path, "not a troupe checkpoint (no __metadata__)");
+  auto& meta = header.at("__metadata__");
+  if (!meta.is_object())
+    return format_error(path, "not a troupe checkpoint (__metadata__ is not "
+                              "an object)");
+  for (auto& [key, value] : meta.items())
+    if (!value.is_string())
+      return format_error(path, "metadata " + key + " is not a string");
+  if (meta.value("format", "") != format_name)
+    return format_error(path, "not a troupe checkpoint (metadata format is "
+                              "not \"troupe-checkpoint\")");
+  if (meta.value("version", "") != format_version)
+    return format_error(path, "unsupported checkpoint version \""
+                                + meta.value("version", "") + "\", this "
+                                "build reads version 1");
+  for (auto& [key, value] : meta.items())
+    if (key != "format" && key != "version" && key != "step")
+      out.metadata[key] = value.get<std::string>();
+  auto step = meta.value("step", "");
+  out.step = strict_count(step);
+  if (out.step < 0)
+    return format_error(path, "metadata step is not a non-negative integer: \""
+                                + step + "\"");
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<checkpoint> read_checkpoint_metadata(const std::string& path) {
+  auto file = read_checkpoint_bytes(path, false);
+  if (!file)
+    return file.error();
+  checkpoint out;
+  if (auto err = read_metadata(file->header, path, out))
+    return err;
+  return out;
+}
+
+caf::expected<checkpoint> read_checkpoint(const std::string& path) {
+  auto file = read_checkpoint_bytes(path, true);
+  if (!file)
+    return file.error();
+  auto& header = file->header;
+  const uint64_t data_size = file->file_size - 8 - file->header_len;
+  const char* data = file->bytes.data() + 8 + file->header_len;
+  checkpoint out;
+  if (auto err = read_metadata(header, path, out))
+    return err;
+  if (header.size() > max_tensors + 1) // + __metadata__
+    return format_error(path, std::to_string(header.size() - 1)
+                                + " tensors (at most "
+                                + std::to_string(max_tensors) + ")");
+  try {
+    // Collect tensors, ordered by data offset (JSON objects are unordered).
+    struct entry {
+      std::string prefix, name;
+      shape dims;
+      uint64_t begin, end;
+    };
+    std::vector<entry> entries;
+    for (auto& [key, value] : header.items()) {
+      if (key == "__metadata__")
+        continue;
+      auto slash = key.find('/');
+      if (slash == std::string::npos)
+        return format_error(path, "tensor \"" + key
+                                    + "\" is not named <vector>/<tensor>");
+      if (!value.is_object())
+        return format_error(path, "tensor " + key + " is not an object");
+      auto dtype = value.at("dtype");
+      if (!dtype.is_string() || dtype.get<std::string>() != "F32")
+        return format_error(path, "tensor " + key + " has dtype "
+                                    + dtype.dump() + ", expected F32");
+      auto& dims = value.at("shape");
+      auto& offsets = value.at("data_offsets");
+      if (!dims.is_array() || dims.size() > 8 || !offsets.is_array()
+          || offsets.size() != 2 || !offsets[0].is_number_unsigned()
+          || !offsets[1].is_number_unsigned())
+        return format_error(path, "tensor " + key + " has a malformed shape "
+                                    "or data_offsets");
+      entry e{key.substr(0, slash), key.substr(slash + 1), {},
+              offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
+      // Each dimension positive and the product bounded by the file, so
+      // no count overflows.
+      uint64_t count = 1;
+      for (auto& d : dims) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() == 0
+            || d.get<uint64_t>() > data_size)
+          return format_error(path, "tensor " + key + " has a dimension "
+                                      "that is not a positive integer within "
+                                      "the file: " + d.dump());
+        count *= d.get<uint64_t>();
+        if (count > data_size)
+          return format_error(path, "tensor " + key + " has a shape larger "
+                                      "than the file's data");
+        e.dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+      }
+      uint64_t want = count * sizeof(float);
+      if (e.end < e.begin || e.end - e.begin != want)
+        return format_error(path, "tensor " + key + " has "
+                                    + std::to_string(e.end - e.begin)
+                                    + " bytes of data, its shape needs "
+                                    + std::to_string(want));
+      if (e.end > data_size)
+        return format_error(path, "truncated: tensor " + key + " ends at byte "
+                                    + std::to_string(e.end)
+                                    + " of a data section of "
+                                    + std::to_string(data_size));
+      entries.push_back(std::move(e));
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const entry& a, const entry& b) { return a.begin < b.begin; });
+    // Tensors never share bytes: a slot that aliased the parameters would
+    // be read as the parameters.
+    for (size_t i = 1; i < entries.size(); ++i)
+      if (entries[i].begin < entries[i - 1].end)
+        return format_error(path, "tensors " + entries[i - 1].prefix + "/"
+                                    + entries[i - 1].name + " and "
+                                    + entries[i].prefix + "/"
+                                    + entries[i].name + " overlap");
+    std::map<std::string, const entry*> by_key;
+    for (auto& e : entries)
+      by_key[e.prefix + "/" + e.name] = &e;
+    for (auto& e : entries)
+      if (e.prefix == "params")
+        out.layout.add(e.name, e.dims);
+    if (out.layout.tensors().empty())
+      return format_error(path, "holds no params/ tensors");
+    const size_t total = out.layout.total();
+    auto fill = [&](const std::string& prefix,
+                    std::vector<float>& dst) -> caf::error {
+      dst.resize(total);
+      for (auto& t : out.layout.tensors()) {
+        auto it = by_key.find(prefix + "/" + t.name);
+        if (it == by_key.end() || it->second->dims != t.dims)
+          return format_error(path, prefix + "/" + t.name
+                                      + " is missing or has the wrong shape");
+        std::memcpy(dst.data() + t.offset, data + it->second->begin,
+                    t.size * sizeof(float));
+      }
+      for (size_t i = 0; i < dst.size(); ++i)
+        if (!std::isfinite(dst[i]))
+          return format_error(path, prefix + " holds a NaN or infinite "
+                                             "value (element "
+                                      + std::to_string(i) + ")");
+      return caf::none;
+    };
+    if (auto err = fill("params", out.params))
+      return err;
+    std::vector<std::string> prefixes; // in the order of their data
+    std::set<std::string> seen;
+    for (auto& e : entries)
+      if (e.prefix != "params" && seen.insert(e.prefix).second)
+        prefixes.push_back(e.prefix);
+    for (auto& prefix : prefixes) {
+      out.slots.emplace_back(prefix, std::vector<float>{});
+      if (auto err = fill(prefix, out.slots.back().second))
+        return err;
+    }
+    // No tensor the layout does not name.
+    size_t named = out.layout.tensors().size() * (1 + prefixes.size());
+    if (entries.size() != named)
+      return format_error(path, std::to_string(entries.size() - named)
+                                  + " tensors fit no parameter of the "
+                                    "checkpoint's layout");
+  } catch (const json::exception& e) {
+    return format_error(path, std::string{"corrupt safetensors header: "}
+                                + e.what());
+  } catch (const std::invalid_argument& e) {
+    return format_error(path, e.what());
+  }
+  return out;
+}
+
+caf::error check_layout(const checkpoint& ckpt, const param_layout& expected,
+                        const std::string& path) {
+  if (auto err = expected.compare(ckpt.layout))
+    return make_error(errc::layout_mismatch,
+                      path + ": checkpoint does not fit this model: "
+                        + describe(err));
+  return caf::none;
+}
+
+} // namespace troupe

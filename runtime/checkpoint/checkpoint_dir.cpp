@@ -1,0 +1,156 @@
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+
+#include "runtime/sparse/table_file.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/base/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string meta(const checkpoint& c, const char* key) {
+  auto it = c.metadata.find(key);
+  return it == c.metadata.end() ? std::string{} : it->second;
+}
+
+std::string file_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+void stamp_checkpoint(checkpoint& ckpt, const run_stamp& stamp) {
+  ckpt.metadata["run_id"] = stamp.run_id;
+  ckpt.metadata["config_digest"] = stamp.digest;
+  ckpt.metadata["config"] = identity_text(stamp.identity);
+}
+
+std::vector<checkpoint_file> list_checkpoints(const std::string& dir) {
+  std::vector<checkpoint_file> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return out;
+  while (auto* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    const std::string head = "ckpt-", tail = ".safetensors";
+    if (name.size() <= head.size() + tail.size()
+        || name.compare(0, head.size(), head) != 0
+        || name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+      continue;
+    auto digits = name.substr(head.size(),
+                              name.size() - head.size() - tail.size());
+    if (digits.size() > 18
+        || !std::all_of(digits.begin(), digits.end(),
+                        [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    auto path = dir + "/" + name;
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    out.push_back({path, std::stoll(digits)});
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const checkpoint_file& a, const checkpoint_file& b) {
+              return a.step > b.step;
+            });
+  return out;
+}
+
+caf::expected<std::optional<loaded_checkpoint>>
+load_newest(const std::string& dir, const run_stamp& stamp,
+            checkpoint_pick pick, const param_layout& layout) {
+  auto files = list_checkpoints(dir);
+  if (files.empty())
+    return std::optional<loaded_checkpoint>{};
+  std::string passed;
+  auto pass = [&](const checkpoint_file& f, const std::string& why) {
+    passed += (passed.empty() ? "" : "; ") + file_name(f.path) + " (" + why
+              + ")";
+  };
+  for (auto& f : files) {
+    auto head = read_checkpoint_metadata(f.path);
+    if (!head) {
+      pass(f, describe(head.error()));
+      continue;
+    }
+    auto run = meta(*head, "run_id");
+    auto digest = meta(*head, "config_digest");
+    if (pick == checkpoint_pick::this_run && run != stamp.run_id) {
+      pass(f, run.empty() ? "written by no run of this troupe"
+                          : "of run " + run);
+      continue;
+    }
+    if (pick == checkpoint_pick::compatible && !digest.empty()
+        && digest != stamp.digest) {
+      auto diff = identity_difference(parse_identity(meta(*head, "config")),
+                                      "checkpoint", stamp.identity,
+                                      "this run", 3);
+      pass(f, "config digest " + digest + ", this run's " + stamp.digest
+                + (diff.empty() ? "" : ": " + diff));
+      continue;
+    }
+    auto full = read_checkpoint(f.path);
+    if (!full) {
+      pass(f, describe(full.error()));
+      continue;
+    }
+    if (auto err = check_layout(*full, layout, f.path)) {
+      pass(f, "its layout differs: " + describe(err));
+      continue;
+    }
+    return std::optional<loaded_checkpoint>{
+      loaded_checkpoint{f.path, std::move(*full)}};
+  }
+  return make_error(errc::layout_mismatch,
+                    "no checkpoint in " + dir + " fits this "
+                      + (pick == checkpoint_pick::this_run
+                           ? std::string{"run (" + stamp.run_id + ")"}
+                           : std::string{"config"})
+                      + ": " + passed);
+}
+
+caf::error check_fresh_dir(const std::string& dir, const run_stamp& stamp) {
+  for (auto& f : list_checkpoints(dir)) {
+    auto head = read_checkpoint_metadata(f.path);
+    auto run = head ? meta(*head, "run_id") : std::string{};
+    if (head && run == stamp.run_id)
+      continue;
+    return make_error(errc::invalid_config,
+                      "checkpoint dir " + dir + " holds checkpoints of "
+                        + (run.empty() ? std::string{"another run"}
+                                       : "run " + run)
+                        + " (newest: " + file_name(f.path)
+                        + "); set /training/checkpoint/resume to continue "
+                          "it, or give this run a folder of its own");
+  }
+  return caf::none;
+}
+
+size_t prune_checkpoints(const std::string& dir, const run_stamp& stamp,
+                         int keep) {
+  if (keep <= 0)
+    return 0;
+  size_t kept = 0, removed = 0;
+  for (auto& f : list_checkpoints(dir)) {
+    auto head = read_checkpoint_metadata(f.path);
+    if (!head || meta(*head, "run_id") != stamp.run_id)
+      continue; // never another run's files
+    if (++kept > static_cast<size_t>(keep) && ::unlink(f.path.c_str()) == 0) {
+      // Its embedding tables, beside it (runtime/sparse/table_file.hpp).
+      ::unlink(tables_path_of(f.path).c_str());
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+} // namespace troupe

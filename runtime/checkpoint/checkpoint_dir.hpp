@@ -1,0 +1,80 @@
+// The checkpoints of a folder and which of them a run may load. A
+// checkpoint records the run that wrote it ("run_id") and the digest of its
+// training config ("config_digest", runtime/config/run_identity.hpp):
+// - a shard recovery loads only its own run's checkpoints;
+// - a resume loads the newest checkpoint of the same config and layout (a
+//   checkpoint written before run ids existed counts if its layout fits),
+//   and continues that run (its run id);
+// - a fresh run refuses a folder that holds another run's checkpoints
+//   rather than mixing its files with theirs;
+// - a run keeps its newest `keep` checkpoints.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/config/run_identity.hpp"
+
+namespace troupe {
+
+/// The run a checkpoint belongs to.
+struct run_stamp {
+  std::string run_id;
+  identity_map identity; ///< training_identity of the config
+  std::string digest;    ///< identity_digest of it
+
+  run_stamp() = default;
+  run_stamp(std::string id, identity_map m)
+    : run_id(std::move(id)),
+      identity(std::move(m)),
+      digest(identity_digest(identity)) {
+  }
+};
+
+/// Writes `stamp` into the checkpoint's metadata ("run_id",
+/// "config_digest", and "config": the identity's lines, so that a refusal
+/// can name the keys that differ).
+void stamp_checkpoint(checkpoint& ckpt, const run_stamp& stamp);
+
+struct checkpoint_file {
+  std::string path;
+  int64_t step = 0;
+};
+
+/// Regular files named ckpt-<step>.safetensors in `dir`, highest step
+/// first; anything else (a folder, a FIFO, "ckpt-1x.safetensors") is not a
+/// checkpoint.
+std::vector<checkpoint_file> list_checkpoints(const std::string& dir);
+
+/// Which checkpoints a run may load.
+enum class checkpoint_pick {
+  this_run,  ///< same run id (a recovery)
+  compatible ///< same config digest (a resume)
+};
+
+struct loaded_checkpoint {
+  std::string path;
+  checkpoint ckpt;
+};
+
+/// The newest checkpoint in `dir` that `stamp` may load by `pick` and
+/// whose layout is `layout`. None when the folder holds no checkpoint;
+/// when it holds some but none fits, errc::layout_mismatch naming each
+/// file passed over and why.
+caf::expected<std::optional<loaded_checkpoint>>
+load_newest(const std::string& dir, const run_stamp& stamp,
+            checkpoint_pick pick, const param_layout& layout);
+
+/// errc::invalid_config when `dir` holds a checkpoint of a run other than
+/// `stamp`'s (naming the newest), for a run that starts from scratch.
+caf::error check_fresh_dir(const std::string& dir, const run_stamp& stamp);
+
+/// Deletes the checkpoints of `stamp`'s run in `dir` beyond the newest
+/// `keep` (0: keeps all); returns how many it deleted.
+size_t prune_checkpoints(const std::string& dir, const run_stamp& stamp,
+                         int keep);
+
+} // namespace troupe

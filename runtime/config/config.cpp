@@ -1,0 +1,557 @@
+#include "runtime/config/config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+
+#include "runtime/config/config_reader.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/base/json_text.hpp"
+
+namespace troupe {
+
+using namespace config_detail;
+
+const char* to_string(model_config::kind k) {
+  switch (k) {
+    case model_config::kind::softmax: return "softmax";
+    case model_config::kind::mlp: return "mlp";
+    case model_config::kind::cnn: return "cnn";
+    case model_config::kind::click: return "click";
+  }
+  return "?";
+}
+
+std::vector<embedding_table_config> embedding_tables(const model_config& m) {
+  if (m.type != model_config::kind::click)
+    return {};
+  return {m.table};
+}
+
+std::vector<int> embedding_dims(const model_config& m) {
+  std::vector<int> out;
+  for (auto& t : embedding_tables(m))
+    out.push_back(t.dim);
+  return out;
+}
+
+const char* to_string(data_config::kind k) {
+  switch (k) {
+    case data_config::kind::idx: return "idx";
+    case data_config::kind::cifar10: return "cifar10";
+    case data_config::kind::npy: return "npy";
+    case data_config::kind::npz: return "npz";
+    case data_config::kind::csv: return "csv";
+    case data_config::kind::synthetic: return "synthetic";
+    case data_config::kind::click: return "click";
+  }
+  return "?";
+}
+
+std::optional<device_spec> parse_device(const std::string& text) {
+  device_spec spec;
+  if (text == "cpu")
+    return spec;
+  if (text.rfind("gpu", 0) != 0)
+    return std::nullopt;
+  spec.type = device_spec::kind::gpu;
+  if (text.size() == 3)
+    return spec;
+  // "gpu:" then 1 to 4 digits.
+  if (text[3] != ':' || text.size() < 5 || text.size() > 8)
+    return std::nullopt;
+  int index = 0;
+  for (size_t i = 4; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return std::nullopt;
+    index = index * 10 + (text[i] - '0');
+  }
+  spec.index = index;
+  return spec;
+}
+
+std::string bad_device_message(const std::string& text) {
+  return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \""
+         + printable(text) + "\"";
+}
+
+const char* to_string(cluster_config::mode m) {
+  switch (m) {
+    case cluster_config::mode::async: return "async";
+    case cluster_config::mode::sync: return "sync";
+    case cluster_config::mode::ssp: return "ssp";
+    case cluster_config::mode::easgd: return "easgd";
+  }
+  return "?";
+}
+
+
+namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty() || (!name.empty() && name.front() == '/'))
+    return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+/// Refuses a dataset path with a control character: its file name goes
+/// into the training identity, one "key=value" line per setting.
+void check_path(const std::string& path, const std::string& pointer) {
+  if (has_control(path))
+    throw config_error{errc::invalid_config, pointer,
+                       "expected a path without control characters, found \""
+                         + path + "\""};
+}
+
+/// A dataset file: resolved against dir and required to exist.
+std::string data_file(object_reader& r, const std::string& key,
+                      const std::string& dir, const std::string& fallback,
+                      bool required = false) {
+  if (required)
+    r.require(key);
+  auto path = join(dir, r.string(key, fallback));
+  check_path(path, r.at(key));
+  if (!file_exists(path))
+    throw config_error{errc::file_not_found, r.at(key),
+                       "dataset file not found: " + path};
+  return path;
+}
+
+model_config read_model(object_reader r) {
+  using mk = model_config::kind;
+  using ik = model_config::init_kind;
+  model_config m;
+  m.type = r.choice<mk>("type", mk::mlp,
+                        {{"softmax", mk::softmax}, {"mlp", mk::mlp},
+                         {"cnn", mk::cnn}, {"click", mk::click}},
+                        true);
+  m.hidden = r.int_list("hidden",
+                        m.type == mk::mlp     ? std::vector<int>{256, 128}
+                        : m.type == mk::click ? std::vector<int>{64, 32}
+                                              : std::vector<int>{},
+                        1, 1 << 16);
+  if (m.type == mk::softmax && !m.hidden.empty())
+    throw config_error{errc::invalid_config, r.at("hidden"),
+                       "softmax regression has no hidden layers"};
+  m.act = r.choice<activation>("activation", activation::relu,
+                               {{"relu", activation::relu},
+                                {"sigmoid", activation::sigmoid},
+                                {"tanh", activation::tanh}});
+  m.init = r.choice<ik>("init", ik::he,
+                        {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
+  m.init_stddev = r.number("init_stddev", 1.0, 0, 1e6, true);
+  if (m.type == mk::cnn) {
+    m.conv_channels = r.int_list("conv_channels", {32, 64}, 1, 4096);
+    if (m.conv_channels.size() != 2)
+      throw config_error{errc::invalid_config, r.at("conv_channels"),
+                         "expected 2 entries (two conv+pool blocks), found "
+                           + std::to_string(m.conv_channels.size())};
+    m.kernel_size = static_cast<int>(r.integer("kernel_size", 5, 1, 15));
+    if (m.kernel_size % 2 == 0)
+      throw config_error{errc::invalid_config, r.at("kernel_size"),
+                         "expected an odd kernel size, found "
+                           + std::to_string(m.kernel_size)};
+  }
+  m.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  if (m.type == mk::click) {
+    m.table.dim = 8;
+    if (auto* e = r.find("embedding")) {
+      object_reader er{*e, r.at("embedding")};
+      using rk = embedding_table_config::rows;
+      m.table.dim = static_cast<int>(er.integer("dim", 8, 1, 1024));
+      m.table.create = er.choice<rk>("rows", rk::on_touch,
+                                     {{"on_touch", rk::on_touch},
+                                      {"fixed", rk::fixed}});
+      m.table.init_scale = er.number("init_scale", 0.05, 0, 1e3);
+      er.finish();
+    }
+  }
+  r.finish();
+  return m;
+}
+
+data_config read_data(object_reader r) {
+  using dk = data_config::kind;
+  data_config d;
+  d.format = r.choice<dk>("format", dk::idx,
+                          {{"idx", dk::idx}, {"cifar10", dk::cifar10},
+                           {"synthetic", dk::synthetic}, {"npy", dk::npy},
+                           {"npz", dk::npz}, {"csv", dk::csv},
+                           {"click", dk::click}},
+                          true);
+  if (d.format == dk::idx || d.format == dk::npy || d.format == dk::npz
+      || d.format == dk::csv)
+    d.file_classes = static_cast<int>(r.integer("classes", 0, 2, max_classes));
+  switch (d.format) {
+    case dk::npy: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.train_labels = data_file(r, "train_labels", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.test_labels = data_file(r, "test_labels", dir, "", true);
+      break;
+    }
+    case dk::npz: {
+      d.archive = data_file(r, "file", r.string("dir", ""), "", true);
+      const char* keys[] = {"train", "train_labels", "test", "test_labels"};
+      for (size_t i = 0; i < 4; ++i) {
+        d.arrays[i] = r.string(keys[i], d.arrays[i]);
+        if (d.arrays[i].empty() || has_control(d.arrays[i]))
+          throw config_error{errc::invalid_config, r.at(keys[i]),
+                             "expected the name of an array in the archive"};
+      }
+      break;
+    }
+    case dk::csv: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.label_column = r.string("label_column", "label");
+      if (d.label_column.empty() || has_control(d.label_column))
+        throw config_error{errc::invalid_config, r.at("label_column"),
+                           "expected a column name"};
+      break;
+    }
+    case dk::click: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train", dir, "", true);
+      d.test_images = data_file(r, "test", dir, "", true);
+      d.click_numeric = static_cast<int>(r.integer("numeric", 0, 0, 1024));
+      r.require("categorical"); // no default: it is the file's shape
+      d.click_categorical = static_cast<int>(
+        r.integer("categorical", 0, 1, 1024));
+      d.click_vocabulary = static_cast<uint64_t>(
+        r.integer("vocabulary", int64_t{1} << 24, 1, int64_t{1} << 40));
+      break;
+    }
+    case dk::idx: {
+      auto dir = r.string("dir", "");
+      d.train_images = data_file(r, "train_images", dir,
+                                 "train-images-idx3-ubyte.gz");
+      d.train_labels = data_file(r, "train_labels", dir,
+                                 "train-labels-idx1-ubyte.gz");
+      d.test_images = data_file(r, "test_images", dir,
+                                "t10k-images-idx3-ubyte.gz");
+      d.test_labels = data_file(r, "test_labels", dir,
+                                "t10k-labels-idx1-ubyte.gz");
+      break;
+    }
+    case dk::cifar10: {
+      auto dir = r.string("dir", "");
+      auto resolve = [&](const std::string& key,
+                         std::vector<std::string> fallback) {
+        auto names = r.string_list(key);
+        if (names.empty())
+          names = std::move(fallback);
+        for (size_t i = 0; i < names.size(); ++i) {
+          names[i] = join(dir, names[i]);
+          check_path(names[i], r.at(key) + "/" + std::to_string(i));
+          if (!file_exists(names[i]))
+            throw config_error{errc::file_not_found,
+                               r.at(key) + "/" + std::to_string(i),
+                               "dataset file not found: " + names[i]};
+        }
+        return names;
+      };
+      d.train_files = resolve("train_files",
+                              {"data_batch_1.bin", "data_batch_2.bin",
+                               "data_batch_3.bin", "data_batch_4.bin",
+                               "data_batch_5.bin"});
+      d.test_files = resolve("test_files", {"test_batch.bin"});
+      break;
+    }
+    case dk::synthetic:
+      d.train_samples = r.integer("train_samples", 1000, 1);
+      d.test_samples = r.integer("test_samples", 200, 1);
+      d.height = static_cast<int>(r.integer("height", 1, 1, 4096));
+      d.width = static_cast<int>(r.integer("width", 16, 1, 4096));
+      d.channels = static_cast<int>(r.integer("channels", 1, 1, 4096));
+      d.classes = static_cast<int>(r.integer("classes", 4, 2, max_classes));
+      d.noise = r.number("noise", 0.1, 0, 1e3);
+      d.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+      {
+        // Generated in memory: bounded before anything is allocated.
+        auto per_sample = static_cast<uint64_t>(d.height) * d.width
+                          * d.channels;
+        if (per_sample > (uint64_t{1} << 24))
+          throw config_error{errc::invalid_config, r.at("height"),
+                             "samples of " + std::to_string(per_sample)
+                               + " values (at most 2^24)"};
+        for (auto* key : {"train_samples", "test_samples"}) {
+          auto n = static_cast<uint64_t>(key[1] == 'r' ? d.train_samples
+                                                       : d.test_samples);
+          if (n > (uint64_t{1} << 30) / per_sample)
+            throw config_error{errc::invalid_config, r.at(key),
+                               std::to_string(n) + " samples of "
+                                 + std::to_string(per_sample)
+                                 + " values: more than 2^30 values"};
+        }
+      }
+      break;
+  }
+  d.validation_split = r.number("validation_split", 0, 0, 0.9);
+  d.validation_seed = static_cast<uint64_t>(r.integer("validation_seed", 1, 0));
+  r.finish();
+  return d;
+}
+
+optimizer_config read_optimizer(object_reader r) {
+  using ok = optimizer_config::kind;
+  optimizer_config o;
+  o.type = r.choice<ok>("type", ok::sgd,
+                        {{"sgd", ok::sgd}, {"momentum", ok::momentum}, {"adam", ok::adam}});
+  o.learning_rate = r.number("learning_rate",
+                             o.type == ok::adam ? 0.001 : 0.01, 0,
+                             std::numeric_limits<double>::max(), true);
+  if (o.type == ok::momentum) {
+    o.momentum = r.number("momentum", 0.9, 0, 1);
+    o.nesterov = r.boolean("nesterov", false);
+  }
+  if (o.type == ok::adam) {
+    o.beta1 = r.number("beta1", 0.9, 0, 1);
+    o.beta2 = r.number("beta2", 0.999, 0, 1);
+    o.epsilon = r.number("epsilon", 1e-8, 0, 1, true);
+  }
+  o.weight_decay = r.number("weight_decay", 0, 0, 1e6);
+  if (auto* s = r.find("schedule")) {
+    object_reader sr{*s, r.at("schedule")};
+    using sk = lr_schedule::kind;
+    o.schedule.type = sr.choice<sk>(
+      "type", sk::constant, {{"constant", sk::constant}, {"exponential", sk::exponential}},
+      true);
+    if (o.schedule.type == sk::exponential) {
+      o.schedule.decay_steps = static_cast<double>(
+        sr.integer("decay_steps", 1000, 1));
+      o.schedule.decay_rate = sr.number("decay_rate", 0.96, 0, 1e6, true);
+      o.schedule.staircase = sr.boolean("staircase", false);
+    }
+    sr.finish();
+  }
+  r.finish();
+  return o;
+}
+
+sparse_optimizer_config read_sparse_optimizer(object_reader r) {
+  using sk = sparse_optimizer_config::kind;
+  sparse_optimizer_config o;
+  o.type = r.choice<sk>("type", sk::adagrad,
+                        {{"sgd", sk::sgd}, {"adagrad", sk::adagrad},
+                         {"adam", sk::adam}});
+  o.learning_rate = r.number("learning_rate",
+                             o.type == sk::adam ? 0.001 : 0.05, 0,
+                             std::numeric_limits<double>::max(), true);
+  if (o.type == sk::adagrad)
+    o.initial_accumulator = r.number("initial_accumulator", 0.1, 0, 1e6,
+                                     true);
+  if (o.type == sk::adam) {
+    o.beta1 = r.number("beta1", 0.9, 0, 1);
+    o.beta2 = r.number("beta2", 0.999, 0, 1);
+    o.epsilon = r.number("epsilon", 1e-8, 0, 1, true);
+  }
+  r.finish();
+  return o;
+}
+
+/// What a click model and click logs require of each other and of the
+/// rest of the run; called once every section is read.
+void check_click_run(run_config& cfg) {
+  bool model = cfg.model.type == model_config::kind::click;
+  bool data = cfg.data.format == data_config::kind::click;
+  if (model && !data)
+    throw config_error{errc::invalid_config, "/model/type",
+                       "a click model trains on click logs (data.format "
+                       "\"click\"), found data.format \""
+                         + std::string{to_string(cfg.data.format)} + "\""};
+  if (data && !model)
+    throw config_error{errc::invalid_config, "/data/format",
+                       "click logs train a click model (model.type "
+                       "\"click\"), found model.type \""
+                         + std::string{to_string(cfg.model.type)} + "\""};
+  if (!model)
+    return;
+  if (cfg.cluster.consistency == cluster_config::mode::easgd)
+    throw config_error{errc::invalid_config, "/cluster/consistency",
+                       "easgd is not supported for a model with embedding "
+                       "tables (model.type \"click\"): its workers would "
+                       "each train a private copy of the table; use async, "
+                       "sync or ssp"};
+  if (cfg.data.validation_split > 0)
+    throw config_error{errc::invalid_config, "/data/validation_split",
+                       "not supported for click logs yet: hold a "
+                       "validation file out as the test file"};
+  auto& t = cfg.model.table;
+  t.name = "embedding";
+  t.vocabulary = cfg.data.click_vocabulary;
+  t.seed = cfg.model.seed;
+  cfg.model.table_fields = cfg.data.click_categorical;
+  // Every shard of a fixed table holds all of its rows (a row's slot is
+  // its id), so a fixed table is for small vocabularies.
+  if (t.create == embedding_table_config::rows::fixed
+      && t.vocabulary * static_cast<uint64_t>(t.dim) > (uint64_t{1} << 28))
+    throw config_error{errc::invalid_config, "/model/embedding/rows",
+                       "a fixed table of " + std::to_string(t.vocabulary)
+                         + " rows of " + std::to_string(t.dim)
+                         + " floats is over 2^28 floats per shard: use "
+                           "\"on_touch\""};
+}
+
+training_config read_training(object_reader r) {
+  training_config t;
+  t.batch_size = static_cast<int>(r.integer("batch_size", 128, 1, 1 << 20));
+  t.epochs = static_cast<int>(r.integer("epochs", 10, 1, 1 << 20));
+  t.max_steps = r.integer("max_steps", 0, 0);
+  t.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  t.partition = r.choice("data_partition", data_partition::shared,
+                         {{"shared", data_partition::shared},
+                          {"replicated", data_partition::replicated},
+                          {"sharded", data_partition::sharded}});
+  if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
+    if (v->get<std::string>() != "auto")
+      fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);
+    t.threads = 0;
+  } else {
+    t.threads = static_cast<int>(r.integer("threads", 0, 1, 256));
+  }
+  t.device = read_device(r);
+  t.log_every_steps = r.integer("log_every_steps", 100, 1);
+  t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
+  if (auto* o = r.find("optimizer"))
+    t.optimizer = read_optimizer(object_reader{*o, r.at("optimizer")});
+  if (auto* o = r.find("sparse_optimizer"))
+    t.sparse_optimizer = read_sparse_optimizer(
+      object_reader{*o, r.at("sparse_optimizer")});
+  if (auto* c = r.find("checkpoint")) {
+    object_reader cr{*c, r.at("checkpoint")};
+    t.checkpoint.dir = cr.string("dir", "");
+    if (t.checkpoint.dir.empty())
+      throw config_error{errc::invalid_config, cr.at("dir"),
+                         "missing required key \"dir\""};
+    t.checkpoint.every_steps = cr.integer("every_steps", 0, 0);
+    t.checkpoint.resume = cr.boolean("resume", false);
+    t.checkpoint.keep = static_cast<int>(cr.integer("keep", 5, 0, 1 << 20));
+    cr.finish();
+  }
+  r.finish();
+  return t;
+}
+
+std::string position(const std::string& text, size_t byte) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col);
+}
+
+} // namespace
+
+/// A config file is a few KB; this is far above any.
+constexpr size_t max_config_bytes = 16 << 20;
+/// JSON nesting of a config: root, section, object, list (and room).
+constexpr int max_config_depth = 16;
+
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin) {
+  json root;
+  if (text.size() > max_config_bytes)
+    return make_error(errc::invalid_config,
+                      origin + ": " + std::to_string(text.size())
+                        + " bytes (a config is at most "
+                        + std::to_string(max_config_bytes) + ")");
+  // Nesting is bounded (a config is four levels deep), so a hostile
+  // file cannot exhaust the stack of the code that walks it.
+  if (nested_deeper_than(text.data(), text.data() + text.size(),
+                         max_config_depth))
+    return make_error(errc::invalid_config,
+                      origin + ": nested deeper than "
+                        + std::to_string(max_config_depth) + " levels");
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    auto pos = what.find("parse error");
+    return make_error(errc::invalid_config,
+                      origin + ": invalid JSON at " + position(text, e.byte)
+                        + ": "
+                        + printable(pos == std::string::npos
+                                      ? what
+                                      : what.substr(pos)));
+  } catch (const json::exception& e) {
+    // A number beyond double's range (1e400) is out_of_range, not a parse
+    // error.
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    return make_error(errc::invalid_config,
+                      origin + ": invalid JSON: "
+                        + printable(pos == std::string::npos
+                                      ? what
+                                      : what.substr(pos + 2)));
+  }
+  try {
+    run_config cfg;
+    cfg.origin = origin;
+    object_reader r{root, ""};
+    cfg.name = r.string("name", "run");
+    cfg.model = read_model(object_reader{r.require("model"), "/model"});
+    cfg.data = read_data(object_reader{r.require("data"), "/data"});
+    if (auto* t = r.find("training"))
+      cfg.training = read_training(object_reader{*t, "/training"});
+    if (auto* c = r.find("cluster"))
+      cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
+    r.finish();
+    check_click_run(cfg);
+    return cfg;
+  } catch (const config_error& e) {
+    return make_error(e.code, origin + ": " + printable(e.pointer) + ": "
+                                + printable(e.message));
+  } catch (const json::exception& e) { // defensive: a type error we missed
+    return make_error(errc::invalid_config,
+                      origin + ": " + printable(e.what()));
+  }
+}
+
+caf::expected<std::string> read_config_text(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+      return make_error(errc::file_not_found,
+                        path + ": config file not found");
+    return make_error(errc::io_error, path + ": cannot read config file");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+caf::expected<run_config> load_run_config(const std::string& path) {
+  auto text = read_config_text(path);
+  if (!text)
+    return text.error();
+  return parse_run_config(*text, path);
+}
+
+int compute_threads(int configured, int workers_here) {
+  if (configured > 0)
+    return configured;
+  const int cores
+    = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, workers_here));
+}
+
+} // namespace troupe

@@ -1,0 +1,257 @@
+// The run configuration: JSON -> plain structs, validated in one place.
+// Every error is one line that names the file, the JSON pointer of the bad
+// value, what was expected and what was found; unknown keys are errors.
+//
+// Shape of a file (see config/ for complete examples):
+//   { "name": "...",
+//     "model":    { "type": "mlp", "hidden": [256, 128], ... },
+//     "data":     { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
+//     "training": { "batch_size": 128, "epochs": 10,
+//                   "optimizer": { "type": "adam", "learning_rate": 0.001 },
+//                   "checkpoint": { "dir": "ckpt", "every_steps": 1000 } } }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/data/data_config.hpp"
+#include "runtime/data/data_partition.hpp"
+#include "runtime/compute/backend.hpp"
+#include "runtime/params/consistency.hpp"
+#include "runtime/params/optimizer.hpp"
+#include "runtime/sparse/sparse_config.hpp"
+
+namespace troupe {
+
+struct model_config {
+  /// click: a click-through model (models/click_step.hpp): the categorical
+  /// fields of click logs looked up in one embedding table held by the
+  /// shards, mean-pooled per field, concatenated with the numeric fields
+  /// and fed to an MLP (`hidden`) with a two-way softmax.
+  enum class kind { softmax, mlp, cnn, click };
+  enum class init_kind { normal, xavier, he };
+  kind type = kind::mlp;
+  /// Hidden dense layer sizes (mlp; for cnn the dense layers after the
+  /// convolutions). Input and output sizes come from the dataset.
+  std::vector<int> hidden;
+  activation act = activation::relu;
+  /// Weight initialisation: normal(0, init_stddev) as the classic TF
+  /// tutorials did, Xavier/Glorot uniform, or He normal. Biases start at 0.
+  init_kind init = init_kind::he;
+  double init_stddev = 1.0;
+  std::vector<int> conv_channels{32, 64}; ///< cnn: output channels per block
+  int kernel_size = 5;                    ///< cnn: odd, "same" padding
+  uint64_t seed = 1;                      ///< initialisation seed
+  /// click: the embedding table ("embedding"; its vocabulary and seed come
+  /// from data.vocabulary and the model's seed) and the fields it pools
+  /// per sample (data.categorical), both set when the config is read.
+  embedding_table_config table;
+  int table_fields = 0;
+};
+
+struct checkpoint_config {
+  std::string dir;          ///< empty: no checkpoints
+  int64_t every_steps = 0;  ///< 0: only at the end of the run
+  bool resume = false;      ///< start from the newest checkpoint in dir
+  /// The newest checkpoints of a run kept in dir (as TensorFlow's Saver's
+  /// max_to_keep); 0 keeps every one.
+  int keep = 5;
+};
+
+/// Where a worker runs its forward and backward passes: the CPU backend
+/// (OpenBLAS) or CUDA device `index` (gpu/). Written "cpu", "gpu" (the
+/// first device) or "gpu:N".
+struct device_spec {
+  enum class kind { cpu, gpu };
+  kind type = kind::cpu;
+  int index = 0;
+
+  bool is_gpu() const { return type == kind::gpu; }
+  /// "cpu" or "gpu:N".
+  std::string to_string() const {
+    return is_gpu() ? "gpu:" + std::to_string(index) : "cpu";
+  }
+};
+
+/// "cpu", "gpu" or "gpu:N" (N a decimal device index); nullopt otherwise.
+std::optional<device_spec> parse_device(const std::string& text);
+/// What parse_device refused, for an error message: "expected \"cpu\",
+/// \"gpu\" or \"gpu:N\", found \"<text>\"".
+std::string bad_device_message(const std::string& text);
+
+struct training_config {
+  int batch_size = 128;
+  int epochs = 10;           ///< stop after this many epochs
+  int64_t max_steps = 0;     ///< 0: no step limit
+  uint64_t seed = 1;         ///< epoch shuffling seed
+  /// How workers divide the training set (runtime/data/data_partition.hpp).
+  data_partition partition = data_partition::shared;
+  /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
+  /// the config's default: compute_threads() splits the node's cores.
+  int threads = 0;
+  device_spec device;        ///< the workers' backend ("device"); cpu
+  int64_t log_every_steps = 100;
+  int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
+  optimizer_config optimizer;
+  /// The row-wise optimizer of embedding tables (model "click"), which the
+  /// shards apply to each pushed row; `optimizer` trains the dense part.
+  sparse_optimizer_config sparse_optimizer;
+  checkpoint_config checkpoint;
+};
+
+/// One OS process of a multi-process cluster: where it listens and which
+/// roles the cluster file places on it.
+struct node_config {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  int shards = 0;  ///< parameter shards it holds, numbered in file order
+  int workers = 0; ///< workers it starts with, numbered in file order
+  /// The backend of the workers this node runs (its own and any moved or
+  /// added to it); unset: training.device.
+  std::optional<device_spec> device;
+  /// This node's TLS certificate and key; empty: /cluster/tls's.
+  std::string certificate, key;
+};
+
+/// Mutual TLS for every link of a cluster (/cluster/tls): PEM files, read
+/// from the working directory like every path of a config. Each node
+/// presents a certificate signed by the CA and admits only peers that do.
+struct cluster_tls {
+  std::string ca;
+  std::string certificate; ///< for nodes without their own
+  std::string key;
+  /// A peer that has not finished its TLS handshake by then is closed.
+  int64_t handshake_timeout_ms = 5000;
+
+  bool enabled() const { return !ca.empty(); }
+};
+
+/// How the actor cluster runs: roles, consistency mode, supervision.
+/// Without "nodes" everything lives in one process (the embedded mode);
+/// with them, "shards" and "workers" are the sums over the nodes, and the
+/// chief and the feeder live on the node named by "chief".
+struct cluster_config {
+  /// What the chief does with the workers of a node that went down:
+  /// start them on the surviving nodes, or wait for the node to rejoin.
+  enum class node_loss { move, wait };
+  /// The consistency modes and the staleness rules: runtime/params/
+  /// consistency.hpp, beside the shard's rules that keep them.
+  using mode = consistency_mode;
+  using stale_rate = troupe::stale_rate;
+  using stale_momentum_rule = troupe::stale_momentum_rule;
+  int shards = 2;
+  int workers = 2;
+  mode consistency = mode::async;
+  /// sync: pushes averaged per update; 0 = all workers (no backups).
+  int replicas_to_aggregate = 0;
+  /// ssp: how many clocks a worker may run ahead of the slowest.
+  int staleness = 3;
+  stale_rate stale_lr = stale_rate::divide;
+  stale_momentum_rule stale_momentum = stale_momentum_rule::none;
+  /// async: start a step's pull and lease as the step before starts
+  /// computing, so the shards' update overlaps the next compute; the
+  /// values then lack the worker's own last update (one step more stale).
+  /// Off: the pull goes out right after the push and sees it.
+  bool prefetch = false;
+  /// easgd: communication period (local steps between exchanges).
+  int tau = 4;
+  /// easgd: beta of TF's ElasticAverageOptimizer.
+  double beta = 0.9;
+  /// easgd: elastic moving rate; 0 = beta / tau / workers (TF's default).
+  double moving_rate = 0;
+  /// Supervision, as Erlang/OTP's intensity: past max_restarts restarts
+  /// within restart_window_s seconds the run stops with an error.
+  int max_restarts = 3;
+  double restart_window_s = 60;
+  /// Stop once test accuracy reaches this; 0 = no target.
+  double target_accuracy = 0;
+  /// Every request between actors times out after this (milliseconds).
+  int64_t request_timeout_ms = 30000;
+  /// Metrics as JSON lines and CSV under this folder; empty = none.
+  std::string metrics_dir;
+  std::vector<node_config> nodes; ///< empty: embedded
+  std::string chief_node;         ///< the node running chief and feeder
+  /// How long the chief waits for every node to register.
+  double node_timeout_s = 30;
+  /// Middleman heartbeats; a link silent for connection_timeout_ms is
+  /// closed and its actors are reported down.
+  int64_t heartbeat_interval_ms = 500;
+  int64_t connection_timeout_ms = 3000;
+  node_loss on_node_loss = node_loss::move;
+  cluster_tls tls;
+
+  bool distributed() const { return !nodes.empty(); }
+  /// The nodes' names in file order, comma separated (for messages).
+  std::string node_names() const {
+    std::string names;
+    for (auto& n : nodes)
+      names += (names.empty() ? "" : ", ") + n.name;
+    return names;
+  }
+  /// The node called `name`, or null.
+  const node_config* node(const std::string& name) const {
+    for (auto& n : nodes)
+      if (n.name == name)
+        return &n;
+    return nullptr;
+  }
+
+  /// The moving rate in effect.
+  double elastic_rate() const {
+    return moving_rate > 0 ? moving_rate : beta / tau / workers;
+  }
+  /// Pushes averaged per sync update.
+  int aggregate() const {
+    return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers;
+  }
+};
+
+struct run_config {
+  std::string origin; ///< the file it came from
+  std::string name;
+  model_config model;
+  data_config data;
+  training_config training;
+  cluster_config cluster;
+};
+
+/// Reads and validates the run configuration in `path`. Errors:
+/// errc::file_not_found / errc::io_error for the file itself,
+/// errc::invalid_config for anything wrong inside it (one line naming the
+/// JSON pointer), errc::file_not_found for a dataset file that is missing
+/// (also naming the JSON pointer).
+caf::expected<run_config> load_run_config(const std::string& path);
+
+/// The text of a config file, with load_run_config's errors for the file.
+caf::expected<std::string> read_config_text(const std::string& path);
+
+/// The same for JSON text; `origin` names it in messages.
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin);
+
+/// "async", "sync", "ssp", "easgd".
+const char* to_string(cluster_config::mode m);
+
+/// "softmax", "mlp", "cnn".
+/// The embedding tables of a model, numbered as row requests name them:
+/// the table of a click model; none for the others.
+std::vector<embedding_table_config> embedding_tables(const model_config& m);
+
+/// Their row widths, in the same order.
+std::vector<int> embedding_dims(const model_config& m);
+
+const char* to_string(model_config::kind k);
+const char* to_string(data_config::kind k);
+
+/// Compute threads for each of `workers_here` workers in this process:
+/// `configured` when it is a count, and for "auto" (0) this machine's
+/// hardware threads divided among the workers (at least 1), so the
+/// workers' pools together fill the cores without oversubscribing them.
+/// troupe-train is one worker.
+int compute_threads(int configured, int workers_here);
+
+} // namespace troupe

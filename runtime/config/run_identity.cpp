@@ -1,0 +1,238 @@
+#include "runtime/config/run_identity.hpp"
+
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include <openssl/evp.h>
+
+#include "runtime/compute/backend.hpp"
+#include "runtime/params/optimizer.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", x); // as written in a file
+  return buf;
+}
+
+template <class T>
+std::string list(const std::vector<T>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::ostringstream s;
+    s << v[i];
+    out += (i > 0 ? "," : "") + s.str();
+  }
+  return out + "]";
+}
+
+} // namespace
+
+identity_map training_identity(const run_config& cfg) {
+  identity_map m;
+  auto& md = cfg.model;
+  m["/model/type"] = to_string(md.type);
+  m["/model/hidden"] = list(md.hidden);
+  m["/model/activation"] = to_string(md.act);
+  m["/model/init"] = std::to_string(static_cast<int>(md.init));
+  m["/model/init_stddev"] = num(md.init_stddev);
+  if (md.type == model_config::kind::cnn) {
+    m["/model/conv_channels"] = list(md.conv_channels);
+    m["/model/kernel_size"] = std::to_string(md.kernel_size);
+  }
+  m["/model/seed"] = std::to_string(md.seed);
+  if (md.type == model_config::kind::click) {
+    m["/model/embedding/dim"] = std::to_string(md.table.dim);
+    m["/model/embedding/rows"]
+      = md.table.create == embedding_table_config::rows::fixed ? "fixed"
+                                                              : "on_touch";
+    m["/model/embedding/init_scale"] = num(md.table.init_scale);
+  }
+  auto& d = cfg.data;
+  m["/data/format"] = to_string(d.format);
+  if (d.format == data_config::kind::synthetic) {
+    m["/data/train_samples"] = std::to_string(d.train_samples);
+    m["/data/test_samples"] = std::to_string(d.test_samples);
+    m["/data/shape"] = list(std::vector<int>{d.height, d.width, d.channels});
+    m["/data/classes"] = std::to_string(d.classes);
+    m["/data/noise"] = num(d.noise);
+    m["/data/seed"] = std::to_string(d.seed);
+  } else {
+    // File names, not folders: two hosts may keep a dataset in different
+    // places.
+    auto base = [](const std::string& p) {
+      auto slash = p.rfind('/');
+      return slash == std::string::npos ? p : p.substr(slash + 1);
+    };
+    std::vector<std::string> files;
+    for (auto* f : {&d.train_images, &d.train_labels, &d.test_images,
+                    &d.test_labels})
+      if (!f->empty())
+        files.push_back(base(*f));
+    for (auto& f : d.train_files)
+      files.push_back(base(f));
+    for (auto& f : d.test_files)
+      files.push_back(base(f));
+    if (d.format == data_config::kind::npz) {
+      files.push_back(base(d.archive));
+      for (auto& a : d.arrays)
+        files.push_back(a);
+    }
+    m["/data/files"] = list(files);
+    if (d.file_classes > 0)
+      m["/data/classes"] = std::to_string(d.file_classes);
+    if (d.format == data_config::kind::csv)
+      m["/data/label_column"] = d.label_column;
+    if (d.format == data_config::kind::click) {
+      m["/data/numeric"] = std::to_string(d.click_numeric);
+      m["/data/categorical"] = std::to_string(d.click_categorical);
+      m["/data/vocabulary"] = std::to_string(d.click_vocabulary);
+    }
+  }
+  // Only when set, as data_partition below.
+  if (d.validation_split > 0) {
+    m["/data/validation_split"] = num(d.validation_split);
+    m["/data/validation_seed"] = std::to_string(d.validation_seed);
+  }
+  auto& t = cfg.training;
+  m["/training/batch_size"] = std::to_string(t.batch_size);
+  m["/training/seed"] = std::to_string(t.seed);
+  // Only when set: checkpoints of runs from before the key keep their digest.
+  if (t.partition != data_partition::shared)
+    m["/training/data_partition"] = to_string(t.partition);
+  if (md.type == model_config::kind::click) {
+    auto& so = t.sparse_optimizer;
+    m["/training/sparse_optimizer/type"] = to_string(so.type);
+    m["/training/sparse_optimizer/learning_rate"] = num(so.learning_rate);
+    if (so.type == sparse_optimizer_config::kind::adagrad)
+      m["/training/sparse_optimizer/initial_accumulator"]
+        = num(so.initial_accumulator);
+    if (so.type == sparse_optimizer_config::kind::adam) {
+      m["/training/sparse_optimizer/beta1"] = num(so.beta1);
+      m["/training/sparse_optimizer/beta2"] = num(so.beta2);
+      m["/training/sparse_optimizer/epsilon"] = num(so.epsilon);
+    }
+  }
+  auto& o = t.optimizer;
+  m["/training/optimizer/type"] = to_string(o.type);
+  m["/training/optimizer/learning_rate"] = num(o.learning_rate);
+  m["/training/optimizer/weight_decay"] = num(o.weight_decay);
+  if (o.type == optimizer_config::kind::momentum) {
+    m["/training/optimizer/momentum"] = num(o.momentum);
+    m["/training/optimizer/nesterov"] = o.nesterov ? "true" : "false";
+  }
+  if (o.type == optimizer_config::kind::adam) {
+    m["/training/optimizer/beta1"] = num(o.beta1);
+    m["/training/optimizer/beta2"] = num(o.beta2);
+    m["/training/optimizer/epsilon"] = num(o.epsilon);
+  }
+  m["/training/optimizer/schedule"]
+    = o.schedule.type == lr_schedule::kind::constant
+        ? std::string{"constant"}
+        : "exponential " + num(o.schedule.decay_steps) + " "
+            + num(o.schedule.decay_rate)
+            + (o.schedule.staircase ? " staircase" : "");
+  auto& c = cfg.cluster;
+  m["/cluster/mode"] = to_string(c.consistency);
+  switch (c.consistency) {
+    case cluster_config::mode::sync:
+      m["/cluster/replicas_to_aggregate"]
+        = std::to_string(c.replicas_to_aggregate);
+      break;
+    case cluster_config::mode::ssp:
+      m["/cluster/staleness"] = std::to_string(c.staleness);
+      break;
+    case cluster_config::mode::easgd:
+      m["/cluster/tau"] = std::to_string(c.tau);
+      m["/cluster/beta"] = num(c.beta);
+      m["/cluster/moving_rate"] = num(c.moving_rate);
+      break;
+    default:
+      break;
+  }
+  m["/cluster/shards"] = std::to_string(c.shards);
+  m["/cluster/chief"] = c.chief_node;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    auto& n = c.nodes[i];
+    m["/cluster/nodes/" + std::to_string(i)]
+      = n.name + " " + n.host + ":" + std::to_string(n.port) + " shards "
+        + std::to_string(n.shards) + " workers " + std::to_string(n.workers);
+  }
+  return m;
+}
+
+std::string identity_text(const identity_map& m) {
+  std::string out;
+  for (auto& [k, v] : m)
+    out += k + "=" + v + "\n";
+  return out;
+}
+
+identity_map parse_identity(const std::string& text) {
+  identity_map m;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos)
+      m[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return m;
+}
+
+std::string identity_digest(const identity_map& m) {
+  auto text = identity_text(m);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < 8 && i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+std::string identity_difference(const identity_map& a,
+                                const std::string& a_name,
+                                const identity_map& b,
+                                const std::string& b_name, size_t max_keys) {
+  std::string out;
+  size_t named = 0, more = 0;
+  auto add = [&](const std::string& key, const std::string& x,
+                 const std::string& y) {
+    if (named == max_keys) {
+      ++more;
+      return;
+    }
+    out += (named++ > 0 ? "; " : "") + key + " (" + a_name + ": " + x + ", "
+           + b_name + ": " + y + ")";
+  };
+  // Keys both sides set first (the optimizer's type before the settings
+  // only one of the two optimizers has).
+  for (auto& [k, v] : a)
+    if (auto it = b.find(k); it != b.end() && it->second != v)
+      add(k, v, it->second);
+  for (auto& [k, v] : a)
+    if (b.count(k) == 0)
+      add(k, v, "not set");
+  for (auto& [k, v] : b)
+    if (a.count(k) == 0)
+      add(k, "not set", v);
+  if (more > 0)
+    out += "; and " + std::to_string(more) + " more";
+  return out;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+  return buf;
+}
+
+} // namespace troupe

@@ -1,0 +1,46 @@
+// What makes two processes parts of the same training run: the settings
+// that change what is trained (model, data, optimizer, batch, seeds,
+// consistency mode, the cluster's nodes), as "JSON path = value" lines, and
+// their digest. The chief compares a registering node's lines with its own
+// and names the keys that differ; checkpoints record the digest.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/config/config.hpp"
+
+namespace troupe {
+
+/// JSON path of a config key -> its value as text, for every setting
+/// that matters for training (defaults included, so a file that leaves a
+/// key out and one that states its default agree). Paths for workers'
+/// devices, threads, logging, metrics, checkpoints, timeouts and TLS files
+/// are left out: they may differ between nodes of one run.
+using identity_map = std::map<std::string, std::string>;
+
+identity_map training_identity(const run_config& cfg);
+
+/// One "path=value" line per key, sorted: what a node sends the chief.
+std::string identity_text(const identity_map& m);
+
+/// The inverse of identity_text; lines without '=' are skipped.
+identity_map parse_identity(const std::string& text);
+
+/// SHA-256 of identity_text, as 16 hex digits (64 bits: a name for a
+/// config, not a defence against forgery, which TLS is).
+std::string identity_digest(const identity_map& m);
+
+/// "" when equal, else the differing keys, e.g. "/training/optimizer/type
+/// (chief: adam, node w1: sgd)" for names "chief" and "node w1"; at most
+/// `max_keys` named, then "and N more".
+std::string identity_difference(const identity_map& a,
+                                const std::string& a_name,
+                                const identity_map& b,
+                                const std::string& b_name,
+                                size_t max_keys = 5);
+
+/// A new run's id: 16 random hex digits.
+std::string new_run_id();
+
+} // namespace troupe

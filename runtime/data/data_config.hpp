@@ -1,0 +1,51 @@
+// Where a run's data comes from: the "data" object of the run config, as
+// the config reader (runtime/config) fills it in and the dataset readers
+// here take it. Its own header so that the readers need not see the rest
+// of the run config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// The most classes a dataset may have (labels 0..65535).
+constexpr int max_classes = 1 << 16;
+
+struct data_config {
+  enum class kind { idx, cifar10, synthetic, npy, npz, csv, click };
+  kind format = kind::idx;
+  // idx, npy: resolved paths (relative names are joined to "dir"); npy
+  // keeps the features' files in the *_images fields, csv its two files
+  // there (and no label files).
+  std::string train_images, train_labels, test_images, test_labels;
+  // csv: the column of the labels.
+  std::string label_column = "label";
+  // npz: the archive, and its arrays: training features and labels, test
+  // features and labels.
+  std::string archive;
+  std::vector<std::string> arrays{"x_train", "y_train", "x_test", "y_test"};
+  /// idx, npy, npz, csv: the number of classes; 0 takes the largest label of
+  /// the training and test sets + 1. Labels must be below it.
+  int file_classes = 0;
+  /// A fraction of the training set held out as the validation set (0:
+  /// none): the samples a seeded shuffle (validation_seed) puts first, the
+  /// same in every process. See train_test::watched.
+  double validation_split = 0;
+  uint64_t validation_seed = 1;
+  /// click: tab-separated click logs (runtime/data/click_data.hpp), their two
+  /// paths in train_images and test_images: numeric and categorical
+  /// fields per line, and the ids a field's tokens are hashed into.
+  int click_numeric = 0, click_categorical = 0;
+  uint64_t click_vocabulary = uint64_t{1} << 24;
+  // cifar10: resolved batch files.
+  std::vector<std::string> train_files, test_files;
+  // synthetic
+  int64_t train_samples = 1000, test_samples = 200;
+  int height = 1, width = 16, channels = 1, classes = 4;
+  double noise = 0.1;
+  uint64_t seed = 1;
+};
+
+} // namespace troupe

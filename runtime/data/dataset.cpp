@@ -1,0 +1,64 @@
+#include "runtime/data/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/base/random.hpp"
+
+namespace troupe {
+
+
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = static_cast<uint32_t>(i);
+  splitmix64 rng{seed * 0x2545f4914f6cdd1dull
+                 ^ static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ull};
+  for (size_t i = n; i > 1; --i)
+    std::swap(order[i - 1], order[rng.below(i)]);
+  return order;
+}
+
+void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
+                  int32_t* y) {
+  const size_t size = data.sample_size();
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(x + static_cast<size_t>(i) * size,
+                data.images.data() + static_cast<size_t>(idx[i]) * size,
+                size * sizeof(float));
+    y[i] = data.labels[idx[i]];
+  }
+}
+
+dataset make_synthetic(int64_t count, int height, int width, int channels,
+                       int classes, double noise, uint64_t centre_seed,
+                       uint64_t sample_seed) {
+  dataset out;
+  out.source = "synthetic";
+  out.count = count;
+  out.height = height;
+  out.width = width;
+  out.channels = channels;
+  out.classes = classes;
+  const size_t size = out.sample_size();
+  std::vector<float> centres(static_cast<size_t>(classes) * size);
+  splitmix64 crng{centre_seed};
+  for (auto& c : centres)
+    c = static_cast<float>(crng.uniform01());
+  splitmix64 rng{sample_seed ^ 0x5bd1e995ull};
+  out.images.resize(static_cast<size_t>(count) * size);
+  out.labels.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    auto label = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
+    out.labels[static_cast<size_t>(i)] = label;
+    const float* c = centres.data() + static_cast<size_t>(label) * size;
+    float* x = out.images.data() + static_cast<size_t>(i) * size;
+    for (size_t j = 0; j < size; ++j)
+      x[j] = std::clamp(static_cast<float>(c[j] + noise * rng.normal()), 0.f,
+                        1.f);
+  }
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,205 @@
+#include "runtime/data/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/base/errc.hpp"
+
+namespace troupe {
+
+namespace {
+
+/// The class count of file formats whose labels say it: data.classes, or
+/// the largest label of both sets + 1 (at least 2). Labels at or above
+/// data.classes are refused, naming the file and the sample.
+caf::error settle_classes(train_test& sets, int configured) {
+  int classes = configured;
+  if (classes == 0)
+    classes = std::max({2, sets.train.classes, sets.test.classes});
+  for (auto* d : {&sets.train, &sets.test}) {
+    for (size_t i = 0; i < d->labels.size(); ++i)
+      if (d->labels[i] >= classes)
+        return make_error(errc::bad_format,
+                          d->source + ": label " + std::to_string(d->labels[i])
+                            + " of sample " + std::to_string(i)
+                            + " is not below data.classes ("
+                            + std::to_string(classes) + ")");
+    d->classes = classes;
+  }
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<train_test> load_datasets(const data_config& cfg) {
+  train_test out;
+  switch (cfg.format) {
+    case data_config::kind::idx: {
+      auto train = load_idx(cfg.train_images, cfg.train_labels, max_classes);
+      if (!train)
+        return train.error();
+      auto test = load_idx(cfg.test_images, cfg.test_labels, max_classes);
+      if (!test)
+        return test.error();
+      out.train = std::move(*train);
+      out.test = std::move(*test);
+      for (auto* d : {&out.train, &out.test})
+        d->classes = d->labels.empty()
+                       ? 0
+                       : *std::max_element(d->labels.begin(), d->labels.end())
+                           + 1;
+      if (auto err = settle_classes(out, cfg.file_classes))
+        return err;
+      break;
+    }
+    case data_config::kind::npy:
+    case data_config::kind::npz:
+    case data_config::kind::csv: {
+      auto read = [&](bool train) -> caf::expected<dataset> {
+        auto i = train ? 0 : 2;
+        switch (cfg.format) {
+          case data_config::kind::npy:
+            return train ? load_npy(cfg.train_images, cfg.train_labels)
+                         : load_npy(cfg.test_images, cfg.test_labels);
+          case data_config::kind::npz:
+            return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1]);
+          default:
+            return load_csv(train ? cfg.train_images : cfg.test_images,
+                            cfg.label_column);
+        }
+      };
+      auto train = read(true);
+      if (!train)
+        return train.error();
+      auto test = read(false);
+      if (!test)
+        return test.error();
+      out.train = std::move(*train);
+      out.test = std::move(*test);
+      if (auto err = settle_classes(out, cfg.file_classes))
+        return err;
+      break;
+    }
+    case data_config::kind::cifar10: {
+      auto train = load_cifar10(cfg.train_files);
+      if (!train)
+        return train.error();
+      auto test = load_cifar10(cfg.test_files);
+      if (!test)
+        return test.error();
+      out.train = std::move(*train);
+      out.test = std::move(*test);
+      break;
+    }
+    case data_config::kind::click: {
+      click_schema schema{cfg.click_numeric, cfg.click_categorical,
+                          cfg.click_vocabulary};
+      for (auto train : {true, false}) {
+        auto logs = load_click_log(train ? cfg.train_images : cfg.test_images,
+                                   schema);
+        if (!logs)
+          return logs.error();
+        (train ? out.train : out.test) = click_dataset(std::move(*logs));
+      }
+      break;
+    }
+    case data_config::kind::synthetic:
+      // Bounded by the config's reader; nothing to compare.
+      // Same class centres (seed) for both sets, different samples.
+      out.train = make_synthetic(cfg.train_samples, cfg.height, cfg.width,
+                                 cfg.channels, cfg.classes, cfg.noise, cfg.seed,
+                                 cfg.seed * 2 + 1);
+      out.test = make_synthetic(cfg.test_samples, cfg.height, cfg.width,
+                                cfg.channels, cfg.classes, cfg.noise, cfg.seed,
+                                cfg.seed * 2 + 2);
+      break;
+  }
+  // Every test sample must be shaped like the training samples: the model
+  // is built from the latter and reads the former with the same size.
+  auto& a = out.train;
+  auto& b = out.test;
+  if (a.height != b.height || a.width != b.width || a.channels != b.channels
+      || a.classes != b.classes)
+    return make_error(errc::bad_format,
+                      b.source + ": test samples are "
+                        + std::to_string(b.height) + "x"
+                        + std::to_string(b.width) + "x"
+                        + std::to_string(b.channels) + " in "
+                        + std::to_string(b.classes) + " classes, but "
+                        + a.source + " has training samples of "
+                        + std::to_string(a.height) + "x"
+                        + std::to_string(a.width) + "x"
+                        + std::to_string(a.channels) + " in "
+                        + std::to_string(a.classes));
+  if (cfg.validation_split > 0) {
+    auto held = hold_out(out.train, cfg.validation_split, cfg.validation_seed);
+    if (!held)
+      return held.error();
+    out.validation = std::move(*held);
+  }
+  return out;
+}
+
+dataset click_dataset(click_data logs) {
+  dataset d;
+  d.source = logs.source;
+  d.count = logs.count;
+  d.height = 1;
+  d.width = logs.schema.numeric;
+  d.channels = 1;
+  d.classes = 2;
+  d.images = std::move(logs.numeric);
+  d.labels.reserve(logs.labels.size());
+  for (float y : logs.labels)
+    d.labels.push_back(y > 0.5f ? 1 : 0);
+  logs.numeric.clear();
+  d.clicks = std::make_shared<const click_data>(std::move(logs));
+  return d;
+}
+
+caf::expected<dataset> hold_out(dataset& train, double fraction,
+                                uint64_t seed) {
+  auto n = train.count;
+  auto k = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
+  if (k < 1 || k >= n)
+    return make_error(errc::invalid_config,
+                      "data.validation_split " + std::to_string(fraction)
+                        + " of the " + std::to_string(n)
+                        + " training samples of " + train.source
+                        + " leaves " + (k < 1 ? "no validation" : "no training")
+                        + " sample");
+  // The epochs' seeded shuffle, under a seed of its own ("validate"):
+  // the same split in every process.
+  auto order = epoch_order(static_cast<size_t>(n),
+                           seed ^ 0x76616c6964617465ull, 0);
+  std::vector<char> held(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < k; ++i)
+    held[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1;
+  // The shape alone: copying the samples too would hold the set thrice.
+  auto empty_like = [&](std::string source, int64_t count) {
+    dataset d;
+    d.source = std::move(source);
+    d.height = train.height;
+    d.width = train.width;
+    d.channels = train.channels;
+    d.classes = train.classes;
+    d.count = count;
+    d.images.reserve(static_cast<size_t>(count) * train.sample_size());
+    d.labels.reserve(static_cast<size_t>(count));
+    return d;
+  };
+  auto kept = empty_like(train.source, n - k);
+  auto out = empty_like(train.source + " (validation split)", k);
+  auto size = train.sample_size();
+  for (int64_t i = 0; i < n; ++i) {
+    auto& to = held[static_cast<size_t>(i)] ? out : kept;
+    auto first = train.images.begin() + static_cast<ptrdiff_t>(i * size);
+    to.images.insert(to.images.end(), first,
+                     first + static_cast<ptrdiff_t>(size));
+    to.labels.push_back(train.labels[static_cast<size_t>(i)]);
+  }
+  train = std::move(kept);
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,279 @@
+// File readers for runtime/data/dataset.hpp: IDX (MNIST, Fashion-MNIST) and the
+// CIFAR-10 binary format. zlib's gz* functions read gzipped and plain files
+// alike, so one code path serves both.
+#include "runtime/data/dataset.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <zlib.h>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/base/file_checks.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr uint64_t max_pixels = max_dataset_values;
+
+class gz_file {
+public:
+  explicit gz_file(const std::string& path)
+    : file_(gzopen(path.c_str(), "rb")) {}
+  ~gz_file() {
+    if (file_ != nullptr)
+      gzclose(file_);
+  }
+  gz_file(const gz_file&) = delete;
+  gz_file& operator=(const gz_file&) = delete;
+
+  bool is_open() const { return file_ != nullptr; }
+
+  /// Whether a gzip stream stopped before its end: gzread hands out what
+  /// it decompressed and only gzerror says Z_BUF_ERROR. When only the
+  /// 8-byte trailer is cut, every byte arrives and the CRC-32 is never
+  /// checked, so a read that ended must ask.
+  bool ended_early() {
+    int code = Z_OK;
+    gzerror(file_, &code);
+    return code == Z_BUF_ERROR;
+  }
+
+  /// Reads up to n bytes; returns the count read, or -1 on a zlib error
+  /// (a corrupt or truncated gzip stream).
+  int64_t read(void* dst, size_t n) {
+    size_t total = 0;
+    auto* out = static_cast<unsigned char*>(dst);
+    while (total < n) {
+      auto chunk = static_cast<unsigned>(std::min<size_t>(n - total, 1u << 30));
+      int got = gzread(file_, out + total, chunk);
+      if (got < 0)
+        return -1;
+      if (got == 0)
+        break;
+      total += static_cast<size_t>(got);
+    }
+    return static_cast<int64_t>(total);
+  }
+
+private:
+  gzFile file_;
+};
+
+/// `where`: "after the labels", "before any record".
+caf::error cut_short(const std::string& path, const std::string& where) {
+  return make_error(errc::bad_format,
+                    path + ": corrupt compressed data: the gzip stream ends "
+                           "early (its trailer with the CRC-32 is missing or "
+                           "cut) " + where);
+}
+
+/// After the last byte a format has, the file must end: reading on makes
+/// zlib check the gzip trailer (CRC-32 and length), which it does only at
+/// the end of the stream, and catches data that does not belong.
+caf::error check_end(gz_file& f, const std::string& path, const char* what) {
+  unsigned char extra;
+  auto got = f.read(&extra, 1);
+  if (got < 0)
+    return make_error(errc::bad_format,
+                      path + ": corrupt compressed data (CRC or length "
+                             "mismatch) after " + what);
+  if (got > 0)
+    return make_error(errc::bad_format,
+                      path + ": more data than its header announces after "
+                        + what);
+  if (f.ended_early())
+    return cut_short(path, std::string{"after "} + what);
+  return caf::none;
+}
+
+uint32_t big_endian(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8)
+         | uint32_t{p[3]};
+}
+
+caf::error read_exact(gz_file& f, const std::string& path, void* dst,
+                      size_t n, const char* what) {
+  auto got = f.read(dst, n);
+  if (got < 0)
+    return make_error(errc::bad_format,
+                      path + ": corrupt compressed data while reading " + what);
+  if (static_cast<size_t>(got) != n)
+    return make_error(errc::bad_format,
+                      path + ": truncated: " + what + " needs "
+                        + std::to_string(n) + " bytes, file has "
+                        + std::to_string(got));
+  return caf::none;
+}
+
+} // namespace
+
+caf::expected<dataset> load_idx(const std::string& images_path,
+                                const std::string& labels_path, int classes) {
+  for (auto* p : {&images_path, &labels_path})
+    if (auto err = check_regular(*p))
+      return err;
+  dataset out;
+  out.source = images_path;
+  out.classes = classes;
+  out.channels = 1;
+  { // images
+    gz_file f{images_path};
+    if (!f.is_open())
+      return open_error(images_path);
+    unsigned char header[16];
+    if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
+      return err;
+    uint32_t magic = big_endian(header);
+    if (magic != 0x803) {
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "0x%x", magic);
+      return make_error(errc::bad_format,
+                        images_path + ": not an IDX image file (magic "
+                          + buf + ", expected 0x803)");
+    }
+    out.count = big_endian(header + 4);
+    out.height = static_cast<int>(big_endian(header + 8));
+    out.width = static_cast<int>(big_endian(header + 12));
+    if (out.height <= 0 || out.width <= 0 || out.height > 4096
+        || out.width > 4096)
+      return make_error(errc::bad_format,
+                        images_path + ": implausible image size "
+                          + std::to_string(out.height) + "x"
+                          + std::to_string(out.width));
+    // Bounded before anything is allocated: a header is only a claim.
+    if (out.count == 0)
+      return make_error(errc::bad_format, images_path + ": holds no images");
+    if (static_cast<uint64_t>(out.count) * out.sample_size() > max_pixels)
+      return make_error(errc::bad_format,
+                        images_path + ": announces " + std::to_string(out.count)
+                          + " images of " + std::to_string(out.height) + "x"
+                          + std::to_string(out.width) + " (more than "
+                          + std::to_string(max_pixels) + " pixels)");
+    // Read in slices, so a header that claims more than the file holds
+    // costs what the file holds, not what it claims.
+    std::vector<unsigned char> pixels;
+    const size_t want = static_cast<size_t>(out.count) * out.sample_size();
+    while (pixels.size() < want) {
+      auto n = std::min<size_t>(want - pixels.size(), 1 << 20);
+      auto at = pixels.size();
+      pixels.resize(at + n);
+      auto got = f.read(pixels.data() + at, n);
+      if (got < 0)
+        return make_error(errc::bad_format, images_path
+                                              + ": corrupt compressed data "
+                                                "while reading the pixel data");
+      if (static_cast<size_t>(got) != n)
+        return make_error(errc::bad_format,
+                          images_path + ": truncated: the pixel data needs "
+                            + std::to_string(want) + " bytes, file has "
+                            + std::to_string(at + static_cast<size_t>(got)));
+    }
+    if (auto err = check_end(f, images_path, "the pixel data"))
+      return err;
+    out.images.resize(pixels.size());
+    for (size_t i = 0; i < pixels.size(); ++i)
+      out.images[i] = static_cast<float>(pixels[i]) * (1.f / 255.f);
+  }
+  { // labels
+    gz_file f{labels_path};
+    if (!f.is_open())
+      return open_error(labels_path);
+    unsigned char header[8];
+    if (auto err = read_exact(f, labels_path, header, 8, "the IDX header"))
+      return err;
+    if (big_endian(header) != 0x801)
+      return make_error(errc::bad_format,
+                        labels_path + ": not an IDX label file (expected magic "
+                                      "0x801)");
+    int64_t n = big_endian(header + 4);
+    if (n != out.count)
+      return make_error(errc::bad_format,
+                        labels_path + ": has " + std::to_string(n)
+                          + " labels but " + images_path + " has "
+                          + std::to_string(out.count) + " images");
+    std::vector<unsigned char> raw(static_cast<size_t>(n));
+    if (auto err = read_exact(f, labels_path, raw.data(), raw.size(),
+                              "the labels"))
+      return err;
+    if (auto err = check_end(f, labels_path, "the labels"))
+      return err;
+    out.labels.resize(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] >= classes)
+        return make_error(errc::bad_format,
+                          labels_path + ": label " + std::to_string(raw[i])
+                            + " at index " + std::to_string(i)
+                            + " is not below " + std::to_string(classes));
+      out.labels[i] = raw[i];
+    }
+  }
+  return out;
+}
+
+caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
+  constexpr int side = 32, planes = 3, plane = side * side;
+  constexpr size_t record = 1 + planes * plane;
+  dataset out;
+  out.source = paths.empty() ? "cifar10" : paths.front();
+  out.height = side;
+  out.width = side;
+  out.channels = planes;
+  out.classes = 10;
+  if (paths.empty())
+    return make_error(errc::invalid_argument, "no CIFAR-10 files given");
+  std::vector<unsigned char> rec(record);
+  for (auto& path : paths) {
+    if (auto err = check_regular(path))
+      return err;
+    gz_file f{path};
+    if (!f.is_open())
+      return open_error(path);
+    for (int64_t i = 0;; ++i) {
+      auto got = f.read(rec.data(), record);
+      if (got == 0) {
+        if (f.ended_early())
+          return cut_short(path, i == 0 ? std::string{"before any record"}
+                                        : "after record "
+                                            + std::to_string(i - 1));
+        // As an IDX file without images: a dataset of nothing is a
+        // mistake, not something to train on.
+        if (i == 0)
+          return make_error(errc::bad_format,
+                            path + ": holds no CIFAR-10 records");
+        break;
+      }
+      if (got < 0)
+        return make_error(errc::bad_format,
+                          path + ": corrupt compressed data (CRC or length "
+                                 "mismatch) in record "
+                            + std::to_string(i));
+      if (out.images.size() + planes * plane > max_pixels)
+        return make_error(errc::bad_format,
+                          path + ": more than " + std::to_string(max_pixels)
+                            + " pixels of CIFAR-10 records");
+      if (got != static_cast<int64_t>(record))
+        return make_error(errc::bad_format,
+                          path + ": truncated CIFAR-10 record "
+                            + std::to_string(i) + " (" + std::to_string(got)
+                            + " of " + std::to_string(record) + " bytes)");
+      if (rec[0] >= out.classes)
+        return make_error(errc::bad_format,
+                          path + ": label " + std::to_string(rec[0])
+                            + " of record " + std::to_string(i)
+                            + " is not below 10");
+      out.labels.push_back(rec[0]);
+      // Planes R, G, B of row-major pixels -> NHWC.
+      size_t base = out.images.size();
+      out.images.resize(base + planes * plane);
+      for (int p = 0; p < plane; ++p)
+        for (int c = 0; c < planes; ++c)
+          out.images[base + static_cast<size_t>(p) * planes + c]
+            = static_cast<float>(rec[1 + c * plane + p]) * (1.f / 255.f);
+    }
+  }
+  out.count = static_cast<int64_t>(out.labels.size());
+  return out;
+}
+
+} // namespace troupe

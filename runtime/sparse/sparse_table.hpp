@@ -1,0 +1,146 @@
+// A shard's part of a sparse embedding table: rows of `dim` floats keyed by
+// 64-bit ids, pulled and pushed row by row, updated by a row-wise optimizer
+// that touches only the rows a push names (lazily, as TF's sparse apply
+// and LazyAdam do: an untouched row's value and state stay as they are).
+//
+// Rows live in chunks of rows_per_chunk (values, then each optimizer slot
+// in chunks of its own), so a table that grows by first touch never copies
+// what it holds; an id_index maps an id to its slot. With a fixed
+// vocabulary every row exists from the start and a row's slot is its id.
+//
+// A row is created with values drawn from (seed, id) alone, so every
+// process, every placement and every order of first touches gives a row
+// the same initial values: a table re-spread over other shards starts
+// identical.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "caf/error.hpp"
+#include "runtime/sparse/id_index.hpp"
+#include "runtime/sparse/sparse_config.hpp"
+
+namespace troupe {
+
+/// The shard (0..shards-1) that holds row `id`: a hash of the id, so that
+/// the few hottest ids of a Zipf-skewed field (the smallest ones, as
+/// readers assign them) spread over every shard instead of loading the
+/// first, as ranges of ids would.
+inline int32_t shard_of_row(uint64_t id, int32_t shards) {
+  // The top bits: the low ones also pick the bucket inside the shard.
+  return static_cast<int32_t>((mix64(id ^ 0x726f77ull) >> 33)
+                              % static_cast<uint64_t>(shards));
+}
+
+class sparse_table {
+public:
+  static constexpr size_t rows_per_chunk = 1 << 16;
+
+  sparse_table(embedding_table_config table, sparse_optimizer_config opt);
+
+  /// Copies rows ids[0..n) into out (n x dim), making absent ones. An id at
+  /// or above the vocabulary is refused (errc::invalid_argument, naming
+  /// the table and the id) before anything is made or copied.
+  caf::error pull(const uint64_t* ids, size_t n, float* out);
+
+  /// Applies gradients grads (n x dim) to rows ids[0..n): one optimizer
+  /// step, in which rows named more than once get the sum of their
+  /// gradients (as TF sums an IndexedSlices' duplicates). Absent rows are
+  /// made first. Refuses as pull does.
+  caf::error push(const uint64_t* ids, size_t n, const float* grads);
+
+  /// Copies rows ids[0..n) into out as pull does, but makes no row: an
+  /// absent row reads as it would be made. What an evaluation reads (it
+  /// must not grow the table); not counted as pulled.
+  caf::error peek(const uint64_t* ids, size_t n, float* out) const;
+
+  /// The error pull and push give ids[0..n) (one at or above the
+  /// vocabulary); none when every id fits. For a push held before it is
+  /// applied (a sync update's), so that it is refused when it arrives.
+  caf::error check(const uint64_t* ids, size_t n) const;
+
+  /// Rows [first, first + n) in slot order (for_each_row's): their ids,
+  /// and their values and each optimizer slot (n x dim floats each), for
+  /// a checkpoint's pieces. Rows past rows() are left as they are.
+  void copy_rows(size_t first, size_t n, uint64_t* ids, float* values,
+                 float* const* slots) const;
+
+  /// The row's values, or null when it does not exist.
+  const float* row(uint64_t id) const;
+
+  const embedding_table_config& table() const { return table_; }
+  const sparse_optimizer_config& optimizer() const { return opt_; }
+  int dim() const { return table_.dim; }
+  /// Rows that exist.
+  size_t rows() const { return rows_; }
+  /// Bytes of values, optimizer state and index.
+  size_t memory_bytes() const;
+  /// Row ids in pulls answered and in pushes taken (with duplicates as
+  /// they came), and pushes taken.
+  int64_t rows_pulled() const { return rows_pulled_; }
+  int64_t rows_pushed() const { return rows_pushed_; }
+  int64_t pushes() const { return pushes_; }
+
+  /// Optimizer slots per row: 0 (sgd), 1 (adagrad: "accumulator"), 2
+  /// (adam: "m", "v"); and their names.
+  size_t slot_count() const;
+  std::vector<std::string> slot_names() const;
+
+  /// Calls f(id, values, slots) for every row, in slot order (the order
+  /// rows were made), where slots[k] points at slot k's dim floats: what a
+  /// checkpoint streams, chunk by chunk, without a copy of the table.
+  template <class F>
+  void for_each_row(F&& f) const {
+    std::vector<const float*> slots(slot_count());
+    for (size_t s = 0; s < rows_; ++s) {
+      for (size_t k = 0; k < slots.size(); ++k)
+        slots[k] = at(state_[k], s);
+      f(ids_of_slot(s), at(values_, s), slots.data());
+    }
+  }
+
+  /// Sets a row's values and slots (restoring a checkpoint): the row is
+  /// made if absent. `slots` holds slot_count() pointers to dim floats.
+  caf::error restore_row(uint64_t id, const float* values,
+                         const float* const* slots);
+  /// The pushes count, which Adam's bias correction uses (a checkpoint's).
+  void set_pushes(int64_t pushes) { pushes_ = pushes; }
+
+private:
+  using chunks = std::vector<std::unique_ptr<float[]>>;
+
+  float* at(const chunks& c, size_t slot) const {
+    return c[slot / rows_per_chunk].get()
+           + (slot % rows_per_chunk) * static_cast<size_t>(table_.dim);
+  }
+  uint64_t ids_of_slot(size_t slot) const {
+    return table_.create == embedding_table_config::rows::fixed ? slot
+                                                                : ids_[slot];
+  }
+  /// The slot of `id`, making the row when absent.
+  size_t slot_of(uint64_t id);
+  void make_row(size_t slot, uint64_t id);
+  /// A new row's values, drawn from (seed, id).
+  void initial_row(uint64_t id, float* out) const;
+  void apply(size_t slot, const float* g, float alpha_adam);
+
+  embedding_table_config table_;
+  sparse_optimizer_config opt_;
+  id_index index_;
+  std::vector<uint64_t> ids_; ///< on_touch: the id of each slot
+  chunks values_;
+  std::vector<chunks> state_; ///< per optimizer slot
+  size_t rows_ = 0;
+  int64_t rows_pulled_ = 0, rows_pushed_ = 0, pushes_ = 0;
+  // A push's scratch: its distinct ids and their summed gradients.
+  id_index scratch_;
+  std::vector<uint64_t> unique_;
+  std::vector<uint32_t> position_;
+  std::vector<float> summed_;
+};
+
+} // namespace troupe

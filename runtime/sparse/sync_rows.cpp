@@ -1,0 +1,77 @@
+#include "runtime/sparse/sync_rows.hpp"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "runtime/base/errc.hpp"
+
+namespace troupe {
+
+caf::expected<bool> sync_rows::hold(const param_block& block,
+                                    const sparse_table& table, held_row_push p,
+                                    int32_t shard) {
+  if (auto err = table.check(p.ids.data(), p.ids.size()))
+    return err;
+  if (!block.knows(p.worker))
+    return make_error(errc::invalid_argument,
+                      "a row push from worker " + std::to_string(p.worker)
+                        + ", which shard " + std::to_string(shard)
+                        + " does not know");
+  if (p.tag > block.version())
+    return make_error(errc::invalid_argument,
+                      "a sync row push for version " + std::to_string(p.tag)
+                        + " on shard " + std::to_string(shard)
+                        + ", which is at version "
+                        + std::to_string(block.version()));
+  if (p.tag < block.version() || block.in_update(p.worker))
+    return true;
+  auto worker = p.worker;
+  held_[worker] = std::move(p);
+  return false;
+}
+
+void sync_rows::settle(const param_block& block, tables& t, int32_t worker,
+                       const caf::expected<param_block::outcome>& r,
+                       int64_t before) {
+  bool joined = r
+                && (*r == param_block::outcome::aggregated
+                    || *r == param_block::outcome::applied);
+  if (!joined)
+    held_.erase(worker);
+  after(block, t, before);
+}
+
+void sync_rows::after(const param_block& block, tables& t, int64_t before) {
+  if (!applies(block, t) || block.version() == before)
+    return;
+  // The update just applied was version `before`: its rows are those held
+  // for it by the workers whose pushes made it.
+  auto& workers = block.last_update();
+  std::vector<held_row_push> rows;
+  for (auto w : workers) {
+    auto held = held_.find(w);
+    if (held != held_.end() && held->second.tag == before) {
+      rows.push_back(std::move(held->second));
+      held_.erase(held);
+    }
+  }
+  const auto pushes = static_cast<float>(std::max<size_t>(workers.size(), 1));
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::vector<uint64_t> ids;
+    std::vector<float> grads;
+    for (auto& p : rows)
+      if (static_cast<size_t>(p.table) == i && p.grads) {
+        ids.insert(ids.end(), p.ids.begin(), p.ids.end());
+        grads.insert(grads.end(), p.grads->begin(), p.grads->end());
+      }
+    if (ids.empty())
+      continue;
+    for (auto& g : grads)
+      g /= pushes;
+    // Every push was checked when it was held: nothing here is refused.
+    std::ignore = t[i]->push(ids.data(), ids.size(), grads.data());
+  }
+}
+
+} // namespace troupe

@@ -1,0 +1,430 @@
+#include "runtime/sparse/table_file.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/base/file_io.hpp"
+
+namespace troupe {
+
+using json = nlohmann::json;
+using namespace file_io;
+
+namespace {
+
+constexpr const char* format_name = "troupe-tables";
+constexpr const char* format_version = "1";
+/// A piece's entries take about 300 bytes: 16 MB is 50,000 pieces, 3.3G
+/// rows.
+constexpr uint64_t max_header_bytes = 16 << 20;
+constexpr size_t max_parts = 4096;
+constexpr int max_dim = 4096;
+
+/// One tensor of the file, where the header puts it.
+struct tensor_entry {
+  std::string name;
+  bool ids = false; ///< U64 [n]; else F32 [n, dim]
+  uint64_t rows = 0;
+  uint64_t begin = 0, end = 0; ///< offsets in the data section
+};
+
+/// The tensors of a file with `info`, in file order: what the writer
+/// writes and the only thing the reader accepts.
+std::vector<tensor_entry> layout_of(const table_file_info& info) {
+  std::vector<tensor_entry> out;
+  uint64_t at = 0;
+  const auto row_bytes = static_cast<uint64_t>(info.dim) * sizeof(float);
+  for (size_t p = 0; p < info.part_rows.size(); ++p) {
+    uint64_t rows = info.part_rows[p];
+    for (uint64_t k = 0; k * table_piece_rows < rows; ++k) {
+      auto n = std::min(table_piece_rows, rows - k * table_piece_rows);
+      auto prefix = info.table + "/p" + std::to_string(p) + "/k"
+                    + std::to_string(k) + "/";
+      out.push_back({prefix + "ids", true, n, at, at + n * 8});
+      at += n * 8;
+      for (size_t s = 0; s <= info.slots.size(); ++s) {
+        auto name = s == 0 ? std::string{"values"} : info.slots[s - 1];
+        out.push_back({prefix + name, false, n, at, at + n * row_bytes});
+        at += n * row_bytes;
+      }
+    }
+  }
+  return out;
+}
+
+template <class T>
+std::string joined(const std::vector<T>& v) {
+  std::ostringstream out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out << (i ? "," : "") << v[i];
+  return out.str();
+}
+
+/// What is wrong with `info` for a file; empty when nothing is.
+std::string check_info(const table_file_info& info) {
+  if (info.table.empty() || info.table.find('/') != std::string::npos)
+    return "a table name without '/' is needed";
+  if (info.dim < 1 || info.dim > max_dim)
+    return "dim " + std::to_string(info.dim) + " is not in [1, "
+           + std::to_string(max_dim) + "]";
+  if (info.vocabulary < 1)
+    return "vocabulary 0";
+  if (info.part_rows.size() > max_parts
+      || info.part_pushes.size() != info.part_rows.size())
+    return std::to_string(info.part_rows.size()) + " parts with "
+           + std::to_string(info.part_pushes.size())
+           + " push counts (at most " + std::to_string(max_parts) + ")";
+  for (auto& s : info.slots)
+    if (s != "accumulator" && s != "m" && s != "v")
+      return "unknown optimizer slot \"" + s + "\"";
+  for (auto p : info.part_pushes)
+    if (p < 0)
+      return "a negative push count";
+  return {};
+}
+
+json header_of(const table_file_info& info,
+               const std::vector<tensor_entry>& layout) {
+  json header = json::object();
+  header["__metadata__"] = {{"format", format_name},
+                            {"version", format_version},
+                            {"table", info.table},
+                            {"dim", std::to_string(info.dim)},
+                            {"vocabulary", std::to_string(info.vocabulary)},
+                            {"optimizer", info.optimizer},
+                            {"slots", joined(info.slots)},
+                            {"parts", joined(info.part_rows)},
+                            {"pushes", joined(info.part_pushes)}};
+  for (auto& t : layout) {
+    json shape = t.ids ? json::array({t.rows})
+                       : json::array({t.rows, static_cast<uint64_t>(info.dim)});
+    header[t.name] = {{"dtype", t.ids ? "U64" : "F32"},
+                      {"shape", shape},
+                      {"data_offsets", {t.begin, t.end}}};
+  }
+  return header;
+}
+
+/// "12,0,7" -> {12, 0, 7}; false for anything but comma-separated plain
+/// decimal numbers of at most 18 digits.
+bool parse_counts(const std::string& text, std::vector<uint64_t>& out) {
+  out.clear();
+  if (text.empty())
+    return true;
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == ',') {
+      if (digits == 0)
+        return false;
+      out.push_back(v);
+      v = 0;
+      digits = 0;
+    } else if (text[i] >= '0' && text[i] <= '9' && digits < 18) {
+      v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+      ++digits;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::string tables_path_of(const std::string& checkpoint_path) {
+  const std::string tail = ".safetensors";
+  auto stem = checkpoint_path;
+  if (stem.size() > tail.size()
+      && stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0)
+    stem.resize(stem.size() - tail.size());
+  return stem + ".tables" + tail;
+}
+
+// -- writer ----------------------------------------------------------------------
+
+class table_file_writer::impl {
+public:
+  std::string path, tmp;
+  table_file_info info;
+  std::vector<tensor_entry> layout;
+  size_t next = 0; ///< index into layout of the next piece's ids
+  int fd = -1;
+  bool finished = false;
+};
+
+caf::expected<std::unique_ptr<table_file_writer>>
+table_file_writer::create(const std::string& path, table_file_info info) {
+  if (auto why = check_info(info); !why.empty())
+    return make_error(errc::invalid_argument, path + ": " + why);
+  auto p = std::make_unique<impl>();
+  p->path = path;
+  p->tmp = path + ".tmp." + std::to_string(::getpid());
+  p->layout = layout_of(info);
+  std::string text = header_of(info, p->layout).dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // align the data to 8 bytes
+  p->info = std::move(info);
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i)
+    len_le[i] = static_cast<unsigned char>(uint64_t{text.size()} >> (8 * i));
+  p->fd = ::open(p->tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                 0644);
+  if (p->fd < 0)
+    return io_error(p->tmp, "cannot create");
+  auto w = std::make_unique<table_file_writer>(std::move(p));
+  auto& q = *w->impl_;
+  if (!write_all(q.fd, len_le, 8) || !write_all(q.fd, text.data(), text.size()))
+    return io_error(q.tmp, "write failed");
+  return w;
+}
+
+table_file_writer::table_file_writer(std::unique_ptr<impl> p)
+  : impl_(std::move(p)) {
+}
+
+table_file_writer::~table_file_writer() {
+  if (impl_->fd >= 0)
+    ::close(impl_->fd);
+  if (!impl_->finished)
+    ::unlink(impl_->tmp.c_str());
+}
+
+caf::error table_file_writer::append(const table_piece& piece) {
+  auto& p = *impl_;
+  auto per_piece = 1 + 1 + p.info.slots.size();
+  if (p.next >= p.layout.size())
+    return make_error(errc::invalid_argument,
+                      p.path + ": a piece beyond the header's");
+  auto& head = p.layout[p.next];
+  auto expected_part = head.name.substr(p.info.table.size() + 2);
+  auto n = head.rows;
+  const auto dim = static_cast<uint64_t>(p.info.dim);
+  bool fits = piece.ids.size() == n && piece.values.size() == n * dim
+              && piece.slots.size() == p.info.slots.size()
+              && std::to_string(piece.part)
+                   == expected_part.substr(0, expected_part.find('/'));
+  for (auto& s : piece.slots)
+    fits = fits && s.size() == n * dim;
+  if (!fits)
+    return make_error(errc::invalid_argument,
+                      p.path + ": the piece given is not " + head.name
+                        + " (" + std::to_string(n) + " rows)");
+  bool ok = write_all(p.fd, piece.ids.data(), n * 8)
+            && write_all(p.fd, piece.values.data(), n * dim * sizeof(float));
+  for (auto& s : piece.slots)
+    ok = ok && write_all(p.fd, s.data(), n * dim * sizeof(float));
+  if (!ok)
+    return io_error(p.tmp, "write failed");
+  p.next += per_piece;
+  return caf::none;
+}
+
+caf::error table_file_writer::finish() {
+  auto& p = *impl_;
+  if (p.next != p.layout.size())
+    return make_error(errc::invalid_argument,
+                      p.path + ": finished before " + p.layout[p.next].name);
+  if (::fsync(p.fd) != 0)
+    return io_error(p.tmp, "write failed");
+  int fd = p.fd;
+  p.fd = -1;
+  if (::close(fd) != 0 || ::rename(p.tmp.c_str(), p.path.c_str()) != 0)
+    return io_error(p.path, "cannot move the new file into place");
+  p.finished = true;
+  int dir = ::open(parent_dir(p.path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return caf::none;
+}
+
+// -- reader ----------------------------------------------------------------------
+
+class table_file_reader::impl {
+public:
+  std::string path;
+  table_file_info info;
+  std::vector<tensor_entry> layout;
+  size_t next = 0;
+  uint64_t data_start = 0;
+  int fd = -1;
+
+  bool read_at(void* dst, uint64_t n, uint64_t at) {
+    return pread_all(fd, dst, n, at);
+  }
+
+  caf::error bad(const std::string& what) const {
+    return format_error(path, what);
+  }
+
+  /// The metadata of `header` into info; the error says what is wrong.
+  caf::error read_metadata(const json& header) {
+    if (!header.is_object() || !header.contains("__metadata__")
+        || !header["__metadata__"].is_object())
+      return bad("not a troupe tables file (no __metadata__)");
+    auto& meta = header["__metadata__"];
+    auto text = [&](const char* key) -> std::string {
+      auto it = meta.find(key);
+      return it != meta.end() && it->is_string() ? it->get<std::string>()
+                                                 : std::string{};
+    };
+    if (text("format") != format_name)
+      return bad("not a troupe tables file (metadata format is not \""
+                 + std::string{format_name} + "\")");
+    if (text("version") != format_version)
+      return bad("unsupported tables file version \"" + text("version")
+                 + "\", this build reads version 1");
+    std::vector<uint64_t> one, pushes;
+    info.table = text("table");
+    info.optimizer = text("optimizer");
+    if (!parse_counts(text("dim"), one) || one.size() != 1
+        || one[0] > static_cast<uint64_t>(max_dim))
+      return bad("metadata dim is not a width up to "
+                 + std::to_string(max_dim) + ": \"" + text("dim") + "\"");
+    info.dim = static_cast<int>(one[0]);
+    if (!parse_counts(text("vocabulary"), one) || one.size() != 1)
+      return bad("metadata vocabulary is not a count: \""
+                 + text("vocabulary") + "\"");
+    info.vocabulary = one[0];
+    if (!parse_counts(text("parts"), info.part_rows)
+        || info.part_rows.size() > max_parts)
+      return bad("metadata parts is not a list of row counts: \""
+                 + text("parts") + "\"");
+    if (!parse_counts(text("pushes"), pushes))
+      return bad("metadata pushes is not a list of counts: \""
+                 + text("pushes") + "\"");
+    info.part_pushes.assign(pushes.begin(), pushes.end());
+    info.slots.clear();
+    std::stringstream slots{text("slots")};
+    for (std::string s; std::getline(slots, s, ',');)
+      info.slots.push_back(s);
+    if (auto why = check_info(info); !why.empty())
+      return bad(why);
+    return caf::none;
+  }
+};
+
+caf::expected<std::unique_ptr<table_file_reader>>
+table_file_reader::open(const std::string& path) {
+  auto p = std::make_unique<impl>();
+  p->path = path;
+  p->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (p->fd < 0) {
+    if (errno == ENOENT)
+      return make_error(errc::file_not_found, path + ": no such file");
+    return io_error(path, "cannot open");
+  }
+  auto r = std::make_unique<table_file_reader>(std::move(p));
+  auto& q = *r->impl_;
+  struct stat st;
+  if (::fstat(q.fd, &st) != 0)
+    return io_error(path, "cannot stat");
+  if (!S_ISREG(st.st_mode))
+    return q.bad("not a regular file");
+  auto size = static_cast<uint64_t>(st.st_size);
+  unsigned char len_le[8];
+  if (size < 8 || !q.read_at(len_le, 8, 0))
+    return q.bad("truncated: not even a safetensors header");
+  uint64_t len = 0;
+  for (int i = 0; i < 8; ++i)
+    len |= uint64_t{len_le[i]} << (8 * i);
+  if (len > size - 8 || len > max_header_bytes)
+    return q.bad("a header of " + std::to_string(len) + " bytes in a file of "
+                 + std::to_string(size) + " (at most "
+                 + std::to_string(max_header_bytes) + ")");
+  std::string text(len, '\0');
+  if (!q.read_at(text.data(), len, 8))
+    return io_error(path, "read failed");
+  if (nested_deeper_than(text.data(), text.data() + text.size(), 8))
+    return q.bad("corrupt safetensors header: nested too deep");
+  json header;
+  try {
+    header = json::parse(text);
+  } catch (const json::exception& e) {
+    return q.bad(std::string{"corrupt safetensors header: "} + e.what());
+  }
+  if (auto err = q.read_metadata(header))
+    return err;
+  // The rows the metadata announces must be in the file before the layout
+  // of their pieces is built.
+  long double need = 0;
+  for (auto n : q.info.part_rows)
+    need += static_cast<long double>(n)
+            * (8 + (1 + q.info.slots.size()) * 4.0L * q.info.dim);
+  if (need > static_cast<long double>(size - 8 - len))
+    return q.bad("the metadata announces more rows than the file holds");
+  q.layout = layout_of(q.info);
+  // Exactly the header a writer of this metadata writes.
+  auto expected = header_of(q.info, q.layout);
+  if (header.size() != expected.size())
+    return q.bad("the header has " + std::to_string(header.size() - 1)
+                 + " tensors, the metadata makes "
+                 + std::to_string(expected.size() - 1));
+  for (auto& [key, value] : expected.items())
+    if (key != "__metadata__" && (!header.contains(key) || header[key] != value))
+      return q.bad("tensor " + key + " is missing or not where its "
+                   "metadata puts it");
+  q.data_start = 8 + len;
+  auto end = q.layout.empty() ? 0 : q.layout.back().end;
+  if (q.data_start + end != size)
+    return q.bad("the tensors end at byte " + std::to_string(q.data_start + end)
+                 + " of " + std::to_string(size));
+  return r;
+}
+
+table_file_reader::table_file_reader(std::unique_ptr<impl> p)
+  : impl_(std::move(p)) {
+}
+
+table_file_reader::~table_file_reader() {
+  if (impl_->fd >= 0)
+    ::close(impl_->fd);
+}
+
+const table_file_info& table_file_reader::info() const {
+  return impl_->info;
+}
+
+caf::expected<bool> table_file_reader::next(table_piece& out) {
+  auto& q = *impl_;
+  if (q.next >= q.layout.size())
+    return false;
+  auto& head = q.layout[q.next];
+  auto n = head.rows;
+  const auto dim = static_cast<uint64_t>(q.info.dim);
+  auto part = head.name.substr(q.info.table.size() + 2);
+  out.part = std::stoul(part.substr(0, part.find('/')));
+  out.ids.resize(n);
+  out.values.resize(n * dim);
+  out.slots.resize(q.info.slots.size());
+  if (!q.read_at(out.ids.data(), n * 8, q.data_start + head.begin))
+    return io_error(q.path, "read failed");
+  for (auto id : out.ids)
+    if (id >= q.info.vocabulary)
+      return q.bad(head.name + " holds id " + std::to_string(id)
+                   + ", not below the vocabulary ("
+                   + std::to_string(q.info.vocabulary) + ")");
+  for (size_t s = 0; s <= q.info.slots.size(); ++s) {
+    auto& t = q.layout[q.next + 1 + s];
+    auto& into = s == 0 ? out.values : out.slots[s - 1];
+    into.resize(n * dim);
+    if (!q.read_at(into.data(), n * dim * sizeof(float),
+                   q.data_start + t.begin))
+      return io_error(q.path, "read failed");
+    for (auto x : into)
+      if (!std::isfinite(x))
+        return q.bad(t.name + " holds a value that is not finite");
+  }
+  q.next += 2 + q.info.slots.size();
+  return true;
+}
+
+} // namespace troupe
