@@ -189,7 +189,7 @@ private:
           return fail_all("the connection broke");
         if (stub)
           caf::anon_send(stub, data_atom_v, f.id,
-                         row_block{f.shard, f.table, std::move(values)});
+                         rows_of(f, std::move(values)));
         continue;
       }
       if (f.op == data_frame::values) {
@@ -205,20 +205,17 @@ private:
           return fail_all("the connection broke");
         if (stub)
           caf::anon_send(stub, data_atom_v, f.id,
-                         float_block{f.shard, f.tag, std::move(values)});
+                         values_of(f, std::move(values)));
       } else if (f.op == data_frame::ack) {
         if (stub)
-          caf::anon_send(stub, data_atom_v, f.id,
-                         push_ack{f.tag, f.flag != 0});
+          caf::anon_send(stub, data_atom_v, f.id, ack_of(f));
       } else {
         std::string text(f.count, '\0');
         if (!sock->read_exact(text.data(), text.size()))
           return fail_all("the connection broke");
-        auto err = f.flag > 0
-                     ? make_error(static_cast<errc>(f.flag), text)
-                     : make_error(errc::actor_down, text);
         if (stub)
-          caf::anon_send(stub, data_atom_v, f.id, std::move(err));
+          caf::anon_send(stub, data_atom_v, f.id,
+                         error_of(f, std::move(text)));
       }
     }
   }
@@ -337,23 +334,11 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
   };
   return {
     [=](pull_atom, int32_t worker, int64_t min_version) {
-      outgoing o;
-      o.head.op = data_frame::pull;
-      o.head.worker = worker;
-      o.head.tag = min_version;
-      return send_request<float_block>(self, *link, shard, std::move(o));
+      return send_request<float_block>(self, *link, shard,
+                                       pull_frame(worker, min_version));
     },
     [=](push_atom, gradient_push& g) {
-      outgoing o;
-      o.head.op = data_frame::push;
-      o.head.worker = g.worker;
-      o.head.tag = g.tag;
-      o.head.batch = g.batch;
-      o.head.count = g.size;
-      o.data = g.data();
-      o.floats = g.size;
-      o.keep = std::move(g.buffer);
-      return send_request<push_ack>(self, *link, shard, std::move(o));
+      return send_request<push_ack>(self, *link, shard, push_frame(g));
     },
     [=](pull_atom, row_request& r) -> caf::result<row_block> {
       auto dim = dim_of(r.table);
@@ -365,15 +350,8 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                             + " rows (at most "
                             + std::to_string(max_frame_rows)
                             + " per request)");
-      outgoing o;
-      o.head.op = data_frame::row_pull;
-      o.head.flag = r.peek ? 1 : 0;
-      o.head.table = static_cast<uint16_t>(r.table);
-      o.head.worker = r.worker;
-      o.head.count = r.ids.size();
       auto row_floats = r.ids.size() * dim;
-      o.ids = std::move(r.ids);
-      return send_request<row_block>(self, *link, shard, std::move(o),
+      return send_request<row_block>(self, *link, shard, row_pull_frame(r),
                                      row_floats);
     },
     [=](push_atom, row_push& p) -> caf::result<push_ack> {
@@ -394,18 +372,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                             + " rows (at most "
                             + std::to_string(max_frame_rows)
                             + " per request)");
-      outgoing o;
-      o.head.op = data_frame::row_push;
-      o.head.table = static_cast<uint16_t>(p.table);
-      o.head.worker = p.worker;
-      o.head.batch = p.batch;
-      o.head.tag = p.tag;
-      o.head.count = p.ids.size();
-      o.ids = std::move(p.ids);
-      o.data = floats > 0 ? p.grads->data() : nullptr;
-      o.floats = floats;
-      o.keep = std::move(p.grads);
-      return send_request<push_ack>(self, *link, shard, std::move(o));
+      return send_request<push_ack>(self, *link, shard, row_push_frame(p));
     },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },

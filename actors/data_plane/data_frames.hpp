@@ -1,6 +1,7 @@
-// What both ends of the data plane (actors/data_plane/data_link.hpp) write frames
-// with: a frame to send and the writer thread that sends them in order.
-// Private to actors/data_plane/data_server.cpp and actors/data_plane/data_client.cpp.
+// What both ends of the data plane (actors/data_plane/data_link.hpp) write
+// frames with: a frame to send, the writer thread that sends them in order,
+// and each message's frame form, made and read back in one place. Private
+// to actors/data_plane/data_server.cpp and data_client.cpp.
 #pragma once
 
 #include <condition_variable>
@@ -180,6 +181,160 @@ private:
   std::thread thread_;
 };
 
+// -- each message's frame, written once for both ends ---------------------------
+//
+// The frame form of every message the data plane carries: the header's
+// fields and the payload, next to the reading of them back. The client
+// makes the requests and reads the replies; the server reads the requests
+// and makes the replies. A request's id and shard are set when the stub
+// sends it; a reply echoes both. The same messages' BASP form is their
+// inspect() in protocol.hpp.
+
+/// pull_atom(worker, min_version): no payload.
+inline outgoing pull_frame(int32_t worker, int64_t min_version) {
+  outgoing o;
+  o.head.op = data_frame::pull;
+  o.head.worker = worker;
+  o.head.tag = min_version;
+  return o;
+}
+
+/// A pull as the server's relay takes it.
+struct pull_request {
+  int32_t shard = 0;
+  int32_t worker = 0;
+  int64_t min_version = 0;
+};
+
+inline pull_request pull_of(const data_frame& f) {
+  return {f.shard, f.worker, f.tag};
+}
+
+/// gradient_push: its floats follow, written from the push's own buffer.
+inline outgoing push_frame(gradient_push& g) {
+  outgoing o;
+  o.head.op = data_frame::push;
+  o.head.worker = g.worker;
+  o.head.tag = g.tag;
+  o.head.batch = g.batch;
+  o.head.count = g.size;
+  o.data = g.data();
+  o.floats = g.size;
+  o.keep = std::move(g.buffer);
+  return o;
+}
+
+/// The push of header `f`, whose `f.count` floats were read into `values`.
+inline gradient_push push_of(const data_frame& f,
+                             std::shared_ptr<std::vector<float>> values) {
+  gradient_push g;
+  g.shard = f.shard;
+  g.worker = f.worker;
+  g.tag = f.tag;
+  g.batch = f.batch;
+  g.size = f.count;
+  g.buffer = std::move(values);
+  return g;
+}
+
+/// row_request: its ids follow; peek travels as the flag.
+inline outgoing row_pull_frame(row_request& r) {
+  outgoing o;
+  o.head.op = data_frame::row_pull;
+  o.head.flag = r.peek ? 1 : 0;
+  o.head.table = static_cast<uint16_t>(r.table);
+  o.head.worker = r.worker;
+  o.head.count = r.ids.size();
+  o.ids = std::move(r.ids);
+  return o;
+}
+
+inline row_request row_pull_of(const data_frame& f,
+                               std::vector<uint64_t> ids) {
+  return row_request{f.shard, f.table, f.worker, std::move(ids),
+                     f.flag != 0};
+}
+
+/// row_push: its ids follow, then ids x dim floats.
+inline outgoing row_push_frame(row_push& p) {
+  auto floats = p.grads ? p.grads->size() : 0;
+  outgoing o;
+  o.head.op = data_frame::row_push;
+  o.head.table = static_cast<uint16_t>(p.table);
+  o.head.worker = p.worker;
+  o.head.batch = p.batch;
+  o.head.tag = p.tag;
+  o.head.count = p.ids.size();
+  o.ids = std::move(p.ids);
+  o.data = floats > 0 ? p.grads->data() : nullptr;
+  o.floats = floats;
+  o.keep = std::move(p.grads);
+  return o;
+}
+
+inline row_push row_push_of(const data_frame& f, std::vector<uint64_t> ids,
+                            std::shared_ptr<std::vector<float>> grads) {
+  return row_push{f.shard, f.table, f.worker, f.batch,
+                  f.tag,   std::move(ids), std::move(grads)};
+}
+
+/// float_block, the reply to a pull: the version in the tag, the values
+/// after the header (none with "ask again").
+inline outgoing values_frame(uint64_t id, int32_t shard, float_block& b) {
+  outgoing o;
+  o.head.op = data_frame::values;
+  o.head.id = id;
+  o.head.shard = shard;
+  o.head.tag = b.version;
+  o.head.count = b.values ? b.values->size() : 0;
+  o.data = b.values ? b.values->data() : nullptr;
+  o.floats = o.head.count;
+  o.keep = std::move(b.values);
+  return o;
+}
+
+inline float_block values_of(const data_frame& f,
+                             std::shared_ptr<std::vector<float>> values) {
+  return float_block{f.shard, f.tag, std::move(values)};
+}
+
+/// row_block, the reply to a row pull: the rows' floats after the header.
+inline outgoing rows_frame(uint64_t id, int32_t shard, row_block& b) {
+  outgoing o;
+  o.head.op = data_frame::rows;
+  o.head.id = id;
+  o.head.shard = shard;
+  o.head.table = static_cast<uint16_t>(b.table);
+  o.head.count = b.values ? b.values->size() : 0;
+  o.data = b.values ? b.values->data() : nullptr;
+  o.floats = o.head.count;
+  o.keep = std::move(b.values);
+  return o;
+}
+
+inline row_block rows_of(const data_frame& f,
+                         std::shared_ptr<std::vector<float>> values) {
+  return row_block{f.shard, f.table, std::move(values)};
+}
+
+/// push_ack, the reply to a push or a row push: the version in the tag,
+/// staleness in the flag.
+inline outgoing ack_frame(uint64_t id, int32_t shard, const push_ack& a) {
+  outgoing o;
+  o.head.op = data_frame::ack;
+  o.head.id = id;
+  o.head.shard = shard;
+  o.head.tag = a.version;
+  o.head.flag = a.stale ? 1 : 0;
+  return o;
+}
+
+inline push_ack ack_of(const data_frame& f) {
+  return push_ack{f.tag, f.flag != 0};
+}
+
+/// An error, the reply to anything: troupe's error code in the flag (0:
+/// another category), its text after the header.
 inline outgoing error_frame(uint64_t id, int32_t shard,
                             const caf::error& err) {
   outgoing o;
@@ -190,6 +345,12 @@ inline outgoing error_frame(uint64_t id, int32_t shard,
   o.text = describe(err);
   o.head.count = o.text.size();
   return o;
+}
+
+/// The error of header `f` with its `text`.
+inline caf::error error_of(const data_frame& f, std::string text) {
+  return f.flag > 0 ? make_error(static_cast<errc>(f.flag), std::move(text))
+                    : make_error(errc::actor_down, std::move(text));
 }
 
 } // namespace troupe::data_wire

@@ -106,6 +106,8 @@ struct relay_context {
 
 /// A relay: one connection's requests, as its reader thread hands them
 /// over with their request ids.
+/// (A pull's fields travel as they are: every type in a message needs a
+/// type id, and this interface is private to the server.)
 using relay_actor = caf::typed_actor<
   caf::reacts_to<pull_atom, uint64_t, int32_t, int32_t, int64_t>,
   caf::reacts_to<push_atom, uint64_t, gradient_push>,
@@ -117,13 +119,7 @@ using relay_actor = caf::typed_actor<
 relay_actor::behavior_type relay_impl(relay_actor::pointer self,
                                       std::shared_ptr<relay_context> ctx) {
   auto post_ack = [=](uint64_t id, int32_t shard, const push_ack& a) {
-    outgoing o;
-    o.head.op = data_frame::ack;
-    o.head.id = id;
-    o.head.shard = shard;
-    o.head.tag = a.version;
-    o.head.flag = a.stale ? 1 : 0;
-    ctx->writer->post(std::move(o));
+    ctx->writer->post(ack_frame(id, shard, a));
   };
   auto missing = [=](uint64_t id, int32_t shard) {
     ctx->writer->post(error_frame(
@@ -140,16 +136,7 @@ relay_actor::behavior_type relay_impl(relay_actor::pointer self,
       self->request(h, ctx->timeout, pull_atom_v, worker, min_version)
         .then(
           [=](float_block& b) {
-            outgoing o;
-            o.head.op = data_frame::values;
-            o.head.id = id;
-            o.head.shard = shard;
-            o.head.tag = b.version;
-            o.head.count = b.values ? b.values->size() : 0;
-            o.data = b.values ? b.values->data() : nullptr;
-            o.floats = o.head.count;
-            o.keep = std::move(b.values);
-            ctx->writer->post(std::move(o));
+            ctx->writer->post(values_frame(id, shard, b));
           },
           [=](caf::error& err) {
             ctx->writer->post(error_frame(id, shard, err));
@@ -174,16 +161,7 @@ relay_actor::behavior_type relay_impl(relay_actor::pointer self,
       self->request(h, ctx->timeout, pull_atom_v, std::move(r))
         .then(
           [=](row_block& b) {
-            outgoing o;
-            o.head.op = data_frame::rows;
-            o.head.id = id;
-            o.head.shard = shard;
-            o.head.table = static_cast<uint16_t>(b.table);
-            o.head.count = b.values ? b.values->size() : 0;
-            o.data = b.values ? b.values->data() : nullptr;
-            o.floats = o.head.count;
-            o.keep = std::move(b.values);
-            ctx->writer->post(std::move(o));
+            ctx->writer->post(rows_frame(id, shard, b));
           },
           [=](caf::error& err) {
             ctx->writer->post(error_frame(id, shard, err));
@@ -291,16 +269,14 @@ bool read_rows(session& s, const data_frame& f) {
   if (f.op == data_frame::row_pull) {
     // An unknown table costs nothing to answer: the shard names it.
     caf::anon_send(s.relay, pull_atom_v, f.id,
-                   row_request{f.shard, f.table, f.worker, std::move(ids),
-                               f.flag != 0});
+                   row_pull_of(f, std::move(ids)));
     return true;
   }
   auto grads = pooled_floats(f.count * dim);
   if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
     return false;
   caf::anon_send(s.relay, push_atom_v, f.id,
-                 row_push{f.shard, f.table, f.worker, f.batch, f.tag,
-                          std::move(ids), std::move(grads)});
+                 row_push_of(f, std::move(ids), std::move(grads)));
   return true;
 }
 
@@ -318,7 +294,9 @@ void serve_connection(session& s) {
     if (!s.gate->admit(*s.writer))
       break;
     if (f.op == data_frame::pull) {
-      caf::anon_send(s.relay, pull_atom_v, f.id, f.shard, f.worker, f.tag);
+      auto p = pull_of(f);
+      caf::anon_send(s.relay, pull_atom_v, f.id, p.shard, p.worker,
+                     p.min_version);
       continue;
     }
     if (f.op == data_frame::row_pull || f.op == data_frame::row_push) {
@@ -338,14 +316,8 @@ void serve_connection(session& s) {
     auto values = pooled_floats(f.count);
     if (!s.sock->read_exact(values->data(), f.count * sizeof(float)))
       break;
-    gradient_push g;
-    g.shard = f.shard;
-    g.worker = f.worker;
-    g.tag = f.tag;
-    g.batch = f.batch;
-    g.size = f.count;
-    g.buffer = std::move(values);
-    caf::anon_send(s.relay, push_atom_v, f.id, std::move(g));
+    caf::anon_send(s.relay, push_atom_v, f.id,
+                   push_of(f, std::move(values)));
   }
   s.sock->shutdown();
   s.writer->stop();
