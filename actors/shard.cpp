@@ -114,8 +114,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       auto before = b.version();
       auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
       auto& st = self->state;
-      if (sync_rows::applies(b, st.tables))
-        st.sync.settle(b, st.tables, g.worker, r, before);
+      st.sync.settle(b, st.tables, g.worker, r, before);
       if (!r)
         return std::move(r.error());
       serve_parked(self);

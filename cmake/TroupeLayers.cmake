@@ -33,12 +33,19 @@ function(_troupe_allowed_of out)
   set(${out} ${allowed} PARENT_SCOPE)
 endfunction()
 
-function(_troupe_check_layers name files allowed)
-  set(list_file "${CMAKE_CURRENT_BINARY_DIR}/${name}.layers.cmake")
+# Writes what check_layers.cmake reads: target `name`'s `files`, the
+# folders (or files) it may include from, relative to `source_dir`.
+function(troupe_write_layer_list list_file name files allowed source_dir)
   file(WRITE "${list_file}"
        "set(TARGET \"${name}\")\nset(FILES \"${files}\")\n"
        "set(ALLOWED \"${allowed}\")\nset(ROOTS \"${TROUPE_LAYER_ROOTS}\")\n"
-       "set(SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")\n")
+       "set(SOURCE_DIR \"${source_dir}\")\n")
+endfunction()
+
+function(_troupe_check_layers name files allowed)
+  set(list_file "${CMAKE_CURRENT_BINARY_DIR}/${name}.layers.cmake")
+  troupe_write_layer_list("${list_file}" ${name} "${files}" "${allowed}"
+                          "${PROJECT_SOURCE_DIR}")
   set(stamp "${CMAKE_CURRENT_BINARY_DIR}/${name}.layers.stamp")
   add_custom_command(
     OUTPUT "${stamp}"

@@ -23,7 +23,7 @@ cd "$TROUPE_ROOT"
 exec python3 - "$TROUPE_BUILD" "$before" "$rounds" <<'PY'
 import json, math, statistics, subprocess, sys
 from collections import defaultdict
-from benchlib import free_port, scratch_dir
+from benchlib import scratch_dir, write_local_clusters
 
 after, before, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 builds = {"after": after, "before": before}
@@ -39,22 +39,6 @@ def cpu_loop(name, build):
         r = json.loads(line)
         key = f"cpu loop {r['model']}, batch {r['batch']}, {r['threads']} threads"
         rates[key][name].append(r["samples_per_sec"])
-
-
-def cluster_files():
-    c = json.load(open("config/local.json"))
-    c["training"]["epochs"] = 2
-    c["training"]["eval_every_steps"] = 10**9
-    c["training"]["log_every_steps"] = 10**9
-    nodes = [{"name": "chief", "host": "127.0.0.1", "port": free_port()},
-             {"name": "ps0", "host": "127.0.0.1", "port": free_port(), "shards": 1},
-             {"name": "w0", "host": "127.0.0.1", "port": free_port(), "workers": 1},
-             {"name": "w1", "host": "127.0.0.1", "port": free_port(), "workers": 1}]
-    one = dict(c, cluster=dict(c["cluster"], shards=1, workers=2))
-    json.dump(one, open(f"{work}/one.json", "w"))
-    c["cluster"] = {"mode": "async", "chief": "chief", "nodes": nodes}
-    json.dump(c, open(f"{work}/cluster.json", "w"))
-    return [n["name"] for n in nodes[1:]]
 
 
 def summary_rate(out):
@@ -83,7 +67,7 @@ def nodes(name, build, members):
         summary_rate(one.stdout))
 
 
-members = cluster_files()
+members = write_local_clusters("config/local.json", work, 2, 1, 2)
 for r in range(rounds):
     print(f"round {r + 1} of {rounds}", file=sys.stderr)
     for name, build in (builds.items() if r % 2 == 0

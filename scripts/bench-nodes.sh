@@ -22,21 +22,11 @@ printf "%7s %6s %16s %18s %6s\n" workers shards "processes (s/s)" "one process (
 for shards in $shard_counts; do
   for workers in $worker_counts; do
     python3 - "$epochs" "$shards" "$workers" "$work" <<'PY'
-import json, sys
-from benchlib import free_port as port
+import sys
+from benchlib import write_local_clusters
 epochs, shards, workers, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-c = json.load(open("config/local.json"))
-c["training"]["epochs"] = epochs
-c["training"]["eval_every_steps"] = 10**9
-c["training"]["log_every_steps"] = 10**9
-nodes = [{"name": "chief", "host": "127.0.0.1", "port": port()}]
-nodes += [{"name": f"ps{i}", "host": "127.0.0.1", "port": port(), "shards": 1} for i in range(shards)]
-nodes += [{"name": f"w{i}", "host": "127.0.0.1", "port": port(), "workers": 1} for i in range(workers)]
-one = dict(c); one["cluster"] = dict(c["cluster"], shards=shards, workers=workers)
-json.dump(one, open(f"{work}/one.json", "w"))
-c["cluster"] = {"mode": "async", "chief": "chief", "nodes": nodes}
-json.dump(c, open(f"{work}/cluster.json", "w"))
-open(f"{work}/members", "w").write(" ".join(n["name"] for n in nodes[1:]))
+members = write_local_clusters("config/local.json", work, epochs, shards, workers)
+open(f"{work}/members", "w").write(" ".join(members))
 PY
     multis=() singles=()
     for ((r = 1; r <= repeats; ++r)); do

@@ -1,11 +1,13 @@
 """The benchmark scripts' shared pieces, in one module instead of a copy in
 each script's Python: a free loopback port, a scratch folder that goes away
-at exit, and a results file of "key ... value" lines read into lists per key
-for medians. scripts/setup.sh puts this folder on PYTHONPATH, so the
+at exit, a results file of "key ... value" lines read into lists per key
+for medians, and config/local.json's run as a cluster of processes and as
+one process. scripts/setup.sh puts this folder on PYTHONPATH, so the
 scripts' inline Python says `from benchlib import ...`; from bash,
 `python3 scripts/benchlib.py port` prints a free port."""
 
 import atexit
+import json
 import shutil
 import socket
 import sys
@@ -39,6 +41,31 @@ def read_results(path, key_words):
             if len(parts) == key_words + 1:
                 values[tuple(parts[:key_words])].append(float(parts[-1]))
     return values
+
+
+def write_local_clusters(local_json, work, epochs, shards, workers):
+    """config/local.json's run for `epochs`, evaluated only at the end, in
+    two files of `work`: cluster.json (the chief, a node per shard "psI" and
+    a node per worker "wI", on free ports of 127.0.0.1) and one.json (the
+    same shards and workers in one process). Returns the member nodes'
+    names, the chief's left out."""
+    c = json.load(open(local_json))
+    c["training"]["epochs"] = epochs
+    c["training"]["eval_every_steps"] = 10**9
+    c["training"]["log_every_steps"] = 10**9
+    node = {"host": "127.0.0.1"}
+    nodes = [dict(node, name="chief", port=free_port())]
+    nodes += [dict(node, name=f"ps{i}", port=free_port(), shards=1)
+              for i in range(shards)]
+    nodes += [dict(node, name=f"w{i}", port=free_port(), workers=1)
+              for i in range(workers)]
+    one = dict(c, cluster=dict(c["cluster"], shards=shards, workers=workers))
+    with open(f"{work}/one.json", "w") as out:
+        json.dump(one, out)
+    c["cluster"] = {"mode": "async", "chief": "chief", "nodes": nodes}
+    with open(f"{work}/cluster.json", "w") as out:
+        json.dump(c, out)
+    return [n["name"] for n in nodes[1:]]
 
 
 if __name__ == "__main__":

@@ -278,18 +278,26 @@ inline row_push row_push_of(const data_frame& f, std::vector<uint64_t> ids,
                   f.tag,   std::move(ids), std::move(grads)};
 }
 
+/// A reply of operation `op` whose payload is `values`, written from the
+/// shard's own buffer.
+inline outgoing float_reply(uint8_t op, uint64_t id, int32_t shard,
+                            std::shared_ptr<const std::vector<float>> values) {
+  outgoing o;
+  o.head.op = op;
+  o.head.id = id;
+  o.head.shard = shard;
+  o.head.count = values ? values->size() : 0;
+  o.data = values ? values->data() : nullptr;
+  o.floats = o.head.count;
+  o.keep = std::move(values);
+  return o;
+}
+
 /// float_block, the reply to a pull: the version in the tag, the values
 /// after the header (none with "ask again").
 inline outgoing values_frame(uint64_t id, int32_t shard, float_block& b) {
-  outgoing o;
-  o.head.op = data_frame::values;
-  o.head.id = id;
-  o.head.shard = shard;
+  auto o = float_reply(data_frame::values, id, shard, std::move(b.values));
   o.head.tag = b.version;
-  o.head.count = b.values ? b.values->size() : 0;
-  o.data = b.values ? b.values->data() : nullptr;
-  o.floats = o.head.count;
-  o.keep = std::move(b.values);
   return o;
 }
 
@@ -300,15 +308,8 @@ inline float_block values_of(const data_frame& f,
 
 /// row_block, the reply to a row pull: the rows' floats after the header.
 inline outgoing rows_frame(uint64_t id, int32_t shard, row_block& b) {
-  outgoing o;
-  o.head.op = data_frame::rows;
-  o.head.id = id;
-  o.head.shard = shard;
+  auto o = float_reply(data_frame::rows, id, shard, std::move(b.values));
   o.head.table = static_cast<uint16_t>(b.table);
-  o.head.count = b.values ? b.values->size() : 0;
-  o.data = b.values ? b.values->data() : nullptr;
-  o.floats = o.head.count;
-  o.keep = std::move(b.values);
   return o;
 }
 

@@ -1,7 +1,5 @@
 #include "actors/net/remote.hpp"
 
-#include <cerrno>
-#include <cstdlib>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>

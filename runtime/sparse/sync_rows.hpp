@@ -53,7 +53,8 @@ public:
 
   /// `worker`'s dense push came out as `r` while the version was `before`:
   /// its held rows stay for the update when the push joined it and are
-  /// dropped otherwise; then as after().
+  /// dropped otherwise; then as after(). Nothing is held where the rows do
+  /// not apply, so any shard may call it after every dense push.
   void settle(const param_block& block, tables& t, int32_t worker,
               const caf::expected<param_block::outcome>& r, int64_t before);
 

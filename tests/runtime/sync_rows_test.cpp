@@ -47,15 +47,21 @@ struct sync_shard {
     return out;
   }
 
+  /// A push of row `id` by `worker` computed on version `tag`, to this
+  /// shard, which the errors call shard `shard`.
+  caf::expected<bool> hold_at(int32_t worker, int64_t tag, uint64_t id,
+                              std::vector<float> grad = {1.f, 1.f},
+                              int32_t shard = 0) {
+    return rows.hold(block, *tables[0],
+                     {worker, 0, tag, {id},
+                      std::make_shared<const std::vector<float>>(grad)},
+                     shard);
+  }
+
+  /// A push of row `id` by `worker` for the update under way.
   caf::expected<bool> hold_row(int32_t worker, uint64_t id,
                                std::vector<float> grad) {
-    return rows.hold(block, *tables[0],
-                     {worker,
-                      0,
-                      block.version(),
-                      {id},
-                      std::make_shared<const std::vector<float>>(grad)},
-                     0);
+    return hold_at(worker, block.version(), id, std::move(grad));
   }
 
   caf::expected<param_block::outcome> dense(int32_t worker, int64_t tag,
@@ -105,9 +111,7 @@ BOOST_AUTO_TEST_CASE(rows_of_a_refused_or_stale_push_are_dropped) {
   s.dense(1, 0);
   BOOST_TEST(s.row(3) == start);
   // A row push for an update already applied is stale and held nowhere.
-  auto stale = s.rows.hold(
-    s.block, *s.tables[0],
-    {0, 0, 0, {3}, std::make_shared<const std::vector<float>>(2, 1.f)}, 0);
+  auto stale = s.hold_at(0, 0, 3);
   BOOST_REQUIRE(stale);
   BOOST_TEST(*stale == true);
   BOOST_TEST(s.rows.held() == 0u);
@@ -115,24 +119,18 @@ BOOST_AUTO_TEST_CASE(rows_of_a_refused_or_stale_push_are_dropped) {
 
 BOOST_AUTO_TEST_CASE(a_push_the_shard_would_refuse_is_refused_with_its_reason) {
   sync_shard s;
-  auto unknown = s.rows.hold(
-    s.block, *s.tables[0],
-    {5, 0, 0, {1}, std::make_shared<const std::vector<float>>(2, 1.f)}, 4);
+  auto unknown = s.hold_at(5, 0, 1, {1.f, 1.f}, 4);
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(describe(unknown.error())
                  .find("a row push from worker 5, which shard 4 does not know")
                != std::string::npos,
              describe(unknown.error()));
-  auto ahead = s.rows.hold(
-    s.block, *s.tables[0],
-    {0, 0, 9, {1}, std::make_shared<const std::vector<float>>(2, 1.f)}, 4);
+  auto ahead = s.hold_at(0, 9, 1, {1.f, 1.f}, 4);
   BOOST_REQUIRE(!ahead);
   BOOST_TEST(describe(ahead.error()).find("for version 9 on shard 4")
                != std::string::npos,
              describe(ahead.error()));
-  auto out_of_range = s.rows.hold(
-    s.block, *s.tables[0],
-    {0, 0, 0, {100}, std::make_shared<const std::vector<float>>(2, 1.f)}, 4);
+  auto out_of_range = s.hold_at(0, 0, 100, {1.f, 1.f}, 4);
   BOOST_REQUIRE(!out_of_range);
   BOOST_TEST(s.rows.held() == 0u);
 }
