@@ -189,7 +189,7 @@ private:
           return fail_all("the connection broke");
         if (stub)
           caf::anon_send(stub, data_atom_v, f.id,
-                         rows_of(f, std::move(values)));
+                         message_of<row_block>(f, {}, std::move(values)));
         continue;
       }
       if (f.op == data_frame::values) {
@@ -205,10 +205,10 @@ private:
           return fail_all("the connection broke");
         if (stub)
           caf::anon_send(stub, data_atom_v, f.id,
-                         values_of(f, std::move(values)));
+                         message_of<float_block>(f, {}, std::move(values)));
       } else if (f.op == data_frame::ack) {
         if (stub)
-          caf::anon_send(stub, data_atom_v, f.id, ack_of(f));
+          caf::anon_send(stub, data_atom_v, f.id, message_of<push_ack>(f));
       } else {
         std::string text(f.count, '\0');
         if (!sock->read_exact(text.data(), text.size()))
@@ -338,7 +338,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                                        pull_frame(worker, min_version));
     },
     [=](push_atom, gradient_push& g) {
-      return send_request<push_ack>(self, *link, shard, push_frame(g));
+      return send_request<push_ack>(self, *link, shard, request_frame(g));
     },
     [=](pull_atom, row_request& r) -> caf::result<row_block> {
       auto dim = dim_of(r.table);
@@ -351,7 +351,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                             + std::to_string(max_frame_rows)
                             + " per request)");
       auto row_floats = r.ids.size() * dim;
-      return send_request<row_block>(self, *link, shard, row_pull_frame(r),
+      return send_request<row_block>(self, *link, shard, request_frame(r),
                                      row_floats);
     },
     [=](push_atom, row_push& p) -> caf::result<push_ack> {
@@ -372,12 +372,14 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                             + " rows (at most "
                             + std::to_string(max_frame_rows)
                             + " per request)");
-      return send_request<push_ack>(self, *link, shard, row_push_frame(p));
+      return send_request<push_ack>(self, *link, shard, request_frame(p));
     },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
-    [=](data_atom, uint64_t id, caf::error& err) { answer(id, std::move(err)); },
+    [=](data_atom, uint64_t id, caf::error& err) {
+      answer(id, std::move(err));
+    },
     [=](data_atom, caf::error& err) {
       self->state.broken = err;
       for (auto& [id, rp] : self->state.open)

@@ -1,7 +1,7 @@
 // What both ends of the data plane (actors/data_plane/data_link.hpp) write
 // frames with: a frame to send, the writer thread that sends them in order,
-// and each message's frame form, made and read back in one place. Private
-// to actors/data_plane/data_server.cpp and data_client.cpp.
+// and each message's frame form, derived from its wire form (protocol.hpp).
+// Private to actors/data_plane/data_server.cpp and data_client.cpp.
 #pragma once
 
 #include <condition_variable>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "actors/data_plane/data_link.hpp"
@@ -21,7 +22,7 @@
 
 namespace troupe::data_wire {
 
-// -- writing frames -------------------------------------------------------------
+// -- writing frames -----------------------------------------------------------
 
 /// A frame to send; the payload stays alive through `keep` until written.
 struct outgoing {
@@ -181,16 +182,143 @@ private:
   std::thread thread_;
 };
 
-// -- each message's frame, written once for both ends ---------------------------
+// -- each message's frame, derived from its wire form -------------------------
 //
-// The frame form of every message the data plane carries: the header's
-// fields and the payload, next to the reading of them back. The client
-// makes the requests and reads the replies; the server reads the requests
-// and makes the replies. A request's id and shard are set when the stub
-// sends it; a reply echoes both. The same messages' BASP form is their
-// inspect() in protocol.hpp.
+// The frame form of every message the data plane carries. A data message's
+// fields and payload are those of its description in protocol.hpp (the
+// same one BASP's form comes from): its fields go into the header slots
+// the description names, its payload after the header. What is written
+// here is only the op code of each message, as a type ID is on BASP. The
+// client makes the requests and reads the replies; the server reads the
+// requests and makes the replies. A request's id and shard are set when
+// the stub sends it; a reply echoes both.
 
-/// pull_atom(worker, min_version): no payload.
+/// The op code of each described message.
+template <class Message>
+constexpr uint8_t op_of = 0;
+template <>
+inline constexpr uint8_t op_of<gradient_push> = data_frame::push;
+template <>
+inline constexpr uint8_t op_of<float_block> = data_frame::values;
+template <>
+inline constexpr uint8_t op_of<push_ack> = data_frame::ack;
+template <>
+inline constexpr uint8_t op_of<row_request> = data_frame::row_pull;
+template <>
+inline constexpr uint8_t op_of<row_push> = data_frame::row_push;
+template <>
+inline constexpr uint8_t op_of<row_block> = data_frame::rows;
+
+/// The header field that holds slot `Slot`.
+template <wire::slot Slot, class Header>
+auto& slot_of(Header& h) {
+  using wire::slot;
+  if constexpr (Slot == slot::shard)
+    return h.shard;
+  else if constexpr (Slot == slot::worker)
+    return h.worker;
+  else if constexpr (Slot == slot::tag)
+    return h.tag;
+  else if constexpr (Slot == slot::batch)
+    return h.batch;
+  else if constexpr (Slot == slot::table)
+    return h.table;
+  else
+    return h.flag;
+}
+
+/// Puts a description into a frame. Its payload moves into the frame
+/// (written from the message's own buffer, kept alive until written);
+/// `count` is the number of row ids when there are any, else of floats.
+struct frame_maker {
+  outgoing& o;
+
+  template <class... Parts>
+  void operator()(const char*, Parts... parts) {
+    (put(parts), ...);
+  }
+
+  template <wire::slot Slot, class T>
+  void put(wire::field<Slot, T> p) {
+    auto& to = slot_of<Slot>(o.head);
+    to = static_cast<std::remove_reference_t<decltype(to)>>(p.value);
+  }
+  void put(wire::floats p) {
+    o.floats = p.values ? p.values->size() : 0;
+    o.data = o.floats > 0 ? p.values->data() : nullptr;
+    o.keep = std::move(p.values);
+    if (o.ids.empty())
+      o.head.count = o.floats;
+  }
+  void put(wire::float_slice p) {
+    o.data = p.buffer ? p.buffer->data() + p.offset : nullptr;
+    o.floats = p.size;
+    o.keep = std::move(p.buffer);
+    o.head.count = p.size;
+  }
+  void put(wire::row_ids p) {
+    o.head.count = p.values.size();
+    o.ids = std::move(p.values);
+  }
+};
+
+/// Reads a description back from a header and the payload read after it.
+struct frame_reader {
+  const data_frame& f;
+  std::vector<uint64_t>& ids;
+  std::shared_ptr<std::vector<float>>& floats;
+
+  template <class... Parts>
+  void operator()(const char*, Parts... parts) {
+    (get(parts), ...);
+  }
+
+  template <wire::slot Slot, class T>
+  void get(wire::field<Slot, T> p) {
+    p.value = static_cast<T>(slot_of<Slot>(f));
+  }
+  void get(wire::floats p) { p.values = std::move(floats); }
+  void get(wire::float_slice p) {
+    p.offset = 0;
+    p.size = floats ? floats->size() : 0;
+    p.buffer = std::move(floats);
+  }
+  void get(wire::row_ids p) { p.values = std::move(ids); }
+};
+
+/// The frame of request `m`, which gives up its payload to it.
+template <class Message>
+outgoing request_frame(Message& m) {
+  outgoing o;
+  o.head.op = op_of<Message>;
+  frame_maker w{o};
+  wire_form(w, m);
+  return o;
+}
+
+/// The frame of reply `m` to request `id` for shard `shard`.
+template <class Message>
+outgoing reply_frame(uint64_t id, int32_t shard, Message& m) {
+  auto o = request_frame(m);
+  o.head.id = id;
+  o.head.shard = shard;
+  return o;
+}
+
+/// The message of header `f`, whose payload was read into `ids` (row
+/// pulls and pushes: `f.count` of them) and `floats` (pushes, values,
+/// rows).
+template <class Message>
+Message message_of(const data_frame& f, std::vector<uint64_t> ids = {},
+                   std::shared_ptr<std::vector<float>> floats = {}) {
+  Message m;
+  frame_reader r{f, ids, floats};
+  wire_form(r, m);
+  return m;
+}
+
+/// pull_atom(worker, min_version): no payload. A pull is an atom message
+/// with its arguments on BASP, which CAF writes; this is its frame.
 inline outgoing pull_frame(int32_t worker, int64_t min_version) {
   outgoing o;
   o.head.op = data_frame::pull;
@@ -208,130 +336,6 @@ struct pull_request {
 
 inline pull_request pull_of(const data_frame& f) {
   return {f.shard, f.worker, f.tag};
-}
-
-/// gradient_push: its floats follow, written from the push's own buffer.
-inline outgoing push_frame(gradient_push& g) {
-  outgoing o;
-  o.head.op = data_frame::push;
-  o.head.worker = g.worker;
-  o.head.tag = g.tag;
-  o.head.batch = g.batch;
-  o.head.count = g.size;
-  o.data = g.data();
-  o.floats = g.size;
-  o.keep = std::move(g.buffer);
-  return o;
-}
-
-/// The push of header `f`, whose `f.count` floats were read into `values`.
-inline gradient_push push_of(const data_frame& f,
-                             std::shared_ptr<std::vector<float>> values) {
-  gradient_push g;
-  g.shard = f.shard;
-  g.worker = f.worker;
-  g.tag = f.tag;
-  g.batch = f.batch;
-  g.size = f.count;
-  g.buffer = std::move(values);
-  return g;
-}
-
-/// row_request: its ids follow; peek travels as the flag.
-inline outgoing row_pull_frame(row_request& r) {
-  outgoing o;
-  o.head.op = data_frame::row_pull;
-  o.head.flag = r.peek ? 1 : 0;
-  o.head.table = static_cast<uint16_t>(r.table);
-  o.head.worker = r.worker;
-  o.head.count = r.ids.size();
-  o.ids = std::move(r.ids);
-  return o;
-}
-
-inline row_request row_pull_of(const data_frame& f,
-                               std::vector<uint64_t> ids) {
-  return row_request{f.shard, f.table, f.worker, std::move(ids),
-                     f.flag != 0};
-}
-
-/// row_push: its ids follow, then ids x dim floats.
-inline outgoing row_push_frame(row_push& p) {
-  auto floats = p.grads ? p.grads->size() : 0;
-  outgoing o;
-  o.head.op = data_frame::row_push;
-  o.head.table = static_cast<uint16_t>(p.table);
-  o.head.worker = p.worker;
-  o.head.batch = p.batch;
-  o.head.tag = p.tag;
-  o.head.count = p.ids.size();
-  o.ids = std::move(p.ids);
-  o.data = floats > 0 ? p.grads->data() : nullptr;
-  o.floats = floats;
-  o.keep = std::move(p.grads);
-  return o;
-}
-
-inline row_push row_push_of(const data_frame& f, std::vector<uint64_t> ids,
-                            std::shared_ptr<std::vector<float>> grads) {
-  return row_push{f.shard, f.table, f.worker, f.batch,
-                  f.tag,   std::move(ids), std::move(grads)};
-}
-
-/// A reply of operation `op` whose payload is `values`, written from the
-/// shard's own buffer.
-inline outgoing float_reply(uint8_t op, uint64_t id, int32_t shard,
-                            std::shared_ptr<const std::vector<float>> values) {
-  outgoing o;
-  o.head.op = op;
-  o.head.id = id;
-  o.head.shard = shard;
-  o.head.count = values ? values->size() : 0;
-  o.data = values ? values->data() : nullptr;
-  o.floats = o.head.count;
-  o.keep = std::move(values);
-  return o;
-}
-
-/// float_block, the reply to a pull: the version in the tag, the values
-/// after the header (none with "ask again").
-inline outgoing values_frame(uint64_t id, int32_t shard, float_block& b) {
-  auto o = float_reply(data_frame::values, id, shard, std::move(b.values));
-  o.head.tag = b.version;
-  return o;
-}
-
-inline float_block values_of(const data_frame& f,
-                             std::shared_ptr<std::vector<float>> values) {
-  return float_block{f.shard, f.tag, std::move(values)};
-}
-
-/// row_block, the reply to a row pull: the rows' floats after the header.
-inline outgoing rows_frame(uint64_t id, int32_t shard, row_block& b) {
-  auto o = float_reply(data_frame::rows, id, shard, std::move(b.values));
-  o.head.table = static_cast<uint16_t>(b.table);
-  return o;
-}
-
-inline row_block rows_of(const data_frame& f,
-                         std::shared_ptr<std::vector<float>> values) {
-  return row_block{f.shard, f.table, std::move(values)};
-}
-
-/// push_ack, the reply to a push or a row push: the version in the tag,
-/// staleness in the flag.
-inline outgoing ack_frame(uint64_t id, int32_t shard, const push_ack& a) {
-  outgoing o;
-  o.head.op = data_frame::ack;
-  o.head.id = id;
-  o.head.shard = shard;
-  o.head.tag = a.version;
-  o.head.flag = a.stale ? 1 : 0;
-  return o;
-}
-
-inline push_ack ack_of(const data_frame& f) {
-  return push_ack{f.tag, f.flag != 0};
 }
 
 /// An error, the reply to anything: troupe's error code in the flag (0:

@@ -118,8 +118,8 @@ using relay_actor = caf::typed_actor<
 /// they arrived; each reply goes to the writer as it comes.
 relay_actor::behavior_type relay_impl(relay_actor::pointer self,
                                       std::shared_ptr<relay_context> ctx) {
-  auto post_ack = [=](uint64_t id, int32_t shard, const push_ack& a) {
-    ctx->writer->post(ack_frame(id, shard, a));
+  auto post_ack = [=](uint64_t id, int32_t shard, push_ack a) {
+    ctx->writer->post(reply_frame(id, shard, a));
   };
   auto missing = [=](uint64_t id, int32_t shard) {
     ctx->writer->post(error_frame(
@@ -135,9 +135,7 @@ relay_actor::behavior_type relay_impl(relay_actor::pointer self,
         return missing(id, shard);
       self->request(h, ctx->timeout, pull_atom_v, worker, min_version)
         .then(
-          [=](float_block& b) {
-            ctx->writer->post(values_frame(id, shard, b));
-          },
+          [=](float_block& b) { ctx->writer->post(reply_frame(id, shard, b)); },
           [=](caf::error& err) {
             ctx->writer->post(error_frame(id, shard, err));
           });
@@ -160,9 +158,7 @@ relay_actor::behavior_type relay_impl(relay_actor::pointer self,
         return missing(id, shard);
       self->request(h, ctx->timeout, pull_atom_v, std::move(r))
         .then(
-          [=](row_block& b) {
-            ctx->writer->post(rows_frame(id, shard, b));
-          },
+          [=](row_block& b) { ctx->writer->post(reply_frame(id, shard, b)); },
           [=](caf::error& err) {
             ctx->writer->post(error_frame(id, shard, err));
           });
@@ -269,14 +265,14 @@ bool read_rows(session& s, const data_frame& f) {
   if (f.op == data_frame::row_pull) {
     // An unknown table costs nothing to answer: the shard names it.
     caf::anon_send(s.relay, pull_atom_v, f.id,
-                   row_pull_of(f, std::move(ids)));
+                   message_of<row_request>(f, std::move(ids)));
     return true;
   }
   auto grads = pooled_floats(f.count * dim);
   if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
     return false;
   caf::anon_send(s.relay, push_atom_v, f.id,
-                 row_push_of(f, std::move(ids), std::move(grads)));
+                 message_of<row_push>(f, std::move(ids), std::move(grads)));
   return true;
 }
 
@@ -317,7 +313,7 @@ void serve_connection(session& s) {
     if (!s.sock->read_exact(values->data(), f.count * sizeof(float)))
       break;
     caf::anon_send(s.relay, push_atom_v, f.id,
-                   push_of(f, std::move(values)));
+                   message_of<gradient_push>(f, {}, std::move(values)));
   }
   s.sock->shutdown();
   s.writer->stop();

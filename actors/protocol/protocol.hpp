@@ -19,6 +19,7 @@
 
 #include "caf/all.hpp"
 #include "actors/protocol/float_wire.hpp"
+#include "actors/protocol/wire_form.hpp"
 #include "actors/protocol/shell_protocol.hpp"
 #include "runtime/rules/batch_plan.hpp"
 #include "runtime/base/process_usage.hpp"
@@ -29,7 +30,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace troupe {
 
-// -- message types -------------------------------------------------------------
+// -- message types ------------------------------------------------------------
 
 /// A pull reply: one shard's values at a version. The pointer is shared with
 /// the shard (copy on write there), so an in-process pull copies nothing.
@@ -228,52 +229,86 @@ struct cluster_summary {
   std::vector<worker_epochs> workers; ///< per worker, per epoch
 };
 
-// -- inspect -------------------------------------------------------------------
+// -- the data messages' wire form ---------------------------------------------
+//
+// What a worker and a shard exchange, described once (actors/protocol/
+// wire_form.hpp): BASP's form is derived below, the data plane's frame in
+// actors/data_plane/data_frames.hpp. The order of the fields is BASP's;
+// the slot is where a field sits in a frame header.
 
-inline caf::error inspect(caf::serializer& f, float_block& x) {
-  if (auto err = f(x.shard, x.version))
-    return err;
-  return detail::write_floats(f, x.values ? x.values->data() : nullptr,
-                              x.values ? x.values->size() : 0);
-}
-inline caf::error inspect(caf::deserializer& f, float_block& x) {
-  if (auto err = f(x.shard, x.version))
-    return err;
-  std::shared_ptr<std::vector<float>> v;
-  if (auto err = detail::read_pooled(f, v))
-    return err;
-  x.values = std::move(v);
-  return {};
-}
-template <class Inspector>
-std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
-inspect(Inspector& f, float_block& x) {
-  return f(caf::meta::type_name("float_block"), x.shard, x.version,
-           static_cast<uint64_t>(x.values ? x.values->size() : 0));
+template <class Form>
+auto wire_form(Form& w, float_block& x) {
+  using wire::slot;
+  return w("float_block", wire::at<slot::shard>(x.shard),
+           wire::at<slot::tag>(x.version), wire::floats{x.values});
 }
 
-inline caf::error inspect(caf::serializer& f, gradient_push& x) {
-  if (auto err = f(x.shard, x.worker, x.tag, x.batch))
-    return err;
-  return detail::write_floats(f, x.data(), x.size);
+template <class Form>
+auto wire_form(Form& w, gradient_push& x) {
+  using wire::slot;
+  return w("gradient_push", wire::at<slot::shard>(x.shard),
+           wire::at<slot::worker>(x.worker), wire::at<slot::tag>(x.tag),
+           wire::at<slot::batch>(x.batch),
+           wire::float_slice{x.buffer, x.offset, x.size});
 }
-inline caf::error inspect(caf::deserializer& f, gradient_push& x) {
-  if (auto err = f(x.shard, x.worker, x.tag, x.batch))
-    return err;
-  std::shared_ptr<std::vector<float>> v;
-  if (auto err = detail::read_pooled(f, v))
-    return err;
-  x.offset = 0;
-  x.size = v->size();
-  x.buffer = std::move(v);
-  return {};
+
+template <class Form>
+auto wire_form(Form& w, row_request& x) {
+  using wire::slot;
+  return w("row_request", wire::at<slot::shard>(x.shard),
+           wire::at<slot::table>(x.table), wire::at<slot::worker>(x.worker),
+           wire::at<slot::flag>(x.peek), wire::row_ids{x.ids});
+}
+
+template <class Form>
+auto wire_form(Form& w, row_block& x) {
+  using wire::slot;
+  return w("row_block", wire::at<slot::shard>(x.shard),
+           wire::at<slot::table>(x.table), wire::floats{x.values});
+}
+
+template <class Form>
+auto wire_form(Form& w, row_push& x) {
+  using wire::slot;
+  return w("row_push", wire::at<slot::shard>(x.shard),
+           wire::at<slot::table>(x.table), wire::at<slot::worker>(x.worker),
+           wire::at<slot::batch>(x.batch), wire::at<slot::tag>(x.tag),
+           wire::row_ids{x.ids}, wire::floats{x.grads});
+}
+
+template <class Form>
+auto wire_form(Form& w, push_ack& x) {
+  using wire::slot;
+  return w("push_ack", wire::at<slot::tag>(x.version),
+           wire::at<slot::flag>(x.stale));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, float_block& x) {
+  return wire::inspect(f, x);
 }
 template <class Inspector>
-std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
-inspect(Inspector& f, gradient_push& x) {
-  return f(caf::meta::type_name("gradient_push"), x.shard, x.worker, x.tag,
-           x.batch, x.size);
+typename Inspector::result_type inspect(Inspector& f, gradient_push& x) {
+  return wire::inspect(f, x);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_request& x) {
+  return wire::inspect(f, x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_block& x) {
+  return wire::inspect(f, x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_push& x) {
+  return wire::inspect(f, x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
+  return wire::inspect(f, x);
+}
+
+// -- inspect of the other messages --------------------------------------------
 
 inline caf::error inspect(caf::serializer& f, shard_state_msg& x) {
   if (auto err = f(x.shard, x.version, x.slot_names))
@@ -282,6 +317,7 @@ inline caf::error inspect(caf::serializer& f, shard_state_msg& x) {
     return err;
   return detail::write_float_vectors(f, x.slots);
 }
+
 inline caf::error inspect(caf::deserializer& f, shard_state_msg& x) {
   if (auto err = f(x.shard, x.version, x.slot_names))
     return err;
@@ -289,22 +325,12 @@ inline caf::error inspect(caf::deserializer& f, shard_state_msg& x) {
     return err;
   return detail::read_float_vectors(f, x.slots);
 }
+
 template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, shard_state_msg& x) {
   return f(caf::meta::type_name("shard_state_msg"), x.shard, x.version,
            x.slot_names, static_cast<uint64_t>(x.values.size()));
-}
-
-inline caf::error inspect(caf::serializer& f, row_request& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.peek))
-    return err;
-  return detail::write_ids(f, x.ids);
-}
-inline caf::error inspect(caf::deserializer& f, row_request& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.peek))
-    return err;
-  return detail::read_ids(f, x.ids);
 }
 
 inline caf::error inspect(caf::serializer& f, row_chunk& x) {
@@ -316,6 +342,7 @@ inline caf::error inspect(caf::serializer& f, row_chunk& x) {
     return err;
   return detail::write_float_vectors(f, x.slots);
 }
+
 inline caf::error inspect(caf::deserializer& f, row_chunk& x) {
   if (auto err = f(x.shard, x.table, x.rows, x.pushes))
     return err;
@@ -325,70 +352,12 @@ inline caf::error inspect(caf::deserializer& f, row_chunk& x) {
     return err;
   return detail::read_float_vectors(f, x.slots);
 }
+
 template <class Inspector>
 std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
 inspect(Inspector& f, row_chunk& x) {
   return f(caf::meta::type_name("row_chunk"), x.shard, x.table, x.rows,
            x.pushes, static_cast<uint64_t>(x.ids.size()));
-}
-template <class Inspector>
-std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
-inspect(Inspector& f, row_request& x) {
-  return f(caf::meta::type_name("row_request"), x.shard, x.table, x.worker,
-           static_cast<uint64_t>(x.ids.size()), x.peek);
-}
-
-inline caf::error inspect(caf::serializer& f, row_block& x) {
-  if (auto err = f(x.shard, x.table))
-    return err;
-  return detail::write_floats(f, x.values ? x.values->data() : nullptr,
-                              x.values ? x.values->size() : 0);
-}
-inline caf::error inspect(caf::deserializer& f, row_block& x) {
-  if (auto err = f(x.shard, x.table))
-    return err;
-  std::shared_ptr<std::vector<float>> v;
-  if (auto err = detail::read_pooled(f, v))
-    return err;
-  x.values = std::move(v);
-  return {};
-}
-template <class Inspector>
-std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
-inspect(Inspector& f, row_block& x) {
-  return f(caf::meta::type_name("row_block"), x.shard, x.table,
-           static_cast<uint64_t>(x.values ? x.values->size() : 0));
-}
-
-inline caf::error inspect(caf::serializer& f, row_push& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.batch, x.tag))
-    return err;
-  if (auto err = detail::write_ids(f, x.ids))
-    return err;
-  return detail::write_floats(f, x.grads ? x.grads->data() : nullptr,
-                              x.grads ? x.grads->size() : 0);
-}
-inline caf::error inspect(caf::deserializer& f, row_push& x) {
-  if (auto err = f(x.shard, x.table, x.worker, x.batch, x.tag))
-    return err;
-  if (auto err = detail::read_ids(f, x.ids))
-    return err;
-  std::shared_ptr<std::vector<float>> v;
-  if (auto err = detail::read_pooled(f, v))
-    return err;
-  x.grads = std::move(v);
-  return {};
-}
-template <class Inspector>
-std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
-inspect(Inspector& f, row_push& x) {
-  return f(caf::meta::type_name("row_push"), x.shard, x.table, x.worker,
-           x.batch, x.tag, static_cast<uint64_t>(x.ids.size()));
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
-  return f(caf::meta::type_name("push_ack"), x.version, x.stale);
 }
 
 template <class Inspector>
@@ -455,7 +424,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
 
 } // namespace troupe
 
-// -- type IDs and atoms ----------------------------------------------------------
+// -- type IDs and atoms -------------------------------------------------------
 
 CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::float_block))
@@ -508,7 +477,7 @@ CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
 CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
 CAF_ADD_ATOM(troupe, troupe, who_atom, "who")
 
-// -- actor interfaces --------------------------------------------------------------
+// -- actor interfaces ---------------------------------------------------------
 
 namespace troupe {
 
@@ -592,7 +561,7 @@ using worker_actor = caf::typed_actor<
   // chief to put back (a node that leaves the run).
   caf::reacts_to<finish_atom>>;
 
-// -- across processes ---------------------------------------------------------------
+// -- across processes ---------------------------------------------------------
 
 /// What a node agent needs to start a shard: its id, the pushes per sync
 /// update (the worker count can change while a run goes on) and its
