@@ -1,5 +1,7 @@
 #include "actors/node_agent.hpp"
 
+#include "runtime/checkpoint/declared_params.hpp"
+
 #include <algorithm>
 
 #include "actors/data_plane/data_link.hpp"
@@ -9,6 +11,7 @@
 #include "actors/timing.hpp"
 #include "actors/worker.hpp"
 #include "runtime/base/errc.hpp"
+#include "runtime/checkpoint/declared_params.hpp"
 
 namespace troupe {
 
@@ -146,11 +149,24 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
         wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
       wo.chief = caf::actor_cast<chief_actor>(w.chief);
       wo.fault_hook = st.opts.fault_hook;
+      if (wo.cfg.model.type == model_config::kind::external
+          && st.opts.external) {
+        if (!st.declared) {
+          auto declared = read_declared_params(wo.cfg.model.parameters);
+          if (!declared)
+            return declared.error();
+          st.declared = std::make_shared<const param_layout>(
+            std::move(declared->layout));
+        }
+        wo.layout = st.declared;
+        wo.external = st.opts.external(w.id);
+      }
       // A GPU worker waits for its device in every step (the loss is read
       // back), so it gets a thread of its own instead of blocking one of
       // the few scheduler threads; CPU workers stay on the scheduler, which
       // keeps the deterministic actor tests deterministic.
-      auto h = wo.cfg.training.device.is_gpu()
+      // So does a worker whose step runs outside troupe (Python).
+      auto h = wo.cfg.training.device.is_gpu() || wo.external
                  ? self->spawn<caf::detached>(worker_impl, std::move(wo))
                  : self->spawn(worker_impl, std::move(wo));
       self->monitor(h);

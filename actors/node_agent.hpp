@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/protocol/protocol.hpp"
+#include "models/external_step.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
 
@@ -32,6 +33,9 @@ struct agent_options {
   std::shared_ptr<const train_test> data;
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
+  /// model.type "external": makes each worker's step (the Python
+  /// module's workers); null on a node that cannot run one.
+  external_step_factory external;
   /// This process's data plane: shards placed here are served on it. Null
   /// in the embedded mode and on nodes that hold no shards (joined ones).
   std::shared_ptr<data_server> data_plane;
@@ -43,6 +47,8 @@ struct agent_state {
   /// What it started and still runs (monitored; stopped on finish).
   std::map<int32_t, shard_actor> shards; ///< by id
   std::vector<worker_actor> workers;
+  /// external: the tensors the run declared, read once for its workers.
+  std::shared_ptr<const param_layout> declared;
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.
   std::map<std::string, std::shared_ptr<data_client>> data_links;

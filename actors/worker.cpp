@@ -46,7 +46,9 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
           return fail(self, make_error(errc::wrong_size,
                                        "pull from shard " + std::to_string(i)
                                          + " returned the wrong size"));
-        if (is_easgd(self))
+        if (s.opts.external)
+          s.pulled.blocks[i] = b.values;
+        else if (is_easgd(self))
           std::memcpy(s.host.data() + r.begin, b.values->data(),
                       r.size() * sizeof(float));
         else
@@ -246,18 +248,36 @@ std::shared_ptr<std::vector<float>> free_gradient_buffer(self_ptr self) {
       std::atomic_thread_fence(std::memory_order_acquire);
       return b;
     }
-  st.grad_pool.push_back(
-    std::make_shared<std::vector<float>>(st.replica->layout().total()));
+  auto total = st.opts.external ? st.opts.layout->total()
+                                : st.replica->layout().total();
+  st.grad_pool.push_back(std::make_shared<std::vector<float>>(total));
   return st.grad_pool.back();
 }
 
-/// Forward/backward on the leased batch; false after reporting a
-/// non-finite loss (the chief then stops the run).
+bool check_finite(self_ptr self, int n);
+
+/// Forward/backward on the leased batch (or the external step); false
+/// after reporting a non-finite loss (the chief then stops the run) or
+/// failing.
 bool compute(self_ptr self) {
   auto& st = self->state;
   if (st.opts.fault_hook)
     st.opts.fault_hook(st.opts.id, st.clock);
   int n = static_cast<int>(st.lease.samples.size());
+  if (st.opts.external) {
+    st.grads = free_gradient_buffer(self);
+    auto loss = st.opts.external->step(st.pulled, st.lease.samples,
+                                       st.grads->data());
+    if (!loss) {
+      fail(self, make_error(errc::worker_failed,
+                            "worker " + std::to_string(st.opts.id)
+                              + ": step " + std::to_string(st.clock) + ": "
+                              + describe(loss.error())));
+      return false;
+    }
+    st.loss = *loss;
+    return check_finite(self, n);
+  }
   gather_batch(st.opts.data->train, st.lease.samples.data(), n,
                st.x.floats(), st.y.ints());
   if (is_click(self)) {
@@ -279,6 +299,13 @@ bool compute(self_ptr self) {
     if (!in_place)
       st.replica->get_grads(st.grads->data());
   }
+  return check_finite(self, n);
+}
+
+/// True when the step's loss is finite; else reports it to the chief,
+/// which stops the run.
+bool check_finite(self_ptr self, int n) {
+  auto& st = self->state;
   if (std::isfinite(st.loss.loss_sum))
     return true;
   worker_report r;
@@ -438,6 +465,29 @@ void next_step(self_ptr self) {
   }
 }
 
+/// What a set-up worker answers: its steps, and being told to finish.
+worker_actor::behavior_type worker_behavior(self_ptr self) {
+  return {
+    [=](step_atom) {
+      auto& s = self->state;
+      if (s.draining)
+        return quit_when_settled(self);
+      if (s.initialised || !is_easgd(self))
+        return next_step(self);
+      // easgd starts from the center.
+      pull_all(self, [=] {
+        self->state.replica->set_params(self->state.host.data());
+        self->state.initialised = true;
+        next_step(self);
+      });
+    },
+    [=](finish_atom) {
+      self->state.draining = true;
+      quit_when_settled(self);
+    },
+  };
+}
+
 } // namespace
 
 worker_actor::behavior_type
@@ -461,6 +511,22 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   });
   const auto& cfg = st.opts.cfg;
   const auto& train = st.opts.data->train;
+  if (cfg.model.type == model_config::kind::external) {
+    if (!st.opts.external || !st.opts.layout) {
+      self->quit(make_error(
+        errc::invalid_config,
+        "worker " + std::to_string(st.opts.id) + ": an external model's "
+          + "workers run the user's step function (the Python module's "
+            "workers); this node has none to run"));
+      return {[](step_atom) {}, [](finish_atom) {}};
+    }
+    st.pulled.layout = st.opts.layout.get();
+    st.pulled.ranges = st.opts.ranges;
+    st.pulled.blocks.resize(st.opts.shards.size());
+    st.versions.assign(st.opts.shards.size(), 0);
+    self->send(self, step_atom_v);
+    return worker_behavior(self);
+  }
   // The model's device buffers are allocated here; a device that fails
   // then (out of memory, say) ends the worker like a failure in a step.
   auto made = [&]() -> caf::expected<std::unique_ptr<model>> {
@@ -506,25 +572,7 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
     st.host.resize(st.replica->layout().total());
   }
   self->send(self, step_atom_v);
-  return {
-    [=](step_atom) {
-      auto& s = self->state;
-      if (s.draining)
-        return quit_when_settled(self);
-      if (s.initialised || !is_easgd(self))
-        return next_step(self);
-      // easgd starts from the center.
-      pull_all(self, [=] {
-        self->state.replica->set_params(self->state.host.data());
-        self->state.initialised = true;
-        next_step(self);
-      });
-    },
-    [=](finish_atom) {
-      self->state.draining = true;
-      quit_when_settled(self);
-    },
-  };
+  return worker_behavior(self);
 }
 
 } // namespace troupe

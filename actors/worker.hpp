@@ -10,6 +10,10 @@
 // optimizer and every `tau` steps pulls the center, moves toward it and
 // pushes the elastic difference.
 //
+// An external model (model.type "external") keeps no replica: the pulled
+// blocks go as they are to the user's step function (external_step), and
+// the gradient it writes is pushed like any other.
+//
 // A click model (model.type "click") also pulls the rows of its batch
 // from the shards that hold them once the lease is in (each distinct row
 // once, from its own shard only), trains the MLP on the pooled rows, and
@@ -29,6 +33,7 @@
 
 #include "actors/protocol/protocol.hpp"
 #include "models/click_batch.hpp"
+#include "models/external_step.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config/config.hpp"
@@ -47,6 +52,10 @@ struct worker_options {
   std::vector<shard_data_actor> shards;
   std::vector<flat_range> ranges; ///< each shard's part of the flat vector
   chief_actor chief;
+  /// model.type "external": the step that computes the gradient (the
+  /// user's), and the tensors of the flat vector it computes it for.
+  std::shared_ptr<external_step> external;
+  std::shared_ptr<const param_layout> layout;
   /// Called before each step with (worker, clock); tests throw from it to
   /// make a worker fail.
   std::function<void(int32_t, int64_t)> fault_hook;
@@ -63,7 +72,8 @@ struct worker_state {
   static inline const char* name = "worker";
   worker_options opts;
   std::unique_ptr<compute_backend> backend;
-  std::unique_ptr<model> replica;
+  std::unique_ptr<model> replica; ///< troupe's own models
+  pulled_params pulled;           ///< external: this step's values
   std::unique_ptr<local_trainer> local; ///< easgd: local optimizer
   /// click: the batch's rows, planned per shard, and the gradient of the
   /// MLP's inputs, which flows back into them.

@@ -61,6 +61,12 @@ caf::error check_size(const model_config& cfg, int height, int width,
 caf::expected<std::unique_ptr<model>>
 make_model(const model_config& cfg, int height, int width, int channels,
            int classes, compute_backend& be) {
+  if (cfg.type == model_config::kind::external)
+    return make_error(errc::invalid_config,
+                      "/model/type: an external model is computed by its "
+                      "own step function (the Python module's workers), not "
+                      "by troupe: train it on a cluster (troupe-node) whose "
+                      "workers run that function");
   if (auto err = check_size(cfg, height, width, channels, classes))
     return err;
   param_layout layout;
@@ -87,6 +93,8 @@ make_model(const model_config& cfg, int height, int width, int channels,
       summary += " " + add_dense_stack(input, "dense");
       if (!cfg.hidden.empty())
         summary += std::string{" "} + to_string(cfg.act);
+      break;
+    case model_config::kind::external: // refused above
       break;
     case model_config::kind::cnn: {
       if (height < 4 || width < 4 || height % 4 != 0 || width % 4 != 0)

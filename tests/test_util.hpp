@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "caf/expected.hpp"
 #include "runtime/base/errc.hpp"
@@ -45,6 +46,39 @@ std::string why(const caf::expected<T>& x) {
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out{path, std::ios::binary};
   out << text;
+}
+
+/// One tensor of a safetensors file a test writes as a user would.
+struct user_tensor {
+  std::string name;
+  std::string shape; ///< JSON, e.g. "[4]" or "[]"
+  std::vector<float> values;
+  std::string dtype = "F32";
+};
+
+/// Writes `tensors` to `path` as a safetensors file with no troupe
+/// metadata, in the order given (PyTorch's save_file writes such files).
+inline void write_user_safetensors(const std::string& path,
+                                   const std::vector<user_tensor>& tensors) {
+  std::string header = "{";
+  size_t at = 0;
+  std::string data;
+  for (auto& t : tensors) {
+    auto bytes = t.values.size() * sizeof(float);
+    if (header.size() > 1)
+      header += ",";
+    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":"
+              + t.shape + ",\"data_offsets\":[" + std::to_string(at) + ","
+              + std::to_string(at + bytes) + "]}";
+    data.append(reinterpret_cast<const char*>(t.values.data()), bytes);
+    at += bytes;
+  }
+  header += "}";
+  std::string len(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    len[static_cast<size_t>(i)] = static_cast<char>(
+      (static_cast<uint64_t>(header.size()) >> (8 * i)) & 0xff);
+  write_file(path, len + header + data);
 }
 
 } // namespace troupe::test

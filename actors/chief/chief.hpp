@@ -40,6 +40,7 @@
 #include <utility>
 
 #include "actors/protocol/protocol.hpp"
+#include "models/external_step.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
 
@@ -62,6 +63,8 @@ struct chief_options {
   std::shared_ptr<data_server> data_plane;
   /// Passed to every worker (see worker_options::fault_hook).
   std::function<void(int32_t, int64_t)> fault_hook;
+  /// Passed to this process's agent (see agent_options::external).
+  external_step_factory external;
   /// The embedded mode's shell port (troupe-node --listen): the chief is
   /// published at this host and port (0: any free one) for troupe-shell,
   /// and the log says where. Unset: none. A cluster's chief always

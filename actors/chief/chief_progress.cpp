@@ -30,7 +30,8 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     st.recovery.after.push_back([=] { evaluate_now(self, then); });
     return;
   }
-  if (st.eval.last_eval_step == st.progress.steps)
+  // An external model is scored by its own code, not by the chief.
+  if (st.eval.last_eval_step == st.progress.steps || !st.eval.evaluator)
     return then();
   st.eval.evaluating = true;
   st.eval.last_eval_step = st.progress.steps;
@@ -96,7 +97,7 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   auto position = from.step;
   checkpoint ckpt;
   ckpt.step = position;
-  ckpt.layout = s.eval.evaluator->layout();
+  ckpt.layout = s.eval.layout;
   // The values, then each optimizer slot, gathered from the shards' parts
   // (every shard has the same slots: one optimizer for the run).
   auto gather = [&](auto part_of) -> caf::expected<std::vector<float>> {
@@ -118,7 +119,7 @@ caf::error write_shards(chief_self self, const feeder_position& from,
     ckpt.slots.emplace_back(parts[0].slot_names[n], std::move(*slot));
   }
   ckpt.metadata["optimizer"] = to_string(s.opts.cfg.training.optimizer.type);
-  ckpt.metadata["model"] = s.eval.evaluator->summary();
+  ckpt.metadata["model"] = s.eval.summary;
   ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
   ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
   if (!from.plan.empty()) // replicated, sharded: each worker's place

@@ -259,7 +259,7 @@ void restore_after_loss(chief_self self) {
   // newer ones included.
   auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
                            checkpoint_pick::this_run,
-                           st.eval.evaluator->layout());
+                           st.eval.layout);
   if (!found)
     return fail_run(self, found.error());
   if (!*found)

@@ -10,6 +10,7 @@
 #include "actors/timing.hpp"
 #include "models/trainer.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/checkpoint/declared_params.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 
@@ -125,7 +126,7 @@ void adopt_run(chief_self self, std::function<void()> restore) {
   if (!ckpt.dir.empty()) {
     auto found = load_newest(ckpt.dir, stamp_of(self),
                              checkpoint_pick::this_run,
-                             st.eval.evaluator->layout());
+                             st.eval.layout);
     if (!found)
       return fail_run(self, found.error());
     if (*found) {
@@ -209,13 +210,29 @@ void start(chief_self self) {
   const auto& cfg = st.opts.cfg;
   say(self, "identity: run " + st.run_id + ", config digest " + st.digest);
   const auto& train = st.opts.data->train;
-  st.eval.backend = make_cpu_backend(cfg.training.threads);
-  auto m = make_model(cfg.model, train.height, train.width, train.channels,
-                      train.classes, *st.eval.backend);
-  if (!m)
-    return fail_run(self, m.error());
-  st.eval.evaluator = std::move(*m);
-  auto split = st.eval.evaluator->layout().split(
+  std::vector<float> declared_values;
+  if (cfg.model.type == model_config::kind::external) {
+    // The user's tensors: troupe holds and updates them, the user's step
+    // function computes their gradients.
+    auto declared = read_declared_params(cfg.model.parameters);
+    if (!declared)
+      return fail_run(self, declared.error());
+    st.eval.layout = std::move(declared->layout);
+    st.eval.summary = describe_declared(st.eval.layout);
+    declared_values = std::move(declared->values);
+    say(self, "model: " + st.eval.summary + " from "
+                + cfg.model.parameters);
+  } else {
+    st.eval.backend = make_cpu_backend(cfg.training.threads);
+    auto m = make_model(cfg.model, train.height, train.width, train.channels,
+                        train.classes, *st.eval.backend);
+    if (!m)
+      return fail_run(self, m.error());
+    st.eval.evaluator = std::move(*m);
+    st.eval.layout = st.eval.evaluator->layout();
+    st.eval.summary = st.eval.evaluator->summary();
+  }
+  auto split = st.eval.layout.split(
     static_cast<size_t>(cfg.cluster.shards));
   if (!split)
     return fail_run(self, split.error());
@@ -245,7 +262,7 @@ void start(chief_self self) {
   if (cfg.training.checkpoint.resume) {
     auto found = load_newest(cfg.training.checkpoint.dir, stamp_of(self),
                              checkpoint_pick::compatible,
-                             st.eval.evaluator->layout());
+                             st.eval.layout);
     if (!found)
       return fail_run(self, found.error());
     if (*found) {
@@ -270,7 +287,8 @@ void start(chief_self self) {
     st.checkpoints.fresh_dir_error = check_fresh_dir(cfg.training.checkpoint.dir,
                                          stamp_of(self));
   if (!st.shards.resume_from)
-    st.shards.initial = st.eval.evaluator->initial_params();
+    st.shards.initial = st.eval.evaluator ? st.eval.evaluator->initial_params()
+                                          : std::move(declared_values);
   feeder_options fo;
   fo.samples = static_cast<size_t>(train.count);
   fo.batch = cfg.training.batch_size;
@@ -289,6 +307,7 @@ void start(chief_self self) {
   ao.cfg = cfg;
   ao.data = st.opts.data;
   ao.fault_hook = st.opts.fault_hook;
+  ao.external = st.opts.external;
   ao.data_plane = st.opts.data_plane;
   auto local = self->spawn(node_agent_impl, std::move(ao));
   if (cfg.cluster.distributed()) {

@@ -174,7 +174,12 @@ struct chief_progress {
 /// model); a recovery lets the next evaluation come at once.
 struct chief_evaluation {
   std::unique_ptr<compute_backend> backend;
+  /// Null for an external model, which troupe cannot compute.
   std::unique_ptr<model> evaluator;
+  /// The run's tensors and how its model is named (checkpoints, logs):
+  /// the evaluator's, or those an external model declared.
+  param_layout layout;
+  std::string summary;
   bool evaluating = false;
   double last_accuracy = -1, last_loss = 0;
   /// click: the ROC AUC of the last evaluation (-1: none yet).

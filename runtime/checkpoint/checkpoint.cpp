@@ -16,6 +16,7 @@
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_io.hpp"
 #include "runtime/base/json_text.hpp"
+#include "runtime/checkpoint/safetensors_file.hpp"
 
 namespace troupe {
 
@@ -28,8 +29,6 @@ static_assert(sizeof(float) == 4, "F32 tensors need 4-byte floats");
 
 constexpr const char* format_name = "troupe-checkpoint";
 constexpr const char* format_version = "1";
-/// Far above any model's header (a tensor's entry is ~100 bytes).
-constexpr uint64_t max_header_bytes = 16 << 20;
 /// Tensors of a file, params and optimizer slots together: troupe's models
 /// have at most about 130 (64 hidden layers), 400 with Adam's two slots.
 /// Bounded because building the layout compares each name with those
@@ -126,80 +125,6 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
 
 namespace {
 
-/// The bytes of a checkpoint file: only a regular file is read (a FIFO
-/// named ckpt-* would block the reader forever), and the header's length
-/// is checked against the file before anything the file names is
-/// allocated.
-struct checkpoint_bytes {
-  json header;
-  std::vector<char> bytes; ///< the whole file, when read in full
-  uint64_t header_len = 0;
-  uint64_t file_size = 0;
-};
-
-caf::expected<checkpoint_bytes> read_checkpoint_bytes(const std::string& path,
-                                                      bool whole) {
-  fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (fd.get() < 0) {
-    if (errno == ENOENT)
-      return make_error(errc::file_not_found, path + ": no such file");
-    return io_error(path, "cannot open");
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0)
-    return io_error(path, "cannot stat");
-  if (!S_ISREG(st.st_mode))
-    return format_error(path, "not a regular file");
-  checkpoint_bytes out;
-  out.file_size = static_cast<uint64_t>(st.st_size);
-  auto read_at = [&](char* dst, uint64_t n, uint64_t at) {
-    return pread_all(fd.get(), dst, n, at);
-  };
-  if (out.file_size < 8)
-    return format_error(path, "truncated: " + std::to_string(out.file_size)
-                                + " bytes, not even a safetensors header");
-  char len_bytes[8];
-  if (!read_at(len_bytes, 8, 0))
-    return io_error(path, "read failed");
-  uint64_t len = 0;
-  for (int i = 0; i < 8; ++i)
-    len |= uint64_t{static_cast<unsigned char>(len_bytes[i])} << (8 * i);
-  if (len > out.file_size - 8)
-    return format_error(path, "truncated: header claims " + std::to_string(len)
-                                + " bytes, file has "
-                                + std::to_string(out.file_size - 8)
-                                + " after the length");
-  if (len > max_header_bytes)
-    return format_error(path, "a header of " + std::to_string(len)
-                                + " bytes (at most "
-                                + std::to_string(max_header_bytes) + ")");
-  out.header_len = len;
-  std::vector<char> head;
-  std::vector<char>* into = &head;
-  if (whole) {
-    out.bytes.resize(static_cast<size_t>(out.file_size));
-    into = &out.bytes;
-    if (!read_at(out.bytes.data(), out.file_size, 0))
-      return io_error(path, "read failed");
-  } else {
-    head.resize(static_cast<size_t>(len) + 8);
-    if (!read_at(head.data(), len + 8, 0))
-      return io_error(path, "read failed");
-  }
-  // Depth is bounded: safetensors headers are three levels deep.
-  const char* text = into->data() + 8;
-  if (nested_deeper_than(text, text + len, 8))
-    return format_error(path, "corrupt safetensors header: nested deeper "
-                              "than a safetensors header is");
-  try {
-    out.header = json::parse(text, text + len);
-  } catch (const json::exception& e) {
-    return format_error(path, std::string{"corrupt safetensors header: "}
-                                + e.what());
-  }
-  return out;
-}
-
 /// "123" -> 123; anything else (a sign, a point, an exponent, trailing
 /// characters, more than 18 digits) -> -1.
 int64_t strict_count(const std::string& text) {
@@ -247,7 +172,7 @@ caf::error read_metadata(const json& header, const std::string& path,
 } // namespace
 
 caf::expected<checkpoint> read_checkpoint_metadata(const std::string& path) {
-  auto file = read_checkpoint_bytes(path, false);
+  auto file = read_safetensors_file(path, false);
   if (!file)
     return file.error();
   checkpoint out;
@@ -257,7 +182,7 @@ caf::expected<checkpoint> read_checkpoint_metadata(const std::string& path) {
 }
 
 caf::expected<checkpoint> read_checkpoint(const std::string& path) {
-  auto file = read_checkpoint_bytes(path, true);
+  auto file = read_safetensors_file(path, true);
   if (!file)
     return file.error();
   auto& header = file->header;

@@ -23,6 +23,7 @@ const char* to_string(model_config::kind k) {
     case model_config::kind::mlp: return "mlp";
     case model_config::kind::cnn: return "cnn";
     case model_config::kind::click: return "click";
+    case model_config::kind::external: return "external";
   }
   return "?";
 }
@@ -49,6 +50,7 @@ const char* to_string(data_config::kind k) {
     case data_config::kind::csv: return "csv";
     case data_config::kind::synthetic: return "synthetic";
     case data_config::kind::click: return "click";
+    case data_config::kind::external: return "external";
   }
   return "?";
 }
@@ -133,8 +135,20 @@ model_config read_model(object_reader r) {
   model_config m;
   m.type = r.choice<mk>("type", mk::mlp,
                         {{"softmax", mk::softmax}, {"mlp", mk::mlp},
-                         {"cnn", mk::cnn}, {"click", mk::click}},
+                         {"cnn", mk::cnn}, {"click", mk::click},
+                         {"external", mk::external}},
                         true);
+  if (m.type == mk::external) {
+    // Its shapes and initial values are the file's: nothing else to say.
+    r.require("parameters");
+    m.parameters = r.string("parameters", "");
+    check_path(m.parameters, r.at("parameters"));
+    if (!file_exists(m.parameters))
+      throw config_error{errc::file_not_found, r.at("parameters"),
+                         "parameters file not found: " + m.parameters};
+    r.finish();
+    return m;
+  }
   m.hidden = r.int_list("hidden",
                         m.type == mk::mlp     ? std::vector<int>{256, 128}
                         : m.type == mk::click ? std::vector<int>{64, 32}
@@ -187,7 +201,7 @@ data_config read_data(object_reader r) {
                           {{"idx", dk::idx}, {"cifar10", dk::cifar10},
                            {"synthetic", dk::synthetic}, {"npy", dk::npy},
                            {"npz", dk::npz}, {"csv", dk::csv},
-                           {"click", dk::click}},
+                           {"click", dk::click}, {"external", dk::external}},
                           true);
   if (d.format == dk::idx || d.format == dk::npy || d.format == dk::npz
       || d.format == dk::csv)
@@ -270,6 +284,12 @@ data_config read_data(object_reader r) {
       d.test_files = resolve("test_files", {"test_batch.bin"});
       break;
     }
+    case dk::external:
+      // Only indices travel: any count a 64-bit plan holds.
+      r.require("train_samples");
+      d.train_samples = r.integer("train_samples", 1, 1, int64_t{1} << 40);
+      d.test_samples = r.integer("test_samples", 0, 0, int64_t{1} << 40);
+      break;
     case dk::synthetic:
       d.train_samples = r.integer("train_samples", 1000, 1);
       d.test_samples = r.integer("test_samples", 200, 1);
@@ -405,6 +425,38 @@ void check_click_run(run_config& cfg) {
                            "\"on_touch\""};
 }
 
+/// What an external model and the user's own data require of each other
+/// and of the rest of the run; called once every section is read.
+void check_external_run(const run_config& cfg) {
+  bool model = cfg.model.type == model_config::kind::external;
+  bool data = cfg.data.format == data_config::kind::external;
+  if (model && !data)
+    throw config_error{errc::invalid_config, "/model/type",
+                       "an external model trains on the user's own data "
+                       "(data.format \"external\" with train_samples), found "
+                       "data.format \""
+                         + std::string{to_string(cfg.data.format)} + "\""};
+  if (data && !model)
+    throw config_error{errc::invalid_config, "/data/format",
+                       "external data is read by an external model's own "
+                       "step function (model.type \"external\"), found "
+                       "model.type \""
+                         + std::string{to_string(cfg.model.type)} + "\""};
+  if (!model)
+    return;
+  if (cfg.cluster.consistency == cluster_config::mode::easgd)
+    throw config_error{errc::invalid_config, "/cluster/consistency",
+                       "easgd is not supported for an external model: its "
+                       "workers take local optimizer steps on a model troupe "
+                       "computes, while an external step function returns "
+                       "gradients; use async, sync or ssp"};
+  if (cfg.data.validation_split > 0)
+    throw config_error{errc::invalid_config, "/data/validation_split",
+                       "not supported for external data: the step function "
+                       "reads the user's own data, so hold a validation set "
+                       "out there"};
+}
+
 training_config read_training(object_reader r) {
   training_config t;
   t.batch_size = static_cast<int>(r.integer("batch_size", 128, 1, 1 << 20));
@@ -515,6 +567,7 @@ caf::expected<run_config> parse_run_config(const std::string& text,
       cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
     r.finish();
     check_click_run(cfg);
+    check_external_run(cfg);
     return cfg;
   } catch (const config_error& e) {
     return make_error(e.code, origin + ": " + printable(e.pointer) + ": "

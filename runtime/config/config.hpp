@@ -31,7 +31,10 @@ struct model_config {
   /// fields of click logs looked up in one embedding table held by the
   /// shards, mean-pooled per field, concatenated with the numeric fields
   /// and fed to an MLP (`hidden`) with a two-way softmax.
-  enum class kind { softmax, mlp, cnn, click };
+  /// external: the user's own model, computed outside troupe (the Python
+  /// module's step function); the shards hold the tensors `parameters`
+  /// names, with its values to start from.
+  enum class kind { softmax, mlp, cnn, click, external };
   enum class init_kind { normal, xavier, he };
   kind type = kind::mlp;
   /// Hidden dense layer sizes (mlp; for cnn the dense layers after the
@@ -50,6 +53,9 @@ struct model_config {
   /// per sample (data.categorical), both set when the config is read.
   embedding_table_config table;
   int table_fields = 0;
+  /// external: a safetensors file of F32 tensors (e.g. a PyTorch
+  /// model's state_dict), their names, shapes and initial values.
+  std::string parameters;
 };
 
 struct checkpoint_config {

@@ -54,7 +54,18 @@ identity_map training_identity(const run_config& cfg) {
   }
   auto& d = cfg.data;
   m["/data/format"] = to_string(d.format);
-  if (d.format == data_config::kind::synthetic) {
+  if (md.type == model_config::kind::external) {
+    // The file's name, not its folder, as for datasets below; its tensors
+    // are checked against a checkpoint's layout when resuming.
+    auto slash = md.parameters.rfind('/');
+    m["/model/parameters"] = slash == std::string::npos
+                               ? md.parameters
+                               : md.parameters.substr(slash + 1);
+  }
+  if (d.format == data_config::kind::external) {
+    m["/data/train_samples"] = std::to_string(d.train_samples);
+    m["/data/test_samples"] = std::to_string(d.test_samples);
+  } else if (d.format == data_config::kind::synthetic) {
     m["/data/train_samples"] = std::to_string(d.train_samples);
     m["/data/test_samples"] = std::to_string(d.test_samples);
     m["/data/shape"] = list(std::vector<int>{d.height, d.width, d.channels});

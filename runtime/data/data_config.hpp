@@ -14,7 +14,10 @@ namespace troupe {
 constexpr int max_classes = 1 << 16;
 
 struct data_config {
-  enum class kind { idx, cifar10, synthetic, npy, npz, csv, click };
+  /// external: the user's own dataset, which troupe never reads; the
+  /// feeder leases indices into its train_samples samples (an external
+  /// model's step function reads them).
+  enum class kind { idx, cifar10, synthetic, npy, npz, csv, click, external };
   kind format = kind::idx;
   // idx, npy: resolved paths (relative names are joined to "dir"); npy
   // keeps the features' files in the *_images fields, csv its two files
@@ -41,7 +44,7 @@ struct data_config {
   uint64_t click_vocabulary = uint64_t{1} << 24;
   // cifar10: resolved batch files.
   std::vector<std::string> train_files, test_files;
-  // synthetic
+  // synthetic, external
   int64_t train_samples = 1000, test_samples = 200;
   int height = 1, width = 16, channels = 1, classes = 4;
   double noise = 0.1;

@@ -103,6 +103,14 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
       }
       break;
     }
+    case data_config::kind::external:
+      // Never read here: the step function reads the user's own data. The
+      // sets are their sample counts, which is all the feeder plans with.
+      out.train.source = "external data";
+      out.train.count = cfg.train_samples;
+      out.test.source = "external data";
+      out.test.count = cfg.test_samples;
+      break;
     case data_config::kind::synthetic:
       // Bounded by the config's reader; nothing to compare.
       // Same class centres (seed) for both sets, different samples.

@@ -98,6 +98,8 @@ struct cluster_fixture {
   std::vector<float> final_params;
   std::vector<shard_stats> shards;
   std::ostringstream log;
+  /// model.type "external": each worker's step.
+  external_step_factory external;
 
   cluster_fixture() {
     init_config(sys_cfg);
@@ -115,6 +117,7 @@ struct cluster_fixture {
     opts.data = std::make_shared<const train_test>(std::move(*data));
     opts.log = &log;
     opts.fault_hook = std::move(fault_hook);
+    opts.external = external;
     opts.on_finish = [this](const std::vector<float>& p,
                             const std::vector<shard_stats>& s) {
       final_params = p;

@@ -62,7 +62,7 @@ json base_config() {
 std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
   for (auto name : {"x.npy", "y.npy", "t.csv", "a.npz", "train.tsv",
                     "test.tsv", "b1.bin", "b2.bin", "tr-img", "tr-lab",
-                    "te-img", "te-lab"})
+                    "te-img", "te-lab", "model.safetensors"})
     test::write_file(dir + "/" + name, "");
   std::vector<std::pair<std::string, json>> out;
   auto add = [&](const std::string& what, json cfg) {
@@ -110,6 +110,15 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
                  {"test", "test.tsv"}, {"numeric", 2}, {"categorical", 3}};
     c["training"]["sparse_optimizer"] = {{"type", sparse}};
     add(std::string{"click, sparse "} + sparse, c);
+  }
+  // An external model on the user's own data.
+  {
+    auto c = base_config();
+    c["model"] = {{"type", "external"},
+                  {"parameters", dir + "/model.safetensors"}};
+    c["data"] = {{"format", "external"}, {"train_samples", 100},
+                 {"test_samples", 10}};
+    add("external", c);
   }
   // Optimizers, the schedule, checkpoints and the other training keys.
   for (auto type : {"sgd", "momentum", "adam"}) {

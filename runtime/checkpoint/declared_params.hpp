@@ -1,0 +1,33 @@
+// The parameters a user declares for a model troupe does not compute
+// (model.type "external"): a safetensors file of F32 tensors, such as the
+// one the Python module writes from a PyTorch model's state_dict(). Its
+// tensors, in the order of their data in the file, are the run's layout
+// (the shards split it by size as any other), and its values the
+// parameters the run starts from. Checkpoints then hold the same names
+// ("params/<name>", checkpoint.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "caf/expected.hpp"
+#include "runtime/params/param_layout.hpp"
+
+namespace troupe {
+
+struct declared_params {
+  param_layout layout;
+  std::vector<float> values; ///< layout.total(), layout order
+};
+
+/// Reads `path`. Errors name the file and, where one is at fault, the
+/// tensor: errc::file_not_found, errc::io_error, errc::bad_format (not a
+/// safetensors file, a tensor of a dtype other than F32, with no elements,
+/// data out of the file or overlapping another tensor, a NaN or infinite
+/// value, no tensor at all).
+caf::expected<declared_params> read_declared_params(const std::string& path);
+
+/// "external (12 tensors, 101,770 floats)": how a run names such a model.
+std::string describe_declared(const param_layout& layout);
+
+} // namespace troupe

@@ -1,0 +1,80 @@
+#include "runtime/checkpoint/safetensors_file.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/base/file_io.hpp"
+#include "runtime/base/json_text.hpp"
+
+namespace troupe {
+
+using namespace file_io;
+using json = nlohmann::json;
+
+caf::expected<safetensors_file> read_safetensors_file(const std::string& path,
+                                                      bool whole) {
+  fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return make_error(errc::file_not_found, path + ": no such file");
+    return io_error(path, "cannot open");
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(path, "cannot stat");
+  if (!S_ISREG(st.st_mode))
+    return format_error(path, "not a regular file");
+  safetensors_file out;
+  out.file_size = static_cast<uint64_t>(st.st_size);
+  auto read_at = [&](char* dst, uint64_t n, uint64_t at) {
+    return pread_all(fd.get(), dst, n, at);
+  };
+  if (out.file_size < 8)
+    return format_error(path, "truncated: " + std::to_string(out.file_size)
+                                + " bytes, not even a safetensors header");
+  char len_bytes[8];
+  if (!read_at(len_bytes, 8, 0))
+    return io_error(path, "read failed");
+  uint64_t len = 0;
+  for (int i = 0; i < 8; ++i)
+    len |= uint64_t{static_cast<unsigned char>(len_bytes[i])} << (8 * i);
+  if (len > out.file_size - 8)
+    return format_error(path, "truncated: header claims " + std::to_string(len)
+                                + " bytes, file has "
+                                + std::to_string(out.file_size - 8)
+                                + " after the length");
+  if (len > max_header_bytes)
+    return format_error(path, "a header of " + std::to_string(len)
+                                + " bytes (at most "
+                                + std::to_string(max_header_bytes) + ")");
+  out.header_len = len;
+  std::vector<char> head;
+  std::vector<char>* into = &head;
+  if (whole) {
+    out.bytes.resize(static_cast<size_t>(out.file_size));
+    into = &out.bytes;
+    if (!read_at(out.bytes.data(), out.file_size, 0))
+      return io_error(path, "read failed");
+  } else {
+    head.resize(static_cast<size_t>(len) + 8);
+    if (!read_at(head.data(), len + 8, 0))
+      return io_error(path, "read failed");
+  }
+  // Depth is bounded: safetensors headers are three levels deep.
+  const char* text = into->data() + 8;
+  if (nested_deeper_than(text, text + len, 8))
+    return format_error(path, "corrupt safetensors header: nested deeper "
+                              "than a safetensors header is");
+  try {
+    out.header = json::parse(text, text + len);
+  } catch (const json::exception& e) {
+    return format_error(path, std::string{"corrupt safetensors header: "}
+                                + e.what());
+  }
+  return out;
+}
+
+} // namespace troupe
