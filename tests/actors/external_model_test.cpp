@@ -109,6 +109,8 @@ run_config external_run(const std::string& params_file) {
 
 } // namespace
 
+BOOST_AUTO_TEST_SUITE(external_model)
+
 BOOST_AUTO_TEST_CASE(an_external_model_trains_as_a_plain_sgd_loop_over_the_same_batches) {
   temp_dir dir;
   auto params = dir.file("model.safetensors");
@@ -207,3 +209,5 @@ BOOST_AUTO_TEST_CASE(a_node_without_a_step_function_cannot_run_an_external_model
                != std::string::npos,
              f.log.str());
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,8 @@ bool says(const std::string& text, const std::string& part) {
 
 } // namespace
 
+BOOST_AUTO_TEST_SUITE(declared_params)
+
 BOOST_AUTO_TEST_CASE(a_user_file_becomes_the_layout_and_initial_values) {
   temp_dir dir;
   auto path = dir.file("model.safetensors");
@@ -91,3 +93,5 @@ BOOST_AUTO_TEST_CASE(a_tensor_troupe_cannot_hold_is_refused_by_name) {
   BOOST_REQUIRE(!missing);
   BOOST_TEST((missing.error() == errc::file_not_found));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
