@@ -28,6 +28,11 @@ struct pulled_params {
   /// Tensor `t`'s values: in place when one block holds all of it, else
   /// (a tensor the shard split cut through) gathered into `scratch`.
   const float* tensor(const tensor_slot& t, std::vector<float>& scratch) const;
+
+  /// The block that holds all of tensor `t` (what keeps tensor()'s
+  /// pointer valid), or null when the shard split cuts through it.
+  std::shared_ptr<const std::vector<float>>
+  block_holding(const tensor_slot& t) const;
 };
 
 class external_step {

@@ -14,6 +14,8 @@ troupe_packages=(
   libssl-dev openssl zlib1g-dev libcli11-dev gnuplot-nox libedit-dev iperf3 iproute2
   libcpp-httplib-dev
   dataset-fashion-mnist
+  # The Python module (python/) and its tests: Debian's Python has these.
+  pybind11-dev python3-dev python3-numpy python3-torch
 )
 
 troupe_install_missing() {

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -40,6 +41,27 @@ private:
 template <class T>
 std::string why(const caf::expected<T>& x) {
   return x ? std::string{} : describe(x.error());
+}
+
+/// The Python that has NumPy (and PyTorch) where they are installed
+/// (tests/CMakeLists.txt: Debian's /usr/bin/python3 by default).
+inline std::string python() {
+#ifdef TROUPE_PYTHON
+  return TROUPE_PYTHON;
+#else
+  return "python3";
+#endif
+}
+
+/// Whether python() imports `module`. Under CI, where .ci/run installs
+/// every package the tests use, a missing module is a failure, not a skip.
+inline bool python_has(const std::string& module) {
+  auto cmd = python() + " -c 'import " + module + "' >/dev/null 2>&1";
+  bool has = std::system(cmd.c_str()) == 0;
+  if (!has && std::getenv("CI") != nullptr)
+    throw std::runtime_error(python() + " cannot import " + module
+                             + ", which CI installs");
+  return has;
 }
 
 /// Writes `text` to `path`.

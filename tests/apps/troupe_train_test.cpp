@@ -320,7 +320,7 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
 
   // The NumPy example of docs/checkpoints.md scores the checkpoint the
   // same way (python3-numpy; skipped without it).
-  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+  if (!troupe::test::python_has("numpy")) {
     BOOST_TEST_MESSAGE("python3-numpy is not installed: the docs' NumPy "
                        "example is not run");
   } else {
@@ -332,8 +332,8 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
     auto end = page.find("```", begin);
     troupe::test::write_file(tmp.file("example.py"),
                              page.substr(begin, end - begin));
-    auto cmd = "python3 " + tmp.file("example.py") + " " + ckpt + " >"
-               + tmp.file("example.out") + " 2>&1";
+    auto cmd = troupe::test::python() + " " + tmp.file("example.py") + " "
+               + ckpt + " >" + tmp.file("example.out") + " 2>&1";
     BOOST_TEST(std::system(cmd.c_str()) == 0);
     auto printed = troupe::test::slurp(tmp.file("example.out"));
     auto mine = o.out.substr(line, o.out.find(',', line) - line);

@@ -278,17 +278,18 @@ BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
 // Files written by NumPy itself (python3-numpy; skipped without it):
 // np.save of float64 and int64, np.savez_compressed.
 BOOST_AUTO_TEST_CASE(files_numpy_writes) {
-  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+  if (!troupe::test::python_has("numpy")) {
     BOOST_TEST_MESSAGE("python3-numpy is not installed: skipped");
     return;
   }
   temp_dir dir;
-  auto script = "cd '" + dir.path() + "' && python3 -c \"import numpy as np; "
-                "x = np.arange(12.0).reshape(3, 2, 2) / 10; "
-                "y = np.array([0, 4, 2]); "
-                "np.save('x.npy', x); np.save('y.npy', y); "
-                "np.savez_compressed('d.npz', x_train=x.astype(np.float32), "
-                "y_train=y.astype(np.int32))\"";
+  auto script = "cd '" + dir.path() + "' && " + troupe::test::python()
+                + " -c \"import numpy as np; "
+                  "x = np.arange(12.0).reshape(3, 2, 2) / 10; "
+                  "y = np.array([0, 4, 2]); "
+                  "np.save('x.npy', x); np.save('y.npy', y); "
+                  "np.savez_compressed('d.npz', x_train=x.astype(np.float32), "
+                  "y_train=y.astype(np.int32))\"";
   BOOST_REQUIRE(std::system(script.c_str()) == 0);
   auto a = load_npy(dir.file("x.npy"), dir.file("y.npy"));
   auto b = load_npz(dir.file("d.npz"), "x_train", "y_train");

@@ -1,0 +1,170 @@
+#include "python/python_step.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include <pybind11/numpy.h>
+
+#include "runtime/base/errc.hpp"
+
+namespace py = pybind11;
+
+namespace troupe::python {
+
+held_object::held_object(py::object obj) : obj_(std::move(obj)) {}
+
+held_object::~held_object() {
+  py::gil_scoped_acquire gil;
+  obj_ = py::object{};
+}
+
+namespace {
+
+std::string shape_text(const shape& dims) {
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out << (i > 0 ? ", " : "") << dims[i];
+  out << (dims.size() == 1 ? ",)" : ")");
+  return out.str();
+}
+
+/// Tensor `t` as a read-only NumPy view of the block that holds it, or of
+/// a gathered copy; the array keeps what it views alive.
+py::array view_of(const pulled_params& p, const tensor_slot& t) {
+  std::shared_ptr<const void> keep = p.block_holding(t);
+  const float* at = nullptr;
+  if (keep) {
+    std::vector<float> unused;
+    at = p.tensor(t, unused);
+  } else {
+    auto gathered = std::make_shared<std::vector<float>>();
+    at = p.tensor(t, *gathered);
+    keep = gathered;
+  }
+  auto* owner = new std::shared_ptr<const void>(std::move(keep));
+  py::capsule capsule(owner, [](void* ptr) {
+    delete static_cast<std::shared_ptr<const void>*>(ptr);
+  });
+  std::vector<py::ssize_t> dims(t.dims.begin(), t.dims.end());
+  py::array a(py::dtype::of<float>(), dims, at, capsule);
+  // The block is the shard's (copy on write there) or the data plane's:
+  // a step that wrote into it would change what other workers pull.
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+/// The user's gradient of tensor `t` into `out`, or what is wrong with it.
+std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
+  py::object v = py::reinterpret_borrow<py::object>(value);
+  // A torch tensor: its NumPy view (no copy for a CPU tensor).
+  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
+    v = v.attr("detach")().attr("cpu")().attr("numpy")();
+  // A NumPy scalar (np.float32(x), the gradient of a shape-() tensor).
+  if (!py::isinstance<py::array>(v) && py::hasattr(v, "dtype"))
+    v = py::array::ensure(v);
+  if (!py::isinstance<py::array>(v))
+    return "the gradient of " + t.name + " is a "
+           + std::string{py::str(py::type::of(v).attr("__name__"))}
+           + ", not a NumPy array or a torch tensor";
+  auto a = py::reinterpret_borrow<py::array>(v);
+  if (!a.dtype().is(py::dtype::of<float>()))
+    return "the gradient of " + t.name + " has dtype "
+           + std::string{py::str(a.dtype())} + ", expected float32";
+  shape got(a.shape(), a.shape() + a.ndim());
+  if (got != t.dims)
+    return "the gradient of " + t.name + " has shape " + shape_text(got)
+           + ", expected " + shape_text(t.dims);
+  // Contiguous arrays are read in place; others are copied once here.
+  auto c = py::array_t<float, py::array::c_style>::ensure(a);
+  std::memcpy(out, c.data(), t.size * sizeof(float));
+  return {};
+}
+
+class python_step final : public external_step {
+public:
+  python_step(int32_t worker, std::shared_ptr<held_object> fn,
+              std::shared_ptr<std::mutex> one_at_a_time)
+    : worker_(worker), fn_(std::move(fn)), turn_(std::move(one_at_a_time)) {}
+
+  caf::expected<batch_loss> step(const pulled_params& p,
+                                 const std::vector<uint32_t>& samples,
+                                 float* grads) override {
+    // Taken before the GIL (which the step's own code may release, as
+    // torch does in its kernels), so a thread waiting here holds nothing.
+    std::lock_guard<std::mutex> turn{*turn_};
+    py::gil_scoped_acquire gil;
+    try {
+      py::dict params;
+      for (auto& t : p.layout->tensors())
+        params[py::str(t.name)] = view_of(p, t);
+      py::array_t<int64_t> indices(static_cast<py::ssize_t>(samples.size()));
+      auto* idx = indices.mutable_data();
+      for (size_t i = 0; i < samples.size(); ++i)
+        idx[i] = samples[i];
+      py::object result = fn_->get()(params, indices);
+      if (!py::isinstance<py::tuple>(result)
+          || (py::len(result) != 2 && py::len(result) != 3)
+          || !py::isinstance<py::dict>(result[py::int_(0)]))
+        return refuse(
+          "returned "
+          + std::string{py::str(py::type::of(result).attr("__name__"))}
+          + "; a step returns (gradients, loss_sum) or "
+            "(gradients, loss_sum, hits), gradients a dict of "
+            "the model's tensor names");
+      auto tuple = py::reinterpret_borrow<py::tuple>(result);
+      auto given = py::reinterpret_borrow<py::dict>(tuple[0]);
+      for (auto& t : p.layout->tensors()) {
+        if (!given.contains(py::str(t.name)))
+          return refuse("the gradients name no tensor " + t.name);
+        auto why = take_gradient(given[py::str(t.name)], t, grads + t.offset);
+        if (!why.empty())
+          return refuse(why);
+      }
+      if (py::len(given) != p.layout->tensors().size())
+        for (auto item : given) {
+          auto name = py::str(item.first).cast<std::string>();
+          if (p.layout->find(name) == nullptr)
+            return refuse("the gradients name " + name
+                          + ", which is no tensor of the model");
+        }
+      batch_loss out;
+      out.loss_sum = tuple[1].cast<double>();
+      if (py::len(tuple) == 3)
+        out.correct = tuple[2].cast<int64_t>();
+      return out;
+    } catch (py::error_already_set& e) {
+      // The traceback goes to the worker's log; the error names the
+      // exception.
+      std::cerr << "worker " << worker_ << ": the step function raised:\n"
+                << e.what() << std::endl;
+      std::string first = e.what();
+      return refuse("the step function raised "
+                    + first.substr(0, first.find('\n')));
+    } catch (const py::cast_error& e) {
+      return refuse(std::string{"its result: "} + e.what());
+    }
+  }
+
+private:
+  caf::error refuse(const std::string& why) const {
+    return make_error(errc::worker_failed, why);
+  }
+
+  int32_t worker_;
+  std::shared_ptr<held_object> fn_;
+  std::shared_ptr<std::mutex> turn_;
+};
+
+} // namespace
+
+external_step_factory python_steps(std::shared_ptr<held_object> fn) {
+  auto turn = std::make_shared<std::mutex>();
+  return [fn, turn](int32_t worker) -> std::shared_ptr<external_step> {
+    return std::make_shared<python_step>(worker, fn, turn);
+  };
+}
+
+} // namespace troupe::python

@@ -1,0 +1,195 @@
+"""Python workers on troupe's shards, driven as a user drives them: a
+NumPy model declared in a safetensors file, trained by troupe.train()
+with a step function in this process; its checkpoint read back by name.
+
+Run by ctest (python.numpy_worker) with PYTHONPATH=<build>/python and
+Debian's Python, which has NumPy."""
+
+import json
+import os
+import signal
+import tempfile
+import unittest
+
+import numpy as np
+
+import troupe
+
+FEATURES = 6
+SAMPLES = 400
+BATCH = 8
+LR = 0.1
+
+
+def user_data(seed=7):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=(SAMPLES, FEATURES)).astype(np.float32)
+    w = np.arange(1, FEATURES + 1, dtype=np.float32)
+    y = (x @ w + 0.5 + 0.01 * rng.standard_normal(SAMPLES)).astype(np.float32)
+    return x, y
+
+
+def gradients(w, b, x, y):
+    """Mean squared error / 2 over the batch: the loss sum and the
+    gradients of the mean, in float32 as the shards apply them."""
+    err = x @ w[0] + b - y
+    n = np.float32(len(y))
+    gw = (err @ x / n).astype(np.float32).reshape(1, FEATURES)
+    gb = np.float32(err.sum() / n)
+    return gw, gb, float(0.5 * (err * err).sum())
+
+
+class run_folder:
+    """A run's files: the declared parameters, its config, its checkpoints."""
+
+    def __init__(self, epochs, mode="sync", **cluster):
+        self.tmp = tempfile.TemporaryDirectory(prefix="troupe-py-")
+        d = self.tmp.name
+        self.params = os.path.join(d, "model.safetensors")
+        self.ckpt = os.path.join(d, "ckpt")
+        self.w0 = np.linspace(-0.5, 0.5, FEATURES, dtype=np.float32)
+        troupe.write_parameters(self.params, {
+            "linear.weight": self.w0.reshape(1, FEATURES),
+            "linear.bias": np.float32(0.25)})
+        cfg = {
+            "model": {"type": "external", "parameters": self.params},
+            "data": {"format": "external", "train_samples": SAMPLES},
+            "training": {"batch_size": BATCH, "epochs": epochs,
+                         "optimizer": {"type": "sgd", "learning_rate": LR},
+                         "checkpoint": {"dir": self.ckpt},
+                         "log_every_steps": 100000},
+            "cluster": dict({"mode": mode, "workers": 1,
+                             "shards": 2}, **cluster),
+        }
+        self.config = os.path.join(d, "run.json")
+        with open(self.config, "w") as f:
+            json.dump(cfg, f)
+
+    def newest_checkpoint(self):
+        files = [f for f in os.listdir(self.ckpt) if f.endswith(".safetensors")
+                 and ".tables." not in f]
+        files.sort(key=lambda f: int(f[len("ckpt-"):-len(".safetensors")]))
+        return troupe.read_checkpoint(os.path.join(self.ckpt, files[-1]))
+
+
+class NumpyWorker(unittest.TestCase):
+    def folder(self, **kw):
+        run = run_folder(**kw)
+        self.addCleanup(run.tmp.cleanup)
+        return run
+
+    def test_sync_sgd_matches_a_numpy_loop_over_the_same_batches(self):
+        x, y = user_data()
+        run = self.folder(epochs=200 * BATCH // SAMPLES)  # 200 steps
+        batches = []
+
+        def step(params, samples):
+            self.assertFalse(params["linear.weight"].flags.writeable)
+            self.assertEqual(params["linear.weight"].shape, (1, FEATURES))
+            self.assertEqual(params["linear.bias"].shape, ())
+            batches.append(samples.copy())
+            gw, gb, loss = gradients(params["linear.weight"],
+                                     params["linear.bias"], x[samples],
+                                     y[samples])
+            return {"linear.weight": gw, "linear.bias": gb}, loss
+
+        summary = troupe.train(run.config, step, quiet=True)
+        self.assertEqual(summary["steps"], 200)
+        self.assertEqual(len(batches), 200)
+        # Every sample once per epoch.
+        per_epoch = SAMPLES // BATCH
+        for e in range(len(batches) // per_epoch):
+            seen = np.concatenate(batches[e * per_epoch:(e + 1) * per_epoch])
+            self.assertTrue(np.array_equal(np.sort(seen), np.arange(SAMPLES)))
+        # The same batches by hand.
+        w = run.w0.reshape(1, FEATURES).copy()
+        b = np.float32(0.25)
+        for s in batches:
+            gw, gb, _ = gradients(w, b, x[s], y[s])
+            w = (w - np.float32(LR) * gw).astype(np.float32)
+            b = np.float32(b - np.float32(LR) * gb)
+        got = run.newest_checkpoint()
+        self.assertEqual(sorted(got), ["linear.bias", "linear.weight"])
+        np.testing.assert_allclose(got["linear.weight"], w, rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(got["linear.bias"], b, rtol=1e-5,
+                                   atol=1e-6)
+        self.assertGreater(got["linear.weight"][0, -1], 5.0)  # it learned
+
+    def test_a_gradient_of_the_wrong_shape_names_the_tensor_and_both_shapes(self):
+        run = self.folder(epochs=1, max_restarts=0)
+
+        def step(params, samples):
+            return {"linear.weight": np.zeros((FEATURES, 1), np.float32),
+                    "linear.bias": np.float32(0)}, 0.0
+
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, step, quiet=True)
+        self.assertIn("the gradient of linear.weight has shape (6, 1), "
+                      "expected (1, 6)", str(caught.exception))
+
+    def test_a_gradient_of_the_wrong_dtype_is_refused_by_name(self):
+        run = self.folder(epochs=1, max_restarts=0)
+
+        def step(params, samples):
+            return {"linear.weight": np.zeros((1, FEATURES)),
+                    "linear.bias": np.float32(0)}, 0.0
+
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, step, quiet=True)
+        self.assertIn("the gradient of linear.weight has dtype float64, "
+                      "expected float32", str(caught.exception))
+
+    def test_an_exception_in_the_step_fails_the_run_with_its_name(self):
+        run = self.folder(epochs=1, max_restarts=0)
+
+        def step(params, samples):
+            raise ValueError("the user's bug")
+
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, step, quiet=True)
+        self.assertIn("ValueError: the user's bug", str(caught.exception))
+
+    def test_a_nan_loss_stops_the_run(self):
+        run = self.folder(epochs=1)
+
+        def step(params, samples):
+            return {"linear.weight": np.zeros((1, FEATURES), np.float32),
+                    "linear.bias": np.float32(0)}, float("nan")
+
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, step, quiet=True)
+        self.assertIn("the loss turned NaN", str(caught.exception))
+
+    def test_ctrl_c_stops_the_run_with_a_checkpoint_and_raises(self):
+        x, y = user_data()
+        run = self.folder(epochs=1000)  # 50,000 steps: stopped long before
+        calls = []
+
+        def step(params, samples):
+            calls.append(1)
+            if len(calls) == 20:
+                os.kill(os.getpid(), signal.SIGINT)
+            gw, gb, loss = gradients(params["linear.weight"],
+                                     params["linear.bias"], x[samples],
+                                     y[samples])
+            return {"linear.weight": gw, "linear.bias": gb}, loss
+
+        with self.assertRaises(KeyboardInterrupt):
+            troupe.train(run.config, step, quiet=True)
+        self.assertLess(len(calls), 10000)
+        # The chief wound the run down and wrote its last checkpoint.
+        got = run.newest_checkpoint()
+        self.assertEqual(sorted(got), ["linear.bias", "linear.weight"])
+
+    def test_a_parameter_troupe_cannot_hold_is_refused_when_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(TypeError) as caught:
+                troupe.write_parameters(os.path.join(d, "m.safetensors"), {
+                    "bn.num_batches_tracked": np.array(0, np.int64)})
+            self.assertIn("bn.num_batches_tracked has dtype int64",
+                          str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
