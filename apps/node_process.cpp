@@ -241,7 +241,8 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 
 int run_member_node(const run_config& cfg_in, const std::string& node,
                     std::shared_ptr<const link_guard> guard,
-                    const link_options& links, stop_signals& signals) {
+                    const link_options& links, stop_signals& signals,
+                    external_step_factory external) {
   run_config cfg = cfg_in;
   auto* me = cfg.cluster.node(node);
   auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
@@ -260,6 +261,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   ao.node = node;
   ao.cfg = cfg;
   ao.data_plane = *data_plane;
+  ao.external = std::move(external);
   if (me->workers > 0) { // else loaded if a worker is ever moved here
     auto data = load_datasets(cfg.data);
     if (!data)

@@ -8,6 +8,7 @@
 
 #include "apps/link_options.hpp"
 #include "caf/fwd.hpp"
+#include "models/external_step.hpp"
 #include "apps/stop_signals.hpp"
 #include "runtime/config/config.hpp"
 
@@ -27,9 +28,12 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 /// until the run ends. Returns the exit code: 0 when the run succeeded or
 /// the node left it (the first SIGINT/SIGTERM), 1 when the run failed or
 /// the chief was lost. `guard`: from load_link_guard (null: --insecure).
+/// `external`: the step of an external model's workers (the Python
+/// module's run_node); troupe-node has none.
 int run_member_node(const run_config& cfg, const std::string& node,
                     std::shared_ptr<const link_guard> guard,
-                    const link_options& links, stop_signals& signals);
+                    const link_options& links, stop_signals& signals,
+                    external_step_factory external = nullptr);
 
 /// What troupe-node --join was asked for.
 struct join_options {

@@ -1,7 +1,8 @@
-// troupe._troupe: troupe's runtime inside a Python process. train() runs
-// a whole cluster in this process (the embedded mode: chief, feeder,
-// shards and workers as actors), whose workers run the user's step
-// function for a model declared with model.type "external". The Python
+// troupe._troupe: troupe's runtime inside a Python process, whose workers
+// run the user's step function for a model declared with model.type
+// "external". train() runs a whole cluster in this process (the embedded
+// mode: chief, feeder, shards and workers as actors); run_node() runs one
+// node of a cluster file, as troupe-node --node does. The Python
 // side of the package is python/troupe/__init__.py.
 #include <chrono>
 #include <condition_variable>
@@ -11,10 +12,16 @@
 #include <optional>
 #include <thread>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <pybind11/pybind11.h>
 
 #include "actors/chief/chief.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "apps/link_options.hpp"
+#include "apps/node_process.hpp"
+#include "apps/stop_signals.hpp"
 #include "python/python_step.hpp"
 #include "runtime/base/errc.hpp"
 #include "runtime/config/config.hpp"
@@ -69,7 +76,7 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
   caf::expected<cluster_summary> summary{caf::sec::none};
   std::mutex mtx;
   std::condition_variable cv;
-  bool done = false;
+  bool done = false, stop_wanted = false;
   chief_actor chief;
   std::thread runner{[&] {
     caf::actor_system_config sys_cfg;
@@ -78,6 +85,8 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
     auto result = run_cluster(sys, std::move(opts), [&](const chief_actor& c) {
       std::lock_guard<std::mutex> guard{mtx};
       chief = c;
+      if (stop_wanted) // Ctrl-C came before the chief did
+        caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
     });
     std::lock_guard<std::mutex> guard{mtx};
     summary = std::move(result);
@@ -97,6 +106,7 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
     if (!interrupted && PyErr_CheckSignals() != 0) {
       interrupted.emplace(); // takes the pending KeyboardInterrupt
       std::lock_guard<std::mutex> guard{mtx};
+      stop_wanted = true;
       if (chief)
         caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
     }
@@ -118,6 +128,59 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
   return out;
 }
 
+/// Runs node `node` of the cluster file `config_path` in this process:
+/// its shards, and its workers calling `step`. Returns troupe-node's exit
+/// code: 0 when the run succeeded or the node left it, 1 when the run
+/// failed or the chief was lost, 2 for a bad config or key.
+int run_node(const std::string& config_path, const std::string& node,
+             py::object step, const std::string& key, bool insecure) {
+  using namespace troupe;
+  if (!PyCallable_Check(step.ptr()))
+    throw py::type_error("step must be callable: step(params, samples) -> "
+                         "(gradients, loss_sum)");
+  auto cfg = load_run_config(config_path);
+  if (!cfg)
+    raise(cfg.error());
+  auto& cl = cfg->cluster;
+  if (cfg->model.type != model_config::kind::external)
+    throw std::runtime_error(config_path
+                             + ": /model/type: run_node() runs workers "
+                               "whose step is a Python function "
+                               "(\"external\")");
+  if (!cl.distributed() || cl.node(node) == nullptr)
+    throw std::runtime_error(
+      config_path + ": no node \"" + node + "\" in /cluster/nodes"
+      + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
+                          : std::string{}));
+  if (node == cl.chief_node)
+    throw std::runtime_error(config_path + ": node " + node
+                             + " runs the chief: start it with troupe-node "
+                               "--config "
+                             + config_path + " --node " + node);
+  link_options links;
+  links.key_file = key;
+  links.insecure = insecure;
+  auto guard = load_link_guard(links, &cl, node, key_use::make_if_missing);
+  if (!guard)
+    raise(guard.error());
+  auto external = python::python_steps(
+    std::make_shared<python::held_object>(std::move(step)));
+  // As in troupe-node: SIGINT and SIGTERM are taken by a watcher thread
+  // while the node runs (the first leaves the run, a second ends the
+  // process); the interpreter's thread gets its signal mask back after.
+  sigset_t before;
+  pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  int code = 0;
+  {
+    py::gil_scoped_release release;
+    stop_signals signals{"python"};
+    code = run_member_node(*cfg, node, *guard, links, signals,
+                           std::move(external));
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return code;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_troupe, m) {
@@ -127,4 +190,10 @@ PYBIND11_MODULE(_troupe, m) {
         "Trains the run of `config` (model.type \"external\") in this "
         "process, each worker calling step(params, samples) -> "
         "(gradients, loss_sum[, hits]); returns the run's summary.");
+  m.def("run_node", &run_node, py::arg("config"), py::arg("node"),
+        py::arg("step"), py::kw_only(), py::arg("key") = "",
+        py::arg("insecure") = false,
+        "Runs node `node` of the cluster file `config` in this process, "
+        "its workers calling step(params, samples); returns troupe-node's "
+        "exit code (0: the run succeeded or the node left it).");
 }

@@ -12,7 +12,11 @@ from a PyTorch model's state_dict()), name it in a run config with
         ...
         return gradients, loss_sum     # or (gradients, loss_sum, hits)
 
-    summary = troupe.train("run.json", step)
+    summary = troupe.train("run.json", step)   # the whole cluster here
+
+or, for one node of a cluster file whose chief runs in troupe-node,
+
+    troupe.run_node("cluster.json", "py0", step)  # troupe-node's exit code
 
 gradients maps every tensor name to a float32 NumPy array or a torch
 tensor of that tensor's shape: the gradient of the batch's mean loss.
@@ -22,9 +26,9 @@ Checkpoints hold the tensors under the same names (read_checkpoint).
 import json
 import struct
 
-from ._troupe import train  # noqa: F401  (re-exported)
+from ._troupe import run_node, train  # noqa: F401  (re-exported)
 
-__all__ = ["train", "write_parameters", "read_checkpoint"]
+__all__ = ["train", "run_node", "write_parameters", "read_checkpoint"]
 
 
 def _as_numpy(value):

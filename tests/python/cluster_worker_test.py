@@ -1,0 +1,118 @@
+"""A Python worker node in a cluster of processes on 127.0.0.1: the chief
+and the shards in a troupe-node process, the workers in this Python
+process (troupe.run_node), pulls and pushes on the data plane between the
+two. One worker in sync mode with SGD ends where a NumPy loop over the
+same batches ends.
+
+Run by ctest (python.cluster_worker) with TROUPE_NODE naming the
+troupe-node binary."""
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import troupe
+
+FEATURES, SAMPLES, BATCH, LR = 4, 160, 8, 0.1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ClusterWorker(unittest.TestCase):
+    def test_a_python_node_trains_against_a_troupe_node_chief(self):
+        tmp = tempfile.TemporaryDirectory(prefix="troupe-pynode-")
+        self.addCleanup(tmp.cleanup)
+        d = tmp.name
+        rng = np.random.default_rng(5)
+        x = rng.uniform(-1, 1, (SAMPLES, FEATURES)).astype(np.float32)
+        y = (x @ np.arange(1, FEATURES + 1, dtype=np.float32)).astype(
+            np.float32)
+        w0 = np.full((FEATURES,), 0.1, np.float32)
+        params = os.path.join(d, "model.safetensors")
+        troupe.write_parameters(params, {"w": w0})
+        config = os.path.join(d, "run.json")
+        with open(config, "w") as f:
+            json.dump({
+                "model": {"type": "external", "parameters": params},
+                "data": {"format": "external", "train_samples": SAMPLES},
+                "training": {"batch_size": BATCH, "epochs": 3,
+                             "optimizer": {"type": "sgd",
+                                           "learning_rate": LR},
+                             "checkpoint": {"dir": os.path.join(d, "ckpt")},
+                             "log_every_steps": 100000},
+                "cluster": {"mode": "sync", "node_timeout_s": 20, "nodes": [
+                    {"name": "ps", "port": free_port(), "shards": 2},
+                    {"name": "py", "port": free_port(), "workers": 1}]}}, f)
+        key = os.path.join(d, "cluster.key")
+        chief_log = open(os.path.join(d, "chief.log"), "w+")
+        self.addCleanup(chief_log.close)
+        chief = subprocess.Popen(
+            [os.environ["TROUPE_NODE"], "--config", config, "--node", "ps",
+             "--key", key], stdout=chief_log, stderr=subprocess.STDOUT)
+        def end_chief():
+            if chief.poll() is None:
+                chief.kill()
+            chief.wait()
+        self.addCleanup(end_chief)
+        batches = []
+
+        def step(values, samples):
+            w = values["w"]
+            err = x[samples] @ w - y[samples]
+            batches.append(samples.copy())
+            grad = (err @ x[samples] / len(samples)).astype(np.float32)
+            return {"w": grad}, float(0.5 * (err * err).sum())
+
+        # The key file is made by whichever process comes first.
+        code = troupe.run_node(config, "py", step, key=key)
+        chief_code = chief.wait(timeout=60)
+        chief_log.seek(0)
+        log = chief_log.read()
+        self.assertEqual(code, 0, log)
+        self.assertEqual(chief_code, 0, log)
+        self.assertEqual(len(batches), 3 * SAMPLES // BATCH, log)
+        w = w0.copy()
+        for s in batches:
+            err = x[s] @ w - y[s]
+            w = (w - np.float32(LR)
+                 * (err @ x[s] / len(s)).astype(np.float32)).astype(
+                     np.float32)
+        ckpt = os.path.join(d, "ckpt")
+        newest = max(os.listdir(ckpt),
+                     key=lambda f: int(f.split("-")[1].split(".")[0]))
+        got = troupe.read_checkpoint(os.path.join(ckpt, newest))
+        np.testing.assert_allclose(got["w"], w, rtol=1e-5, atol=1e-6)
+
+    def test_a_node_that_runs_the_chief_is_refused_with_the_command(self):
+        with tempfile.TemporaryDirectory() as d:
+            params = os.path.join(d, "m.safetensors")
+            troupe.write_parameters(params, {"w": np.zeros(2, np.float32)})
+            config = os.path.join(d, "run.json")
+            with open(config, "w") as f:
+                json.dump({
+                    "model": {"type": "external", "parameters": params},
+                    "data": {"format": "external", "train_samples": 8},
+                    "cluster": {"nodes": [
+                        {"name": "ps", "port": free_port(), "shards": 1},
+                        {"name": "py", "port": free_port(), "workers": 1}]}},
+                    f)
+            with self.assertRaises(RuntimeError) as caught:
+                troupe.run_node(config, "ps", lambda p, s: None)
+            self.assertIn("node ps runs the chief: start it with troupe-node",
+                          str(caught.exception))
+            with self.assertRaises(RuntimeError) as caught:
+                troupe.run_node(config, "nope", lambda p, s: None)
+            self.assertIn('no node "nope"', str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
