@@ -216,41 +216,11 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       if (!dtype.is_string() || dtype.get<std::string>() != "F32")
         return format_error(path, "tensor " + key + " has dtype "
                                     + dtype.dump() + ", expected F32");
-      auto& dims = value.at("shape");
-      auto& offsets = value.at("data_offsets");
-      if (!dims.is_array() || dims.size() > 8 || !offsets.is_array()
-          || offsets.size() != 2 || !offsets[0].is_number_unsigned()
-          || !offsets[1].is_number_unsigned())
-        return format_error(path, "tensor " + key + " has a malformed shape "
-                                    "or data_offsets");
-      entry e{key.substr(0, slash), key.substr(slash + 1), {},
-              offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
-      // Each dimension positive and the product bounded by the file, so
-      // no count overflows.
-      uint64_t count = 1;
-      for (auto& d : dims) {
-        if (!d.is_number_unsigned() || d.get<uint64_t>() == 0
-            || d.get<uint64_t>() > data_size)
-          return format_error(path, "tensor " + key + " has a dimension "
-                                      "that is not a positive integer within "
-                                      "the file: " + d.dump());
-        count *= d.get<uint64_t>();
-        if (count > data_size)
-          return format_error(path, "tensor " + key + " has a shape larger "
-                                      "than the file's data");
-        e.dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
-      }
-      uint64_t want = count * sizeof(float);
-      if (e.end < e.begin || e.end - e.begin != want)
-        return format_error(path, "tensor " + key + " has "
-                                    + std::to_string(e.end - e.begin)
-                                    + " bytes of data, its shape needs "
-                                    + std::to_string(want));
-      if (e.end > data_size)
-        return format_error(path, "truncated: tensor " + key + " ends at byte "
-                                    + std::to_string(e.end)
-                                    + " of a data section of "
-                                    + std::to_string(data_size));
+      auto extent = read_f32_extent(path, key, value, data_size);
+      if (!extent)
+        return extent.error();
+      entry e{key.substr(0, slash), key.substr(slash + 1),
+              std::move(extent->dims), extent->begin, extent->end};
       entries.push_back(std::move(e));
     }
     std::sort(entries.begin(), entries.end(),

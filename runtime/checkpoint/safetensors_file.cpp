@@ -77,4 +77,54 @@ caf::expected<safetensors_file> read_safetensors_file(const std::string& path,
   return out;
 }
 
+caf::expected<tensor_extent> read_f32_extent(const std::string& path,
+                                             const std::string& key,
+                                             const json& value,
+                                             uint64_t data_size) {
+  if (!value.is_object() || !value.contains("shape")
+      || !value.contains("data_offsets"))
+    return format_error(path, "tensor " + key
+                                + " is not an object with a "
+                                  "shape and data_offsets");
+  auto& dims = value.at("shape");
+  auto& offsets = value.at("data_offsets");
+  if (!dims.is_array() || dims.size() > 8 || !offsets.is_array()
+      || offsets.size() != 2 || !offsets[0].is_number_unsigned()
+      || !offsets[1].is_number_unsigned())
+    return format_error(path, "tensor " + key
+                                + " has a malformed shape "
+                                  "or data_offsets");
+  tensor_extent e;
+  e.begin = offsets[0].get<uint64_t>();
+  e.end = offsets[1].get<uint64_t>();
+  uint64_t count = 1; // a scalar (shape []) is one value
+  for (auto& d : dims) {
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > data_size)
+      return format_error(path, "tensor " + key
+                                  + " has a dimension that is "
+                                    "not an integer within the file: "
+                                  + d.dump());
+    if (d.get<uint64_t>() == 0)
+      return format_error(path, "tensor " + key + " has no elements (shape "
+                                  + dims.dump() + ")");
+    count *= d.get<uint64_t>();
+    if (count > data_size)
+      return format_error(path, "tensor " + key
+                                  + " has a shape larger "
+                                    "than the file's data");
+    e.dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+  }
+  uint64_t want = count * sizeof(float);
+  if (e.end < e.begin || e.end - e.begin != want)
+    return format_error(
+      path, "tensor " + key + " has " + std::to_string(e.end - e.begin)
+              + " bytes of data, its shape needs " + std::to_string(want));
+  if (e.end > data_size)
+    return format_error(path, "truncated: tensor " + key + " ends at byte "
+                                + std::to_string(e.end)
+                                + " of a data section of "
+                                + std::to_string(data_size));
+  return e;
+}
+
 } // namespace troupe

@@ -31,6 +31,24 @@ struct safetensors_file {
   uint64_t data_size() const { return file_size - 8 - header_len; }
 };
 
+/// Where one F32 tensor of a header lies: its shape and its data's
+/// [begin, end) bytes, relative to the data section.
+struct tensor_extent {
+  std::vector<int64_t> dims;
+  uint64_t begin = 0, end = 0;
+};
+
+/// The extent of tensor `key` (an F32 tensor; its dtype is the caller's to
+/// check) from its header entry `value`, checked against a data section of
+/// `data_size` bytes: a shape of at most 8 positive dimensions whose
+/// product stays within the data (so no count overflows), data_offsets
+/// spanning exactly that many floats, inside the data. errc::bad_format
+/// naming `path` and the tensor otherwise.
+caf::expected<tensor_extent> read_f32_extent(const std::string& path,
+                                             const std::string& key,
+                                             const nlohmann::json& value,
+                                             uint64_t data_size);
+
 /// Reads `path`'s header, and with `whole` the whole file. Errors name the
 /// file: errc::file_not_found, errc::io_error, errc::bad_format (not a
 /// regular file, truncated, a header too long or malformed).

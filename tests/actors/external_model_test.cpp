@@ -92,6 +92,20 @@ struct linear_step : external_step {
   }
 };
 
+/// Each worker's step, recording into `batches`.
+external_step_factory linear_steps(const user_data& data, std::mutex& mtx,
+                                   std::vector<std::vector<uint32_t>>& batches,
+                                   bool poison = false) {
+  return [&data, &mtx, &batches, poison](int32_t) {
+    auto s = std::make_shared<linear_step>();
+    s->data = &data;
+    s->mtx = &mtx;
+    s->batches = &batches;
+    s->poison = poison;
+    return s;
+  };
+}
+
 run_config external_run(const std::string& params_file) {
   run_config cfg = test::small_run(cluster_config::mode::sync, 1, 2);
   cfg.model = model_config{};
@@ -125,13 +139,7 @@ BOOST_AUTO_TEST_CASE(an_external_model_trains_as_a_plain_sgd_loop_over_the_same_
   std::mutex mtx;
   std::vector<std::vector<uint32_t>> batches;
   cluster_fixture f;
-  f.external = [&](int32_t) {
-    auto s = std::make_shared<linear_step>();
-    s->data = &data;
-    s->mtx = &mtx;
-    s->batches = &batches;
-    return s;
-  };
+  f.external = linear_steps(data, mtx, batches);
   auto r = f.run(cfg);
   BOOST_REQUIRE_MESSAGE(r, test::why(r));
   BOOST_TEST(r->steps == 3 * samples / 8);
@@ -181,14 +189,7 @@ BOOST_AUTO_TEST_CASE(an_external_step_that_returns_nan_stops_the_run) {
   std::mutex mtx;
   std::vector<std::vector<uint32_t>> batches;
   cluster_fixture f;
-  f.external = [&](int32_t) {
-    auto s = std::make_shared<linear_step>();
-    s->data = &data;
-    s->mtx = &mtx;
-    s->batches = &batches;
-    s->poison = true;
-    return s;
-  };
+  f.external = linear_steps(data, mtx, batches, true);
   auto r = f.run(external_run(params));
   BOOST_REQUIRE(!r);
   BOOST_TEST(describe(r.error()).find("the loss turned NaN") != std::string::npos,

@@ -12,6 +12,7 @@
 
 #include "runtime/rules/batch_plan.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/checkpoint/declared_params.hpp"
 #include "runtime/data/click_data.hpp"
 #include "runtime/sparse/table_file.hpp"
 #include "runtime/config/config.hpp"
@@ -479,9 +480,29 @@ outcome read_safetensors(const uint8_t* data, size_t size) {
   auto head = read_checkpoint_metadata(path);
   if (!head)
     o.errors.push_back(describe(head.error()));
+  // The same bytes as parameters a user declares (model.type "external").
+  auto declared = read_declared_params(path);
+  if (!declared)
+    o.errors.push_back(describe(declared.error()));
   auto full = read_checkpoint(path);
   if (!full) {
     o.errors.push_back(describe(full.error()));
+    return o;
+  }
+  // Every tensor of a checkpoint is one a user may declare (nonempty,
+  // finite F32), unless its name holds a control character.
+  bool plain_names = true;
+  auto plain = [&](const std::string& name) {
+    for (char c : name)
+      plain_names &= static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  };
+  for (auto& t : full->layout.tensors())
+    plain(t.name);
+  for (auto& slot : full->slots)
+    plain(slot.first);
+  auto floats = full->layout.total() * (1 + full->slots.size());
+  if (plain_names && (!declared || declared->layout.total() != floats)) {
+    o.broken = "read_declared_params reads a checkpoint differently";
     return o;
   }
   if (!head || head->step != full->step || head->metadata != full->metadata) {
