@@ -1,7 +1,5 @@
 #include "actors/node_agent.hpp"
 
-#include "runtime/checkpoint/declared_params.hpp"
-
 #include <algorithm>
 
 #include "actors/data_plane/data_link.hpp"

@@ -400,7 +400,7 @@ void check_click_run(run_config& cfg) {
   if (!model)
     return;
   if (cfg.cluster.consistency == cluster_config::mode::easgd)
-    throw config_error{errc::invalid_config, "/cluster/consistency",
+    throw config_error{errc::invalid_config, "/cluster/mode",
                        "easgd is not supported for a model with embedding "
                        "tables (model.type \"click\"): its workers would "
                        "each train a private copy of the table; use async, "
@@ -445,7 +445,7 @@ void check_external_run(const run_config& cfg) {
   if (!model)
     return;
   if (cfg.cluster.consistency == cluster_config::mode::easgd)
-    throw config_error{errc::invalid_config, "/cluster/consistency",
+    throw config_error{errc::invalid_config, "/cluster/mode",
                        "easgd is not supported for an external model: its "
                        "workers take local optimizer steps on a model troupe "
                        "computes, while an external step function returns "

@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
   process run{dir, "easgd", "troupe-node",
               {"--config", write_embedded(dir, cluster, 1, 1)}};
   BOOST_TEST(run.wait(60) == 2, run.err());
-  BOOST_TEST(has(run.err(), "/cluster/consistency: easgd is not supported "
+  BOOST_TEST(has(run.err(), "/cluster/mode: easgd is not supported "
                             "for a model with embedding tables"),
              run.err());
 }

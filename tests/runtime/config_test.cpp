@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
     return replace(text, "\"name\": \"t\",", "\"name\": \"t\", " + extra + ",");
   };
   BOOST_TEST(error_of(with_cluster(R"("cluster": { "mode": "easgd" })"))
-               .find("cfg.json: /cluster/consistency: easgd is not supported "
+               .find("cfg.json: /cluster/mode: easgd is not supported "
                      "for a model with embedding tables")
              == 0);
   BOOST_TEST(error_of(replace(text, R"("vocabulary": 1000)",
@@ -218,6 +218,40 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_TEST(error_of(replace(text, R"("type": "adam",
                     "learning_rate": 0.002)", R"("type": "rmsprop")"))
                .find("cfg.json: /training/sparse_optimizer/type: ")
+             == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
+  troupe::test::temp_dir dir;
+  auto params = dir.file("model.safetensors");
+  troupe::test::write_file(params, "");
+  auto text = R"({ "name": "t",
+    "model": { "type": "external", "parameters": ")" + params + R"(" },
+    "data": { "format": "external", "train_samples": 600, "test_samples": 100 } })";
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->model.type == model_config::kind::external));
+  BOOST_TEST(cfg->model.parameters == params);
+  BOOST_TEST(cfg->data.train_samples == 600);
+  BOOST_TEST(cfg->data.test_samples == 100);
+  BOOST_TEST(error_of(replace(text, R"("format": "external")",
+                              R"("format": "synthetic")"))
+               .find("cfg.json: /model/type: an external model trains on "
+                     "the user's own data")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("train_samples": 600, )", ""))
+             == R"(cfg.json: /data/train_samples: missing required key "train_samples")");
+  BOOST_TEST(error_of(replace(text, R"("type": "external", )",
+                              R"("type": "external", "hidden": [8], )"))
+               .find("cfg.json: /model/hidden:")
+             == 0);
+  BOOST_TEST(error_of(replace(text, params, dir.file("absent.safetensors")))
+               .find("cfg.json: /model/parameters: parameters file not found")
+             == 0);
+  BOOST_TEST(error_of(replace(text, R"("name": "t",)",
+                              R"("name": "t", "cluster": { "mode": "easgd" },)"))
+               .find("cfg.json: /cluster/mode: easgd is not supported for an "
+                     "external model")
              == 0);
 }
 
