@@ -10,7 +10,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include <pthread.h>
 #include <signal.h>
@@ -35,7 +37,12 @@ namespace {
   throw std::runtime_error(troupe::describe(err));
 }
 
-py::dict train(const std::string& config_path, py::object step, bool quiet) {
+/// What train() and run_node() both start from: a callable `step`, and
+/// the config (and its text) of a run of an external model. `caller`
+/// names the function in the errors.
+std::pair<std::string, troupe::run_config>
+external_run(const std::string& config_path, const py::object& step,
+             const std::string& caller) {
   using namespace troupe;
   if (!PyCallable_Check(step.ptr()))
     throw py::type_error("step must be callable: step(params, samples) -> "
@@ -47,23 +54,28 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
   if (!cfg)
     raise(cfg.error());
   if (cfg->model.type != model_config::kind::external)
-    throw std::runtime_error(config_path
-                             + ": /model/type: train() runs a "
-                               "model whose step is a Python function "
-                               "(\"external\"); troupe-node trains \""
+    throw std::runtime_error(config_path + ": /model/type: " + caller
+                             + " runs workers whose step is a Python "
+                               "function (\"external\"); troupe-node trains \""
                              + std::string{to_string(cfg->model.type)}
                              + "\" itself");
-  if (cfg->cluster.distributed())
+  return {std::move(*text), std::move(*cfg)};
+}
+
+py::dict train(const std::string& config_path, py::object step, bool quiet) {
+  using namespace troupe;
+  auto [text, cfg] = external_run(config_path, step, "train()");
+  if (cfg.cluster.distributed())
     throw std::runtime_error(config_path
                              + ": /cluster/nodes: train() runs "
                                "the whole cluster in this process; leave "
                                "nodes out");
-  auto data = load_datasets(cfg->data);
+  auto data = load_datasets(cfg.data);
   if (!data)
     raise(data.error());
   chief_options opts;
-  opts.cfg = *cfg;
-  opts.config_text = std::move(*text);
+  opts.cfg = cfg;
+  opts.config_text = std::move(text);
   opts.data = std::make_shared<const train_test>(std::move(*data));
   opts.log = quiet ? nullptr : &std::cout;
   opts.external = python::python_steps(
@@ -135,18 +147,8 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
 int run_node(const std::string& config_path, const std::string& node,
              py::object step, const std::string& key, bool insecure) {
   using namespace troupe;
-  if (!PyCallable_Check(step.ptr()))
-    throw py::type_error("step must be callable: step(params, samples) -> "
-                         "(gradients, loss_sum)");
-  auto cfg = load_run_config(config_path);
-  if (!cfg)
-    raise(cfg.error());
-  auto& cl = cfg->cluster;
-  if (cfg->model.type != model_config::kind::external)
-    throw std::runtime_error(config_path
-                             + ": /model/type: run_node() runs workers "
-                               "whose step is a Python function "
-                               "(\"external\")");
+  auto cfg = external_run(config_path, step, "run_node()").second;
+  auto& cl = cfg.cluster;
   if (!cl.distributed() || cl.node(node) == nullptr)
     throw std::runtime_error(
       config_path + ": no node \"" + node + "\" in /cluster/nodes"
@@ -174,7 +176,7 @@ int run_node(const std::string& config_path, const std::string& node,
   {
     py::gil_scoped_release release;
     stop_signals signals{"python"};
-    code = run_member_node(*cfg, node, *guard, links, signals,
+    code = run_member_node(cfg, node, *guard, links, signals,
                            std::move(external));
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);

@@ -182,6 +182,24 @@ class NumpyWorker(unittest.TestCase):
         got = run.newest_checkpoint()
         self.assertEqual(sorted(got), ["linear.bias", "linear.weight"])
 
+    def test_a_model_troupe_computes_is_refused_with_its_type(self):
+        with tempfile.TemporaryDirectory() as d:
+            config = os.path.join(d, "run.json")
+            with open(config, "w") as f:
+                json.dump({"model": {"type": "mlp"},
+                           "data": {"format": "synthetic"}}, f)
+            for call in (lambda: troupe.train(config, lambda p, s: None),
+                         lambda: troupe.run_node(config, "py",
+                                                 lambda p, s: None)):
+                with self.assertRaises(RuntimeError) as caught:
+                    call()
+                self.assertIn("/model/type: ", str(caught.exception))
+                self.assertIn("runs workers whose step is a Python function "
+                              "(\"external\"); troupe-node trains \"mlp\" "
+                              "itself", str(caught.exception))
+            with self.assertRaises(TypeError):
+                troupe.train(config, 42)
+
     def test_a_parameter_troupe_cannot_hold_is_refused_when_written(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaises(TypeError) as caught:
