@@ -47,7 +47,33 @@ stop_signals::stop_signals(std::string program) : program_(std::move(program)) {
   thread_ = std::thread{[this] { watch(); }};
 }
 
+namespace {
+
+/// The watcher that take_from_every_thread's handlers send signals to.
+pthread_t forward_to;
+
+void forward_signal(int signo) {
+  pthread_kill(forward_to, signo); // async-signal-safe
+}
+
+} // namespace
+
+void stop_signals::take_from_every_thread() {
+  forward_to = thread_.native_handle();
+  struct sigaction act {};
+  act.sa_handler = forward_signal;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &act, &previous_[0]);
+  sigaction(SIGTERM, &act, &previous_[1]);
+  forwarding_ = true;
+}
+
 stop_signals::~stop_signals() {
+  if (forwarding_) {
+    sigaction(SIGINT, &previous_[0], nullptr);
+    sigaction(SIGTERM, &previous_[1], nullptr);
+  }
   // The watcher sleeps in sigwait: a signal sent to that thread alone
   // wakes it, and closing_ tells it that this one is not the user's.
   closing_ = true;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -25,8 +26,16 @@ public:
   /// process in the line printed on the second signal.
   explicit stop_signals(std::string program);
 
-  /// Unblocks nothing: the process is about to end.
+  /// Unblocks nothing: the process is about to end (or, in a process
+  /// that goes on, its caller restores its signal mask). The handlers
+  /// take_from_every_thread replaced come back.
   ~stop_signals();
+
+  /// For a process with threads started before this object, which do not
+  /// block SIGINT and SIGTERM (a Python interpreter's, its BLAS pool's):
+  /// while this object lives, handlers on both signals send each one on
+  /// to the watcher, whichever thread the kernel gave it to.
+  void take_from_every_thread();
 
   stop_signals(const stop_signals&) = delete;
   stop_signals& operator=(const stop_signals&) = delete;
@@ -46,6 +55,8 @@ private:
   std::mutex mutex_; ///< guards first_action_
   std::function<void(const std::string&)> first_action_;
   std::thread thread_;
+  bool forwarding_ = false;
+  struct sigaction previous_[2]; ///< SIGINT's and SIGTERM's, when forwarding
 };
 
 /// "SIGINT", "SIGTERM" or "signal N".

@@ -18,22 +18,18 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/chief/chief.hpp"
-#include "actors/data_plane/data_link.hpp"
-#include "actors/timing.hpp"
-#include "actors/protocol/system_config.hpp"
-#include "apps/chief_metrics.hpp"
+#include "apps/chief_process.hpp"
 #include "apps/command_line.hpp"
 #include "apps/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/link_options.hpp"
+#include "apps/metrics/metrics_endpoint.hpp"
 #include "apps/node_process.hpp"
 #include "apps/stop_signals.hpp"
 #include "actors/net/remote.hpp"
 #include "caf/all.hpp"
 #include "runtime/params/buffer_pool.hpp"
 #include "runtime/config/config.hpp"
-#include "runtime/data/dataset.hpp"
 
 namespace {
 
@@ -217,76 +213,11 @@ int main(int argc, char** argv) {
   }
   if (!node.empty() && node != cl.chief_node)
     return troupe::run_member_node(*cfg, node, *guard, links, signals);
-  auto data = troupe::load_datasets(cfg->data);
-  if (!data)
-    return fail(data.error());
-  caf::actor_system_config sys_cfg;
-  troupe::init_config(sys_cfg);
-  if (cl.distributed() || shell_at)
-    troupe::init_network(sys_cfg, cl);
-  caf::actor_system sys{sys_cfg};
-  troupe::apply_link_security(sys, *guard, links);
-  std::cout << "run: " << cfg->name << " (" << config_path << "), "
-            << to_string(cfg->cluster.consistency) << ", "
-            << cfg->cluster.workers << " workers, " << cfg->cluster.shards
-            << " shards, "
-            << (cl.distributed() ? "chief of " + std::to_string(cl.nodes.size())
-                                     + " nodes"
-                                 : std::string{"embedded"})
-            << (runs_workers ? ", workers on " + cfg->training.device.to_string()
-                             : std::string{})
-            << (cl.distributed()
-                  ? ", links: " + troupe::security_of(sys)->describe()
-                  : std::string{})
-            << std::endl;
-  // Also settles the threads of the chief's evaluation backend.
-  troupe::settle_thread_split(sys, *cfg,
-                              !runs_workers ? 0
-                              : cl.distributed()
-                                ? cl.node(cl.chief_node)->workers
-                                : cfg->cluster.workers);
-  troupe::chief_options opts;
-  if (cl.distributed()) { // the chief's node may hold shards too
-    auto* me = cl.node(cl.chief_node);
-    auto data_plane = troupe::data_server::start(
-      sys, me->host, troupe::request_timeout(*cfg));
-    if (!data_plane)
-      return fail(data_plane.error());
-    opts.data_plane = *data_plane;
-  }
-  opts.cfg = *cfg;
-  opts.insecure_links = (cl.distributed() || shell_at) && links.insecure;
-  opts.config_text = std::move(*text);
-  opts.data = std::make_shared<const troupe::train_test>(std::move(*data));
-  opts.log = &std::cout;
-  opts.listen = shell_at;
-  auto data_plane = opts.data_plane;
-  // Bound before the run starts, so a taken port fails the command at once.
-  auto chief_slot = std::make_shared<troupe::chief_slot>();
-  std::unique_ptr<troupe::metrics_endpoint> metrics;
-  if (metrics_at) {
-    auto started = troupe::metrics_endpoint::start(
-      metrics_at->first, metrics_at->second,
-      troupe::chief_metrics(sys, chief_slot, troupe::request_timeout(*cfg)));
-    if (!started)
-      return fail(started.error());
-    metrics = std::move(*started);
-    std::cout << "metrics: " << metrics->url() << std::endl;
-  }
-  // The first signal is the shell's "stop"; a second one exits at once.
-  auto summary = troupe::run_cluster(
-    sys, std::move(opts), [&](const troupe::chief_actor& chief) {
-      signals.on_first([chief](const std::string& signal) {
-        caf::anon_send(chief, troupe::stop_atom_v, signal);
-      });
-      chief_slot->set(chief);
-    });
-  chief_slot->set({}); // lets go of the chief's handle
-  metrics.reset();
-  signals.on_first(nullptr); // likewise
-  if (data_plane)
-    data_plane->stop();
-  if (!summary)
-    return fail(summary.error());
-  return 0;
+  troupe::chief_process what;
+  what.config_path = config_path;
+  what.config_text = std::move(*text);
+  what.listen = shell_at;
+  what.metrics_at = metrics_at;
+  return troupe::run_chief_node(std::move(*cfg), std::move(what), *guard, links,
+                                signals);
 }

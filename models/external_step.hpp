@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "caf/expected.hpp"
+#include "models/eval_result.hpp"
 #include "runtime/compute/backend.hpp"
 #include "runtime/params/param_layout.hpp"
 
@@ -53,5 +54,13 @@ public:
 /// Makes worker `id`'s step: each worker has its own.
 using external_step_factory
   = std::function<std::shared_ptr<external_step>(int32_t worker)>;
+
+/// Scores the parameters with the user's own code (the Python module's
+/// evaluate function) on the user's own test set. The chief calls it
+/// where troupe's own models are evaluated (every eval_every_steps, at
+/// the end, for target_accuracy); `params` is one block holding the
+/// whole flat vector. An error ends the run with it.
+using external_evaluator =
+  std::function<caf::expected<eval_result>(const pulled_params&)>;
 
 } // namespace troupe

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "caf/expected.hpp"
+#include "models/eval_result.hpp"
 #include "models/model.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/data/dataset.hpp"
@@ -44,12 +45,6 @@ private:
   bool fused_sgd_;
   int64_t step_ = 0;
   std::vector<float> host_params_, host_grads_; // non-host backends only
-};
-
-struct eval_result {
-  double loss = 0;     ///< mean
-  double accuracy = 0;
-  int64_t count = 0;
 };
 
 /// Evaluates the model on all of `data` in batches of `batch_size`.

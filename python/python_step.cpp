@@ -83,6 +83,24 @@ std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
   return {};
 }
 
+/// The parameters as a dict of tensor names to read-only views.
+py::dict params_dict(const pulled_params& p) {
+  py::dict params;
+  for (auto& t : p.layout->tensors())
+    params[py::str(t.name)] = view_of(p, t);
+  return params;
+}
+
+/// The first line of a Python exception (its type and message).
+std::string first_line(const py::error_already_set& e) {
+  std::string text = e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+std::string type_name(const py::handle& obj) {
+  return py::str(py::type::of(obj).attr("__name__"));
+}
+
 class python_step final : public external_step {
 public:
   python_step(int32_t worker, std::shared_ptr<held_object> fn,
@@ -97,9 +115,7 @@ public:
     std::lock_guard<std::mutex> turn{*turn_};
     py::gil_scoped_acquire gil;
     try {
-      py::dict params;
-      for (auto& t : p.layout->tensors())
-        params[py::str(t.name)] = view_of(p, t);
+      auto params = params_dict(p);
       py::array_t<int64_t> indices(static_cast<py::ssize_t>(samples.size()));
       auto* idx = indices.mutable_data();
       for (size_t i = 0; i < samples.size(); ++i)
@@ -108,12 +124,10 @@ public:
       if (!py::isinstance<py::tuple>(result)
           || (py::len(result) != 2 && py::len(result) != 3)
           || !py::isinstance<py::dict>(result[py::int_(0)]))
-        return refuse(
-          "returned "
-          + std::string{py::str(py::type::of(result).attr("__name__"))}
-          + "; a step returns (gradients, loss_sum) or "
-            "(gradients, loss_sum, hits), gradients a dict of "
-            "the model's tensor names");
+        return refuse("returned " + type_name(result)
+                      + "; a step returns (gradients, loss_sum) or "
+                        "(gradients, loss_sum, hits), gradients a dict of "
+                        "the model's tensor names");
       auto tuple = py::reinterpret_borrow<py::tuple>(result);
       auto given = py::reinterpret_borrow<py::dict>(tuple[0]);
       for (auto& t : p.layout->tensors()) {
@@ -140,9 +154,7 @@ public:
       // exception.
       std::cerr << "worker " << worker_ << ": the step function raised:\n"
                 << e.what() << std::endl;
-      std::string first = e.what();
-      return refuse("the step function raised "
-                    + first.substr(0, first.find('\n')));
+      return refuse("the step function raised " + first_line(e));
     } catch (const py::cast_error& e) {
       return refuse(std::string{"its result: "} + e.what());
     }
@@ -160,10 +172,43 @@ private:
 
 } // namespace
 
-external_step_factory python_steps(std::shared_ptr<held_object> fn) {
-  auto turn = std::make_shared<std::mutex>();
+external_step_factory python_steps(std::shared_ptr<held_object> fn,
+                                   call_turn turn) {
   return [fn, turn](int32_t worker) -> std::shared_ptr<external_step> {
     return std::make_shared<python_step>(worker, fn, turn);
+  };
+}
+
+external_evaluator python_evaluator(std::shared_ptr<held_object> fn,
+                                    call_turn turn) {
+  return [fn, turn](const pulled_params& p) -> caf::expected<eval_result> {
+    auto refuse = [](const std::string& why) {
+      return make_error(errc::invalid_argument, why);
+    };
+    std::lock_guard<std::mutex> one_at_a_time{*turn};
+    py::gil_scoped_acquire gil;
+    try {
+      py::object result = fn->get()(params_dict(p));
+      if (!py::isinstance<py::tuple>(result)
+          || (py::len(result) != 2 && py::len(result) != 3))
+        return refuse("the evaluate function returned " + type_name(result)
+                      + "; it returns (accuracy, loss) or (accuracy, loss, "
+                        "count)");
+      auto tuple = py::reinterpret_borrow<py::tuple>(result);
+      eval_result out;
+      out.accuracy = tuple[0].cast<double>();
+      out.loss = tuple[1].cast<double>();
+      if (py::len(tuple) == 3)
+        out.count = tuple[2].cast<int64_t>();
+      return out;
+    } catch (py::error_already_set& e) {
+      // The chief's log gets the traceback; the run's error names the
+      // exception.
+      std::cerr << "the evaluate function raised:\n" << e.what() << std::endl;
+      return refuse("the evaluate function raised " + first_line(e));
+    } catch (const py::cast_error& e) {
+      return refuse(std::string{"the evaluate function's result: "} + e.what());
+    }
   };
 }
 

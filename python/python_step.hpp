@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include <pybind11/pybind11.h>
 
@@ -30,6 +31,10 @@ private:
   pybind11::object obj_;
 };
 
+/// What lets the Python calls of one process (steps, evaluations) run
+/// one at a time.
+using call_turn = std::shared_ptr<std::mutex>;
+
 /// Makes each worker's step around the user's function `fn`:
 /// fn(params: dict[str, numpy.ndarray], samples: numpy.ndarray[int64])
 ///   -> (gradients: dict[str, array], loss_sum[, hits])
@@ -37,6 +42,14 @@ private:
 /// tensor's shape. The workers of a process call `fn` one at a time, so
 /// one model object serves them all (a user's torch model is not safe to
 /// run from two threads); their pulls and pushes still overlap the calls.
-external_step_factory python_steps(std::shared_ptr<held_object> fn);
+external_step_factory python_steps(std::shared_ptr<held_object> fn,
+                                   call_turn turn);
+
+/// The chief's evaluation around the user's function `fn`:
+/// fn(params: dict[str, numpy.ndarray]) -> (accuracy, loss[, count]),
+/// on the user's own test set. It takes its turn with the steps of this
+/// process (`turn`, the same model object).
+external_evaluator python_evaluator(std::shared_ptr<held_object> fn,
+                                    call_turn turn);
 
 } // namespace troupe::python

@@ -21,7 +21,9 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "apps/chief_process.hpp"
 #include "apps/link_options.hpp"
+#include "apps/metrics/metrics_endpoint.hpp"
 #include "apps/node_process.hpp"
 #include "apps/stop_signals.hpp"
 #include "python/python_step.hpp"
@@ -62,9 +64,24 @@ external_run(const std::string& config_path, const py::object& step,
   return {std::move(*text), std::move(*cfg)};
 }
 
-py::dict train(const std::string& config_path, py::object step, bool quiet) {
+/// The user's evaluate function (None: the run is not evaluated), taking
+/// its turn with the steps.
+troupe::external_evaluator evaluator_of(py::object evaluate,
+                                        const troupe::python::call_turn& turn) {
+  if (evaluate.is_none())
+    return nullptr;
+  if (!PyCallable_Check(evaluate.ptr()))
+    throw py::type_error("evaluate must be callable: evaluate(params) -> "
+                         "(accuracy, loss)");
+  return troupe::python::python_evaluator(
+    std::make_shared<troupe::python::held_object>(std::move(evaluate)), turn);
+}
+
+py::dict train(const std::string& config_path, py::object step,
+               py::object evaluate, bool quiet) {
   using namespace troupe;
   auto [text, cfg] = external_run(config_path, step, "train()");
+  auto turn = std::make_shared<std::mutex>();
   if (cfg.cluster.distributed())
     throw std::runtime_error(config_path
                              + ": /cluster/nodes: train() runs "
@@ -79,7 +96,9 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
   opts.data = std::make_shared<const train_test>(std::move(*data));
   opts.log = quiet ? nullptr : &std::cout;
   opts.external = python::python_steps(
-    std::make_shared<python::held_object>(std::move(step)));
+    std::make_shared<python::held_object>(std::move(step)), turn);
+  opts.evaluate = evaluator_of(std::move(evaluate), turn);
+  bool opts_evaluated = static_cast<bool>(opts.evaluate);
   // The run goes on a thread of its own; this one, the interpreter's,
   // waits without the GIL (the workers take it for each step) and wakes
   // every 100 ms to let Python see a signal: Ctrl-C stops the run as
@@ -137,36 +156,56 @@ py::dict train(const std::string& config_path, py::object step, bool quiet) {
   out["seconds"] = summary->seconds;
   out["examples_per_sec"] = summary->examples_per_sec;
   out["restarts"] = summary->restarts;
+  if (opts_evaluated) {
+    out["accuracy"] = summary->test_accuracy;
+    out["loss"] = summary->test_loss;
+  }
   return out;
 }
 
 /// Runs node `node` of the cluster file `config_path` in this process:
-/// its shards, and its workers calling `step`. Returns troupe-node's exit
-/// code: 0 when the run succeeded or the node left it, 1 when the run
-/// failed or the chief was lost, 2 for a bad config or key.
+/// its shards, and its workers calling `step`; on the chief's node, the
+/// run itself, evaluated by `evaluate`. Returns troupe-node's exit code:
+/// 0 when the run succeeded or the node left it, 1 when the run failed or
+/// the chief was lost, 2 for a bad config or key.
 int run_node(const std::string& config_path, const std::string& node,
-             py::object step, const std::string& key, bool insecure) {
+             py::object step, py::object evaluate, const std::string& key,
+             bool insecure, const std::string& metrics_listen) {
   using namespace troupe;
-  auto cfg = external_run(config_path, step, "run_node()").second;
+  auto [text, cfg] = external_run(config_path, step, "run_node()");
   auto& cl = cfg.cluster;
   if (!cl.distributed() || cl.node(node) == nullptr)
     throw std::runtime_error(
       config_path + ": no node \"" + node + "\" in /cluster/nodes"
       + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
                           : std::string{}));
-  if (node == cl.chief_node)
-    throw std::runtime_error(config_path + ": node " + node
-                             + " runs the chief: start it with troupe-node "
-                               "--config "
-                             + config_path + " --node " + node);
+  bool chief = node == cl.chief_node;
+  if (!chief && !evaluate.is_none())
+    throw std::runtime_error("run_node(): evaluate runs on the chief's node ("
+                             + cl.chief_node + "), not on node " + node);
+  if (!chief && !metrics_listen.empty())
+    throw std::runtime_error("run_node(): metrics_listen: the chief's node ("
+                             + cl.chief_node
+                             + ") serves the run's metrics, not node " + node);
+  chief_process what;
+  if (!metrics_listen.empty()) {
+    auto at = parse_metrics_listen(metrics_listen);
+    if (!at)
+      raise(at.error());
+    what.metrics_at = *at;
+  }
   link_options links;
   links.key_file = key;
   links.insecure = insecure;
   auto guard = load_link_guard(links, &cl, node, key_use::make_if_missing);
   if (!guard)
     raise(guard.error());
-  auto external = python::python_steps(
-    std::make_shared<python::held_object>(std::move(step)));
+  auto turn = std::make_shared<std::mutex>();
+  what.config_path = config_path;
+  what.config_text = std::move(text);
+  what.evaluate = evaluator_of(std::move(evaluate), turn);
+  what.external = python::python_steps(
+    std::make_shared<python::held_object>(std::move(step)), turn);
   // As in troupe-node: SIGINT and SIGTERM are taken by a watcher thread
   // while the node runs (the first leaves the run, a second ends the
   // process); the interpreter's thread gets its signal mask back after.
@@ -176,8 +215,12 @@ int run_node(const std::string& config_path, const std::string& node,
   {
     py::gil_scoped_release release;
     stop_signals signals{"python"};
-    code = run_member_node(cfg, node, *guard, links, signals,
-                           std::move(external));
+    // The interpreter's threads and NumPy's BLAS pool came before it.
+    signals.take_from_every_thread();
+    code = chief ? run_chief_node(std::move(cfg), std::move(what), *guard,
+                                  links, signals)
+                 : run_member_node(cfg, node, *guard, links, signals,
+                                   std::move(what.external));
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   return code;
@@ -188,14 +231,18 @@ int run_node(const std::string& config_path, const std::string& node,
 PYBIND11_MODULE(_troupe, m) {
   m.doc() = "troupe's parameter servers with Python workers";
   m.def("train", &train, py::arg("config"), py::arg("step"), py::kw_only(),
-        py::arg("quiet") = false,
+        py::arg("evaluate") = py::none(), py::arg("quiet") = false,
         "Trains the run of `config` (model.type \"external\") in this "
         "process, each worker calling step(params, samples) -> "
-        "(gradients, loss_sum[, hits]); returns the run's summary.");
+        "(gradients, loss_sum[, hits]) and the chief evaluate(params) -> "
+        "(accuracy, loss[, count]); returns the run's summary.");
   m.def("run_node", &run_node, py::arg("config"), py::arg("node"),
-        py::arg("step"), py::kw_only(), py::arg("key") = "",
-        py::arg("insecure") = false,
+        py::arg("step"), py::kw_only(), py::arg("evaluate") = py::none(),
+        py::arg("key") = "", py::arg("insecure") = false,
+        py::arg("metrics_listen") = "",
         "Runs node `node` of the cluster file `config` in this process, "
-        "its workers calling step(params, samples); returns troupe-node's "
-        "exit code (0: the run succeeded or the node left it).");
+        "its workers calling step(params, samples) and, on the chief's "
+        "node, the run's evaluations calling evaluate(params); returns "
+        "troupe-node's exit code (0: the run succeeded or the node left "
+        "it).");
 }

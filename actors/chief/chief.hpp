@@ -65,6 +65,9 @@ struct chief_options {
   std::function<void(int32_t, int64_t)> fault_hook;
   /// Passed to this process's agent (see agent_options::external).
   external_step_factory external;
+  /// An external model's evaluation (see external_evaluator); null: the
+  /// run is not evaluated.
+  external_evaluator evaluate;
   /// The embedded mode's shell port (troupe-node --listen): the chief is
   /// published at this host and port (0: any free one) for troupe-shell,
   /// and the log says where. Unset: none. A cluster's chief always

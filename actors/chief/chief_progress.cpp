@@ -15,6 +15,30 @@
 
 namespace troupe::chief_ops {
 
+namespace {
+
+/// Scores `params` with the user's evaluation function (an external
+/// model); its error ends the run.
+void evaluate_external(chief_self self, std::vector<float> params,
+                       const std::function<void(eval_result, double)>& report) {
+  auto& s = self->state;
+  pulled_params whole;
+  whole.layout = &s.eval.layout;
+  whole.ranges.push_back(flat_range{0, params.size()});
+  whole.blocks.push_back(
+    std::make_shared<const std::vector<float>>(std::move(params)));
+  auto r = s.eval.external(whole);
+  if (!r)
+    return fail_run(
+      self, make_error(errc::invalid_argument,
+                       fmt("the evaluation at step %lld failed: %s",
+                           static_cast<long long>(s.eval.last_eval_step),
+                           describe(r.error()).c_str())));
+  report(*r, -1);
+}
+
+} // namespace
+
 /// Evaluates the current parameters on the test set, then runs `then`.
 /// One evaluation at a time: a request during one waits for it and then
 /// evaluates again unless no step has been trained since it began (every
@@ -30,8 +54,10 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     st.recovery.after.push_back([=] { evaluate_now(self, then); });
     return;
   }
-  // An external model is scored by its own code, not by the chief.
-  if (st.eval.last_eval_step == st.progress.steps || !st.eval.evaluator)
+  // An external model is scored by the user's evaluation function, when
+  // the run was given one.
+  if (st.eval.last_eval_step == st.progress.steps
+      || (!st.eval.evaluator && !st.eval.external))
     return then();
   st.eval.evaluating = true;
   st.eval.last_eval_step = st.progress.steps;
@@ -58,9 +84,12 @@ void evaluate_now(chief_self self, std::function<void()> then) {
                       set, r.loss);
     if (auc >= 0)
       scores += fmt(", %s AUC = %.4f", set, auc);
-    say(self, fmt("step %lld, epoch %.2f: %s (%lld examples, %.1f s)",
-                  static_cast<long long>(at), epoch_of(self, at),
-                  scores.c_str(), static_cast<long long>(r.count), t));
+    auto examples = r.count > 0
+                      ? fmt("%lld examples, ", static_cast<long long>(r.count))
+                      : std::string{};
+    say(self,
+        fmt("step %lld, epoch %.2f: %s (%s%.1f s)", static_cast<long long>(at),
+            epoch_of(self, at), scores.c_str(), examples.c_str(), t));
     s.progress.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
     s.eval.evaluating = false;
     then();
@@ -73,6 +102,8 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     self,
     [=](std::vector<float>& params, int64_t) {
       auto& s = self->state;
+      if (s.eval.external)
+        return evaluate_external(self, std::move(params), report);
       s.eval.evaluator->set_params(params.data());
       if (has_tables(self))
         return evaluate_clicks(self, s.opts.data->watched(), report, retry);

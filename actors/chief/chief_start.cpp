@@ -220,6 +220,7 @@ void start(chief_self self) {
     st.eval.layout = std::move(declared->layout);
     st.eval.summary = describe_declared(st.eval.layout);
     declared_values = std::move(declared->values);
+    st.eval.external = st.opts.evaluate;
     say(self, "model: " + st.eval.summary + " from "
                 + cfg.model.parameters);
   } else {

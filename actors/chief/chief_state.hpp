@@ -176,6 +176,9 @@ struct chief_evaluation {
   std::unique_ptr<compute_backend> backend;
   /// Null for an external model, which troupe cannot compute.
   std::unique_ptr<model> evaluator;
+  /// An external model's: the user's evaluation function (null: none,
+  /// the run is not evaluated).
+  external_evaluator external;
   /// The run's tensors and how its model is named (checkpoints, logs):
   /// the evaluator's, or those an external model declared.
   param_layout layout;

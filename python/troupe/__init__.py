@@ -12,7 +12,11 @@ from a PyTorch model's state_dict()), name it in a run config with
         ...
         return gradients, loss_sum     # or (gradients, loss_sum, hits)
 
-    summary = troupe.train("run.json", step)   # the whole cluster here
+    def evaluate(params):               # optional: on your test set
+        ...
+        return accuracy, loss
+
+    summary = troupe.train("run.json", step, evaluate=evaluate)
 
 or, for one node of a cluster file whose chief runs in troupe-node,
 

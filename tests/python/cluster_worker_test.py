@@ -92,7 +92,7 @@ class ClusterWorker(unittest.TestCase):
         got = troupe.read_checkpoint(os.path.join(ckpt, newest))
         np.testing.assert_allclose(got["w"], w, rtol=1e-5, atol=1e-6)
 
-    def test_a_node_that_runs_the_chief_is_refused_with_the_command(self):
+    def test_evaluate_and_metrics_on_a_node_without_the_chief_are_refused(self):
         with tempfile.TemporaryDirectory() as d:
             params = os.path.join(d, "m.safetensors")
             troupe.write_parameters(params, {"w": np.zeros(2, np.float32)})
@@ -106,8 +106,14 @@ class ClusterWorker(unittest.TestCase):
                         {"name": "py", "port": free_port(), "workers": 1}]}},
                     f)
             with self.assertRaises(RuntimeError) as caught:
-                troupe.run_node(config, "ps", lambda p, s: None)
-            self.assertIn("node ps runs the chief: start it with troupe-node",
+                troupe.run_node(config, "py", lambda p, s: None,
+                                evaluate=lambda p: (0, 0))
+            self.assertIn("evaluate runs on the chief's node (ps), not on "
+                          "node py", str(caught.exception))
+            with self.assertRaises(RuntimeError) as caught:
+                troupe.run_node(config, "py", lambda p, s: None,
+                                metrics_listen="127.0.0.1:0")
+            self.assertIn("metrics_listen: the chief's node (ps) serves",
                           str(caught.exception))
             with self.assertRaises(RuntimeError) as caught:
                 troupe.run_node(config, "nope", lambda p, s: None)

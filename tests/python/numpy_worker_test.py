@@ -116,6 +116,80 @@ class NumpyWorker(unittest.TestCase):
                                    atol=1e-6)
         self.assertGreater(got["linear.weight"][0, -1], 5.0)  # it learned
 
+    def test_evaluate_scores_the_run_and_ends_it_at_the_target_accuracy(self):
+        x, y = user_data()
+        test_x, test_y = user_data(seed=8)
+        run = self.folder(epochs=50, target_accuracy=0.9,
+                          metrics_dir="metrics")
+        with open(run.config) as f:
+            cfg = json.load(f)
+        cfg["training"]["eval_every_steps"] = 25
+        cfg["cluster"]["metrics_dir"] = os.path.join(run.tmp.name, "metrics")
+        with open(run.config, "w") as f:
+            json.dump(cfg, f)
+        scores = []
+
+        def step(params, samples):
+            gw, gb, loss = gradients(params["linear.weight"],
+                                     params["linear.bias"], x[samples],
+                                     y[samples])
+            return {"linear.weight": gw, "linear.bias": gb}, loss
+
+        def evaluate(params):
+            self.assertFalse(params["linear.weight"].flags.writeable)
+            err = test_x @ params["linear.weight"][0] + \
+                params["linear.bias"] - test_y
+            # "accuracy": the share of predictions within 0.5.
+            accuracy = float(np.mean(np.abs(err) < 0.5))
+            scores.append((accuracy, params["linear.weight"].copy()))
+            return accuracy, float(0.5 * np.mean(err * err)), len(test_y)
+
+        summary = troupe.train(run.config, step, evaluate=evaluate,
+                               quiet=True)
+        # Ended by the target long before 50 epochs (2,500 steps).
+        self.assertLess(summary["steps"], 1000)
+        self.assertGreaterEqual(summary["accuracy"], 0.9)
+        self.assertEqual(summary["accuracy"], scores[-1][0])
+        self.assertLess(scores[0][0], 0.9)
+        # The last evaluation saw the final parameters.
+        np.testing.assert_array_equal(run.newest_checkpoint()["linear.weight"],
+                                      scores[-1][1])
+        # Every evaluation is in the run's metrics.
+        metrics = os.path.join(run.tmp.name, "metrics")
+        csv = [f for f in os.listdir(metrics) if f.endswith(".csv")
+               and not f.endswith(".progress.csv")]
+        with open(os.path.join(metrics, csv[0])) as f:
+            rows = [line for line in f if line[0].isdigit()]
+        self.assertEqual(len(rows), len(scores))
+        self.assertAlmostEqual(float(rows[-1].split(",")[3]), scores[-1][0],
+                               places=4)
+
+    def test_an_exception_in_evaluate_ends_the_run_naming_it(self):
+        x, y = user_data()
+        run = self.folder(epochs=1)
+
+        def step(params, samples):
+            gw, gb, loss = gradients(params["linear.weight"],
+                                     params["linear.bias"], x[samples],
+                                     y[samples])
+            return {"linear.weight": gw, "linear.bias": gb}, loss
+
+        def evaluate(params):
+            raise KeyError("test set")
+
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, step, evaluate=evaluate, quiet=True)
+        self.assertIn("the evaluation at step 50 failed: the evaluate "
+                      "function raised KeyError: 'test set'",
+                      str(caught.exception))
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(self.folder(epochs=1).config, step,
+                         evaluate=lambda p: 0.5, quiet=True)
+        self.assertIn("the evaluate function returned float; it returns "
+                      "(accuracy, loss)", str(caught.exception))
+        with self.assertRaises(TypeError):
+            troupe.train(run.config, step, evaluate=3)
+
     def test_a_gradient_of_the_wrong_shape_names_the_tensor_and_both_shapes(self):
         run = self.folder(epochs=1, max_restarts=0)
 
@@ -149,6 +223,28 @@ class NumpyWorker(unittest.TestCase):
         with self.assertRaises(RuntimeError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("ValueError: the user's bug", str(caught.exception))
+
+    def test_an_exception_in_one_step_restarts_the_worker_and_trains_on(self):
+        x, y = user_data()
+        run = self.folder(epochs=2)
+        calls = []
+
+        def step(params, samples):
+            calls.append(samples.copy())
+            if len(calls) == 30:
+                raise ValueError("a passing fault")
+            gw, gb, loss = gradients(params["linear.weight"],
+                                     params["linear.bias"], x[samples],
+                                     y[samples])
+            return {"linear.weight": gw, "linear.bias": gb}, loss
+
+        summary = troupe.train(run.config, step, quiet=True)
+        self.assertEqual(summary["restarts"], 1)
+        self.assertEqual(summary["steps"], 2 * SAMPLES // BATCH)
+        # The failed step's lease went back: its samples trained again.
+        self.assertEqual(len(calls), 2 * SAMPLES // BATCH + 1)
+        first_epoch = np.concatenate(calls[:SAMPLES // BATCH + 1])
+        self.assertEqual(len(set(first_epoch.tolist())), SAMPLES)
 
     def test_a_nan_loss_stops_the_run(self):
         run = self.folder(epochs=1)

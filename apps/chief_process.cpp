@@ -1,0 +1,103 @@
+#include "apps/chief_process.hpp"
+
+#include <iostream>
+
+#include "actors/chief/chief.hpp"
+#include "actors/data_plane/data_link.hpp"
+#include "actors/net/remote.hpp"
+#include "actors/protocol/system_config.hpp"
+#include "actors/timing.hpp"
+#include "apps/chief_metrics.hpp"
+#include "apps/exit_codes.hpp"
+#include "apps/node_process.hpp"
+#include "caf/all.hpp"
+#include "runtime/data/dataset.hpp"
+
+namespace troupe {
+
+namespace {
+
+int fail(const caf::error& err) {
+  return report_failure("troupe-node", err);
+}
+
+} // namespace
+
+int run_chief_node(run_config cfg, chief_process what,
+                   std::shared_ptr<const link_guard> guard,
+                   const link_options& links, stop_signals& signals) {
+  const auto& cl = cfg.cluster;
+  bool runs_workers = !cl.distributed() || cl.node(cl.chief_node)->workers > 0;
+  auto data = load_datasets(cfg.data);
+  if (!data)
+    return fail(data.error());
+  caf::actor_system_config sys_cfg;
+  init_config(sys_cfg);
+  if (cl.distributed() || what.listen)
+    init_network(sys_cfg, cl);
+  caf::actor_system sys{sys_cfg};
+  apply_link_security(sys, std::move(guard), links);
+  std::cout << "run: " << cfg.name << " (" << what.config_path << "), "
+            << to_string(cfg.cluster.consistency) << ", " << cfg.cluster.workers
+            << " workers, " << cfg.cluster.shards << " shards, "
+            << (cl.distributed()
+                  ? "chief of " + std::to_string(cl.nodes.size()) + " nodes"
+                  : std::string{"embedded"})
+            << (runs_workers ? ", workers on " + cfg.training.device.to_string()
+                             : std::string{})
+            << (cl.distributed() ? ", links: " + security_of(sys)->describe()
+                                 : std::string{})
+            << std::endl;
+  // Also settles the threads of the chief's evaluation backend.
+  settle_thread_split(sys, cfg,
+                      !runs_workers      ? 0
+                      : cl.distributed() ? cl.node(cl.chief_node)->workers
+                                         : cfg.cluster.workers);
+  chief_options opts;
+  if (cl.distributed()) { // the chief's node may hold shards too
+    auto* me = cl.node(cl.chief_node);
+    auto data_plane = data_server::start(sys, me->host, request_timeout(cfg));
+    if (!data_plane)
+      return fail(data_plane.error());
+    opts.data_plane = *data_plane;
+  }
+  opts.insecure_links = (cl.distributed() || what.listen) && links.insecure;
+  opts.cfg = std::move(cfg);
+  opts.config_text = std::move(what.config_text);
+  opts.data = std::make_shared<const train_test>(std::move(*data));
+  opts.log = &std::cout;
+  opts.listen = what.listen;
+  opts.external = std::move(what.external);
+  opts.evaluate = std::move(what.evaluate);
+  auto data_plane = opts.data_plane;
+  // Bound before the run starts, so a taken port fails the command at once.
+  auto slot = std::make_shared<chief_slot>();
+  std::unique_ptr<metrics_endpoint> metrics;
+  if (what.metrics_at) {
+    auto started = metrics_endpoint::start(
+      what.metrics_at->first, what.metrics_at->second,
+      chief_metrics(sys, slot, request_timeout(opts.cfg)));
+    if (!started)
+      return fail(started.error());
+    metrics = std::move(*started);
+    std::cout << "metrics: " << metrics->url() << std::endl;
+  }
+  // The first signal is the shell's "stop"; a second one exits at once.
+  auto summary = run_cluster(
+    sys, std::move(opts), [&](const chief_actor& chief) {
+      signals.on_first([chief](const std::string& signal) {
+        caf::anon_send(chief, stop_atom_v, signal);
+      });
+      slot->set(chief);
+    });
+  slot->set({}); // lets go of the chief's handle
+  metrics.reset();
+  signals.on_first(nullptr); // likewise
+  if (data_plane)
+    data_plane->stop();
+  if (!summary)
+    return fail(summary.error());
+  return 0;
+}
+
+} // namespace troupe

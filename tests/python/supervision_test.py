@@ -1,0 +1,192 @@
+"""Python worker processes under the chief's supervision, as an operator
+sees them: a chief's node and two worker nodes, each a Python process
+(tests/python/linear_node.py), on 127.0.0.1. A worker process killed
+with kill -9 is seen by the chief and its leases go back; a restarted
+one rejoins; one stopped with SIGTERM leaves the run; either way every
+sample is trained once per epoch and the chief evaluates with the user's
+function to the end.
+
+Run by ctest (python.supervision) with TROUPE_SHELL naming troupe-shell."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+import troupe
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLES, BATCH, EPOCHS = 4000, 16, 3
+STEP_SECONDS = "0.004"  # each step's sleep: a run of about ten seconds
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class python_cluster:
+    """A cluster file with nodes chief (two shards), py0 and py1 (one
+    worker each), every node a Python process; their logs in files."""
+
+    def __init__(self, test, on_node_loss="move"):
+        self.tmp = tempfile.TemporaryDirectory(prefix="troupe-pysup-")
+        test.addCleanup(self.tmp.cleanup)
+        d = self.dir = self.tmp.name
+        params = os.path.join(d, "model.safetensors")
+        troupe.write_parameters(params, {"w": np.zeros(6, np.float32),
+                                         "b": np.float32(0)})
+        self.chief_port = free_port()
+        self.config = os.path.join(d, "run.json")
+        with open(self.config, "w") as f:
+            json.dump({
+                "model": {"type": "external", "parameters": params},
+                "data": {"format": "external", "train_samples": SAMPLES},
+                "training": {"batch_size": BATCH, "epochs": EPOCHS,
+                             "optimizer": {"type": "sgd",
+                                           "learning_rate": 0.02},
+                             "checkpoint": {"dir": os.path.join(d, "ckpt")},
+                             "log_every_steps": 50},
+                "cluster": {"mode": "async", "node_timeout_s": 30,
+                            "on_node_loss": on_node_loss, "nodes": [
+                                {"name": "chief", "port": self.chief_port,
+                                 "shards": 2},
+                                {"name": "py0", "port": free_port(),
+                                 "workers": 1},
+                                {"name": "py1", "port": free_port(),
+                                 "workers": 1}]}}, f)
+        self.key = os.path.join(d, "cluster.key")
+        self.procs = {}
+        test.addCleanup(self.kill_all)
+        self.start("chief")  # makes the key before the others read it
+        self.wait_for("chief", "identity:", 30)
+        self.start("py0")
+        self.start("py1")
+
+    def start(self, node, label=None):
+        label = label or node
+        log = open(os.path.join(self.dir, label + ".log"), "w")
+        self.procs[label] = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "linear_node.py"),
+             self.config, node, self.key, STEP_SECONDS],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def log(self, label):
+        with open(os.path.join(self.dir, label + ".log")) as f:
+            return f.read()
+
+    def logs(self):
+        return "\n".join("--- %s\n%s" % (k, self.log(k)) for k in self.procs)
+
+    def wait_for(self, label, test, seconds):
+        """Waits until `test` (a string or a function of the log) holds
+        for `label`'s log; fails with every log when it does not."""
+        check = test if callable(test) else (lambda text: test in text)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if check(self.log(label)):
+                return
+            if self.procs[label].poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError("%s: never saw %r\n%s" % (label, test,
+                                                        self.logs()))
+
+    def step_reached(self, n):
+        def reached(text):
+            steps = re.findall(r"^step (\d+), epoch [\d.]+, loss", text,
+                               re.M)
+            return steps and int(steps[-1]) >= n
+        return reached
+
+    def shell(self, command):
+        out = subprocess.run(
+            [os.environ["TROUPE_SHELL"], "--connect",
+             "127.0.0.1:%d" % self.chief_port, "--key", self.key, "-c",
+             command, "--json"], capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise AssertionError("shell %s: %s%s" % (command, out.stdout,
+                                                      out.stderr))
+        return json.loads(out.stdout)
+
+    def wait(self, label, seconds=120):
+        try:
+            return self.procs[label].wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("%s did not end\n%s" % (label, self.logs()))
+
+    def kill_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def epoch_samples(log):
+    found = re.search(r"samples trained per epoch:((?: \d+)+)", log)
+    return [int(n) for n in found.group(1).split()] if found else None
+
+
+class Supervision(unittest.TestCase):
+    def finished(self, cluster, *nodes):
+        """Waits for the chief and `nodes` to end well; the chief's log."""
+        self.assertEqual(cluster.wait("chief"), 0, cluster.logs())
+        for n in nodes:
+            self.assertEqual(cluster.wait(n, 30), 0, cluster.logs())
+        log = cluster.log("chief")
+        self.assertEqual(epoch_samples(log), [SAMPLES] * EPOCHS, log)
+        # The chief evaluated with the user's function, to the end.
+        scores = re.findall(r"test accuracy = ([\d.]+), test loss = "
+                            r"[\d.]+ \(500 examples", log)
+        self.assertGreaterEqual(len(scores), EPOCHS, log)
+        self.assertGreater(float(scores[-1]), 0.9, log)
+        return log
+
+    def test_a_killed_python_node_is_seen_and_its_worker_moves(self):
+        cluster = python_cluster(self)
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        cluster.procs["py1"].send_signal(signal.SIGKILL)
+        cluster.wait_for("chief", "worker 1 moves from node py1 to node py0",
+                         20)
+        log = self.finished(cluster, "py0")
+        self.assertIn("node py1 (127.0.0.1:", log)
+        self.assertIn("worker 1 failed", log)
+
+    def test_a_restarted_python_node_rejoins_and_trains_again(self):
+        cluster = python_cluster(self, on_node_loss="wait")
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        cluster.procs["py1"].send_signal(signal.SIGKILL)
+        cluster.wait_for("chief", "worker 1 waits for node py1", 20)
+        # Paused until the node is back: py0 alone could otherwise end the
+        # run before a new process has started.
+        cluster.shell("pause")
+        cluster.start("py1", "py1-again")
+        cluster.wait_for("chief", lambda t: t.count("node py1 (") >= 2, 60)
+        workers = cluster.shell("workers")
+        self.assertEqual(sorted((w["id"], w["node"]) for w in workers),
+                         [("worker:0", "py0"), ("worker:1", "py1")], workers)
+        cluster.shell("resume")
+        self.finished(cluster, "py0", "py1-again")
+        self.assertRegex(cluster.log("py1-again"), r"registered")
+
+    def test_sigterm_makes_a_python_node_leave_the_run(self):
+        cluster = python_cluster(self)
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        cluster.procs["py1"].send_signal(signal.SIGTERM)
+        self.assertEqual(cluster.wait("py1", 30), 0, cluster.logs())
+        self.assertIn("left the run", cluster.log("py1"))
+        self.finished(cluster, "py0")
+
+
+if __name__ == "__main__":
+    unittest.main()
