@@ -29,6 +29,7 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
                                    id, st.members.restarts->max_restarts(),
                                    st.members.restarts->window(), why.c_str())));
   ++w.restarts;
+  w.last_error = why;
   w.state = worker_phase::starting;
   say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
                 "within %.0f s)",

@@ -110,6 +110,7 @@ worker_view worker_view_of(chief_self self, int32_t id,
   v.loss = w.last_loss;
   v.compute_seconds = w.seconds;
   v.restarts = w.restarts;
+  v.last_error = w.last_error;
   return v;
 }
 
@@ -143,6 +144,15 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
   return v;
 }
 
+/// A node's process as it (or, for the chief's, this process) answered.
+void take_usage(node_view& v, const process_usage& u) {
+  v.resident_bytes = u.resident_bytes;
+  v.cpu_seconds = u.cpu_seconds;
+  v.pid = u.pid;
+  v.host = u.host;
+  v.program = u.program;
+}
+
 /// How long the shell's questions to the shards and the feeder may take:
 /// one that does not answer in time shows as down.
 constexpr auto shell_patience = std::chrono::seconds(5);
@@ -173,11 +183,8 @@ caf::result<cluster_view> shell_status(chief_self self) {
       auto it = self->state.members.nodes.find(nodes[i].name);
       if (it != self->state.members.nodes.end() && it->second.up && it->second.agent)
         agents.emplace_back(i, it->second.agent);
-      else if (nodes[i].chief) {
-        auto u = own_process_usage();
-        nodes[i].resident_bytes = u.resident_bytes;
-        nodes[i].cpu_seconds = u.cpu_seconds;
-      }
+      else if (nodes[i].chief)
+        take_usage(nodes[i], own_process_usage());
     }
     ask_all_settled<process_usage>(
       agents.size(),
@@ -186,11 +193,16 @@ caf::result<cluster_view> shell_status(chief_self self) {
       },
       [=](auto& replies) mutable {
         for (size_t k = 0; k < replies.size(); ++k)
-          if (replies[k]) {
-            auto& v = view->nodes[agents[k].first];
-            v.resident_bytes = replies[k]->resident_bytes;
-            v.cpu_seconds = replies[k]->cpu_seconds;
-          }
+          if (replies[k])
+            take_usage(view->nodes[agents[k].first], *replies[k]);
+        // Each worker shows its node's process.
+        for (auto& w : view->workers)
+          for (auto& node : view->nodes)
+            if (node.name == w.node) {
+              w.pid = node.pid;
+              w.host = node.host;
+              w.program = node.program;
+            }
         promise.deliver(std::move(*view));
       });
   };

@@ -80,6 +80,7 @@ struct worker_entry {
   int64_t staleness = 0; ///< of its last report
   double seconds = 0;    ///< compute wall time of its steps
   double last_loss = 0;
+  std::string last_error; ///< why it last failed; empty: it has not
   /// Since its last progress line: steps, samples, loss, compute time.
   int64_t window_steps = 0, window_samples = 0;
   double window_loss = 0, window_seconds = 0;

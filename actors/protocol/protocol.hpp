@@ -381,7 +381,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_usage& x) {
   return f(caf::meta::type_name("process_usage"), x.resident_bytes,
-           x.cpu_seconds);
+           x.cpu_seconds, x.pid, x.host, x.program);
 }
 
 template <class Inspector>

@@ -87,6 +87,10 @@ struct node_view {
   /// Its process's resident memory and CPU time; -1: it did not answer.
   int64_t resident_bytes = -1;
   double cpu_seconds = -1;
+  /// Its process (-1, empty: it did not answer): a user's Python worker
+  /// process shows as its interpreter ("python3").
+  int64_t pid = -1;
+  std::string host, program;
 };
 
 struct worker_view {
@@ -95,6 +99,11 @@ struct worker_view {
   int64_t step = 0, clock = 0, samples = 0, staleness = 0, window_steps = 0;
   double examples_per_sec = 0, loss = 0, compute_seconds = 0;
   int32_t restarts = 0;
+  /// Its node's process, as node_view has it.
+  int64_t pid = -1;
+  std::string host, program;
+  /// Why it last failed (empty: it has not).
+  std::string last_error;
 };
 
 struct shard_view {
@@ -142,16 +151,17 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_view& x) {
-  return f(caf::meta::type_name("node_view"), x.name, x.address, x.up,
-           x.chief, x.joined, x.shards, x.workers, x.resident_bytes,
-           x.cpu_seconds);
+  return f(caf::meta::type_name("node_view"), x.name, x.address, x.up, x.chief,
+           x.joined, x.shards, x.workers, x.resident_bytes, x.cpu_seconds,
+           x.pid, x.host, x.program);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
   return f(caf::meta::type_name("worker_view"), x.id, x.node, x.state, x.step,
-           x.clock, x.samples, x.staleness, x.window_steps,
-           x.examples_per_sec, x.loss, x.compute_seconds, x.restarts);
+           x.clock, x.samples, x.staleness, x.window_steps, x.examples_per_sec,
+           x.loss, x.compute_seconds, x.restarts, x.pid, x.host, x.program,
+           x.last_error);
 }
 
 template <class Inspector>

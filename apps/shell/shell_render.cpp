@@ -82,6 +82,14 @@ const std::vector<std::pair<std::string, std::string>> actor_cols = {
   {"step", "STEP/VERSION"}, {"examples_per_sec", "EXAMPLES/S"},
   {"staleness", "STALENESS"}, {"restarts", "RESTARTS"}};
 
+/// `workers` adds each one's process: a user's Python worker process
+/// shows as its interpreter.
+std::vector<std::pair<std::string, std::string>> worker_cols() {
+  auto cols = actor_cols;
+  cols.insert(cols.end(), {{"pid", "PID"}, {"program", "PROGRAM"}});
+  return cols;
+}
+
 std::string lines(const json& j, const std::string& indent = "") {
   std::ostringstream out;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -135,7 +143,9 @@ std::string for_people(const std::string& command, const json& j) {
          << " steps lost)\n";
     return head.str() + table(j["actors"], actor_cols);
   }
-  if ((command == "workers" || command == "shards") && j.is_array())
+  if (command == "workers" && j.is_array())
+    return table(j, worker_cols());
+  if (command == "shards" && j.is_array())
     return table(j, actor_cols);
   if (command == "nodes" && j.is_array())
     return table(j, {{"name", "NODE"},
@@ -145,7 +155,9 @@ std::string for_people(const std::string& command, const json& j) {
                      {"shards", "SHARDS"},
                      {"workers", "WORKERS"},
                      {"resident_bytes", "RSS_BYTES"},
-                     {"cpu_seconds", "CPU_SECONDS"}});
+                     {"cpu_seconds", "CPU_SECONDS"},
+                     {"pid", "PID"},
+                     {"program", "PROGRAM"}});
   if (j.is_object())
     return lines(j);
   return j.dump(2) + "\n";
@@ -198,22 +210,31 @@ json run_json(const run_view& r) {
           {"last_checkpoint", r.last_checkpoint}};
 }
 
+/// null for an empty string: a process that did not answer, a worker
+/// that has not failed.
+json text_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
 json nodes_json(const cluster_view& v) {
   json out = json::array();
   for (auto& n : v.nodes)
-    out.push_back({{"name", n.name},
-                   {"address", n.address},
-                   {"state", n.up ? "up" : "down"},
-                   {"chief", n.chief},
-                   {"joined", n.joined},
-                   {"shards", n.shards},
-                   {"workers", n.workers},
-                   // null: its process did not answer (down, or slow)
-                   {"resident_bytes", n.resident_bytes >= 0
-                                        ? json(n.resident_bytes)
-                                        : json(nullptr)},
-                   {"cpu_seconds", n.cpu_seconds >= 0 ? json(n.cpu_seconds)
-                                                      : json(nullptr)}});
+    out.push_back(
+      {{"name", n.name},
+       {"address", n.address},
+       {"state", n.up ? "up" : "down"},
+       {"chief", n.chief},
+       {"joined", n.joined},
+       {"shards", n.shards},
+       {"workers", n.workers},
+       // null: its process did not answer (down, or slow)
+       {"resident_bytes",
+        n.resident_bytes >= 0 ? json(n.resident_bytes) : json(nullptr)},
+       {"cpu_seconds",
+        n.cpu_seconds >= 0 ? json(n.cpu_seconds) : json(nullptr)},
+       {"pid", n.pid >= 0 ? json(n.pid) : json(nullptr)},
+       {"host", text_or_null(n.host)},
+       {"program", text_or_null(n.program)}});
   return out;
 }
 
@@ -228,7 +249,11 @@ json worker_json(const worker_view& w) {
           {"examples_per_sec", w.examples_per_sec},
           {"staleness", w.staleness},
           {"loss", w.loss},
-          {"restarts", w.restarts}};
+          {"restarts", w.restarts},
+          {"pid", w.pid >= 0 ? json(w.pid) : json(nullptr)},
+          {"host", text_or_null(w.host)},
+          {"program", text_or_null(w.program)},
+          {"last_error", text_or_null(w.last_error)}};
 }
 
 json shard_json(const shard_view& s) {

@@ -1,6 +1,7 @@
 #include "runtime/base/process_usage.hpp"
 
 #include <fstream>
+#include <string>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,6 +19,12 @@ process_usage own_process_usage() {
   int64_t size = 0, resident = 0;
   if (statm >> size >> resident)
     u.resident_bytes = resident * sysconf(_SC_PAGESIZE);
+  u.pid = getpid();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0)
+    u.host = host;
+  std::ifstream comm{"/proc/self/comm"};
+  std::getline(comm, u.program);
   return u;
 }
 

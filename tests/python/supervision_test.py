@@ -171,12 +171,33 @@ class Supervision(unittest.TestCase):
         # run before a new process has started.
         cluster.shell("pause")
         cluster.start("py1", "py1-again")
-        cluster.wait_for("chief", lambda t: t.count("node py1 (") >= 2, 60)
-        workers = cluster.shell("workers")
-        self.assertEqual(sorted((w["id"], w["node"]) for w in workers),
-                         [("worker:0", "py0"), ("worker:1", "py1")], workers)
+        cluster.wait_for(
+            "chief", lambda t: len(re.findall(r"node py1 \(\S+\) is up", t)) >= 2,
+            60)
+        # The shell shows the Python workers' processes, and the error
+        # the killed one's worker failed with.
+        workers = {w["id"]: w for w in cluster.shell("workers")}
+        self.assertEqual(sorted(workers), ["worker:0", "worker:1"], workers)
+        for w, label in (("worker:0", "py0"), ("worker:1", "py1-again")):
+            self.assertEqual(workers[w]["node"], label[:3], workers)
+            self.assertEqual(workers[w]["pid"], cluster.procs[label].pid,
+                             workers)
+            self.assertEqual(workers[w]["program"],
+                             os.path.basename(sys.executable)[:15], workers)
+            self.assertEqual(workers[w]["host"], socket.gethostname(),
+                             workers)
+        self.assertIsNone(workers["worker:0"]["last_error"], workers)
+        self.assertIn("remote_link_unreachable",
+                      workers["worker:1"]["last_error"], workers)
+        inspected = cluster.shell("inspect worker:1")
+        self.assertEqual(inspected["pid"], cluster.procs["py1-again"].pid)
+        self.assertEqual(inspected["restarts"], 1, inspected)
+        # ... and kills one as it kills troupe's own.
+        cluster.shell("kill worker:0")
         cluster.shell("resume")
-        self.finished(cluster, "py0", "py1-again")
+        cluster.wait_for("chief", "worker 0 failed", 20)
+        log = self.finished(cluster, "py0", "py1-again")
+        self.assertIn("shell: kill worker:0", log)
         self.assertRegex(cluster.log("py1-again"), r"registered")
 
     def test_sigterm_makes_a_python_node_leave_the_run(self):
