@@ -12,11 +12,17 @@ model is an MLP with ReLU and He-normal weights and zero biases, as troupe's
 "init": "he". Images scaled to [0, 1]. The server evaluates on the test set
 at the end.
 
+--model cnn trains the PyTorch example's CNN with dropout instead
+(examples/pytorch_cnn/fashion_cnn.py: its model, initial values and data;
+scripts/bench-python-cnn.sh), dropout on in the workers and off in the
+server's evaluation.
+
 Prints one JSON line: samples/s (trained samples over the time from the
 first pull to the last push, as the server saw them), test accuracy, steps.
 
   /usr/bin/python3 bench/pytorch_rpc_ps.py --data DIR [--workers 2]
       [--epochs 3] [--batch 100] [--hidden 100] [--lr 0.1] [--port P]
+      [--model mlp|cnn]
 """
 import argparse
 import gzip
@@ -91,9 +97,30 @@ def push(grads):
         server.last_push = time.perf_counter()
 
 
+def example_cnn():
+    """The PyTorch example's module (examples/pytorch_cnn/fashion_cnn.py)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "examples", "pytorch_cnn"))
+    import fashion_cnn
+    return fashion_cnn
+
+
+def model_of(a):
+    if a.model == "cnn":
+        return example_cnn().make_model(a.seed)
+    return make_model(a.hidden, a.seed)
+
+
+def data_of(a, split):
+    if a.model == "cnn":
+        return example_cnn().load(split, a.data)
+    return load(a.data, split)
+
+
 def work(rank, a):
-    x, y = load(a.data, "train")
-    model = make_model(a.hidden, a.seed)
+    x, y = data_of(a, "train")
+    model = model_of(a)
     loss_fn = torch.nn.CrossEntropyLoss()
     n_batches = len(x) // a.batch
     for epoch in range(a.epochs):
@@ -116,11 +143,12 @@ def run(rank, a):
     options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4,
                                               rpc_timeout=600)
     if rank == 0:
-        server = Server(make_model(a.hidden, a.seed), a.lr)
+        server = Server(model_of(a), a.lr)
         rpc.init_rpc("ps", rank=0, world_size=a.workers + 1,
                      rpc_backend_options=options)
         rpc.shutdown()  # waits for every worker to finish
-        xt, yt = load(a.data, "t10k")
+        xt, yt = data_of(a, "t10k")
+        server.model.eval()
         with torch.no_grad():
             acc = (server.model(xt).argmax(1) == yt).float().mean().item()
         seconds = server.last_push - server.first_pull
@@ -146,6 +174,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--port", type=int, default=29517)
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     a = p.parse_args()
     mp.spawn(run, args=(a,), nprocs=a.workers + 1, join=True)
 

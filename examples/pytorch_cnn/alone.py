@@ -1,0 +1,48 @@
+"""The example's CNN trained by PyTorch alone, in one process: the same
+model, initial values, batch size, optimizer and epochs as train.py, for
+comparison. Prints the test accuracy.
+
+    python3 alone.py [--epochs 3] [--batch 64] [--lr 0.05] [--threads 1]"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from fashion_cnn import load, make_model, score
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    x, y = load("train")
+    test_x, test_y = load("t10k")
+    model = make_model(a.seed)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+    start = time.perf_counter()
+    for epoch in range(a.epochs):
+        order = torch.from_numpy(np.random.RandomState(epoch).permutation(len(x)))
+        model.train()
+        for b in range(0, len(x) - a.batch + 1, a.batch):
+            i = order[b:b + a.batch]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[i]), y[i]).backward()
+            opt.step()
+    seconds = time.perf_counter() - start
+    accuracy, loss = score(model, test_x, test_y)
+    print(json.dumps({"impl": "pytorch-alone", "epochs": a.epochs,
+                      "samples_per_sec": round(a.epochs * len(x) / seconds, 1),
+                      "test_accuracy": round(accuracy, 4),
+                      "test_loss": round(loss, 4)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Fashion-MNIST on troupe's parameter servers with a PyTorch CNN
+(fashion_cnn.py) and two Python worker processes.
+
+    # the run's folder: the model's initial parameters and a cluster file
+    # (node ps: the chief and the shard; w0, w1: one worker each)
+    python3 train.py prepare run --mode async --epochs 3
+    # one process per node, here all on this machine
+    python3 train.py node run/cluster.json ps &
+    python3 train.py node run/cluster.json w0 &
+    python3 train.py node run/cluster.json w1
+
+Node ps evaluates on the test set each epoch and ends with a summary; the
+checkpoints in run/ckpt load back with load_state_dict. Needs PYTHONPATH
+to hold troupe's module (build/python) and Debian's python3-torch."""
+
+import argparse
+import json
+import os
+import socket
+import sys
+
+import torch
+
+import troupe
+from fashion_cnn import load, make_model, score
+
+
+def prepare(a):
+    os.makedirs(a.dir, exist_ok=True)
+    d = os.path.abspath(a.dir)
+    params = os.path.join(d, "model.safetensors")
+    troupe.write_parameters(params, make_model(a.seed).state_dict())
+
+    def port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    # In sync mode the workers' gradients are averaged: each worker takes
+    # half the batch, so a step sees as many samples as PyTorch alone.
+    batch = a.batch // a.workers if a.mode == "sync" else a.batch
+    config = {
+        "name": "fashion-cnn-" + a.mode,
+        "model": {"type": "external", "parameters": params},
+        "data": {"format": "external", "train_samples": a.samples},
+        "training": {"batch_size": batch, "epochs": a.epochs,
+                     "optimizer": {"type": "sgd", "learning_rate": a.lr},
+                     "checkpoint": {"dir": os.path.join(d, "ckpt")},
+                     "log_every_steps": 200},
+        "cluster": {"mode": a.mode, "node_timeout_s": 60, "nodes": [
+            {"name": "ps", "host": "127.0.0.1", "port": port(), "shards": 1}]
+            + [{"name": "w%d" % i, "host": "127.0.0.1", "port": port(),
+                "workers": 1} for i in range(a.workers)]}}
+    with open(os.path.join(d, "cluster.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    print(os.path.join(d, "cluster.json"))
+
+
+def node(a):
+    torch.set_num_threads(1)  # one core per worker process
+    model = make_model()
+    tensors = dict(model.named_parameters())
+
+    def take(params):  # the pulled values into the model
+        with torch.no_grad():
+            for name, p in tensors.items():
+                p.copy_(torch.tensor(params[name]))
+
+    step = evaluate = None
+    if a.node == "ps":
+        test_x, test_y = load("t10k")
+
+        def evaluate(params):
+            take(params)
+            accuracy, loss = score(model, test_x, test_y)
+            return accuracy, loss, len(test_y)
+    else:
+        x, y = load("train")
+
+        def step(params, samples):
+            take(params)
+            model.train()  # dropout on
+            model.zero_grad()
+            i = torch.from_numpy(samples)
+            out = model(x[i])
+            loss = torch.nn.functional.cross_entropy(out, y[i])
+            loss.backward()
+            hits = (out.argmax(1) == y[i]).sum().item()
+            grads = {name: p.grad for name, p in tensors.items()}
+            return grads, loss.item() * len(i), hits
+
+    key = os.path.join(os.path.dirname(os.path.abspath(a.config)),
+                       "cluster.key")
+    sys.exit(troupe.run_node(a.config, a.node, step or (lambda p, s: None),
+                             evaluate=evaluate, key=key))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    q = sub.add_parser("prepare", help="write the run's folder")
+    q.add_argument("dir")
+    q.add_argument("--mode", default="async", choices=["async", "sync"])
+    q.add_argument("--epochs", type=int, default=3)
+    q.add_argument("--batch", type=int, default=64)
+    q.add_argument("--lr", type=float, default=0.05)
+    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--samples", type=int, default=60000,
+                   help="train on the first N images (a quick try)")
+    q = sub.add_parser("node", help="run one node of the cluster file")
+    q.add_argument("config")
+    q.add_argument("node")
+    a = p.parse_args()
+    prepare(a) if a.what == "prepare" else node(a)
+
+
+if __name__ == "__main__":
+    main()

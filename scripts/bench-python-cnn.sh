@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The PyTorch example (examples/pytorch_cnn: a CNN with dropout on
+# Fashion-MNIST) on troupe against PyTorch alone and PyTorch's RPC
+# parameter server, in one run: the same model, initial values, batch
+# size (64 a step), SGD and epochs everywhere.
+# - pytorch alone: one process, one thread (alone.py);
+# - troupe async, troupe sync: node ps (chief, one shard, the
+#   evaluation) and two Python worker processes (train.py), one thread
+#   each; in sync each worker takes 32 of the 64;
+# - troupe async, kill -9: as async, with worker process w1 killed by
+#   kill -9 in the middle of the second epoch and started again; the chief
+#   waits for it (on_node_loss "wait") and every sample is still trained
+#   once per epoch;
+# - pytorch rpc ps: bench/pytorch_rpc_ps.py --model cnn, one server and
+#   two trainers, async.
+# - two pytorch alone at once: two alone.py processes, one epoch each,
+#   side by side with nothing between them: what two worker processes can
+#   compute on this machine at most (the ceiling of both troupe and RPC).
+# Prints each run's test accuracy (and the points it is from PyTorch
+# alone), samples/s, and troupe's over the RPC server's.
+# Usage: scripts/bench-python-cnn.sh [epochs, default 3]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_packages+=(python3-torch python3-numpy)
+troupe_setup
+cd "$TROUPE_ROOT"
+export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
+exec /usr/bin/python3 - "${1:-3}" <<'PY'
+import json, os, re, signal, subprocess, sys, time
+
+from benchlib import free_port, scratch_dir
+
+epochs = int(sys.argv[1])
+example = os.path.abspath("examples/pytorch_cnn")
+work = scratch_dir()
+python = "/usr/bin/python3"
+
+
+def alone():
+    out = subprocess.run([python, "alone.py", "--epochs", str(epochs)],
+                         cwd=example, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("alone.py failed:\n" + out.stderr[-2000:])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["test_accuracy"], r["samples_per_sec"], ""
+
+
+def troupe(name, mode, kill=False):
+    run = os.path.join(work, name)
+    subprocess.run([python, "train.py", "prepare", run, "--mode", mode,
+                    "--epochs", str(epochs)], cwd=example, check=True,
+                   capture_output=True)
+    config = os.path.join(run, "cluster.json")
+    if kill:
+        with open(config) as f:
+            c = json.load(f)
+        c["cluster"]["on_node_loss"] = "wait"
+        with open(config, "w") as f:
+            json.dump(c, f)
+
+    def start(node, label):
+        log = open(os.path.join(run, label + ".log"), "w")
+        return subprocess.Popen([python, "train.py", "node", config, node],
+                                cwd=example, stdout=log,
+                                stderr=subprocess.STDOUT)
+    chief = start("ps", "ps")
+    time.sleep(1)  # the chief makes the cluster key
+    workers = [start("w0", "w0"), start("w1", "w1")]
+    chief_log = os.path.join(run, "ps.log")
+    note = ""
+    if kill:
+        # the middle of the second epoch: 1.5 epochs of 938 steps
+        target = int(1.5 * 60000 / 64)
+        while True:
+            text = open(chief_log).read()
+            steps = re.findall(r"^step (\d+), epoch", text, re.M)
+            if steps and int(steps[-1]) >= target or chief.poll() is not None:
+                break
+            time.sleep(0.2)
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait()
+        killed_at = int(steps[-1]) if steps else -1
+        time.sleep(1)
+        workers[1] = start("w1", "w1-again")
+        note = f"w1 killed at step {killed_at}, restarted"
+    code = chief.wait()
+    for w in workers:
+        w.wait(timeout=60)
+    text = open(chief_log).read()
+    if code != 0:
+        sys.exit(f"troupe {name} failed:\n{text[-3000:]}")
+    per_epoch = re.search(r"samples trained per epoch:((?: \d+)+)", text)
+    once = per_epoch.group(1).split() == ["60000"] * epochs
+    row = text.strip().splitlines()[-1].split()
+    note += ("; " if note else "") + (
+        "every sample once per epoch" if once
+        else "samples per epoch:" + per_epoch.group(1))
+    return float(row[8]), float(row[7]), note
+
+
+def rpc():
+    out = subprocess.run(
+        [python, "bench/pytorch_rpc_ps.py", "--model", "cnn", "--data",
+         "/usr/share/datasets/fashion-mnist", "--workers", "2", "--epochs",
+         str(epochs), "--batch", "64", "--lr", "0.05", "--port",
+         str(free_port())], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("bench/pytorch_rpc_ps.py failed:\n" + out.stderr[-2000:])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["test_accuracy"], r["samples_per_sec"], ""
+
+
+def two_at_once():
+    procs = [subprocess.Popen([python, "alone.py", "--epochs", "1",
+                               "--seed", str(seed)], cwd=example,
+                              stdout=subprocess.PIPE, text=True)
+             for seed in (1, 2)]
+    rows = [json.loads(p.communicate()[0].strip().splitlines()[-1])
+            for p in procs]
+    # One epoch: its accuracy is not comparable (nan in the table).
+    return (float("nan"), sum(r["samples_per_sec"] for r in rows),
+            "1 epoch each, rates added")
+
+
+results = {}
+for name, run in [("pytorch alone", alone),
+                  ("troupe async", lambda: troupe("async", "async")),
+                  ("troupe sync", lambda: troupe("sync", "sync")),
+                  ("troupe async, kill -9",
+                   lambda: troupe("kill", "async", kill=True)),
+                  ("pytorch rpc ps", rpc),
+                  ("two pytorch alone at once", two_at_once)]:
+    results[name] = run()
+    acc, rate, note = results[name]
+    print(f"{name}: test accuracy {acc:.4f}, {rate:.0f} samples/s"
+          + (f" ({note})" if note else ""), flush=True)
+
+base = results["pytorch alone"][0]
+rpc_rate = results["pytorch rpc ps"][1]
+print(f"\n{epochs} epochs, batch 64, SGD 0.05; troupe and RPC: 2 worker "
+      "processes, one thread each")
+print(f"{'':24} {'test acc':>8} {'- alone':>8} {'samples/s':>10} "
+      f"{'x rpc ps':>8}")
+for name, (acc, rate, _) in results.items():
+    print(f"{name:24} {acc:>8.4f} {100 * (acc - base):>+7.2f}p "
+          f"{rate:>10.0f} {rate / rpc_rate:>7.2f}x")
+PY

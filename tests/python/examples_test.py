@@ -1,0 +1,95 @@
+"""The examples in examples/, run by the commands their docstrings give:
+a cluster file with a chief's node and two Python worker processes on
+127.0.0.1. Both train Fashion-MNIST (the PyTorch one on a tenth of it, to
+stay quick) with every sample once per epoch; the CNN's checkpoint loads
+back into its nn.Module with load_state_dict and scores as the chief
+said. The accuracy against PyTorch alone is scripts/bench-python-cnn.sh's.
+
+Run by ctest (python.examples); the PyTorch half needs python3-torch."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import troupe
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def run_cluster(test, example, prepare_args):
+    """prepare, then the nodes ps, w0 and w1 as three processes; returns
+    the run folder and the chief's log."""
+    folder = os.path.join(ROOT, "examples", example)
+    script = os.path.join(folder, "train.py")
+    tmp = tempfile.TemporaryDirectory(prefix="troupe-example-")
+    test.addCleanup(tmp.cleanup)
+    run = os.path.join(tmp.name, "run")
+    made = subprocess.run([sys.executable, script, "prepare", run]
+                          + prepare_args, cwd=folder, capture_output=True,
+                          text=True)
+    test.assertEqual(made.returncode, 0, made.stdout + made.stderr)
+    config = os.path.join(run, "cluster.json")
+    procs = {}
+    for node in ("ps", "w0", "w1"):
+        log = open(os.path.join(tmp.name, node + ".log"), "w+")
+        test.addCleanup(log.close)
+        procs[node] = (subprocess.Popen(
+            [sys.executable, script, "node", config, node], cwd=folder,
+            stdout=log, stderr=subprocess.STDOUT), log)
+    logs = {}
+    for node, (p, log) in procs.items():
+        try:
+            code = p.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            code = p.wait()
+        log.seek(0)
+        logs[node] = log.read()
+        test.assertEqual(code, 0, "%s: %s" % (node, logs[node]))
+    return run, logs["ps"]
+
+
+def accuracy_of(log):
+    return float(re.findall(r"test accuracy = ([\d.]+), test loss", log)[-1])
+
+
+class Examples(unittest.TestCase):
+    def test_numpy_logistic_regression_with_two_python_workers(self):
+        _, log = run_cluster(self, "numpy_logistic", ["--epochs", "1"])
+        self.assertIn("samples trained per epoch: 60000\n", log)
+        self.assertGreater(accuracy_of(log), 0.75, log)
+
+    def test_pytorch_cnn_with_two_python_workers(self):
+        try:
+            import torch
+        except ImportError:
+            if os.environ.get("CI"):
+                raise
+            self.skipTest("python3-torch is not installed")
+        run, log = run_cluster(self, "pytorch_cnn",
+                               ["--epochs", "2", "--samples", "6000",
+                                "--lr", "0.1"])
+        self.assertIn("samples trained per epoch: 6000 6000\n", log)
+        accuracy = accuracy_of(log)
+        self.assertGreater(accuracy, 0.6, log)
+        # The final checkpoint loads straight back into the nn.Module.
+        sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch_cnn"))
+        from fashion_cnn import load, make_model, score
+        ckpt = os.path.join(run, "ckpt")
+        newest = max(os.listdir(ckpt),
+                     key=lambda f: int(f.split("-")[1].split(".")[0]))
+        model = make_model(seed=99)
+        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in
+                               troupe.read_checkpoint(
+                                   os.path.join(ckpt, newest)).items()})
+        x, y = load("t10k")
+        self.assertAlmostEqual(score(model, x, y)[0], accuracy, places=4)
+
+
+if __name__ == "__main__":
+    unittest.main()
