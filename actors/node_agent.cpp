@@ -9,7 +9,6 @@
 #include "actors/timing.hpp"
 #include "actors/worker.hpp"
 #include "runtime/base/errc.hpp"
-#include "runtime/checkpoint/declared_params.hpp"
 
 namespace troupe {
 
@@ -46,6 +45,37 @@ caf::expected<shard_data_actor> data_stub(self_ptr self,
   auto stub = link->stub(shard, size, embedding_dims(st.opts.cfg.model));
   st.stubs.emplace(key, stub);
   return stub;
+}
+
+/// The layout of an external model's tensors as the chief sent it with a
+/// worker; an error names what the message got wrong.
+caf::expected<param_layout> layout_of(const worker_spawn& w) {
+  if (w.tensor_names.empty() || w.tensor_names.size() != w.tensor_dims.size())
+    return make_error(errc::invalid_argument,
+                      "worker placement: an external model's worker needs "
+                      "its tensors, got "
+                        + std::to_string(w.tensor_names.size()) + " names and "
+                        + std::to_string(w.tensor_dims.size()) + " shapes");
+  param_layout layout;
+  for (size_t i = 0; i < w.tensor_names.size(); ++i) {
+    if (layout.find(w.tensor_names[i]) != nullptr)
+      return make_error(errc::invalid_argument, "worker placement: tensor "
+                                                  + w.tensor_names[i]
+                                                  + " twice");
+    for (auto d : w.tensor_dims[i])
+      if (d < 0)
+        return make_error(errc::invalid_argument,
+                          "worker placement: tensor " + w.tensor_names[i]
+                            + " has a negative dimension");
+    layout.add(w.tensor_names[i], w.tensor_dims[i]);
+  }
+  if (w.bounds.empty() || w.bounds.back() != layout.total())
+    return make_error(
+      errc::layout_mismatch,
+      "worker placement: the tensors hold " + std::to_string(layout.total())
+        + " floats, the shards "
+        + std::to_string(w.bounds.empty() ? 0 : w.bounds.back()));
+  return layout;
 }
 
 /// Closes the data-plane connections (which ends their stubs).
@@ -150,11 +180,11 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       if (wo.cfg.model.type == model_config::kind::external
           && st.opts.external) {
         if (!st.declared) {
-          auto declared = read_declared_params(wo.cfg.model.parameters);
+          auto declared = layout_of(w);
           if (!declared)
             return declared.error();
           st.declared = std::make_shared<const param_layout>(
-            std::move(declared->layout));
+            std::move(*declared));
         }
         wo.layout = st.declared;
         wo.external = st.opts.external(w.id);

@@ -47,7 +47,8 @@ struct agent_state {
   /// What it started and still runs (monitored; stopped on finish).
   std::map<int32_t, shard_actor> shards; ///< by id
   std::vector<worker_actor> workers;
-  /// external: the tensors the run declared, read once for its workers.
+  /// external: the tensors the run declared, as the chief sent them with
+  /// the first worker placed here (worker_spawn::tensor_names).
   std::shared_ptr<const param_layout> declared;
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.

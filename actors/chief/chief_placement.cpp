@@ -102,6 +102,11 @@ void place_worker(chief_self self, int32_t id) {
   ws.bounds = shard_bounds(self);
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
   ws.data_links = data_links(self, node);
+  if (st.opts.cfg.model.type == model_config::kind::external)
+    for (auto& t : st.eval.layout.tensors()) {
+      ws.tensor_names.push_back(t.name);
+      ws.tensor_dims.push_back(t.dims);
+    }
   auto gen = st.recovery.generation;
   self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(ws))

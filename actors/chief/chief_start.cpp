@@ -9,6 +9,7 @@
 #include "actors/node_agent.hpp"
 #include "actors/timing.hpp"
 #include "models/trainer.hpp"
+#include "runtime/base/errc.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/declared_params.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
@@ -214,9 +215,13 @@ void start(chief_self self) {
   if (cfg.model.type == model_config::kind::external) {
     // The user's tensors: troupe holds and updates them, the user's step
     // function computes their gradients.
+    // Only the chief reads the file (the workers get its shapes with
+    // their placement), so a path that is wrong here is the run's error.
     auto declared = read_declared_params(cfg.model.parameters);
     if (!declared)
-      return fail_run(self, declared.error());
+      return fail_run(
+        self, make_error(static_cast<errc>(declared.error().code()),
+                         "/model/parameters: " + describe(declared.error())));
     st.eval.layout = std::move(declared->layout);
     st.eval.summary = describe_declared(st.eval.layout);
     declared_values = std::move(declared->values);

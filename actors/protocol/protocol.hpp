@@ -592,6 +592,11 @@ struct worker_spawn {
   std::vector<uint64_t> bounds;
   caf::strong_actor_ptr chief;
   std::vector<std::string> data_links;
+  /// An external model's tensors, names and shapes in the chief's order:
+  /// the node builds the layout its worker hands the step from them, so
+  /// only the chief reads the parameters file. Empty for troupe's models.
+  std::vector<std::string> tensor_names;
+  std::vector<std::vector<int64_t>> tensor_dims;
 };
 
 /// The shards of a node that a new chief adopts (node_agent_actor's
@@ -614,7 +619,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
   return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
-           x.bounds, x.chief, x.data_links);
+           x.bounds, x.chief, x.data_links, x.tensor_names, x.tensor_dims);
 }
 
 

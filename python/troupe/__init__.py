@@ -18,13 +18,16 @@ from a PyTorch model's state_dict()), name it in a run config with
 
     summary = troupe.train("run.json", step, evaluate=evaluate)
 
-or, for one node of a cluster file whose chief runs in troupe-node,
+or, for one node of a cluster file (each node a process, as with
+troupe-node --node; the chief's node evaluates with evaluate=),
 
     troupe.run_node("cluster.json", "py0", step)  # troupe-node's exit code
 
 gradients maps every tensor name to a float32 NumPy array or a torch
 tensor of that tensor's shape: the gradient of the batch's mean loss.
 Checkpoints hold the tensors under the same names (read_checkpoint).
+The tensors are dense: rows of sparse embedding tables cannot be pulled
+or pushed from Python.
 """
 
 import json

@@ -140,12 +140,12 @@ model_config read_model(object_reader r) {
                         true);
   if (m.type == mk::external) {
     // Its shapes and initial values are the file's: nothing else to say.
+    // Only the chief reads it (and says so when it cannot): the workers
+    // get the shapes from the chief, so the other nodes, and nodes that
+    // join, need no copy.
     r.require("parameters");
     m.parameters = r.string("parameters", "");
     check_path(m.parameters, r.at("parameters"));
-    if (!file_exists(m.parameters))
-      throw config_error{errc::file_not_found, r.at("parameters"),
-                         "parameters file not found: " + m.parameters};
     r.finish();
     return m;
   }

@@ -40,18 +40,26 @@ class ClusterWorker(unittest.TestCase):
         params = os.path.join(d, "model.safetensors")
         troupe.write_parameters(params, {"w": w0})
         config = os.path.join(d, "run.json")
+        run = {
+            "model": {"type": "external", "parameters": params},
+            "data": {"format": "external", "train_samples": SAMPLES},
+            "training": {"batch_size": BATCH, "epochs": 3,
+                         "optimizer": {"type": "sgd",
+                                       "learning_rate": LR},
+                         "checkpoint": {"dir": os.path.join(d, "ckpt")},
+                         "log_every_steps": 100000},
+            "cluster": {"mode": "sync", "node_timeout_s": 20, "nodes": [
+                {"name": "ps", "port": free_port(), "shards": 2},
+                {"name": "py", "port": free_port(), "workers": 1}]}}
         with open(config, "w") as f:
-            json.dump({
-                "model": {"type": "external", "parameters": params},
-                "data": {"format": "external", "train_samples": SAMPLES},
-                "training": {"batch_size": BATCH, "epochs": 3,
-                             "optimizer": {"type": "sgd",
-                                           "learning_rate": LR},
-                             "checkpoint": {"dir": os.path.join(d, "ckpt")},
-                             "log_every_steps": 100000},
-                "cluster": {"mode": "sync", "node_timeout_s": 20, "nodes": [
-                    {"name": "ps", "port": free_port(), "shards": 2},
-                    {"name": "py", "port": free_port(), "workers": 1}]}}, f)
+            json.dump(run, f)
+        # The Python node has no copy of the parameters file: its worker
+        # gets the tensors' shapes from the chief.
+        py_config = os.path.join(d, "py.json")
+        run["model"]["parameters"] = os.path.join(d, "elsewhere",
+                                                  "model.safetensors")
+        with open(py_config, "w") as f:
+            json.dump(run, f)
         key = os.path.join(d, "cluster.key")
         chief_log = open(os.path.join(d, "chief.log"), "w+")
         self.addCleanup(chief_log.close)
@@ -73,7 +81,7 @@ class ClusterWorker(unittest.TestCase):
             return {"w": grad}, float(0.5 * (err * err).sum())
 
         # The key file is made by whichever process comes first.
-        code = troupe.run_node(config, "py", step, key=key)
+        code = troupe.run_node(py_config, "py", step, key=key)
         chief_code = chief.wait(timeout=60)
         chief_log.seek(0)
         log = chief_log.read()

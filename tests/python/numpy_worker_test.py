@@ -278,6 +278,14 @@ class NumpyWorker(unittest.TestCase):
         got = run.newest_checkpoint()
         self.assertEqual(sorted(got), ["linear.bias", "linear.weight"])
 
+    def test_a_parameters_file_that_is_not_there_is_named(self):
+        run = self.folder(epochs=1)
+        os.remove(run.params)
+        with self.assertRaises(RuntimeError) as caught:
+            troupe.train(run.config, lambda p, s: None, quiet=True)
+        self.assertIn("/model/parameters: " + run.params + ": no such file",
+                      str(caught.exception))
+
     def test_a_model_troupe_computes_is_refused_with_its_type(self):
         with tempfile.TemporaryDirectory() as d:
             config = os.path.join(d, "run.json")
