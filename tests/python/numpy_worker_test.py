@@ -39,6 +39,16 @@ def gradients(w, b, x, y):
     return gw, gb, float(0.5 * (err * err).sum())
 
 
+def user_step(x, y):
+    """The user's step function over their data x, y."""
+    def step(params, samples):
+        gw, gb, loss = gradients(params["linear.weight"],
+                                 params["linear.bias"], x[samples],
+                                 y[samples])
+        return {"linear.weight": gw, "linear.bias": gb}, loss
+    return step
+
+
 class run_folder:
     """A run's files: the declared parameters, its config, its checkpoints."""
 
@@ -80,6 +90,7 @@ class NumpyWorker(unittest.TestCase):
 
     def test_sync_sgd_matches_a_numpy_loop_over_the_same_batches(self):
         x, y = user_data()
+        train = user_step(x, y)
         run = self.folder(epochs=200 * BATCH // SAMPLES)  # 200 steps
         batches = []
 
@@ -88,10 +99,7 @@ class NumpyWorker(unittest.TestCase):
             self.assertEqual(params["linear.weight"].shape, (1, FEATURES))
             self.assertEqual(params["linear.bias"].shape, ())
             batches.append(samples.copy())
-            gw, gb, loss = gradients(params["linear.weight"],
-                                     params["linear.bias"], x[samples],
-                                     y[samples])
-            return {"linear.weight": gw, "linear.bias": gb}, loss
+            return train(params, samples)
 
         summary = troupe.train(run.config, step, quiet=True)
         self.assertEqual(summary["steps"], 200)
@@ -129,11 +137,7 @@ class NumpyWorker(unittest.TestCase):
             json.dump(cfg, f)
         scores = []
 
-        def step(params, samples):
-            gw, gb, loss = gradients(params["linear.weight"],
-                                     params["linear.bias"], x[samples],
-                                     y[samples])
-            return {"linear.weight": gw, "linear.bias": gb}, loss
+        step = user_step(x, y)
 
         def evaluate(params):
             self.assertFalse(params["linear.weight"].flags.writeable)
@@ -168,11 +172,7 @@ class NumpyWorker(unittest.TestCase):
         x, y = user_data()
         run = self.folder(epochs=1)
 
-        def step(params, samples):
-            gw, gb, loss = gradients(params["linear.weight"],
-                                     params["linear.bias"], x[samples],
-                                     y[samples])
-            return {"linear.weight": gw, "linear.bias": gb}, loss
+        step = user_step(x, y)
 
         def evaluate(params):
             raise KeyError("test set")
@@ -225,7 +225,7 @@ class NumpyWorker(unittest.TestCase):
         self.assertIn("ValueError: the user's bug", str(caught.exception))
 
     def test_an_exception_in_one_step_restarts_the_worker_and_trains_on(self):
-        x, y = user_data()
+        train = user_step(*user_data())
         run = self.folder(epochs=2)
         calls = []
 
@@ -233,10 +233,7 @@ class NumpyWorker(unittest.TestCase):
             calls.append(samples.copy())
             if len(calls) == 30:
                 raise ValueError("a passing fault")
-            gw, gb, loss = gradients(params["linear.weight"],
-                                     params["linear.bias"], x[samples],
-                                     y[samples])
-            return {"linear.weight": gw, "linear.bias": gb}, loss
+            return train(params, samples)
 
         summary = troupe.train(run.config, step, quiet=True)
         self.assertEqual(summary["restarts"], 1)
@@ -258,7 +255,7 @@ class NumpyWorker(unittest.TestCase):
         self.assertIn("the loss turned NaN", str(caught.exception))
 
     def test_ctrl_c_stops_the_run_with_a_checkpoint_and_raises(self):
-        x, y = user_data()
+        train = user_step(*user_data())
         run = self.folder(epochs=1000)  # 50,000 steps: stopped long before
         calls = []
 
@@ -266,10 +263,7 @@ class NumpyWorker(unittest.TestCase):
             calls.append(1)
             if len(calls) == 20:
                 os.kill(os.getpid(), signal.SIGINT)
-            gw, gb, loss = gradients(params["linear.weight"],
-                                     params["linear.bias"], x[samples],
-                                     y[samples])
-            return {"linear.weight": gw, "linear.bias": gb}, loss
+            return train(params, samples)
 
         with self.assertRaises(KeyboardInterrupt):
             troupe.train(run.config, step, quiet=True)
