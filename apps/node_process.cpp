@@ -331,6 +331,17 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   auto cfg = parse_run_config(text, "the chief's config");
   if (!cfg)
     return fail(cfg.error());
+  bool external = cfg->model.type == model_config::kind::external;
+  if (external != static_cast<bool>(opts.external))
+    return fail(make_error(
+      errc::invalid_config,
+      external ? "the run at " + opts.chief_address
+                   + " trains an external model, whose steps are a "
+                     "Python function: join it from Python (troupe.join)"
+               : "the run at " + opts.chief_address + " trains \""
+                   + std::string{to_string(cfg->model.type)}
+                   + "\", which troupe computes: join it with troupe-node "
+                     "--join"));
   if (opts.threads > 0)
     cfg->training.threads = opts.threads;
   settle_thread_split(sys, *cfg, opts.workers);
@@ -339,6 +350,7 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   agent_options ao;
   ao.node = opts.name;
   ao.cfg = *cfg;
+  ao.external = opts.external;
   auto data = load_datasets(cfg->data);
   if (!data)
     return fail(data.error());

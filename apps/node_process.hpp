@@ -44,6 +44,9 @@ struct join_options {
   std::optional<device_spec> device; ///< --device; empty: the config's
   double timeout_s = 10;
   link_options links; ///< --key, --tls-* and --insecure
+  /// The step of an external model's workers (the Python module's
+  /// join); troupe-node has none, and refuses to join such a run.
+  external_step_factory external;
 };
 
 /// Connects to the chief within timeout_s, takes the run config from it,

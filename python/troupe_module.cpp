@@ -5,6 +5,7 @@
 // node of a cluster file, as troupe-node --node does. The Python
 // side of the package is python/troupe/__init__.py.
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <iostream>
 #include <memory>
@@ -163,6 +164,25 @@ py::dict train(const std::string& config_path, py::object step,
   return out;
 }
 
+/// Runs `serve` (a node's life, from its start to the end of the run) as
+/// troupe-node runs it: SIGINT and SIGTERM are taken by a watcher thread
+/// meanwhile (the first leaves the run, a second ends the process), and
+/// the interpreter's thread gets its signal mask back after.
+int serve_as_node(const std::function<int(troupe::stop_signals&)>& serve) {
+  sigset_t before;
+  pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  int code = 0;
+  {
+    py::gil_scoped_release release;
+    troupe::stop_signals signals{"python"};
+    // The interpreter's threads and NumPy's BLAS pool came before it.
+    signals.take_from_every_thread();
+    code = serve(signals);
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return code;
+}
+
 /// Runs node `node` of the cluster file `config_path` in this process:
 /// its shards, and its workers calling `step`; on the chief's node, the
 /// run itself, evaluated by `evaluate`. Returns troupe-node's exit code:
@@ -206,24 +226,38 @@ int run_node(const std::string& config_path, const std::string& node,
   what.evaluate = evaluator_of(std::move(evaluate), turn);
   what.external = python::python_steps(
     std::make_shared<python::held_object>(std::move(step)), turn);
-  // As in troupe-node: SIGINT and SIGTERM are taken by a watcher thread
-  // while the node runs (the first leaves the run, a second ends the
-  // process); the interpreter's thread gets its signal mask back after.
-  sigset_t before;
-  pthread_sigmask(SIG_SETMASK, nullptr, &before);
-  int code = 0;
-  {
-    py::gil_scoped_release release;
-    stop_signals signals{"python"};
-    // The interpreter's threads and NumPy's BLAS pool came before it.
-    signals.take_from_every_thread();
-    code = chief ? run_chief_node(std::move(cfg), std::move(what), *guard,
+  return serve_as_node([&](troupe::stop_signals& signals) {
+    return chief ? run_chief_node(std::move(cfg), std::move(what), *guard,
                                   links, signals)
                  : run_member_node(cfg, node, *guard, links, signals,
                                    std::move(what.external));
-  }
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  return code;
+  });
+}
+
+/// Adds `workers` workers calling `step` to the running cluster whose
+/// chief listens at `chief_address`, as troupe-node --join does; returns
+/// its exit code.
+int join(const std::string& chief_address, py::object step, int workers,
+         const std::string& name, const std::string& key, bool insecure,
+         double timeout) {
+  using namespace troupe;
+  if (!PyCallable_Check(step.ptr()))
+    throw py::type_error("step must be callable: step(params, samples) -> "
+                         "(gradients, loss_sum)");
+  if (workers < 1)
+    throw py::value_error("join(): workers must be at least 1");
+  join_options opts;
+  opts.chief_address = chief_address;
+  opts.workers = workers;
+  opts.name = name;
+  opts.timeout_s = timeout;
+  opts.links.key_file = key;
+  opts.links.insecure = insecure;
+  opts.external = python::python_steps(std::make_shared<python::held_object>(
+                                         std::move(step)),
+                                       std::make_shared<std::mutex>());
+  return serve_as_node(
+    [&](stop_signals& signals) { return run_joining_node(opts, signals); });
 }
 
 } // namespace
@@ -245,4 +279,10 @@ PYBIND11_MODULE(_troupe, m) {
         "node, the run's evaluations calling evaluate(params); returns "
         "troupe-node's exit code (0: the run succeeded or the node left "
         "it).");
+  m.def("join", &join, py::arg("chief"), py::arg("step"), py::kw_only(),
+        py::arg("workers") = 1, py::arg("name") = "", py::arg("key") = "",
+        py::arg("insecure") = false, py::arg("timeout") = 10.0,
+        "Adds `workers` workers calling step(params, samples) to the "
+        "running cluster whose chief listens at `chief` (HOST:PORT), as "
+        "troupe-node --join does; returns its exit code.");
 }

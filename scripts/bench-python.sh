@@ -2,10 +2,11 @@
 # A Python worker's pull+push of a 4 MB model against the C++ round trip,
 # side by side in one run: a troupe-node process holding one shard of a
 # 1,048,576-float tensor, and a Python process (troupe.run_node) whose one
-# worker, in sync mode, pulls it, calls a step that returns a zero
-# gradient, and pushes that back; each step is one pull and one push on
-# the data plane, the Python call and the gradient's copy into the push
-# buffer. Beside it bench-transfer's C++ pull+push of the same 4 MB
+# worker, in sync mode and then in async mode, pulls it, calls a step
+# that returns a zero gradient, and pushes that back; each step is one
+# pull and one push on the data plane, the Python call and the gradient's
+# copy into the push buffer (sync: the step waits for the shard's update
+# of its push; async: the next pull is answered after it). Beside it bench-transfer's C++ pull+push of the same 4 MB
 # between two processes (what the data plane costs without the worker,
 # feeder and Python). Runs alternate; medians over REPEATS. Prints ms per
 # step and per round trip, and Python's time over C++'s.
@@ -31,7 +32,7 @@ key = os.path.join(work, "cluster.key")
 zeros = np.zeros(floats, np.float32)
 
 
-def python_run():
+def python_run(mode):
     config = os.path.join(work, "run.json")
     with open(config, "w") as f:
         json.dump({
@@ -40,7 +41,7 @@ def python_run():
             "training": {"batch_size": 1, "epochs": 1,
                          "optimizer": {"type": "sgd", "learning_rate": 0.01},
                          "log_every_steps": 1000000},
-            "cluster": {"mode": "sync", "nodes": [
+            "cluster": {"mode": mode, "nodes": [
                 {"name": "ps", "port": free_port(), "shards": 1},
                 {"name": "py", "port": free_port(), "workers": 1}]}}, f)
     chief = subprocess.Popen(
@@ -75,13 +76,17 @@ def cpp_run():
     return float(re.search(r": ([0-9.]+) ms per pull\+push", out).group(1))
 
 
-py, cpp = [], []
+runs = {"sync": [], "async": [], "cpp": []}
 for _ in range(repeats):
-    py.append(python_run())
-    cpp.append(cpp_run())
-p, c = statistics.median(py), statistics.median(cpp)
+    runs["sync"].append(python_run("sync"))
+    runs["async"].append(python_run("async"))
+    runs["cpp"].append(cpp_run())
+m = {k: statistics.median(v) for k, v in runs.items()}
 print(f"4 MB pull+push, medians of {repeats} runs ({steps} steps each):")
-print(f"  Python worker step (troupe.run_node, sync)  {p:7.3f} ms")
-print(f"  C++ round trip (bench-transfer, data plane) {c:7.3f} ms")
-print(f"  Python / C++                                {p / c:7.2f}")
+print(f"  Python worker step, sync (troupe.run_node)   {m['sync']:7.3f} ms  "
+      f"{m['sync'] / m['cpp']:5.2f}x")
+print(f"  Python worker step, async (troupe.run_node)  {m['async']:7.3f} ms  "
+      f"{m['async'] / m['cpp']:5.2f}x")
+print(f"  C++ round trip (bench-transfer, data plane)  {m['cpp']:7.3f} ms  "
+      f" 1.00x")
 PY

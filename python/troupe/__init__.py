@@ -23,6 +23,10 @@ troupe-node --node; the chief's node evaluates with evaluate=),
 
     troupe.run_node("cluster.json", "py0", step)  # troupe-node's exit code
 
+or, to add workers to a running cluster (troupe-node --join),
+
+    troupe.join("HOST:PORT", step, workers=2, key="cluster.key")
+
 gradients maps every tensor name to a float32 NumPy array or a torch
 tensor of that tensor's shape: the gradient of the batch's mean loss.
 Checkpoints hold the tensors under the same names (read_checkpoint).
@@ -33,9 +37,10 @@ or pushed from Python.
 import json
 import struct
 
-from ._troupe import run_node, train  # noqa: F401  (re-exported)
+from ._troupe import join, run_node, train  # noqa: F401  (re-exported)
 
-__all__ = ["train", "run_node", "write_parameters", "read_checkpoint"]
+__all__ = ["train", "run_node", "join", "write_parameters",
+           "read_checkpoint"]
 
 
 def _as_numpy(value):

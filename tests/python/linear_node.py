@@ -5,11 +5,15 @@ kill and restart it.
 
     linear_node.py CONFIG NODE KEY [STEP_SECONDS]
 
+NODE "join" joins the running cluster instead (troupe.join, one worker),
+at the chief's address in CONFIG.
+
 Each step sleeps STEP_SECONDS (default 0) so that a run lasts long
 enough to kill a node in the middle of it. The data is the same in
 every process (a fixed seed), as a user's dataset on each machine is.
 Exits with run_node's code."""
 
+import json
 import sys
 import time
 
@@ -48,6 +52,12 @@ def main():
         return (float(np.mean(np.abs(err) < 0.5)),
                 float(0.5 * np.mean(err * err)), TEST_SAMPLES)
 
+    if node == "join":
+        with open(config) as f:
+            nodes = json.load(f)["cluster"]["nodes"]
+        chief = [n for n in nodes if n["name"] == "chief"][0]
+        sys.exit(troupe.join("127.0.0.1:%d" % chief["port"], step, key=key,
+                             name="py2"))
     is_chief = node == "chief"
     sys.exit(troupe.run_node(config, node, step,
                              evaluate=evaluate if is_chief else None,

@@ -200,6 +200,25 @@ class Supervision(unittest.TestCase):
         self.assertIn("shell: kill worker:0", log)
         self.assertRegex(cluster.log("py1-again"), r"registered")
 
+    def test_a_python_process_joins_a_running_cluster(self):
+        cluster = python_cluster(self)
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        # troupe-node cannot run the user's step: it is refused, by name.
+        refused = subprocess.run(
+            [os.environ["TROUPE_NODE"], "--join",
+             "127.0.0.1:%d" % cluster.chief_port, "--workers", "1", "--key",
+             cluster.key], capture_output=True, text=True, timeout=30)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("trains an external model, whose steps are a Python "
+                      "function: join it from Python (troupe.join)",
+                      refused.stderr)
+        cluster.start("join")
+        cluster.wait_for("chief", "node py2 (", 30)
+        self.assertRegex(cluster.log("chief"),
+                         r"node py2 \(\S+\) is up, joining with 1 workers")
+        log = self.finished(cluster, "py0", "py1", "join")
+        self.assertIn("worker 2: step", log)  # the joined worker trained
+
     def test_sigterm_makes_a_python_node_leave_the_run(self):
         cluster = python_cluster(self)
         cluster.wait_for("chief", cluster.step_reached(100), 60)
