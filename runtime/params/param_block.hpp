@@ -177,6 +177,9 @@ private:
   /// sync: applies the mean of this version's pushes once enough are in;
   /// true when it did.
   bool apply_aggregate_if_complete();
+  /// sync: the pushes an update takes (the aggregate, capped by the
+  /// workers there are).
+  size_t updates_needed() const;
 
   options opts_;
   std::shared_ptr<std::vector<float>> values_;
@@ -194,7 +197,8 @@ private:
   int64_t log_base_ = 0;
   int64_t unnamed_through_ = -1;
   void log_update(int64_t batch);
-  // sync: the sum of this version's pushes and who sent them.
+  // sync: the sum of this version's pushes and who sent them; the sum
+  // holds nothing while nobody has pushed (the first push overwrites it).
   std::vector<float> sum_;
   std::set<int32_t> pushed_, last_update_;
 };

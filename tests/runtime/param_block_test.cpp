@@ -98,6 +98,42 @@ BOOST_AUTO_TEST_CASE(sync_averages_then_drops_stale_pushes) {
   BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 3.f}));
 }
 
+BOOST_AUTO_TEST_CASE(
+  sync_refuses_non_finite_pushes_at_every_place_in_an_update) {
+  // The first push of an update is copied into the sum as it is checked,
+  // a lone one applied straight from the push, later ones checked before
+  // they are added: a refused push at any of these places leaves the sum
+  // and the values as they were.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> bad{1.f, 1.f, nan}, g0{2.f, 0.f, 0.f}, g1{0.f, 2.f, 0.f};
+  auto b = make_block(mode::sync, 2);
+  auto r = b.push(0, 0, bad.data(), 3); // first of two
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(describe(r.error())
+             == "push from worker 0 holds a non-finite value at offset 2");
+  BOOST_TEST((*b.push(0, 0, g0.data(), 3) == block::outcome::aggregated));
+  BOOST_TEST(!b.push(1, 0, bad.data(), 3)); // second of two
+  BOOST_TEST((*b.push(1, 0, g1.data(), 3) == block::outcome::applied));
+  BOOST_TEST(values_of(b) == (std::vector<float>{0.5f, 1.5f, 3.f}));
+  // Pushes the update would not take are refused as non-finite all the same.
+  r = b.push(2, 0, bad.data(), 3); // stale
+  BOOST_TEST((!r && r.error() == errc::non_finite));
+  r = b.push(2, 9, bad.data(), 3); // from the future
+  BOOST_TEST((!r && r.error() == errc::non_finite));
+  // Aggregate 1: each push is a whole update, applied from the push.
+  auto lone = make_block(mode::sync, 1);
+  BOOST_TEST(!lone.push(0, 0, bad.data(), 3));
+  BOOST_TEST(lone.version() == 0);
+  BOOST_TEST((*lone.push(0, 0, g0.data(), 3) == block::outcome::applied));
+  BOOST_TEST(lone.version() == 1);
+  BOOST_TEST(lone.last_update() == (std::set<int32_t>{0}));
+  BOOST_TEST(!lone.in_update(0));
+  BOOST_TEST((*lone.push(1, 1, g1.data(), 3) == block::outcome::applied));
+  BOOST_TEST(values_of(lone) == (std::vector<float>{0.f, 1.f, 3.f}));
+  BOOST_TEST(lone.stats().refused == 1);
+  BOOST_TEST(b.stats().refused == 4);
+}
+
 BOOST_AUTO_TEST_CASE(sync_caps_the_aggregate_by_the_workers_left) {
   auto b = make_block(mode::sync, 3);
   std::vector<float> g{2.f, 2.f, 2.f};
