@@ -18,26 +18,33 @@
 #   compute on this machine at most (the ceiling of both troupe and RPC).
 # Prints each run's test accuracy (and the points it is from PyTorch
 # alone), samples/s, and troupe's over the RPC server's.
-# Usage: scripts/bench-python-cnn.sh [epochs, default 3]
+# With SEEDS > 1, PyTorch alone and the three troupe runs are repeated
+# with seeds 1..SEEDS (each seed picks the initial values and the order of
+# the samples, on both sides), and a last table gives each one's mean test
+# accuracy over the seeds, its spread, and the mean's distance from
+# PyTorch alone's mean: single runs differ by dropout and the order of
+# async pushes, so the means are what to compare.
+# Usage: scripts/bench-python-cnn.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
-exec /usr/bin/python3 - "${1:-3}" <<'PY'
-import json, os, re, signal, subprocess, sys, time
+exec /usr/bin/python3 - "${1:-3}" "${2:-1}" <<'PY'
+import json, os, re, signal, statistics, subprocess, sys, time
 
 from benchlib import free_port, scratch_dir
 
-epochs = int(sys.argv[1])
+epochs, seeds = int(sys.argv[1]), int(sys.argv[2])
 example = os.path.abspath("examples/pytorch_cnn")
 work = scratch_dir()
 python = "/usr/bin/python3"
 
 
-def alone():
-    out = subprocess.run([python, "alone.py", "--epochs", str(epochs)],
+def alone(seed):
+    out = subprocess.run([python, "alone.py", "--epochs", str(epochs),
+                          "--seed", str(seed)],
                          cwd=example, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("alone.py failed:\n" + out.stderr[-2000:])
@@ -45,11 +52,11 @@ def alone():
     return r["test_accuracy"], r["samples_per_sec"], ""
 
 
-def troupe(name, mode, kill=False):
-    run = os.path.join(work, name)
+def troupe(name, mode, seed, kill=False):
+    run = os.path.join(work, f"{name}-{seed}")
     subprocess.run([python, "train.py", "prepare", run, "--mode", mode,
-                    "--epochs", str(epochs)], cwd=example, check=True,
-                   capture_output=True)
+                    "--epochs", str(epochs), "--seed", str(seed)],
+                   cwd=example, check=True, capture_output=True)
     config = os.path.join(run, "cluster.json")
     if kill:
         with open(config) as f:
@@ -123,25 +130,44 @@ def two_at_once():
 
 
 results = {}
-for name, run in [("pytorch alone", alone),
-                  ("troupe async", lambda: troupe("async", "async")),
-                  ("troupe sync", lambda: troupe("sync", "sync")),
-                  ("troupe async, kill -9",
-                   lambda: troupe("kill", "async", kill=True)),
-                  ("pytorch rpc ps", rpc),
+runs = [("pytorch alone", alone),
+        ("troupe async", lambda seed: troupe("async", "async", seed)),
+        ("troupe sync", lambda seed: troupe("sync", "sync", seed)),
+        ("troupe async, kill -9",
+         lambda seed: troupe("kill", "async", seed, kill=True))]
+for seed in range(1, seeds + 1):
+    for name, run in runs:
+        results[(name, seed)] = run(seed)
+        acc, rate, note = results[(name, seed)]
+        print(f"seed {seed} {name}: test accuracy {acc:.4f}, {rate:.0f} "
+              "samples/s" + (f" ({note})" if note else ""), flush=True)
+for name, run in [("pytorch rpc ps", rpc),
                   ("two pytorch alone at once", two_at_once)]:
-    results[name] = run()
-    acc, rate, note = results[name]
-    print(f"{name}: test accuracy {acc:.4f}, {rate:.0f} samples/s"
+    results[(name, 1)] = run()
+    acc, rate, note = results[(name, 1)]
+    print(f"seed 1 {name}: test accuracy {acc:.4f}, {rate:.0f} samples/s"
           + (f" ({note})" if note else ""), flush=True)
 
-base = results["pytorch alone"][0]
-rpc_rate = results["pytorch rpc ps"][1]
+base = results[("pytorch alone", 1)][0]
+rpc_rate = results[("pytorch rpc ps", 1)][1]
 print(f"\n{epochs} epochs, batch 64, SGD 0.05; troupe and RPC: 2 worker "
-      "processes, one thread each")
-print(f"{'':24} {'test acc':>8} {'- alone':>8} {'samples/s':>10} "
+      "processes, one thread each; seed 1")
+print(f"{'':26} {'test acc':>8} {'- alone':>8} {'samples/s':>10} "
       f"{'x rpc ps':>8}")
-for name, (acc, rate, _) in results.items():
-    print(f"{name:24} {acc:>8.4f} {100 * (acc - base):>+7.2f}p "
-          f"{rate:>10.0f} {rate / rpc_rate:>7.2f}x")
+for (name, seed), (acc, rate, _) in results.items():
+    if seed == 1:
+        print(f"{name:26} {acc:>8.4f} {100 * (acc - base):>+7.2f}p "
+              f"{rate:>10.0f} {rate / rpc_rate:>7.2f}x")
+if seeds > 1:
+    def accuracies(name):
+        return [results[(name, s)][0] for s in range(1, seeds + 1)]
+    base_mean = statistics.mean(accuracies("pytorch alone"))
+    print(f"\ntest accuracy over seeds 1-{seeds}")
+    print(f"{'':26} {'mean':>8} {'min':>8} {'max':>8} {'stdev':>7} "
+          f"{'mean - alone':>13}")
+    for name, _ in runs:
+        a = accuracies(name)
+        print(f"{name:26} {statistics.mean(a):>8.4f} {min(a):>8.4f} "
+              f"{max(a):>8.4f} {100 * statistics.stdev(a):>6.2f}p "
+              f"{100 * (statistics.mean(a) - base_mean):>+12.2f}p")
 PY

@@ -2,7 +2,8 @@
 model, initial values, batch size, optimizer and epochs as train.py, for
 comparison. Prints the test accuracy.
 
-    python3 alone.py [--epochs 3] [--batch 64] [--lr 0.05] [--threads 1]"""
+    python3 alone.py [--epochs 3] [--batch 64] [--lr 0.05] [--seed 1]
+                     [--threads 1]"""
 
 import argparse
 import json
@@ -29,7 +30,9 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     start = time.perf_counter()
     for epoch in range(a.epochs):
-        order = torch.from_numpy(np.random.RandomState(epoch).permutation(len(x)))
+        # The seed picks the initial values, dropout and the order.
+        order = torch.from_numpy(np.random.RandomState(
+            (a.seed - 1) * 1000 + epoch).permutation(len(x)))
         model.train()
         for b in range(0, len(x) - a.batch + 1, a.batch):
             i = order[b:b + a.batch]

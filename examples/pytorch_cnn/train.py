@@ -42,7 +42,7 @@ def prepare(a):
         "name": "fashion-cnn-" + a.mode,
         "model": {"type": "external", "parameters": params},
         "data": {"format": "external", "train_samples": a.samples},
-        "training": {"batch_size": batch, "epochs": a.epochs,
+        "training": {"batch_size": batch, "epochs": a.epochs, "seed": a.seed,
                      "optimizer": {"type": "sgd", "learning_rate": a.lr},
                      "checkpoint": {"dir": os.path.join(d, "ckpt")},
                      "log_every_steps": 200},
@@ -104,7 +104,8 @@ def main():
     q.add_argument("--batch", type=int, default=64)
     q.add_argument("--lr", type=float, default=0.05)
     q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--seed", type=int, default=1,
+                   help="picks the initial values and the samples' order")
     q.add_argument("--samples", type=int, default=60000,
                    help="train on the first N images (a quick try)")
     q = sub.add_parser("node", help="run one node of the cluster file")
