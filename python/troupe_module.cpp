@@ -40,6 +40,13 @@ namespace {
   throw std::runtime_error(troupe::describe(err));
 }
 
+/// Refuses a `step` that cannot be called, before anything starts.
+void check_step(const py::object& step) {
+  if (!PyCallable_Check(step.ptr()))
+    throw py::type_error("step must be callable: step(params, samples) -> "
+                         "(gradients, loss_sum)");
+}
+
 /// What train() and run_node() both start from: a callable `step`, and
 /// the config (and its text) of a run of an external model. `caller`
 /// names the function in the errors.
@@ -47,9 +54,7 @@ std::pair<std::string, troupe::run_config>
 external_run(const std::string& config_path, const py::object& step,
              const std::string& caller) {
   using namespace troupe;
-  if (!PyCallable_Check(step.ptr()))
-    throw py::type_error("step must be callable: step(params, samples) -> "
-                         "(gradients, loss_sum)");
+  check_step(step);
   auto text = read_config_text(config_path);
   if (!text)
     raise(text.error());
@@ -241,9 +246,7 @@ int join(const std::string& chief_address, py::object step, int workers,
          const std::string& name, const std::string& key, bool insecure,
          double timeout) {
   using namespace troupe;
-  if (!PyCallable_Check(step.ptr()))
-    throw py::type_error("step must be callable: step(params, samples) -> "
-                         "(gradients, loss_sum)");
+  check_step(step);
   if (workers < 1)
     throw py::value_error("join(): workers must be at least 1");
   join_options opts;

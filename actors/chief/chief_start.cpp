@@ -214,9 +214,9 @@ void start(chief_self self) {
   std::vector<float> declared_values;
   if (cfg.model.type == model_config::kind::external) {
     // The user's tensors: troupe holds and updates them, the user's step
-    // function computes their gradients.
-    // Only the chief reads the file (the workers get its shapes with
-    // their placement), so a path that is wrong here is the run's error.
+    // function computes their gradients. Only the chief reads the file
+    // (the workers get its shapes with their placement), so a path that
+    // is wrong here is the run's error.
     auto declared = read_declared_params(cfg.model.parameters);
     if (!declared)
       return fail_run(

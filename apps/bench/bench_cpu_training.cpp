@@ -11,8 +11,7 @@
 #include <sstream>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "apps/command_line.hpp"
 #include "models/model.hpp"
 #include "runtime/compute/blas_loader.hpp"
 #include "runtime/compute/cpu_backend.hpp"
@@ -254,7 +253,9 @@ int main(int argc, char** argv) {
   std::string model = "mlp";
   app.add_option("--model", model, "models: the MLPs, the CNN, or all")
     ->check(CLI::IsMember({"mlp", "cnn", "all"}));
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv,
+                                             "bench-cpu-training"))
+    return *code;
   auto& lib = blas::get();
   if (!json)
     std::printf("OpenBLAS kernels: %s (%s)\n%-22s %5s %7s %12s %11s %12s %7s\n",

@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "apps/command_line.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "models/model.hpp"
 #include "models/trainer.hpp"
@@ -125,7 +124,9 @@ int main(int argc, char** argv) {
     ->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--batches", batches, "batch sizes")
     ->check(CLI::Range(1, 1 << 16));
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv,
+                                             "bench-gpu-training"))
+    return *code;
   auto be = gpu::make_gpu_backend(device);
   if (!be) {
     std::fprintf(stderr, "bench-gpu-training: error: %s\n",

@@ -20,13 +20,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include "actors/data_plane/data_link.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "apps/bench/bench_tls.hpp"
+#include "apps/command_line.hpp"
 #include "bench/row_keys.hpp"
 #include "runtime/base/errc.hpp"
 
@@ -149,7 +148,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "of the ids");
   app.add_option("--tls", o.tls_dir,
                  "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv, "bench-rows"))
+    return *code;
   if (o.ids > o.vocabulary) {
     std::cerr << "bench-rows: error: --ids " << o.ids
               << " is more than the vocabulary " << o.vocabulary << std::endl;

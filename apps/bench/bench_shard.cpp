@@ -27,8 +27,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "apps/command_line.hpp"
 #include "runtime/params/buffer_pool.hpp"
 #include "runtime/params/param_block.hpp"
 #include "runtime/base/random.hpp"
@@ -110,7 +109,8 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--keep-denormals", keep_denormals,
                "run the update without flushing denormals to zero");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv, "bench-shard"))
+    return *code;
   if (keep_freed)
     keep_freed_memory();
   std::printf("%-9s %9s %10s %10s %10s %8s %8s %14s %8s %14s\n", "optimizer",

@@ -16,8 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "apps/command_line.hpp"
 #include "runtime/base/random.hpp"
 #include "runtime/sparse/sparse_table.hpp"
 
@@ -55,7 +54,9 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 10000000));
   app.add_option("--seconds", seconds, "time per batch size and shard")
     ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv,
+                                             "bench-sparse-table"))
+    return *code;
 
   embedding_table_config t;
   t.name = "bench";

@@ -19,13 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include "actors/data_plane/data_link.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "apps/bench/bench_tls.hpp"
+#include "apps/command_line.hpp"
 #include "runtime/base/errc.hpp"
 
 using namespace troupe;
@@ -83,7 +82,8 @@ int main(int argc, char** argv) {
                  "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
   app.add_option("--key", key_file,
                  "prove the cluster key in FILE (made when missing)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = troupe::parse_command_line(app, argc, argv, "bench-transfer"))
+    return *code;
   // Bad files: one error, before the fork.
   load_bench_guard(tls_dir, key_file, "bench-transfer");
   int fds[2];

@@ -113,6 +113,24 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
   return out;
 }
 
+caf::error write_declared_params(const std::string& path,
+                                 const declared_params& params) {
+  if (params.values.size() != params.layout.total())
+    return make_error(errc::wrong_size,
+                      path + ": " + std::to_string(params.values.size())
+                        + " values, the layout needs "
+                        + std::to_string(params.layout.total()));
+  nlohmann::json header = nlohmann::json::object();
+  for (auto& t : params.layout.tensors()) {
+    auto begin = t.offset * sizeof(float);
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.dims},
+                      {"data_offsets",
+                       {begin, begin + t.size * sizeof(float)}}};
+  }
+  return write_safetensors_file(path, header, {&params.values});
+}
+
 std::string describe_declared(const param_layout& layout) {
   return "external (" + std::to_string(layout.tensors().size())
          + " tensors, " + std::to_string(layout.total()) + " floats)";

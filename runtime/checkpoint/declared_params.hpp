@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "caf/error.hpp"
 #include "caf/expected.hpp"
 #include "runtime/params/param_layout.hpp"
 
@@ -26,6 +27,13 @@ struct declared_params {
 /// data out of the file or overlapping another tensor, a NaN or infinite
 /// value, no tensor at all).
 caf::expected<declared_params> read_declared_params(const std::string& path);
+
+/// Writes `params` to `path` as such a file (what the Python module's
+/// write_parameters() writes), atomically: the tensors under their own
+/// names, in layout order. errc::wrong_size when the values do not fit
+/// the layout, errc::io_error naming the path.
+caf::error write_declared_params(const std::string& path,
+                                 const declared_params& params);
 
 /// "external (12 tensors, 101,770 floats)": how a run names such a model.
 std::string describe_declared(const param_layout& layout);

@@ -127,4 +127,45 @@ caf::expected<tensor_extent> read_f32_extent(const std::string& path,
   return e;
 }
 
+caf::error
+write_safetensors_file(const std::string& path, const nlohmann::json& header,
+                       const std::vector<const std::vector<float>*>& data) {
+  static_assert(sizeof(float) == 4, "F32 tensors need 4-byte floats");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; this writer copies host floats"
+#endif
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // align the data to 8 bytes
+  uint64_t len = text.size();
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i)
+    len_le[i] = static_cast<unsigned char>(len >> (8 * i));
+
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  fd_guard fd{
+    ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (fd.get() < 0)
+    return io_error(tmp, "cannot create");
+  bool ok = write_all(fd.get(), len_le, 8)
+            && write_all(fd.get(), text.data(), text.size());
+  for (auto* values : data)
+    ok = ok
+         && write_all(fd.get(), values->data(), values->size() * sizeof(float));
+  if (!ok || ::fsync(fd.get()) != 0) {
+    auto err = io_error(tmp, "write failed");
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  if (::close(fd.release()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto err = io_error(path, "cannot move the new file into place");
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  // Make the rename itself durable.
+  fd_guard dir{::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY)};
+  if (dir.get() >= 0)
+    ::fsync(dir.get());
+  return caf::none;
+}
+
 } // namespace troupe

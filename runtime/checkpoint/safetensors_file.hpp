@@ -4,7 +4,8 @@
 // regular file is read (a FIFO would block the reader forever), and the
 // header's length is checked against the file before anything the file
 // names is allocated. Troupe's checkpoints (checkpoint.hpp) and the
-// parameters a user declares (declared_params.hpp) are both read with it.
+// parameters a user declares (declared_params.hpp) are both read and
+// written with it.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "caf/error.hpp"
 #include "caf/expected.hpp"
 
 namespace troupe {
@@ -54,5 +56,13 @@ caf::expected<tensor_extent> read_f32_extent(const std::string& path,
 /// regular file, truncated, a header too long or malformed).
 caf::expected<safetensors_file> read_safetensors_file(const std::string& path,
                                                       bool whole);
+
+/// Writes `header` (each tensor's entry with its data_offsets, relative to
+/// the data section) and then each of `data` back to back, atomically: a
+/// temporary file in the same folder, fsync, then rename, so a crash
+/// leaves the old file or the new one. errc::io_error naming the path.
+caf::error
+write_safetensors_file(const std::string& path, const nlohmann::json& header,
+                       const std::vector<const std::vector<float>*>& data);
 
 } // namespace troupe

@@ -55,6 +55,27 @@ BOOST_AUTO_TEST_CASE(a_user_file_becomes_the_layout_and_initial_values) {
              == "external (3 tensors, 9 floats)");
 }
 
+BOOST_AUTO_TEST_CASE(a_file_written_from_cpp_reads_back_under_the_same_names) {
+  temp_dir dir;
+  auto path = dir.file("model.safetensors");
+  troupe::declared_params p;
+  p.layout.add("encoder.weight", {2, 3});
+  p.layout.add("encoder.bias", {2});
+  p.values = {1, 2, 3, 4, 5, 6, -1, -2};
+  BOOST_REQUIRE(!write_declared_params(path, p));
+  auto got = read_declared_params(path);
+  BOOST_REQUIRE(got);
+  BOOST_TEST((got->layout == p.layout));
+  BOOST_TEST(got->values == p.values);
+  // Values that do not fit the layout: refused, nothing written.
+  p.values.pop_back();
+  auto other = dir.file("short.safetensors");
+  auto err = write_declared_params(other, p);
+  BOOST_TEST((err == errc::wrong_size));
+  BOOST_TEST(says(describe(err), "7 values, the layout needs 8"));
+  BOOST_TEST(!read_declared_params(other));
+}
+
 BOOST_AUTO_TEST_CASE(a_tensor_troupe_cannot_hold_is_refused_by_name) {
   temp_dir dir;
   auto path = dir.file("bad.safetensors");
