@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import zlib
 
 import torch
 
@@ -59,6 +60,12 @@ def node(a):
     torch.set_num_threads(1)  # one core per worker process
     model = make_model()
     tensors = dict(model.named_parameters())
+    # Each process its own dropout masks: make_model() seeds torch's
+    # generator alike everywhere, and two workers drawing the same masks
+    # would drop the same units in both halves of a sync step.
+    with open(a.config) as f:
+        seed = json.load(f)["training"].get("seed", 1)
+    torch.manual_seed(seed * 1000 + zlib.crc32(a.node.encode()))
 
     def take(params):  # the pulled values into the model
         with torch.no_grad():
