@@ -8,6 +8,8 @@
 #                              target_link_libraries(app troupe::troupe)
 #   share/man/man1/            a page per program, made by help2man from its
 #                              --help and --version (when help2man is there)
+#   lib/python3/dist-packages/troupe/   the Python module, when it is built
+#                              (python/CMakeLists.txt)
 # troupe::troupe is everything (the actors, the models, the runtime and the
 # metrics endpoint); troupe::troupe_runtime and the other layers can be
 # linked alone.
@@ -95,7 +97,7 @@ endif()
 # and the CMake package. The shared libraries the programs link are found
 # by dpkg-shlibdeps; OpenBLAS is opened at run time, so it is named here.
 # Building against the package needs the -dev packages of what troupe's
-# headers include, which it recommends.
+# headers include, and the Python module needs NumPy: it recommends them.
 set(CPACK_PACKAGE_NAME troupe)
 set(CPACK_PACKAGE_VENDOR troupe)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
@@ -107,5 +109,5 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-    "libcaf-dev, libssl-dev, nlohmann-json3-dev, zlib1g-dev, libcpp-httplib-dev, pkg-config")
+    "libcaf-dev, libssl-dev, nlohmann-json3-dev, zlib1g-dev, libcpp-httplib-dev, pkg-config, python3-numpy")
 include(CPack)

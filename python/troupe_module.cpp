@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "actors/chief/chief.hpp"
@@ -282,6 +283,25 @@ PYBIND11_MODULE(_troupe, m) {
         "node, the run's evaluations calling evaluate(params); returns "
         "troupe-node's exit code (0: the run succeeded or the node left "
         "it).");
+  m.def(
+    "epoch_order",
+    [](int64_t samples, uint64_t seed, int64_t epoch) {
+      if (samples < 1 || samples > int64_t{1} << 32)
+        throw py::value_error("epoch_order(): samples must be 1..2^32, got "
+                              + std::to_string(samples));
+      if (epoch < 0)
+        throw py::value_error("epoch_order(): epoch must be >= 0, got "
+                              + std::to_string(epoch));
+      auto order = troupe::epoch_order(static_cast<size_t>(samples), seed,
+                                       epoch);
+      return py::array_t<uint32_t>(static_cast<py::ssize_t>(order.size()),
+                                   order.data());
+    },
+    py::arg("samples"), py::arg("seed"), py::arg("epoch"),
+    "The order in which a run with training.seed `seed` leases its "
+    "`samples` samples in epoch `epoch` (from 0), as a uint32 NumPy array: "
+    "its batches are consecutive runs of batch_size of it. To train a "
+    "reference (PyTorch alone) on the batches troupe trains.");
   m.def("join", &join, py::arg("chief"), py::arg("step"), py::kw_only(),
         py::arg("workers") = 1, py::arg("name") = "", py::arg("key") = "",
         py::arg("insecure") = false, py::arg("timeout") = 10.0,

@@ -3,7 +3,8 @@
 # Fashion-MNIST) on troupe against PyTorch alone and PyTorch's RPC
 # parameter server, in one run: the same model, initial values, batch
 # size (64 a step), SGD and epochs everywhere.
-# - pytorch alone: one process, one thread (alone.py);
+# - pytorch alone: one process, one thread (alone.py), on the batches the
+#   troupe runs train (--order troupe: troupe.epoch_order);
 # - troupe async, troupe sync: node ps (chief, one shard, the
 #   evaluation) and two Python worker processes (train.py), one thread
 #   each; in sync each worker takes 32 of the 64;
@@ -19,11 +20,11 @@
 # Prints each run's test accuracy (and the points it is from PyTorch
 # alone), samples/s, and troupe's over the RPC server's.
 # With SEEDS > 1, PyTorch alone and the three troupe runs are repeated
-# with seeds 1..SEEDS (each seed picks the initial values and the order of
-# the samples, on both sides), and a last table gives each one's mean test
-# accuracy over the seeds, its spread, and the mean's distance from
-# PyTorch alone's mean: single runs differ by dropout and the order of
-# async pushes, so the means are what to compare.
+# with seeds 1..SEEDS (each seed picks the initial values and the order
+# of the samples, the same on both sides), and a last table gives each
+# one's mean test accuracy over the seeds, its spread, and the mean's
+# distance from PyTorch alone's mean: single runs differ by dropout and
+# the order of async pushes, so the means are what to compare.
 # Usage: scripts/bench-python-cnn.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -44,7 +45,7 @@ python = "/usr/bin/python3"
 
 def alone(seed):
     out = subprocess.run([python, "alone.py", "--epochs", str(epochs),
-                          "--seed", str(seed)],
+                          "--seed", str(seed), "--order", "troupe"],
                          cwd=example, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("alone.py failed:\n" + out.stderr[-2000:])

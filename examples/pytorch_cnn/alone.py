@@ -3,7 +3,7 @@ model, initial values, batch size, optimizer and epochs as train.py, for
 comparison. Prints the test accuracy.
 
     python3 alone.py [--epochs 3] [--batch 64] [--lr 0.05] [--seed 1]
-                     [--threads 1]"""
+                     [--threads 1] [--order numpy|troupe]"""
 
 import argparse
 import json
@@ -22,6 +22,10 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--order", choices=["numpy", "troupe"], default="numpy",
+                   help="troupe: the batches a troupe run with this seed "
+                        "trains (troupe.epoch_order), to compare on the "
+                        "same data order")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load("train")
@@ -31,8 +35,13 @@ def main():
     start = time.perf_counter()
     for epoch in range(a.epochs):
         # The seed picks the initial values, dropout and the order.
-        order = torch.from_numpy(np.random.RandomState(
-            (a.seed - 1) * 1000 + epoch).permutation(len(x)))
+        if a.order == "troupe":
+            import troupe
+            order = troupe.epoch_order(len(x), a.seed, epoch).astype(np.int64)
+            order = torch.from_numpy(order)
+        else:
+            order = torch.from_numpy(np.random.RandomState(
+                (a.seed - 1) * 1000 + epoch).permutation(len(x)))
         model.train()
         for b in range(0, len(x) - a.batch + 1, a.batch):
             i = order[b:b + a.batch]

@@ -31,16 +31,18 @@ gradients maps every tensor name to a float32 NumPy array or a torch
 tensor of that tensor's shape: the gradient of the batch's mean loss.
 Checkpoints hold the tensors under the same names (read_checkpoint).
 The tensors are dense: rows of sparse embedding tables cannot be pulled
-or pushed from Python.
+or pushed from Python. epoch_order(N, seed, epoch) is the order in which
+the run leases the samples (training.seed), to train a reference on the
+same batches.
 """
 
 import json
 import struct
 
-from ._troupe import join, run_node, train  # noqa: F401  (re-exported)
+from ._troupe import epoch_order, join, run_node, train  # noqa: F401
 
 __all__ = ["train", "run_node", "join", "write_parameters",
-           "read_checkpoint"]
+           "read_checkpoint", "epoch_order"]
 
 
 def _as_numpy(value):

@@ -1,7 +1,8 @@
 """troupe as a library and a package, the way a user gets it:
 
 - FindPackage: `cmake --install` into a new prefix; every program there
-  answers --version; the man pages read with man; the CMake package
+  answers --version; the man pages read with man; the Python module
+  imports from lib/python3/dist-packages there; the CMake package
   builds examples/cpp_library out of tree with find_package(troupe), and
   the program trains its own model on troupe's shards; a project that
   asks for a version troupe is not is refused by CMake.
@@ -27,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 BUILD = os.environ["TROUPE_BUILD_DIR"]
 CMAKE = os.environ.get("CMAKE_COMMAND", "cmake")
 CPACK = os.environ.get("CPACK_COMMAND", "cpack")
+PYTHON = os.environ.get("TROUPE_PYTHON", "/usr/bin/python3")
 PROGRAMS = ["troupe-node", "troupe-train", "troupe-shell", "troupe-predict",
             "troupe-clicks"]
 
@@ -77,6 +79,17 @@ class FindPackage(unittest.TestCase):
                      "include/troupe/runtime/base/build_config.hpp"]:
             self.assertTrue(os.path.isfile(os.path.join(self.prefix, path)),
                             path)
+        # The Python module, where Debian's Python looks under /usr.
+        if os.path.isdir(os.path.join(BUILD, "python", "troupe")):
+            packages = os.path.join(self.prefix, "lib", "python3",
+                                    "dist-packages")
+            out = run(self, [PYTHON, "-c",
+                             "import troupe, sys; print(troupe.__file__); "
+                             "troupe.write_parameters(sys.argv[1], "
+                             "{'w': __import__('numpy').zeros(3, 'float32')})",
+                             os.path.join(self.tmp, "w.safetensors")],
+                      env=dict(os.environ, PYTHONPATH=packages))
+            self.assertTrue(out.strip().startswith(packages), out)
         # Nothing installed points back into the source or build folder.
         for path in glob.glob(os.path.join(self.prefix, "lib", "cmake",
                                            "troupe", "*")):
@@ -163,6 +176,9 @@ class DebPackage(unittest.TestCase):
         files = run(self, dpkg + ["-L", "troupe"])
         self.assertIn("/usr/lib/cmake/troupe/troupeConfig.cmake", files)
         self.assertIn("/usr/include/troupe/models/external_step.hpp", files)
+        if os.path.isdir(os.path.join(BUILD, "python", "troupe")):
+            self.assertIn("/usr/lib/python3/dist-packages/troupe/__init__.py",
+                          files)
         if need_man_pages(self):
             page = run(self, ["man", "-P", "cat", "troupe-node"],
                        env=dict(os.environ, MANWIDTH="80",

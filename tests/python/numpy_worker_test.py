@@ -109,6 +109,11 @@ class NumpyWorker(unittest.TestCase):
         for e in range(len(batches) // per_epoch):
             seen = np.concatenate(batches[e * per_epoch:(e + 1) * per_epoch])
             self.assertTrue(np.array_equal(np.sort(seen), np.arange(SAMPLES)))
+            # in the order troupe.epoch_order gives (training.seed: 1)
+            np.testing.assert_array_equal(
+                seen, troupe.epoch_order(SAMPLES, 1, e))
+        with self.assertRaisesRegex(ValueError, "samples must be 1..2"):
+            troupe.epoch_order(0, 1, 0)
         # The same batches by hand.
         w = run.w0.reshape(1, FEATURES).copy()
         b = np.float32(0.25)
