@@ -16,8 +16,9 @@ troupe_packages=(
   dataset-fashion-mnist
   # The Python module (python/) and its tests: Debian's Python has these.
   pybind11-dev python3-dev python3-numpy python3-torch
-  # Man pages, the Debian package and the tests that install them.
-  help2man dpkg-dev man-db
+  # Man pages, the Debian package and the tests that install them (CPack
+  # finds the programs' shared libraries with file and dpkg-shlibdeps).
+  help2man dpkg-dev file man-db
 )
 
 troupe_install_missing() {
