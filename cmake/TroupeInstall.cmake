@@ -13,7 +13,8 @@
 # troupe::troupe is everything (the actors, the models, the runtime and the
 # metrics endpoint); troupe::troupe_runtime and the other layers can be
 # linked alone.
-include(GNUInstallDirs)
+# (GNUInstallDirs is included at the top: runtime/ names the include
+# folder in troupe_base's install interface.)
 include(CMakePackageConfigHelpers)
 
 set(TROUPE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/troupe")
@@ -44,7 +45,7 @@ install(EXPORT troupeTargets NAMESPACE troupe::
 foreach(folder runtime models actors gpu apps/metrics)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/${folder}/"
           DESTINATION "${TROUPE_INSTALL_INCLUDEDIR}/${folder}"
-          FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh")
+          FILES_MATCHING PATTERN "*.hpp")
 endforeach()
 install(FILES "${PROJECT_BINARY_DIR}/generated/runtime/base/build_config.hpp"
         DESTINATION "${TROUPE_INSTALL_INCLUDEDIR}/runtime/base")

@@ -35,7 +35,7 @@ export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
 exec /usr/bin/python3 - "${1:-3}" "${2:-1}" <<'PY'
 import json, os, re, signal, statistics, subprocess, sys, time
 
-from benchlib import free_port, scratch_dir
+from benchlib import chief_summary, run_pytorch_rpc_ps, scratch_dir
 
 epochs, seeds = int(sys.argv[1]), int(sys.argv[2])
 example = os.path.abspath("examples/pytorch_cnn")
@@ -99,23 +99,19 @@ def troupe(name, mode, seed, kill=False):
         sys.exit(f"troupe {name} failed:\n{text[-3000:]}")
     per_epoch = re.search(r"samples trained per epoch:((?: \d+)+)", text)
     once = per_epoch.group(1).split() == ["60000"] * epochs
-    row = text.strip().splitlines()[-1].split()
+    rate, accuracy = chief_summary(text)
     note += ("; " if note else "") + (
         "every sample once per epoch" if once
         else "samples per epoch:" + per_epoch.group(1))
-    return float(row[8]), float(row[7]), note
+    return accuracy, rate, note
 
 
 def rpc():
-    out = subprocess.run(
-        [python, "bench/pytorch_rpc_ps.py", "--model", "cnn", "--data",
-         "/usr/share/datasets/fashion-mnist", "--workers", "2", "--epochs",
-         str(epochs), "--batch", "64", "--lr", "0.05", "--port",
-         str(free_port())], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("bench/pytorch_rpc_ps.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    return r["test_accuracy"], r["samples_per_sec"], ""
+    rate, accuracy = run_pytorch_rpc_ps(
+        ["--model", "cnn", "--data", "/usr/share/datasets/fashion-mnist",
+         "--workers", "2", "--epochs", str(epochs), "--batch", "64", "--lr",
+         "0.05"])
+    return accuracy, rate, ""
 
 
 def two_at_once():

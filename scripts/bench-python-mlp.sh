@@ -26,7 +26,8 @@ exec /usr/bin/python3 - "${1:-3}" "${2:-3}" <<'PY'
 import json, os, statistics, subprocess, sys, time
 
 import troupe
-from benchlib import free_port, scratch_dir
+from benchlib import (chief_summary, free_port, run_pytorch_rpc_ps,
+                      run_troupe_cluster, scratch_dir)
 from pytorch_rpc_ps import make_model
 
 epochs, repeats = int(sys.argv[1]), int(sys.argv[2])
@@ -60,14 +61,6 @@ def cluster_file(name, model, mode, batch, extra={}):
     return path
 
 
-def summary(out, what):
-    # the chief's last line: "... <samples/s> <test accuracy>"
-    if out.returncode != 0:
-        sys.exit(f"{what} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
-    row = out.stdout.strip().splitlines()[-1].split()
-    return float(row[7]), float(row[8])
-
-
 def python_workers(mode, extra={}):
     # sync averages the two workers' gradients: 50 each make a step of 100
     config = cluster_file("py-" + mode, {"type": "external",
@@ -91,35 +84,22 @@ def python_workers(mode, extra={}):
     out, err = chief.communicate()
     for w in workers:
         w.wait(timeout=60)
-    return summary(subprocess.CompletedProcess([], chief.returncode, out,
-                                               err), "troupe " + mode)
+    if chief.returncode != 0:
+        sys.exit(f"troupe {mode} failed:\n{out[-2000:]}{err[-2000:]}")
+    return chief_summary(out)
 
 
 def cpp_workers():
     config = cluster_file("cpp", {"type": "mlp", "hidden": [100],
                                   "activation": "relu", "init": "he",
                                   "seed": 1}, "async", 100)
-    node = os.path.join(build, "apps", "troupe-node")
-    workers = [subprocess.Popen([node, "--config", config, "--node", w],
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-               for w in ("w0", "w1")]
-    out = subprocess.run([node, "--config", config, "--node", "ps"],
-                         capture_output=True, text=True)
-    for w in workers:
-        w.wait(timeout=60)
-    return summary(out, "troupe C++ workers")
+    return run_troupe_cluster(os.path.join(build, "apps", "troupe-node"),
+                              config, "ps", ["w0", "w1"])
 
 
 def rpc():
-    out = subprocess.run(
-        [python, "bench/pytorch_rpc_ps.py", "--data", data, "--workers", "2",
-         "--epochs", str(epochs), "--port", str(free_port())],
-        capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("bench/pytorch_rpc_ps.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    return r["samples_per_sec"], r["test_accuracy"]
+    return run_pytorch_rpc_ps(["--data", data, "--workers", "2", "--epochs",
+                               str(epochs)])
 
 
 runs = {"troupe, Python workers, async": lambda: python_workers("async"),

@@ -17,9 +17,10 @@ troupe_setup
 cd "$TROUPE_ROOT"
 export TROUPE_BUILD
 exec /usr/bin/python3 - "${1:-3}" "${2:-2}" "${3:-3}" <<'PY'
-import json, os, statistics, subprocess, sys
+import json, os, statistics, sys
 
-from benchlib import free_port, scratch_dir
+from benchlib import (free_port, run_pytorch_rpc_ps, run_troupe_cluster,
+                      scratch_dir)
 
 epochs, workers, repeats = (int(a) for a in sys.argv[1:4])
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
@@ -48,27 +49,11 @@ def cluster_file(name, extra):
 
 def troupe(name, extra):
     path, members = cluster_file(name, extra)
-    procs = [subprocess.Popen([node, "--config", path, "--node", m],
-                              stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for m in members]
-    out = subprocess.run([node, "--config", path, "--node", "chief"],
-                         capture_output=True, text=True)
-    for p in procs:
-        p.wait(timeout=60)
-    if out.returncode != 0:
-        sys.exit(f"troupe-node chief failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
-    row = out.stdout.strip().splitlines()[-1].split()
-    return float(row[7]), float(row[8])
+    return run_troupe_cluster(node, path, "chief", members)
 
 def pytorch():
-    out = subprocess.run(
-        ["/usr/bin/python3", "bench/pytorch_rpc_ps.py", "--data", data,
-         "--workers", str(workers), "--epochs", str(epochs),
-         "--port", str(free_port())], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"bench/pytorch_rpc_ps.py failed:\n{out.stderr[-2000:]}")
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    return r["samples_per_sec"], r["test_accuracy"]
+    return run_pytorch_rpc_ps(["--data", data, "--workers", str(workers),
+                               "--epochs", str(epochs)])
 
 variants = {"troupe (defaults)": {},
             "troupe stale_lr=none": {"stale_lr": "none"},

@@ -1,8 +1,9 @@
 """The benchmark scripts' shared pieces, in one module instead of a copy in
 each script's Python: a free loopback port, a scratch folder that goes away
 at exit, a results file of "key ... value" lines read into lists per key
-for medians, and config/local.json's run as a cluster of processes and as
-one process. scripts/setup.sh puts this folder on PYTHONPATH, so the
+for medians, config/local.json's run as a cluster of processes and as
+one process, a cluster file run as troupe-node processes, and PyTorch's
+RPC parameter server (bench/pytorch_rpc_ps.py). scripts/setup.sh puts this folder on PYTHONPATH, so the
 scripts' inline Python says `from benchlib import ...`; from bash,
 `python3 scripts/benchlib.py port` prints a free port."""
 
@@ -10,6 +11,7 @@ import atexit
 import json
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -66,6 +68,45 @@ def write_local_clusters(local_json, work, epochs, shards, workers):
     with open(f"{work}/cluster.json", "w") as out:
         json.dump(c, out)
     return [n["name"] for n in nodes[1:]]
+
+
+def chief_summary(output):
+    """The samples/s and test accuracy of the summary row a chief prints
+    last ("<run> <mode> <workers> <shards> <steps> <epochs> <seconds>
+    <examples/s> <test acc> <restarts>")."""
+    row = output.strip().splitlines()[-1].split()
+    return float(row[7]), float(row[8])
+
+
+def run_troupe_cluster(node, config, chief, members):
+    """Runs cluster file `config` as troupe-node processes (`node` the
+    program): the member nodes, then the chief, waiting for all. Returns
+    the chief's samples/s and test accuracy; exits with its output when it
+    fails."""
+    procs = [subprocess.Popen([node, "--config", config, "--node", m],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for m in members]
+    out = subprocess.run([node, "--config", config, "--node", chief],
+                         capture_output=True, text=True)
+    for p in procs:
+        p.wait(timeout=60)
+    if out.returncode != 0:
+        sys.exit(f"troupe-node {chief} failed:\n"
+                 f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return chief_summary(out.stdout)
+
+
+def run_pytorch_rpc_ps(args):
+    """bench/pytorch_rpc_ps.py with `args`, from the project's root, on a
+    free port. Returns its samples/s and test accuracy; exits with its
+    errors when it fails."""
+    out = subprocess.run(
+        ["/usr/bin/python3", "bench/pytorch_rpc_ps.py", *args, "--port",
+         str(free_port())], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"bench/pytorch_rpc_ps.py failed:\n{out.stderr[-2000:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["samples_per_sec"], r["test_accuracy"]
 
 
 if __name__ == "__main__":

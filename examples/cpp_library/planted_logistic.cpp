@@ -32,8 +32,7 @@ namespace {
 constexpr int features = 16;
 
 /// Samples of the planted model: x ~ N(0, 1), label = [w* . x + b* > 0],
-/// one label in twenty flipped
-/// (so no model scores above about 0.95).
+/// one label in twenty flipped (so no model scores above about 0.95).
 struct planted_data {
   std::vector<float> x; ///< samples x features
   std::vector<float> y; ///< 0 or 1
@@ -67,6 +66,15 @@ float predict(const float* w, float b, const float* x) {
   return 1.f / (1.f + std::exp(-z));
 }
 
+/// -log p(y) for a prediction p of label y.
+double log_loss(float p, float y) {
+  return y > 0 ? -std::log(p + 1e-7) : -std::log(1 - p + 1e-7);
+}
+
+bool hit(float p, float y) {
+  return (p > 0.5f) == (y > 0);
+}
+
 /// One worker's step: the mean log loss's gradient over the batch.
 class logistic_step : public troupe::external_step {
 public:
@@ -90,8 +98,8 @@ public:
       for (int j = 0; j < features; ++j)
         gw[j] += (p - y) * x[j] / n;
       *gb += (p - y) / n;
-      loss.loss_sum -= y > 0 ? std::log(p + 1e-7) : std::log(1 - p + 1e-7);
-      loss.correct += (p > 0.5f) == (y > 0);
+      loss.loss_sum += log_loss(p, y);
+      loss.correct += hit(p, y);
     }
     return loss;
   }
@@ -111,8 +119,8 @@ troupe::eval_result evaluate(const planted_data& test,
   troupe::eval_result r;
   for (size_t i = 0; i < test.size(); ++i) {
     float p = predict(w, *b, &test.x[i * features]);
-    r.accuracy += (p > 0.5f) == (test.y[i] > 0);
-    r.loss -= test.y[i] > 0 ? std::log(p + 1e-7) : std::log(1 - p + 1e-7);
+    r.accuracy += hit(p, test.y[i]);
+    r.loss += log_loss(p, test.y[i]);
   }
   r.count = static_cast<int64_t>(test.size());
   r.accuracy /= static_cast<double>(test.size());

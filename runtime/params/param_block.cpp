@@ -211,13 +211,15 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
       return non_finite();
     apply_update(data);
     last_update_ = {worker};
-  } else {
-    if (pushed_.empty() ? !copy_if_finite(sum_.data(), data, n)
-                        : !all_finite(data, n))
+  } else if (pushed_.empty()) {
+    if (!copy_if_finite(sum_.data(), data, n))
       return non_finite();
-    if (!pushed_.empty())
-      for (size_t i = 0; i < n; ++i)
-        sum_[i] += data[i];
+    pushed_.insert(worker);
+  } else {
+    if (!all_finite(data, n))
+      return non_finite();
+    for (size_t i = 0; i < n; ++i)
+      sum_[i] += data[i];
     pushed_.insert(worker);
   }
   ++clock->second;
