@@ -549,6 +549,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
     return {[](step_atom) {}, [](finish_atom) {}};
   }
   st.replica = std::move(*made);
+  // Dropout masks of its own: workers of one seed would otherwise drop the
+  // same units in every step (troupe-train's model is stream 0).
+  st.replica->set_random_stream(static_cast<uint64_t>(st.opts.id) + 1);
   if (cfg.model.type == model_config::kind::click) {
     if (!st.backend->host_accessible() || !train.clicks) {
       self->quit(make_error(

@@ -8,14 +8,16 @@ namespace troupe {
 
 conv2d_layer::conv2d_layer(param_layout& layout, const std::string& name,
                            image_shape in, int out_channels, int kernel,
-                           activation act)
-  : in_(in), out_c_(out_channels), kernel_(kernel), act_(act) {
+                           int stride, int pad, activation act)
+  : in_(in), out_c_(out_channels), kernel_(kernel), stride_(stride), pad_(pad),
+    act_(act) {
   w_ = layout.add(name + "/w", {kernel, kernel, in.channels, out_channels});
   b_ = layout.add(name + "/b", {out_channels});
 }
 
 std::string conv2d_layer::describe() const {
-  return "conv " + std::to_string(kernel_) + "x" + std::to_string(kernel_) + " "
+  return "conv " + std::to_string(kernel_) + "x" + std::to_string(kernel_)
+         + (stride_ > 1 ? "/" + std::to_string(stride_) : "") + " "
          + std::to_string(in_.channels) + "->" + std::to_string(out_c_) + " "
          + to_string(act_);
 }
@@ -30,7 +32,7 @@ void conv2d_layer::init(float* flat, const model_config& cfg,
 }
 
 compute_backend::conv_shape conv2d_layer::geometry(int batch) const {
-  return {batch, in_.height, in_.width, in_.channels, kernel_, 1, kernel_ / 2};
+  return {batch, in_.height, in_.width, in_.channels, kernel_, stride_, pad_};
 }
 
 void conv2d_layer::reserve(compute_backend& be, int batch) {
@@ -90,41 +92,10 @@ void conv2d_layer::backward(compute_backend& be, const float* params,
 }
 
 double conv2d_layer::gemm_flops(int batch, bool need_dx) const {
-  double rows = static_cast<double>(batch) * in_.height * in_.width;
+  auto g = geometry(batch);
+  double rows = static_cast<double>(batch) * g.out_height() * g.out_width();
   double one = 2.0 * rows * kernel_ * kernel_ * in_.channels * out_c_;
   return one * (need_dx ? 3 : 2);
-}
-
-// -- maxpool ------------------------------------------------------------------
-
-maxpool_layer::maxpool_layer(image_shape in, int size) : in_(in), size_(size) {}
-
-std::string maxpool_layer::describe() const {
-  return "maxpool " + std::to_string(size_) + "x" + std::to_string(size_);
-}
-
-void maxpool_layer::reserve(compute_backend& be, int batch) {
-  if (batch <= capacity_)
-    return;
-  argmax_ = be.allocate(static_cast<size_t>(batch) * output_size()
-                        * sizeof(int32_t));
-  capacity_ = batch;
-}
-
-void maxpool_layer::forward(compute_backend& be, const float*, const float* x,
-                            float* y, int batch) {
-  be.maxpool_forward(x, batch, in_.height, in_.width, in_.channels, size_,
-                     size_, y, argmax_.ints());
-}
-
-void maxpool_layer::backward(compute_backend& be, const float*, const float*,
-                             const float*, float* dy, float* dx, float*,
-                             int batch) {
-  if (dx == nullptr)
-    return;
-  be.maxpool_backward(dy, argmax_.ints(),
-                      static_cast<size_t>(batch) * output_size(), dx,
-                      static_cast<size_t>(batch) * in_.size());
 }
 
 } // namespace troupe

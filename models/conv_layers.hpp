@@ -1,4 +1,4 @@
-// Convolution and max-pooling over NHWC activations.
+// Convolution over NHWC activations.
 #pragma once
 
 #include "models/layer.hpp"
@@ -6,22 +6,21 @@
 
 namespace troupe {
 
-/// Input geometry of one sample.
-struct image_shape {
-  int height, width, channels;
-  size_t size() const { return static_cast<size_t>(height) * width * channels; }
-};
-
-/// y = act(conv(x, W) + b), stride 1, "same" padding (kernel odd).
+/// y = act(conv(x, W) + b) with `stride` and `pad` zeros on every side.
 /// W is (kernel*kernel*in_channels, out_channels) in (ky, kx, c) row order,
 /// so the convolution is im2col followed by one gemm, or the backend's
 /// direct convolution where it has one (the CPU backend: cpu_conv.hpp).
 class conv2d_layer final : public layer {
 public:
   conv2d_layer(param_layout& layout, const std::string& name, image_shape in,
-               int out_channels, int kernel, activation act);
+               int out_channels, int kernel, int stride, int pad,
+               activation act);
 
-  image_shape output_shape() const { return {in_.height, in_.width, out_c_}; }
+  image_shape output_shape() const override {
+    auto g = geometry(1);
+    return {g.out_height(), g.out_width(), out_c_};
+  }
+  bool supports(const compute_backend&) const override { return true; }
   std::string describe() const override;
   size_t output_size() const override { return output_shape().size(); }
   void init(float* flat, const model_config& cfg,
@@ -39,7 +38,7 @@ private:
   compute_backend::conv_shape geometry(int batch) const;
 
   image_shape in_;
-  int out_c_, kernel_;
+  int out_c_, kernel_, stride_, pad_;
   activation act_;
   size_t w_, b_;
   // Direct convolution: the backend's scratch, kept from forward to
@@ -47,33 +46,6 @@ private:
   bool direct_ = false;
   backend_buffer workspace_;
   backend_buffer cols_;
-  int capacity_ = 0;
-};
-
-/// Non-overlapping max-pool, window = stride = `size`.
-class maxpool_layer final : public layer {
-public:
-  maxpool_layer(image_shape in, int size);
-
-  image_shape output_shape() const {
-    return {in_.height / size_, in_.width / size_, in_.channels};
-  }
-  std::string describe() const override;
-  size_t output_size() const override { return output_shape().size(); }
-  void init(float*, const model_config&, splitmix64&) const override {}
-  void reserve(compute_backend& be, int batch) override;
-  void forward(compute_backend& be, const float* params, const float* x,
-               float* y, int batch) override;
-  void backward(compute_backend& be, const float* params, const float* x,
-                const float* y, float* dy, float* dx, float* grads,
-                int batch) override;
-  flat_range param_range() const override { return {}; }
-  double gemm_flops(int, bool) const override { return 0; }
-
-private:
-  image_shape in_;
-  int size_;
-  backend_buffer argmax_;
   int capacity_ = 0;
 };
 

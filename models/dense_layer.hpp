@@ -14,6 +14,7 @@ public:
 
   std::string describe() const override;
   size_t output_size() const override { return static_cast<size_t>(out_); }
+  bool supports(const compute_backend&) const override { return true; }
   void init(float* flat, const model_config& cfg,
             splitmix64& rng) const override;
   void reserve(compute_backend&, int) override {}

@@ -13,6 +13,24 @@
 
 namespace troupe {
 
+/// The shape of one sample's activations, NHWC: a flat vector of n
+/// features is 1x1xn.
+struct image_shape {
+  int height, width, channels;
+  size_t size() const { return static_cast<size_t>(height) * width * channels; }
+  bool flat() const { return height == 1 && width == 1; }
+  /// "28x28x1", or "784" when flat.
+  std::string to_string() const {
+    return flat() ? std::to_string(channels)
+                  : std::to_string(height) + "x" + std::to_string(width) + "x"
+                      + std::to_string(channels);
+  }
+};
+
+/// The interface every layer implements, troupe's own and a user's
+/// (models/layer_registry.hpp registers a type a config can name).
+/// Activations are batch-major: sample i's output_size() values start at
+/// y + i * output_size().
 class layer {
 public:
   virtual ~layer() = default;
@@ -22,6 +40,27 @@ public:
 
   /// Output elements per sample.
   virtual size_t output_size() const = 0;
+  /// Their shape; a flat 1x1xoutput_size() unless the layer says otherwise.
+  virtual image_shape output_shape() const {
+    return {1, 1, static_cast<int>(output_size())};
+  }
+
+  /// Whether this layer runs on `be`. The default: backends whose memory
+  /// the host reaches (the CPU backend), for layers that loop over their
+  /// arrays on the host; layers built on the backend's operations alone
+  /// (gemm, im2col, ...) run everywhere. A model refuses at start a layer
+  /// that does not run on its backend, naming it.
+  virtual bool supports(const compute_backend& be) const {
+    return be.host_accessible();
+  }
+
+  /// Training passes (true, the default) or evaluation (false): what a
+  /// dropout layer drops. The model sets it before each pass.
+  virtual void set_training(bool /*training*/) {}
+  /// Seeds the layer's random draws (dropout's masks): the model passes its
+  /// seed at construction and a worker its own stream, so two workers do
+  /// not draw the same masks. The same seed gives the same draws.
+  virtual void set_random_stream(uint64_t /*seed*/) {}
 
   /// Writes initial values of this layer's parameters into the host copy of
   /// the flat vector (weights per `init`, biases 0).

@@ -21,6 +21,23 @@ model::model(compute_backend& be, model_config cfg, std::string summary,
   be_.fill(grads_.floats(), layout_.total(), 0.f);
   auto init = initial_params();
   set_params(init.data());
+  set_random_stream(0);
+  for (auto& l : layers_)
+    l->set_training(true);
+}
+
+void model::set_random_stream(uint64_t stream) {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->set_random_stream(
+      mix64(cfg_.seed ^ mix64(stream ^ mix64(i + 1))));
+}
+
+void model::set_training(bool training) {
+  if (training == training_)
+    return;
+  for (auto& l : layers_)
+    l->set_training(training);
+  training_ = training;
 }
 
 std::vector<float> model::initial_params() const {
@@ -98,6 +115,7 @@ const float* model::run_forward(const float* x, int batch) {
 
 batch_loss model::forward(const float* x, const int32_t* labels, int batch) {
   reserve(batch);
+  set_training(false);
   const int32_t* y = nullptr;
   const float* input = stage_input(x, labels, batch, &y);
   const float* logits = run_forward(input, batch);
@@ -106,6 +124,7 @@ batch_loss model::forward(const float* x, const int32_t* labels, int batch) {
 
 void model::logits(const float* x, int batch, float* out) {
   reserve(batch);
+  set_training(false);
   const float* input = x;
   if (!be_.host_accessible()) {
     be_.upload(x_stage_.floats(), x,
@@ -136,6 +155,7 @@ batch_loss model::sgd_step(const float* x, const int32_t* labels, int batch,
 batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
                              const float* sgd_lr, float* input_grad) {
   reserve(batch);
+  set_training(true);
   const int32_t* y = nullptr;
   const float* input = stage_input(x, labels, batch, &y);
   const float* logits = run_forward(input, batch);

@@ -1,6 +1,6 @@
 // A sequential model bound to one compute backend: layers over one flat
 // parameter buffer and one flat gradient buffer, both in backend memory,
-// with a softmax cross-entropy head.
+// with a softmax cross-entropy loss on the last layer's logits.
 #pragma once
 
 #include <memory>
@@ -75,11 +75,18 @@ public:
   /// prediction).
   void logits(const float* x, int batch, float* out);
 
+  /// Seeds the layers' random draws (dropout) from the model's seed and
+  /// `stream`: each worker of a run passes its own, so that no two draw
+  /// the same masks; the model starts on stream 0.
+  void set_random_stream(uint64_t stream);
+
   /// Floating-point operations of the gemms of one forward_backward().
   double gemm_flops(int batch) const;
 
 private:
   void reserve(int batch);
+  /// Training (dropout on) or evaluation passes.
+  void set_training(bool training);
   /// Forward and backward; with sgd_lr, the SGD update fused in.
   batch_loss train_pass(const float* x, const int32_t* labels, int batch,
                         const float* sgd_lr, float* input_grad = nullptr);
@@ -103,6 +110,7 @@ private:
   backend_buffer delta_a_, delta_b_;    // ping-pong dLoss/d(activation)
   backend_buffer x_stage_, y_stage_;    // inputs, for non-host backends
   int capacity_ = 0;
+  bool training_ = true;
 };
 
 /// Builds the model of `cfg` for samples of the given shape (NHWC) and class

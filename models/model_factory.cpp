@@ -1,18 +1,12 @@
-// make_model: the architectures a config can name.
-#include <numeric>
-
-#include "models/conv_layers.hpp"
-#include "models/dense_layer.hpp"
+// make_model: a config's model, built from its layer list (a shorthand's
+// list for softmax, mlp, cnn and click).
+#include "models/layer_list.hpp"
 #include "models/model.hpp"
 #include "runtime/base/errc.hpp"
 
 namespace troupe {
 
 namespace {
-
-/// At most 2^30 parameters (4 GiB of floats, and as much again per
-/// optimizer slot and per worker's gradient).
-constexpr long double max_params = 1 << 30;
 
 /// click: the MLP's inputs beyond the sample's numeric fields, one pooled
 /// row per categorical field.
@@ -22,38 +16,34 @@ int pooled_inputs(const model_config& cfg) {
            : 0;
 }
 
-/// The parameter count of `cfg` on samples of the given shape, or an
-/// error when it exceeds max_params: counted (in long double, which
-/// cannot overflow here) before any layer allocates.
-caf::error check_size(const model_config& cfg, int height, int width,
-                      int channels, int classes) {
-  long double params = 0, in = static_cast<long double>(height) * width
-                                   * channels
-                               + static_cast<long double>(pooled_inputs(cfg));
+/// A shorthand's summary as troupe has always logged and checkpointed it,
+/// e.g. "mlp 784-256-128-10 relu", "cnn 28x28x1 conv5x5-32+pool
+/// conv5x5-64+pool dense 3136-10 relu".
+std::string shorthand_summary(const model_config& cfg, image_shape in,
+                              int classes) {
+  std::string summary = to_string(cfg.type);
+  int flat = static_cast<int>(in.size());
   if (cfg.type == model_config::kind::cnn) {
-    long double c = channels, area = static_cast<long double>(height) * width;
-    for (int out : cfg.conv_channels) {
-      params += static_cast<long double>(cfg.kernel_size) * cfg.kernel_size
-                  * c * out
-                + out;
-      c = out;
-      area /= 4;
+    summary += " " + std::to_string(in.height) + "x" + std::to_string(in.width)
+               + "x" + std::to_string(in.channels);
+    int h = in.height, w = in.width;
+    for (int filters : cfg.conv_channels) {
+      summary += " conv" + std::to_string(cfg.kernel_size) + "x"
+                 + std::to_string(cfg.kernel_size) + "-"
+                 + std::to_string(filters) + "+pool";
+      h /= 2;
+      w /= 2;
+      flat = h * w * filters;
     }
-    in = area * c;
+    summary += " dense";
   }
-  for (int out : cfg.hidden) {
-    params += (in + 1) * out;
-    in = out;
-  }
-  params += (in + 1) * classes;
-  if (params > max_params)
-    return make_error(errc::invalid_config,
-                      "/model: " + std::to_string(static_cast<double>(params))
-                        + " parameters on " + std::to_string(height) + "x"
-                        + std::to_string(width) + "x"
-                        + std::to_string(channels)
-                        + " samples (at most 2^30)");
-  return caf::none;
+  summary += " " + std::to_string(flat);
+  for (int units : cfg.hidden)
+    summary += "-" + std::to_string(units);
+  summary += "-" + std::to_string(classes);
+  if (!cfg.hidden.empty() || cfg.type == model_config::kind::cnn)
+    summary += std::string{" "} + to_string(cfg.act);
+  return summary;
 }
 
 } // namespace
@@ -61,73 +51,49 @@ caf::error check_size(const model_config& cfg, int height, int width,
 caf::expected<std::unique_ptr<model>>
 make_model(const model_config& cfg, int height, int width, int channels,
            int classes, compute_backend& be) {
-  if (cfg.type == model_config::kind::external)
+  using mk = model_config::kind;
+  if (cfg.type == mk::external)
     return make_error(errc::invalid_config,
                       "/model/type: an external model is computed by its "
                       "own step function (the Python module's workers), not "
                       "by troupe: train it on a cluster (troupe-node) whose "
                       "workers run that function");
-  if (auto err = check_size(cfg, height, width, channels, classes))
-    return err;
-  param_layout layout;
-  std::vector<std::unique_ptr<layer>> layers;
-  const int input = height * width * channels + pooled_inputs(cfg);
-  std::string summary = to_string(cfg.type);
-  auto add_dense_stack = [&](int in, const std::string& prefix) {
-    std::string sizes = std::to_string(in);
-    int i = 0;
-    for (int width_out : cfg.hidden) {
-      layers.push_back(std::make_unique<dense_layer>(
-        layout, prefix + std::to_string(i++), in, width_out, cfg.act));
-      sizes += "-" + std::to_string(width_out);
-      in = width_out;
-    }
-    layers.push_back(std::make_unique<dense_layer>(
-      layout, prefix + std::to_string(i), in, classes, activation::identity));
-    return sizes + "-" + std::to_string(classes);
+  if (cfg.type == mk::cnn
+      && (height < 4 || width < 4 || height % 4 != 0 || width % 4 != 0))
+    return make_error(errc::invalid_config,
+                      "/model/type: cnn needs samples whose height and "
+                      "width are multiples of 4 (two 2x2 pools), found "
+                        + std::to_string(height) + "x" + std::to_string(width));
+  // click: the pooled rows join the numeric fields as one flat input.
+  image_shape in{height, width, channels};
+  if (cfg.type == mk::click)
+    in = {1, 1, static_cast<int>(in.size()) + pooled_inputs(cfg)};
+  const bool listed = cfg.type == mk::layers;
+  const auto specs = listed ? cfg.layers : shorthand_layers(cfg, classes);
+  auto where = [&](size_t i) {
+    return listed ? "/model/layers/" + std::to_string(i)
+                  : "/model: " + std::string{to_string(cfg.type)} + "'s layer "
+                      + std::to_string(i);
   };
-  switch (cfg.type) {
-    case model_config::kind::softmax:
-    case model_config::kind::mlp:
-    case model_config::kind::click: // the dense part; rows are inputs
-      summary += " " + add_dense_stack(input, "dense");
-      if (!cfg.hidden.empty())
-        summary += std::string{" "} + to_string(cfg.act);
-      break;
-    case model_config::kind::external: // refused above
-      break;
-    case model_config::kind::cnn: {
-      if (height < 4 || width < 4 || height % 4 != 0 || width % 4 != 0)
-        return make_error(errc::invalid_config,
-                          "/model/type: cnn needs samples whose height and "
-                          "width are multiples of 4 (two 2x2 pools), found "
-                            + std::to_string(height) + "x"
-                            + std::to_string(width));
-      image_shape geometry{height, width, channels};
-      summary += " " + std::to_string(height) + "x" + std::to_string(width)
-                 + "x" + std::to_string(channels);
-      for (size_t block = 0; block < cfg.conv_channels.size(); ++block) {
-        auto conv = std::make_unique<conv2d_layer>(
-          layout, "conv" + std::to_string(block), geometry,
-          cfg.conv_channels[block], cfg.kernel_size, cfg.act);
-        geometry = conv->output_shape();
-        layers.push_back(std::move(conv));
-        auto pool = std::make_unique<maxpool_layer>(geometry, 2);
-        geometry = pool->output_shape();
-        layers.push_back(std::move(pool));
-        summary += " conv" + std::to_string(cfg.kernel_size) + "x"
-                   + std::to_string(cfg.kernel_size) + "-"
-                   + std::to_string(cfg.conv_channels[block]) + "+pool";
-      }
-      summary += " dense "
-                 + add_dense_stack(static_cast<int>(geometry.size()), "dense");
-      summary += std::string{" "} + to_string(cfg.act);
-      break;
-    }
-  }
-  return std::make_unique<model>(be, cfg, std::move(summary), std::move(layout),
-                                 std::move(layers),
-                                 static_cast<size_t>(input), classes);
+  auto built = build_layers(specs, in, where);
+  if (!built)
+    return built.error();
+  if (auto err = check_loss_fits(cfg.loss, specs.back(), built->output, classes,
+                                 where(specs.size() - 1)))
+    return err;
+  for (size_t i = 0; i < built->layers.size(); ++i)
+    if (!built->layers[i]->supports(be))
+      return make_error(errc::invalid_config,
+                        where(built->spec_index[i]) + " ("
+                          + built->layers[i]->describe()
+                          + "): runs on the CPU backend only, not on "
+                          + be.describe() + ": set \"device\": \"cpu\"");
+  std::string summary = listed ? "layers " + in.to_string() + ": "
+                                   + built->description
+                               : shorthand_summary(cfg, in, classes);
+  return std::make_unique<model>(be, cfg, std::move(summary),
+                                 std::move(built->layout),
+                                 std::move(built->layers), in.size(), classes);
 }
 
 } // namespace troupe

@@ -204,6 +204,12 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
                                               std::ostream& log,
                                               local_status* status) {
   const auto& tc = cfg.training;
+  if (cfg.model.type == model_config::kind::click)
+    return make_error(errc::invalid_config,
+                      "/model/type: a click model's embedding table lives on "
+                      "parameter shards, which troupe-train does not run: "
+                      "train it with troupe-node (troupe-node --config F "
+                      "runs the whole cluster in one process)");
   auto made = make_model(cfg.model, data.train.height, data.train.width,
                          data.train.channels, data.train.classes, be);
   if (!made)

@@ -16,7 +16,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 # tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
 all_targets=(data_plane key_handshake basp_check config cluster_file idx cifar
-             safetensors npy npz csv feeder_plan click_log table_file)
+             safetensors npy npz csv feeder_plan click_log table_file
+             layer_list)
 
 limit=(-max_total_time=60)
 what="60s"
@@ -79,6 +80,10 @@ done
 #    bytes a float for uint8 features): 64 MB.
 #  - csv: 4 KB of text, each value a float or a label: 64 MB likewise.
 #  - click_log: 4 KB of text: a float or a 8-byte id per value: 64 MB.
+#  - layer_list: 4 KB of JSON, the value of /model/layers; a list that
+#    builds runs only when under 2^20 parameters and activations (4 MB
+#    each as floats, and as much again for gradients, optimizer-free):
+#    256 MB leaves room for the backend's buffers.
 #  - table_file: 64 KB files (an embedding table's checkpoint); the
 #    reader checks the rows its metadata announces against the file's
 #    size before it lays out their pieces, and reads a piece at a time:
@@ -89,22 +94,22 @@ declare -A max_len=([data_plane]=0 [key_handshake]=256 [basp_check]=4096
                     [config]=16384 [cluster_file]=16384
                     [idx]=4096 [cifar]=4096 [safetensors]=65536
                     [npy]=4096 [npz]=8192 [csv]=4096 [feeder_plan]=4096
-                    [click_log]=4096 [table_file]=65536)
+                    [click_log]=4096 [table_file]=65536 [layer_list]=4096)
 declare -A malloc_mb=([data_plane]=64 [key_handshake]=64 [basp_check]=64
                       [config]=64 [cluster_file]=64
                       [idx]=64 [cifar]=64 [safetensors]=64 [npy]=64
                       [npz]=64 [csv]=64 [feeder_plan]=64 [click_log]=64
-                      [table_file]=64)
+                      [table_file]=64 [layer_list]=256)
 declare -A timeout_s=([data_plane]=30 [key_handshake]=10 [basp_check]=10
                       [config]=10 [cluster_file]=10
                       [idx]=10 [cifar]=10 [safetensors]=10 [npy]=10
                       [npz]=10 [csv]=10 [feeder_plan]=10 [click_log]=10
-                      [table_file]=10)
+                      [table_file]=10 [layer_list]=10)
 # Keys and values of the JSON formats, so mutations make words the
 # readers know.
 declare -A dict=([config]=config.dict [cluster_file]=config.dict
                  [safetensors]=safetensors.dict
-                 [table_file]=safetensors.dict)
+                 [table_file]=safetensors.dict [layer_list]=layers.dict)
 
 # clang is the compiler, libclang-rt-14-dev holds libFuzzer and the
 # sanitizer runtimes, llvm gives llvm-symbolizer for readable stacks.

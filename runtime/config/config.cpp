@@ -24,6 +24,7 @@ const char* to_string(model_config::kind k) {
     case model_config::kind::cnn: return "cnn";
     case model_config::kind::click: return "click";
     case model_config::kind::external: return "external";
+    case model_config::kind::layers: return "layers";
   }
   return "?";
 }
@@ -133,11 +134,31 @@ model_config read_model(object_reader r) {
   using mk = model_config::kind;
   using ik = model_config::init_kind;
   model_config m;
-  m.type = r.choice<mk>("type", mk::mlp,
-                        {{"softmax", mk::softmax}, {"mlp", mk::mlp},
-                         {"cnn", mk::cnn}, {"click", mk::click},
-                         {"external", mk::external}},
-                        true);
+  // A list of layers, or a type that names one (a shorthand) or an
+  // external model: "type" is "layers" or absent with a list.
+  const bool listed = r.find("layers") != nullptr;
+  m.type = r.choice<mk>("type", listed ? mk::layers : mk::mlp,
+                        {{"softmax", mk::softmax},
+                         {"mlp", mk::mlp},
+                         {"cnn", mk::cnn},
+                         {"click", mk::click},
+                         {"external", mk::external},
+                         {"layers", mk::layers}},
+                        !listed);
+  if (listed != (m.type == mk::layers))
+    throw config_error{errc::invalid_config, r.at(listed ? "type" : "layers"),
+                       listed ? "a model with \"layers\" has no other type "
+                                "(found \""
+                                  + std::string{to_string(m.type)}
+                                  + "\"): the layers are the model"
+                              : "missing required key \"layers\" (type "
+                                "\"layers\")"};
+  if (m.type == mk::layers) {
+    m.layers = read_layers(*r.find("layers"), r.at("layers"));
+    m.loss = r.choice<loss_kind>(
+      "loss", loss_kind::softmax_cross_entropy,
+      {{"softmax_cross_entropy", loss_kind::softmax_cross_entropy}});
+  }
   if (m.type == mk::external) {
     // Its shapes and initial values are the file's: nothing else to say.
     // Only the chief reads it (and says so when it cannot): the workers
@@ -149,18 +170,20 @@ model_config read_model(object_reader r) {
     r.finish();
     return m;
   }
-  m.hidden = r.int_list("hidden",
-                        m.type == mk::mlp     ? std::vector<int>{256, 128}
-                        : m.type == mk::click ? std::vector<int>{64, 32}
-                                              : std::vector<int>{},
-                        1, 1 << 16);
-  if (m.type == mk::softmax && !m.hidden.empty())
-    throw config_error{errc::invalid_config, r.at("hidden"),
-                       "softmax regression has no hidden layers"};
-  m.act = r.choice<activation>("activation", activation::relu,
-                               {{"relu", activation::relu},
-                                {"sigmoid", activation::sigmoid},
-                                {"tanh", activation::tanh}});
+  if (m.type != mk::layers) {
+    m.hidden = r.int_list("hidden",
+                          m.type == mk::mlp     ? std::vector<int>{256, 128}
+                          : m.type == mk::click ? std::vector<int>{64, 32}
+                                                : std::vector<int>{},
+                          1, 1 << 16);
+    if (m.type == mk::softmax && !m.hidden.empty())
+      throw config_error{errc::invalid_config, r.at("hidden"),
+                         "softmax regression has no hidden layers"};
+    m.act = r.choice<activation>("activation", activation::relu,
+                                 {{"relu", activation::relu},
+                                  {"sigmoid", activation::sigmoid},
+                                  {"tanh", activation::tanh}});
+  }
   m.init = r.choice<ik>("init", ik::he,
                         {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
   m.init_stddev = r.number("init_stddev", 1.0, 0, 1e6, true);

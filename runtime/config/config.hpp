@@ -20,6 +20,7 @@
 #include "runtime/data/data_config.hpp"
 #include "runtime/data/data_partition.hpp"
 #include "runtime/compute/backend.hpp"
+#include "runtime/config/layer_spec.hpp"
 #include "runtime/params/consistency.hpp"
 #include "runtime/params/optimizer.hpp"
 #include "runtime/sparse/sparse_config.hpp"
@@ -34,7 +35,9 @@ struct model_config {
   /// external: the user's own model, computed outside troupe (the Python
   /// module's step function); the shards hold the tensors `parameters`
   /// names, with its values to start from.
-  enum class kind { softmax, mlp, cnn, click, external };
+  /// layers: the list in `layers`, Keras-Sequential style. softmax, mlp,
+  /// cnn and click are shorthands for such lists (models/layer_list.hpp).
+  enum class kind { softmax, mlp, cnn, click, external, layers };
   enum class init_kind { normal, xavier, he };
   kind type = kind::mlp;
   /// Hidden dense layer sizes (mlp; for cnn the dense layers after the
@@ -56,6 +59,10 @@ struct model_config {
   /// external: a safetensors file of F32 tensors (e.g. a PyTorch
   /// model's state_dict), their names, shapes and initial values.
   std::string parameters;
+  /// layers: the model, first layer first; the last one's output is what
+  /// `loss` scores.
+  std::vector<layer_spec> layers;
+  loss_kind loss = loss_kind::softmax_cross_entropy;
 };
 
 struct checkpoint_config {

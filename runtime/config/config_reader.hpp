@@ -238,4 +238,8 @@ inline device_spec read_device(object_reader& r) {
 /// The "cluster" section (runtime/config/config_cluster.cpp).
 cluster_config read_cluster(object_reader r);
 
+/// /model/layers (config_layers.cpp): the layer list, every option
+/// checked and defaulted.
+std::vector<layer_spec> read_layers(const json& j, const std::string& pointer);
+
 } // namespace troupe::config_detail

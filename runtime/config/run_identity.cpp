@@ -44,6 +44,11 @@ identity_map training_identity(const run_config& cfg) {
     m["/model/conv_channels"] = list(md.conv_channels);
     m["/model/kernel_size"] = std::to_string(md.kernel_size);
   }
+  if (md.type == model_config::kind::layers) {
+    for (size_t i = 0; i < md.layers.size(); ++i)
+      m["/model/layers/" + std::to_string(i)] = to_string(md.layers[i]);
+    m["/model/loss"] = to_string(md.loss);
+  }
   m["/model/seed"] = std::to_string(md.seed);
   if (md.type == model_config::kind::click) {
     m["/model/embedding/dim"] = std::to_string(md.table.dim);

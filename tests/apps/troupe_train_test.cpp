@@ -92,6 +92,44 @@ BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last)
              "found 1");
 }
 
+// A model written as a list of layers trains; a list whose shapes do not
+// fit the data stops at start with exit 2, naming the layer.
+BOOST_AUTO_TEST_CASE(a_layer_list_trains_and_a_bad_one_names_its_layer) {
+  temp_dir tmp;
+  auto cfg = tmp.file("cfg.json");
+  const std::string image_data =
+    R"({ "format": "synthetic", "height": 8, "width": 8, "channels": 2,
+           "classes": 4, "train_samples": 400, "test_samples": 100 })";
+  auto model = R"("model": { "layers": [
+      { "type": "conv2d", "filters": 4, "kernel": 3, "stride": 2,
+        "activation": "relu" },
+      { "type": "layernorm" }, { "type": "avgpool" }, { "type": "flatten" },
+      { "type": "dropout", "rate": 0.1 },
+      { "type": "dense", "units": 4 } ] },)";
+  auto text = with(R"("model": { "type": "mlp", "hidden": [16] },)", model);
+  auto data_at = text.find(R"({ "format": "synthetic")");
+  text.replace(data_at, text.find('}', data_at) + 1 - data_at, image_data);
+  troupe::test::write_file(cfg, text);
+  auto o = run_train(tmp, "--config " + cfg);
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("model: layers 8x8x2: conv 3x3/2 2->4 relu, "
+                        "layernorm 4 eps 1e-05, avgpool 2x2, dropout 0.1, "
+                        "dense 16->4 identity")
+               != std::string::npos,
+             o.out);
+  BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos,
+             o.out);
+
+  auto pooled = text.replace(text.find(R"({ "type": "avgpool" })"), 21,
+                             R"({ "type": "avgpool", "size": 8 })");
+  troupe::test::write_file(cfg, pooled);
+  o = run_train(tmp, "--config " + cfg);
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err
+             == "troupe-train: error: /model/layers/2 (avgpool): a 8x8 pool "
+                "is larger than its 4x4x4 input\n");
+}
+
 BOOST_AUTO_TEST_CASE(wrong_type) {
   expect_bad(with(R"("batch_size": 32)", R"("batch_size": 3.5)"),
              "/training/batch_size: expected a positive integer <= 1048576, found 3.5");

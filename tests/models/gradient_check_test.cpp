@@ -4,6 +4,8 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "models/gradient_check.hpp"
+#include "models/layer_list.hpp"
 #include "models/model.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 #include "runtime/data/dataset.hpp"
@@ -102,6 +104,111 @@ BOOST_AUTO_TEST_CASE(cnn_refuses_samples_it_cannot_pool) {
   BOOST_TEST(describe(made.error())
              == "/model/type: cnn needs samples whose height and width are "
                 "multiples of 4 (two 2x2 pools), found 1x784");
+}
+
+// -- layer lists: every layer type, alone and inside a model -----------------
+
+namespace {
+
+layer_spec spec(layer_spec::kind type) {
+  layer_spec s;
+  s.type = type;
+  return s;
+}
+
+/// Builds `specs` on `in` and checks each layer alone.
+void check_each_layer(const std::vector<layer_spec>& specs, image_shape in,
+                      const std::string& label) {
+  auto be = make_cpu_backend(1);
+  auto built = build_layers(specs, in,
+                            [](size_t i) { return std::to_string(i); });
+  BOOST_REQUIRE_MESSAGE(built, troupe::test::why(built));
+  model_config cfg;
+  cfg.init = model_config::init_kind::xavier;
+  std::vector<float> params(built->layout.total());
+  splitmix64 rng{3};
+  for (auto& l : built->layers)
+    l->init(params.data(), cfg, rng);
+  // Biases and layer norm's beta start at 0 and gamma at 1: move them off,
+  // so that their derivatives are checked away from a special point.
+  for (auto& v : params)
+    v += 0.1f * static_cast<float>(rng.normal());
+  image_shape shape = in;
+  for (size_t i = 0; i < built->layers.size(); ++i) {
+    auto& l = *built->layers[i];
+    auto report = check_layer_gradients(l, *be, params.data(), params.size(),
+                                        shape, 3, 10 + i);
+    BOOST_TEST_MESSAGE(label << " layer " << i << " (" << l.describe()
+                             << "): " << report.checked << " checked");
+    BOOST_TEST(report.checked > 0);
+    BOOST_TEST(report.wrong == 0, label << " layer " << i << " ("
+                                        << l.describe() << "): " << report.wrong
+                                        << " wrong, first " << report.first);
+    shape = l.output_shape();
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_layer_type_alone) {
+  using lk = layer_spec::kind;
+  auto conv = [](int filters, int kernel, int stride, int padding, bool same,
+                 layer_activation act) {
+    layer_spec s = spec(lk::conv2d);
+    s.filters = filters;
+    s.kernel = kernel;
+    s.stride = stride;
+    s.padding = padding;
+    s.same_padding = same;
+    s.act = act;
+    return s;
+  };
+  auto pool = [](lk type, int size, int stride) {
+    layer_spec s = spec(type);
+    s.size = size;
+    s.stride = stride;
+    return s;
+  };
+  auto act = [](layer_activation a) {
+    layer_spec s = spec(lk::activation);
+    s.act = a;
+    return s;
+  };
+  layer_spec drop = spec(lk::dropout);
+  drop.rate = 0.3;
+  layer_spec dense = spec(lk::dense);
+  dense.units = 5;
+  dense.act = layer_activation::gelu; // dense, then its own gelu layer
+  check_each_layer(
+    {conv(4, 3, 2, 1, true, layer_activation::tanh), pool(lk::avgpool, 2, 1),
+     conv(3, 2, 1, 0, false, layer_activation::sigmoid), spec(lk::layernorm),
+     act(layer_activation::gelu), pool(lk::maxpool, 2, 1), drop,
+     spec(lk::flatten), spec(lk::layernorm), dense,
+     act(layer_activation::softmax), act(layer_activation::tanh),
+     act(layer_activation::sigmoid)},
+    {9, 8, 2}, "image layers");
+}
+
+// The same layers inside one model, against its mean softmax cross-entropy
+// (no dropout: the model's loss is an evaluation pass).
+BOOST_AUTO_TEST_CASE(layer_list_model) {
+  using lk = layer_spec::kind;
+  model_config cfg;
+  cfg.type = model_config::kind::layers;
+  layer_spec conv = spec(lk::conv2d);
+  conv.filters = 3;
+  conv.kernel = 3;
+  conv.stride = 2;
+  conv.padding = 1;
+  conv.act = layer_activation::tanh;
+  layer_spec avg = spec(lk::avgpool);
+  avg.stride = 1;
+  layer_spec gelu = spec(lk::activation);
+  gelu.act = layer_activation::gelu;
+  layer_spec dense = spec(lk::dense);
+  dense.units = 3;
+  cfg.layers = {conv, spec(lk::layernorm), avg, gelu, spec(lk::flatten), dense};
+  check_gradients(cfg, 8, 6, 2, 3, "layers");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -51,6 +51,73 @@ BOOST_AUTO_TEST_CASE(learns_a_separable_problem) {
   BOOST_TEST(log.str().find("examples/sec; ") != std::string::npos);
 }
 
+// A click model needs the shards' embedding table: troupe-train says where
+// to run it instead of training the dense part on no rows.
+BOOST_AUTO_TEST_CASE(refuses_a_click_model_naming_troupe_node) {
+  auto cfg = synthetic_run();
+  cfg.model.type = model_config::kind::click;
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log;
+  auto r = run_local_training(cfg, *data, *be, log);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((r.error() == errc::invalid_config));
+  BOOST_TEST(describe(r.error()).find("train it with troupe-node")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(layer_list_with_dropout_and_layernorm_learns) {
+  auto cfg = synthetic_run();
+  cfg.model.type = model_config::kind::layers;
+  layer_spec flatten, dense, norm, drop, out;
+  flatten.type = layer_spec::kind::flatten;
+  dense.units = 32;
+  dense.act = layer_activation::gelu;
+  norm.type = layer_spec::kind::layernorm;
+  drop.type = layer_spec::kind::dropout;
+  drop.rate = 0.2;
+  out.units = 4;
+  cfg.model.layers = {flatten, dense, norm, drop, out};
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log;
+  auto summary = run_local_training(cfg, *data, *be, log);
+  BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
+  BOOST_TEST(summary->test.accuracy > 0.95, log.str());
+  BOOST_TEST(log.str().find("model: layers 1x12x1: dense 12->32 identity, "
+                            "gelu, "
+                            "layernorm 32 eps 1e-05, dropout 0.2, "
+                            "dense 32->4 identity")
+               != std::string::npos,
+             log.str());
+}
+
+// A shorthand is its layer list: written out, the same model trains to
+// the same numbers.
+BOOST_AUTO_TEST_CASE(mlp_shorthand_and_its_layer_list_train_alike) {
+  auto shorthand = synthetic_run();
+  auto listed = shorthand;
+  listed.model.type = model_config::kind::layers;
+  layer_spec flatten, hidden, out;
+  flatten.type = layer_spec::kind::flatten;
+  hidden.units = 16;
+  hidden.act = layer_activation::relu;
+  out.units = 4;
+  listed.model.layers = {flatten, hidden, out};
+  auto data = load_datasets(shorthand.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log_a, log_b;
+  auto a = run_local_training(shorthand, *data, *be, log_a);
+  auto b = run_local_training(listed, *data, *be, log_b);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(b);
+  BOOST_TEST(a->test.loss == b->test.loss);
+  BOOST_TEST(a->test.accuracy == b->test.accuracy);
+}
+
 BOOST_AUTO_TEST_CASE(resume_continues_bitwise) {
   auto cfg = synthetic_run();
   auto data = load_datasets(cfg.data);

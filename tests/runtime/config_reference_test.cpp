@@ -79,6 +79,24 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     c["data"] = {{"format", "synthetic"}, {"height", 8}, {"width", 8},
                  {"channels", 1}, {"classes", 3}};
     add("cnn", c);
+    // Every layer type, with every option.
+    c["model"] = {
+      {"layers",
+       {{{"type", "conv2d"},
+         {"filters", 4},
+         {"kernel", 3},
+         {"stride", 2},
+         {"padding", "same"},
+         {"activation", "relu"}},
+        {{"type", "maxpool"}, {"size", 2}, {"stride", 1}},
+        {{"type", "avgpool"}, {"size", 2}, {"stride", 1}},
+        {{"type", "layernorm"}, {"epsilon", 1e-5}},
+        {{"type", "activation"}, {"activation", "gelu"}},
+        {{"type", "flatten"}},
+        {{"type", "dropout"}, {"rate", 0.25}},
+        {{"type", "dense"}, {"units", 3}, {"activation", "identity"}}}},
+      {"loss", "softmax_cross_entropy"}};
+    add("layers", c);
   }
   // Data formats.
   {

@@ -1,0 +1,184 @@
+// The reader of a model's layer list, /model/layers, and the names of its
+// parts. Options and their ranges are checked here, each error naming the
+// layer's JSON pointer; shapes are checked when the model is built.
+#include <cmath>
+#include <sstream>
+
+#include "runtime/config/config_reader.hpp"
+
+namespace troupe {
+
+using namespace config_detail;
+
+const char* to_string(layer_activation a) {
+  switch (a) {
+    case layer_activation::identity: return "identity";
+    case layer_activation::relu: return "relu";
+    case layer_activation::tanh: return "tanh";
+    case layer_activation::sigmoid: return "sigmoid";
+    case layer_activation::gelu: return "gelu";
+    case layer_activation::softmax: return "softmax";
+  }
+  return "?";
+}
+
+const char* to_string(layer_spec::kind k) {
+  using lk = layer_spec::kind;
+  switch (k) {
+    case lk::dense: return "dense";
+    case lk::conv2d: return "conv2d";
+    case lk::maxpool: return "maxpool";
+    case lk::avgpool: return "avgpool";
+    case lk::flatten: return "flatten";
+    case lk::dropout: return "dropout";
+    case lk::layernorm: return "layernorm";
+    case lk::activation: return "activation";
+  }
+  return "?";
+}
+
+const char* to_string(loss_kind k) {
+  switch (k) {
+    case loss_kind::softmax_cross_entropy: return "softmax_cross_entropy";
+  }
+  return "?";
+}
+
+std::string to_string(const layer_spec& s) {
+  using lk = layer_spec::kind;
+  std::ostringstream out;
+  out << to_string(s.type);
+  switch (s.type) {
+    case lk::dense:
+      out << " units=" << s.units << " activation=" << to_string(s.act);
+      break;
+    case lk::conv2d:
+      out << " filters=" << s.filters << " kernel=" << s.kernel
+          << " stride=" << s.stride << " padding=";
+      if (s.same_padding)
+        out << "same";
+      else
+        out << s.padding;
+      out << " activation=" << to_string(s.act);
+      break;
+    case lk::maxpool:
+    case lk::avgpool:
+      out << " size=" << s.size << " stride=" << s.stride;
+      break;
+    case lk::flatten: break;
+    case lk::dropout: out << " rate=" << s.rate; break;
+    case lk::layernorm: out << " epsilon=" << s.epsilon; break;
+    case lk::activation: out << " activation=" << to_string(s.act); break;
+  }
+  return out.str();
+}
+
+namespace {
+
+layer_activation read_activation(object_reader& r, bool required) {
+  using la = layer_activation;
+  return r.choice<la>("activation", la::identity,
+                      {{"identity", la::identity},
+                       {"relu", la::relu},
+                       {"tanh", la::tanh},
+                       {"sigmoid", la::sigmoid},
+                       {"gelu", la::gelu},
+                       {"softmax", la::softmax}},
+                      required);
+}
+
+/// conv2d's "padding": "same", "valid" or a count of zeros per side.
+void read_padding(object_reader& r, layer_spec& s) {
+  auto* v = r.find("padding");
+  if (v == nullptr)
+    return; // same
+  if (v->is_string() && v->get<std::string>() == "same")
+    return;
+  s.same_padding = false;
+  if (v->is_string() && v->get<std::string>() == "valid")
+    return;
+  if (!v->is_number_integer() || v->get<int64_t>() < 0
+      || v->get<int64_t>() >= s.kernel)
+    fail(r.at("padding"),
+         "\"same\", \"valid\" or an integer from 0 to kernel - 1 ("
+           + std::to_string(s.kernel - 1) + ")",
+         *v);
+  s.padding = static_cast<int>(v->get<int64_t>());
+}
+
+layer_spec read_layer(const json& j, const std::string& pointer) {
+  using lk = layer_spec::kind;
+  object_reader r{j, pointer};
+  layer_spec s;
+  s.type = r.choice<lk>("type", lk::dense,
+                        {{"dense", lk::dense},
+                         {"conv2d", lk::conv2d},
+                         {"maxpool", lk::maxpool},
+                         {"avgpool", lk::avgpool},
+                         {"flatten", lk::flatten},
+                         {"dropout", lk::dropout},
+                         {"layernorm", lk::layernorm},
+                         {"activation", lk::activation}},
+                        true);
+  switch (s.type) {
+    case lk::dense:
+      r.require("units");
+      s.units = static_cast<int>(r.integer("units", 0, 1, 1 << 20));
+      s.act = read_activation(r, false);
+      break;
+    case lk::conv2d:
+      r.require("filters");
+      s.filters = static_cast<int>(r.integer("filters", 0, 1, 4096));
+      s.kernel = static_cast<int>(r.integer("kernel", 3, 1, 15));
+      s.stride = static_cast<int>(r.integer("stride", 1, 1, 15));
+      read_padding(r, s);
+      if (s.same_padding && s.kernel % 2 == 0)
+        throw config_error{errc::invalid_config, r.at("kernel"),
+                           "\"same\" padding needs an odd kernel (kernel / 2 "
+                           "zeros on every side), found "
+                             + std::to_string(s.kernel)
+                             + "; give \"padding\" as a count"};
+      if (s.same_padding)
+        s.padding = s.kernel / 2;
+      s.act = read_activation(r, false);
+      break;
+    case lk::maxpool:
+    case lk::avgpool:
+      s.size = static_cast<int>(r.integer("size", 2, 1, 64));
+      s.stride = static_cast<int>(r.integer("stride", s.size, 1, 64));
+      break;
+    case lk::flatten: break;
+    case lk::dropout: {
+      s.rate = r.number("rate", 0.5, 0, 1);
+      if (s.rate >= 1)
+        fail(r.at("rate"), "a number >= 0 and < 1", *r.find("rate"));
+      break;
+    }
+    case lk::layernorm:
+      s.epsilon = r.number("epsilon", 1e-5, 0, 1, true);
+      break;
+    case lk::activation: s.act = read_activation(r, true); break;
+  }
+  r.finish();
+  return s;
+}
+
+} // namespace
+
+namespace config_detail {
+
+std::vector<layer_spec> read_layers(const json& j, const std::string& pointer) {
+  constexpr size_t max_layers = 256;
+  if (!j.is_array() || j.empty() || j.size() > max_layers)
+    fail(pointer,
+         "an array of 1 to " + std::to_string(max_layers) + " layer objects",
+         j);
+  std::vector<layer_spec> out;
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(read_layer(j[i], pointer + "/" + std::to_string(i)));
+  return out;
+}
+
+} // namespace config_detail
+
+} // namespace troupe

@@ -1,0 +1,62 @@
+// One entry of a model's layer list ("model": {"layers": [...]}), as the
+// config reader checked it: the type and its options, with their defaults
+// filled in. What a layer's shapes allow is checked when the model is built
+// (models/layer_list.hpp), where the input's shape is known.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// A layer's nonlinearity, fused into dense and conv2d or a layer of its
+/// own. identity, relu, tanh and sigmoid run on every backend fused into
+/// dense and conv2d; gelu and softmax are layers of their own.
+enum class layer_activation { identity, relu, tanh, sigmoid, gelu, softmax };
+
+/// "identity", "relu", "tanh", "sigmoid", "gelu", "softmax".
+const char* to_string(layer_activation a);
+
+struct layer_spec {
+  enum class kind {
+    dense,      ///< units, activation
+    conv2d,     ///< filters, kernel, stride, padding, activation
+    maxpool,    ///< size, stride
+    avgpool,    ///< size, stride
+    flatten,    ///< (image -> flat features; no computation)
+    dropout,    ///< rate
+    layernorm,  ///< epsilon
+    activation, ///< activation
+  };
+  kind type = kind::dense;
+  int units = 0;   ///< dense: output features
+  int filters = 0; ///< conv2d: output channels
+  int kernel = 3;  ///< conv2d: square kernel
+  /// conv2d: the step between windows (default 1); pools: default = size.
+  int stride = 1;
+  /// conv2d: zeros added on every side; same_padding = kernel / 2 (odd
+  /// kernels), which keeps the size at stride 1 (PyTorch's padding=k//2).
+  int padding = 0;
+  bool same_padding = true;
+  int size = 2;          ///< pools: the square window
+  double rate = 0.5;     ///< dropout: the fraction dropped in training
+  double epsilon = 1e-5; ///< layernorm
+  layer_activation act = layer_activation::identity;
+};
+
+/// "dense", "conv2d", "maxpool", ...: the "type" a config writes.
+const char* to_string(layer_spec::kind k);
+
+/// The spec in one line with every option, e.g. "conv2d filters=32 kernel=3
+/// stride=2 padding=same activation=relu": the training identity's entry
+/// and what an error about the layer quotes.
+std::string to_string(const layer_spec& s);
+
+/// The loss a layer-list model is trained with, on its last layer's output.
+enum class loss_kind {
+  softmax_cross_entropy, ///< integer class labels; the last layer's logits
+};
+
+const char* to_string(loss_kind k);
+
+} // namespace troupe
