@@ -6,6 +6,7 @@
 #include "models/conv_layers.hpp"
 #include "models/dense_layer.hpp"
 #include "models/dropout_layer.hpp"
+#include "models/layer_registry.hpp"
 #include "models/layernorm_layer.hpp"
 #include "models/pooling_layers.hpp"
 #include "runtime/base/errc.hpp"
@@ -91,9 +92,11 @@ build_layers(const std::vector<layer_spec>& specs, image_shape in,
   image_shape current = in;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
+    const std::string type = s.type == lk::custom ? s.custom_type
+                                                  : to_string(s.type);
     auto fail = [&](const std::string& reason) {
       return make_error(errc::invalid_config,
-                        where(i) + " (" + to_string(s.type) + "): " + reason);
+                        where(i) + " (" + type + "): " + reason);
     };
     auto add = [&](std::unique_ptr<layer> l) {
       current = l->output_shape();
@@ -154,6 +157,22 @@ build_layers(const std::vector<layer_spec>& specs, image_shape in,
       case lk::activation:
         add(std::make_unique<activation_layer>(current, s.act));
         break;
+      case lk::custom: {
+        const auto* make = find_layer_factory(s.custom_type);
+        if (make == nullptr)
+          return fail("no layer type of that name is registered");
+        layer_args args{current,  b.layout, s.custom_type, name(s.custom_type),
+                        where(i), s.options};
+        auto made = (*make)(args);
+        if (auto err = args.finish())
+          return err;
+        if (!made)
+          return made.error();
+        if (*made == nullptr)
+          return fail("its factory made no layer");
+        add(std::move(*made));
+        break;
+      }
     }
     if (!fuses && s.type != lk::activation)
       add(std::make_unique<activation_layer>(current, s.act));

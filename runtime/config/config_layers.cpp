@@ -2,6 +2,8 @@
 // parts. Options and their ranges are checked here, each error naming the
 // layer's JSON pointer; shapes are checked when the model is built.
 #include <cmath>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "runtime/config/config_reader.hpp"
@@ -33,6 +35,7 @@ const char* to_string(layer_spec::kind k) {
     case lk::dropout: return "dropout";
     case lk::layernorm: return "layernorm";
     case lk::activation: return "activation";
+    case lk::custom: return "custom";
   }
   return "?";
 }
@@ -69,8 +72,35 @@ std::string to_string(const layer_spec& s) {
     case lk::dropout: out << " rate=" << s.rate; break;
     case lk::layernorm: out << " epsilon=" << s.epsilon; break;
     case lk::activation: out << " activation=" << to_string(s.act); break;
+    case lk::custom: return s.custom_type + " " + s.options;
   }
   return out.str();
+}
+
+namespace {
+
+std::mutex registered_mutex;
+std::set<std::string>& registered() {
+  static std::set<std::string> names;
+  return names;
+}
+
+const char* const built_in_types =
+  "dense|conv2d|maxpool|avgpool|flatten|dropout|layernorm|activation";
+
+} // namespace
+
+bool add_layer_type_name(const std::string& type) {
+  const std::string bars = std::string{"|"} + built_in_types + "|";
+  if (type.empty() || bars.find("|" + type + "|") != std::string::npos)
+    return false;
+  std::lock_guard<std::mutex> guard{registered_mutex};
+  return registered().insert(type).second;
+}
+
+bool layer_type_registered(const std::string& type) {
+  std::lock_guard<std::mutex> guard{registered_mutex};
+  return registered().count(type) > 0;
 }
 
 namespace {
@@ -110,6 +140,17 @@ layer_spec read_layer(const json& j, const std::string& pointer) {
   using lk = layer_spec::kind;
   object_reader r{j, pointer};
   layer_spec s;
+  // A registered type's options are its factory's to read.
+  if (auto* type = r.find("type");
+      type != nullptr && type->is_string()
+      && layer_type_registered(type->get<std::string>())) {
+    s.type = lk::custom;
+    s.custom_type = type->get<std::string>();
+    json options = j;
+    options.erase("type");
+    s.options = options.dump();
+    return s;
+  }
   s.type = r.choice<lk>("type", lk::dense,
                         {{"dense", lk::dense},
                          {"conv2d", lk::conv2d},
@@ -158,6 +199,7 @@ layer_spec read_layer(const json& j, const std::string& pointer) {
       s.epsilon = r.number("epsilon", 1e-5, 0, 1, true);
       break;
     case lk::activation: s.act = read_activation(r, true); break;
+    case lk::custom: break; // returned above
   }
   r.finish();
   return s;

@@ -27,6 +27,7 @@ struct layer_spec {
     dropout,    ///< rate
     layernorm,  ///< epsilon
     activation, ///< activation
+    custom,     ///< a type the program registered (models/layer_registry.hpp)
   };
   kind type = kind::dense;
   int units = 0;   ///< dense: output features
@@ -42,6 +43,10 @@ struct layer_spec {
   double rate = 0.5;     ///< dropout: the fraction dropped in training
   double epsilon = 1e-5; ///< layernorm
   layer_activation act = layer_activation::identity;
+  /// custom: the registered type's name, and the layer's object without
+  /// its "type" as JSON text, which the type's factory reads.
+  std::string custom_type;
+  std::string options;
 };
 
 /// "dense", "conv2d", "maxpool", ...: the "type" a config writes.
@@ -51,6 +56,13 @@ const char* to_string(layer_spec::kind k);
 /// stride=2 padding=same activation=relu": the training identity's entry
 /// and what an error about the layer quotes.
 std::string to_string(const layer_spec& s);
+
+/// Layer types a program adds to the built-in ones (the names only: their
+/// factories are in models/layer_registry.hpp, which calls this). Returns
+/// false when `type` is built in or already registered.
+bool add_layer_type_name(const std::string& type);
+/// Whether `type` was added.
+bool layer_type_registered(const std::string& type);
 
 /// The loss a layer-list model is trained with, on its last layer's output.
 enum class loss_kind {

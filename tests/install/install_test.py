@@ -4,7 +4,9 @@
   answers --version; the man pages read with man; the Python module
   imports from lib/python3/dist-packages there; the CMake package
   builds examples/cpp_library out of tree with find_package(troupe), and
-  the program trains its own model on troupe's shards; a project that
+  the program trains its own model on troupe's shards; it builds
+  examples/custom_layer, whose layer type of its own passes the gradient
+  check and trains in a layer list on the embedded cluster; a project that
   asks for a version troupe is not is refused by CMake.
 - DebPackage: `cpack -G DEB` makes a .deb whose Depends name the shared
   libraries the programs load (and OpenBLAS, opened at run time); dpkg
@@ -128,6 +130,31 @@ class FindPackage(unittest.TestCase):
         # Its parameters file, written with write_declared_params.
         self.assertTrue(os.path.isfile(os.path.join(
             work, "planted_logistic.safetensors")))
+
+    def test_a_layer_of_ones_own_builds_against_it_and_trains(self):
+        build = os.path.join(self.tmp, "layer-build")
+        run(self, [CMAKE, "-S", os.path.join(ROOT, "examples", "custom_layer"),
+                   "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                   "-DCMAKE_PREFIX_PATH=" + self.prefix])
+        run(self, [CMAKE, "--build", build, "-j2"])
+        out = subprocess.run([os.path.join(build, "residual_mlp")],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        # Its backward pass agrees with finite differences...
+        checked = re.search(r"gradient check: (\d+) derivatives, 0 wrong",
+                            out.stdout)
+        self.assertIsNotNone(checked, out.stdout)
+        self.assertGreater(int(checked.group(1)), 40)
+        # ...the model has its two blocks, and the workers trained it...
+        self.assertIn("model: layers 1x12x1: dense 12->32 relu, residual 32 "
+                      "relu, residual 32 tanh, dense 32->4 identity",
+                      out.stdout)
+        self.assertIn("samples trained per epoch: 4000 4000 4000",
+                      out.stdout)
+        # ...and it learnt.
+        accuracy = float(re.search(r"test accuracy ([\d.]+), \d+ steps",
+                                   out.stdout).group(1))
+        self.assertGreater(accuracy, 0.9)
 
     def test_a_version_it_is_not_is_refused(self):
         project = os.path.join(self.tmp, "wants-9")

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "models/gradient_check.hpp"
+#include "models/layer_registry.hpp"
 #include "models/model.hpp"
 #include "runtime/base/errc.hpp"
 #include "runtime/compute/cpu_backend.hpp"
@@ -214,6 +216,127 @@ BOOST_AUTO_TEST_CASE(host_only_layers_are_refused_on_a_device_backend) {
                          &device)
              == "/model/layers/1 (gelu): runs on the CPU backend only, not "
                 "on a device backend: set \"device\": \"cpu\"");
+}
+
+namespace {
+
+/// A layer of a program's own: y = scale * x^2, one parameter "scale"
+/// (initial value from the config), to register under a test's name.
+class square_layer final : public layer {
+public:
+  square_layer(param_layout& layout, const std::string& name, image_shape in,
+               double scale)
+    : in_(in), scale_(static_cast<float>(scale)) {
+    at_ = layout.add(name + "/scale", {1});
+  }
+  std::string describe() const override { return "square"; }
+  size_t output_size() const override { return in_.size(); }
+  image_shape output_shape() const override { return in_; }
+  void init(float* flat, const model_config&, splitmix64&) const override {
+    flat[at_] = scale_;
+  }
+  void reserve(compute_backend&, int) override {}
+  void forward(compute_backend&, const float* params, const float* x, float* y,
+               int batch) override {
+    for (size_t i = 0; i < batch * in_.size(); ++i)
+      y[i] = params[at_] * x[i] * x[i];
+  }
+  void backward(compute_backend&, const float* params, const float* x,
+                const float*, float* dy, float* dx, float* grads,
+                int batch) override {
+    double dscale = 0;
+    for (size_t i = 0; i < batch * in_.size(); ++i) {
+      dscale += dy[i] * x[i] * x[i];
+      if (dx != nullptr)
+        dx[i] = dy[i] * 2 * params[at_] * x[i];
+    }
+    grads[at_] = static_cast<float>(dscale);
+  }
+  flat_range param_range() const override { return {at_, at_ + 1}; }
+  double gemm_flops(int, bool) const override { return 0; }
+
+private:
+  image_shape in_;
+  float scale_;
+  size_t at_;
+};
+
+void register_square_once() {
+  static bool done = [] {
+    auto err = register_layer(
+      "square", [](layer_args& a) -> caf::expected<std::unique_ptr<layer>> {
+        double scale = a.number("scale", 1.0, -10, 10);
+        if (a.input().size() > 1000)
+          return a.fail("takes at most 1000 values, found "
+                        + a.input().to_string());
+        return std::make_unique<square_layer>(a.layout(), a.name(), a.input(),
+                                              scale);
+      });
+    BOOST_REQUIRE_MESSAGE(!err, describe(err));
+    return true;
+  }();
+  (void)done;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_registered_layer_is_named_in_a_list_like_a_built_in) {
+  register_square_once();
+  // Built-in names and a second registration are refused.
+  auto factory = [](layer_args&) -> caf::expected<std::unique_ptr<layer>> {
+    return nullptr;
+  };
+  BOOST_TEST((register_layer("dense", factory) == errc::invalid_argument));
+  BOOST_TEST((register_layer("square", factory) == errc::invalid_argument));
+
+  auto cfg = parse_run_config(config_with(R"({"layers": [{"type": "flatten"},
+                               {"type": "dense", "units": 6},
+                               {"type": "square", "scale": 0.5},
+                               {"type": "dense", "units": 5}]})"),
+                              "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(to_string(cfg->model.layers[2]) == R"(square {"scale":0.5})");
+  auto be = make_cpu_backend(1);
+  auto m = make_model(cfg->model, 12, 10, 3, 5, *be);
+  BOOST_REQUIRE_MESSAGE(m, troupe::test::why(m));
+  BOOST_TEST((*m)->summary()
+             == "layers 12x10x3: dense 360->6 identity, square, "
+                "dense 6->5 identity");
+  auto names = (*m)->layout().tensors();
+  BOOST_REQUIRE(names.size() == 5u);
+  BOOST_TEST(names[2].name == "square0/scale");
+  BOOST_TEST((*m)->initial_params()[names[2].offset] == 0.5f);
+
+  // Its options are checked, and its own refusals name the layer.
+  BOOST_TEST(build_error(R"([{"type": "square", "scale": 11}, {"type":
+                             "flatten"}, {"type": "dense", "units": 5}])")
+             == "/model/layers/0/scale: expected a number from -10 to 10, "
+                "found 11");
+  BOOST_TEST(build_error(R"([{"type": "square", "power": 3}, {"type":
+                             "flatten"}, {"type": "dense", "units": 5}])")
+             == "/model/layers/0/power: unknown key \"power\"");
+  BOOST_TEST(build_error(R"([{"type": "square"}, {"type": "flatten"},
+                             {"type": "dense", "units": 5}])")
+             == "");
+  BOOST_TEST(build_error(R"([{"type": "flatten"}, {"type": "dense",
+                             "units": 2000}, {"type": "square"},
+                             {"type": "dense", "units": 5}])")
+             == "/model/layers/2 (square): takes at most 1000 values, "
+                "found 2000");
+  // Host loops: not on a device backend.
+  device_like_backend device;
+  BOOST_TEST(build_error(R"([{"type": "square"}, {"type": "flatten"},
+                             {"type": "dense", "units": 5}])",
+                         &device)
+             == "/model/layers/0 (square): runs on the CPU backend only, "
+                "not on a device backend: set \"device\": \"cpu\"");
+  // And the gradient check tells a right backward pass from a wrong one.
+  std::vector<float> params{0.7f};
+  param_layout layout;
+  square_layer square{layout, "s", {1, 1, 4}, 0.7};
+  auto report = check_layer_gradients(square, *be, params.data(), 1, {1, 1, 4},
+                                      3, 1);
+  BOOST_TEST(report.wrong == 0, report.first);
 }
 
 // tests/fuzz/corpus/layer_list/: the seeds, and reproducers of findings.
