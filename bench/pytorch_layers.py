@@ -11,8 +11,22 @@ import os
 import sys
 import time
 
-import numpy as np
-import torch
+
+def threads_from_argv():
+    """--threads N, before torch loads: OpenMP and OpenBLAS read their
+    thread counts from the environment once, and torch.set_num_threads
+    alone left a second core busy."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+    return "1"
+
+
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[variable] = threads_from_argv()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples",
@@ -56,6 +70,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
     torch.manual_seed(a.seed)
     x, y = load("train")
     test_x, test_y = load("t10k")

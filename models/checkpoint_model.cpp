@@ -30,6 +30,54 @@ std::optional<std::vector<int>> int_list(const std::string& text) {
   return out;
 }
 
+/// A layer-list model: its specs from "/model/layers/<i>", its class count
+/// from the last dense layer's units.
+caf::expected<std::unique_ptr<model>>
+from_layer_list(const checkpoint& ckpt, const std::string& path,
+                const identity_map& id, int height, int width, int channels,
+                compute_backend& be) {
+  auto bad = [&](const std::string& what) {
+    return make_error(errc::bad_format, path + ": " + what);
+  };
+  model_config mc;
+  mc.type = model_config::kind::layers;
+  for (size_t i = 0;; ++i) {
+    auto it = id.find("/model/layers/" + std::to_string(i));
+    if (it == id.end())
+      break;
+    auto spec = parse_layer_spec(it->second);
+    if (!spec)
+      return bad("unreadable layer " + std::to_string(i)
+                 + " in its config: " + it->second);
+    if (spec->type == layer_spec::kind::custom
+        && !layer_type_registered(spec->custom_type))
+      return bad("layer " + std::to_string(i) + " is of type \""
+                 + spec->custom_type
+                 + "\", which a program of its own registered: rebuild the "
+                   "model there");
+    mc.layers.push_back(*spec);
+  }
+  int classes = 0;
+  for (auto it = mc.layers.rbegin(); it != mc.layers.rend() && classes == 0;
+       ++it)
+    if (it->type == layer_spec::kind::dense)
+      classes = it->units;
+  if (mc.layers.empty() || classes < 2)
+    return bad("no layer list ending in a dense layer of 2 or more units "
+               "in its config");
+  auto made = make_model(mc, height, width, channels, classes, be);
+  if (!made)
+    return made.error();
+  if (auto err = check_layout(ckpt, (*made)->layout(), path))
+    return make_error(errc::layout_mismatch,
+                      describe(err) + " (samples of " + std::to_string(height)
+                        + "x" + std::to_string(width) + "x"
+                        + std::to_string(channels)
+                        + " do not fit the layer list it holds)");
+  (*made)->set_params(ckpt.params.data());
+  return made;
+}
+
 } // namespace
 
 caf::expected<std::unique_ptr<model>>
@@ -51,6 +99,8 @@ model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
   };
   model_config mc;
   auto type = get("/model/type");
+  if (type == "layers")
+    return from_layer_list(ckpt, path, id, height, width, channels, be);
   if (type == "softmax")
     mc.type = model_config::kind::softmax;
   else if (type == "mlp")

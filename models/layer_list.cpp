@@ -183,6 +183,11 @@ build_layers(const std::vector<layer_spec>& specs, image_shape in,
       return fail("brings the model to " + std::to_string(b.layout.total())
                   + " parameters (at most 2^30)");
   }
+  if (b.layout.total() == 0)
+    return make_error(errc::invalid_config,
+                      where(specs.size() - 1)
+                        + ": the model has no parameters to train: add a "
+                          "dense, conv2d or layernorm layer");
   b.output = current;
   return b;
 }

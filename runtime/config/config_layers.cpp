@@ -2,6 +2,8 @@
 // parts. Options and their ranges are checked here, each error naming the
 // layer's JSON pointer; shapes are checked when the model is built.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -47,6 +49,17 @@ const char* to_string(loss_kind k) {
   return "?";
 }
 
+namespace {
+
+/// As a config would write it, and exact enough to read back.
+std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", x);
+  return buf;
+}
+
+} // namespace
+
 std::string to_string(const layer_spec& s) {
   using lk = layer_spec::kind;
   std::ostringstream out;
@@ -69,12 +82,88 @@ std::string to_string(const layer_spec& s) {
       out << " size=" << s.size << " stride=" << s.stride;
       break;
     case lk::flatten: break;
-    case lk::dropout: out << " rate=" << s.rate; break;
-    case lk::layernorm: out << " epsilon=" << s.epsilon; break;
+    case lk::dropout: out << " rate=" << number_text(s.rate); break;
+    case lk::layernorm: out << " epsilon=" << number_text(s.epsilon); break;
     case lk::activation: out << " activation=" << to_string(s.act); break;
     case lk::custom: return s.custom_type + " " + s.options;
   }
   return out.str();
+}
+
+std::optional<layer_spec> parse_layer_spec(const std::string& text) {
+  using lk = layer_spec::kind;
+  std::istringstream in{text};
+  std::string type;
+  in >> type;
+  layer_spec s;
+  const std::pair<const char*, lk> types[] = {
+    {"dense", lk::dense},         {"conv2d", lk::conv2d},
+    {"maxpool", lk::maxpool},     {"avgpool", lk::avgpool},
+    {"flatten", lk::flatten},     {"dropout", lk::dropout},
+    {"layernorm", lk::layernorm}, {"activation", lk::activation}};
+  bool built_in = false;
+  for (auto& [name, kind] : types)
+    if (type == name) {
+      s.type = kind;
+      built_in = true;
+    }
+  if (!built_in) { // a registered type: its options' JSON follows
+    auto space = text.find(' ');
+    if (type.empty() || space == std::string::npos)
+      return std::nullopt;
+    s.type = lk::custom;
+    s.custom_type = type;
+    s.options = text.substr(space + 1);
+    return s;
+  }
+  std::string pair;
+  while (in >> pair) {
+    auto eq = pair.find('=');
+    if (eq == std::string::npos)
+      return std::nullopt;
+    auto key = pair.substr(0, eq), value = pair.substr(eq + 1);
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    const bool number = !value.empty() && *end == '\0';
+    if (key == "activation") {
+      bool known = false;
+      for (auto a : {layer_activation::identity, layer_activation::relu,
+                     layer_activation::tanh, layer_activation::sigmoid,
+                     layer_activation::gelu, layer_activation::softmax})
+        if (value == to_string(a)) {
+          s.act = a;
+          known = true;
+        }
+      if (!known)
+        return std::nullopt;
+    } else if (key == "padding" && value == "same") {
+      s.same_padding = true;
+    } else if (!number) {
+      return std::nullopt;
+    } else if (key == "units") {
+      s.units = static_cast<int>(x);
+    } else if (key == "filters") {
+      s.filters = static_cast<int>(x);
+    } else if (key == "kernel") {
+      s.kernel = static_cast<int>(x);
+    } else if (key == "stride") {
+      s.stride = static_cast<int>(x);
+    } else if (key == "padding") {
+      s.same_padding = false;
+      s.padding = static_cast<int>(x);
+    } else if (key == "size") {
+      s.size = static_cast<int>(x);
+    } else if (key == "rate") {
+      s.rate = x;
+    } else if (key == "epsilon") {
+      s.epsilon = x;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (s.type == lk::conv2d && s.same_padding)
+    s.padding = s.kernel / 2;
+  return s;
 }
 
 namespace {

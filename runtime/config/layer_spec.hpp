@@ -4,6 +4,7 @@
 // (models/layer_list.hpp), where the input's shape is known.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ const char* to_string(layer_spec::kind k);
 /// stride=2 padding=same activation=relu": the training identity's entry
 /// and what an error about the layer quotes.
 std::string to_string(const layer_spec& s);
+
+/// The spec to_string(spec) wrote (a checkpoint's record of its model);
+/// nullopt for text of another form.
+std::optional<layer_spec> parse_layer_spec(const std::string& text);
 
 /// Layer types a program adds to the built-in ones (the names only: their
 /// factories are in models/layer_registry.hpp, which calls this). Returns

@@ -34,6 +34,12 @@ std::string read_layer_list(const uint8_t* data, size_t size) {
              ? ""
              : "a config error that is not one line naming the file: "
                  + describe(cfg.error());
+  for (auto& spec : cfg->model.layers) {
+    auto back = parse_layer_spec(to_string(spec));
+    if (!back || to_string(*back) != to_string(spec))
+      return "a layer whose recorded form does not read back: "
+             + to_string(spec);
+  }
   auto built = build_layers(cfg->model.layers, {height, width, channels},
                             [](size_t i) {
                               return "/model/layers/" + std::to_string(i);

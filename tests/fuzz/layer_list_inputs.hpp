@@ -10,7 +10,9 @@
 namespace troupe::fuzz {
 
 /// The input is the value of /model/layers in a config that is otherwise
-/// valid. A list the reader accepts is built for 12x10x3 samples of 5
+/// valid. Each layer the reader accepts must read back from the form a
+/// checkpoint records (parse_layer_spec). A list it accepts is built for
+/// 12x10x3 samples of 5
 /// classes; one that builds and is small (under 2^20 parameters and
 /// activations) also runs a training pass and an evaluation pass of 2
 /// samples. Returns the invariant a successful read or build broke (an

@@ -119,6 +119,15 @@ BOOST_AUTO_TEST_CASE(a_list_reads_with_its_defaults) {
   BOOST_TEST(to_string(l[4]) == "layernorm epsilon=1e-05");
   BOOST_TEST(to_string(l[6]) == "dense units=5 activation=identity");
   BOOST_TEST((cfg->model.loss == loss_kind::softmax_cross_entropy));
+  // What a checkpoint records of each layer reads back to the same layer.
+  for (auto& spec : l) {
+    auto back = parse_layer_spec(to_string(spec));
+    BOOST_REQUIRE(back.has_value());
+    BOOST_TEST(to_string(*back) == to_string(spec));
+    BOOST_TEST(back->padding == spec.padding);
+  }
+  BOOST_TEST(!parse_layer_spec("dense units=x").has_value());
+  BOOST_TEST(!parse_layer_spec("conv2d filters=3 colour=red").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_reader_names_the_layer_and_what_is_wrong) {
@@ -191,6 +200,11 @@ BOOST_AUTO_TEST_CASE(shapes_are_checked_at_build_naming_the_layer) {
                               "kernel": 15}])")
              == "/model/layers/1 (conv2d): brings the model to 3777646592 "
                 "parameters (at most 2^30)");
+  BOOST_TEST(build_error(R"([{"type": "maxpool", "size": 10},
+                             {"type": "flatten"}, {"type": "dropout"},
+                             {"type": "avgpool", "size": 1}])")
+             == "/model/layers/3: the model has no parameters to train: add "
+                "a dense, conv2d or layernorm layer");
   BOOST_TEST(build_error(R"([{"type": "conv2d", "filters": 4, "stride": 2},
                              {"type": "layernorm"}, {"type": "flatten"},
                              {"type": "dense", "units": 5}])")

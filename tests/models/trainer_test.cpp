@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "models/checkpoint_model.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 #include "runtime/base/errc.hpp"
 #include "test_util.hpp"
@@ -92,6 +93,51 @@ BOOST_AUTO_TEST_CASE(layer_list_with_dropout_and_layernorm_learns) {
                             "dense 32->4 identity")
                != std::string::npos,
              log.str());
+}
+
+// troupe-predict's way back from a checkpoint alone: a layer list's
+// checkpoint rebuilds the very model (its layers from the config lines the
+// checkpoint records), which scores what the run scored.
+BOOST_AUTO_TEST_CASE(a_layer_list_model_comes_back_from_its_checkpoint) {
+  auto cfg = synthetic_run();
+  cfg.data.height = 4;
+  cfg.data.width = 3;
+  cfg.model.type = model_config::kind::layers;
+  layer_spec conv, norm, flatten, drop, out;
+  conv.type = layer_spec::kind::conv2d;
+  conv.filters = 3;
+  conv.stride = 2;
+  conv.padding = 1;
+  conv.act = layer_activation::gelu;
+  norm.type = layer_spec::kind::layernorm;
+  flatten.type = layer_spec::kind::flatten;
+  drop.type = layer_spec::kind::dropout;
+  drop.rate = 0.1;
+  out.units = 4;
+  cfg.model.layers = {conv, norm, flatten, drop, out};
+  temp_dir dir;
+  cfg.training.checkpoint.dir = dir.path();
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  std::ostringstream log;
+  auto summary = run_local_training(cfg, *data, *be, log);
+  BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
+  auto path = dir.file("ckpt-48.safetensors");
+  auto ckpt = read_checkpoint(path);
+  BOOST_REQUIRE_MESSAGE(ckpt, troupe::test::why(ckpt));
+  auto m = model_from_checkpoint(*ckpt, path, 4, 3, 1, *be);
+  BOOST_REQUIRE_MESSAGE(m, troupe::test::why(m));
+  BOOST_TEST((*m)->summary().find("conv 3x3/2 1->3 identity, gelu, "
+                                  "layernorm 3 eps 1e-05")
+               != std::string::npos,
+             (*m)->summary());
+  const auto& test = data->test;
+  auto scored = (*m)->forward(test.images.data(), test.labels.data(),
+                              static_cast<int>(test.count));
+  BOOST_TEST(static_cast<double>(scored.correct)
+               == summary->test.accuracy * static_cast<double>(test.count),
+             boost::test_tools::tolerance(1e-9));
 }
 
 // A shorthand is its layer list: written out, the same model trains to
