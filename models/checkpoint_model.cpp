@@ -30,6 +30,26 @@ std::optional<std::vector<int>> int_list(const std::string& text) {
   return out;
 }
 
+/// The model of `mc` for samples of height x width x channels, checked
+/// against the checkpoint's tensors and loaded with its values: the end
+/// of both ways of reading a checkpoint's architecture.
+caf::expected<std::unique_ptr<model>>
+build_and_load(const checkpoint& ckpt, const std::string& path,
+               const model_config& mc, int classes, int height, int width,
+               int channels, compute_backend& be) {
+  auto made = make_model(mc, height, width, channels, classes, be);
+  if (!made)
+    return made.error();
+  if (auto err = check_layout(ckpt, (*made)->layout(), path))
+    return make_error(
+      errc::layout_mismatch,
+      describe(err) + " (samples of " + std::to_string(height) + "x"
+        + std::to_string(width) + "x" + std::to_string(channels)
+        + " do not fit the model it holds, " + to_string(mc.type) + ")");
+  (*made)->set_params(ckpt.params.data());
+  return made;
+}
+
 /// A layer-list model: its specs from "/model/layers/<i>", its class count
 /// from the last dense layer's units.
 caf::expected<std::unique_ptr<model>>
@@ -65,17 +85,7 @@ from_layer_list(const checkpoint& ckpt, const std::string& path,
   if (mc.layers.empty() || classes < 2)
     return bad("no layer list ending in a dense layer of 2 or more units "
                "in its config");
-  auto made = make_model(mc, height, width, channels, classes, be);
-  if (!made)
-    return made.error();
-  if (auto err = check_layout(ckpt, (*made)->layout(), path))
-    return make_error(errc::layout_mismatch,
-                      describe(err) + " (samples of " + std::to_string(height)
-                        + "x" + std::to_string(width) + "x"
-                        + std::to_string(channels)
-                        + " do not fit the layer list it holds)");
-  (*made)->set_params(ckpt.params.data());
-  return made;
+  return build_and_load(ckpt, path, mc, classes, height, width, channels, be);
 }
 
 } // namespace
@@ -144,18 +154,7 @@ model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
   }
   if (last < 0 || classes < 2)
     return bad("no output layer (denseN/b) among its tensors");
-  auto made = make_model(mc, height, width, channels, classes, be);
-  if (!made)
-    return made.error();
-  if (auto err = check_layout(ckpt, (*made)->layout(), path))
-    return make_error(errc::layout_mismatch,
-                      describe(err) + " (samples of "
-                        + std::to_string(height) + "x" + std::to_string(width)
-                        + "x" + std::to_string(channels)
-                        + " do not fit the model it holds, "
-                        + get("/model/type") + ")");
-  (*made)->set_params(ckpt.params.data());
-  return made;
+  return build_and_load(ckpt, path, mc, classes, height, width, channels, be);
 }
 
 } // namespace troupe
