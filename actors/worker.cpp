@@ -278,8 +278,11 @@ bool compute(self_ptr self) {
     st.loss = *loss;
     return check_finite(self, n);
   }
-  gather_batch(st.opts.data->train, st.lease.samples.data(), n,
-               st.x.floats(), st.y.ints());
+  gather_batch(st.opts.data->train, st.lease.samples.data(), n, st.x.floats(),
+               st.y.ints(), st.targets.data());
+  // The labels or float targets, as the model's loss reads them.
+  batch_targets y = st.targets.empty() ? batch_targets{st.y.ints()}
+                                       : batch_targets{st.targets.data()};
   if (is_click(self)) {
     // The host backend (checked at start): the gradients land in place.
     st.grads = free_gradient_buffer(self);
@@ -289,13 +292,13 @@ bool compute(self_ptr self) {
                                            n, st.input_grad.data());
     st.clicks->backward(st.input_grad.data());
   } else if (is_easgd(self)) {
-    st.loss = st.local->step(st.x.floats(), st.y.ints(), n);
+    st.loss = st.local->step(st.x.floats(), y, n);
   } else {
     st.grads = free_gradient_buffer(self);
     bool in_place = st.backend->host_accessible();
     if (in_place)
       (void) st.replica->bind_grads(st.grads->data());
-    st.loss = st.replica->forward_backward(st.x.floats(), st.y.ints(), n);
+    st.loss = st.replica->forward_backward(st.x.floats(), y, n);
     if (!in_place)
       st.replica->get_grads(st.grads->data());
   }
@@ -568,6 +571,8 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   const auto batch = static_cast<size_t>(cfg.training.batch_size);
   st.x = st.backend->allocate_host(batch * train.sample_size() * sizeof(float));
   st.y = st.backend->allocate_host(batch * sizeof(int32_t));
+  if (train.has_targets())
+    st.targets.resize(batch * static_cast<size_t>(train.classes));
   st.versions.assign(st.opts.shards.size(), 0);
   if (cfg.cluster.consistency == cluster_config::mode::easgd) {
     st.local = std::make_unique<local_trainer>(*st.replica,

@@ -83,6 +83,7 @@ struct worker_state {
   // a GPU: one DMA to the device).
   backend_buffer x;                     ///< batch inputs
   backend_buffer y;                     ///< batch labels
+  std::vector<float> targets;           ///< batch float targets, if any
   std::vector<int64_t> versions;        ///< per shard, of the last pull
   std::vector<float> host;              ///< easgd: the pulled center
   /// Flat gradient buffers, shared with the shards while they apply them.

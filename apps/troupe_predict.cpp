@@ -1,12 +1,16 @@
 // troupe-predict: the classes a checkpoint's model predicts for new
-// samples, with their probabilities. The model comes from the checkpoint
-// alone (its recorded config and layout); the samples from an .npy file of
-// features or a CSV table.
+// samples, with their probabilities (or a regression's values). The model
+// comes from the checkpoint alone (its recorded config and layout); the
+// samples from an .npy file of features or a CSV table.
 //
 // Output by the extension of --output: .csv, a header "label,p0,...,pK"
 // and one row per sample (the predicted class, then the softmax
 // probabilities); .npy, the probabilities as float32 (N, classes), with the
-// predicted classes as int32 (N,) beside them in <name>.labels.npy.
+// predicted classes as int32 (N,) beside them in <name>.labels.npy. By the
+// model's loss, binary cross-entropy gives each label's 0 or 1 and
+// probability ("label0,...,labelK,p0,...,pK"; (N, K) labels beside the
+// .npy), and mean squared error the values alone ("y0,...,yK"; no labels
+// file).
 //
 // Exit codes: 0 done; 2 bad input (command line, checkpoint, input file,
 // samples that do not fit the model); 1 a failure while running.
@@ -115,45 +119,73 @@ int main(int argc, char** argv) {
     model& m = **made;
     const auto classes = static_cast<size_t>(m.classes());
     const auto n = static_cast<size_t>(data->count);
-    std::vector<float> probs(n * classes);
-    std::vector<int32_t> labels(n);
+    const loss_kind loss = m.loss();
+    // Per sample: the probabilities (classes, labels) or the values
+    // (regression); the predicted class, or each label (0 or 1).
+    std::vector<float> outputs(n * classes);
+    const size_t label_width = loss == loss_kind::binary_cross_entropy ? classes
+                               : loss == loss_kind::softmax_cross_entropy ? 1
+                                                                          : 0;
+    std::vector<int32_t> labels(n * label_width);
     for (size_t first = 0; first < n; first += static_cast<size_t>(batch)) {
       auto count = std::min(n - first, static_cast<size_t>(batch));
-      float* z = probs.data() + first * classes;
+      float* z = outputs.data() + first * classes;
       m.logits(data->images.data() + first * data->sample_size(),
                static_cast<int>(count), z);
       for (size_t i = 0; i < count; ++i) {
         float* row = z + i * classes;
-        auto r = read_logits(row, classes);
-        double top = row[r.best];
-        for (size_t c = 0; c < classes; ++c)
-          row[c] = static_cast<float>(std::exp(row[c] - top - r.log_sum));
-        labels[first + i] = static_cast<int32_t>(r.best);
+        if (loss == loss_kind::softmax_cross_entropy) {
+          auto r = read_logits(row, classes);
+          double top = row[r.best];
+          for (size_t c = 0; c < classes; ++c)
+            row[c] = static_cast<float>(std::exp(row[c] - top - r.log_sum));
+          labels[first + i] = static_cast<int32_t>(r.best);
+        } else if (loss == loss_kind::binary_cross_entropy) {
+          for (size_t c = 0; c < classes; ++c) {
+            labels[(first + i) * classes + c] = row[c] > 0 ? 1 : 0;
+            row[c] = static_cast<float>(1 / (1 + std::exp(-double{row[c]})));
+          }
+        }
       }
     }
     bool written = false;
     if (as_csv) {
       std::ofstream out{output};
-      out << "label";
+      const char* value = loss == loss_kind::mean_squared_error ? "y" : "p";
+      std::string header;
+      if (label_width == 1)
+        header = "label,";
+      for (size_t c = 0; label_width > 1 && c < classes; ++c)
+        header += "label" + std::to_string(c) + ",";
       for (size_t c = 0; c < classes; ++c)
-        out << ",p" << c;
-      out << "\n";
+        header += value + std::to_string(c) + ",";
+      header.back() = '\n';
+      out << header;
       char buf[32];
       for (size_t i = 0; i < n; ++i) {
-        out << labels[i];
+        std::string line;
+        for (size_t c = 0; c < label_width; ++c)
+          line += std::to_string(labels[i * label_width + c]) + ",";
         for (size_t c = 0; c < classes; ++c) {
-          std::snprintf(buf, sizeof buf, ",%.6g", probs[i * classes + c]);
-          out << buf;
+          std::snprintf(buf, sizeof buf, "%.6g,", outputs[i * classes + c]);
+          line += buf;
         }
-        out << "\n";
+        line.back() = '\n';
+        out << line;
       }
       written = static_cast<bool>(out.flush());
     } else {
       auto stem = output.substr(0, output.size() - 4);
-      written = write_npy(output, "<f4", {n, classes}, probs.data(),
-                          probs.size() * sizeof(float))
-                && write_npy(stem + ".labels.npy", "<i4", {n}, labels.data(),
-                             labels.size() * sizeof(int32_t));
+      written = write_npy(output, "<f4", {n, classes}, outputs.data(),
+                          outputs.size() * sizeof(float));
+      if (label_width == 1)
+        written = written
+                  && write_npy(stem + ".labels.npy", "<i4", {n}, labels.data(),
+                               labels.size() * sizeof(int32_t));
+      else if (label_width > 1)
+        written = written
+                  && write_npy(stem + ".labels.npy", "<i4", {n, classes},
+                               labels.data(), labels.size() * sizeof(int32_t));
     }
     if (!written)
       return fail(make_error(errc::io_error, output + ": cannot write"));

@@ -50,8 +50,9 @@ build_and_load(const checkpoint& ckpt, const std::string& path,
   return made;
 }
 
-/// A layer-list model: its specs from "/model/layers/<i>", its class count
-/// from the last dense layer's units.
+/// A layer-list model: its specs from "/model/layers/<i>", its loss from
+/// "/model/loss", its class (or target) count from the last dense layer's
+/// units.
 caf::expected<std::unique_ptr<model>>
 from_layer_list(const checkpoint& ckpt, const std::string& path,
                 const identity_map& id, int height, int width, int channels,
@@ -61,6 +62,18 @@ from_layer_list(const checkpoint& ckpt, const std::string& path,
   };
   model_config mc;
   mc.type = model_config::kind::layers;
+  if (auto it = id.find("/model/loss"); it != id.end()) {
+    bool known = false;
+    for (auto k :
+         {loss_kind::softmax_cross_entropy, loss_kind::binary_cross_entropy,
+          loss_kind::mean_squared_error})
+      if (it->second == to_string(k)) {
+        mc.loss = k;
+        known = true;
+      }
+    if (!known)
+      return bad("unknown loss \"" + it->second + "\" in its config");
+  }
   for (size_t i = 0;; ++i) {
     auto it = id.find("/model/layers/" + std::to_string(i));
     if (it == id.end())
@@ -82,9 +95,11 @@ from_layer_list(const checkpoint& ckpt, const std::string& path,
        ++it)
     if (it->type == layer_spec::kind::dense)
       classes = it->units;
-  if (mc.layers.empty() || classes < 2)
-    return bad("no layer list ending in a dense layer of 2 or more units "
-               "in its config");
+  // Float targets may be one per sample; classes are two or more.
+  const int least = mc.loss == loss_kind::softmax_cross_entropy ? 2 : 1;
+  if (mc.layers.empty() || classes < least)
+    return bad("no layer list ending in a dense layer of "
+               + std::to_string(least) + " or more units in its config");
   return build_and_load(ckpt, path, mc, classes, height, width, channels, be);
 }
 

@@ -216,6 +216,26 @@ caf::error check_loss_fits(loss_kind loss, const layer_spec& last,
                               "a dense layer of "
                             + std::to_string(classes) + " units");
       break;
+    case loss_kind::binary_cross_entropy:
+      if (last.act == layer_activation::sigmoid
+          || last.act == layer_activation::softmax)
+        return make_error(errc::invalid_config,
+                          where
+                            + ": binary_cross_entropy takes the last "
+                              "layer's logits and applies the sigmoid "
+                              "itself: drop the "
+                            + to_string(last.act));
+      [[fallthrough]];
+    case loss_kind::mean_squared_error:
+      if (!out.flat() || out.channels != classes)
+        return make_error(
+          errc::invalid_config,
+          where + ": the last layer gives " + out.to_string()
+            + " values per sample; the data has " + std::to_string(classes)
+            + " target" + (classes == 1 ? "" : "s")
+            + " per sample: end with a dense layer of "
+            + std::to_string(classes) + " unit" + (classes == 1 ? "" : "s"));
+      break;
   }
   return caf::none;
 }

@@ -1,8 +1,10 @@
 #include "models/model.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/compute/losses.hpp"
 
 namespace troupe {
 
@@ -90,17 +92,11 @@ void model::reserve(int batch) {
   capacity_ = batch;
 }
 
-const float* model::stage_input(const float* x, const int32_t* labels,
-                                int batch, const int32_t** labels_out) {
-  if (be_.host_accessible()) {
-    *labels_out = labels;
+const float* model::stage_input(const float* x, int batch) {
+  if (be_.host_accessible())
     return x;
-  }
   be_.upload(x_stage_.floats(), x,
              static_cast<size_t>(batch) * input_size_ * sizeof(float));
-  be_.upload(y_stage_.ints(), labels,
-             static_cast<size_t>(batch) * sizeof(int32_t));
-  *labels_out = y_stage_.ints();
   return x_stage_.floats();
 }
 
@@ -113,57 +109,85 @@ const float* model::run_forward(const float* x, int batch) {
   return in;
 }
 
-batch_loss model::forward(const float* x, const int32_t* labels, int batch) {
+batch_loss model::score(const float* out, batch_targets y, int batch,
+                        float* grad, float scale) {
+  const bool classes = cfg_.loss == loss_kind::softmax_cross_entropy;
+  if (classes ? y.labels == nullptr : y.values == nullptr)
+    throw std::invalid_argument(std::string{to_string(cfg_.loss)} + " reads "
+                                + (classes ? "class labels" : "float targets")
+                                + ", the batch has the other kind");
+  if (classes) {
+    const int32_t* labels = y.labels;
+    if (!be_.host_accessible()) {
+      be_.upload(y_stage_.ints(), y.labels,
+                 static_cast<size_t>(batch) * sizeof(int32_t));
+      labels = y_stage_.ints();
+    }
+    return be_.softmax_cross_entropy(out, labels, batch, classes_, grad, scale);
+  }
+  // On the host: a backend's output comes over and its gradient goes back.
+  const size_t values = static_cast<size_t>(batch) * classes_;
+  const float* host_out = out;
+  float* host_grad = grad;
+  if (!be_.host_accessible()) {
+    host_out_.resize(values);
+    be_.download(host_out_.data(), out, values * sizeof(float));
+    host_out = host_out_.data();
+    if (grad != nullptr) {
+      host_grad_.resize(values);
+      host_grad = host_grad_.data();
+    }
+  }
+  auto result = cfg_.loss == loss_kind::binary_cross_entropy
+                  ? binary_cross_entropy(host_out, y.values, batch, classes_,
+                                         host_grad, scale)
+                  : mean_squared_error(host_out, y.values, batch, classes_,
+                                       host_grad, scale);
+  if (grad != nullptr && host_grad != grad)
+    be_.upload(grad, host_grad, values * sizeof(float));
+  return result;
+}
+
+batch_loss model::forward(const float* x, batch_targets y, int batch) {
   reserve(batch);
   set_training(false);
-  const int32_t* y = nullptr;
-  const float* input = stage_input(x, labels, batch, &y);
-  const float* logits = run_forward(input, batch);
-  return be_.softmax_cross_entropy(logits, y, batch, classes_, nullptr, 0.f);
+  const float* input = stage_input(x, batch);
+  return score(run_forward(input, batch), y, batch, nullptr, 0.f);
 }
 
 void model::logits(const float* x, int batch, float* out) {
   reserve(batch);
   set_training(false);
-  const float* input = x;
-  if (!be_.host_accessible()) {
-    be_.upload(x_stage_.floats(), x,
-               static_cast<size_t>(batch) * input_size_ * sizeof(float));
-    input = x_stage_.floats();
-  }
-  const float* result = run_forward(input, batch);
+  const float* result = run_forward(stage_input(x, batch), batch);
   be_.download(out, result,
                static_cast<size_t>(batch) * static_cast<size_t>(classes_)
                  * sizeof(float));
 }
 
-batch_loss model::forward_backward(const float* x, const int32_t* labels,
-                                   int batch) {
-  return train_pass(x, labels, batch, nullptr);
+batch_loss model::forward_backward(const float* x, batch_targets y, int batch) {
+  return train_pass(x, y, batch, nullptr);
 }
 
-batch_loss model::forward_backward(const float* x, const int32_t* labels,
-                                   int batch, float* input_grad) {
-  return train_pass(x, labels, batch, nullptr, input_grad);
+batch_loss model::forward_backward(const float* x, batch_targets y, int batch,
+                                   float* input_grad) {
+  return train_pass(x, y, batch, nullptr, input_grad);
 }
 
-batch_loss model::sgd_step(const float* x, const int32_t* labels, int batch,
+batch_loss model::sgd_step(const float* x, batch_targets y, int batch,
                            float lr) {
-  return train_pass(x, labels, batch, &lr);
+  return train_pass(x, y, batch, &lr);
 }
 
-batch_loss model::train_pass(const float* x, const int32_t* labels, int batch,
+batch_loss model::train_pass(const float* x, batch_targets y, int batch,
                              const float* sgd_lr, float* input_grad) {
   reserve(batch);
   set_training(true);
-  const int32_t* y = nullptr;
-  const float* input = stage_input(x, labels, batch, &y);
-  const float* logits = run_forward(input, batch);
+  const float* input = stage_input(x, batch);
+  const float* output = run_forward(input, batch);
   float* dy = delta_a_.floats();
   float* dx = delta_b_.floats();
   // The gradient of the mean loss: scale 1/batch.
-  auto result = be_.softmax_cross_entropy(logits, y, batch, classes_, dy,
-                                          1.f / static_cast<float>(batch));
+  auto result = score(output, y, batch, dy, 1.f / static_cast<float>(batch));
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* layer_in = i == 0 ? input : outputs_[i - 1].floats();
     float* layer_dx = i == 0 ? input_grad : dx;

@@ -1,6 +1,7 @@
 // A sequential model bound to one compute backend: layers over one flat
 // parameter buffer and one flat gradient buffer, both in backend memory,
-// with a softmax cross-entropy loss on the last layer's logits.
+// with a loss on the last layer's output (softmax cross-entropy on class
+// labels, or binary cross-entropy or squared error on float targets).
 #pragma once
 
 #include <memory>
@@ -15,6 +16,16 @@
 
 namespace troupe {
 
+/// A batch's labels in host memory, as the model's loss reads them: class
+/// labels (batch) for softmax cross-entropy, float targets (batch,
+/// classes()) for the others.
+struct batch_targets {
+  batch_targets(const int32_t* class_labels) : labels(class_labels) {}
+  batch_targets(const float* float_targets) : values(float_targets) {}
+  const int32_t* labels = nullptr;
+  const float* values = nullptr;
+};
+
 class model {
 public:
   model(compute_backend& be, model_config cfg, std::string summary,
@@ -23,6 +34,8 @@ public:
 
   /// E.g. "mlp 784-256-128-10 relu".
   const std::string& summary() const { return summary_; }
+  /// The loss, and what its labels are.
+  loss_kind loss() const { return cfg_.loss; }
   const param_layout& layout() const { return layout_; }
   size_t input_size() const { return input_size_; }
   int classes() const { return classes_; }
@@ -51,28 +64,27 @@ public:
   void get_grads(float* host) const;
 
   /// Forward and backward pass of a batch given in host memory: x is
-  /// (batch, input_size), labels (batch). Sets grads() to the gradient of
-  /// the batch's mean loss and returns the batch's loss sum and hits.
-  batch_loss forward_backward(const float* x, const int32_t* labels,
-                              int batch);
+  /// (batch, input_size), y its labels or targets. Sets grads() to the
+  /// gradient of the batch's mean loss and returns the batch's loss sum and
+  /// hits. std::invalid_argument when y is not what the loss reads.
+  batch_loss forward_backward(const float* x, batch_targets y, int batch);
   /// The same, also setting input_grad (batch, input_size), in backend
   /// memory, to the gradient of the mean loss with respect to x: what an
   /// embedding lookup in front of the model backpropagates into its rows.
-  batch_loss forward_backward(const float* x, const int32_t* labels,
-                              int batch, float* input_grad);
+  batch_loss forward_backward(const float* x, batch_targets y, int batch,
+                              float* input_grad);
 
   /// forward_backward() fused with a plain SGD update (params -= lr *
   /// gradient of the mean loss), layer by layer as the backward pass goes;
   /// grads() is left undefined. The same step as forward_backward() and
   /// optimizer::apply() for SGD without weight decay, with less memory
   /// traffic.
-  batch_loss sgd_step(const float* x, const int32_t* labels, int batch,
-                      float lr);
+  batch_loss sgd_step(const float* x, batch_targets y, int batch, float lr);
   /// Forward pass only (evaluation).
-  batch_loss forward(const float* x, const int32_t* labels, int batch);
-  /// Forward pass of `batch` samples given in host memory; their logits,
-  /// (batch, classes()), to host memory at `out` (evaluation per sample,
-  /// prediction).
+  batch_loss forward(const float* x, batch_targets y, int batch);
+  /// Forward pass of `batch` samples given in host memory; their outputs
+  /// (logits, or a regression's values), (batch, classes()), to host
+  /// memory at `out` (evaluation per sample, prediction).
   void logits(const float* x, int batch, float* out);
 
   /// Seeds the layers' random draws (dropout) from the model's seed and
@@ -88,13 +100,16 @@ private:
   /// Training (dropout on) or evaluation passes.
   void set_training(bool training);
   /// Forward and backward; with sgd_lr, the SGD update fused in.
-  batch_loss train_pass(const float* x, const int32_t* labels, int batch,
+  batch_loss train_pass(const float* x, batch_targets y, int batch,
                         const float* sgd_lr, float* input_grad = nullptr);
   /// Runs the layers; returns the logits.
   const float* run_forward(const float* x, int batch);
   /// Host input -> a backend pointer (no copy on a host backend).
-  const float* stage_input(const float* x, const int32_t* labels, int batch,
-                           const int32_t** labels_out);
+  const float* stage_input(const float* x, int batch);
+  /// The loss of the output `out` (backend memory) against y; with grad
+  /// (backend memory), scale * its gradient there.
+  batch_loss score(const float* out, batch_targets y, int batch, float* grad,
+                   float scale);
 
   compute_backend& be_;
   model_config cfg_;
@@ -109,6 +124,7 @@ private:
   std::vector<backend_buffer> outputs_; // one per layer
   backend_buffer delta_a_, delta_b_;    // ping-pong dLoss/d(activation)
   backend_buffer x_stage_, y_stage_;    // inputs, for non-host backends
+  std::vector<float> host_out_, host_grad_; // float-target losses, ditto
   int capacity_ = 0;
   bool training_ = true;
 };

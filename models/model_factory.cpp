@@ -69,6 +69,10 @@ make_model(const model_config& cfg, int height, int width, int channels,
   if (cfg.type == mk::click)
     in = {1, 1, static_cast<int>(in.size()) + pooled_inputs(cfg)};
   const bool listed = cfg.type == mk::layers;
+  // A table's rows (1 x F x 1: CSV files and (N, F) arrays) are F flat
+  // features, as a dense layer takes them without a flatten.
+  if (listed && in.height == 1 && in.channels == 1)
+    in = {1, 1, in.width};
   const auto specs = listed ? cfg.layers : shorthand_layers(cfg, classes);
   auto where = [&](size_t i) {
     return listed ? "/model/layers/" + std::to_string(i)

@@ -28,15 +28,14 @@ local_trainer::local_trainer(model& m, const optimizer_config& cfg)
   }
 }
 
-batch_loss local_trainer::step(const float* x, const int32_t* labels,
-                               int batch) {
+batch_loss local_trainer::step(const float* x, batch_targets y, int batch) {
   if (fused_sgd_) {
     auto lr = static_cast<float>(learning_rate_at(opt_.config(), step_));
-    auto result = model_.sgd_step(x, labels, batch, lr);
+    auto result = model_.sgd_step(x, y, batch, lr);
     ++step_;
     return result;
   }
-  auto result = model_.forward_backward(x, labels, batch);
+  auto result = model_.forward_backward(x, y, batch);
   if (model_.backend().host_accessible()) {
     // Host memory: update in place, no copies.
     opt_.apply(model_.params(), model_.grads(), step_);
@@ -93,23 +92,56 @@ caf::error local_trainer::restore(const checkpoint& ckpt,
 
 // -- evaluation ---------------------------------------------------------------
 
+namespace {
+
+/// The squared deviation of `data`'s targets from their per-target means,
+/// summed over all of them: R^2's denominator.
+double target_deviation(const dataset& data) {
+  const auto width = static_cast<size_t>(data.classes);
+  std::vector<double> mean(width, 0.0);
+  for (size_t i = 0; i < data.targets.size(); ++i)
+    mean[i % width] += data.targets[i];
+  for (auto& m : mean)
+    m /= static_cast<double>(data.count);
+  double sum = 0;
+  for (size_t i = 0; i < data.targets.size(); ++i) {
+    double d = data.targets[i] - mean[i % width];
+    sum += d * d;
+  }
+  return sum;
+}
+
+} // namespace
+
 eval_result evaluate(model& m, const dataset& data, int batch_size) {
   eval_result out;
   const size_t size = data.sample_size();
-  double loss = 0;
-  int64_t correct = 0;
+  const auto width = static_cast<size_t>(data.classes);
+  batch_loss total;
   for (int64_t first = 0; first < data.count; first += batch_size) {
     int n = static_cast<int>(std::min<int64_t>(batch_size, data.count - first));
-    auto r = m.forward(data.images.data() + static_cast<size_t>(first) * size,
-                       data.labels.data() + first, n);
-    loss += r.loss_sum;
-    correct += r.correct;
+    const float* x = data.images.data() + static_cast<size_t>(first) * size;
+    auto r = data.has_targets() ? m.forward(
+               x, data.targets.data() + static_cast<size_t>(first) * width, n)
+                                : m.forward(x, data.labels.data() + first, n);
+    total.loss_sum += r.loss_sum;
+    total.correct += r.correct;
+    total.abs_err_sum += r.abs_err_sum;
   }
   out.count = data.count;
+  out.regression = m.loss() == loss_kind::mean_squared_error;
   if (data.count > 0) {
-    out.loss = loss / static_cast<double>(data.count);
-    out.accuracy = static_cast<double>(correct)
-                   / static_cast<double>(data.count);
+    const auto n = static_cast<double>(data.count);
+    out.loss = total.loss_sum / n;
+    out.accuracy = out.regression ? 0 : static_cast<double>(total.correct) / n;
+    if (out.regression) {
+      out.mae = total.abs_err_sum / n;
+      // loss_sum * width is the set's summed squared error.
+      double deviation = target_deviation(data);
+      out.r2 = deviation > 0
+                 ? 1 - total.loss_sum * static_cast<double>(width) / deviation
+                 : 0;
+    }
   }
   return out;
 }
@@ -135,6 +167,10 @@ logit_row read_logits(const float* z, size_t classes) {
 detailed_eval evaluate_per_class(model& m, const dataset& data,
                                  int batch_size) {
   detailed_eval out;
+  if (data.has_targets()) {
+    out.overall = evaluate(m, data, batch_size);
+    return out;
+  }
   const auto classes = static_cast<size_t>(m.classes());
   out.confusion.assign(classes, std::vector<int64_t>(classes, 0));
   const size_t size = data.sample_size();
@@ -266,6 +302,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   if (!cfg.cluster.metrics_dir.empty()) {
     metrics_run mr{cfg.name, stamp.run_id, "local", "shared", 1,
                    trainer.global_step()};
+    mr.score = cfg.model.loss == loss_kind::mean_squared_error ? "r2"
+                                                               : "accuracy";
     if (auto err = metrics.open(cfg.cluster.metrics_dir, mr))
       return err;
     log << "metrics: " << metrics.base() << ".{jsonl,csv,progress.csv}"
@@ -286,6 +324,11 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
                                 * sizeof(float));
   auto y_buf = be.allocate_host(static_cast<size_t>(tc.batch_size)
                                 * sizeof(int32_t));
+  // Float targets, when the data has them.
+  std::vector<float> t(data.train.has_targets()
+                         ? static_cast<size_t>(tc.batch_size)
+                             * static_cast<size_t>(data.train.classes)
+                         : 0);
   float* x = x_buf.floats();
   int32_t* y = y_buf.ints();
   std::vector<uint32_t> order;
@@ -297,15 +340,13 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   auto report_eval = [&](int64_t step) {
     summary.test = evaluate(m, data.watched(), std::max(tc.batch_size, 256));
     metrics.evaluation(train_seconds, step, double(step) / spe,
-                       summary.test.accuracy, summary.test.loss);
-    if (status != nullptr) {
+                       headline(summary.test), summary.test.loss);
+    if (status != nullptr && !summary.test.regression) {
       std::lock_guard<std::mutex> guard{status->mutex};
       status->test_accuracy = summary.test.accuracy;
     }
-    log << "step " << step << ", epoch " << fixed(double(step) / spe, 2)
-        << ": " << watched << " accuracy = "
-        << fixed(summary.test.accuracy, 4) << ", " << watched << " loss = "
-        << fixed(summary.test.loss, 4) << " (" << summary.test.count
+    log << "step " << step << ", epoch " << fixed(double(step) / spe, 2) << ": "
+        << describe_scores(summary.test, watched) << " (" << summary.test.count
         << " examples)" << std::endl;
   };
   while (trainer.global_step() < last_step) {
@@ -320,8 +361,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     const int n = static_cast<int>(
       std::min<int64_t>(tc.batch_size, data.train.count - first));
     auto t0 = clock_type::now();
-    gather_batch(data.train, order.data() + first, n, x, y);
-    auto r = trainer.step(x, y, n);
+    gather_batch(data.train, order.data() + first, n, x, y, t.data());
+    auto r = t.empty() ? trainer.step(x, y, n) : trainer.step(x, t.data(), n);
     double step_seconds = seconds_since(t0);
     train_seconds += step_seconds;
     window_seconds += step_seconds;
@@ -374,8 +415,7 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   if (data.validation.count > 0) {
     // Scored once, at the end: the test set.
     summary.test = evaluate(m, data.test, std::max(tc.batch_size, 256));
-    log << "final: test accuracy = " << fixed(summary.test.accuracy, 4)
-        << ", test loss = " << fixed(summary.test.loss, 4) << " ("
+    log << "final: " << describe_scores(summary.test, "test") << " ("
         << summary.test.count << " examples)" << std::endl;
   }
   if (!tc.checkpoint.dir.empty())
@@ -388,9 +428,9 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
                                                : 0;
   log << "done: " << summary.steps << " steps (" << summary.epochs
       << " epochs) in " << fixed(summary.seconds, 1) << " s of training, "
-      << fixed(summary.examples_per_sec, 1)
-      << " examples/sec, test accuracy = " << fixed(summary.test.accuracy, 4)
-      << std::endl;
+      << fixed(summary.examples_per_sec, 1) << " examples/sec, test "
+      << headline_name(summary.test) << " = "
+      << fixed(headline(summary.test), 4) << std::endl;
   return summary;
 }
 

@@ -22,9 +22,9 @@ class local_trainer {
 public:
   local_trainer(model& m, const optimizer_config& cfg);
 
-  /// One step: forward/backward on (x, labels) given in host memory, then
-  /// the optimizer update at the current global step, which then advances.
-  batch_loss step(const float* x, const int32_t* labels, int batch);
+  /// One step: forward/backward on (x, y) given in host memory, then the
+  /// optimizer update at the current global step, which then advances.
+  batch_loss step(const float* x, batch_targets y, int batch);
 
   int64_t global_step() const { return step_; }
   model& replica() { return model_; }
@@ -47,7 +47,8 @@ private:
   std::vector<float> host_params_, host_grads_; // non-host backends only
 };
 
-/// Evaluates the model on all of `data` in batches of `batch_size`.
+/// Evaluates the model on all of `data` in batches of `batch_size`: with
+/// float targets and mean squared error, a regression's scores.
 eval_result evaluate(model& m, const dataset& data, int batch_size);
 
 /// `x` with `digits` decimals ("%.*f"), as the progress lines print it.
@@ -64,7 +65,8 @@ logit_row read_logits(const float* z, size_t classes);
 
 /// An evaluation sample by sample: the loss and accuracy of evaluate()
 /// plus the confusion matrix (confusion[label][predicted], the predicted
-/// class being the first arg-max of the logits).
+/// class being the first arg-max of the logits); with float targets,
+/// evaluate()'s scores alone and no matrix.
 struct detailed_eval {
   eval_result overall;
   std::vector<std::vector<int64_t>> confusion;

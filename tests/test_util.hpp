@@ -103,4 +103,23 @@ inline void write_user_safetensors(const std::string& path,
   write_file(path, len + header + data);
 }
 
+/// Writes float32 `values` of shape `shape` (e.g. "(100, 4)") as an .npy
+/// file, as np.save writes it (version 1, header padded to 64 bytes).
+inline void write_npy_f32(const std::string& path, const std::string& shape,
+                          const std::vector<float>& values) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                     + shape + ", }";
+  size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
+  dict += std::string(total - 10 - dict.size() - 1, ' ') + "\n";
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\0';
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>((dict.size() >> 8) & 0xff);
+  out += dict;
+  out.append(reinterpret_cast<const char*>(values.data()),
+             values.size() * sizeof(float));
+  write_file(path, out);
+}
+
 } // namespace troupe::test

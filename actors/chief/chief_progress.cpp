@@ -74,14 +74,13 @@ void evaluate_now(chief_self self, std::function<void()> then) {
   // auc: a click model's ROC AUC; -1 for the others.
   auto report = [=](eval_result r, double auc) {
     auto& s = self->state;
-    s.eval.last_accuracy = r.accuracy;
+    s.eval.last_accuracy = headline(r);
     s.eval.last_loss = r.loss;
     s.eval.last_auc = auc;
     double t = now_seconds() - s.progress.t0;
     auto at = s.eval.last_eval_step;
     auto set = s.opts.data->watched_name();
-    auto scores = fmt("%s accuracy = %.4f, %s loss = %.4f", set, r.accuracy,
-                      set, r.loss);
+    auto scores = describe_scores(r, set);
     if (auc >= 0)
       scores += fmt(", %s AUC = %.4f", set, auc);
     auto examples = r.count > 0
@@ -90,7 +89,8 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     say(self,
         fmt("step %lld, epoch %.2f: %s (%s%.1f s)", static_cast<long long>(at),
             epoch_of(self, at), scores.c_str(), examples.c_str(), t));
-    s.progress.metrics.evaluation(t, at, epoch_of(self, at), r.accuracy, r.loss);
+    s.progress.metrics.evaluation(t, at, epoch_of(self, at), headline(r),
+                                  r.loss);
     s.eval.evaluating = false;
     then();
     auto waiters = std::move(self->state.eval.waiters);
@@ -294,9 +294,10 @@ void print_summary(chief_self self, const cluster_summary& r) {
                   self->state.recovery.recoveries,
                   static_cast<long long>(self->state.recovery.lost_steps)));
   // The table comes last: scripts read its row from the final line.
-  say(self, fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
-                "workers", "shards", "steps", "epochs", "seconds",
-                "examples/s", "test acc", "restarts"),
+  say(self,
+      fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
+          "workers", "shards", "steps", "epochs", "seconds", "examples/s",
+          self->state.eval.regression ? "test r2" : "test acc", "restarts"),
       false);
   say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
                 c.name.c_str(), to_string(c.cluster.consistency),
@@ -327,12 +328,16 @@ void finish_run(chief_self self) {
         // test set is scored once, now.
         auto t = evaluate(*s.eval.evaluator, s.opts.data->test,
                           std::max(s.opts.cfg.training.batch_size, 256));
-        say(self, fmt("final: validation accuracy = %.4f, validation loss = "
-                      "%.4f; test accuracy = %.4f, test loss = %.4f (%lld "
-                      "examples)",
-                      r.test_accuracy, r.test_loss, t.accuracy, t.loss,
+        auto validated = s.eval.regression
+                           ? fmt("validation r2 = %.4f, validation mse = %.4g",
+                                 r.test_accuracy, r.test_loss)
+                           : fmt("validation accuracy = %.4f, validation "
+                                 "loss = %.4f",
+                                 r.test_accuracy, r.test_loss);
+        say(self, fmt("final: %s; %s (%lld examples)", validated.c_str(),
+                      describe_scores(t, "test").c_str(),
                       static_cast<long long>(t.count)));
-        r.test_accuracy = t.accuracy;
+        r.test_accuracy = headline(t);
         r.test_loss = t.loss;
       }
       r.restarts = s.members.restarts->total();
@@ -505,14 +510,15 @@ void on_report(chief_self self, const worker_report& r) {
     double rate = static_cast<double>(st.progress.window_samples)
                   / (now - st.progress.window_start);
     double loss = st.progress.window_loss / static_cast<double>(st.progress.window_samples);
-    std::string acc = st.eval.last_accuracy < 0
+    std::string acc = st.eval.last_accuracy == -1
                         ? std::string{"-"}
                         : fmt("%.4f", st.eval.last_accuracy);
     say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
-                  "%d workers, %s accuracy = %s",
-                  static_cast<long long>(st.progress.steps), epoch_of(self, st.progress.steps),
-                  loss, rate, live_workers(self),
-                  st.opts.data->watched_name(), acc.c_str()));
+                  "%d workers, %s %s = %s",
+                  static_cast<long long>(st.progress.steps),
+                  epoch_of(self, st.progress.steps), loss, rate,
+                  live_workers(self), st.opts.data->watched_name(),
+                  st.eval.regression ? "r2" : "accuracy", acc.c_str()));
     st.progress.metrics.progress(now - st.progress.t0, st.progress.steps, epoch_of(self, st.progress.steps), loss,
                         rate);
     st.progress.window_samples = 0;

@@ -47,7 +47,8 @@ run_view run_of(chief_self self) {
   r.examples_per_sec = r.seconds > 0
                          ? static_cast<double>(st.progress.samples) / r.seconds
                          : 0.0;
-  r.test_accuracy = st.eval.last_accuracy;
+  // A regression has no accuracy (its R^2 is in the progress lines).
+  r.test_accuracy = st.eval.regression ? -1 : st.eval.last_accuracy;
   r.total_steps = st.progress.total_steps;
   auto opt = c.training.optimizer;
   opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr : opt.learning_rate;

@@ -64,8 +64,9 @@ caf::error metrics_log::open(const std::string& dir, const metrics_run& run) {
   };
   if (auto err = open_one(jsonl_, base_ + ".jsonl", nullptr))
     return err;
-  if (auto err = open_one(csv_, base_ + ".csv",
-                          "seconds,step,epoch,test_accuracy,test_loss\n"))
+  score_key_ = "test_" + run.score;
+  auto header = "seconds,step,epoch," + score_key_ + ",test_loss\n";
+  if (auto err = open_one(csv_, base_ + ".csv", header.c_str()))
     return err;
   if (auto err = open_one(progress_csv_, base_ + ".progress.csv",
                           "seconds,step,epoch,loss,examples_per_sec\n"))
@@ -109,16 +110,17 @@ void metrics_log::worker(int32_t id, double seconds, int64_t step,
 }
 
 void metrics_log::evaluation(double seconds, int64_t step, double epoch,
-                             double accuracy, double loss) {
+                             double score, double loss) {
   if (!jsonl_)
     return;
   std::fprintf(jsonl_.get(),
                "{\"event\":\"eval\",\"seconds\":%.3f,\"step\":%lld,"
-               "\"epoch\":%.4f,\"test_accuracy\":%.6f,\"test_loss\":%.6g}\n",
-               seconds, static_cast<long long>(step), epoch, accuracy, loss);
+               "\"epoch\":%.4f,\"%s\":%.6f,\"test_loss\":%.6g}\n",
+               seconds, static_cast<long long>(step), epoch, score_key_.c_str(),
+               score, loss);
   std::fflush(jsonl_.get());
   std::fprintf(csv_.get(), "%.3f,%lld,%.4f,%.6f,%.6g\n", seconds,
-               static_cast<long long>(step), epoch, accuracy, loss);
+               static_cast<long long>(step), epoch, score, loss);
   std::fflush(csv_.get());
 }
 

@@ -5,7 +5,8 @@
 //   name, id, mode, workers, data partition, the step it starts at),
 //   "progress" (the cluster's progress lines), "worker" (each worker's),
 //   "eval" (evaluations);
-// - `.csv`: the evaluations (seconds, step, epoch, test accuracy, test loss);
+// - `.csv`: the evaluations (seconds, step, epoch, test accuracy, test loss;
+//   a regression's R^2 in place of the accuracy);
 // - `.progress.csv`: the progress lines (seconds, step, epoch, loss,
 //   examples/s).
 // The CSV files start with a "# run=... mode=... workers=..." line, which
@@ -26,6 +27,9 @@ struct metrics_run {
   std::string name, run_id, mode, partition;
   int workers = 0;
   int64_t start_step = 0; ///< > 0: resumed there
+  /// What an evaluation's score is: "accuracy", or "r2" for a regression
+  /// (the column "test_<score>").
+  std::string score = "accuracy";
 };
 
 class metrics_log {
@@ -48,7 +52,8 @@ public:
                 double examples_per_sec);
   void worker(int32_t id, double seconds, int64_t step, double loss,
               double examples_per_sec);
-  void evaluation(double seconds, int64_t step, double epoch, double accuracy,
+  /// `score` is the run's metrics_run::score.
+  void evaluation(double seconds, int64_t step, double epoch, double score,
                   double loss);
 
 private:
@@ -57,6 +62,7 @@ private:
   };
   using file = std::unique_ptr<std::FILE, closer>;
   std::string base_;
+  std::string score_key_ = "test_accuracy";
   file jsonl_, csv_, progress_csv_;
 };
 

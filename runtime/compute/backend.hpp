@@ -26,8 +26,11 @@ const char* to_string(activation act);
 
 /// Loss and accuracy of one batch.
 struct batch_loss {
-  double loss_sum = 0;  ///< sum over rows of -log p(label)
+  double loss_sum = 0;  ///< sum over rows of -log p(label) (or the row's
+                        ///< mean loss, runtime/compute/losses.hpp)
   int64_t correct = 0;  ///< rows whose arg-max equals the label
+  double abs_err_sum = 0; ///< mean squared error: sum over rows of the
+                          ///< mean absolute error
 };
 
 /// A backend operation failed on its device (a CUDA or cuBLAS error, out of

@@ -157,7 +157,10 @@ model_config read_model(object_reader r) {
     m.layers = read_layers(*r.find("layers"), r.at("layers"));
     m.loss = r.choice<loss_kind>(
       "loss", loss_kind::softmax_cross_entropy,
-      {{"softmax_cross_entropy", loss_kind::softmax_cross_entropy}});
+      {{"softmax_cross_entropy", loss_kind::softmax_cross_entropy},
+       {"binary_cross_entropy", loss_kind::binary_cross_entropy},
+       {"mean_squared_error", loss_kind::mean_squared_error},
+       {"mse", loss_kind::mean_squared_error}});
   }
   if (m.type == mk::external) {
     // Its shapes and initial values are the file's: nothing else to say.
@@ -253,10 +256,24 @@ data_config read_data(object_reader r) {
       auto dir = r.string("dir", "");
       d.train_images = data_file(r, "train", dir, "", true);
       d.test_images = data_file(r, "test", dir, "", true);
-      d.label_column = r.string("label_column", "label");
-      if (d.label_column.empty() || has_control(d.label_column))
-        throw config_error{errc::invalid_config, r.at("label_column"),
-                           "expected a column name"};
+      // A name, or (for float targets) a list of names.
+      auto* names = r.find("label_column");
+      if (names != nullptr && names->is_array()) {
+        d.label_columns = r.string_list("label_column");
+        if (d.label_columns.empty())
+          throw config_error{errc::invalid_config, r.at("label_column"),
+                             "expected a column name or a list of them"};
+      } else {
+        d.label_columns = {r.string("label_column", "label")};
+      }
+      for (size_t i = 0; i < d.label_columns.size(); ++i)
+        if (d.label_columns[i].empty() || has_control(d.label_columns[i]))
+          throw config_error{errc::invalid_config,
+                             r.at("label_column")
+                               + (names != nullptr && names->is_array()
+                                    ? "/" + std::to_string(i)
+                                    : std::string{}),
+                             "expected a column name"};
       break;
     }
     case dk::click: {
@@ -450,6 +467,46 @@ void check_click_run(run_config& cfg) {
 
 /// What an external model and the user's own data require of each other
 /// and of the rest of the run; called once every section is read.
+/// The labels the loss reads (data.targets), and what needs class labels.
+void check_targets(run_config& cfg) {
+  auto& d = cfg.data;
+  switch (cfg.model.loss) {
+    case loss_kind::softmax_cross_entropy:
+      d.targets = target_kind::classes;
+      break;
+    case loss_kind::binary_cross_entropy:
+      d.targets = target_kind::probabilities;
+      break;
+    case loss_kind::mean_squared_error: d.targets = target_kind::values; break;
+  }
+  if (d.format == data_config::kind::csv && d.label_columns.size() > 1
+      && d.targets == target_kind::classes)
+    throw config_error{errc::invalid_config, "/data/label_column",
+                       "a list of columns holds float targets (model.loss "
+                       "binary_cross_entropy or mean_squared_error); "
+                       "softmax_cross_entropy reads one column of class "
+                       "labels"};
+  if (d.targets == target_kind::classes)
+    return;
+  const std::string loss = to_string(cfg.model.loss);
+  if (d.format != data_config::kind::npy && d.format != data_config::kind::npz
+      && d.format != data_config::kind::csv)
+    throw config_error{errc::invalid_config, "/model/loss",
+                       loss
+                         + " reads float targets, which data.format npy, "
+                           "npz and csv hold; found data.format \""
+                         + std::string{to_string(d.format)} + "\""};
+  if (d.file_classes != 0)
+    throw config_error{errc::invalid_config, "/data/classes",
+                       loss
+                         + " reads float targets, whose count per sample "
+                           "the data says: drop data.classes"};
+  if (cfg.cluster.target_accuracy > 0 && d.targets == target_kind::values)
+    throw config_error{errc::invalid_config, "/cluster/target_accuracy",
+                       "a regression (mean_squared_error) has no accuracy "
+                       "to reach: drop target_accuracy"};
+}
+
 void check_external_run(const run_config& cfg) {
   bool model = cfg.model.type == model_config::kind::external;
   bool data = cfg.data.format == data_config::kind::external;
@@ -591,6 +648,7 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     r.finish();
     check_click_run(cfg);
     check_external_run(cfg);
+    check_targets(cfg);
     return cfg;
   } catch (const config_error& e) {
     return make_error(e.code, origin + ": " + printable(e.pointer) + ": "

@@ -45,6 +45,8 @@ const char* to_string(layer_spec::kind k) {
 const char* to_string(loss_kind k) {
   switch (k) {
     case loss_kind::softmax_cross_entropy: return "softmax_cross_entropy";
+    case loss_kind::binary_cross_entropy: return "binary_cross_entropy";
+    case loss_kind::mean_squared_error: return "mean_squared_error";
   }
   return "?";
 }

@@ -72,6 +72,8 @@ bool layer_type_registered(const std::string& type);
 /// The loss a layer-list model is trained with, on its last layer's output.
 enum class loss_kind {
   softmax_cross_entropy, ///< integer class labels; the last layer's logits
+  binary_cross_entropy,  ///< targets in [0, 1], one per output; its logits
+  mean_squared_error,    ///< float targets, one per output; its values
 };
 
 const char* to_string(loss_kind k);

@@ -102,7 +102,9 @@ identity_map training_identity(const run_config& cfg) {
     if (d.file_classes > 0)
       m["/data/classes"] = std::to_string(d.file_classes);
     if (d.format == data_config::kind::csv)
-      m["/data/label_column"] = d.label_column;
+      m["/data/label_column"] = d.label_columns.size() == 1
+                                  ? d.label_columns[0]
+                                  : list(d.label_columns);
     if (d.format == data_config::kind::click) {
       m["/data/numeric"] = std::to_string(d.click_numeric);
       m["/data/categorical"] = std::to_string(d.click_categorical);

@@ -10,8 +10,20 @@
 
 namespace troupe {
 
-/// The most classes a dataset may have (labels 0..65535).
+/// The most classes a dataset may have (labels 0..65535), and the most
+/// targets a sample may have.
 constexpr int max_classes = 1 << 16;
+
+/// What a dataset's labels are, as the model's loss reads them.
+enum class target_kind {
+  classes,       ///< one integer class per sample (softmax cross-entropy)
+  values,        ///< one or more finite floats per sample (squared error)
+  probabilities, ///< one or more floats in [0, 1] per sample (binary
+                 ///< cross-entropy: 0 and 1 for a sample's labels)
+};
+
+/// "class labels", "float targets" or "targets in [0, 1]", for messages.
+const char* describe(target_kind k);
 
 struct data_config {
   /// external: the user's own dataset, which troupe never reads; the
@@ -23,8 +35,11 @@ struct data_config {
   // keeps the features' files in the *_images fields, csv its two files
   // there (and no label files).
   std::string train_images, train_labels, test_images, test_labels;
-  // csv: the column of the labels.
-  std::string label_column = "label";
+  // csv: the column of the labels; with float targets, one or more
+  // columns (a sample's targets in this order).
+  std::vector<std::string> label_columns{"label"};
+  /// What the labels are: the model's loss says (read_run_config sets it).
+  target_kind targets = target_kind::classes;
   // npz: the archive, and its arrays: training features and labels, test
   // features and labels.
   std::string archive;

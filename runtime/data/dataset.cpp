@@ -20,14 +20,29 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+const char* describe(target_kind k) {
+  switch (k) {
+    case target_kind::classes: return "class labels";
+    case target_kind::values: return "float targets";
+    case target_kind::probabilities: return "targets in [0, 1]";
+  }
+  return "?";
+}
+
 void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
-                  int32_t* y) {
+                  int32_t* y, float* t) {
   const size_t size = data.sample_size();
+  const auto width = static_cast<size_t>(data.classes);
   for (int i = 0; i < n; ++i) {
     std::memcpy(x + static_cast<size_t>(i) * size,
                 data.images.data() + static_cast<size_t>(idx[i]) * size,
                 size * sizeof(float));
-    y[i] = data.labels[idx[i]];
+    if (data.has_targets())
+      std::memcpy(t + static_cast<size_t>(i) * width,
+                  data.targets.data() + static_cast<size_t>(idx[i]) * width,
+                  width * sizeof(float));
+    else
+      y[i] = data.labels[idx[i]];
   }
 }
 

@@ -1,7 +1,7 @@
 // In-memory labelled datasets and the per-epoch sample order. Samples are
 // stored as floats, NHWC (one sample is height x width x channels; images
 // scaled to [0, 1], other features as the file has them), labels as int32
-// in [0, classes).
+// in [0, classes), or, for the losses that read them, float targets.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +24,14 @@ struct dataset {
   std::string source; ///< where it came from, for messages
   int64_t count = 0;
   int height = 0, width = 0, channels = 0;
+  /// Class labels: their count. Float targets: the targets per sample,
+  /// which is the width of the model's output either way.
   int classes = 0;
   std::vector<float> images;  ///< count * sample_size()
-  std::vector<int32_t> labels; ///< count
+  std::vector<int32_t> labels; ///< count; empty with float targets
+  /// Float targets (target_kind values and probabilities), count *
+  /// classes, a sample's targets together; empty with class labels.
+  std::vector<float> targets;
   /// Click logs (data.format "click"): their categorical ids, while
   /// images holds the numeric fields (1 x numeric x 1 per sample) and
   /// labels the clicks (classes 2); null for every other format.
@@ -35,6 +40,7 @@ struct dataset {
   size_t sample_size() const {
     return static_cast<size_t>(height) * width * channels;
   }
+  bool has_targets() const { return !targets.empty(); }
 };
 
 /// Reads an IDX image file (magic 0x803, unsigned bytes, N x rows x cols) and
@@ -51,11 +57,15 @@ caf::expected<dataset> load_idx(const std::string& images_path,
 /// be finite) or uint8 (scaled to [0, 1], as the image readers do), and
 /// labels of shape (N,) of any integer type, each in [0, max_classes).
 /// (N, F) becomes samples of 1 x F x 1. `classes` is the largest label + 1.
+/// With float targets (`targets` values or probabilities) the labels are
+/// (N,) or (N, K) of any integer or float type, finite (and in [0, 1] for
+/// probabilities), and `classes` is K.
 /// Errors name the file and what is wrong: errc::file_not_found,
 /// errc::io_error, errc::bad_format (magic, version, header, dtype,
 /// Fortran order, shape, truncated or trailing data, counts, labels).
 caf::expected<dataset> load_npy(const std::string& features_path,
-                                const std::string& labels_path);
+                                const std::string& labels_path,
+                                target_kind targets = target_kind::classes);
 
 /// The features alone of an .npy file, as load_npy reads them (no labels,
 /// classes 0): the input of a prediction.
@@ -69,7 +79,8 @@ caf::expected<dataset> load_npy_features(const std::string& path);
 /// everything load_npy refuses.
 caf::expected<dataset> load_npz(const std::string& path,
                                 const std::string& features,
-                                const std::string& labels);
+                                const std::string& labels,
+                                target_kind targets = target_kind::classes);
 
 /// Reads a CSV file with a header row: the column named `label_column`
 /// holds integer labels in [0, max_classes), every other column is a
@@ -80,6 +91,13 @@ caf::expected<dataset> load_npz(const std::string& path,
 /// `label_column` reads every column as a feature (no labels, classes 0).
 caf::expected<dataset> load_csv(const std::string& path,
                                 const std::string& label_column);
+/// The same with float targets, or class labels (`targets` classes, one
+/// column): the columns `label_columns` hold a sample's targets, in that
+/// order, each a finite number (in [0, 1] for probabilities); `classes`
+/// is their count.
+caf::expected<dataset> load_csv(const std::string& path,
+                                const std::vector<std::string>& label_columns,
+                                target_kind targets);
 
 /// Reads CIFAR-10 binary batch files (records of 1 label byte + 3072 pixel
 /// bytes, three 32x32 planes R, G, B) and concatenates them.
@@ -101,9 +119,10 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 /// into images, the labels become 0 and 1, the ids stay in `clicks`.
 dataset click_dataset(click_data logs);
 
-/// Copies the samples named by idx[0..n) into x (n, sample_size) and y (n).
+/// Copies the samples named by idx[0..n) into x (n, sample_size) and their
+/// labels into y (n), or their float targets into t (n, classes).
 void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
-                  int32_t* y);
+                  int32_t* y, float* t = nullptr);
 
 } // namespace troupe
 

@@ -1,8 +1,9 @@
 // CSV datasets: a header row naming the columns, one sample per line after
-// it. The label column is named in the config; every other column is a
-// feature. Quoting follows RFC 4180 within a line (a quoted field may hold
-// commas and "" for a quote, not a line break), which is what pandas'
-// to_csv and Python's csv module write for numeric tables.
+// it. The label column (or, for float targets, columns) is named in the
+// config; every other column is a feature. Quoting follows RFC 4180 within a
+// line (a quoted field may hold commas and "" for a quote, not a line break),
+// which is what pandas' to_csv and Python's csv module write for numeric
+// tables.
 #include "runtime/data/dataset.hpp"
 
 #include <algorithm>
@@ -74,6 +75,15 @@ std::string trimmed(const std::string& s) {
 
 caf::expected<dataset> load_csv(const std::string& path,
                                 const std::string& label_column) {
+  std::vector<std::string> columns;
+  if (!label_column.empty())
+    columns.push_back(label_column);
+  return load_csv(path, columns, target_kind::classes);
+}
+
+caf::expected<dataset> load_csv(const std::string& path,
+                                const std::vector<std::string>& label_columns,
+                                target_kind targets) {
   if (auto err = check_regular(path))
     return err;
   std::ifstream in{path, std::ios::binary};
@@ -83,10 +93,17 @@ caf::expected<dataset> load_csv(const std::string& path,
     return make_error(errc::bad_format,
                       path + ":" + std::to_string(line) + ": " + what);
   };
+  const bool classes = targets == target_kind::classes;
+  if (classes ? label_columns.size() > 1 : label_columns.empty())
+    return make_error(errc::invalid_config,
+                      path + ": " + describe(targets) + " are read from "
+                        + (classes ? "one column" : "one or more columns")
+                        + ", not " + std::to_string(label_columns.size()));
   dataset out;
   out.source = path;
   std::vector<std::string> header, fields;
-  size_t label_at = 0;
+  // Per column: its place among the targets, or -1 for a feature.
+  std::vector<int> target_of;
   std::string line;
   int64_t number = 0;
   int64_t largest = 0;
@@ -109,25 +126,34 @@ caf::expected<dataset> load_csv(const std::string& path,
         if (!seen.insert(name).second)
           return bad(number, "column \"" + name + "\" is named twice");
       }
-      if (label_column.empty()) { // features only
-        label_at = header.size();
-        continue;
+      target_of.assign(header.size(), -1);
+      for (size_t k = 0; k < label_columns.size(); ++k) {
+        const auto& name = label_columns[k];
+        auto it = std::find(header.begin(), header.end(), name);
+        if (it == header.end())
+          return bad(number, "no column named \"" + name + "\" for the "
+                               + (classes ? "labels" : "targets")
+                               + " (data.label_column)");
+        auto& slot = target_of[static_cast<size_t>(it - header.begin())];
+        if (slot >= 0)
+          return bad(number, "column \"" + name
+                               + "\" is named twice in data.label_column");
+        slot = static_cast<int>(k);
       }
-      auto it = std::find(header.begin(), header.end(), label_column);
-      if (it == header.end())
-        return bad(number, "no column named \"" + label_column
-                             + "\" for the labels (data.label_column)");
-      if (header.size() < 2)
+      if (!label_columns.empty() && header.size() <= label_columns.size())
         return bad(number, "no feature columns beside the labels");
-      label_at = static_cast<size_t>(it - header.begin());
       continue;
     }
     if (fields.size() != header.size())
       return bad(number, std::to_string(fields.size()) + " fields, the header "
                            "names " + std::to_string(header.size()));
-    if ((out.images.size() + header.size()) > max_dataset_values)
+    if ((out.images.size() + out.targets.size() + header.size())
+        > max_dataset_values)
       return bad(number, "more than " + std::to_string(max_dataset_values)
                            + " values");
+    const size_t row_targets = out.targets.size();
+    if (!classes)
+      out.targets.resize(row_targets + label_columns.size());
     for (size_t c = 0; c < fields.size(); ++c) {
       auto text = trimmed(fields[c]);
       auto where = "column \"" + header[c] + "\"";
@@ -135,7 +161,21 @@ caf::expected<dataset> load_csv(const std::string& path,
         return bad(number, where + " is empty");
       char* end = nullptr;
       errno = 0;
-      if (c == label_at) {
+      if (target_of[c] >= 0 && !classes) {
+        float v = std::strtof(text.c_str(), &end);
+        if (*end != '\0')
+          return bad(number,
+                     where + ": target \"" + text + "\" is not a number");
+        if (!std::isfinite(v))
+          return bad(number, where + ": target \"" + text
+                               + "\" is not finite (or too large for "
+                                 "float32)");
+        if (targets == target_kind::probabilities && !(v >= 0.f && v <= 1.f))
+          return bad(number, where + ": target " + text
+                               + "; binary cross-entropy needs targets in "
+                                 "[0, 1]");
+        out.targets[row_targets + static_cast<size_t>(target_of[c])] = v;
+      } else if (target_of[c] >= 0) {
         long long v = std::strtoll(text.c_str(), &end, 10);
         if (*end != '\0' || errno == ERANGE)
           return bad(number, where + ": label \"" + text
@@ -162,14 +202,17 @@ caf::expected<dataset> load_csv(const std::string& path,
   if (header.empty())
     return make_error(errc::bad_format, path + ": empty (expected a header "
                                                "row naming the columns)");
-  auto features = header.size() - (label_at < header.size() ? 1 : 0);
+  auto features = header.size() - label_columns.size();
   if (out.images.empty())
     return make_error(errc::bad_format, path + ": a header but no samples");
   out.count = static_cast<int64_t>(out.images.size() / features);
   out.height = 1;
   out.width = static_cast<int>(features);
   out.channels = 1;
-  out.classes = label_at < header.size() ? static_cast<int>(largest) + 1 : 0;
+  if (!classes)
+    out.classes = static_cast<int>(label_columns.size());
+  else
+    out.classes = label_columns.empty() ? 0 : static_cast<int>(largest) + 1;
   return out;
 }
 

@@ -13,6 +13,8 @@ namespace {
 /// the largest label of both sets + 1 (at least 2). Labels at or above
 /// data.classes are refused, naming the file and the sample.
 caf::error settle_classes(train_test& sets, int configured) {
+  if (sets.train.has_targets())
+    return caf::none; // classes is the targets' width, compared below
   int classes = configured;
   if (classes == 0)
     classes = std::max({2, sets.train.classes, sets.test.classes});
@@ -59,13 +61,15 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
         auto i = train ? 0 : 2;
         switch (cfg.format) {
           case data_config::kind::npy:
-            return train ? load_npy(cfg.train_images, cfg.train_labels)
-                         : load_npy(cfg.test_images, cfg.test_labels);
+            return train
+                     ? load_npy(cfg.train_images, cfg.train_labels, cfg.targets)
+                     : load_npy(cfg.test_images, cfg.test_labels, cfg.targets);
           case data_config::kind::npz:
-            return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1]);
+            return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1],
+                            cfg.targets);
           default:
             return load_csv(train ? cfg.train_images : cfg.test_images,
-                            cfg.label_column);
+                            cfg.label_columns, cfg.targets);
         }
       };
       auto train = read(true);
@@ -127,18 +131,19 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
   auto& a = out.train;
   auto& b = out.test;
   if (a.height != b.height || a.width != b.width || a.channels != b.channels
-      || a.classes != b.classes)
+      || a.classes != b.classes) {
+    auto shape = [](const dataset& d) {
+      auto n = std::to_string(d.classes);
+      return std::to_string(d.height) + "x" + std::to_string(d.width) + "x"
+             + std::to_string(d.channels)
+             + (!d.has_targets() ? " in " + n + " classes"
+                : d.classes == 1 ? " with 1 target"
+                                 : " with " + n + " targets");
+    };
     return make_error(errc::bad_format,
-                      b.source + ": test samples are "
-                        + std::to_string(b.height) + "x"
-                        + std::to_string(b.width) + "x"
-                        + std::to_string(b.channels) + " in "
-                        + std::to_string(b.classes) + " classes, but "
-                        + a.source + " has training samples of "
-                        + std::to_string(a.height) + "x"
-                        + std::to_string(a.width) + "x"
-                        + std::to_string(a.channels) + " in "
-                        + std::to_string(a.classes));
+                      b.source + ": test samples are " + shape(b) + ", but "
+                        + a.source + " has training samples of " + shape(a));
+  }
   if (cfg.validation_split > 0) {
     auto held = hold_out(out.train, cfg.validation_split, cfg.validation_seed);
     if (!held)
@@ -193,7 +198,10 @@ caf::expected<dataset> hold_out(dataset& train, double fraction,
     d.classes = train.classes;
     d.count = count;
     d.images.reserve(static_cast<size_t>(count) * train.sample_size());
-    d.labels.reserve(static_cast<size_t>(count));
+    if (train.has_targets())
+      d.targets.reserve(static_cast<size_t>(count) * train.classes);
+    else
+      d.labels.reserve(static_cast<size_t>(count));
     return d;
   };
   auto kept = empty_like(train.source, n - k);
@@ -204,7 +212,13 @@ caf::expected<dataset> hold_out(dataset& train, double fraction,
     auto first = train.images.begin() + static_cast<ptrdiff_t>(i * size);
     to.images.insert(to.images.end(), first,
                      first + static_cast<ptrdiff_t>(size));
-    to.labels.push_back(train.labels[static_cast<size_t>(i)]);
+    if (train.has_targets()) {
+      auto width = static_cast<ptrdiff_t>(train.classes);
+      auto t = train.targets.begin() + i * width;
+      to.targets.insert(to.targets.end(), t, t + width);
+    } else {
+      to.labels.push_back(train.labels[static_cast<size_t>(i)]);
+    }
   }
   train = std::move(kept);
   return out;

@@ -341,12 +341,69 @@ caf::error fill_features(dataset& out, const std::string& features,
   return caf::none;
 }
 
+/// Float targets from the labels array `h` of `b` (its data at `at`):
+/// (N,) or (N, K) of any integer or float type, each finite (and in [0, 1]
+/// for probabilities), into out.targets; out.classes becomes K.
+caf::error fill_targets(dataset& out, const npy_header& h, const std::string& b,
+                        size_t at, const std::string& name,
+                        target_kind targets) {
+  const auto& s = h.shape;
+  if (s.empty() || s.size() > 2)
+    return bad(name, "targets of shape " + shape_text(s)
+                       + " (expected (N,) or (N, K))");
+  if (s[0] != static_cast<uint64_t>(out.count))
+    return bad(name, std::to_string(s[0]) + " targets for "
+                       + std::to_string(out.count) + " samples in "
+                       + out.source);
+  uint64_t width = s.size() == 2 ? s[1] : 1;
+  if (width == 0 || width > static_cast<uint64_t>(max_classes))
+    return bad(name, "shape " + shape_text(s) + ": 1 to "
+                       + std::to_string(max_classes) + " targets per sample");
+  if (s[0] * width > max_dataset_values)
+    return bad(name, "shape " + shape_text(s) + " holds more than "
+                       + std::to_string(max_dataset_values) + " values");
+  auto n = static_cast<size_t>(s[0] * width);
+  auto raw = data_of(b, at, name, n * h.item_size);
+  if (!raw)
+    return raw.error();
+  out.targets.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char* p = *raw + i * h.item_size;
+    double v = 0;
+    if (h.type == element::f4)
+      v = little_endian_at<float>(p);
+    else if (h.type == element::f8)
+      v = little_endian_at<double>(p);
+    else if (h.type == element::u8)
+      v = static_cast<double>(little_endian_at<uint64_t>(p));
+    else {
+      bool unused = false;
+      v = static_cast<double>(*label_at(h.type, p, unused));
+    }
+    auto where = [&] {
+      return "target " + std::to_string(i % width) + " of sample "
+             + std::to_string(i / width);
+    };
+    auto f = static_cast<float>(v);
+    if (!std::isfinite(f))
+      return bad(name, where()
+                         + " is not finite (or too large for "
+                           "float32)");
+    if (targets == target_kind::probabilities && !(f >= 0.f && f <= 1.f))
+      return bad(name, where() + " is " + std::to_string(v)
+                         + "; binary cross-entropy needs targets in [0, 1]");
+    out.targets[i] = f;
+  }
+  out.classes = static_cast<int>(width);
+  return caf::none;
+}
 } // namespace
 
 caf::expected<dataset> dataset_from_npy(const std::string& features,
                                         const std::string& features_name,
                                         const std::string& labels,
-                                        const std::string& labels_name) {
+                                        const std::string& labels_name,
+                                        target_kind targets) {
   dataset out;
   out.source = features_name;
   if (auto err = fill_features(out, features, features_name))
@@ -355,6 +412,11 @@ caf::expected<dataset> dataset_from_npy(const std::string& features,
   auto h = read_header(labels, labels_name, at);
   if (!h)
     return h.error();
+  if (targets != target_kind::classes) {
+    if (auto err = fill_targets(out, *h, labels, at, labels_name, targets))
+      return err;
+    return out;
+  }
   if (h->shape.size() != 1)
     return bad(labels_name, "labels of shape " + shape_text(h->shape)
                               + " (expected (N,))");
@@ -399,14 +461,16 @@ caf::expected<dataset> load_npy_features(const std::string& path) {
 }
 
 caf::expected<dataset> load_npy(const std::string& features_path,
-                                const std::string& labels_path) {
+                                const std::string& labels_path,
+                                target_kind targets) {
   auto features = read_whole_file(features_path, max_npy_bytes);
   if (!features)
     return features.error();
   auto labels = read_whole_file(labels_path, max_npy_bytes);
   if (!labels)
     return labels.error();
-  return dataset_from_npy(*features, features_path, *labels, labels_path);
+  return dataset_from_npy(*features, features_path, *labels, labels_path,
+                          targets);
 }
 
 } // namespace troupe

@@ -274,7 +274,8 @@ private:
 
 caf::expected<dataset> load_npz(const std::string& path,
                                 const std::string& features,
-                                const std::string& labels) {
+                                const std::string& labels,
+                                target_kind targets) {
   zip_reader zip{path};
   if (auto err = zip.open())
     return err;
@@ -284,7 +285,8 @@ caf::expected<dataset> load_npz(const std::string& path,
   auto y = zip.extract(labels + ".npy");
   if (!y)
     return y.error();
-  return dataset_from_npy(*x, path + ":" + features, *y, path + ":" + labels);
+  return dataset_from_npy(*x, path + ":" + features, *y, path + ":" + labels,
+                          targets);
 }
 
 } // namespace troupe

@@ -291,6 +291,82 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
                         + ":3: column \"f1\": \"zero\" is not a number\n");
 }
 
+// Several labels per sample (binary cross-entropy on two CSV columns):
+// scored by subset accuracy, every label of a sample right; a target
+// outside [0, 1] is named with its row.
+BOOST_AUTO_TEST_CASE(a_multi_label_csv_trains_with_binary_cross_entropy) {
+  temp_dir tmp;
+  auto table = [](int rows, uint32_t seed) {
+    std::string s = "f0,wet,f1,f2,cold\n";
+    for (int i = 0; i < rows; ++i) {
+      double f[3];
+      for (auto& v : f) {
+        seed = seed * 1664525u + 1013904223u;
+        v = 2 * ((seed >> 8) / double(1 << 24) - 0.5);
+      }
+      s += std::to_string(f[0]) + "," + (f[0] > 0 ? "1" : "0") + ","
+           + std::to_string(f[1]) + "," + std::to_string(f[2]) + ","
+           + (f[1] + f[2] > 0 ? "1" : "0") + "\n";
+    }
+    return s;
+  };
+  troupe::test::write_file(tmp.file("train.csv"), table(1000, 1));
+  troupe::test::write_file(tmp.file("test.csv"), table(200, 2));
+  auto config = [&](int units, const std::string& checkpoint) {
+    troupe::test::write_file(tmp.file("cfg.json"), R"({
+      "model": { "layers": [ { "type": "dense", "units": )"
+                                                     + std::to_string(units)
+                                                     + R"( } ],
+                 "loss": "binary_cross_entropy" },
+      "data": { "format": "csv", "dir": ")" + tmp.path()
+                                                     + R"(",
+                "train": "train.csv", "test": "test.csv",
+                "label_column": ["wet", "cold"] },
+      "training": { "batch_size": 20, "epochs": 10, )"
+                                                     + checkpoint + R"(
+                    "optimizer": { "type": "adam",
+                                   "learning_rate": 0.05 } } })");
+  };
+  config(2, R"("checkpoint": { "dir": ")" + tmp.file("ckpt") + R"(" },)");
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("model: layers 3: dense 3->2 identity")
+               != std::string::npos,
+             o.out);
+  BOOST_TEST(accuracy_after_done(o) > 0.9, o.out);
+  // troupe-predict gives each label and its probability.
+  troupe::test::write_file(tmp.file("new.csv"),
+                           "f0,f1,f2\n0.9,0.9,0.9\n-0.9,-0.9,-0.9\n");
+  auto p = troupe::test::run_app(
+    tmp, "troupe-predict",
+    "--checkpoint " + tmp.file("ckpt/ckpt-500.safetensors") + " --input "
+      + tmp.file("new.csv") + " --output " + tmp.file("out.csv"));
+  BOOST_TEST(p.code == 0, p.err);
+  auto predicted = troupe::test::slurp(tmp.file("out.csv"));
+  BOOST_TEST(predicted.find("label0,label1,p0,p1\n1,1,0.") == 0, predicted);
+  BOOST_TEST(predicted.find("\n0,0,0.") != std::string::npos, predicted);
+
+  config(2, "");
+  troupe::test::write_file(tmp.file("test.csv"),
+                           "f0,wet,f1,f2,cold\n0,1,0,0,0\n0,1,0,0,2\n");
+  o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 2, o.err);
+  BOOST_TEST(o.err
+             == "troupe-train: error: " + tmp.file("test.csv")
+                  + ":3: column \"cold\": target 2; binary "
+                    "cross-entropy needs targets in [0, 1]\n");
+  // A last layer of another width than the targets is named.
+  config(3, "");
+  troupe::test::write_file(tmp.file("test.csv"), table(10, 3));
+  o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 2, o.err);
+  BOOST_TEST(o.err.find("/model/layers/0: the last layer gives 3 "
+                        "values per sample; the data has 2 targets per "
+                        "sample: end with a dense layer of 2 units")
+               != std::string::npos,
+             o.err);
+}
+
 // --evaluate scores a checkpoint as the run that wrote it did, adds each
 // class's accuracy and the confusion matrix, and writes nothing;
 // troupe-predict, given the checkpoint alone, predicts what it scored.

@@ -7,7 +7,9 @@
 #include "models/gradient_check.hpp"
 #include "models/layer_list.hpp"
 #include "models/model.hpp"
+#include "runtime/base/random.hpp"
 #include "runtime/compute/cpu_backend.hpp"
+#include "runtime/compute/losses.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/base/errc.hpp"
 
@@ -26,15 +28,27 @@ void check_gradients(model_config cfg, int h, int w, int c, int classes,
   model& m = **made;
   const int batch = 3;
   auto data = make_synthetic(batch, h, w, c, classes, 0.3, 5, 6);
+  // Float targets for the losses that read them: soft labels in [0, 1]
+  // for binary cross-entropy, any reals for squared error.
+  std::vector<float> targets;
+  if (cfg.loss != loss_kind::softmax_cross_entropy) {
+    splitmix64 rng{7};
+    targets.resize(static_cast<size_t>(batch) * classes);
+    for (auto& t : targets)
+      t = cfg.loss == loss_kind::binary_cross_entropy
+            ? static_cast<float>(rng.uniform01())
+            : static_cast<float>(2 * rng.normal());
+  }
+  batch_targets y = targets.empty() ? batch_targets{data.labels.data()}
+                                    : batch_targets{targets.data()};
   const size_t n = m.layout().total();
   std::vector<float> p(n), g(n);
   m.get_params(p.data());
-  m.forward_backward(data.images.data(), data.labels.data(), batch);
+  m.forward_backward(data.images.data(), y, batch);
   m.get_grads(g.data());
   auto loss = [&](const std::vector<float>& params) {
     m.set_params(params.data());
-    return m.forward(data.images.data(), data.labels.data(), batch).loss_sum
-           / batch;
+    return m.forward(data.images.data(), y, batch).loss_sum / batch;
   };
   // Small enough not to cross a max-pool switch point, large enough for
   // float loss differences to stay well above rounding.
@@ -209,6 +223,72 @@ BOOST_AUTO_TEST_CASE(layer_list_model) {
   dense.units = 3;
   cfg.layers = {conv, spec(lk::layernorm), avg, gelu, spec(lk::flatten), dense};
   check_gradients(cfg, 8, 6, 2, 3, "layers");
+}
+
+// The losses on float targets, through a model: 3 outputs of soft labels
+// (binary cross-entropy) and of reals (squared error).
+BOOST_AUTO_TEST_CASE(float_target_losses) {
+  using lk = layer_spec::kind;
+  model_config cfg;
+  cfg.type = model_config::kind::layers;
+  layer_spec hidden = spec(lk::dense);
+  hidden.units = 5;
+  hidden.act = layer_activation::tanh;
+  layer_spec out = spec(lk::dense);
+  out.units = 3;
+  cfg.layers = {spec(lk::flatten), hidden, out};
+  cfg.loss = loss_kind::binary_cross_entropy;
+  check_gradients(cfg, 2, 3, 1, 3, "binary_cross_entropy");
+  cfg.loss = loss_kind::mean_squared_error;
+  check_gradients(cfg, 2, 3, 1, 3, "mean_squared_error");
+}
+
+// What the losses say on values worked out by hand.
+BOOST_AUTO_TEST_CASE(float_target_losses_on_known_values) {
+  // Row 0: logits 0 and 2 against 1 and 1: (log 2 + log(1 + e^-2)) / 2,
+  // one output on the wrong side. Row 1: -3 and 4 against 0 and 1: both
+  // right.
+  const float z[] = {0.f, 2.f, -3.f, 4.f};
+  const float t[] = {1.f, 1.f, 0.f, 1.f};
+  float g[4];
+  auto bce = binary_cross_entropy(z, t, 2, 2, g, 0.5f);
+  double row0 = (std::log(2.0) + std::log1p(std::exp(-2.0))) / 2;
+  double row1 = (std::log1p(std::exp(-3.0)) + std::log1p(std::exp(-4.0))) / 2;
+  BOOST_TEST(bce.loss_sum == row0 + row1, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(bce.correct == 1);
+  // scale 1/2 (the batch), 1/2 (the outputs): (sigmoid(0) - 1) / 4.
+  BOOST_TEST(g[0] == -0.125f, boost::test_tools::tolerance(1e-6f));
+  // A logit far out does not overflow.
+  const float far[] = {-200.f};
+  const float one[] = {1.f};
+  BOOST_TEST(binary_cross_entropy(far, one, 1, 1, nullptr, 1.f).loss_sum
+               == 200.0,
+             boost::test_tools::tolerance(1e-9));
+
+  const float y[] = {1.f, 3.f, 0.f, -2.f};
+  const float want[] = {0.f, 1.f, 0.f, 0.f};
+  auto mse = mean_squared_error(y, want, 2, 2, g, 1.f);
+  BOOST_TEST(mse.loss_sum == (1 + 4) / 2.0 + (0 + 4) / 2.0);
+  BOOST_TEST(mse.abs_err_sum == (1 + 2) / 2.0 + (0 + 2) / 2.0);
+  BOOST_TEST(g[1] == 2.f); // 2 * scale / outputs * error = 2 / 2 * 2
+}
+
+// A batch must carry what the loss reads.
+BOOST_AUTO_TEST_CASE(a_batch_of_the_wrong_kind_is_refused) {
+  using lk = layer_spec::kind;
+  auto be = make_cpu_backend(1);
+  model_config cfg;
+  cfg.type = model_config::kind::layers;
+  layer_spec out = spec(lk::dense);
+  out.units = 2;
+  cfg.layers = {spec(lk::flatten), out};
+  cfg.loss = loss_kind::mean_squared_error;
+  auto made = make_model(cfg, 1, 4, 1, 2, *be);
+  BOOST_REQUIRE(made);
+  std::vector<float> x(4, 0.5f);
+  std::vector<int32_t> labels{1};
+  BOOST_CHECK_THROW((*made)->forward(x.data(), labels.data(), 1),
+                    std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
                        "label_column": "target" })");
   cfg = parse_run_config(csv, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
-  BOOST_TEST(cfg->data.label_column == "target");
+  BOOST_TEST(cfg->data.label_columns == std::vector<std::string>{"target"});
   BOOST_TEST(cfg->data.train_images == dir.file("a.csv"));
   BOOST_TEST(cfg->data.file_classes == 0);
   troupe::test::write_file(dir.file("d.npz"), "");
@@ -150,6 +150,54 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
              == "cfg.json: /data/label_column: expected a column name");
   BOOST_TEST(error_of(data(R"({ "format": "idx", "classes": 1 })"))
                .find("cfg.json: /data/classes: ") == 0);
+}
+
+// The loss says what the labels are; float targets come from npy, npz or
+// csv, where a list of columns may hold several per sample.
+BOOST_AUTO_TEST_CASE(a_loss_on_float_targets_reads_them) {
+  troupe::test::temp_dir dir;
+  for (auto* f : {"a.csv", "b.csv"})
+    troupe::test::write_file(dir.file(f), "");
+  auto config = [&](const std::string& loss, const std::string& data,
+                    const std::string& cluster = "{}") {
+    return R"({ "model": { "layers": [ { "type": "dense", "units": 2 } ],
+                           "loss": ")"
+           + loss + R"(" },
+               "data": )"
+           + data + R"(, "cluster": )" + cluster + " }";
+  };
+  auto csv = R"({ "format": "csv", "dir": ")" + dir.path()
+             + R"(", "train": "a.csv", "test": "b.csv",
+                  "label_column": ["y1", "y2"] })";
+  auto cfg = parse_run_config(config("mse", csv), "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->model.loss == loss_kind::mean_squared_error));
+  BOOST_TEST((cfg->data.targets == target_kind::values));
+  BOOST_TEST(cfg->data.label_columns == (std::vector<std::string>{"y1", "y2"}));
+  cfg = parse_run_config(config("binary_cross_entropy", csv), "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST((cfg->data.targets == target_kind::probabilities));
+  BOOST_TEST(error_of(config("softmax_cross_entropy", csv))
+             == "cfg.json: /data/label_column: a list of columns holds float "
+                "targets (model.loss binary_cross_entropy or "
+                "mean_squared_error); softmax_cross_entropy reads one column "
+                "of class labels");
+  BOOST_TEST(
+    error_of(config("mean_squared_error", R"({ "format": "synthetic" })"))
+    == "cfg.json: /model/loss: mean_squared_error reads float "
+       "targets, which data.format npy, npz and csv hold; found "
+       "data.format \"synthetic\"");
+  BOOST_TEST(error_of(config("mse", csv, R"({ "target_accuracy": 0.9 })"))
+             == "cfg.json: /cluster/target_accuracy: a regression "
+                "(mean_squared_error) has no accuracy to reach: drop "
+                "target_accuracy");
+  BOOST_TEST(
+    error_of(config("mse", R"({ "format": "csv", "dir": ")" + dir.path()
+                             + R"(", "train": "a.csv", "test": "b.csv",
+                                    "label_column": ["y", ""] })"))
+    == "cfg.json: /data/label_column/1: expected a column name");
+  BOOST_TEST(error_of(config("hinge", csv)).find("cfg.json: /model/loss: ")
+             == 0);
 }
 
 BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {

@@ -349,6 +349,140 @@ BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {
   BOOST_TEST(has(why(load_csv(dir.file("none.csv"), "label")), ": no such file"));
 }
 
+// Float targets (mean squared error, binary cross-entropy): (N,) or (N, K)
+// arrays of any numeric type, and one or more CSV columns.
+BOOST_AUTO_TEST_CASE(float_targets_from_npy_and_csv) {
+  temp_dir dir;
+  auto x = npy("<f4", "(2, 2)", bytes_of<float>({1, 2, 3, 4}));
+  write_file(dir.file("x.npy"), x);
+  auto targets = [&](const std::string& y, target_kind k) {
+    write_file(dir.file("y.npy"), y);
+    return load_npy(dir.file("x.npy"), dir.file("y.npy"), k);
+  };
+  auto d = targets(npy("<f8", "(2,)", bytes_of<double>({0.25, -7.5})),
+                   target_kind::values);
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->targets == (std::vector<float>{0.25f, -7.5f}));
+  BOOST_TEST(d->labels.empty());
+  BOOST_TEST(d->classes == 1);
+  d = targets(npy("<f4", "(2, 3)", bytes_of<float>({1, 0, 1, 0, 0, 1})),
+              target_kind::probabilities);
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->classes == 3);
+  BOOST_TEST(d->targets[5] == 1.f);
+  d = targets(npy("<i8", "(2,)", bytes_of<int64_t>({1, 0})),
+              target_kind::probabilities);
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  BOOST_TEST(d->targets == (std::vector<float>{1.f, 0.f}));
+  // Samples picked out keep their targets together.
+  std::vector<float> xs(4), ts(2);
+  d = targets(npy("<f4", "(2, 2)", bytes_of<float>({1, 2, 3, 4})),
+              target_kind::values);
+  BOOST_REQUIRE_MESSAGE(d, why(d));
+  const uint32_t idx[] = {1};
+  gather_batch(*d, idx, 1, xs.data(), nullptr, ts.data());
+  BOOST_TEST(ts == (std::vector<float>{3.f, 4.f}));
+
+  auto refused = [&](const std::string& y, target_kind k) {
+    auto r = targets(y, k);
+    BOOST_TEST(!r);
+    return why(r);
+  };
+  auto y_at = dir.file("y.npy") + ": ";
+  BOOST_TEST(refused(npy("<f4", "(2,)", bytes_of<float>({0.5f, 1.5f})),
+                     target_kind::probabilities)
+             == y_at
+                  + "target 0 of sample 1 is 1.500000; binary "
+                    "cross-entropy needs targets in [0, 1]");
+  BOOST_TEST(refused(npy("<f4", "(2,)", bytes_of<float>({0.5f, NAN})),
+                     target_kind::values)
+             == y_at
+                  + "target 0 of sample 1 is not finite (or too large "
+                    "for float32)");
+  BOOST_TEST(
+    refused(npy("<f4", "(3,)", bytes_of<float>({1, 2, 3})), target_kind::values)
+    == y_at + "3 targets for 2 samples in " + dir.file("x.npy"));
+  BOOST_TEST(refused(npy("<f4", "(2, 1, 1)", bytes_of<float>({1, 2})),
+                     target_kind::values)
+             == y_at + "targets of shape (2, 1, 1) (expected (N,) or (N, K))");
+  BOOST_TEST(refused(npy("<f4", "(2, 0)", ""), target_kind::values)
+             == y_at + "shape (2, 0): 1 to 65536 targets per sample");
+  // Class labels stay integers.
+  BOOST_TEST(
+    refused(npy("<f4", "(2,)", bytes_of<float>({0, 1})), target_kind::classes)
+    == y_at + "labels must be integers, not floats");
+
+  write_file(dir.file("d.csv"), "a,y1,b,y0\n1,0.5,2,-1\n3,1e-3,4,2\n");
+  auto c = load_csv(dir.file("d.csv"), {"y0", "y1"}, target_kind::values);
+  BOOST_REQUIRE_MESSAGE(c, why(c));
+  BOOST_TEST(c->width == 2);
+  BOOST_TEST(c->images == (std::vector<float>{1.f, 2.f, 3.f, 4.f}));
+  BOOST_TEST(c->classes == 2);
+  BOOST_TEST(c->targets == (std::vector<float>{-1.f, 0.5f, 2.f, 1e-3f}));
+  auto at = dir.file("d.csv") + ":";
+  auto csv_refused = [&](const std::string& text,
+                         std::vector<std::string> columns, target_kind k) {
+    write_file(dir.file("d.csv"), text);
+    auto r = load_csv(dir.file("d.csv"), columns, k);
+    BOOST_TEST(!r);
+    return why(r);
+  };
+  BOOST_TEST(csv_refused("a,y\n1,x\n", {"y"}, target_kind::values)
+             == at + "2: column \"y\": target \"x\" is not a number");
+  BOOST_TEST(csv_refused("a,y\n1,2\n", {"y"}, target_kind::probabilities)
+             == at
+                  + "2: column \"y\": target 2; binary cross-entropy "
+                    "needs targets in [0, 1]");
+  BOOST_TEST(csv_refused("a,y\n1,2\n", {"y", "z"}, target_kind::values)
+             == at
+                  + "1: no column named \"z\" for the targets "
+                    "(data.label_column)");
+  BOOST_TEST(csv_refused("a,y\n1,2\n", {"y", "y"}, target_kind::values)
+             == at + "1: column \"y\" is named twice in data.label_column");
+  BOOST_TEST(csv_refused("a,y\n1,2\n", {"a", "y"}, target_kind::values)
+             == at + "1: no feature columns beside the labels");
+}
+
+// load_datasets: the config's loss says what the labels are; a validation
+// split keeps each sample's targets.
+BOOST_AUTO_TEST_CASE(float_targets_through_load_datasets) {
+  temp_dir dir;
+  std::string rows = "x,y\n";
+  for (int i = 0; i < 10; ++i)
+    rows += std::to_string(i) + "," + std::to_string(2 * i) + ".5\n";
+  write_file(dir.file("train.csv"), rows);
+  write_file(dir.file("test.csv"), "x,y\n1,2\n");
+  data_config cfg;
+  cfg.format = data_config::kind::csv;
+  cfg.train_images = dir.file("train.csv");
+  cfg.test_images = dir.file("test.csv");
+  cfg.label_columns = {"y"};
+  cfg.targets = target_kind::values;
+  cfg.validation_split = 0.3;
+  auto sets = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.count == 7);
+  BOOST_TEST(sets->validation.count == 3);
+  BOOST_TEST(sets->validation.classes == 1);
+  for (auto* d : {&sets->train, &sets->validation})
+    for (int64_t i = 0; i < d->count; ++i)
+      BOOST_TEST(d->targets[static_cast<size_t>(i)]
+                 == 2 * d->images[static_cast<size_t>(i)] + 0.5f);
+  // A test set with another number of targets.
+  write_file(dir.file("test.csv"), "x,y,z\n1,2,3\n");
+  cfg.label_columns = {"y", "z"};
+  write_file(dir.file("train.csv"), "x,y,z,w\n1,2,3,4\n2,3,4,5\n");
+  cfg.validation_split = 0;
+  sets = load_datasets(cfg);
+  BOOST_TEST(!sets);
+  BOOST_TEST(why(sets)
+             == dir.file("test.csv")
+                  + ": test samples are 1x1x1 with 2 "
+                    "targets, but "
+                  + dir.file("train.csv")
+                  + " has training samples of 1x2x1 with 2 targets");
+}
+
 BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
   temp_dir dir;
   write_file(dir.file("train.csv"), "x,label\n1,0\n2,4\n");
