@@ -34,9 +34,12 @@ caf::error evaluate_checkpoint(const run_config& cfg, const train_test& data,
   out << "evaluate: " << path << " (step " << ckpt->step << ", "
       << m.summary() << ") on " << r.overall.count << " test samples of "
       << data.test.source << "\n"
-      << "test accuracy = " << fixed(r.overall.accuracy, 4)
-      << ", test loss = " << fixed(r.overall.loss, 4) << "\n";
+      << describe_scores(r.overall, "test") << "\n";
   const size_t classes = r.confusion.size();
+  if (classes == 0) { // float targets: no classes to break the scores into
+    out.flush();
+    return caf::none;
+  }
   out << "class  samples  accuracy\n";
   for (size_t c = 0; c < classes; ++c) {
     int64_t n = 0;

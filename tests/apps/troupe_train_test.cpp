@@ -345,6 +345,16 @@ BOOST_AUTO_TEST_CASE(a_multi_label_csv_trains_with_binary_cross_entropy) {
   auto predicted = troupe::test::slurp(tmp.file("out.csv"));
   BOOST_TEST(predicted.find("label0,label1,p0,p1\n1,1,0.") == 0, predicted);
   BOOST_TEST(predicted.find("\n0,0,0.") != std::string::npos, predicted);
+  // --evaluate scores it as the run did, with no per-class table.
+  auto e = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
+                            + tmp.file("ckpt/ckpt-500.safetensors"));
+  BOOST_TEST(e.code == 0, e.err);
+  auto last = o.out.find("step 500, epoch 10.00: ");
+  BOOST_REQUIRE_MESSAGE(last != std::string::npos, o.out);
+  auto scored = o.out.substr(last + 23, o.out.find(" (", last) - last - 23);
+  BOOST_TEST(e.out.find("\n" + scored + "\n") != std::string::npos,
+             e.out + " <- " + scored);
+  BOOST_TEST(e.out.find("confusion") == std::string::npos, e.out);
 
   config(2, "");
   troupe::test::write_file(tmp.file("test.csv"),

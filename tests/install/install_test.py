@@ -146,7 +146,7 @@ class FindPackage(unittest.TestCase):
         self.assertIsNotNone(checked, out.stdout)
         self.assertGreater(int(checked.group(1)), 40)
         # ...the model has its two blocks, and the workers trained it...
-        self.assertIn("model: layers 1x12x1: dense 12->32 relu, residual 32 "
+        self.assertIn("model: layers 12: dense 12->32 relu, residual 32 "
                       "relu, residual 32 tanh, dense 32->4 identity",
                       out.stdout)
         self.assertIn("samples trained per epoch: 4000 4000 4000",

@@ -168,7 +168,8 @@ BOOST_AUTO_TEST_CASE(the_reader_names_the_layer_and_what_is_wrong) {
   BOOST_TEST(read_error(R"({"layers": [{"type": "flatten"}],
                             "loss": "hinge"})")
              == "cfg.json: /model/loss: expected one of "
-                "softmax_cross_entropy, found \"hinge\"");
+                "softmax_cross_entropy|binary_cross_entropy|"
+                "mean_squared_error|mse, found \"hinge\"");
 }
 
 BOOST_AUTO_TEST_CASE(shapes_are_checked_at_build_naming_the_layer) {

@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(layer_list_with_dropout_and_layernorm_learns) {
   auto summary = run_local_training(cfg, *data, *be, log);
   BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
   BOOST_TEST(summary->test.accuracy > 0.95, log.str());
-  BOOST_TEST(log.str().find("model: layers 1x12x1: dense 12->32 identity, "
+  BOOST_TEST(log.str().find("model: layers 12: dense 12->32 identity, "
                             "gelu, "
                             "layernorm 32 eps 1e-05, dropout 0.2, "
                             "dense 32->4 identity")
