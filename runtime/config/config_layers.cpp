@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -287,7 +288,11 @@ layer_spec read_layer(const json& j, const std::string& pointer) {
       break;
     }
     case lk::layernorm:
-      s.epsilon = r.number("epsilon", 1e-5, 0, 1, true);
+      // Kept as a float: a smaller one rounds to 0 (or scales by up to
+      // 1e22 as a subnormal), and a row of equal values (one channel, a
+      // dead ReLU) then divides 0 by 0.
+      s.epsilon = r.number("epsilon", 1e-5, std::numeric_limits<float>::min(),
+                           1);
       break;
     case lk::activation: s.act = read_activation(r, true); break;
     case lk::custom: break; // returned above

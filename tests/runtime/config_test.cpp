@@ -200,6 +200,25 @@ BOOST_AUTO_TEST_CASE(a_loss_on_float_targets_reads_them) {
              == 0);
 }
 
+// An epsilon the float arithmetic would round to 0 (a layernorm's or
+// Adam's) would divide 0 by 0 on a row of equal values or a weight whose
+// gradient stays 0: refused.
+BOOST_AUTO_TEST_CASE(an_epsilon_that_rounds_to_zero_is_refused) {
+  auto layernorm = R"({ "model": { "layers": [
+      { "type": "conv2d", "filters": 1 },
+      { "type": "layernorm", "epsilon": 1e-50 },
+      { "type": "flatten" }, { "type": "dense", "units": 5 } ] },
+    "data": { "format": "synthetic", "height": 4, "width": 4,
+              "classes": 5 } })";
+  auto why = error_of(layernorm);
+  BOOST_TEST(why.find("cfg.json: /model/layers/1/epsilon: ") == 0, why);
+  BOOST_TEST(why.find("1.17549e-38") != std::string::npos, why);
+  auto adam = replace(synthetic_config, R"("type": "momentum",)",
+                      R"("type": "adam", "epsilon": 1e-46,)");
+  why = error_of(adam);
+  BOOST_TEST(why.find("cfg.json: /training/optimizer/epsilon: ") == 0, why);
+}
+
 BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   troupe::test::temp_dir dir;
   for (auto* f : {"train.tsv", "test.tsv"})
