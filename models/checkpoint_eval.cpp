@@ -31,9 +31,9 @@ caf::error evaluate_checkpoint(const run_config& cfg, const train_test& data,
     return err;
   m.set_params(ckpt->params.data());
   auto r = evaluate_per_class(m, data.test, cfg.training.batch_size);
-  out << "evaluate: " << path << " (step " << ckpt->step << ", "
-      << m.summary() << ") on " << r.overall.count << " test samples of "
-      << data.test.source << "\n"
+  out << "evaluate: " << path << " (step " << ckpt->step << ", " << m.summary()
+      << ") on " << r.overall.count << " test samples of " << data.test.source
+      << "\n"
       << describe_scores(r.overall, "test") << "\n";
   const size_t classes = r.confusion.size();
   if (classes == 0) { // float targets: no classes to break the scores into

@@ -382,8 +382,7 @@ optimizer_config read_optimizer(object_reader r) {
     o.beta2 = r.number("beta2", 0.999, 0, 1);
     // A float in the update: a smaller one rounds to 0, and a weight
     // whose gradient stays 0 then divides 0 by 0.
-    o.epsilon = r.number("epsilon", 1e-8, std::numeric_limits<float>::min(),
-                         1);
+    o.epsilon = r.number("epsilon", 1e-8, std::numeric_limits<float>::min(), 1);
   }
   o.weight_decay = r.number("weight_decay", 0, 0, 1e6);
   if (auto* s = r.find("schedule")) {
@@ -421,8 +420,7 @@ sparse_optimizer_config read_sparse_optimizer(object_reader r) {
     o.beta2 = r.number("beta2", 0.999, 0, 1);
     // A float in the update: a smaller one rounds to 0, and a weight
     // whose gradient stays 0 then divides 0 by 0.
-    o.epsilon = r.number("epsilon", 1e-8, std::numeric_limits<float>::min(),
-                         1);
+    o.epsilon = r.number("epsilon", 1e-8, std::numeric_limits<float>::min(), 1);
   }
   r.finish();
   return o;
