@@ -31,7 +31,7 @@ from torch import nn  # noqa: E402
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.001)

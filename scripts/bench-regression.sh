@@ -8,13 +8,13 @@
 # and on 2 threads. Prints each run's test mse over the noise floor (the
 # test set's own noise, mean of its squares) and training samples/s, and
 # troupe's over PyTorch's.
-# Usage: scripts/bench-regression.sh [epochs, default 3] [seeds, default 1]
+# Usage: scripts/bench-regression.sh [epochs, default 5] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
-exec /usr/bin/python3 - "${1:-3}" "${2:-1}" "$TROUPE_BUILD" <<'PY'
+exec /usr/bin/python3 - "${1:-5}" "${2:-1}" "$TROUPE_BUILD" <<'PY'
 import json, os, re, statistics, subprocess, sys
 
 import numpy as np
