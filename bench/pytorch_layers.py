@@ -11,20 +11,7 @@ import os
 import sys
 import time
 
-
-def threads_from_argv():
-    """--threads N, before torch loads: OpenMP and OpenBLAS read their
-    thread counts from the environment once, and torch.set_num_threads
-    alone left a second core busy."""
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-    return "1"
-
-
-for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[variable] = threads_from_argv()
-
+import pin_threads  # noqa: F401  (before torch)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn

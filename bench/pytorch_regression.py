@@ -8,21 +8,9 @@ one JSON line: test mse and training samples/s (scoring excluded)."""
 import argparse
 import json
 import os
-import sys
 import time
 
-
-def threads_from_argv():
-    """--threads N, before torch loads (see pytorch_layers.py)."""
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-    return "1"
-
-
-for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[variable] = threads_from_argv()
-
+import pin_threads  # noqa: F401  (before torch)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
