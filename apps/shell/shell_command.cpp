@@ -79,20 +79,21 @@ const word_verb table[] = {
 
 } // namespace
 
-const char* const shell_help
-  = "status                 every actor: role, node, state, step/version, "
-    "examples/s, staleness, restarts\n"
-    "inspect ACTOR          one actor's full state (chief, feeder, shard:N, "
-    "worker:N)\n"
-    "nodes | workers | shards\n"
-    "add-worker [N] [NODE]  start N more workers (default 1, on the least "
-    "loaded node)\n"
-    "kill ACTOR             kill a worker or shard (fault drill)\n"
-    "checkpoint             write a checkpoint now\n"
-    "set lr VALUE           the shards' base learning rate\n"
-    "pause | resume         stop / restart handing out batches\n"
-    "stop                   finish the run after the steps in flight\n"
-    "help";
+const char* const shell_help =
+  "status                 every actor: role, node, state, step/version, "
+  "examples/s, staleness, restarts\n"
+  "inspect ACTOR          one actor's full state (chief, feeder, shard:N, "
+  "worker:N)\n"
+  "nodes | workers | shards\n"
+  "add-worker [N] [NODE]  start N more workers (default 1, on the least "
+  "loaded node)\n"
+  "kill ACTOR             kill a worker or shard (fault drill)\n"
+  "checkpoint             write a checkpoint now\n"
+  "set lr VALUE           the shards' base learning rate\n"
+  "pause | resume         stop / restart handing out batches\n"
+  "stop                   finish the run after the steps in flight\n"
+  "help                   this list\n"
+  "quit | exit            leave the shell (the run goes on)";
 
 const std::vector<std::string>& shell_command_words() {
   static const std::vector<std::string> out = [] {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <vector>
 
@@ -39,6 +40,20 @@ std::string cell(const json& v) {
 }
 
 /// One row per object; a column per (key, heading).
+/// "512 B", "41.3 MiB", "1.2 GiB".
+std::string binary_size(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t u = 0;
+  while (bytes >= 1024 && u + 1 < std::size(units)) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes,
+                units[u]);
+  return buf;
+}
+
 std::string table(const json& rows,
                   const std::vector<std::pair<std::string, std::string>>& cols) {
   std::vector<std::vector<std::string>> cells;
@@ -147,17 +162,24 @@ std::string for_people(const std::string& command, const json& j) {
     return table(j, worker_cols());
   if (command == "shards" && j.is_array())
     return table(j, actor_cols);
-  if (command == "nodes" && j.is_array())
-    return table(j, {{"name", "NODE"},
-                     {"address", "ADDRESS"},
-                     {"state", "STATE"},
-                     {"chief", "CHIEF"},
-                     {"shards", "SHARDS"},
-                     {"workers", "WORKERS"},
-                     {"resident_bytes", "RSS_BYTES"},
-                     {"cpu_seconds", "CPU_SECONDS"},
-                     {"pid", "PID"},
-                     {"program", "PROGRAM"}});
+  if (command == "nodes" && j.is_array()) {
+    // A person reads memory in binary units; scripts keep the bytes (--json).
+    json rows = j;
+    for (auto& r : rows)
+      r["memory"] = r["resident_bytes"].is_number()
+                      ? json(binary_size(r["resident_bytes"].get<double>()))
+                      : json(nullptr);
+    return table(rows, {{"name", "NODE"},
+                        {"address", "ADDRESS"},
+                        {"state", "STATE"},
+                        {"chief", "CHIEF"},
+                        {"shards", "SHARDS"},
+                        {"workers", "WORKERS"},
+                        {"memory", "RSS"},
+                        {"cpu_seconds", "CPU_SECONDS"},
+                        {"pid", "PID"},
+                        {"program", "PROGRAM"}});
+  }
   if (j.is_object())
     return lines(j);
   return j.dump(2) + "\n";

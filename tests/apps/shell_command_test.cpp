@@ -86,6 +86,17 @@ BOOST_AUTO_TEST_CASE(lines_become_typed_commands) {
 
 BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
   BOOST_TEST(refusal("") == "empty command; try help");
+  // help names every word the shell takes, quit included.
+  const std::string help = "\n" + std::string{shell_help} + "\n";
+  auto names = [&](const std::string& word) {
+    for (auto* before : {"\n", "| "})
+      for (auto* after : {" ", "\n"})
+        if (help.find(before + word + after) != std::string::npos)
+          return true;
+    return false;
+  };
+  for (auto& word : shell_command_words())
+    BOOST_TEST(names(word), word + " is missing from help");
   BOOST_TEST(refusal("frobnicate") == "unknown command \"frobnicate\"; try help");
   BOOST_TEST(refusal("set lr -1") == "set lr: expected a number > 0, got \"-1\"");
   BOOST_TEST(refusal("set lr nan") == "set lr: expected a number > 0, got \"nan\"");
@@ -141,6 +152,24 @@ BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
   // For a person: a table with a row per actor.
   auto table = render_view(parsed("status"), v, false);
   BOOST_TEST(table->find("worker:3  worker  w0") != std::string::npos, *table);
+}
+
+// nodes: memory in binary units for a person, in bytes for scripts.
+BOOST_AUTO_TEST_CASE(nodes_show_memory_a_person_reads) {
+  auto v = small_view();
+  node_view a, b;
+  a.name = "chief";
+  a.up = true;
+  a.resident_bytes = 43'305'779; // 41.3 MiB
+  b.name = "w0";                 // did not answer
+  v.nodes = {a, b};
+  auto table = *render_view(parsed("nodes"), v, false);
+  BOOST_TEST(table.find("RSS") != std::string::npos, table);
+  BOOST_TEST(table.find("41.3 MiB") != std::string::npos, table);
+  BOOST_TEST(table.find("43305779") == std::string::npos, table);
+  auto rows = nlohmann::json::parse(*render_view(parsed("nodes"), v, true));
+  BOOST_TEST(rows[0]["resident_bytes"] == 43305779);
+  BOOST_TEST(rows[1]["resident_bytes"].is_null());
 }
 
 BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
