@@ -85,7 +85,8 @@ void fail_run(chief_self self, caf::error err) {
   if (st.ended())
     return;
   st.enter(run_phase::ended);
-  say(self, "error: " + describe(err));
+  // Not said here: the run's reply carries it to the program, which says
+  // it once, on stderr ("troupe-node: error: ...").
   release_nodes(self, err, [=]() mutable {
     self->state.reply.deliver(std::move(err));
     shut_down(self);

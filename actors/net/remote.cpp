@@ -137,10 +137,15 @@ caf::expected<uint16_t> publish_actor(caf::actor_system& sys,
 
 caf::error publish_error(const std::string& host, uint16_t port,
                          const caf::error& cause) {
-  return make_error(errc::node_unreachable,
-                    "cannot listen on " + host + ":" + std::to_string(port)
-                      + " (port in use, or not an address of this host): "
-                      + describe(cause));
+  // The node's own address, from its cluster file or flags: a port another
+  // program holds, or a host that is not this one, is bad input (exit 2).
+  const auto where = "cannot listen on " + host + ":" + std::to_string(port);
+  auto why = describe(cause);
+  if (why.rfind(where + ": ", 0) == 0) // the socket's own words: said once
+    return make_error(errc::invalid_config, why);
+  return make_error(errc::invalid_config,
+                    where + " (port in use, or not an address of this host): "
+                      + why);
 }
 
 std::string local_address_toward(const std::string& host, uint16_t port) {

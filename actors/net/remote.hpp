@@ -116,7 +116,8 @@ caf::expected<Handle> connect_retrying(caf::actor_system& sys,
   }
 }
 
-/// The error for a failed publish, naming the address.
+/// The error for a failed publish, naming the address: errc::invalid_config
+/// (the address is the operator's input).
 caf::error publish_error(const std::string& host, uint16_t port,
                          const caf::error& cause);
 
