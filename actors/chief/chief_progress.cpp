@@ -61,6 +61,7 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     return then();
   st.eval.evaluating = true;
   st.eval.last_eval_step = st.progress.steps;
+  st.eval.began = now_seconds();
   auto retry = [=] { // a shard was lost meanwhile: again after recovery
     auto& s = self->state;
     s.eval.evaluating = false;
@@ -77,18 +78,23 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     s.eval.last_accuracy = headline(r);
     s.eval.last_loss = r.loss;
     s.eval.last_auc = auc;
-    double t = now_seconds() - s.progress.t0;
+    // One clock: the training seconds, pauses left out, as the summary,
+    // the metrics files and Prometheus count them; the evaluation's own
+    // duration apart.
+    const double now = now_seconds();
+    double t = s.progress.training_seconds(now);
     auto at = s.eval.last_eval_step;
     auto set = s.opts.data->watched_name();
     auto scores = describe_scores(r, set);
     if (auc >= 0)
       scores += fmt(", %s AUC = %.4f", set, auc);
     auto examples = r.count > 0
-                      ? fmt("%lld examples, ", static_cast<long long>(r.count))
+                      ? fmt("%lld examples ", static_cast<long long>(r.count))
                       : std::string{};
-    say(self,
-        fmt("step %lld, epoch %.2f: %s (%s%.1f s)", static_cast<long long>(at),
-            epoch_of(self, at), scores.c_str(), examples.c_str(), t));
+    say(self, fmt("step %lld, epoch %.2f: %s (%sin %.1f s; %.1f s of "
+                  "training)",
+                  static_cast<long long>(at), epoch_of(self, at),
+                  scores.c_str(), examples.c_str(), now - s.eval.began, t));
     s.progress.metrics.evaluation(t, at, epoch_of(self, at), headline(r),
                                   r.loss);
     s.eval.evaluating = false;
@@ -513,11 +519,12 @@ void on_report(chief_self self, const worker_report& r) {
     std::string acc = st.eval.last_accuracy == -1
                         ? std::string{"-"}
                         : fmt("%.4f", st.eval.last_accuracy);
+    const int live = live_workers(self);
     say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
-                  "%d workers, %s %s = %s",
+                  "%d worker%s, %s %s = %s",
                   static_cast<long long>(st.progress.steps),
-                  epoch_of(self, st.progress.steps), loss, rate,
-                  live_workers(self), st.opts.data->watched_name(),
+                  epoch_of(self, st.progress.steps), loss, rate, live,
+                  live == 1 ? "" : "s", st.opts.data->watched_name(),
                   st.eval.regression ? "r2" : "accuracy", acc.c_str()));
     st.progress.metrics.progress(now - st.progress.t0, st.progress.steps, epoch_of(self, st.progress.steps), loss,
                         rate);

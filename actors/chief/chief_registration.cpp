@@ -106,10 +106,12 @@ caf::result<std::string, std::string> on_register(chief_self self,
   e.up = true;
   self->monitor(r.agent);
   st.members.agent_of[r.agent.address()] = name;
-  say(self, fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
-                join_workers >= 0
-                  ? fmt(", joining with %d workers", join_workers).c_str()
-                  : ""));
+  say(self,
+      fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
+          join_workers >= 0 ? fmt(", joining with %d worker%s", join_workers,
+                                  join_workers == 1 ? "" : "s")
+                                .c_str()
+                            : ""));
   if (!st.nodes_ready()) {
     start_when_nodes_ready(self);
     return {name, st.run_id};

@@ -194,6 +194,7 @@ struct chief_evaluation {
   /// click: the ROC AUC of the last evaluation (-1: none yet).
   double last_auc = -1;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
+  double began = 0;            ///< when it began (now_seconds())
   std::vector<std::function<void()>> waiters;
 };
 

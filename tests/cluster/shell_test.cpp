@@ -198,6 +198,7 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(v1 == v2);
   // Paused time is not training time: the rates leave it out.
   BOOST_TEST(training_seconds() - paused_at < 0.1);
+  const auto before_resume = chief.out().size();
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
   auto v3 = v2;
   for (int i = 0; i < 50 && v3 == v2; ++i) {
@@ -205,6 +206,24 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
     v3 = version_of_shard0(dir, spec);
   }
   BOOST_TEST(v3 > v2);
+  // The first evaluation line after the pause counts training time as the
+  // status does, the pause left out, and its own duration apart:
+  // "(N examples in E s; T s of training)".
+  std::string line;
+  for (int i = 0; i < 200 && line.empty(); ++i) {
+    auto log = chief.out();
+    auto at = log.find(" s of training)", before_resume);
+    if (at != std::string::npos)
+      line = log.substr(log.rfind('\n', at) + 1, at - log.rfind('\n', at) - 1);
+    else
+      sleep_s(0.1);
+  }
+  BOOST_REQUIRE_MESSAGE(!line.empty(), chief.out());
+  auto status_seconds = training_seconds();
+  double eval_seconds = std::stod(line.substr(line.rfind("; ") + 2));
+  BOOST_TEST(line.find(" examples in ") != std::string::npos, line);
+  BOOST_TEST(eval_seconds <= status_seconds + 0.05,
+             line << " against " << status_seconds);
 
   auto [scode, set] = run_shell(dir, spec, "set lr 0.0005");
   BOOST_TEST(scode == 0, set);

@@ -215,7 +215,7 @@ class Supervision(unittest.TestCase):
         cluster.start("join")
         cluster.wait_for("chief", "node py2 (", 30)
         self.assertRegex(cluster.log("chief"),
-                         r"node py2 \(\S+\) is up, joining with 1 workers")
+                         r"(?m)node py2 \(\S+\) is up, joining with 1 worker$")
         log = self.finished(cluster, "py0", "py1", "join")
         self.assertIn("worker 2: step", log)  # the joined worker trained
 
