@@ -30,6 +30,7 @@
 #include "models/checkpoint_model.hpp"
 #include "models/trainer.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/config/run_identity.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/base/errc.hpp"
 
@@ -70,6 +71,28 @@ bool write_npy(const std::string& path, const char* descr,
   return static_cast<bool>(out.flush());
 }
 
+/// The CSV columns a checkpoint's run read its labels from (its recorded
+/// data.label_column: a name, or "[a,b]" for several); none for other data.
+std::vector<std::string> trained_label_columns(const checkpoint& ckpt) {
+  auto meta = ckpt.metadata.find("config");
+  if (meta == ckpt.metadata.end())
+    return {};
+  auto id = parse_identity(meta->second);
+  auto it = id.find("/data/label_column");
+  if (it == id.end() || it->second.empty())
+    return {};
+  const auto& v = it->second;
+  if (v.size() < 2 || v.front() != '[' || v.back() != ']')
+    return {v};
+  std::vector<std::string> out;
+  size_t from = 1;
+  for (size_t comma; (comma = v.find(',', from)) != std::string::npos;
+       from = comma + 1)
+    out.push_back(v.substr(from, comma - from));
+  out.push_back(v.substr(from, v.size() - 1 - from));
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -85,7 +108,9 @@ int main(int argc, char** argv) {
                  "predictions: .csv (label and probabilities) or .npy")
     ->required();
   app.add_option("--label-column", label_column,
-                 "a .csv input's column to leave out (e.g. its labels)");
+                 "a .csv input's column to leave out (default: the columns "
+                 "the run was trained to predict, where the input has "
+                 "them)");
   app.add_option("--batch-size", batch, "samples per forward pass")
     ->check(CLI::Range(1, 1 << 16));
   if (auto code = parse_command_line(app, argc, argv, "troupe-predict"))
@@ -105,6 +130,24 @@ int main(int argc, char** argv) {
   caf::expected<dataset> data = ends_with(input, ".npy")
                                   ? load_npy_features(input)
                                   : load_csv(input, label_column);
+  // A CSV that still has the columns the model was trained to predict
+  // (the run's data.label_column): they are left out, not read as
+  // features the model does not take.
+  if (data && !ends_with(input, ".npy") && label_column.empty()) {
+    auto trained = trained_label_columns(*ckpt);
+    if (!trained.empty()) {
+      auto without = load_csv(input, trained, target_kind::values);
+      if (without) {
+        data = std::move(without);
+        std::string names;
+        for (auto& c : trained)
+          names += (names.empty() ? "" : ", ") + c;
+        std::cout << "leaving out " << names
+                  << " (the model was trained to predict "
+                  << (trained.size() == 1 ? "it" : "them") << ")" << std::endl;
+      }
+    }
+  }
   if (!data)
     return fail(data.error());
   try {

@@ -345,6 +345,17 @@ BOOST_AUTO_TEST_CASE(a_multi_label_csv_trains_with_binary_cross_entropy) {
   auto predicted = troupe::test::slurp(tmp.file("out.csv"));
   BOOST_TEST(predicted.find("label0,label1,p0,p1\n1,1,0.") == 0, predicted);
   BOOST_TEST(predicted.find("\n0,0,0.") != std::string::npos, predicted);
+  // A table that still has the label columns the run trained on: left
+  // out, and said so.
+  p = troupe::test::run_app(
+    tmp, "troupe-predict",
+    "--checkpoint " + tmp.file("ckpt/ckpt-500.safetensors") + " --input "
+      + tmp.file("test.csv") + " --output " + tmp.file("out.npy"));
+  BOOST_TEST(p.code == 0, p.err);
+  BOOST_TEST(p.out.find("leaving out wet, cold (the model was trained to "
+                        "predict them)\n")
+               == 0,
+             p.out);
   // --evaluate scores it as the run did, with no per-class table.
   auto e = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
                             + tmp.file("ckpt/ckpt-500.safetensors"));
