@@ -38,18 +38,37 @@ troupe_install_missing() {
     fi
     sudo="sudo"
   fi
-  echo "troupe: installing ${missing[*]}"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
-  $sudo env DEBIAN_FRONTEND=noninteractive \
+  local log="${TMPDIR:-/tmp}/troupe-apt.log"
+  echo "troupe: installing ${missing[*]} (apt's output: $log)"
+  troupe_quietly "$log" $sudo env DEBIAN_FRONTEND=noninteractive \
+    apt-get update -qq || return 1
+  troupe_quietly "$log" $sudo env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -qq --no-install-recommends "${missing[@]}" || return 1
 }
 
-troupe_build() {
-  if [ ! -f "$TROUPE_BUILD/CMakeCache.txt" ]; then
-    cmake -S "$TROUPE_ROOT" -B "$TROUPE_BUILD" -DCMAKE_BUILD_TYPE=Release \
-      || return 1
+# Runs a command with its output appended to a log file; on failure prints
+# the log's last lines, so a build or an install says nothing unless it
+# fails.
+troupe_quietly() {
+  local log="$1"
+  shift
+  if ! "$@" >>"$log" 2>&1; then
+    echo "troupe: failed: $*; the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    return 1
   fi
-  cmake --build "$TROUPE_BUILD" -j2
+}
+
+troupe_build() {
+  mkdir -p "$TROUPE_BUILD" || return 1
+  local log="$TROUPE_BUILD/build.log"
+  : >"$log"
+  if [ ! -f "$TROUPE_BUILD/CMakeCache.txt" ]; then
+    echo "troupe: configuring and building $TROUPE_BUILD (log: $log)"
+    troupe_quietly "$log" cmake -S "$TROUPE_ROOT" -B "$TROUPE_BUILD" \
+      -DCMAKE_BUILD_TYPE=Release || return 1
+  fi
+  troupe_quietly "$log" cmake --build "$TROUPE_BUILD" -j2
 }
 
 troupe_setup() {
