@@ -526,8 +526,9 @@ void on_report(chief_self self, const worker_report& r) {
                   epoch_of(self, st.progress.steps), loss, rate, live,
                   live == 1 ? "" : "s", st.opts.data->watched_name(),
                   st.eval.regression ? "r2" : "accuracy", acc.c_str()));
-    st.progress.metrics.progress(now - st.progress.t0, st.progress.steps, epoch_of(self, st.progress.steps), loss,
-                        rate);
+    st.progress.metrics.progress(st.progress.training_seconds(now),
+                                 st.progress.steps,
+                                 epoch_of(self, st.progress.steps), loss, rate);
     st.progress.window_samples = 0;
     st.progress.window_loss = 0;
     st.progress.window_start = now;
