@@ -221,13 +221,12 @@ int main(int argc, char** argv) {
       auto stem = output.substr(0, output.size() - 4);
       written = write_npy(output, "<f4", {n, classes}, outputs.data(),
                           outputs.size() * sizeof(float));
-      if (label_width == 1)
+      // (N,) classes, or (N, K) labels; a regression has none.
+      auto shape = label_width == 1 ? std::vector<size_t>{n}
+                                    : std::vector<size_t>{n, classes};
+      if (label_width > 0)
         written = written
-                  && write_npy(stem + ".labels.npy", "<i4", {n}, labels.data(),
-                               labels.size() * sizeof(int32_t));
-      else if (label_width > 1)
-        written = written
-                  && write_npy(stem + ".labels.npy", "<i4", {n, classes},
+                  && write_npy(stem + ".labels.npy", "<i4", shape,
                                labels.data(), labels.size() * sizeof(int32_t));
     }
     if (!written)
