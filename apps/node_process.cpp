@@ -254,7 +254,8 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   apply_link_security(sys, std::move(guard), links);
   // Shards placed here (by the file, or restored here after their node
   // was lost) serve workers on other nodes through it.
-  auto data_plane = data_server::start(sys, me->host, request_timeout(cfg));
+  auto data_plane = data_server::start(sys, me->listen_host(), me->data_port,
+                                       request_timeout(cfg));
   if (!data_plane)
     return fail(data_plane.error());
   agent_options ao;
@@ -273,19 +274,21 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
     (*data_plane)->stop();
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
   };
-  if (auto port = publish_on(sys, agent, me->host, me->port); !port) {
+  if (auto port = publish_on(sys, agent, me->listen_host(), me->port); !port) {
     stop_agent();
     return fail(port.error());
   }
-  std::cout << "node " << node << ": listening on " << me->host << ":"
-            << me->port << ", data plane on " << me->host << ":"
+  std::cout << "node " << node << ": listening on " << me->listen_host() << ":"
+            << me->port << ", data plane on " << me->listen_host() << ":"
             << (*data_plane)->port()
+            << (me->bind.empty() ? std::string{}
+                                 : " (reached at " + me->host + ")")
             << (me->workers > 0
                   ? ", workers on " + cfg.training.device.to_string()
                   : std::string{})
-            << "; connecting to the chief at " << chief_node->host
-            << ":" << chief_node->port << "; links: "
-            << security_of(sys)->describe() << std::endl;
+            << "; connecting to the chief at " << chief_node->host << ":"
+            << chief_node->port << "; links: " << security_of(sys)->describe()
+            << std::endl;
   chief_place where{chief_node->host, chief_node->port,
                     "the chief (node " + cfg.cluster.chief_node + " at "
                       + chief_node->host + ":"

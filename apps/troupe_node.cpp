@@ -6,6 +6,10 @@
 //   troupe-node --config FILE --node NAME   one node of the cluster file:
 //                                           the chief's node runs the run,
 //                                           the others serve it
+//   troupe-node --config FILE               with TF_CONFIG or in an srun
+//                                           step: the node the scheduler's
+//                                           environment names
+//                                           (runtime/config/membership.hpp)
 //   troupe-node --join HOST:PORT --workers N
 //                                           adds N workers to a running
 //                                           cluster whose chief is there
@@ -25,16 +29,43 @@
 #include "apps/link_options.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "apps/node_process.hpp"
+#include "apps/run_overrides.hpp"
 #include "apps/stop_signals.hpp"
 #include "actors/net/remote.hpp"
+#include "actors/net/sockets.hpp"
 #include "caf/all.hpp"
 #include "runtime/params/buffer_pool.hpp"
 #include "runtime/config/config.hpp"
+#include "runtime/config/membership.hpp"
 
 namespace {
 
 int fail(const caf::error& err) {
   return troupe::report_failure("troupe-node", err);
+}
+
+/// Fills the config's nodes from TF_CONFIG or Slurm's variables, when the
+/// environment has them, and says so; returns this process's node name
+/// ("" when neither is there).
+caf::expected<std::string>
+membership_from_environment(troupe::run_config& cfg) {
+  using namespace troupe;
+  auto env = [](const char* name) -> const char* { return std::getenv(name); };
+  auto source = membership_in(env);
+  if (source == membership_source::config)
+    return std::string{};
+  auto m = source == membership_source::tf_config
+             ? membership_from_tf_config(env("TF_CONFIG"), cfg.cluster)
+             : membership_from_slurm(env, cfg.cluster);
+  if (!m)
+    return m.error();
+  // A pod or a Slurm node may not resolve its own name to the address its
+  // peers reach it at: listen on every interface, except on loopback.
+  for (auto& n : cfg.cluster.nodes)
+    n.bind = is_loopback(n.host) ? std::string{} : std::string{"0.0.0.0"};
+  std::cout << "membership: " << to_string(m->source) << ": this is node "
+            << m->node << "; " << m->summary << std::endl;
+  return m->node;
 }
 
 } // namespace
@@ -47,10 +78,11 @@ int main(int argc, char** argv) {
   // the watcher.
   troupe::stop_signals signals{"troupe-node"};
   CLI::App app{"Run a training run on troupe's actor cluster."};
-  std::string config_path, mode, metrics_dir, node, join, name;
+  std::string config_path, mode, metrics_dir, node, join;
   std::string metrics_listen, listen;
   std::optional<troupe::device_spec> device;
   int workers = 0, shards = 0, epochs = 0, threads = 0;
+  uint16_t data_port = 0;
   int64_t max_steps = -1;
   double join_timeout = 10;
   auto* config_opt
@@ -62,7 +94,13 @@ int main(int argc, char** argv) {
     "--join", join, "add --workers workers to the cluster whose chief "
                     "listens at HOST:PORT");
   join_opt->excludes(config_opt);
-  app.add_option("--name", name, "with --join: this node's name");
+  troupe::run_overrides over;
+  troupe::add_run_overrides(app, over,
+                            "the run's name (overrides the config's); with "
+                            "--join, the joining node's name");
+  app.add_option("--data-port", data_port,
+                 "this node's data-plane port (overrides the cluster file; "
+                 "0: any free one)");
   app.add_option("--timeout", join_timeout,
                  "with --join: seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
@@ -104,7 +142,7 @@ int main(int argc, char** argv) {
     troupe::join_options jo;
     jo.chief_address = join;
     jo.workers = workers;
-    jo.name = name;
+    jo.name = over.name;
     jo.threads = threads;
     jo.device = device;
     jo.timeout_s = join_timeout;
@@ -121,9 +159,18 @@ int main(int argc, char** argv) {
   auto text = troupe::read_config_text(config_path);
   if (!text)
     return fail(text.error());
-  auto cfg = troupe::parse_run_config(*text, config_path);
+  text = troupe::apply_settings(*text, config_path, over.settings());
+  if (!text)
+    return fail(text.error());
+  auto cfg = troupe::parse_run_config(*text, config_path,
+                                      troupe::config_folder(config_path));
   if (!cfg)
     return fail(cfg.error());
+  if (auto err = troupe::apply_resume_choice(*cfg, over))
+    return fail(err);
+  text = troupe::with_base_dir(*text, *cfg);
+  if (!text)
+    return fail(text.error());
   auto& cl = cfg->cluster;
   if (cl.distributed() && node.empty())
     return fail(troupe::make_error(troupe::errc::invalid_config,
@@ -162,6 +209,27 @@ int main(int argc, char** argv) {
       "--workers " + std::to_string(cfg->cluster.workers)
         + " is below the config's /cluster/replicas_to_aggregate ("
         + std::to_string(cfg->cluster.replicas_to_aggregate) + ")"));
+  // Neither nodes in the file nor --node: the nodes the scheduler's
+  // environment names, if it names them.
+  if (!cl.distributed() && node.empty()) {
+    auto from_env = membership_from_environment(*cfg);
+    if (!from_env)
+      return fail(from_env.error());
+    node = *from_env;
+  }
+  if (data_port != 0) {
+    auto me = std::find_if(cl.nodes.begin(), cl.nodes.end(),
+                           [&](const auto& n) { return n.name == node; });
+    if (me == cl.nodes.end())
+      return fail(troupe::make_error(
+        troupe::errc::invalid_config,
+        "--data-port is for a node of a cluster (--node, TF_CONFIG or "
+        "Slurm)"));
+    me->data_port = data_port;
+    if (auto clash = troupe::port_clash(cl.nodes); !clash.empty())
+      return fail(troupe::make_error(troupe::errc::invalid_config,
+                                     "--data-port: " + clash));
+  }
   if (epochs > 0)
     cfg->training.epochs = epochs;
   if (max_steps >= 0)

@@ -16,6 +16,7 @@
 #include "apps/exit_codes.hpp"
 #include "apps/metrics/local_metrics.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
+#include "apps/run_overrides.hpp"
 #include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config/config.hpp"
@@ -58,11 +59,23 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "serve Prometheus metrics at http://HOST:PORT/metrics "
                  "while training (port 0: any free one, printed)");
+  troupe::run_overrides over;
+  troupe::add_run_overrides(app, over,
+                            "the run's name (overrides the config's)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-train"))
     return *code;
-  auto cfg = troupe::load_run_config(config_path);
+  auto text = troupe::read_config_text(config_path);
+  if (!text)
+    return fail(text.error());
+  text = troupe::apply_settings(*text, config_path, over.settings());
+  if (!text)
+    return fail(text.error());
+  auto cfg = troupe::parse_run_config(*text, config_path,
+                                      troupe::config_folder(config_path));
   if (!cfg)
     return fail(cfg.error());
+  if (auto err = troupe::apply_resume_choice(*cfg, over))
+    return fail(err);
   if (threads > 0)
     cfg->training.threads = threads;
   cfg->training.threads = troupe::compute_threads(cfg->training.threads, 1);
@@ -100,8 +113,8 @@ int main(int argc, char** argv) {
     if (metrics_at) {
       auto started = troupe::metrics_endpoint::start(
         metrics_at->first, metrics_at->second,
-        [&status, &cfg](std::string& text) {
-          text = troupe::local_metrics(status, *cfg);
+        [&status, &cfg](std::string& page) {
+          page = troupe::local_metrics(status, *cfg);
           return true;
         });
       if (!started)

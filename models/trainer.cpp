@@ -292,9 +292,19 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
           stamp.run_id = it->second;
         log << "resume: step " << trainer.global_step() << " from " << path
             << " (run " << stamp.run_id << ")" << std::endl;
+        if (trainer.global_step() >= last_step)
+          log << "resume: the run had reached its last step (" << last_step
+              << "): nothing is left to train; --epochs or --max-steps "
+                 "train further, --fresh starts over"
+              << std::endl;
       }
-    } else if (auto err = check_fresh_dir(tc.checkpoint.dir, stamp)) {
-      return err;
+    } else {
+      auto aside = set_aside_checkpoints(tc.checkpoint.dir, stamp);
+      if (!aside)
+        return aside.error();
+      if (!aside->empty())
+        log << "starting over: the checkpoints of earlier runs in "
+            << tc.checkpoint.dir << " are set aside in " << *aside << std::endl;
     }
   }
 

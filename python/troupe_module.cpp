@@ -59,9 +59,12 @@ external_run(const std::string& config_path, const py::object& step,
   auto text = read_config_text(config_path);
   if (!text)
     raise(text.error());
-  auto cfg = parse_run_config(*text, config_path);
+  auto cfg = parse_run_config(*text, config_path, config_folder(config_path));
   if (!cfg)
     raise(cfg.error());
+  text = with_base_dir(*text, *cfg);
+  if (!text)
+    raise(text.error());
   if (cfg->model.type != model_config::kind::external)
     throw std::runtime_error(config_path + ": /model/type: " + caller
                              + " runs workers whose step is a Python "

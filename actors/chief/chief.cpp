@@ -108,7 +108,7 @@ run_cluster(caf::actor_system& sys, chief_options opts,
   auto* log = opts.log;
   if (cluster.distributed()) {
     auto& me = *cluster.node(cluster.chief_node);
-    listen.emplace(me.host, me.port);
+    listen.emplace(me.listen_host(), me.port);
   }
   chief_actor chief = sys.spawn(chief_impl, std::move(opts));
   if (started)

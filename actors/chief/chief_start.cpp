@@ -121,6 +121,23 @@ std::string missing_nodes(chief_self self) {
 /// the newest checkpoint, each once, they are kept and nothing is lost;
 /// otherwise `restore` restores every shard and the feeder from that
 /// checkpoint, and the log says why and how many steps that loses.
+/// A run that starts over: the checkpoint folder's files of other runs
+/// go aside (said in the log) before this run writes its own.
+caf::error set_aside_earlier_runs(chief_self self) {
+  auto& st = self->state;
+  if (!st.checkpoints.set_aside_pending)
+    return caf::none;
+  st.checkpoints.set_aside_pending = false;
+  const auto& dir = st.opts.cfg.training.checkpoint.dir;
+  auto aside = set_aside_checkpoints(dir, stamp_of(self));
+  if (!aside)
+    return aside.error();
+  if (!aside->empty())
+    say(self, "starting over: the checkpoints of earlier runs in " + dir
+                + " are set aside in " + *aside);
+  return caf::none;
+}
+
 void adopt_run(chief_self self, std::function<void()> restore) {
   auto& st = self->state;
   const auto& ckpt = st.opts.cfg.training.checkpoint;
@@ -143,12 +160,12 @@ void adopt_run(chief_self self, std::function<void()> restore) {
                     st.run_id.c_str(), (*found)->path.c_str(),
                     static_cast<long long>(st.takeover.adopted_from_step)));
       st.shards.resume_from = std::make_shared<checkpoint>(std::move((*found)->ckpt));
-      st.checkpoints.fresh_dir_error = caf::error{};
+      st.checkpoints.set_aside_pending = false;
     }
   }
   if (!st.shards.resume_from) {
-    if (st.checkpoints.fresh_dir_error)
-      return fail_run(self, std::move(st.checkpoints.fresh_dir_error));
+    if (auto err = set_aside_earlier_runs(self))
+      return fail_run(self, std::move(err));
     say(self, fmt("taking over run %s: it has no checkpoint, so its start "
                   "(step 0) is the reference",
                   st.run_id.c_str()));
@@ -202,8 +219,8 @@ void start_when_nodes_ready(chief_self self) {
     say(self, fmt("all %zu nodes are up", st.members.nodes.size()));
   if (!st.takeover.adopted_run.empty())
     return adopt_run(self, [=] { start_shards(self); });
-  if (st.checkpoints.fresh_dir_error)
-    return fail_run(self, std::move(st.checkpoints.fresh_dir_error));
+  if (auto err = set_aside_earlier_runs(self))
+    return fail_run(self, std::move(err));
   start_shards(self);
 }
 
@@ -287,14 +304,18 @@ void start(chief_self self) {
       st.shards.initial_version = *version;
       say(self, fmt("resuming from %s at step %lld (run %s)", path.c_str(),
                     static_cast<long long>(ck->step), st.run_id.c_str()));
+      if (ck->step >= st.progress.total_steps)
+        say(self, fmt("the run had reached its last step (%lld): nothing "
+                      "is left to train; --epochs or --max-steps train "
+                      "further, --fresh starts over",
+                      static_cast<long long>(st.progress.total_steps)));
       st.shards.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }
   // Decided once the nodes are up: they may name a run that this chief
   // takes over (its files are then this run's own).
-  if (!cfg.training.checkpoint.dir.empty() && !cfg.training.checkpoint.resume)
-    st.checkpoints.fresh_dir_error = check_fresh_dir(cfg.training.checkpoint.dir,
-                                         stamp_of(self));
+  st.checkpoints.set_aside_pending = !cfg.training.checkpoint.dir.empty()
+                                     && !cfg.training.checkpoint.resume;
   if (!st.shards.resume_from)
     st.shards.initial = st.eval.evaluator ? st.eval.evaluator->initial_params()
                                           : std::move(declared_values);

@@ -206,9 +206,10 @@ struct chief_checkpoints {
   /// When the checkpoint being taken paused the feeder (now_seconds()).
   double began = 0;
   std::vector<std::function<void()>> waiters;
-  /// Why a fresh run may not use the checkpoint folder (it holds another
-  /// run's files); unless the nodes name that run, the run ends with it.
-  caf::error fresh_dir_error;
+  /// A run told to start over: unless the nodes name a run to take over,
+  /// the folder's checkpoints of other runs are set aside before it
+  /// starts.
+  bool set_aside_pending = false;
 };
 
 /// Shard recovery: chief_recovery.cpp; chief.cpp ends the wait for lost

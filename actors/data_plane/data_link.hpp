@@ -90,10 +90,10 @@ class data_server_impl;
 /// A shard node's end of the data plane. Thread-safe.
 class data_server {
 public:
-  /// Listens on host:0 (a port from the kernel); the error names the
-  /// address. Requests wait for the shard actor at most `timeout`.
+  /// Listens on host:port (port 0: one from the kernel); the error names
+  /// the address. Requests wait for the shard actor at most `timeout`.
   static caf::expected<std::shared_ptr<data_server>>
-  start(caf::actor_system& sys, const std::string& host,
+  start(caf::actor_system& sys, const std::string& host, uint16_t port,
         caf::timespan timeout);
 
   ~data_server();

@@ -445,15 +445,17 @@ private:
 
 caf::expected<std::shared_ptr<data_server>>
 data_server::start(caf::actor_system& sys, const std::string& host,
-                   caf::timespan timeout) {
+                   uint16_t port, caf::timespan timeout) {
   auto sec = security_of(sys);
   if (auto err = sec->may_listen(host, "the data plane"))
     return err;
-  auto fd = listen_on(host, 0, false);
+  // A fixed port is bound again by a restarted node while its old
+  // connections linger in TIME_WAIT.
+  auto fd = listen_on(host, port, port != 0);
   if (!fd)
     return make_error(errc::node_unreachable,
-                      "cannot listen for the data plane on " + host + ": "
-                        + describe(fd.error()));
+                      "cannot listen for the data plane on " + host + ":"
+                        + std::to_string(port) + ": " + describe(fd.error()));
   return std::make_shared<data_server>(
     std::make_unique<data_server_impl>(sys, *fd, sec->guard, timeout));
 }

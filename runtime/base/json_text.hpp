@@ -59,4 +59,19 @@ inline std::string printable(const std::string& text) {
   return out;
 }
 
+/// `text` as a JSON string literal, quotes included.
+inline std::string json_quoted(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      out += std::string{"\\"} + static_cast<char>(c);
+    else if (c < 0x20)
+      out += std::string{"\\u00"} + hex[c >> 4] + hex[c & 15];
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
 } // namespace troupe

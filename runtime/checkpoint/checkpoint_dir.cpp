@@ -3,7 +3,9 @@
 #include "runtime/sparse/table_file.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -115,24 +117,37 @@ load_newest(const std::string& dir, const run_stamp& stamp,
                       + (pick == checkpoint_pick::this_run
                            ? std::string{"run (" + stamp.run_id + ")"}
                            : std::string{"config"})
-                      + ": " + passed);
+                      + ": " + passed
+                      + (pick == checkpoint_pick::compatible
+                           ? std::string{"; to start over, --fresh (or "
+                                         "/training/checkpoint/resume "
+                                         "false) sets them aside, or give "
+                                         "this run a folder of its own "
+                                         "(--checkpoint-dir)"}
+                           : std::string{}));
 }
 
-caf::error check_fresh_dir(const std::string& dir, const run_stamp& stamp) {
+caf::expected<std::string> set_aside_checkpoints(const std::string& dir,
+                                                 const run_stamp& stamp) {
+  const auto aside = dir + "/set-aside-" + stamp.run_id;
+  bool made = false;
   for (auto& f : list_checkpoints(dir)) {
     auto head = read_checkpoint_metadata(f.path);
-    auto run = head ? meta(*head, "run_id") : std::string{};
-    if (head && run == stamp.run_id)
+    if (head && meta(*head, "run_id") == stamp.run_id)
       continue;
-    return make_error(errc::invalid_config,
-                      "checkpoint dir " + dir + " holds checkpoints of "
-                        + (run.empty() ? std::string{"another run"}
-                                       : "run " + run)
-                        + " (newest: " + file_name(f.path)
-                        + "); set /training/checkpoint/resume to continue "
-                          "it, or give this run a folder of its own");
+    if (!made && ::mkdir(aside.c_str(), 0755) != 0 && errno != EEXIST)
+      return make_error(errc::io_error, "cannot make " + aside + " to set "
+                                          + f.path
+                                          + " aside: " + std::strerror(errno));
+    made = true;
+    for (auto& from : {f.path, tables_path_of(f.path)}) {
+      auto to = aside + "/" + file_name(from);
+      if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT)
+        return make_error(errc::io_error, "cannot move " + from + " to " + to
+                                            + ": " + std::strerror(errno));
+    }
   }
-  return caf::none;
+  return made ? aside : std::string{};
 }
 
 size_t prune_checkpoints(const std::string& dir, const run_stamp& stamp,

@@ -5,8 +5,9 @@
 // - a resume loads the newest checkpoint of the same config and layout (a
 //   checkpoint written before run ids existed counts if its layout fits),
 //   and continues that run (its run id);
-// - a fresh run refuses a folder that holds another run's checkpoints
-//   rather than mixing its files with theirs;
+// - a run that starts over (--fresh) first moves the folder's checkpoints
+//   of other runs into a folder of their own inside it, rather than
+//   mixing its files with theirs or deleting them;
 // - a run keeps its newest `keep` checkpoints.
 #pragma once
 
@@ -68,9 +69,13 @@ caf::expected<std::optional<loaded_checkpoint>>
 load_newest(const std::string& dir, const run_stamp& stamp,
             checkpoint_pick pick, const param_layout& layout);
 
-/// errc::invalid_config when `dir` holds a checkpoint of a run other than
-/// `stamp`'s (naming the newest), for a run that starts from scratch.
-caf::error check_fresh_dir(const std::string& dir, const run_stamp& stamp);
+/// For a run that starts from scratch: moves every checkpoint in `dir` of
+/// a run other than `stamp`'s (with its embedding tables) into
+/// `dir`/set-aside-<stamp's run id>/. Returns that folder, or "" when
+/// there was nothing to move; errc::io_error names a file that could not
+/// be moved (the ones before it are moved).
+caf::expected<std::string> set_aside_checkpoints(const std::string& dir,
+                                                 const run_stamp& stamp);
 
 /// Deletes the checkpoints of `stamp`'s run in `dir` beyond the newest
 /// `keep` (0: keeps all); returns how many it deleted.

@@ -122,7 +122,7 @@ std::string data_file(object_reader& r, const std::string& key,
                       bool required = false) {
   if (required)
     r.require(key);
-  auto path = join(dir, r.string(key, fallback));
+  auto path = from_base(join(dir, r.string(key, fallback)));
   check_path(path, r.at(key));
   if (!file_exists(path))
     throw config_error{errc::file_not_found, r.at(key),
@@ -168,7 +168,7 @@ model_config read_model(object_reader r) {
     // get the shapes from the chief, so the other nodes, and nodes that
     // join, need no copy.
     r.require("parameters");
-    m.parameters = r.string("parameters", "");
+    m.parameters = from_base(r.string("parameters", ""));
     check_path(m.parameters, r.at("parameters"));
     r.finish();
     return m;
@@ -308,7 +308,7 @@ data_config read_data(object_reader r) {
         if (names.empty())
           names = std::move(fallback);
         for (size_t i = 0; i < names.size(); ++i) {
-          names[i] = join(dir, names[i]);
+          names[i] = from_base(join(dir, names[i]));
           check_path(names[i], r.at(key) + "/" + std::to_string(i));
           if (!file_exists(names[i]))
             throw config_error{errc::file_not_found,
@@ -568,12 +568,12 @@ training_config read_training(object_reader r) {
       object_reader{*o, r.at("sparse_optimizer")});
   if (auto* c = r.find("checkpoint")) {
     object_reader cr{*c, r.at("checkpoint")};
-    t.checkpoint.dir = cr.string("dir", "");
+    t.checkpoint.dir = from_base(cr.string("dir", ""));
     if (t.checkpoint.dir.empty())
       throw config_error{errc::invalid_config, cr.at("dir"),
                          "missing required key \"dir\""};
     t.checkpoint.every_steps = cr.integer("every_steps", 0, 0);
-    t.checkpoint.resume = cr.boolean("resume", false);
+    t.checkpoint.resume = cr.boolean("resume", true);
     t.checkpoint.keep = static_cast<int>(cr.integer("keep", 5, 0, 1 << 20));
     cr.finish();
   }
@@ -603,6 +603,20 @@ constexpr int max_config_depth = 16;
 
 caf::expected<run_config> parse_run_config(const std::string& text,
                                            const std::string& origin) {
+  return parse_run_config(text, origin, "");
+}
+
+std::string config_folder(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  if (ec)
+    return {};
+  return abs.lexically_normal().parent_path().string();
+}
+
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin,
+                                           const std::string& base_dir) {
   json root;
   if (text.size() > max_config_bytes)
     return make_error(errc::invalid_config,
@@ -638,10 +652,23 @@ caf::expected<run_config> parse_run_config(const std::string& text,
                                       ? what
                                       : what.substr(pos + 2)));
   }
+  // Relative paths start from the base for as long as this reads.
+  struct base_guard {
+    ~base_guard() { path_base.clear(); }
+  } restore_base;
   try {
     run_config cfg;
     cfg.origin = origin;
     object_reader r{root, ""};
+    path_base = base_dir;
+    if (r.find("base_dir") != nullptr) {
+      auto base = r.string("base_dir", "");
+      if (base.empty() || has_control(base))
+        throw config_error{errc::invalid_config, "/base_dir",
+                           "expected a folder, found \"" + base + "\""};
+      path_base = from_base(base);
+    }
+    cfg.base_dir = path_base;
     cfg.name = r.string("name", "run");
     cfg.model = read_model(object_reader{r.require("model"), "/model"});
     cfg.data = read_data(object_reader{r.require("data"), "/data"});
@@ -663,6 +690,38 @@ caf::expected<run_config> parse_run_config(const std::string& text,
   }
 }
 
+caf::expected<std::string>
+apply_settings(const std::string& text, const std::string& origin,
+               const std::vector<config_setting>& settings) {
+  if (settings.empty())
+    return text;
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception&) {
+    return text;
+  }
+  for (auto& s : settings) {
+    try {
+      root[json::json_pointer{s.pointer}] = json::parse(s.value);
+    } catch (const json::exception&) {
+      return make_error(errc::invalid_config,
+                        origin + ": " + printable(s.pointer)
+                          + ": cannot be set: a value on its way is not an "
+                            "object");
+    }
+  }
+  return root.dump(2);
+}
+
+caf::expected<std::string> with_base_dir(const std::string& text,
+                                         const run_config& cfg) {
+  if (cfg.base_dir.empty())
+    return text;
+  return apply_settings(text, cfg.origin,
+                        {{"/base_dir", json_quoted(cfg.base_dir)}});
+}
+
 caf::expected<std::string> read_config_text(const std::string& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in) {
@@ -681,7 +740,7 @@ caf::expected<run_config> load_run_config(const std::string& path) {
   auto text = read_config_text(path);
   if (!text)
     return text.error();
-  return parse_run_config(*text, path);
+  return parse_run_config(*text, path, config_folder(path));
 }
 
 int compute_threads(int configured, int workers_here) {

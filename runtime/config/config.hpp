@@ -68,7 +68,12 @@ struct model_config {
 struct checkpoint_config {
   std::string dir;          ///< empty: no checkpoints
   int64_t every_steps = 0;  ///< 0: only at the end of the run
-  bool resume = false;      ///< start from the newest checkpoint in dir
+  /// Continue from the newest checkpoint in dir of the same config (and
+  /// refuse a folder holding only other configs' checkpoints), or start
+  /// from step 0 when it holds none, as TensorFlow's MonitoredTrainingSession
+  /// does. false: start over, setting the folder's checkpoints of other
+  /// runs aside (runtime/checkpoint/checkpoint_dir.hpp).
+  bool resume = true;
   /// The newest checkpoints of a run kept in dir (as TensorFlow's Saver's
   /// max_to_keep); 0 keeps every one.
   int keep = 5;
@@ -119,8 +124,17 @@ struct training_config {
 /// roles the cluster file places on it.
 struct node_config {
   std::string name;
-  std::string host;
-  uint16_t port = 0;
+  std::string host;  ///< where the other nodes reach it
+  uint16_t port = 0; ///< its control port (CAF's middleman)
+  /// Its data plane's port; 0: one the kernel chooses.
+  uint16_t data_port = 0;
+  /// The address its listeners bind; empty: `host`. Membership from the
+  /// environment binds every interface ("0.0.0.0"), as a pod or a Slurm
+  /// node may not resolve its own name to the address its peers use.
+  std::string bind;
+
+  /// The address its listeners bind.
+  const std::string& listen_host() const { return bind.empty() ? host : bind; }
   int shards = 0;  ///< parameter shards it holds, numbered in file order
   int workers = 0; ///< workers it starts with, numbered in file order
   /// The backend of the workers this node runs (its own and any moved or
@@ -188,6 +202,12 @@ struct cluster_config {
   std::string metrics_dir;
   std::vector<node_config> nodes; ///< empty: embedded
   std::string chief_node;         ///< the node running chief and feeder
+  /// Each node's data plane at its control port plus this, unless the
+  /// node gives "data_port"; 0: ports the kernel chooses.
+  int data_port_offset = 0;
+  /// Membership from Slurm (runtime/config/membership.hpp): task i's
+  /// control port is base_port + 2i, its data plane's base_port + 2i + 1.
+  int base_port = 7400;
   /// How long the chief waits for every node to register.
   double node_timeout_s = 30;
   /// Middleman heartbeats; a link silent for connection_timeout_ms is
@@ -225,12 +245,20 @@ struct cluster_config {
 
 struct run_config {
   std::string origin; ///< the file it came from
+  /// The folder its relative paths were read from (absolute; the file's
+  /// folder unless "base_dir" names another); empty: the working
+  /// directory, for a text that came from no file.
+  std::string base_dir;
   std::string name;
   model_config model;
   data_config data;
   training_config training;
   cluster_config cluster;
 };
+
+/// Empty when no two ports of `nodes` (control and data plane) on one
+/// host are the same; else which two clash.
+std::string port_clash(const std::vector<node_config>& nodes);
 
 /// Reads and validates the run configuration in `path`. Errors:
 /// errc::file_not_found / errc::io_error for the file itself,
@@ -242,9 +270,40 @@ caf::expected<run_config> load_run_config(const std::string& path);
 /// The text of a config file, with load_run_config's errors for the file.
 caf::expected<std::string> read_config_text(const std::string& path);
 
-/// The same for JSON text; `origin` names it in messages.
+/// The same for JSON text; `origin` names it in messages. Relative paths
+/// in it are read from the working directory, or from its "base_dir".
 caf::expected<run_config> parse_run_config(const std::string& text,
                                            const std::string& origin);
+
+/// The same with relative paths read from `base_dir` (a config file's
+/// folder, config_folder()), or from "base_dir" in the text joined to it.
+caf::expected<run_config> parse_run_config(const std::string& text,
+                                           const std::string& origin,
+                                           const std::string& base_dir);
+
+/// The absolute folder of a config file: where its relative paths start.
+std::string config_folder(const std::string& path);
+
+/// One value a command-line flag sets in a config's JSON before it is
+/// read, so that the reader checks it as it checks the file.
+struct config_setting {
+  std::string pointer; ///< "/training/optimizer/learning_rate"
+  std::string value;   ///< JSON text: "0.01", "\"name\""
+};
+
+/// `text` with each setting made, objects on the way created; `text`
+/// unchanged when it is not JSON (the reader then says why).
+/// errc::invalid_config names a pointer that crosses a value that is not
+/// an object.
+caf::expected<std::string>
+apply_settings(const std::string& text, const std::string& origin,
+               const std::vector<config_setting>& settings);
+
+/// `text` (read as `cfg`) with "base_dir" set to cfg.base_dir: the text a
+/// chief hands to nodes that join, whose relative paths then start where
+/// the chief's did.
+caf::expected<std::string> with_base_dir(const std::string& text,
+                                         const run_config& cfg);
 
 /// "async", "sync", "ssp", "easgd".
 const char* to_string(cluster_config::mode m);

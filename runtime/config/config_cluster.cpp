@@ -48,12 +48,13 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at) {
         throw config_error{errc::invalid_config, r.at("port"),
                            n.host + ":" + std::to_string(n.port)
                              + " is already node \"" + m.name + "\"'s"};
+    n.data_port = static_cast<uint16_t>(r.integer("data_port", 0, 0, 65535));
     n.shards = static_cast<int>(r.integer("shards", 0, 0, 1024));
     n.workers = static_cast<int>(r.integer("workers", 0, 0, 1024));
     if (r.find("device") != nullptr)
       n.device = read_device(r);
-    n.certificate = r.string("certificate", "");
-    n.key = r.string("key", "");
+    n.certificate = from_base(r.string("certificate", ""));
+    n.key = from_base(r.string("key", ""));
     if (n.certificate.empty() != n.key.empty())
       throw config_error{errc::invalid_config,
                          r.at(n.key.empty() ? "key" : "certificate"),
@@ -70,7 +71,7 @@ cluster_tls read_tls(object_reader r, const std::vector<node_config>& nodes) {
   auto path = [&](const char* key, bool required) {
     if (required)
       r.require(key);
-    auto v = r.string(key, "");
+    auto v = from_base(r.string(key, ""));
     if (required && v.empty())
       throw config_error{errc::invalid_config, r.at(key),
                          "expected the path of a PEM file, got \"\""};
@@ -155,7 +156,7 @@ cluster_config read_cluster(object_reader r) {
   c.restart_window_s = r.number("restart_window_s", 60, 0, 1e9, true);
   c.target_accuracy = r.number("target_accuracy", 0, 0, 1);
   c.request_timeout_ms = r.integer("request_timeout_ms", 30000, 1);
-  c.metrics_dir = r.string("metrics_dir", "");
+  c.metrics_dir = from_base(r.string("metrics_dir", ""));
   c.node_timeout_s = r.number("node_timeout_s", 30, 0, 1e6, true);
   c.heartbeat_interval_ms = r.integer("heartbeat_interval_ms", 500, 1,
                                       3600000);
@@ -165,6 +166,22 @@ cluster_config read_cluster(object_reader r) {
     throw config_error{errc::invalid_config, r.at("connection_timeout_ms"),
                        "must exceed heartbeat_interval_ms ("
                          + std::to_string(c.heartbeat_interval_ms) + ")"};
+  c.data_port_offset = static_cast<int>(
+    r.integer("data_port_offset", 0, 0, 65534));
+  c.base_port = static_cast<int>(r.integer("base_port", 7400, 1, 65534));
+  // Without nodes, both are kept for membership from the environment.
+  for (auto& n : c.nodes) {
+    if (n.data_port != 0 || c.data_port_offset == 0)
+      continue;
+    if (n.port + c.data_port_offset > 65535)
+      throw config_error{
+        errc::invalid_config, r.at("data_port_offset"),
+        "node \"" + n.name + "\"'s port " + std::to_string(n.port) + " plus "
+          + std::to_string(c.data_port_offset) + " is beyond 65535"};
+    n.data_port = static_cast<uint16_t>(n.port + c.data_port_offset);
+  }
+  if (auto clash = port_clash(c.nodes); !clash.empty())
+    throw config_error{errc::invalid_config, r.at("nodes"), clash};
   c.on_node_loss = r.choice("on_node_loss", cluster_config::node_loss::move,
                             {{"move", cluster_config::node_loss::move},
                              {"wait", cluster_config::node_loss::wait}});
@@ -180,3 +197,30 @@ cluster_config read_cluster(object_reader r) {
 }
 
 } // namespace troupe::config_detail
+
+namespace troupe {
+
+std::string port_clash(const std::vector<node_config>& nodes) {
+  // Every port a node listens on, with its owner, per host.
+  struct taken {
+    const node_config* node;
+    uint16_t port;
+    const char* what;
+  };
+  std::vector<taken> all;
+  for (auto& n : nodes) {
+    all.push_back({&n, n.port, "port"});
+    if (n.data_port != 0)
+      all.push_back({&n, n.data_port, "data_port"});
+  }
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (all[i].port == all[j].port && all[i].node->host == all[j].node->host)
+        return "node \"" + all[i].node->name + "\"'s " + all[i].what + " "
+               + std::to_string(all[i].port) + " on " + all[i].node->host
+               + " is already node \"" + all[j].node->name + "\"'s "
+               + all[j].what;
+  return {};
+}
+
+} // namespace troupe

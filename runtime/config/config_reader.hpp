@@ -4,6 +4,7 @@
 // of every error and refuses keys it did not read.
 #pragma once
 
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -55,6 +56,17 @@ inline std::string found(const json& j) {
 /// host): the keys the readers accept. The configuration reference's test
 /// compares them with docs/configuration.md.
 inline std::set<std::string>* keys_looked_up = nullptr;
+
+/// The folder that relative paths of the config being read start from
+/// (its file's folder, or its "base_dir"); empty: the working directory.
+inline thread_local std::string path_base;
+
+/// `path` as read from path_base: unchanged when absolute or empty.
+inline std::string from_base(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path_base.empty())
+    return path;
+  return (std::filesystem::path{path_base} / path).lexically_normal().string();
+}
 
 /// `pointer` with every all-digit segment (an array index) written "*".
 inline std::string key_pattern(const std::string& pointer) {

@@ -37,7 +37,7 @@ struct served_shard {
     caf::scoped_actor self{*f.sys};
     self->request(shard, 5s, join_atom_v, int32_t{0})
       .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 5s);
+    auto s = data_server::start(*f.sys, "127.0.0.1", 0, 5s);
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
     server->serve(0, shard, 3);
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
   // Nothing listens: the first request fails, naming the address.
   uint16_t port = 0;
   {
-    auto gone = data_server::start(*s.f.sys, "127.0.0.1", 5s);
+    auto gone = data_server::start(*s.f.sys, "127.0.0.1", 0, 5s);
     BOOST_REQUIRE(gone);
     port = (*gone)->port();
   }
@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
   // machine, so the bind fails at once.
   cluster_fixture f;
   secure_links(*f.sys, nullptr, true); // --insecure: plaintext may go there
-  auto s = data_server::start(*f.sys, "192.0.2.1", 5s);
+  auto s = data_server::start(*f.sys, "192.0.2.1", 0, 5s);
   BOOST_REQUIRE(!s);
   BOOST_TEST((s.error() == errc::node_unreachable));
   BOOST_TEST(describe(s.error()).find("cannot listen for the data plane on "
@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
 BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) {
   cluster_fixture f;
   for (auto host : {"0.0.0.0", "192.0.2.1", "cluster-head"}) {
-    auto s = data_server::start(*f.sys, host, 5s);
+    auto s = data_server::start(*f.sys, host, 0, 5s);
     BOOST_REQUIRE(!s);
     BOOST_TEST((s.error() == errc::invalid_config));
     BOOST_TEST(describe(s.error()).find(std::string{"on "} + host
@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) 
                  != std::string::npos,
                describe(s.error()));
   }
-  auto local = data_server::start(*f.sys, "localhost", 5s);
+  auto local = data_server::start(*f.sys, "localhost", 0, 5s);
   BOOST_TEST(static_cast<bool>(local), troupe::test::why(local));
 }
 

@@ -22,10 +22,13 @@ inline std::string slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>{in}, {}};
 }
 
-/// Runs build/apps/<app> with `args` (shell words), bounded by `timeout`.
+/// Runs build/apps/<app> with `args` (shell words), bounded by `timeout`;
+/// in the folder `cwd` when one is given.
 inline outcome run_app(const temp_dir& tmp, const std::string& app,
-                       const std::string& args, int timeout_s = 120) {
-  std::string cmd = "timeout " + std::to_string(timeout_s) + " "
+                       const std::string& args, int timeout_s = 120,
+                       const std::string& cwd = "") {
+  std::string cmd = (cwd.empty() ? std::string{} : "cd '" + cwd + "' && ")
+                    + "timeout " + std::to_string(timeout_s) + " "
                     + std::string{TROUPE_BINARY_DIR} + "/apps/" + app + " "
                     + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
   int status = std::system(cmd.c_str());

@@ -167,6 +167,139 @@ BOOST_AUTO_TEST_CASE(config_file_and_flags) {
   BOOST_TEST(o.err.find("--config is required") != std::string::npos, o.err);
 }
 
+// Relative paths in a config are read from its file's folder, whatever
+// the working directory; a missing file is named by its full path.
+BOOST_AUTO_TEST_CASE(relative_paths_start_at_the_config_files_folder) {
+  temp_dir tmp;
+  ::mkdir(tmp.file("byod").c_str(), 0755);
+  ::mkdir(tmp.file("byod/data").c_str(), 0755);
+  std::string table = "a,b,label\n";
+  for (int i = 0; i < 64; ++i)
+    table += std::to_string(i % 2) + "," + std::to_string(i % 3) + ","
+             + std::to_string(i % 2) + "\n";
+  troupe::test::write_file(tmp.file("byod/data/train.csv"), table);
+  troupe::test::write_file(tmp.file("byod/data/test.csv"), table);
+  const std::string config = R"({
+  "model": { "type": "softmax" },
+  "data": { "format": "csv", "dir": "data", "train": "train.csv",
+            "test": "test.csv" },
+  "training": { "batch_size": 16, "epochs": 1,
+                "checkpoint": { "dir": "ckpt" } }
+})";
+  troupe::test::write_file(tmp.file("byod/npy.json"), config);
+  // From the config's parent folder, as the user in the report ran it.
+  auto o = troupe::test::run_app(tmp, "troupe-train", "--config byod/npy.json",
+                                 120, tmp.path());
+  BOOST_TEST(o.code == 0, o.err);
+  BOOST_TEST(o.out.find("done: 4 steps") != std::string::npos, o.out);
+  // The checkpoint folder is the config's too.
+  struct stat st;
+  BOOST_TEST(::stat(tmp.file("byod/ckpt/ckpt-4.safetensors").c_str(), &st)
+             == 0);
+  // A file that is not there: the error names the path tried, in full.
+  auto missing = config;
+  missing.replace(missing.find("test.csv"), 8, "gone.csv");
+  troupe::test::write_file(tmp.file("byod/bad.json"), missing);
+  o = troupe::test::run_app(tmp, "troupe-train", "--config byod/bad.json", 120,
+                            tmp.path());
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("/data/test: dataset file not found: "
+                        + tmp.file("byod/data/gone.csv"))
+               != std::string::npos,
+             o.err);
+  // "base_dir" names another folder to start from.
+  auto based = config;
+  based.replace(based.find("\"model\""), 0,
+                "\"base_dir\": \"" + tmp.file("byod") + "\", ");
+  troupe::test::write_file(tmp.file("elsewhere.json"), based);
+  o = run_train(tmp, "--config " + tmp.file("elsewhere.json")
+                       + " --checkpoint-dir " + tmp.file("ckpt2"));
+  BOOST_TEST(o.code == 0, o.err);
+}
+
+// The second run of a config resumes where the first stopped, as
+// TensorFlow's MonitoredTrainingSession does; --fresh starts over and sets
+// the earlier files aside; a changed setting is refused with the way out;
+// the command line's overrides reach the run.
+BOOST_AUTO_TEST_CASE(a_second_run_resumes_and_fresh_starts_over) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  auto ckpt = tmp.file("ckpt");
+  auto first = run_train(tmp, "--config " + tmp.file("cfg.json")
+                                + " --checkpoint-dir " + ckpt
+                                + " --epochs 1 --name first");
+  BOOST_REQUIRE_MESSAGE(first.code == 0, first.err);
+  BOOST_TEST(first.out.find("run: first") != std::string::npos, first.out);
+  BOOST_TEST(first.out.find("done: 13 steps (1 epochs)") != std::string::npos,
+             first.out);
+  // Again with one epoch more: it goes on from step 13.
+  auto second = run_train(tmp, "--config " + tmp.file("cfg.json")
+                                 + " --checkpoint-dir " + ckpt);
+  BOOST_TEST(second.code == 0, second.err);
+  BOOST_TEST(second.out.find("resume: step 13 from " + ckpt
+                             + "/ckpt-13.safetensors")
+               != std::string::npos,
+             second.out);
+  BOOST_TEST(second.out.find("done: 26 steps (2 epochs)") != std::string::npos,
+             second.out);
+  // Once more: nothing left, and it says so.
+  auto third = run_train(tmp, "--config " + tmp.file("cfg.json")
+                                + " --checkpoint-dir " + ckpt + " --resume");
+  BOOST_TEST(third.code == 0, third.err);
+  BOOST_TEST(third.out.find("the run had reached its last step (26)")
+               != std::string::npos,
+             third.out);
+  // Another learning rate is another config: refused, naming the way out.
+  auto other = run_train(tmp, "--config " + tmp.file("cfg.json")
+                                + " --checkpoint-dir " + ckpt + " --lr 0.5");
+  BOOST_TEST(other.code == 2);
+  BOOST_TEST(other.err.find("/training/optimizer/learning_rate (checkpoint: "
+                            "0.01, this run: 0.5)")
+               != std::string::npos,
+             other.err);
+  BOOST_TEST(other.err.find("--fresh") != std::string::npos, other.err);
+  // --fresh: from step 0, the earlier run's files moved aside, not lost.
+  auto fresh = run_train(tmp, "--config " + tmp.file("cfg.json")
+                                + " --checkpoint-dir " + ckpt
+                                + " --lr 0.5 --fresh --batch-size 50");
+  BOOST_TEST(fresh.code == 0, fresh.err);
+  BOOST_TEST(fresh.out.find("starting over: the checkpoints of earlier runs "
+                            "in "
+                            + ckpt + " are set aside in " + ckpt
+                            + "/set-aside-")
+               != std::string::npos,
+             fresh.out);
+  BOOST_TEST(fresh.out.find("training: batch 50, 8 steps per epoch")
+               != std::string::npos,
+             fresh.out);
+  BOOST_TEST(fresh.out.find("optimizer adam lr 0.5") != std::string::npos,
+             fresh.out);
+  int aside = 0;
+  if (DIR* d = ::opendir(ckpt.c_str())) {
+    while (auto* e = ::readdir(d))
+      if (std::string{e->d_name}.rfind("set-aside-", 0) == 0) {
+        ++aside;
+        struct stat st;
+        BOOST_TEST(
+          ::stat((ckpt + "/" + e->d_name + "/ckpt-26.safetensors").c_str(), &st)
+          == 0);
+      }
+    ::closedir(d);
+  }
+  BOOST_TEST(aside == 1);
+  // Both flags, or either without a checkpoint folder: refused.
+  auto both = run_train(tmp, "--config " + tmp.file("cfg.json")
+                               + " --resume --fresh");
+  BOOST_TEST(both.code == 2);
+  auto none = run_train(tmp, "--config " + tmp.file("cfg.json") + " --fresh");
+  BOOST_TEST(none.code == 2);
+  BOOST_TEST(none.err
+               == "troupe-train: error: --fresh: the run keeps no "
+                  "checkpoints (give /training/checkpoint/dir or "
+                  "--checkpoint-dir)\n",
+             none.err);
+}
+
 // The real dataset through the real command: softmax regression, one epoch.
 BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
   temp_dir tmp;

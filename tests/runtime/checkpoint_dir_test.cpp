@@ -1,6 +1,7 @@
-// Which checkpoints of a folder a run may load (runtime/checkpoint/checkpoint_dir.hpp):
-// its own for a recovery, a compatible one for a resume; a fresh run
-// refuses another run's folder; retention keeps a run's newest N.
+// Which checkpoints of a folder a run may load
+// (runtime/checkpoint/checkpoint_dir.hpp): its own for a recovery, a compatible
+// one for a resume; a fresh run sets other runs' files aside; retention keeps a
+// run's newest N.
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/sparse/table_file.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -15,6 +17,11 @@ using troupe::test::temp_dir;
 using troupe::test::write_file;
 
 namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 run_stamp stamp(const std::string& id, const std::string& optimizer = "adam",
                 const std::string& hidden = "[8]") {
@@ -112,18 +119,35 @@ BOOST_AUTO_TEST_CASE(a_resume_loads_the_newest_compatible_checkpoint) {
                != std::string::npos, why);
 }
 
-BOOST_AUTO_TEST_CASE(a_fresh_run_refuses_another_runs_folder) {
+BOOST_AUTO_TEST_CASE(a_fresh_run_sets_other_runs_files_aside_and_loses_none) {
   temp_dir dir;
-  BOOST_TEST(!check_fresh_dir(dir.path(), stamp("new")));
+  auto nothing = set_aside_checkpoints(dir.path(), stamp("new"));
+  BOOST_REQUIRE(nothing);
+  BOOST_TEST(nothing->empty());
   write(dir, 14070, stamp("finished"));
-  auto err = check_fresh_dir(dir.path(), stamp("new"));
-  BOOST_REQUIRE(err);
-  BOOST_TEST((err == errc::invalid_config));
-  BOOST_TEST(describe(err).find("holds checkpoints of run finished (newest: "
-                                "ckpt-14070.safetensors); set "
-                                "/training/checkpoint/resume")
-               != std::string::npos, describe(err));
-  BOOST_TEST(!check_fresh_dir(dir.path(), stamp("finished")));
+  write(dir, 20, stamp("new"));
+  // A tables file beside the other run's checkpoint goes with it.
+  auto tables = tables_path_of(dir.file("ckpt-14070.safetensors"));
+  write_file(tables, "rows");
+  auto aside = set_aside_checkpoints(dir.path(), stamp("new"));
+  BOOST_REQUIRE_MESSAGE(aside, troupe::test::why(aside));
+  BOOST_TEST(*aside == dir.file("set-aside-new"));
+  // This run's own file stays; the other run's files moved, intact.
+  auto left = list_checkpoints(dir.path());
+  BOOST_REQUIRE(left.size() == 1u);
+  BOOST_TEST(left[0].step == 20);
+  auto moved = list_checkpoints(*aside);
+  BOOST_REQUIRE(moved.size() == 1u);
+  BOOST_TEST(moved[0].step == 14070);
+  auto back = read_checkpoint(moved[0].path);
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->metadata.at("run_id") == "finished");
+  BOOST_TEST(file_exists(*aside + "/" + tables.substr(tables.rfind('/') + 1)));
+  BOOST_TEST(!file_exists(tables));
+  // Again: nothing left to move.
+  auto again = set_aside_checkpoints(dir.path(), stamp("new"));
+  BOOST_REQUIRE(again);
+  BOOST_TEST(again->empty());
 }
 
 BOOST_AUTO_TEST_CASE(retention_keeps_a_runs_newest_and_never_touches_others) {

@@ -442,6 +442,35 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
   BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 70000 } ] })")
                .find("/cluster/nodes/0/port") != std::string::npos);
+  // Data-plane ports: given, or the control port plus an offset; none
+  // may take another port of its host.
+  BOOST_TEST(with(R"({ "data_port_offset": 1, "nodes": )" + ok_nodes + " }")
+               .find("/cluster/nodes: node \"b\"'s port 7001 on "
+                     "127.0.0.1 is already node \"a\"'s data_port")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "shards": 1,
+                                    "data_port": 7100 },
+                                  { "name": "b", "port": 7001, "workers": 1,
+                                    "data_port": 7100 } ] })")
+               .find("node \"b\"'s data_port 7100 on 127.0.0.1 is already "
+                     "node \"a\"'s data_port")
+             != std::string::npos);
+  BOOST_TEST(with(R"({ "data_port_offset": 65000, "nodes": )" + ok_nodes + " }")
+               .find("/cluster/data_port_offset: node \"a\"'s port 7000 plus "
+                     "65000 is beyond 65535")
+             != std::string::npos);
+  {
+    auto cfg = parse_run_config(
+      replace(synthetic_config, R"("training")",
+              R"("cluster": { "data_port_offset": 100, "nodes": [
+                   { "name": "a", "port": 7000, "shards": 1 },
+                   { "name": "b", "port": 7001, "workers": 1,
+                     "data_port": 9000 } ] }, "training")"),
+      "cfg.json");
+    BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+    BOOST_TEST(cfg->cluster.node("a")->data_port == 7100);
+    BOOST_TEST(cfg->cluster.node("b")->data_port == 9000);
+  }
   BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "workers": 1 } ] })")
                .find("no node holds a shard") != std::string::npos);
   BOOST_TEST(with(R"({ "chief": "z", "nodes": )" + ok_nodes + " }")

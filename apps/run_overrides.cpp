@@ -1,0 +1,99 @@
+#include "apps/run_overrides.hpp"
+
+#include <filesystem>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/base/json_text.hpp"
+
+namespace troupe {
+
+namespace {
+
+/// A number as JSON writes it, exactly.
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", x);
+  return buf;
+}
+
+/// A path from the command line: from the working directory.
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+} // namespace
+
+std::vector<config_setting> run_overrides::settings() const {
+  std::vector<config_setting> out;
+  if (!name.empty())
+    out.push_back({"/name", json_quoted(name)});
+  if (!checkpoint_dir.empty())
+    out.push_back(
+      {"/training/checkpoint/dir", json_quoted(absolute(checkpoint_dir))});
+  if (checkpoint_every >= 0)
+    out.push_back(
+      {"/training/checkpoint/every_steps", std::to_string(checkpoint_every)});
+  if (lr > 0)
+    out.push_back({"/training/optimizer/learning_rate", number(lr)});
+  if (batch_size > 0)
+    out.push_back({"/training/batch_size", std::to_string(batch_size)});
+  if (seed)
+    out.push_back({"/training/seed", std::to_string(*seed)});
+  if (log_every > 0)
+    out.push_back({"/training/log_every_steps", std::to_string(log_every)});
+  if (eval_every >= 0)
+    out.push_back({"/training/eval_every_steps", std::to_string(eval_every)});
+  return out;
+}
+
+void add_run_overrides(CLI::App& app, run_overrides& o,
+                       const std::string& name_help) {
+  app.add_option("--name", o.name, name_help);
+  app.add_option("--lr", o.lr, "learning rate (overrides config)")
+    ->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", o.batch_size, "batch size (overrides config)")
+    ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--seed", o.seed, "shuffling seed (overrides config)");
+  app
+    .add_option("--log-every", o.log_every,
+                "progress line every N steps (overrides config)")
+    ->check(CLI::PositiveNumber);
+  app
+    .add_option("--eval-every", o.eval_every,
+                "evaluate every N steps, 0 at each epoch's end (overrides "
+                "config)")
+    ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "checkpoint folder (overrides config; from the working "
+                 "directory)");
+  app
+    .add_option("--checkpoint-every", o.checkpoint_every,
+                "checkpoint every N steps, 0 only at the end (overrides "
+                "config)")
+    ->check(CLI::NonNegativeNumber);
+  auto* resume = app.add_flag(
+    "--resume", o.resume,
+    "continue the newest checkpoint of this config in the checkpoint "
+    "folder (the default when it holds one)");
+  app
+    .add_flag("--fresh", o.fresh,
+              "start over at step 0; the folder's checkpoints of earlier "
+              "runs are moved into a set-aside-RUN folder inside it")
+    ->excludes(resume);
+}
+
+caf::error apply_resume_choice(run_config& cfg, const run_overrides& o) {
+  if (!o.resume && !o.fresh)
+    return caf::none;
+  if (cfg.training.checkpoint.dir.empty())
+    return make_error(errc::invalid_config,
+                      std::string{o.fresh ? "--fresh" : "--resume"}
+                        + ": the run keeps no checkpoints (give "
+                          "/training/checkpoint/dir or --checkpoint-dir)");
+  cfg.training.checkpoint.resume = o.resume;
+  return caf::none;
+}
+
+} // namespace troupe
