@@ -61,6 +61,12 @@ int run_chief_node(run_config cfg, chief_process what,
     if (!data_plane)
       return fail(data_plane.error());
     opts.data_plane = *data_plane;
+    std::cout << "node " << me->name << ": listening on " << me->listen_host()
+              << ":" << me->port << ", data plane on " << me->listen_host()
+              << ":" << (*data_plane)->port()
+              << (me->bind.empty() ? std::string{}
+                                   : " (reached at " + me->host + ")")
+              << std::endl;
   }
   opts.insecure_links = (cl.distributed() || what.listen) && links.insecure;
   opts.cfg = std::move(cfg);

@@ -35,8 +35,10 @@ bool run_schedule::take_checkpoint(int64_t steps) {
   return true;
 }
 
-bool run_schedule::log_due(int64_t before, int64_t after) const {
-  return before / log_every_ != after / log_every_;
+int64_t run_schedule::log_step(int64_t before, int64_t after) const {
+  return before / log_every_ == after / log_every_
+           ? 0
+           : after / log_every_ * log_every_;
 }
 
 } // namespace troupe

@@ -25,9 +25,10 @@ public:
   /// The same for checkpoints.
   bool take_checkpoint(int64_t steps);
 
-  /// Whether going from `before` to `after` steps crosses a multiple of
-  /// the log interval.
-  bool log_due(int64_t before, int64_t after) const;
+  /// The last multiple of the log interval that going from `before` to
+  /// `after` steps crosses (the step a progress line names); 0 when it
+  /// crosses none.
+  int64_t log_step(int64_t before, int64_t after) const;
 
   int64_t eval_interval() const { return eval_every_; }
   int64_t next_eval() const { return next_eval_; }

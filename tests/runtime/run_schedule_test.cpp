@@ -35,12 +35,16 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_keeps_the_grid_of_evaluations) {
   BOOST_TEST(s.next_eval() == 120); // strictly after the step
 }
 
-BOOST_AUTO_TEST_CASE(log_lines_when_a_multiple_is_crossed) {
+BOOST_AUTO_TEST_CASE(log_lines_name_the_multiple_crossed) {
   troupe::run_schedule s{100, 0, 0, 100};
-  BOOST_TEST(!s.log_due(92, 99));
-  BOOST_TEST(s.log_due(96, 104));
-  BOOST_TEST(s.log_due(199, 200));
-  BOOST_TEST(!s.log_due(200, 207));
+  BOOST_TEST(s.log_step(92, 99) == 0);
+  BOOST_TEST(s.log_step(96, 104) == 100);
+  BOOST_TEST(s.log_step(199, 200) == 200);
+  BOOST_TEST(s.log_step(200, 207) == 0);
+  troupe::run_schedule every_20{100, 0, 0, 20};
+  BOOST_TEST(every_20.log_step(18, 26) == 20);
+  BOOST_TEST(every_20.log_step(34, 42) == 40);
+  BOOST_TEST(every_20.log_step(35, 62) == 60); // two crossed: the last
 }
 
 BOOST_AUTO_TEST_SUITE_END()
