@@ -42,6 +42,7 @@ run_view run_of(chief_self self) {
   r.own_node = st.own_node();
   r.optimizer = to_string(c.training.optimizer.type);
   r.steps = st.progress.steps;
+  r.samples = st.progress.samples;
   r.epoch = static_cast<double>(st.progress.steps) / static_cast<double>(st.progress.per_epoch);
   r.seconds = st.training() ? st.progress.training_seconds(now_seconds()) : 0;
   r.examples_per_sec = r.seconds > 0

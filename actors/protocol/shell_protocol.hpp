@@ -58,6 +58,7 @@ struct run_view {
   std::string own_node;        ///< the chief's node ("local": embedded)
   std::string optimizer;
   int64_t steps = 0;
+  int64_t samples = 0;         ///< trained, all workers together
   double epoch = 0;
   double seconds = 0;          ///< since training began
   double examples_per_sec = 0;
@@ -142,7 +143,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_view& x) {
   return f(caf::meta::type_name("run_view"), x.name, x.run_id,
            x.config_digest, x.mode, x.phase, x.own_node, x.optimizer, x.steps,
-           x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
+           x.samples, x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
            x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
            x.recovering, x.stopping, x.restarts, x.shard_recoveries,
            x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,

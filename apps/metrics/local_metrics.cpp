@@ -11,6 +11,7 @@ std::string local_metrics(local_status& status, const run_config& cfg) {
     std::lock_guard<std::mutex> guard{status.mutex};
     r.run_id = status.run_id;
     r.steps = status.steps;
+    r.samples = status.samples;
     r.total_steps = status.total_steps;
     r.epoch = status.epoch;
     r.seconds = status.seconds;

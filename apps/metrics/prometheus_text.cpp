@@ -15,27 +15,32 @@ std::string number(double x) {
 
 std::string number(int64_t x) { return std::to_string(x); }
 
+/// The text being written, and the labels every series of it carries:
+/// the run's name and id, so that the series of two runs scraped by one
+/// Prometheus stay apart.
+struct page {
+  std::string text;
+  std::string run_labels;
+};
+
 /// One metric family: its # HELP and # TYPE lines, then samples.
 class family {
 public:
-  family(std::string& out, const char* name, const char* type,
-         const char* help)
+  family(page& out, const char* name, const char* type, const char* help)
     : out_(out), name_(name) {
-    out_ += std::string{"# HELP "} + name + " " + help + "\n# TYPE " + name
-            + " " + type + "\n";
+    out_.text += std::string{"# HELP "} + name + " " + help + "\n# TYPE "
+                 + name + " " + type + "\n";
   }
 
   template <class T>
   family& sample(T value, const std::string& labels = {}) {
-    out_ += name_;
-    if (!labels.empty())
-      out_ += "{" + labels + "}";
-    out_ += " " + number(value) + "\n";
+    out_.text += name_ + "{" + out_.run_labels + (labels.empty() ? "" : ",")
+                 + labels + "} " + number(value) + "\n";
     return *this;
   }
 
 private:
-  std::string& out_;
+  page& out_;
   std::string name_;
 };
 
@@ -68,17 +73,21 @@ std::string prometheus_label_value(const std::string& text) {
 }
 
 std::string prometheus_text(const cluster_view& v, const process_usage& self) {
-  std::string out;
   const auto& r = v.run;
+  page out;
+  out.run_labels = label("run", r.name) + "," + label("run_id", r.run_id);
   family(out, "troupe_run_info", "gauge",
          "The run: its name, id, consistency mode, phase and optimizer.")
-    .sample(int64_t{1}, label("run", r.name) + "," + label("run_id", r.run_id)
-                          + "," + label("mode", r.mode) + ","
-                          + label("phase", r.phase) + ","
-                          + label("optimizer", r.optimizer));
+    .sample(int64_t{1}, label("mode", r.mode) + "," + label("phase", r.phase)
+                          + "," + label("optimizer", r.optimizer));
   family(out, "troupe_steps_total", "counter",
-         "Batches trained, all workers together.")
+         "Batches trained, all workers together (rate() is steps per "
+         "second).")
     .sample(r.steps);
+  family(out, "troupe_samples_total", "counter",
+         "Samples trained, all workers together (rate() is samples per "
+         "second).")
+    .sample(r.samples);
   family(out, "troupe_planned_steps", "gauge",
          "The steps the run ends at.")
     .sample(r.total_steps);
@@ -87,8 +96,9 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   family(out, "troupe_training_seconds_total", "counter",
          "Seconds of training, time paused from the shell left out.")
     .sample(r.seconds);
-  family(out, "troupe_examples_per_second", "gauge",
-         "Samples trained per second of training, over the run.")
+  family(out, "troupe_samples_per_second", "gauge",
+         "Samples trained per second of training, averaged over the run "
+         "(rate(troupe_samples_total) for a recent rate).")
     .sample(r.examples_per_sec);
   family(out, "troupe_learning_rate", "gauge",
          "The shards' learning rate now (schedule and shell included).")
@@ -138,7 +148,7 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
       f.sample(w.samples, worker_labels(w));
   }
   {
-    family f(out, "troupe_worker_examples_per_second", "gauge",
+    family f(out, "troupe_worker_samples_per_second", "gauge",
              "A worker's samples per second of its compute time.");
     for (auto& w : v.workers)
       f.sample(w.examples_per_sec, worker_labels(w));
@@ -227,7 +237,7 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   family(out, "process_cpu_seconds_total", "counter",
          "User and system CPU time of the serving process.")
     .sample(self.cpu_seconds);
-  return out;
+  return out.text;
 }
 
 } // namespace troupe

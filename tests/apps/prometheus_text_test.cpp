@@ -1,5 +1,6 @@
 // The chief's Prometheus text (apps/metrics/prometheus_text): what is not known
-// yet is left out, never a sentinel; label values are escaped.
+// yet is left out, never a sentinel; every series carries the run's name
+// and id; label values are escaped.
 #include "apps/metrics/prometheus_text.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -12,8 +13,29 @@ BOOST_AUTO_TEST_CASE(unknown_values_are_left_out) {
   cluster_view v;
   v.run.name = "r";
   v.run.steps = 7;
+  v.run.run_id = "abc";
+  v.run.samples = 896;
   auto text = troupe::prometheus_text(v, process_usage{});
-  BOOST_TEST(text.find("troupe_steps_total 7\n") != std::string::npos, text);
+  BOOST_TEST(text.find("\ntroupe_steps_total{run=\"r\",run_id=\"abc\"} 7\n")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("\n# TYPE troupe_samples_total counter\n"
+                       "troupe_samples_total{run=\"r\",run_id=\"abc\"} 896\n")
+               != std::string::npos,
+             text);
+  // Every sample line, whatever its family, names the run.
+  size_t lines = 0;
+  for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
+    if (text[at] == '#')
+      continue;
+    ++lines;
+    const std::string labels = "{run=\"r\",run_id=\"abc\"";
+    BOOST_TEST(text.compare(text.find('{', at), labels.size(), labels) == 0,
+               text.substr(at, text.find('\n', at) - at));
+  }
+  BOOST_TEST(lines > 10u);
+  // One word for samples: no family says "examples".
+  BOOST_TEST(text.find("examples") == std::string::npos, text);
   // No evaluation, loss or rate yet: those families are absent.
   BOOST_TEST(text.find("troupe_test_accuracy") == std::string::npos, text);
   BOOST_TEST(text.find("troupe_loss") == std::string::npos, text);
@@ -22,9 +44,13 @@ BOOST_AUTO_TEST_CASE(unknown_values_are_left_out) {
   v.run.test_accuracy = 0.875;
   v.run.loss = 0.25;
   text = troupe::prometheus_text(v, process_usage{});
-  BOOST_TEST(text.find("\ntroupe_test_accuracy 0.875\n") != std::string::npos,
+  BOOST_TEST(text.find("\ntroupe_test_accuracy{run=\"r\",run_id=\"abc\"} "
+                       "0.875\n")
+               != std::string::npos,
              text);
-  BOOST_TEST(text.find("\ntroupe_loss 0.25\n") != std::string::npos, text);
+  BOOST_TEST(text.find("\ntroupe_loss{run=\"r\",run_id=\"abc\"} 0.25\n")
+               != std::string::npos,
+             text);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
@@ -36,11 +62,11 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
   silent.name = "w0";
   v.nodes = {up, silent};
   auto text = troupe::prometheus_text(v, process_usage{});
-  BOOST_TEST(text.find("\ntroupe_node_resident_memory_bytes{node=\"ps0\"} "
+  BOOST_TEST(text.find("\ntroupe_node_resident_memory_bytes{run=\"\",run_id=\"\",node=\"ps0\"} "
                        "123456789\n") != std::string::npos, text);
-  BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{node=\"ps0\"} 2.5\n")
+  BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{run=\"\",run_id=\"\",node=\"ps0\"} 2.5\n")
                != std::string::npos, text);
-  BOOST_TEST(text.find("{node=\"w0\"} ") == std::string::npos, text);
+  BOOST_TEST(text.find("node=\"w0\"} ") == std::string::npos, text);
   BOOST_TEST(text.find("-1") == std::string::npos, text);
 }
 
@@ -58,12 +84,12 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
   v.shards[0].rows_pulled = 7000;
   v.shards[0].rows_pushed = 6000;
   text = troupe::prometheus_text(v, process_usage{});
-  for (auto* line : {"troupe_shard_rows{shard=\"1\",node=\"ps0\"} 1500\n",
-                     "troupe_shard_row_memory_bytes{shard=\"1\",node=\"ps0\"} "
+  for (auto* line : {"troupe_shard_rows{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} 1500\n",
+                     "troupe_shard_row_memory_bytes{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
                      "98304\n",
-                     "troupe_shard_rows_pulled_total{shard=\"1\",node=\"ps0\"} "
+                     "troupe_shard_rows_pulled_total{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
                      "7000\n",
-                     "troupe_shard_rows_pushed_total{shard=\"1\",node=\"ps0\"} "
+                     "troupe_shard_rows_pushed_total{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
                      "6000\n",
                      "# TYPE troupe_shard_rows gauge\n"})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);

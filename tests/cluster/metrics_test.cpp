@@ -21,6 +21,28 @@ uint16_t metrics_port(const process& p) {
   return static_cast<uint16_t>(std::atoi(out.c_str() + at + 26));
 }
 
+/// `e` with every sample's run labels (run="...",run_id="...", which every
+/// series carries first) taken out of its key, so that checks name the
+/// labels of their own; a sample without them fails the test.
+exposition without_run_labels(const exposition& e) {
+  exposition out;
+  out.types = e.types;
+  for (auto& [key, value] : e.samples) {
+    auto brace = key.find('{');
+    auto id = key.find("\",run_id=\"", brace);
+    auto id_end = id == std::string::npos ? id : key.find('"', id + 10);
+    BOOST_REQUIRE_MESSAGE(brace != std::string::npos
+                            && key.compare(brace, 6, "{run=\"") == 0
+                            && id_end != std::string::npos,
+                          "no run labels: " << key);
+    auto rest = key.substr(id_end + 1); // "}" or ",more}"
+    out.samples[key.substr(0, brace)
+                + (rest == "}" ? std::string{} : "{" + rest.substr(1))]
+      = value;
+  }
+  return out;
+}
+
 /// Scrapes until the parse succeeds with `key` present (the first scrape
 /// may come before any worker reported); fails the test after `tries`.
 exposition scrape(uint16_t port, const std::string& key, int tries = 50) {
@@ -32,6 +54,7 @@ exposition scrape(uint16_t port, const std::string& key, int tries = 50) {
     if (status == 200) {
       e = parse_exposition(body);
       BOOST_REQUIRE_MESSAGE(e.error.empty(), e.error + "\n" + body);
+      e = without_run_labels(e);
       if (e.samples.count(key) > 0)
         return e;
     }
@@ -64,10 +87,13 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   auto second = scrape(port, worker0);
   // Every family is typed; counters and gauges as documented.
   BOOST_TEST(first.types["troupe_steps_total"] == "counter");
-  BOOST_TEST(first.types["troupe_examples_per_second"] == "gauge");
+  BOOST_TEST(first.types["troupe_samples_per_second"] == "gauge");
+  BOOST_TEST(first.types["troupe_samples_total"] == "counter");
   BOOST_TEST(first.types["process_resident_memory_bytes"] == "gauge");
   // The run moves between two scrapes.
   BOOST_TEST(second.at("troupe_steps_total") > first.at("troupe_steps_total"));
+  BOOST_TEST(second.at("troupe_samples_total")
+             > first.at("troupe_samples_total"));
   BOOST_TEST(second.at(worker0) > first.at(worker0));
   BOOST_TEST(second.at(R"(troupe_shard_updates_total{shard="0",node="local"})")
              > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
@@ -93,7 +119,7 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   // Values as the run has them.
   BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
   BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
-  BOOST_TEST(second.at("troupe_examples_per_second") > 0);
+  BOOST_TEST(second.at("troupe_samples_per_second") > 0);
   BOOST_TEST(second.at("troupe_loss") > 0);
   BOOST_TEST(second.at("troupe_loss") < 5);
   BOOST_TEST(second.at("process_resident_memory_bytes") > 50e6);
@@ -102,10 +128,15 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(second.at(R"(troupe_node_cpu_seconds_total{node="local"})") > 0);
   BOOST_TEST(second.at(R"(troupe_worker_steps_total{worker="1",node="local"})")
              > 0);
+  // The run's labels name this run, on every series (without_run_labels
+  // checked that each has them).
+  auto raw = http_get(port, "/metrics").second;
+  BOOST_TEST(has(raw, "\ntroupe_samples_total{run=\"multi-process-test\","
+                      "run_id=\""),
+             raw);
   bool info = false;
   for (auto& [key, value] : second.samples)
-    if (key.rfind("troupe_run_info{run=\"multi-process-test\"", 0) == 0
-        && key.find("mode=\"async\"") != std::string::npos && value == 1)
+    if (key.rfind("troupe_run_info{mode=\"async\"", 0) == 0 && value == 1)
       info = true;
   BOOST_TEST(info);
   // Other paths are not found.
@@ -133,6 +164,8 @@ BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto second = scrape(port, "troupe_loss");
   BOOST_TEST(second.at("troupe_steps_total") > first.at("troupe_steps_total"));
+  BOOST_TEST(second.at("troupe_samples_total")
+             > first.at("troupe_samples_total"));
   BOOST_TEST(second.at(worker0) == second.at("troupe_steps_total"));
   BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
   BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
