@@ -452,10 +452,15 @@ data_server::start(caf::actor_system& sys, const std::string& host,
   // A fixed port is bound again by a restarted node while its old
   // connections linger in TIME_WAIT.
   auto fd = listen_on(host, port, port != 0);
+  // The node's own address and port, from its config or flags: a port
+  // another program holds, or a host that is not this one, is bad input
+  // (exit 2), as for its control port.
   if (!fd)
-    return make_error(errc::node_unreachable,
-                      "cannot listen for the data plane on " + host + ":"
-                        + std::to_string(port) + ": " + describe(fd.error()));
+    return make_error(errc::invalid_config,
+                      "cannot listen for the data plane on " + host
+                        + (port != 0 ? ":" + std::to_string(port)
+                                     : std::string{})
+                        + ": " + describe(fd.error()));
   return std::make_shared<data_server>(
     std::make_unique<data_server_impl>(sys, *fd, sec->guard, timeout));
 }

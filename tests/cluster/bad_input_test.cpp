@@ -198,6 +198,16 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
   BOOST_TEST(chief.err().find("cannot listen on")
                == chief.err().rfind("cannot listen on"),
              chief.err());
+  // A fixed data-plane port that another program holds: the same.
+  spec.nodes[0].port = 0;
+  cfg = write_cluster(dir, spec);
+  process w0{dir, "w0", "troupe-node",
+             {"--config", cfg, "--node", "w0", "--data-port",
+              std::to_string(held.port())}};
+  BOOST_TEST(w0.wait(20) == 2);
+  BOOST_TEST(has(w0.err(), "cannot listen for the data plane on 127.0.0.1:"
+                             + std::to_string(held.port())),
+             w0.err());
 }
 
 BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {
