@@ -1,5 +1,7 @@
 #include "apps/run_overrides.hpp"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "runtime/base/errc.hpp"
@@ -32,9 +34,6 @@ std::vector<config_setting> run_overrides::settings() const {
   if (!checkpoint_dir.empty())
     out.push_back(
       {"/training/checkpoint/dir", json_quoted(absolute(checkpoint_dir))});
-  if (checkpoint_every >= 0)
-    out.push_back(
-      {"/training/checkpoint/every_steps", std::to_string(checkpoint_every)});
   if (lr > 0)
     out.push_back({"/training/optimizer/learning_rate", number(lr)});
   if (batch_size > 0)
@@ -52,7 +51,15 @@ void add_run_overrides(CLI::App& app, run_overrides& o,
                        const std::string& name_help) {
   app.add_option("--name", o.name, name_help);
   app.add_option("--lr", o.lr, "learning rate (overrides config)")
-    ->check(CLI::PositiveNumber);
+    ->check(CLI::Validator(
+      [](std::string& text) {
+        char* end = nullptr;
+        double x = std::strtod(text.c_str(), &end);
+        return *end == '\0' && std::isfinite(x) && x > 0
+                 ? std::string{}
+                 : "expected a number > 0, got \"" + text + "\"";
+      },
+      "X > 0"));
   app.add_option("--batch-size", o.batch_size, "batch size (overrides config)")
     ->check(CLI::Range(1, 1 << 20));
   app.add_option("--seed", o.seed, "shuffling seed (overrides config)");
@@ -84,15 +91,22 @@ void add_run_overrides(CLI::App& app, run_overrides& o,
     ->excludes(resume);
 }
 
-caf::error apply_resume_choice(run_config& cfg, const run_overrides& o) {
-  if (!o.resume && !o.fresh)
+caf::error apply_checkpoint_flags(run_config& cfg, const run_overrides& o) {
+  const char* flag = o.fresh                   ? "--fresh"
+                     : o.resume                ? "--resume"
+                     : o.checkpoint_every >= 0 ? "--checkpoint-every"
+                                               : nullptr;
+  if (flag == nullptr)
     return caf::none;
   if (cfg.training.checkpoint.dir.empty())
     return make_error(errc::invalid_config,
-                      std::string{o.fresh ? "--fresh" : "--resume"}
+                      std::string{flag}
                         + ": the run keeps no checkpoints (give "
                           "/training/checkpoint/dir or --checkpoint-dir)");
-  cfg.training.checkpoint.resume = o.resume;
+  if (o.resume || o.fresh)
+    cfg.training.checkpoint.resume = o.resume;
+  if (o.checkpoint_every >= 0)
+    cfg.training.checkpoint.every_steps = o.checkpoint_every;
   return caf::none;
 }
 

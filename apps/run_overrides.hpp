@@ -1,7 +1,9 @@
 // The flags that override a run config's common settings, shared by
-// troupe-node and troupe-train. Each is written into the config's JSON
-// before it is read (apply_settings), so the reader checks it as it checks
-// the file, and the chief hands the same text to the nodes that join; a
+// troupe-node and troupe-train. Most are written into the config's JSON
+// before it is read (apply_settings), so the reader checks them as it
+// checks the file, and the chief hands the same text to the nodes that
+// join; the checkpoint flags, which only the chief acts on, are checked
+// against the config read (apply_checkpoint_flags); a
 // path given on the command line is read from the working directory, as
 // a shell user expects, and goes in absolute.
 #pragma once
@@ -40,8 +42,9 @@ struct run_overrides {
 void add_run_overrides(CLI::App& app, run_overrides& o,
                        const std::string& name_help);
 
-/// --resume and --fresh on a read config; errc::invalid_config when the
-/// run keeps no checkpoints to resume or set aside.
-caf::error apply_resume_choice(run_config& cfg, const run_overrides& o);
+/// --resume, --fresh and --checkpoint-every on a read config (only the
+/// chief acts on them); errc::invalid_config when the run keeps no
+/// checkpoints.
+caf::error apply_checkpoint_flags(run_config& cfg, const run_overrides& o);
 
 } // namespace troupe

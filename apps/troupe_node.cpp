@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
                                       troupe::config_folder(config_path));
   if (!cfg)
     return fail(cfg.error());
-  if (auto err = troupe::apply_resume_choice(*cfg, over))
+  if (auto err = troupe::apply_checkpoint_flags(*cfg, over))
     return fail(err);
   text = troupe::with_base_dir(*text, *cfg);
   if (!text)
@@ -216,6 +216,13 @@ int main(int argc, char** argv) {
     if (!from_env)
       return fail(from_env.error());
     node = *from_env;
+    // Nodes that join read the nodes from the text the chief hands them,
+    // so that their training identity places them as this one does.
+    if (!node.empty())
+      text = troupe::apply_settings(*text, config_path,
+                                    troupe::node_settings(cl));
+    if (!text)
+      return fail(text.error());
   }
   if (data_port != 0) {
     auto me = std::find_if(cl.nodes.begin(), cl.nodes.end(),

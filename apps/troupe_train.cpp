@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
                                       troupe::config_folder(config_path));
   if (!cfg)
     return fail(cfg.error());
-  if (auto err = troupe::apply_resume_choice(*cfg, over))
+  if (auto err = troupe::apply_checkpoint_flags(*cfg, over))
     return fail(err);
   if (threads > 0)
     cfg->training.threads = threads;

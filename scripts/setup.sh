@@ -19,6 +19,13 @@ troupe_packages=(
   # Man pages, the Debian package and the tests that install them (CPack
   # finds the programs' shared libraries with file and dpkg-shlibdeps).
   help2man dpkg-dev file man-db
+  # The Slurm test (tests/slurm) starts its own one-host Slurm.
+  slurm-wlm munge
+  # The Kubernetes manifests' test (tests/kubernetes) reads them with PyYAML.
+  python3-yaml
+  # The Prometheus test (tests/prometheus) scrapes a run with prometheus and
+  # checks the endpoint's text with promtool.
+  prometheus
 )
 
 troupe_install_missing() {

@@ -222,12 +222,6 @@ caf::expected<membership> membership_from_slurm(const env_lookup& env,
                + "\" and SLURM_STEP_NUM_TASKS \"" + get("SLURM_STEP_NUM_TASKS")
                + "\" do not name a task of a step of two or more (start "
                  "the nodes with srun -n N)");
-  // Each task's host follows from the order tasks fill nodes.
-  auto dist = get("SLURM_DISTRIBUTION");
-  if (!dist.empty() && dist.rfind("block", 0) != 0)
-    return bad(src + ": SLURM_DISTRIBUTION is \"" + dist
-               + "\"; troupe places tasks by block distribution (srun's "
-                 "default, --distribution=block)");
   auto list = get("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST");
   auto hosts = expand_host_list(list);
   if (!hosts)
@@ -245,6 +239,14 @@ caf::expected<membership> membership_from_slurm(const env_lookup& env,
                + "\" does not place " + std::to_string(ntasks)
                + " tasks on the " + std::to_string(hosts->size())
                + " hosts of \"" + list + "\"");
+  // Each task's host follows from the order tasks fill nodes: block
+  // distribution, or any other with one task per node.
+  auto dist = get("SLURM_DISTRIBUTION");
+  if (!dist.empty() && dist.rfind("block", 0) != 0
+      && static_cast<size_t>(ntasks) != hosts->size())
+    return bad(src + ": SLURM_DISTRIBUTION is \"" + dist
+               + "\"; troupe places tasks by block distribution (srun's "
+                 "default, --distribution=block)");
   const int shards = c.shards;
   if (ntasks < shards + 2)
     return bad(src + ": " + std::to_string(ntasks) + " tasks, but the chief, "
@@ -292,6 +294,24 @@ caf::expected<membership> membership_from_slurm(const env_lookup& env,
   m.node = c.nodes[static_cast<size_t>(procid)].name;
   m.summary = describe_nodes(c);
   return m;
+}
+
+std::vector<config_setting> node_settings(const cluster_config& c) {
+  json nodes = json::array();
+  for (auto& n : c.nodes) {
+    json entry = {{"name", n.name}, {"host", n.host}, {"port", n.port}};
+    if (n.data_port != 0)
+      entry["data_port"] = n.data_port;
+    if (n.shards > 0)
+      entry["shards"] = n.shards;
+    if (n.workers > 0)
+      entry["workers"] = n.workers;
+    nodes.push_back(std::move(entry));
+  }
+  return {{"/cluster/nodes", nodes.dump()},
+          {"/cluster/chief", json(c.chief_node).dump()},
+          {"/cluster/shards", std::to_string(c.shards)},
+          {"/cluster/workers", std::to_string(c.workers)}};
 }
 
 namespace {

@@ -58,6 +58,12 @@ caf::expected<membership> membership_from_tf_config(const std::string& text,
 caf::expected<membership> membership_from_slurm(const env_lookup& env,
                                                 cluster_config& c);
 
+/// The settings that write `c`'s nodes into a config text (/cluster/nodes,
+/// /cluster/chief, and the counts they sum to): the text a chief hands to
+/// nodes that join, so that their config, and so their training identity,
+/// places the nodes as the environment did.
+std::vector<config_setting> node_settings(const cluster_config& c);
+
 /// A Slurm host list ("node[01-03,7],gpu2,r[1-2]n[1-2]") as host names, in
 /// order; the error names the bad part.
 caf::expected<std::vector<std::string>>

@@ -147,7 +147,8 @@ BOOST_AUTO_TEST_CASE(tf_config_alone_starts_a_cluster_and_a_late_worker_joins) {
 // As srun -n 5 starts its tasks: Slurm's step variables alone place them;
 // a worker task killed with kill -9 is one node lost, and the run goes on
 // with its workers moved (on_node_loss "move"), every sample once per
-// epoch.
+// epoch; a worker started in its place (a second srun) joins with
+// --join.
 BOOST_AUTO_TEST_CASE(
   slurm_variables_place_five_tasks_and_a_killed_one_is_lost) {
   temp_dir dir;
@@ -159,9 +160,10 @@ BOOST_AUTO_TEST_CASE(
                                       {"node_timeout_s", 60},
                                       {"heartbeat_interval_ms", 200},
                                       {"connection_timeout_ms", 1500}});
-  // Three epochs (about 4 s here), so that the kill lands inside the run.
+  // Four epochs (about 6 s here), so that the kill and the join land
+  // inside the run.
   auto j = json::parse(read_all(cfg));
-  j["training"]["epochs"] = 3;
+  j["training"]["epochs"] = 4;
   write_file(cfg, j.dump());
   auto task = [&](int i) {
     return std::vector<std::string>{
@@ -178,7 +180,17 @@ BOOST_AUTO_TEST_CASE(
   BOOST_REQUIRE_MESSAGE(chief->wait_for_output("\nstep ", 120), outputs);
   BOOST_REQUIRE(members[3]->running());
   members[3]->kill9(); // worker1's task
+  BOOST_REQUIRE_MESSAGE(chief->wait_for_output(") is down", 60), outputs);
+  // The config the chief hands a joiner places the nodes as Slurm did, so
+  // the joiner's training identity is the chief's.
+  members.push_back(std::make_unique<process>(
+    dir, "late", "troupe-node",
+    std::vector<std::string>{"--join", "127.0.0.1:" + std::to_string(base),
+                             "--workers", "1", "--name", "late"}));
+  BOOST_REQUIRE_MESSAGE(
+    chief->wait_for_output("adding 1 worker on node late", 60), outputs);
   BOOST_REQUIRE_MESSAGE(chief->wait(180) == 0, outputs);
+  BOOST_TEST(members[4]->wait(30) == 0, outputs);
   for (int i = 0; i < 3; ++i)
     BOOST_TEST(members[i]->wait(30) == 0, outputs);
   auto out = chief->out();
@@ -191,9 +203,10 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(has(out, "node worker1 (localhost:" + std::to_string(base + 8)
                         + ") is down"),
              out);
-  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
+  BOOST_TEST(epoch_samples(out)
+               == (std::vector<long>{60000, 60000, 60000, 60000}),
              boost::test_tools::per_element());
-  BOOST_TEST(summary_field(out, 4) == "1407", out);
+  BOOST_TEST(summary_field(out, 4) == "1876", out);
   // Task i at base + 2i, its data plane one above.
   for (int i = 0; i < 3; ++i) {
     BOOST_TEST(has(members[i]->out(), "listening on localhost:"

@@ -222,6 +222,35 @@ BOOST_AUTO_TEST_CASE(slurm_places_tasks_by_block_distribution) {
   BOOST_TEST(d.workers == 2); // the config's 2 over 2 worker tasks
 }
 
+// The chief hands joiners its config with the nodes the environment gave:
+// read back, they place the same nodes, so the identities agree.
+BOOST_AUTO_TEST_CASE(node_settings_write_the_nodes_into_the_config) {
+  cluster_config c;
+  c.data_port_offset = 1;
+  auto m = membership_from_tf_config(tf_config("worker", 1), c);
+  BOOST_REQUIRE(m);
+  const std::string text = R"({"model": {"type": "mlp"},
+    "data": {"format": "synthetic"},
+    "cluster": {"shards": 2, "workers": 2, "data_port_offset": 1}})";
+  auto with_nodes = apply_settings(text, "t", node_settings(c));
+  BOOST_REQUIRE(with_nodes);
+  auto back = parse_run_config(*with_nodes, "t");
+  BOOST_REQUIRE_MESSAGE(back, error_of(back));
+  auto& b = back->cluster;
+  BOOST_TEST(b.chief_node == "chief");
+  BOOST_TEST(b.shards == 2);
+  BOOST_TEST(b.workers == 3);
+  BOOST_REQUIRE(b.nodes.size() == c.nodes.size());
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    BOOST_TEST(b.nodes[i].name == c.nodes[i].name);
+    BOOST_TEST(b.nodes[i].host == c.nodes[i].host);
+    BOOST_TEST(b.nodes[i].port == c.nodes[i].port);
+    BOOST_TEST(b.nodes[i].data_port == c.nodes[i].data_port);
+    BOOST_TEST(b.nodes[i].shards == c.nodes[i].shards);
+    BOOST_TEST(b.nodes[i].workers == c.nodes[i].workers);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(slurm_refusals_say_what_to_change) {
   auto refused = [](const environment& env, int shards = 2) {
     cluster_config c;
@@ -236,6 +265,10 @@ BOOST_AUTO_TEST_CASE(slurm_refusals_say_what_to_change) {
   cyclic.vars["SLURM_DISTRIBUTION"] = "cyclic";
   BOOST_TEST(refused(cyclic).find("Slurm: SLURM_DISTRIBUTION is \"cyclic\"")
              == 0u);
+  // With one task per node every distribution places tasks alike.
+  auto spread = srun(1, 4, "n[1-4]", "1(x4)");
+  spread.vars["SLURM_DISTRIBUTION"] = "cyclic";
+  BOOST_TEST(refused(spread) == "");
   BOOST_TEST(refused(srun(0, 4, "n[1-2]", "3"))
              == "Slurm: SLURM_STEP_TASKS_PER_NODE \"3\" does not place 4 "
                 "tasks on the 2 hosts of \"n[1-2]\"");
