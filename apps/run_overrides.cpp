@@ -110,4 +110,23 @@ caf::error apply_checkpoint_flags(run_config& cfg, const run_overrides& o) {
   return caf::none;
 }
 
+caf::expected<flagged_config> read_flagged_config(const std::string& path,
+                                                  const run_overrides& o) {
+  auto text = read_config_text(path);
+  if (!text)
+    return text.error();
+  text = apply_settings(*text, path, o.settings());
+  if (!text)
+    return text.error();
+  auto cfg = parse_run_config(*text, path, config_folder(path));
+  if (!cfg)
+    return cfg.error();
+  if (auto err = apply_checkpoint_flags(*cfg, o))
+    return err;
+  text = with_base_dir(*text, *cfg);
+  if (!text)
+    return text.error();
+  return flagged_config{std::move(*text), std::move(*cfg)};
+}
+
 } // namespace troupe

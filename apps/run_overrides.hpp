@@ -47,4 +47,17 @@ void add_run_overrides(CLI::App& app, run_overrides& o,
 /// checkpoints.
 caf::error apply_checkpoint_flags(run_config& cfg, const run_overrides& o);
 
+/// A config file as the flags change it.
+struct flagged_config {
+  /// Its text with the flags' settings and "base_dir" in it: what a chief
+  /// hands to nodes that join.
+  std::string text;
+  run_config cfg;
+};
+
+/// Reads the config at `path` with `o`'s settings made, its relative
+/// paths read from its folder, and the checkpoint flags applied.
+caf::expected<flagged_config> read_flagged_config(const std::string& path,
+                                                  const run_overrides& o);
+
 } // namespace troupe

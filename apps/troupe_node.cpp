@@ -156,21 +156,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   // The text goes to every node that registers, so it is read once here.
-  auto text = troupe::read_config_text(config_path);
-  if (!text)
-    return fail(text.error());
-  text = troupe::apply_settings(*text, config_path, over.settings());
-  if (!text)
-    return fail(text.error());
-  auto cfg = troupe::parse_run_config(*text, config_path,
-                                      troupe::config_folder(config_path));
-  if (!cfg)
-    return fail(cfg.error());
-  if (auto err = troupe::apply_checkpoint_flags(*cfg, over))
-    return fail(err);
-  text = troupe::with_base_dir(*text, *cfg);
-  if (!text)
-    return fail(text.error());
+  auto read = troupe::read_flagged_config(config_path, over);
+  if (!read)
+    return fail(read.error());
+  auto& text = read->text;
+  auto* cfg = &read->cfg;
   auto& cl = cfg->cluster;
   if (cl.distributed() && node.empty())
     return fail(troupe::make_error(troupe::errc::invalid_config,
@@ -218,11 +208,13 @@ int main(int argc, char** argv) {
     node = *from_env;
     // Nodes that join read the nodes from the text the chief hands them,
     // so that their training identity places them as this one does.
-    if (!node.empty())
-      text = troupe::apply_settings(*text, config_path,
-                                    troupe::node_settings(cl));
-    if (!text)
-      return fail(text.error());
+    if (!node.empty()) {
+      auto with_nodes = troupe::apply_settings(text, config_path,
+                                               troupe::node_settings(cl));
+      if (!with_nodes)
+        return fail(with_nodes.error());
+      text = std::move(*with_nodes);
+    }
   }
   if (data_port != 0) {
     auto me = std::find_if(cl.nodes.begin(), cl.nodes.end(),
@@ -290,7 +282,7 @@ int main(int argc, char** argv) {
     return troupe::run_member_node(*cfg, node, *guard, links, signals);
   troupe::chief_process what;
   what.config_path = config_path;
-  what.config_text = std::move(*text);
+  what.config_text = std::move(text);
   what.listen = shell_at;
   what.metrics_at = metrics_at;
   return troupe::run_chief_node(std::move(*cfg), std::move(what), *guard, links,

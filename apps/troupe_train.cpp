@@ -64,18 +64,10 @@ int main(int argc, char** argv) {
                             "the run's name (overrides the config's)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-train"))
     return *code;
-  auto text = troupe::read_config_text(config_path);
-  if (!text)
-    return fail(text.error());
-  text = troupe::apply_settings(*text, config_path, over.settings());
-  if (!text)
-    return fail(text.error());
-  auto cfg = troupe::parse_run_config(*text, config_path,
-                                      troupe::config_folder(config_path));
-  if (!cfg)
-    return fail(cfg.error());
-  if (auto err = troupe::apply_checkpoint_flags(*cfg, over))
-    return fail(err);
+  auto read = troupe::read_flagged_config(config_path, over);
+  if (!read)
+    return fail(read.error());
+  auto* cfg = &read->cfg;
   if (threads > 0)
     cfg->training.threads = threads;
   cfg->training.threads = troupe::compute_threads(cfg->training.threads, 1);

@@ -90,9 +90,11 @@ caf::result<std::string, std::string> on_register(chief_self self,
     e.joined = true;
     e.planned_workers = join_workers;
   }
-  // A node that served another run whose chief was lost: before the
-  // shards start, this chief takes that run over (adopt_run).
-  if (!st.nodes_ready() && !served_run.empty() && served_run != st.run_id
+  // A node that served a run whose chief was lost: before the shards
+  // start, this chief takes that run over (adopt_run), keeping its live
+  // shards; also when this chief resumed the same run from its newest
+  // checkpoint (the default), which the live shards are newer than.
+  if (!st.nodes_ready() && !served_run.empty()
       && st.takeover.adopted_run.empty()) {
     st.takeover.adopted_run = st.run_id = served_run;
     say(self, "node " + name + " served run " + served_run
