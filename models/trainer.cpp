@@ -129,7 +129,7 @@ eval_result evaluate(model& m, const dataset& data, int batch_size) {
     total.abs_err_sum += r.abs_err_sum;
   }
   out.count = data.count;
-  out.regression = m.loss() == loss_kind::mean_squared_error;
+  out.regression = is_regression(m.loss());
   if (data.count > 0) {
     const auto n = static_cast<double>(data.count);
     out.loss = total.loss_sum / n;
@@ -312,8 +312,7 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   if (!cfg.cluster.metrics_dir.empty()) {
     metrics_run mr{cfg.name, stamp.run_id, "local", "shared", 1,
                    trainer.global_step()};
-    mr.score = cfg.model.loss == loss_kind::mean_squared_error ? "r2"
-                                                               : "accuracy";
+    mr.score = score_name(cfg.model.loss);
     if (auto err = metrics.open(cfg.cluster.metrics_dir, mr))
       return err;
     log << "metrics: " << metrics.base() << ".{jsonl,csv,progress.csv}"

@@ -303,7 +303,9 @@ void print_summary(chief_self self, const cluster_summary& r) {
   say(self,
       fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
           "workers", "shards", "steps", "epochs", "seconds", "examples/s",
-          self->state.eval.regression ? "test r2" : "test acc", "restarts"),
+          is_regression(self->state.opts.cfg.model.loss) ? "test r2"
+                                                         : "test acc",
+          "restarts"),
       false);
   say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
                 c.name.c_str(), to_string(c.cluster.consistency),
@@ -334,7 +336,7 @@ void finish_run(chief_self self) {
         // test set is scored once, now.
         auto t = evaluate(*s.eval.evaluator, s.opts.data->test,
                           std::max(s.opts.cfg.training.batch_size, 256));
-        auto validated = s.eval.regression
+        auto validated = is_regression(s.opts.cfg.model.loss)
                            ? fmt("validation r2 = %.4f, validation mse = %.4g",
                                  r.test_accuracy, r.test_loss)
                            : fmt("validation accuracy = %.4f, validation "
@@ -546,7 +548,7 @@ void on_report(chief_self self, const worker_report& r) {
             "%d worker%s, %s %s = %s",
             static_cast<long long>(logged), epoch_of(self, logged), loss, rate,
             live, live == 1 ? "" : "s", st.opts.data->watched_name(),
-            st.eval.regression ? "r2" : "accuracy", acc.c_str()));
+            score_name(st.opts.cfg.model.loss), acc.c_str()));
     st.progress.metrics.progress(st.progress.training_seconds(now), logged,
                                  epoch_of(self, logged), loss, rate);
     st.progress.window_samples = r.samples - in_samples;

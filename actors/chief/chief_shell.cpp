@@ -49,7 +49,9 @@ run_view run_of(chief_self self) {
                          ? static_cast<double>(st.progress.samples) / r.seconds
                          : 0.0;
   // A regression has no accuracy (its R^2 is in the progress lines).
-  r.test_accuracy = st.eval.regression ? -1 : st.eval.last_accuracy;
+  r.test_accuracy = is_regression(st.opts.cfg.model.loss)
+                      ? -1
+                      : st.eval.last_accuracy;
   r.total_steps = st.progress.total_steps;
   auto opt = c.training.optimizer;
   opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr : opt.learning_rate;

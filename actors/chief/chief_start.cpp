@@ -38,8 +38,7 @@ void start_workers(chief_self self) {
       metrics_run m{c.name, s.run_id, to_string(c.cluster.consistency),
                     to_string(c.training.partition),
                     static_cast<int>(s.members.workers.size()), s.progress.steps};
-      if (s.eval.regression)
-        m.score = "r2";
+      m.score = score_name(c.model.loss);
       if (auto err = s.progress.metrics.open(dir, m))
         return fail_run(self, std::move(err));
       say(self, "metrics: " + s.progress.metrics.base() + ".{jsonl,csv,progress.csv}");
@@ -254,7 +253,6 @@ void start(chief_self self) {
     if (!m)
       return fail_run(self, m.error());
     st.eval.evaluator = std::move(*m);
-    st.eval.regression = cfg.model.loss == loss_kind::mean_squared_error;
     st.eval.layout = st.eval.evaluator->layout();
     st.eval.summary = st.eval.evaluator->summary();
   }

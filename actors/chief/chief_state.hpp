@@ -188,9 +188,6 @@ struct chief_evaluation {
   /// The last evaluation's headline (accuracy, or a regression's R^2)
   /// and loss; -1: none yet.
   double last_accuracy = -1, last_loss = 0;
-  /// The run is a regression (mean squared error): scores are mse, mae
-  /// and r2.
-  bool regression = false;
   /// click: the ROC AUC of the last evaluation (-1: none yet).
   double last_auc = -1;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began

@@ -78,4 +78,16 @@ enum class loss_kind {
 
 const char* to_string(loss_kind k);
 
+/// Whether `k` fits float values (a regression), which are scored by R^2
+/// rather than accuracy.
+inline bool is_regression(loss_kind k) {
+  return k == loss_kind::mean_squared_error;
+}
+
+/// The score a run with loss `k` is judged by: "r2" or "accuracy", as
+/// progress lines, metrics files and the plot name it.
+inline const char* score_name(loss_kind k) {
+  return is_regression(k) ? "r2" : "accuracy";
+}
+
 } // namespace troupe
