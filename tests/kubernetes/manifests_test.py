@@ -29,11 +29,15 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import (  # noqa: E402 (the path above first)
+    Failure, check, free_ports, say)
 
 try:
     import yaml
@@ -62,19 +66,6 @@ SECRET = "troupe-cluster-key"
 # form fails inside ctest's 300 s.
 RUN_SECONDS = 80
 NODE_TIMEOUT_S = 60
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what, detail=""):
-    if not condition:
-        raise CheckFailed(what + ("\n" + detail if detail else ""))
-
-
-def say(text):
-    print(text, flush=True)
 
 
 # --- the manifests
@@ -465,7 +456,7 @@ class Cluster:
                   "%s exited before printing %r" % (name, text),
                   self.outputs())
             time.sleep(0.1)
-        raise CheckFailed("%s printed no %r in %d s\n%s" % (
+        raise Failure("%s printed no %r in %d s\n%s" % (
             name, text, seconds, self.outputs()))
 
     def wait_all(self, seconds):
@@ -494,33 +485,6 @@ class Cluster:
             log.close()
 
 
-def port_pairs(count, offset):
-    """`count` control ports p, each with p + offset, all free on 127.0.0.1
-    now; below the ephemeral range, where outgoing connections do not take
-    them."""
-    taken, pairs = set(), []
-    rng = secrets.SystemRandom()
-    for _ in range(2000):
-        p = rng.randrange(20000, 32000 - offset)
-        if {p, p + offset} & taken or not all(free(q) for q in (
-                p, p + offset)):
-            continue
-        taken |= {p, p + offset}
-        pairs.append(p)
-        if len(pairs) == count:
-            return pairs
-    raise CheckFailed("no %d free port pairs on 127.0.0.1" % count)
-
-
-def free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 # --- the TFJob on 127.0.0.1
 
 def run_tfjob_locally(tfjob, job_name):
@@ -528,8 +492,9 @@ def run_tfjob_locally(tfjob, job_name):
     it, each host moved to a port pair of its own on 127.0.0.1."""
     tf_configs = operator_tf_configs(job_name, tfjob["pod_specs"])
     offset = tfjob["offset"]
-    ports = dict(zip(sorted(tf_configs), port_pairs(len(tf_configs),
-                                                    offset)))
+    # Each host's control port p and its data port p + offset.
+    ports = dict(zip(sorted(tf_configs),
+                     free_ports(len(tf_configs), offset=offset, spacing=2)))
     moved = {}
     for (rt, i), text in tf_configs.items():
         host = json.loads(text)["cluster"][rt][i]
@@ -687,7 +652,7 @@ class Lab:
             return "no %s (iproute2)" % IP
         try:
             lab = Lab(1)
-        except CheckFailed as e:
+        except Failure as e:
             return str(e)
         try:
             with tempfile.NamedTemporaryFile("w") as hosts:
@@ -864,6 +829,6 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAILED: SIGTERM"))
     try:
         main()
-    except CheckFailed as e:
+    except Failure as e:
         print("FAILED: %s" % e, file=sys.stderr, flush=True)
         sys.exit(1)

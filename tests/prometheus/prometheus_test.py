@@ -16,11 +16,9 @@ Run by ctest (prometheus.scrape) with TROUPE_BUILD_DIR. Exit 77
 
 import json
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,9 +27,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import (  # noqa: E402 (the path above first)
+    Failure, check, free_port, missing_tools, read, say, stop_process,
+    wait_until)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-SKIP = 77
 
 CONFIG = os.path.join(ROOT, "config", "local.json")
 with open(CONFIG) as _f:
@@ -49,69 +52,11 @@ SCRAPE_INTERVAL = "1s"
 WINDOW = "5s"
 
 
-class Failure(Exception):
-    pass
-
-
-def say(text):
-    print(text, flush=True)
-
-
-def check(ok, what, detail=""):
-    if not ok:
-        raise Failure(what + (":\n" + detail if detail else ""))
-    say("ok: " + what)
-
-
-def wait_until(what, ready, timeout_s, given_up=None):
-    """ready() until it returns something true, at most timeout_s;
-    given_up() returning a text ends the wait at once (a process that
-    has ended cannot make ready() true any more)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = ready()
-        if value:
-            return value
-        why = given_up() if given_up else None
-        if why:
-            raise Failure("gave up waiting for %s: %s" % (what, why))
-        time.sleep(0.25)
-    raise Failure("timed out after %d s waiting for %s" % (timeout_s, what))
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
-
-
 def find_tools():
     """The programs' paths; exits 77 when one is missing."""
     tools = {n: shutil.which(n) for n in ("prometheus", "promtool")}
-    missing = [n for n, p in tools.items() if p is None]
-    if missing:
-        say("%s not installed (Debian: apt-get install prometheus)"
-            % ", ".join(missing))
-        # CI installs it (scripts/setup.sh): there a skip would hide a
-        # broken set-up.
-        sys.exit(1 if os.environ.get("CI") else SKIP)
+    missing_tools(tools, "apt-get install prometheus")
     return tools
-
-
-def free_port():
-    # Below the ephemeral range, so that no outgoing connection takes it
-    # between this check and prometheus' bind.
-    for _ in range(100):
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                pass
-    raise Failure("no free port on 127.0.0.1")
 
 
 # ------------------------------------------------------------ processes
@@ -149,17 +94,6 @@ class Processes:
             text = read(self.log(name))
             if text:
                 say("---- %s (end)\n%s" % (name, text[-2500:].rstrip()))
-
-
-def stop_process(p, grace_s=10):
-    if p.poll() is not None:
-        return
-    p.terminate()
-    try:
-        p.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(5)
 
 
 # ------------------------------------------------------------------ http

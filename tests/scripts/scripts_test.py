@@ -8,6 +8,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import Failure, check, missing_tools  # noqa: E402
+
 BUILD = os.environ["TROUPE_BUILD_DIR"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,12 +31,6 @@ REGRESSION = """{
             "label_column": "y" },
   "training": { "batch_size": 8, "epochs": 1 }
 }"""
-
-
-def check(condition, what, detail=""):
-    if not condition:
-        sys.exit("FAILED: " + what + ("\n" + detail if detail else ""))
-    print("ok: " + what)
 
 
 def train(config, metrics_dir):
@@ -134,15 +132,14 @@ def test_quiet_steps(tmp):
 
 
 def main():
-    if shutil.which("gnuplot") is None:
-        print("gnuplot is not installed (Debian package gnuplot-nox)")
-        # CI installs it (scripts/setup.sh): there a skip would hide a
-        # broken set-up.
-        sys.exit(1 if os.environ.get("CI") else 77)
+    missing_tools({"gnuplot": shutil.which("gnuplot")},
+                  "apt-get install gnuplot-nox")
     tmp = tempfile.mkdtemp(prefix="troupe-scripts-")
     try:
         test_plot(tmp)
         test_quiet_steps(tmp)
+    except Failure as e:
+        sys.exit("FAILED: %s" % e)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -14,22 +14,27 @@ Run by ctest (slurm.cluster) with TROUPE_BUILD_DIR; as root, since slurmd
 starts its tasks as their user. Exit 77 (skipped) when Slurm or MUNGE is
 not installed (scripts/setup.sh installs them)."""
 
+import functools
 import json
 import math
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+import procs  # noqa: E402 (the path above first)
+from procs import (  # noqa: E402
+    SKIP, Failure, check, free_ports_in_a_row, missing_tools, read, say,
+    sbin_which, stop_process)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-SKIP = 77
 
 TASKS = 5
 NAMES = ["chief", "ps0", "ps1", "worker0", "worker1"]
@@ -44,91 +49,20 @@ STEPS = EPOCHS * math.ceil(TRAIN_SAMPLES / BATCH_SIZE)
 # TIMEOUT (300 s) kills the test and leaves slurmd's steps behind.
 BUDGET_S = 220
 deadline = time.monotonic() + BUDGET_S
-
-
-class Failure(Exception):
-    pass
-
-
-def say(text):
-    print(text, flush=True)
-
-
-def check(ok, what, detail=""):
-    if not ok:
-        raise Failure(what + (":\n" + detail if detail else ""))
-    say("ok: " + what)
-
-
-def wait_until(what, ready, timeout_s, given_up=None):
-    """ready() until it returns something true, at most timeout_s;
-    given_up() returning a text ends the wait at once (a process that
-    has ended cannot make ready() true any more)."""
-    until = min(deadline, time.monotonic() + timeout_s)
-    while time.monotonic() < until:
-        value = ready()
-        if value:
-            return value
-        why = given_up() if given_up else None
-        if why:
-            raise Failure("gave up waiting for %s: %s" % (what, why))
-        time.sleep(0.2)
-    raise Failure("timed out waiting for %s (%d s at most, %d s in all)"
-                  % (what, timeout_s, BUDGET_S))
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
+wait_until = functools.partial(procs.wait_until, deadline=deadline)
 
 
 # ---------------------------------------------------------------- tools
-
-def sbin_which(name):
-    # Debian puts the daemons in /usr/sbin, which a user's PATH may lack.
-    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    return shutil.which(name, path=path)
-
 
 def find_tools():
     """The programs' paths; exits 77 when one is missing or not root."""
     names = ["srun", "sinfo", "slurmctld", "slurmd", "munged"]
     tools = {n: sbin_which(n) for n in names}
-    missing = [n for n, p in tools.items() if p is None]
-    if missing:
-        say("%s not installed (Debian: apt-get install slurm-wlm munge)"
-            % ", ".join(missing))
-        # CI installs them (scripts/setup.sh): there a skip would hide a
-        # broken set-up.
-        sys.exit(1 if os.environ.get("CI") else SKIP)
+    missing_tools(tools, "apt-get install slurm-wlm munge")
     if os.geteuid() != 0:
         say("skipped: slurmd starts tasks as their own user only as root")
         sys.exit(SKIP)
     return tools
-
-
-# ---------------------------------------------------------------- ports
-
-def port_is_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
-def free_ports_in_a_row(count):
-    # Below the ephemeral range, so that no outgoing connection takes one
-    # between this check and the daemons' binds.
-    for _ in range(100):
-        first = random.randrange(20000, 32000 - count)
-        if all(port_is_free(first + i) for i in range(count)):
-            return first
-    raise Failure("no %d free ports in a row on 127.0.0.1" % count)
 
 
 # ------------------------------------------------------------ processes
@@ -158,17 +92,6 @@ class Processes:
         kill_leftovers(slurm_conf, keep={p.pid for p in munged})
         for p in munged:
             stop_process(p)
-
-
-def stop_process(p, grace_s=10):
-    if p.poll() is not None:
-        return
-    p.terminate()
-    try:
-        p.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(5)
 
 
 def environ_of(pid):
