@@ -6,17 +6,11 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/base/json_text.hpp"
+#include "runtime/base/number_text.hpp"
 
 namespace troupe {
 
 namespace {
-
-/// A number as JSON writes it, exactly.
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", x);
-  return buf;
-}
 
 /// A path from the command line: from the working directory.
 std::string absolute(const std::string& path) {
@@ -35,7 +29,8 @@ std::vector<config_setting> run_overrides::settings() const {
     out.push_back(
       {"/training/checkpoint/dir", json_quoted(absolute(checkpoint_dir))});
   if (lr > 0)
-    out.push_back({"/training/optimizer/learning_rate", number(lr)});
+    out.push_back({"/training/optimizer/learning_rate",
+                   number_text(lr, digits::double_exact)});
   if (batch_size > 0)
     out.push_back({"/training/batch_size", std::to_string(batch_size)});
   if (seed)

@@ -1,16 +1,15 @@
 #include "apps/metrics/prometheus_text.hpp"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "runtime/base/number_text.hpp"
 
 namespace troupe {
 
 namespace {
 
 std::string number(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.9g", x);
-  return buf;
+  return number_text(x, digits::float_exact);
 }
 
 std::string number(int64_t x) { return std::to_string(x); }

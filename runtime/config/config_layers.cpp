@@ -2,13 +2,13 @@
 // parts. Options and their ranges are checked here, each error naming the
 // layer's JSON pointer; shapes are checked when the model is built.
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
 
+#include "runtime/base/number_text.hpp"
 #include "runtime/config/config_reader.hpp"
 
 namespace troupe {
@@ -52,17 +52,6 @@ const char* to_string(loss_kind k) {
   return "?";
 }
 
-namespace {
-
-/// As a config would write it, and exact enough to read back.
-std::string number_text(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", x);
-  return buf;
-}
-
-} // namespace
-
 std::string to_string(const layer_spec& s) {
   using lk = layer_spec::kind;
   std::ostringstream out;
@@ -85,8 +74,12 @@ std::string to_string(const layer_spec& s) {
       out << " size=" << s.size << " stride=" << s.stride;
       break;
     case lk::flatten: break;
-    case lk::dropout: out << " rate=" << number_text(s.rate); break;
-    case lk::layernorm: out << " epsilon=" << number_text(s.epsilon); break;
+    case lk::dropout:
+      out << " rate=" << number_text(s.rate, digits::decimal);
+      break;
+    case lk::layernorm:
+      out << " epsilon=" << number_text(s.epsilon, digits::decimal);
+      break;
     case lk::activation: out << " activation=" << to_string(s.act); break;
     case lk::custom: return s.custom_type + " " + s.options;
   }

@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 
+#include "runtime/base/number_text.hpp"
 #include "runtime/compute/backend.hpp"
 #include "runtime/params/optimizer.hpp"
 
@@ -14,9 +15,7 @@ namespace troupe {
 namespace {
 
 std::string num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", x); // as written in a file
-  return buf;
+  return number_text(x, digits::decimal);
 }
 
 template <class T>
