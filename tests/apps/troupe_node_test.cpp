@@ -252,6 +252,13 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_exit_2) {
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("/cluster/shards: expected a positive integer")
                != std::string::npos, o.err);
+  // A data port is a node's: the embedded cluster has none to give it.
+  o = run_app(tmp, "troupe-node",
+              "--config " + tmp.file("cfg.json") + " --data-port 23456");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err
+             == "troupe-node: error: --data-port is for a node of a "
+                "cluster (--node, TF_CONFIG or Slurm)\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_nan_loss_fails_with_exit_1) {

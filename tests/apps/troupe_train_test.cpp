@@ -300,6 +300,29 @@ BOOST_AUTO_TEST_CASE(a_second_run_resumes_and_fresh_starts_over) {
              none.err);
 }
 
+// The operator's overrides refuse what cannot be meant, each naming its
+// flag or key, before anything trains.
+BOOST_AUTO_TEST_CASE(bad_overrides_are_named) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json")
+                            + " --checkpoint-every 5");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err
+               == "troupe-train: error: --checkpoint-every: the run keeps no "
+                  "checkpoints (give /training/checkpoint/dir or "
+                  "--checkpoint-dir)\n",
+             o.err);
+  o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --lr -1");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err
+               == "troupe-train: error: --lr: expected a number > 0, got "
+                  "\"-1\" (see --help)\n",
+             o.err);
+  expect_bad(with("\"name\"", "\"base_dir\": \"\", \"name\""),
+             "/base_dir: expected a folder, found \"\"");
+}
+
 // The real dataset through the real command: softmax regression, one epoch.
 BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
   temp_dir tmp;
