@@ -146,8 +146,10 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
     },
     [=](place_atom, worker_spawn& w) -> caf::result<worker_actor> {
       auto& st = self->state;
-      if (!st.opts.data) {
-        auto data = load_datasets(st.opts.cfg.data);
+      // A worker placed where none trained before (the chief's node reads
+      // only what it scores) reads the training samples first.
+      if (!st.opts.data || !st.opts.data->read.train) {
+        auto data = load_datasets(st.opts.cfg.data, data_needs::training());
         if (!data)
           return data.error();
         st.opts.data = std::make_shared<const train_test>(std::move(*data));

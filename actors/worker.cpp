@@ -112,7 +112,7 @@ bool is_click(self_ptr self) {
 void pull_rows(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
   auto& train = st.opts.data->train;
-  st.clicks->plan(*train.clicks, train.images.data(),
+  st.clicks->plan(*train.clicks, train.features.contiguous_floats(),
                   st.lease.samples.data(),
                   static_cast<int>(st.lease.samples.size()));
   auto asked = st.clicks->holding();

@@ -28,7 +28,9 @@ int run_chief_node(run_config cfg, chief_process what,
                    const link_options& links, stop_signals& signals) {
   const auto& cl = cfg.cluster;
   bool runs_workers = !cl.distributed() || cl.node(cl.chief_node)->workers > 0;
-  auto data = load_datasets(cfg.data);
+  // Without workers of its own, the chief reads the samples it scores.
+  auto data = load_datasets(
+    cfg.data, runs_workers ? data_needs{} : data_needs::scoring(cfg.data));
   if (!data)
     return fail(data.error());
   caf::actor_system_config sys_cfg;

@@ -264,7 +264,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   ao.data_plane = *data_plane;
   ao.external = std::move(external);
   if (me->workers > 0) { // else loaded if a worker is ever moved here
-    auto data = load_datasets(cfg.data);
+    auto data = load_datasets(cfg.data, data_needs::training());
     if (!data)
       return fail(data.error());
     ao.data = std::make_shared<const train_test>(std::move(*data));
@@ -354,7 +354,7 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   ao.node = opts.name;
   ao.cfg = *cfg;
   ao.external = opts.external;
-  auto data = load_datasets(cfg->data);
+  auto data = load_datasets(cfg->data, data_needs::training());
   if (!data)
     return fail(data.error());
   ao.data = std::make_shared<const train_test>(std::move(*data));

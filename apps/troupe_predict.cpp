@@ -170,11 +170,13 @@ int main(int argc, char** argv) {
                                : loss == loss_kind::softmax_cross_entropy ? 1
                                                                           : 0;
     std::vector<int32_t> labels(n * label_width);
+    std::vector<float> inputs(static_cast<size_t>(batch) * data->sample_size());
     for (size_t first = 0; first < n; first += static_cast<size_t>(batch)) {
       auto count = std::min(n - first, static_cast<size_t>(batch));
       float* z = outputs.data() + first * classes;
-      m.logits(data->images.data() + first * data->sample_size(),
-               static_cast<int>(count), z);
+      data->features.read_range(static_cast<int64_t>(first),
+                                static_cast<int64_t>(count), inputs.data());
+      m.logits(inputs.data(), static_cast<int>(count), z);
       for (size_t i = 0; i < count; ++i) {
         float* row = z + i * classes;
         if (loss == loss_kind::softmax_cross_entropy) {

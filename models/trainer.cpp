@@ -118,9 +118,11 @@ eval_result evaluate(model& m, const dataset& data, int batch_size) {
   const size_t size = data.sample_size();
   const auto width = static_cast<size_t>(data.classes);
   batch_loss total;
+  std::vector<float> batch(static_cast<size_t>(batch_size) * size);
   for (int64_t first = 0; first < data.count; first += batch_size) {
     int n = static_cast<int>(std::min<int64_t>(batch_size, data.count - first));
-    const float* x = data.images.data() + static_cast<size_t>(first) * size;
+    data.features.read_range(first, n, batch.data());
+    const float* x = batch.data();
     auto r = data.has_targets() ? m.forward(
                x, data.targets.data() + static_cast<size_t>(first) * width, n)
                                 : m.forward(x, data.labels.data() + first, n);
@@ -175,12 +177,13 @@ detailed_eval evaluate_per_class(model& m, const dataset& data,
   out.confusion.assign(classes, std::vector<int64_t>(classes, 0));
   const size_t size = data.sample_size();
   std::vector<float> logits(static_cast<size_t>(batch_size) * classes);
+  std::vector<float> batch(static_cast<size_t>(batch_size) * size);
   double loss = 0;
   int64_t correct = 0;
   for (int64_t first = 0; first < data.count; first += batch_size) {
     int n = static_cast<int>(std::min<int64_t>(batch_size, data.count - first));
-    m.logits(data.images.data() + static_cast<size_t>(first) * size, n,
-             logits.data());
+    data.features.read_range(first, n, batch.data());
+    m.logits(batch.data(), n, logits.data());
     for (int i = 0; i < n; ++i) {
       const float* z = logits.data() + static_cast<size_t>(i) * classes;
       auto label = static_cast<size_t>(data.labels[static_cast<size_t>(first + i)]);

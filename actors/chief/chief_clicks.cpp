@@ -57,7 +57,8 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
   auto n = static_cast<int>(std::min(eval_batch, count - first));
   e->idx.resize(static_cast<size_t>(n));
   std::iota(e->idx.begin(), e->idx.end(), static_cast<uint32_t>(first));
-  e->batch->plan(*e->data->clicks, e->data->images.data(), e->idx.data(), n);
+  e->batch->plan(*e->data->clicks, e->data->features.contiguous_floats(),
+                 e->idx.data(), n);
   const auto dim = static_cast<size_t>(self->state.opts.cfg.model.table.dim);
   ask_all_shards<row_block>(
     self,

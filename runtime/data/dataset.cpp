@@ -8,7 +8,6 @@
 
 namespace troupe {
 
-
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
   std::vector<uint32_t> order(n);
   for (size_t i = 0; i < n; ++i)
@@ -34,9 +33,7 @@ void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
   const size_t size = data.sample_size();
   const auto width = static_cast<size_t>(data.classes);
   for (int i = 0; i < n; ++i) {
-    std::memcpy(x + static_cast<size_t>(i) * size,
-                data.images.data() + static_cast<size_t>(idx[i]) * size,
-                size * sizeof(float));
+    data.features.read(idx[i], x + static_cast<size_t>(i) * size);
     if (data.has_targets())
       std::memcpy(t + static_cast<size_t>(i) * width,
                   data.targets.data() + static_cast<size_t>(idx[i]) * width,
@@ -62,17 +59,18 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
   for (auto& c : centres)
     c = static_cast<float>(crng.uniform01());
   splitmix64 rng{sample_seed ^ 0x5bd1e995ull};
-  out.images.resize(static_cast<size_t>(count) * size);
+  std::vector<float> values(static_cast<size_t>(count) * size);
   out.labels.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     auto label = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
     out.labels[static_cast<size_t>(i)] = label;
     const float* c = centres.data() + static_cast<size_t>(label) * size;
-    float* x = out.images.data() + static_cast<size_t>(i) * size;
+    float* x = values.data() + static_cast<size_t>(i) * size;
     for (size_t j = 0; j < size; ++j)
       x[j] = std::clamp(static_cast<float>(c[j] + noise * rng.normal()), 0.f,
                         1.f);
   }
+  out.features = feature_store::of_floats(std::move(values), size);
   return out;
 }
 

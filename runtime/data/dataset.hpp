@@ -1,7 +1,9 @@
-// In-memory labelled datasets and the per-epoch sample order. Samples are
-// stored as floats, NHWC (one sample is height x width x channels; images
-// scaled to [0, 1], other features as the file has them), labels as int32
-// in [0, classes), or, for the losses that read them, float targets.
+// Labelled datasets and the per-epoch sample order. A sample's features
+// stay as the file stores them (feature_store: mapped or read, bytes or
+// floats) and become floats, NHWC (height x width x channels; images
+// scaled to [0, 1], other features as the file has them), when a batch
+// reads them; labels are int32 in [0, classes), or, for the losses that
+// read them, float targets.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "caf/expected.hpp"
 #include "runtime/data/click_data.hpp"
 #include "runtime/data/data_config.hpp"
+#include "runtime/data/feature_store.hpp"
 
 namespace troupe {
 
@@ -27,13 +30,15 @@ struct dataset {
   /// Class labels: their count. Float targets: the targets per sample,
   /// which is the width of the model's output either way.
   int classes = 0;
-  std::vector<float> images;  ///< count * sample_size()
+  /// count samples of sample_size() values; empty where this process
+  /// does not read the set's features (data_needs).
+  feature_store features;
   std::vector<int32_t> labels; ///< count; empty with float targets
   /// Float targets (target_kind values and probabilities), count *
   /// classes, a sample's targets together; empty with class labels.
   std::vector<float> targets;
   /// Click logs (data.format "click"): their categorical ids, while
-  /// images holds the numeric fields (1 x numeric x 1 per sample) and
+  /// features holds the numeric fields (1 x numeric x 1 per sample) and
   /// labels the clicks (classes 2); null for every other format.
   std::shared_ptr<const click_data> clicks;
 
@@ -45,14 +50,18 @@ struct dataset {
 
 /// Reads an IDX image file (magic 0x803, unsigned bytes, N x rows x cols) and
 /// its IDX label file (magic 0x801), gzipped or not, as MNIST and
-/// Fashion-MNIST ship them. Errors name the file and what is wrong with it:
-/// errc::file_not_found, errc::io_error, errc::bad_format (bad magic,
-/// truncated data, count mismatch, label >= classes).
+/// Fashion-MNIST ship them: an uncompressed one is mapped, a gzipped one
+/// inflated into its bytes; without read_features, only its header is
+/// read (the labels always are). Errors name the file and what is wrong
+/// with it: errc::file_not_found, errc::io_error, errc::bad_format (bad
+/// magic, truncated data, count mismatch, label >= classes).
 caf::expected<dataset> load_idx(const std::string& images_path,
                                 const std::string& labels_path,
-                                int classes = 10);
+                                int classes = 10, bool read_features = true);
 
-/// Reads NumPy .npy arrays: features of shape (N, F), (N, H, W) or
+/// Reads NumPy .npy arrays, mapped (the features stay in the file, read
+/// where a batch needs them; without read_features only their header is
+/// read): features of shape (N, F), (N, H, W) or
 /// (N, H, W, C) as float32 or float64 (taken as they are, and required to
 /// be finite) or uint8 (scaled to [0, 1], as the image readers do), and
 /// labels of shape (N,) of any integer type, each in [0, max_classes).
@@ -65,7 +74,8 @@ caf::expected<dataset> load_idx(const std::string& images_path,
 /// Fortran order, shape, truncated or trailing data, counts, labels).
 caf::expected<dataset> load_npy(const std::string& features_path,
                                 const std::string& labels_path,
-                                target_kind targets = target_kind::classes);
+                                target_kind targets = target_kind::classes,
+                                bool read_features = true);
 
 /// The features alone of an .npy file, as load_npy reads them (no labels,
 /// classes 0): the input of a prediction.
@@ -80,7 +90,8 @@ caf::expected<dataset> load_npy_features(const std::string& path);
 caf::expected<dataset> load_npz(const std::string& path,
                                 const std::string& features,
                                 const std::string& labels,
-                                target_kind targets = target_kind::classes);
+                                target_kind targets = target_kind::classes,
+                                bool read_features = true);
 
 /// Reads a CSV file with a header row: the column named `label_column`
 /// holds integer labels in [0, max_classes), every other column is a
@@ -119,8 +130,9 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 /// into images, the labels become 0 and 1, the ids stay in `clicks`.
 dataset click_dataset(click_data logs);
 
-/// Copies the samples named by idx[0..n) into x (n, sample_size) and their
-/// labels into y (n), or their float targets into t (n, classes).
+/// Copies the samples named by idx[0..n) into x (n, sample_size), as
+/// floats, and their labels into y (n), or their float targets into t
+/// (n, classes). The set's features must have been read.
 void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
                   int32_t* y, float* t = nullptr);
 
@@ -128,8 +140,26 @@ void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,
 
 namespace troupe {
 
+/// Which sets' features a process reads. Every process reads the labels
+/// and the shapes (the model's size and the feeder's plan come from
+/// them); a worker's node needs the training samples, the chief the
+/// samples it scores (the test set, and the validation split, which is
+/// part of the training set's file).
+struct data_needs {
+  bool train = true;
+  bool test = true;
+  /// A node that trains, and scores nothing.
+  static data_needs training() { return {true, false}; }
+  /// The chief without workers of its own: what it evaluates on.
+  static data_needs scoring(const data_config& cfg) {
+    return {cfg.validation_split > 0, true};
+  }
+};
+
 struct train_test {
   dataset train, test;
+  /// Whose features were read (the others hold shapes and labels only).
+  data_needs read;
   /// Held out of the training set by data.validation_split; empty (count
   /// 0) without one.
   dataset validation;
@@ -148,13 +178,17 @@ struct train_test {
 };
 
 /// Moves round(fraction * N) samples of `train`, those a seeded shuffle
-/// puts first, into the returned set (both keep the file's order).
+/// puts first, into the returned set (both keep the file's order; their
+/// features stay where they are, each set naming its rows).
 /// errc::invalid_config when that leaves either set empty.
 caf::expected<dataset> hold_out(dataset& train, double fraction,
                                 uint64_t seed);
 
 /// Loads (or, for "synthetic", makes) the training and test sets that `cfg`
-/// names. Errors as load_idx / load_cifar10.
-caf::expected<train_test> load_datasets(const data_config& cfg);
+/// names, their features as `needs` says (formats read whole, CSV and
+/// click logs, and generated sets have them regardless). Errors as
+/// load_idx / load_cifar10.
+caf::expected<train_test> load_datasets(const data_config& cfg,
+                                        data_needs needs = {});
 
 } // namespace troupe

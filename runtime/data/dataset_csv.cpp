@@ -100,6 +100,7 @@ caf::expected<dataset> load_csv(const std::string& path,
                         + (classes ? "one column" : "one or more columns")
                         + ", not " + std::to_string(label_columns.size()));
   dataset out;
+  std::vector<float> values; // the features, sample after sample
   out.source = path;
   std::vector<std::string> header, fields;
   // Per column: its place among the targets, or -1 for a feature.
@@ -147,7 +148,7 @@ caf::expected<dataset> load_csv(const std::string& path,
     if (fields.size() != header.size())
       return bad(number, std::to_string(fields.size()) + " fields, the header "
                            "names " + std::to_string(header.size()));
-    if ((out.images.size() + out.targets.size() + header.size())
+    if ((values.size() + out.targets.size() + header.size())
         > max_dataset_values)
       return bad(number, "more than " + std::to_string(max_dataset_values)
                            + " values");
@@ -193,7 +194,7 @@ caf::expected<dataset> load_csv(const std::string& path,
           return bad(number, where + ": \"" + text
                                + "\" is not finite (or too large for "
                                  "float32)");
-        out.images.push_back(v);
+        values.push_back(v);
       }
     }
   }
@@ -203,9 +204,10 @@ caf::expected<dataset> load_csv(const std::string& path,
     return make_error(errc::bad_format, path + ": empty (expected a header "
                                                "row naming the columns)");
   auto features = header.size() - label_columns.size();
-  if (out.images.empty())
+  if (values.empty())
     return make_error(errc::bad_format, path + ": a header but no samples");
-  out.count = static_cast<int64_t>(out.images.size() / features);
+  out.count = static_cast<int64_t>(values.size() / features);
+  out.features = feature_store::of_floats(std::move(values), features);
   out.height = 1;
   out.width = static_cast<int>(features);
   out.channels = 1;

@@ -33,14 +33,18 @@ caf::error settle_classes(train_test& sets, int configured) {
 
 } // namespace
 
-caf::expected<train_test> load_datasets(const data_config& cfg) {
+caf::expected<train_test> load_datasets(const data_config& cfg,
+                                        data_needs needs) {
   train_test out;
+  out.read = needs;
   switch (cfg.format) {
     case data_config::kind::idx: {
-      auto train = load_idx(cfg.train_images, cfg.train_labels, max_classes);
+      auto train = load_idx(cfg.train_images, cfg.train_labels, max_classes,
+                            needs.train);
       if (!train)
         return train.error();
-      auto test = load_idx(cfg.test_images, cfg.test_labels, max_classes);
+      auto test = load_idx(cfg.test_images, cfg.test_labels, max_classes,
+                           needs.test);
       if (!test)
         return test.error();
       out.train = std::move(*train);
@@ -61,12 +65,13 @@ caf::expected<train_test> load_datasets(const data_config& cfg) {
         auto i = train ? 0 : 2;
         switch (cfg.format) {
           case data_config::kind::npy:
-            return train
-                     ? load_npy(cfg.train_images, cfg.train_labels, cfg.targets)
-                     : load_npy(cfg.test_images, cfg.test_labels, cfg.targets);
+            return train ? load_npy(cfg.train_images, cfg.train_labels,
+                                    cfg.targets, needs.train)
+                         : load_npy(cfg.test_images, cfg.test_labels,
+                                    cfg.targets, needs.test);
           case data_config::kind::npz:
             return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1],
-                            cfg.targets);
+                            cfg.targets, train ? needs.train : needs.test);
           default:
             return load_csv(train ? cfg.train_images : cfg.test_images,
                             cfg.label_columns, cfg.targets);
@@ -161,7 +166,8 @@ dataset click_dataset(click_data logs) {
   d.width = logs.schema.numeric;
   d.channels = 1;
   d.classes = 2;
-  d.images = std::move(logs.numeric);
+  d.features = feature_store::of_floats(std::move(logs.numeric),
+                                        static_cast<size_t>(d.width));
   d.labels.reserve(logs.labels.size());
   for (float y : logs.labels)
     d.labels.push_back(y > 0.5f ? 1 : 0);
@@ -188,38 +194,33 @@ caf::expected<dataset> hold_out(dataset& train, double fraction,
   std::vector<char> held(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < k; ++i)
     held[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1;
-  // The shape alone: copying the samples too would hold the set thrice.
-  auto empty_like = [&](std::string source, int64_t count) {
+  // The features stay where they are: each set names its rows of them.
+  auto part = [&](std::string source, char which) {
     dataset d;
     d.source = std::move(source);
     d.height = train.height;
     d.width = train.width;
     d.channels = train.channels;
     d.classes = train.classes;
-    d.count = count;
-    d.images.reserve(static_cast<size_t>(count) * train.sample_size());
-    if (train.has_targets())
-      d.targets.reserve(static_cast<size_t>(count) * train.classes);
-    else
-      d.labels.reserve(static_cast<size_t>(count));
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < n; ++i) {
+      if (held[static_cast<size_t>(i)] != which)
+        continue;
+      rows.push_back(i);
+      if (train.has_targets()) {
+        auto width = static_cast<ptrdiff_t>(train.classes);
+        auto t = train.targets.begin() + i * width;
+        d.targets.insert(d.targets.end(), t, t + width);
+      } else {
+        d.labels.push_back(train.labels[static_cast<size_t>(i)]);
+      }
+    }
+    d.count = static_cast<int64_t>(rows.size());
+    d.features = train.features.subset(std::move(rows));
     return d;
   };
-  auto kept = empty_like(train.source, n - k);
-  auto out = empty_like(train.source + " (validation split)", k);
-  auto size = train.sample_size();
-  for (int64_t i = 0; i < n; ++i) {
-    auto& to = held[static_cast<size_t>(i)] ? out : kept;
-    auto first = train.images.begin() + static_cast<ptrdiff_t>(i * size);
-    to.images.insert(to.images.end(), first,
-                     first + static_cast<ptrdiff_t>(size));
-    if (train.has_targets()) {
-      auto width = static_cast<ptrdiff_t>(train.classes);
-      auto t = train.targets.begin() + i * width;
-      to.targets.insert(to.targets.end(), t, t + width);
-    } else {
-      to.labels.push_back(train.labels[static_cast<size_t>(i)]);
-    }
-  }
+  auto kept = part(train.source, 0);
+  auto out = part(train.source + " (validation split)", 1);
   train = std::move(kept);
   return out;
 }

@@ -179,7 +179,7 @@ std::optional<std::pair<element, size_t>> element_of(const std::string& d) {
 /// Parses the header of the .npy bytes `b` (a file, or a member of an
 /// .npz archive, named `path` in errors); `at` ends on the data's first
 /// byte.
-caf::expected<npy_header> read_header(const std::string& b,
+caf::expected<npy_header> read_header(std::string_view b,
                                       const std::string& path, size_t& at) {
   auto byte = [&](size_t i) { return static_cast<unsigned char>(b[i]); };
   if (b.size() < 8 || b.compare(0, magic_size, magic) != 0)
@@ -208,7 +208,7 @@ caf::expected<npy_header> read_header(const std::string& b,
   if (b.size() - at < length)
     return bad(path, "truncated: the header needs " + std::to_string(length)
                        + " bytes");
-  std::string text = b.substr(at, length);
+  std::string text{b.substr(at, length)};
   at += length;
   std::string descr;
   bool fortran = false, has_descr = false, has_fortran = false,
@@ -238,9 +238,8 @@ caf::expected<npy_header> read_header(const std::string& b,
 }
 
 /// The `n` bytes of data after `at`, which must end the bytes.
-caf::expected<const unsigned char*> data_of(const std::string& b, size_t at,
-                                            const std::string& path,
-                                            size_t n) {
+caf::expected<const unsigned char*> data_of(std::string_view b, size_t at,
+                                            const std::string& path, size_t n) {
   auto left = b.size() - at;
   if (left < n)
     return bad(path, "truncated: the data needs " + std::to_string(n)
@@ -290,11 +289,12 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 namespace {
 
 /// The features of a dataset from the bytes of an .npy array: count,
-/// shape and values of `out`.
-caf::error fill_features(dataset& out, const std::string& features,
-                         const std::string& features_name) {
+/// shape, and the values where they lie (float values checked finite
+/// once, here; bytes need no check).
+caf::error fill_features(dataset& out, const npy_bytes& features,
+                         const std::string& features_name, bool read_features) {
   size_t at = 0;
-  auto h = read_header(features, features_name, at);
+  auto h = read_header(features.bytes, features_name, at);
   if (!h)
     return h.error();
   const auto& s = h->shape;
@@ -321,30 +321,44 @@ caf::error fill_features(dataset& out, const std::string& features,
   out.width = s.size() == 2 ? dims(1) : dims(2);
   out.channels = s.size() == 4 ? dims(3) : 1;
   auto n = static_cast<size_t>(s[0] * per_sample);
-  auto raw = data_of(features, at, features_name, n * h->item_size);
+  auto raw = data_of(features.bytes, at, features_name, n * h->item_size);
   if (!raw)
     return raw.error();
-  out.images.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char* p = *raw + i * h->item_size;
-    float v = h->type == element::u1 ? static_cast<float>(p[0]) / 255.f
-              : h->type == element::f4
-                ? little_endian_at<float>(p)
-                : static_cast<float>(little_endian_at<double>(p));
-    if (!std::isfinite(v))
-      return bad(features_name,
-                 "value " + std::to_string(i % per_sample) + " of sample "
-                   + std::to_string(i / per_sample)
-                   + " is not finite (or too large for float32)");
-    out.images[i] = v;
+  if (!read_features)
+    return caf::none;
+  auto type = h->type == element::u1   ? feature_store::type::unit8
+              : h->type == element::f4 ? feature_store::type::f32
+                                       : feature_store::type::f64;
+  if (type != feature_store::type::unit8) {
+    // In slices, each let go of behind the check where the file is mapped.
+    constexpr size_t slice = size_t{1} << 20; // values
+    for (size_t first = 0; first < n; first += slice) {
+      auto last = std::min(n, first + slice);
+      for (size_t i = first; i < last; ++i) {
+        const unsigned char* p = *raw + i * h->item_size;
+        float v = type == feature_store::type::f32
+                    ? little_endian_at<float>(p)
+                    : static_cast<float>(little_endian_at<double>(p));
+        if (!std::isfinite(v))
+          return bad(features_name,
+                     "value " + std::to_string(i % per_sample) + " of sample "
+                       + std::to_string(i / per_sample)
+                       + " is not finite (or too large for float32)");
+      }
+      if (features.mapped)
+        features.mapped->done_with(*raw + first * h->item_size,
+                                   (last - first) * h->item_size);
+    }
   }
+  out.features = feature_store{type, *raw, out.count,
+                               static_cast<size_t>(per_sample), features.owner};
   return caf::none;
 }
 
 /// Float targets from the labels array `h` of `b` (its data at `at`):
 /// (N,) or (N, K) of any integer or float type, each finite (and in [0, 1]
 /// for probabilities), into out.targets; out.classes becomes K.
-caf::error fill_targets(dataset& out, const npy_header& h, const std::string& b,
+caf::error fill_targets(dataset& out, const npy_header& h, std::string_view b,
                         size_t at, const std::string& name,
                         target_kind targets) {
   const auto& s = h.shape;
@@ -399,15 +413,15 @@ caf::error fill_targets(dataset& out, const npy_header& h, const std::string& b,
 }
 } // namespace
 
-caf::expected<dataset> dataset_from_npy(const std::string& features,
-                                        const std::string& features_name,
-                                        const std::string& labels,
-                                        const std::string& labels_name,
-                                        target_kind targets) {
+caf::expected<dataset>
+dataset_from_npy(const npy_bytes& features, const std::string& features_name,
+                 const npy_bytes& labels_array, const std::string& labels_name,
+                 target_kind targets, bool read_features) {
   dataset out;
   out.source = features_name;
-  if (auto err = fill_features(out, features, features_name))
+  if (auto err = fill_features(out, features, features_name, read_features))
     return err;
+  auto labels = labels_array.bytes;
   size_t at = 0;
   auto h = read_header(labels, labels_name, at);
   if (!h)
@@ -449,28 +463,44 @@ caf::expected<dataset> dataset_from_npy(const std::string& features,
   return out;
 }
 
+namespace {
+
+/// A .npy file, mapped.
+caf::expected<npy_bytes> map_npy(const std::string& path) {
+  auto file = map_file(path, max_npy_bytes);
+  if (!file)
+    return file.error();
+  npy_bytes out;
+  out.bytes = (*file)->bytes();
+  out.mapped = file->get();
+  out.owner = std::move(*file);
+  return out;
+}
+
+} // namespace
+
 caf::expected<dataset> load_npy_features(const std::string& path) {
-  auto bytes = read_whole_file(path, max_npy_bytes);
+  auto bytes = map_npy(path);
   if (!bytes)
     return bytes.error();
   dataset out;
   out.source = path;
-  if (auto err = fill_features(out, *bytes, path))
+  if (auto err = fill_features(out, *bytes, path, true))
     return err;
   return out;
 }
 
 caf::expected<dataset> load_npy(const std::string& features_path,
                                 const std::string& labels_path,
-                                target_kind targets) {
-  auto features = read_whole_file(features_path, max_npy_bytes);
+                                target_kind targets, bool read_features) {
+  auto features = map_npy(features_path);
   if (!features)
     return features.error();
-  auto labels = read_whole_file(labels_path, max_npy_bytes);
+  auto labels = map_npy(labels_path);
   if (!labels)
     return labels.error();
   return dataset_from_npy(*features, features_path, *labels, labels_path,
-                          targets);
+                          targets, read_features);
 }
 
 } // namespace troupe

@@ -5,16 +5,18 @@
 // the central directory, and one member's local header and data, stored or
 // deflated, checked against its CRC-32. Sizes come from the central
 // directory and are checked against the file before anything is allocated;
-// inflated data grows with what zlib actually produces.
+// inflated data grows with what zlib actually produces. The archive is
+// mapped: a stored member (np.savez) is read where it lies, a deflated one
+// (np.savez_compressed) is inflated into memory.
 #include "runtime/data/dataset.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sys/stat.h>
+#include <string_view>
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_checks.hpp"
+#include "runtime/data/mapped_file.hpp"
 #include "runtime/data/npy_array.hpp"
 
 namespace troupe {
@@ -30,7 +32,7 @@ constexpr uint32_t local_signature = 0x04034b50;
 /// dataset has.
 constexpr uint64_t max_directory = 1 << 24;
 
-uint64_t le(const std::string& b, size_t at, int bytes) {
+uint64_t le(std::string_view b, size_t at, int bytes) {
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i)
     v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<size_t>(i)]);
@@ -50,20 +52,16 @@ public:
   explicit zip_reader(std::string path) : path_(std::move(path)) {}
 
   caf::error open() {
-    if (auto err = check_regular(path_))
-      return err;
-    in_.open(path_, std::ios::binary);
-    if (!in_)
-      return open_error(path_);
-    struct stat st;
-    if (stat(path_.c_str(), &st) != 0)
-      return open_error(path_);
-    size_ = static_cast<uint64_t>(st.st_size);
+    auto file = map_file(path_, UINT64_MAX);
+    if (!file)
+      return file.error();
+    file_ = std::move(*file);
+    size_ = file_->size();
     return read_directory();
   }
 
   /// The bytes of member `name`.
-  caf::expected<std::string> extract(const std::string& name) {
+  caf::expected<npy_bytes> extract(const std::string& name) {
     auto it = std::find_if(members_.begin(), members_.end(),
                            [&](const member& m) { return m.name == name; });
     if (it == members_.end()) {
@@ -81,16 +79,12 @@ private:
   }
 
   /// `n` bytes at `at`, checked against the file's size first.
-  caf::expected<std::string> bytes_at(uint64_t at, uint64_t n,
-                                      const char* what) {
+  caf::expected<std::string_view> bytes_at(uint64_t at, uint64_t n,
+                                           const char* what) {
     if (at > size_ || n > size_ - at)
       return bad(std::string{"truncated: "} + what + " lies past the end");
-    std::string out(static_cast<size_t>(n), '\0');
-    in_.seekg(static_cast<std::streamoff>(at));
-    in_.read(out.data(), static_cast<std::streamsize>(n));
-    if (static_cast<uint64_t>(in_.gcount()) != n)
-      return make_error(errc::io_error, path_ + ": read error");
-    return out;
+    return file_->bytes().substr(static_cast<size_t>(at),
+                                 static_cast<size_t>(n));
   }
 
   caf::error read_directory() {
@@ -147,7 +141,7 @@ private:
       m.offset = le(*dir, at + 42, 4);
       if (dir->size() - at - 46 < name_len + extra_len + comment_len)
         return bad("central directory entry " + std::to_string(i) + " is cut");
-      m.name = dir->substr(at + 46, name_len);
+      m.name = std::string{dir->substr(at + 46, name_len)};
       if (auto err = apply_zip64(*dir, at + 46 + name_len, extra_len, m))
         return err;
       members_.push_back(std::move(m));
@@ -158,7 +152,7 @@ private:
 
   /// Sizes and offset of 0xFFFFFFFF are in the Zip64 extra field (id 1),
   /// in this order, each present only where its field says so.
-  caf::error apply_zip64(const std::string& dir, size_t at, uint64_t len,
+  caf::error apply_zip64(std::string_view dir, size_t at, uint64_t len,
                          member& m) {
     constexpr uint64_t escape = 0xFFFFFFFF;
     if (m.size != escape && m.packed != escape && m.offset != escape)
@@ -185,7 +179,7 @@ private:
     return bad(m.name + ": sizes of 0xFFFFFFFF without a Zip64 field");
   }
 
-  caf::expected<std::string> extract(const member& m) {
+  caf::expected<npy_bytes> extract(const member& m) {
     auto where = m.name + ": ";
     if (m.flags & 1)
       return bad(where + "encrypted members are not read");
@@ -204,18 +198,30 @@ private:
     auto packed = bytes_at(data_at, m.packed, "a member's data");
     if (!packed)
       return packed.error();
-    std::string out;
+    npy_bytes out;
     if (m.method == 0) {
       if (m.packed != m.size)
         return bad(where + "a stored member whose sizes differ");
-      out = std::move(*packed);
-    } else if (auto err = inflate_into(*packed, m, out)) {
-      return err;
+      out.bytes = *packed;
+      out.owner = file_;
+      out.mapped = file_.get();
+    } else {
+      auto inflated = std::make_shared<std::string>();
+      if (auto err = inflate_into(*packed, m, *inflated))
+        return err;
+      out.bytes = *inflated;
+      out.owner = std::move(inflated);
     }
+    // Checked in slices, which a mapped member lets go of behind the
+    // check: it is read again where a batch needs it.
     auto crc = crc32(0L, Z_NULL, 0);
-    for (size_t i = 0; i < out.size(); i += 1u << 30) {
-      auto n = static_cast<uInt>(std::min<size_t>(out.size() - i, 1u << 30));
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(out.data() + i), n);
+    constexpr size_t slice = size_t{1} << 24;
+    for (size_t i = 0; i < out.bytes.size(); i += slice) {
+      auto n = std::min(out.bytes.size() - i, slice);
+      auto* p = reinterpret_cast<const Bytef*>(out.bytes.data() + i);
+      crc = crc32(crc, p, static_cast<uInt>(n));
+      if (out.mapped)
+        out.mapped->done_with(p, n);
     }
     if (crc != m.crc)
       return bad(where + "CRC-32 mismatch (the archive is corrupt)");
@@ -224,7 +230,7 @@ private:
 
   /// Raw deflate into `out`, which grows by what zlib produces and may not
   /// pass the size the directory gives.
-  caf::error inflate_into(const std::string& packed, const member& m,
+  caf::error inflate_into(std::string_view packed, const member& m,
                           std::string& out) {
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
@@ -265,7 +271,7 @@ private:
   }
 
   std::string path_;
-  std::ifstream in_;
+  std::shared_ptr<const mapped_file> file_;
   uint64_t size_ = 0;
   std::vector<member> members_;
 };
@@ -274,8 +280,8 @@ private:
 
 caf::expected<dataset> load_npz(const std::string& path,
                                 const std::string& features,
-                                const std::string& labels,
-                                target_kind targets) {
+                                const std::string& labels, target_kind targets,
+                                bool read_features) {
   zip_reader zip{path};
   if (auto err = zip.open())
     return err;
@@ -286,7 +292,7 @@ caf::expected<dataset> load_npz(const std::string& path,
   if (!y)
     return y.error();
   return dataset_from_npy(*x, path + ":" + features, *y, path + ":" + labels,
-                          targets);
+                          targets, read_features);
 }
 
 } // namespace troupe

@@ -9,6 +9,7 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_checks.hpp"
+#include "runtime/data/mapped_file.hpp"
 
 namespace troupe {
 
@@ -108,8 +109,118 @@ caf::error read_exact(gz_file& f, const std::string& path, void* dst,
 
 } // namespace
 
+namespace {
+
+/// Checks an IDX image header (16 bytes) and fills count and shape.
+caf::error read_idx_header(const unsigned char* header, dataset& out,
+                           const std::string& images_path) {
+  uint32_t magic = big_endian(header);
+  if (magic != 0x803) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "0x%x", magic);
+    return make_error(errc::bad_format, images_path
+                                          + ": not an IDX image file (magic "
+                                          + buf + ", expected 0x803)");
+  }
+  out.count = big_endian(header + 4);
+  out.height = static_cast<int>(big_endian(header + 8));
+  out.width = static_cast<int>(big_endian(header + 12));
+  if (out.height <= 0 || out.width <= 0 || out.height > 4096
+      || out.width > 4096)
+    return make_error(errc::bad_format, images_path
+                                          + ": implausible image size "
+                                          + std::to_string(out.height) + "x"
+                                          + std::to_string(out.width));
+  // Bounded before anything is allocated: a header is only a claim.
+  if (out.count == 0)
+    return make_error(errc::bad_format, images_path + ": holds no images");
+  if (static_cast<uint64_t>(out.count) * out.sample_size() > max_pixels)
+    return make_error(errc::bad_format,
+                      images_path + ": announces " + std::to_string(out.count)
+                        + " images of " + std::to_string(out.height) + "x"
+                        + std::to_string(out.width) + " (more than "
+                        + std::to_string(max_pixels) + " pixels)");
+  return caf::none;
+}
+
+/// An uncompressed IDX image file, mapped: its pixels are read where they
+/// lie, a batch at a time.
+caf::error map_idx_images(std::shared_ptr<const mapped_file> file, dataset& out,
+                          const std::string& images_path, bool read_features) {
+  if (file->size() < 16)
+    return make_error(errc::bad_format,
+                      images_path
+                        + ": truncated: the IDX header needs 16 "
+                          "bytes, file has "
+                        + std::to_string(file->size()));
+  if (auto err = read_idx_header(file->data(), out, images_path))
+    return err;
+  const size_t want = static_cast<size_t>(out.count) * out.sample_size();
+  const size_t has = file->size() - 16;
+  if (has < want)
+    return make_error(errc::bad_format,
+                      images_path + ": truncated: the pixel data needs "
+                        + std::to_string(want) + " bytes, file has "
+                        + std::to_string(has));
+  if (has > want)
+    return make_error(errc::bad_format,
+                      images_path
+                        + ": more data than its header announces "
+                          "after the pixel data");
+  if (read_features)
+    out.features = feature_store{feature_store::type::unit8, file->data() + 16,
+                                 out.count, out.sample_size(), file};
+  return caf::none;
+}
+
+/// A gzipped IDX image file: inflated once into its bytes (a quarter of
+/// what they take as floats); without read_features, its header alone.
+caf::error inflate_idx_images(dataset& out, const std::string& images_path,
+                              bool read_features) {
+  gz_file f{images_path};
+  if (!f.is_open())
+    return open_error(images_path);
+  unsigned char header[16];
+  if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
+    return err;
+  if (auto err = read_idx_header(header, out, images_path))
+    return err;
+  if (!read_features)
+    return caf::none;
+  // Read in slices, so a header that claims more than the file holds
+  // costs what the file holds, not what it claims.
+  std::vector<uint8_t> pixels;
+  const size_t want = static_cast<size_t>(out.count) * out.sample_size();
+  while (pixels.size() < want) {
+    auto n = std::min<size_t>(want - pixels.size(), 1 << 20);
+    auto at = pixels.size();
+    pixels.resize(at + n);
+    auto got = f.read(pixels.data() + at, n);
+    if (got < 0)
+      return make_error(errc::bad_format, images_path
+                                            + ": corrupt compressed data "
+                                              "while reading the pixel data");
+    if (static_cast<size_t>(got) != n)
+      return make_error(errc::bad_format,
+                        images_path + ": truncated: the pixel data needs "
+                          + std::to_string(want) + " bytes, file has "
+                          + std::to_string(at + static_cast<size_t>(got)));
+  }
+  if (auto err = check_end(f, images_path, "the pixel data"))
+    return err;
+  out.features = feature_store::of_bytes(std::move(pixels), out.sample_size());
+  return caf::none;
+}
+
+bool is_gzip(const mapped_file& f) {
+  return f.size() >= 2 && f.data()[0] == 0x1f && f.data()[1] == 0x8b;
+}
+
+} // namespace
+
 caf::expected<dataset> load_idx(const std::string& images_path,
-                                const std::string& labels_path, int classes) {
+                                const std::string& labels_path, int classes,
+                                bool read_features) {
   for (auto* p : {&images_path, &labels_path})
     if (auto err = check_regular(*p))
       return err;
@@ -117,63 +228,15 @@ caf::expected<dataset> load_idx(const std::string& images_path,
   out.source = images_path;
   out.classes = classes;
   out.channels = 1;
-  { // images
-    gz_file f{images_path};
-    if (!f.is_open())
-      return open_error(images_path);
-    unsigned char header[16];
-    if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
+  {
+    auto file = map_file(images_path, max_pixels + (1 << 20));
+    if (!file)
+      return file.error();
+    auto err = is_gzip(**file)
+                 ? inflate_idx_images(out, images_path, read_features)
+                 : map_idx_images(*file, out, images_path, read_features);
+    if (err)
       return err;
-    uint32_t magic = big_endian(header);
-    if (magic != 0x803) {
-      char buf[16];
-      std::snprintf(buf, sizeof(buf), "0x%x", magic);
-      return make_error(errc::bad_format,
-                        images_path + ": not an IDX image file (magic "
-                          + buf + ", expected 0x803)");
-    }
-    out.count = big_endian(header + 4);
-    out.height = static_cast<int>(big_endian(header + 8));
-    out.width = static_cast<int>(big_endian(header + 12));
-    if (out.height <= 0 || out.width <= 0 || out.height > 4096
-        || out.width > 4096)
-      return make_error(errc::bad_format,
-                        images_path + ": implausible image size "
-                          + std::to_string(out.height) + "x"
-                          + std::to_string(out.width));
-    // Bounded before anything is allocated: a header is only a claim.
-    if (out.count == 0)
-      return make_error(errc::bad_format, images_path + ": holds no images");
-    if (static_cast<uint64_t>(out.count) * out.sample_size() > max_pixels)
-      return make_error(errc::bad_format,
-                        images_path + ": announces " + std::to_string(out.count)
-                          + " images of " + std::to_string(out.height) + "x"
-                          + std::to_string(out.width) + " (more than "
-                          + std::to_string(max_pixels) + " pixels)");
-    // Read in slices, so a header that claims more than the file holds
-    // costs what the file holds, not what it claims.
-    std::vector<unsigned char> pixels;
-    const size_t want = static_cast<size_t>(out.count) * out.sample_size();
-    while (pixels.size() < want) {
-      auto n = std::min<size_t>(want - pixels.size(), 1 << 20);
-      auto at = pixels.size();
-      pixels.resize(at + n);
-      auto got = f.read(pixels.data() + at, n);
-      if (got < 0)
-        return make_error(errc::bad_format, images_path
-                                              + ": corrupt compressed data "
-                                                "while reading the pixel data");
-      if (static_cast<size_t>(got) != n)
-        return make_error(errc::bad_format,
-                          images_path + ": truncated: the pixel data needs "
-                            + std::to_string(want) + " bytes, file has "
-                            + std::to_string(at + static_cast<size_t>(got)));
-    }
-    if (auto err = check_end(f, images_path, "the pixel data"))
-      return err;
-    out.images.resize(pixels.size());
-    for (size_t i = 0; i < pixels.size(); ++i)
-      out.images[i] = static_cast<float>(pixels[i]) * (1.f / 255.f);
   }
   { // labels
     gz_file f{labels_path};
@@ -223,6 +286,7 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
   if (paths.empty())
     return make_error(errc::invalid_argument, "no CIFAR-10 files given");
   std::vector<unsigned char> rec(record);
+  std::vector<uint8_t> pixels; // as stored: scaled when a batch reads them
   for (auto& path : paths) {
     if (auto err = check_regular(path))
       return err;
@@ -248,7 +312,7 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
                           path + ": corrupt compressed data (CRC or length "
                                  "mismatch) in record "
                             + std::to_string(i));
-      if (out.images.size() + planes * plane > max_pixels)
+      if (pixels.size() + planes * plane > max_pixels)
         return make_error(errc::bad_format,
                           path + ": more than " + std::to_string(max_pixels)
                             + " pixels of CIFAR-10 records");
@@ -264,15 +328,16 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
                             + " is not below 10");
       out.labels.push_back(rec[0]);
       // Planes R, G, B of row-major pixels -> NHWC.
-      size_t base = out.images.size();
-      out.images.resize(base + planes * plane);
+      size_t base = pixels.size();
+      pixels.resize(base + planes * plane);
       for (int p = 0; p < plane; ++p)
         for (int c = 0; c < planes; ++c)
-          out.images[base + static_cast<size_t>(p) * planes + c]
-            = static_cast<float>(rec[1 + c * plane + p]) * (1.f / 255.f);
+          pixels[base + static_cast<size_t>(p) * planes + c] =
+            rec[1 + c * plane + p];
     }
   }
   out.count = static_cast<int64_t>(out.labels.size());
+  out.features = feature_store::of_bytes(std::move(pixels), out.sample_size());
   return out;
 }
 

@@ -8,9 +8,12 @@
 
 #include "app_runner.hpp"
 #include "cuda_device.hpp"
+#include "npy_files.hpp"
 #include "runtime/config/config.hpp"
 
+using troupe::test::idx_payload;
 using troupe::test::temp_dir;
+using troupe::test::write_u1_npy;
 
 namespace {
 
@@ -341,33 +344,6 @@ BOOST_AUTO_TEST_CASE(softmax_on_fashion_mnist) {
 
 namespace {
 
-/// The bytes of a gzipped IDX file after its header of `skip` bytes.
-std::string idx_payload(const std::string& path, size_t skip) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  BOOST_REQUIRE(f != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  int got;
-  while ((got = gzread(f, buf, sizeof buf)) > 0)
-    out.append(buf, static_cast<size_t>(got));
-  gzclose(f);
-  BOOST_REQUIRE(out.size() > skip);
-  return out.substr(skip);
-}
-
-/// A uint8 .npy file of `shape` (a Python tuple), as np.save writes it.
-void write_u1_npy(const std::string& path, const std::string& shape,
-                  const std::string& data) {
-  std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': "
-                     + shape + ", }";
-  dict += std::string(64 - (10 + dict.size() + 1) % 64, ' ') + "\n";
-  std::string head = "\x93NUMPY\x01";
-  head += '\0';
-  head += static_cast<char>(dict.size() & 0xff);
-  head += static_cast<char>(dict.size() >> 8);
-  troupe::test::write_file(path, head + dict + data);
-}
-
 double accuracy_after_done(const outcome& o) {
   auto pos = o.out.find("done: ");
   BOOST_REQUIRE_MESSAGE(pos != std::string::npos, o.out + o.err);
@@ -380,15 +356,8 @@ double accuracy_after_done(const outcome& o) {
 // the same pixels scaled the same way, the same labels and classes.
 BOOST_AUTO_TEST_CASE(fashion_mnist_as_npy_trains_as_idx_does) {
   temp_dir tmp;
-  const std::string src = "/usr/share/datasets/fashion-mnist/";
-  write_u1_npy(tmp.file("train_x.npy"), "(60000, 28, 28)",
-               idx_payload(src + "train-images-idx3-ubyte.gz", 16));
-  write_u1_npy(tmp.file("train_y.npy"), "(60000,)",
-               idx_payload(src + "train-labels-idx1-ubyte.gz", 8));
-  write_u1_npy(tmp.file("test_x.npy"), "(10000, 28, 28)",
-               idx_payload(src + "t10k-images-idx3-ubyte.gz", 16));
-  write_u1_npy(tmp.file("test_y.npy"), "(10000,)",
-               idx_payload(src + "t10k-labels-idx1-ubyte.gz", 8));
+  const auto& src = troupe::test::fashion_mnist_dir;
+  troupe::test::write_fashion_mnist_npy(tmp.path());
   auto config = [&](const std::string& data) {
     return R"({ "model": { "type": "softmax" }, "data": )" + data + R"(,
       "training": { "batch_size": 100, "epochs": 1, "log_every_steps": 1000,

@@ -47,6 +47,9 @@ struct cluster_spec {
   /// make_click_logs) instead of the MLP on Fashion-MNIST.
   std::string click_dir;
   int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
+  /// Non-empty: the MLP trains on the .npy files of write_fashion_mnist_npy
+  /// (tests/npy_files.hpp) in this folder instead of the IDX files.
+  std::string npy_dir;
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -100,6 +103,10 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
                               {"every_steps", spec.checkpoint_every}};
   json model{{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}};
   json data{{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}};
+  if (!spec.npy_dir.empty())
+    data = {{"format", "npy"},        {"dir", spec.npy_dir},
+            {"train", "train_x.npy"}, {"train_labels", "train_y.npy"},
+            {"test", "test_x.npy"},   {"test_labels", "test_y.npy"}};
   if (!spec.click_dir.empty()) {
     model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
              {"embedding", {{"dim", 8}}}};

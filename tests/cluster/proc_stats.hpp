@@ -189,6 +189,13 @@ inline long rss_kb(pid_t pid) {
     "/proc/" + std::to_string(pid) + "/status", "VmRSS:"));
 }
 
+/// Anonymous resident memory in KiB (RssAnon: the heap and stacks, what
+/// a process allocated, not the files it maps), or -1 when unreadable.
+inline long rss_anon_kb(pid_t pid) {
+  return static_cast<long>(proc_detail::field_of(
+    "/proc/" + std::to_string(pid) + "/status", "RssAnon:"));
+}
+
 /// User plus system CPU time in seconds, or -1 when unreadable.
 inline double cpu_seconds(pid_t pid) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};

@@ -120,8 +120,9 @@ two_files split(const uint8_t* data, size_t size) {
 /// Sizes and labels agree; every value is in [0, 1] (images) or finite
 /// (features taken as they are).
 std::string pixels_broken(const dataset& d, bool unit_range = true) {
-  if (d.images.size() != static_cast<size_t>(d.count) * d.sample_size())
-    return "images.size() != count * sample_size";
+  if (d.features.rows() != d.count
+      || d.features.sample_values() != d.sample_size())
+    return "features are not count x sample_size";
   if (d.labels.size() != static_cast<size_t>(d.count))
     return "labels.size() != count";
   if (d.classes < 1 || d.classes > max_classes)
@@ -129,7 +130,8 @@ std::string pixels_broken(const dataset& d, bool unit_range = true) {
   for (auto l : d.labels)
     if (l < 0 || l >= d.classes)
       return "a label outside [0, classes)";
-  for (auto x : d.images)
+  auto values = d.features.to_floats();
+  for (auto x : values)
     if (unit_range ? !(x >= 0.f && x <= 1.f) : !std::isfinite(x))
       return unit_range ? "a pixel outside [0, 1]" : "a value not finite";
   return {};

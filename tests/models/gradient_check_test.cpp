@@ -44,11 +44,12 @@ void check_gradients(model_config cfg, int h, int w, int c, int classes,
   const size_t n = m.layout().total();
   std::vector<float> p(n), g(n);
   m.get_params(p.data());
-  m.forward_backward(data.images.data(), y, batch);
+  m.forward_backward(data.features.to_floats().data(), y, batch);
   m.get_grads(g.data());
   auto loss = [&](const std::vector<float>& params) {
     m.set_params(params.data());
-    return m.forward(data.images.data(), y, batch).loss_sum / batch;
+    return m.forward(data.features.to_floats().data(), y, batch).loss_sum
+           / batch;
   };
   // Small enough not to cross a max-pool switch point, large enough for
   // float loss differences to stay well above rounding.

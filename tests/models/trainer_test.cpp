@@ -133,8 +133,8 @@ BOOST_AUTO_TEST_CASE(a_layer_list_model_comes_back_from_its_checkpoint) {
                != std::string::npos,
              (*m)->summary());
   const auto& test = data->test;
-  auto scored = (*m)->forward(test.images.data(), test.labels.data(),
-                              static_cast<int>(test.count));
+  auto scored = (*m)->forward(test.features.to_floats().data(),
+                              test.labels.data(), static_cast<int>(test.count));
   BOOST_TEST(static_cast<double>(scored.correct)
                == summary->test.accuracy * static_cast<double>(test.count),
              boost::test_tools::tolerance(1e-9));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
@@ -64,11 +65,65 @@ BOOST_AUTO_TEST_CASE(idx_plain_and_gzipped_read_the_same) {
   BOOST_TEST(plain->count == 4);
   BOOST_TEST(plain->height == 2);
   BOOST_TEST(plain->width == 3);
-  BOOST_TEST(plain->images[6 * 2 + 5] == 25.f / 255.f,
+  BOOST_TEST(plain->features.to_floats()[6 * 2 + 5] == 25.f / 255.f,
              boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(plain->labels[3] == 3);
-  BOOST_TEST(plain->images == gz->images);
+  BOOST_TEST(plain->features.to_floats() == gz->features.to_floats());
   BOOST_TEST(plain->labels == gz->labels);
+}
+
+// Pixels stay bytes, scaled when read: a plain IDX file is mapped where
+// it lies (its pages are the file's; removing the file leaves the mapping
+// readable), a gzipped one inflated into bytes; without its features a
+// set keeps its shape and labels.
+BOOST_AUTO_TEST_CASE(idx_pixels_stay_bytes_and_a_plain_file_is_mapped) {
+  temp_dir tmp;
+  test::write_file(tmp.file("img"), idx_images(4));
+  test::write_file(tmp.file("lbl"), idx_labels(4));
+  write_gz(tmp.file("img.gz"), idx_images(4));
+  auto plain = load_idx(tmp.file("img"), tmp.file("lbl"));
+  auto gz = load_idx(tmp.file("img.gz"), tmp.file("lbl"));
+  BOOST_REQUIRE_MESSAGE(plain, troupe::test::why(plain));
+  BOOST_REQUIRE_MESSAGE(gz, troupe::test::why(gz));
+  for (auto* d : {&*plain, &*gz}) {
+    BOOST_TEST((d->features.stored() == feature_store::type::unit8));
+    BOOST_TEST(d->features.stored_bytes() == 4u * 6u);
+    BOOST_TEST(d->features.contiguous_floats() == nullptr);
+  }
+  ::unlink(tmp.file("img").c_str());
+  std::vector<float> x(6);
+  plain->features.read(3, x.data());
+  BOOST_TEST(x[5] == 35.f / 255.f, boost::test_tools::tolerance(1e-6f));
+  // The header and the labels alone.
+  auto shape = load_idx(tmp.file("img.gz"), tmp.file("lbl"), 10, false);
+  BOOST_REQUIRE_MESSAGE(shape, troupe::test::why(shape));
+  BOOST_TEST(shape->count == 4);
+  BOOST_TEST(shape->sample_size() == 6u);
+  BOOST_TEST(shape->features.empty());
+  BOOST_TEST(shape->labels == gz->labels);
+}
+
+// A subset names rows of the bytes beneath it, a subset of a subset too.
+BOOST_AUTO_TEST_CASE(subsets_read_the_rows_they_name) {
+  std::vector<uint8_t> bytes;
+  for (uint8_t i = 0; i < 10; ++i)
+    bytes.insert(bytes.end(), {i, static_cast<uint8_t>(i + 100)});
+  auto all = feature_store::of_bytes(bytes, 2);
+  BOOST_TEST(all.rows() == 10);
+  auto odd = all.subset({1, 3, 5, 7, 9});
+  auto some = odd.subset({4, 0});
+  BOOST_TEST(some.rows() == 2);
+  BOOST_TEST(some.stored_bytes() == 4u);
+  std::vector<float> x(4);
+  some.read_range(0, 2, x.data());
+  BOOST_TEST(x[0] * 255.f == 9.f, boost::test_tools::tolerance(1e-4f));
+  BOOST_TEST(x[1] * 255.f == 109.f, boost::test_tools::tolerance(1e-4f));
+  BOOST_TEST(x[2] * 255.f == 1.f, boost::test_tools::tolerance(1e-4f));
+  BOOST_TEST(feature_store{}.subset({}).empty());
+  auto floats = feature_store::of_floats({1.f, 2.f, 3.f, 4.f}, 2);
+  BOOST_TEST(floats.contiguous_floats() != nullptr);
+  BOOST_TEST(floats.subset({1}).contiguous_floats() == nullptr);
+  BOOST_TEST(floats.subset({1}).to_floats() == (std::vector<float>{3.f, 4.f}));
 }
 
 BOOST_AUTO_TEST_CASE(idx_errors_name_file_and_problem) {
@@ -130,7 +185,7 @@ BOOST_AUTO_TEST_CASE(cifar10_binary_round_trip_and_truncation) {
   BOOST_TEST(d->channels == 3);
   BOOST_TEST(d->labels == (std::vector<int32_t>{1, 2, 3, 1}));
   // record 1, pixel 5, channel G (c = 1): (5 + 7 + 1) % 256 = 13; NHWC
-  BOOST_TEST(d->images[3072 + 5 * 3 + 1] == 13.f / 255.f,
+  BOOST_TEST(d->features.to_floats()[3072 + 5 * 3 + 1] == 13.f / 255.f,
              boost::test_tools::tolerance(1e-6f));
   test::write_file(tmp.file("cut.bin"), records.substr(0, 3073 + 100));
   auto cut = load_cifar10({tmp.file("cut.bin")});
@@ -256,11 +311,11 @@ BOOST_AUTO_TEST_CASE(epoch_order_is_a_seeded_permutation) {
 BOOST_AUTO_TEST_CASE(synthetic_is_deterministic_and_labelled) {
   auto a = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
   auto b = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
-  BOOST_TEST(a.images == b.images);
+  BOOST_TEST(a.features.to_floats() == b.features.to_floats());
   BOOST_TEST(a.labels == b.labels);
   for (auto l : a.labels)
     BOOST_REQUIRE(l >= 0 && l < 3);
-  for (auto x : a.images)
+  for (auto x : a.features.to_floats())
     BOOST_REQUIRE(x >= 0.f && x <= 1.f);
 }
 

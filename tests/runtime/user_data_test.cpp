@@ -140,7 +140,8 @@ BOOST_AUTO_TEST_CASE(npy_float_features_and_int64_labels) {
   BOOST_TEST(d->width == 3);
   BOOST_TEST(d->channels == 1);
   BOOST_TEST(d->classes == 5);
-  BOOST_TEST(d->images == (std::vector<float>{1, 2, 3, 4, 5, -6}));
+  BOOST_TEST(d->features.to_floats()
+             == (std::vector<float>{1, 2, 3, 4, 5, -6}));
   BOOST_TEST(d->labels == (std::vector<int32_t>{4, 0}));
 }
 
@@ -153,8 +154,9 @@ BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
   BOOST_TEST(d->height == 2);
   BOOST_TEST(d->width == 2);
   BOOST_TEST(d->channels == 1);
-  BOOST_TEST(d->images[1] == 1.f);
-  BOOST_TEST(d->images[2] == 0.2f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(d->features.to_floats()[1] == 1.f);
+  BOOST_TEST(d->features.to_floats()[2] == 0.2f,
+             boost::test_tools::tolerance(1e-6f));
   // (N, H, W, C), float64, int32 labels, a version 2 header.
   d = read_npy(dir, npy("<f8", "(2, 1, 2, 3)", bytes_of<double>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), false, 2),
                npy("<i4", "(2,)", bytes_of<int32_t>({1, 2})));
@@ -162,7 +164,7 @@ BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
   BOOST_TEST(d->height == 1);
   BOOST_TEST(d->width == 2);
   BOOST_TEST(d->channels == 3);
-  BOOST_TEST(d->images[11] == 11.f);
+  BOOST_TEST(d->features.to_floats()[11] == 11.f);
   BOOST_TEST(d->classes == 3);
   // Every integer label type.
   for (auto [descr, raw] : std::vector<std::pair<std::string, std::string>>{
@@ -241,7 +243,8 @@ BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
                zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, deflated));
     auto d = load_npz(dir.file("d.npz"), "x_train", "y_train");
     BOOST_REQUIRE_MESSAGE(d, why(d));
-    BOOST_TEST(d->images == (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    BOOST_TEST(d->features.to_floats()
+               == (std::vector<float>{1, 2, 3, 4, 5, 6}));
     BOOST_TEST(d->labels == (std::vector<int32_t>{2, 0}));
     BOOST_TEST(d->source == dir.file("d.npz") + ":x_train");
   }
@@ -297,7 +300,8 @@ BOOST_AUTO_TEST_CASE(files_numpy_writes) {
     BOOST_REQUIRE_MESSAGE(*d, why(*d));
     BOOST_TEST((*d)->height == 2);
     BOOST_TEST((*d)->width == 2);
-    BOOST_TEST((*d)->images[11] == 1.1f, boost::test_tools::tolerance(1e-6f));
+    BOOST_TEST((*d)->features.to_floats()[11] == 1.1f,
+               boost::test_tools::tolerance(1e-6f));
     BOOST_TEST((*d)->labels == (std::vector<int32_t>{0, 4, 2}));
     BOOST_TEST((*d)->classes == 5);
   }
@@ -312,7 +316,8 @@ BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
   BOOST_TEST(d->width == 2);
   BOOST_TEST(d->height == 1);
   BOOST_TEST(d->classes == 3);
-  BOOST_TEST(d->images == (std::vector<float>{1.5f, -3.f, 4.f, 0.5f}));
+  BOOST_TEST(d->features.to_floats()
+             == (std::vector<float>{1.5f, -3.f, 4.f, 0.5f}));
   BOOST_TEST(d->labels == (std::vector<int32_t>{2, 0}));
   // No label column: every column is a feature (troupe-predict's input).
   d = read_csv(dir, "a,b,c\n1,2,3\n4,5,6\n", "");
@@ -320,7 +325,7 @@ BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
   BOOST_TEST(d->count == 2);
   BOOST_TEST(d->width == 3);
   BOOST_TEST(d->labels.empty());
-  BOOST_TEST(d->images[5] == 6.f);
+  BOOST_TEST(d->features.to_floats()[5] == 6.f);
 }
 
 BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {
@@ -416,7 +421,8 @@ BOOST_AUTO_TEST_CASE(float_targets_from_npy_and_csv) {
   auto c = load_csv(dir.file("d.csv"), {"y0", "y1"}, target_kind::values);
   BOOST_REQUIRE_MESSAGE(c, why(c));
   BOOST_TEST(c->width == 2);
-  BOOST_TEST(c->images == (std::vector<float>{1.f, 2.f, 3.f, 4.f}));
+  BOOST_TEST(c->features.to_floats()
+             == (std::vector<float>{1.f, 2.f, 3.f, 4.f}));
   BOOST_TEST(c->classes == 2);
   BOOST_TEST(c->targets == (std::vector<float>{-1.f, 0.5f, 2.f, 1e-3f}));
   auto at = dir.file("d.csv") + ":";
@@ -467,7 +473,7 @@ BOOST_AUTO_TEST_CASE(float_targets_through_load_datasets) {
   for (auto* d : {&sets->train, &sets->validation})
     for (int64_t i = 0; i < d->count; ++i)
       BOOST_TEST(d->targets[static_cast<size_t>(i)]
-                 == 2 * d->images[static_cast<size_t>(i)] + 0.5f);
+                 == 2 * d->features.to_floats()[static_cast<size_t>(i)] + 0.5f);
   // A test set with another number of targets.
   write_file(dir.file("test.csv"), "x,y,z\n1,2,3\n");
   cfg.label_columns = {"y", "z"};
@@ -512,6 +518,44 @@ BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
   BOOST_TEST(sets->train.classes == 2);
 }
 
+// Each process reads the features it needs: a training node not the test
+// set's, the chief without workers not the training set's, unless the
+// validation split it scores lies in it; labels and shapes always. .npy
+// features are mapped where they lie, as the file stores them.
+BOOST_AUTO_TEST_CASE(each_process_reads_the_features_it_needs) {
+  temp_dir dir;
+  write_file(dir.file("x.npy"),
+             npy("|u1", "(3, 2)",
+                 bytes_of<uint8_t>({0, 51, 102, 153, 204, 255})));
+  write_file(dir.file("y.npy"),
+             npy("|u1", "(3,)", bytes_of<uint8_t>({0, 1, 2})));
+  data_config cfg;
+  cfg.format = data_config::kind::npy;
+  cfg.train_images = cfg.test_images = dir.file("x.npy");
+  cfg.train_labels = cfg.test_labels = dir.file("y.npy");
+  auto all = load_datasets(cfg);
+  BOOST_REQUIRE_MESSAGE(all, why(all));
+  BOOST_TEST((all->train.features.stored() == feature_store::type::unit8));
+  BOOST_TEST(all->train.features.to_floats()[5] == 1.f);
+  auto training = load_datasets(cfg, data_needs::training());
+  BOOST_REQUIRE_MESSAGE(training, why(training));
+  BOOST_TEST(training->train.features.rows() == 3);
+  BOOST_TEST(training->test.features.empty());
+  BOOST_TEST(training->test.labels == all->test.labels);
+  BOOST_TEST(training->test.classes == 3);
+  BOOST_TEST(!training->read.test);
+  auto scoring = load_datasets(cfg, data_needs::scoring(cfg));
+  BOOST_REQUIRE_MESSAGE(scoring, why(scoring));
+  BOOST_TEST(scoring->train.features.empty());
+  BOOST_TEST(scoring->train.count == 3);
+  BOOST_TEST(scoring->test.features.rows() == 3);
+  cfg.validation_split = 1.0 / 3;
+  scoring = load_datasets(cfg, data_needs::scoring(cfg));
+  BOOST_REQUIRE_MESSAGE(scoring, why(scoring));
+  BOOST_TEST(scoring->validation.features.rows() == 1);
+  BOOST_TEST(scoring->train.features.rows() == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
   temp_dir dir;
   // Sample i has feature i: where each sample went can be read back.
@@ -529,7 +573,7 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
   BOOST_REQUIRE_MESSAGE(sets, why(sets));
   BOOST_TEST(sets->train.count == 80);
   BOOST_TEST(sets->validation.count == 20);
-  BOOST_TEST(sets->validation.images.size() == 20u);
+  BOOST_TEST(sets->validation.features.to_floats().size() == 20u);
   BOOST_TEST(sets->validation.classes == 3);
   BOOST_TEST(std::string{sets->watched_name()} == "validation");
   BOOST_TEST(&sets->watched() == &sets->validation);
@@ -539,7 +583,7 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
   for (auto* d : {&sets->train, &sets->validation}) {
     float last = -1;
     for (int64_t i = 0; i < d->count; ++i) {
-      auto x = d->images[static_cast<size_t>(i)];
+      auto x = d->features.to_floats()[static_cast<size_t>(i)];
       BOOST_TEST(x > last);
       last = x;
       ++seen[static_cast<size_t>(x)];
@@ -547,17 +591,19 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
     }
   }
   BOOST_TEST(std::count(seen.begin(), seen.end(), 1) == 100);
-  BOOST_TEST(sets->validation.images.front() < 80);
+  BOOST_TEST(sets->validation.features.to_floats().front() < 80);
   // Another process loading the same files gets the same split; another
   // seed, another one.
   auto again = load_datasets(cfg);
   BOOST_REQUIRE(again);
-  BOOST_TEST(again->validation.images == sets->validation.images);
+  BOOST_TEST(again->validation.features.to_floats()
+             == sets->validation.features.to_floats());
   cfg.validation_seed = 2;
   auto other = load_datasets(cfg);
   BOOST_REQUIRE(other);
   BOOST_TEST(other->validation.count == 20);
-  BOOST_TEST(other->validation.images != sets->validation.images);
+  BOOST_TEST(other->validation.features.to_floats()
+             != sets->validation.features.to_floats());
   // A fraction that leaves a set empty is refused, naming the file.
   cfg.validation_split = 0.001;
   BOOST_TEST(why(load_datasets(cfg)).find(
