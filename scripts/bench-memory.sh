@@ -6,19 +6,32 @@
 # checkpoint folder of their own) and of troupe-train on config/mlp.json,
 # next to the stored size of the dataset they read, with each run's
 # samples/s.
-# Usage: scripts/bench-memory.sh [epochs, default 2]
+# With an earlier build, both run in turn ROUNDS times and each figure is
+# the median, next to the earlier build's, samples/s as this build's over
+# the earlier one's (above 1: this build is faster).
+# Usage: scripts/bench-memory.sh [epochs, default 2] [BEFORE_BUILD [rounds,
+#   default 3]]  (BEFORE_BUILD: a build folder of an earlier commit with
+#   troupe-node and troupe-train built, as scripts/bench-before.sh makes)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
 cd "$TROUPE_ROOT"
-python3 - "${1:-2}" "$TROUPE_BUILD/apps" <<'PY'
+python3 - "${1:-2}" "$TROUPE_BUILD/apps" "${2:-}" "${3:-3}" <<'PY'
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 from benchlib import chief_summary, free_port, scratch_dir
 
-epochs, apps = int(sys.argv[1]), sys.argv[2]
+epochs, apps, before, rounds = (int(sys.argv[1]), sys.argv[2], sys.argv[3],
+                                int(sys.argv[4]))
+builds = {"this build": apps}
+if before:
+    builds["earlier build"] = os.path.join(before, "apps")
+else:
+    rounds = 1
 work = scratch_dir()
 
 
@@ -46,39 +59,65 @@ def stored_mb(config):
                for f in os.listdir(folder)) / 1e6
 
 
-cluster = json.load(open("config/cluster-local.json"))
-for node in cluster["cluster"]["nodes"]:
-    node["port"] = free_port()
-cluster["training"]["epochs"] = epochs
-cluster["training"]["checkpoint"]["dir"] = os.path.join(work, "ckpt")
-cluster_file = os.path.join(work, "cluster.json")
-json.dump(cluster, open(cluster_file, "w"))
-names = [n["name"] for n in cluster["cluster"]["nodes"]]
-chief = cluster["cluster"]["chief"]
-members = [(n, *start(n, [apps + "/troupe-node", "--config", cluster_file,
-                          "--node", n])) for n in names if n != chief]
-boss, boss_log = start(chief, [apps + "/troupe-node", "--config",
-                               cluster_file, "--node", chief])
-peaks = {chief: peak_mb(boss)}
-for name, proc, _ in members:
-    peaks[name] = peak_mb(proc)
-if boss.returncode != 0:
-    sys.exit("the chief failed:\n" + output_of(boss_log)[-2000:])
-cluster_rate, _ = chief_summary(output_of(boss_log))
+def measure(apps, run_name):
+    """One run of the quick start and of troupe-train with `apps`' programs:
+    ({process: peak MB}, quick start samples/s, troupe-train samples/s)."""
+    cluster = json.load(open("config/cluster-local.json"))
+    for node in cluster["cluster"]["nodes"]:
+        node["port"] = free_port()
+    cluster["training"]["epochs"] = epochs
+    cluster["training"]["checkpoint"]["dir"] = os.path.join(work, run_name)
+    cluster_file = os.path.join(work, "cluster.json")
+    json.dump(cluster, open(cluster_file, "w"))
+    names = [n["name"] for n in cluster["cluster"]["nodes"]]
+    chief = cluster["cluster"]["chief"]
+    members = [(n, *start(n, [apps + "/troupe-node", "--config",
+                              cluster_file, "--node", n]))
+               for n in names if n != chief]
+    boss, boss_log = start(chief, [apps + "/troupe-node", "--config",
+                                   cluster_file, "--node", chief])
+    peaks = {chief: peak_mb(boss)}
+    for name, proc, _ in members:
+        peaks[name] = peak_mb(proc)
+    if boss.returncode != 0:
+        sys.exit("the chief failed:\n" + output_of(boss_log)[-2000:])
+    cluster_rate, _ = chief_summary(output_of(boss_log))
+    train, train_log = start("train", [apps + "/troupe-train", "--config",
+                                       "config/mlp.json", "--epochs",
+                                       str(epochs)])
+    peaks["troupe-train"] = peak_mb(train)
+    if train.returncode != 0:
+        sys.exit("troupe-train failed:\n" + output_of(train_log)[-2000:])
+    done = [l for l in output_of(train_log).splitlines()
+            if l.startswith("done:")]
+    rate = re.search(r"([0-9.]+) (?:examples|samples)/sec", done[-1])
+    return peaks, cluster_rate, float(rate.group(1))
 
-train, train_log = start("train", [apps + "/troupe-train", "--config",
-                                   "config/mlp.json", "--epochs",
-                                   str(epochs)])
-peaks["troupe-train"] = peak_mb(train)
-if train.returncode != 0:
-    sys.exit("troupe-train failed:\n" + output_of(train_log)[-2000:])
-done = [l for l in output_of(train_log).splitlines() if l.startswith("done:")]
+
+runs = {b: [] for b in builds}
+for r in range(rounds):
+    for b, path in builds.items():
+        runs[b].append(measure(path, "ckpt-%d-%d" % (r, list(builds).index(b))))
+
+
+def median(values):
+    return statistics.median(values)
+
 
 print(f"dataset as stored: {stored_mb('config/mlp.json'):.0f} MB "
-      f"({json.load(open('config/mlp.json'))['data']['dir']})")
-print(f"{'process':<14} {'peak RSS MB':>12}")
-for name, mb in peaks.items():
-    print(f"{name:<14} {mb:>12.0f}")
-print(f"quick start: {cluster_rate:.0f} samples/s; troupe-train: "
-      f"{done[-1] if done else '?'}")
+      f"({json.load(open('config/mlp.json'))['data']['dir']})"
+      + (f"; medians of {rounds} rounds" if rounds > 1 else ""))
+names = list(runs["this build"][0][0])
+print(f"{'process':<14}" + "".join(f"{b + ' MB':>20}" for b in builds))
+for name in names:
+    print(f"{name:<14}" + "".join(
+        f"{median([run[0][name] for run in runs[b]]):>20.0f}"
+        for b in builds))
+for i, what in ((1, "quick start"), (2, "troupe-train")):
+    rates = {b: median([run[i] for run in runs[b]]) for b in builds}
+    line = f"{what} samples/s:" + "".join(
+        f" {b} {rates[b]:.0f}" for b in builds)
+    if before:
+        line += f"; this/earlier {rates['this build'] / rates['earlier build']:.3f}"
+    print(line)
 PY
