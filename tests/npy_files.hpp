@@ -3,6 +3,7 @@
 // from Debian's IDX files, pixel for pixel.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include <boost/test/unit_test.hpp>
@@ -43,13 +44,32 @@ inline void write_u1_npy(const std::string& path, const std::string& shape,
 }
 
 /// Fashion-MNIST as train_x.npy (60000, 28, 28), train_y.npy (60000,),
-/// test_x.npy (10000, 28, 28) and test_y.npy (10000,) in `folder`.
-inline void write_fashion_mnist_npy(const std::string& folder) {
+/// test_x.npy (10000, 28, 28) and test_y.npy (10000,) in `folder`; with
+/// train_parts > 1, the training set as that many parts of unequal size,
+/// train_x-00000.npy with train_y-00000.npy and so on, in order.
+inline void write_fashion_mnist_npy(const std::string& folder,
+                                    int train_parts = 1) {
   const auto& src = fashion_mnist_dir;
-  write_u1_npy(folder + "/train_x.npy", "(60000, 28, 28)",
-               idx_payload(src + "train-images-idx3-ubyte.gz", 16));
-  write_u1_npy(folder + "/train_y.npy", "(60000,)",
-               idx_payload(src + "train-labels-idx1-ubyte.gz", 8));
+  auto pixels = idx_payload(src + "train-images-idx3-ubyte.gz", 16);
+  auto labels = idx_payload(src + "train-labels-idx1-ubyte.gz", 8);
+  if (train_parts <= 1) {
+    write_u1_npy(folder + "/train_x.npy", "(60000, 28, 28)", pixels);
+    write_u1_npy(folder + "/train_y.npy", "(60000,)", labels);
+  }
+  // Part k ends at sample 60000 * (k + 1)^2 / parts^2: small parts first.
+  size_t first = 0;
+  for (int k = 0; train_parts > 1 && k < train_parts; ++k) {
+    auto end = static_cast<size_t>(60000.0 * (k + 1) * (k + 1)
+                                   / (train_parts * train_parts));
+    char name[32];
+    std::snprintf(name, sizeof name, "%05d.npy", k);
+    auto n = std::to_string(end - first);
+    write_u1_npy(folder + "/train_x-" + name, "(" + n + ", 28, 28)",
+                 pixels.substr(first * 784, (end - first) * 784));
+    write_u1_npy(folder + "/train_y-" + name, "(" + n + ",)",
+                 labels.substr(first, end - first));
+    first = end;
+  }
   write_u1_npy(folder + "/test_x.npy", "(10000, 28, 28)",
                idx_payload(src + "t10k-images-idx3-ubyte.gz", 16));
   write_u1_npy(folder + "/test_y.npy", "(10000,)",

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <glob.h>
 #include <sys/stat.h>
 #include <thread>
 
@@ -130,6 +131,65 @@ std::string data_file(object_reader& r, const std::string& key,
   return path;
 }
 
+/// A dataset given as one file, a glob ("parts/x-*.npy", matched in name
+/// order) or a list of files or globs: each resolved against dir and
+/// required to exist; a glob that matches no file is an error.
+std::vector<std::string> data_files(object_reader& r, const std::string& key,
+                                    const std::string& dir) {
+  r.require(key);
+  auto* v = r.find(key);
+  std::vector<std::string> names = v->is_array()
+                                     ? r.string_list(key)
+                                     : std::vector{r.string(key, "")};
+  if (names.empty())
+    throw config_error{errc::invalid_config, r.at(key),
+                       "expected a file, a glob or a list of them"};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto where = v->is_array() ? r.at(key) + "/" + std::to_string(i)
+                               : r.at(key);
+    auto path = from_base(join(dir, names[i]));
+    check_path(path, where);
+    if (path.find_first_of("*?[") == std::string::npos) {
+      if (!file_exists(path))
+        throw config_error{errc::file_not_found, where,
+                           "dataset file not found: " + path};
+      out.push_back(path);
+      continue;
+    }
+    glob_t found{};
+    int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &found);
+    std::vector<std::string> matched;
+    for (size_t k = 0; rc == 0 && k < found.gl_pathc; ++k)
+      if (file_exists(found.gl_pathv[k]))
+        matched.push_back(found.gl_pathv[k]);
+    ::globfree(&found);
+    if (matched.empty())
+      throw config_error{errc::file_not_found, where,
+                         "no dataset file matches " + path};
+    // glob(3) sorts by the locale's collation; parts are numbered, and
+    // every node must see them in one order.
+    std::sort(matched.begin(), matched.end());
+    out.insert(out.end(), matched.begin(), matched.end());
+  }
+  return out;
+}
+
+/// Feature files and their label files, paired in order.
+void paired_files(object_reader& r, const std::string& features,
+                  const std::string& labels, const std::string& dir,
+                  std::vector<std::string>& feature_files,
+                  std::vector<std::string>& label_files) {
+  feature_files = data_files(r, features, dir);
+  label_files = data_files(r, labels, dir);
+  if (feature_files.size() != label_files.size())
+    throw config_error{errc::invalid_config, r.at(labels),
+                       std::to_string(label_files.size()) + " label files for "
+                         + std::to_string(feature_files.size())
+                         + " feature files in " + r.at(features)
+                         + " (one of each per part, in the same order)"};
+}
+
 model_config read_model(object_reader r) {
   using mk = model_config::kind;
   using ik = model_config::init_kind;
@@ -235,10 +295,10 @@ data_config read_data(object_reader r) {
   switch (d.format) {
     case dk::npy: {
       auto dir = r.string("dir", "");
-      d.train_images = data_file(r, "train", dir, "", true);
-      d.train_labels = data_file(r, "train_labels", dir, "", true);
-      d.test_images = data_file(r, "test", dir, "", true);
-      d.test_labels = data_file(r, "test_labels", dir, "", true);
+      paired_files(r, "train", "train_labels", dir, d.train_files,
+                   d.train_label_files);
+      paired_files(r, "test", "test_labels", dir, d.test_files,
+                   d.test_label_files);
       break;
     }
     case dk::npz: {
@@ -254,8 +314,8 @@ data_config read_data(object_reader r) {
     }
     case dk::csv: {
       auto dir = r.string("dir", "");
-      d.train_images = data_file(r, "train", dir, "", true);
-      d.test_images = data_file(r, "test", dir, "", true);
+      d.train_files = data_files(r, "train", dir);
+      d.test_files = data_files(r, "test", dir);
       // A name, or (for float targets) a list of names.
       auto* names = r.find("label_column");
       if (names != nullptr && names->is_array()) {

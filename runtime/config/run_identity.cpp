@@ -88,10 +88,10 @@ identity_map training_identity(const run_config& cfg) {
                     &d.test_labels})
       if (!f->empty())
         files.push_back(base(*f));
-    for (auto& f : d.train_files)
-      files.push_back(base(f));
-    for (auto& f : d.test_files)
-      files.push_back(base(f));
+    for (auto* list : {&d.train_files, &d.train_label_files, &d.test_files,
+                       &d.test_label_files})
+      for (auto& f : *list)
+        files.push_back(base(f));
     if (d.format == data_config::kind::npz) {
       files.push_back(base(d.archive));
       for (auto& a : d.arrays)

@@ -31,9 +31,8 @@ struct data_config {
   /// model's step function reads them).
   enum class kind { idx, cifar10, synthetic, npy, npz, csv, click, external };
   kind format = kind::idx;
-  // idx, npy: resolved paths (relative names are joined to "dir"); npy
-  // keeps the features' files in the *_images fields, csv its two files
-  // there (and no label files).
+  // idx: resolved paths (relative names are joined to "dir"); click its
+  // two files in the *_images fields.
   std::string train_images, train_labels, test_images, test_labels;
   // csv: the column of the labels; with float targets, one or more
   // columns (a sample's targets in this order).
@@ -57,8 +56,11 @@ struct data_config {
   /// fields per line, and the ids a field's tokens are hashed into.
   int click_numeric = 0, click_categorical = 0;
   uint64_t click_vocabulary = uint64_t{1} << 24;
-  // cifar10: resolved batch files.
+  // cifar10: resolved batch files. npy: the feature files of each set's
+  // parts (one file, a glob or a list in the config, in name order), and
+  // beside them their label files; csv: the tables of each set's parts.
   std::vector<std::string> train_files, test_files;
+  std::vector<std::string> train_label_files, test_label_files;
   // synthetic, external
   int64_t train_samples = 1000, test_samples = 200;
   int height = 1, width = 16, channels = 1, classes = 4;

@@ -126,6 +126,12 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
 /// order, independent of the C++ library's distributions.
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 
+/// The sets read from each part of a set of many files, as one: their
+/// samples one part after another. errc::bad_format, naming the part,
+/// where a part's samples are shaped otherwise, hold another number of
+/// targets, or store another type than the first part's.
+caf::expected<dataset> join_parts(std::vector<dataset> parts);
+
 /// Click logs as a dataset (see dataset::clicks): the numeric fields move
 /// into images, the labels become 0 and 1, the ids stay in `clicks`.
 dataset click_dataset(click_data logs);

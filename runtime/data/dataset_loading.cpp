@@ -61,21 +61,35 @@ caf::expected<train_test> load_datasets(const data_config& cfg,
     case data_config::kind::npy:
     case data_config::kind::npz:
     case data_config::kind::csv: {
-      auto read = [&](bool train) -> caf::expected<dataset> {
-        auto i = train ? 0 : 2;
+      auto read_part = [&](bool train, size_t k) -> caf::expected<dataset> {
+        bool features = train ? needs.train : needs.test;
+        const auto& files = train ? cfg.train_files : cfg.test_files;
         switch (cfg.format) {
           case data_config::kind::npy:
-            return train ? load_npy(cfg.train_images, cfg.train_labels,
-                                    cfg.targets, needs.train)
-                         : load_npy(cfg.test_images, cfg.test_labels,
-                                    cfg.targets, needs.test);
-          case data_config::kind::npz:
+            return load_npy(files[k],
+                            (train ? cfg.train_label_files
+                                   : cfg.test_label_files)[k],
+                            cfg.targets, features);
+          case data_config::kind::npz: {
+            auto i = train ? 0 : 2;
             return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1],
-                            cfg.targets, train ? needs.train : needs.test);
-          default:
-            return load_csv(train ? cfg.train_images : cfg.test_images,
-                            cfg.label_columns, cfg.targets);
+                            cfg.targets, features);
+          }
+          default: return load_csv(files[k], cfg.label_columns, cfg.targets);
         }
+      };
+      auto read = [&](bool train) -> caf::expected<dataset> {
+        if (cfg.format == data_config::kind::npz)
+          return read_part(train, 0);
+        std::vector<dataset> parts;
+        auto n = (train ? cfg.train_files : cfg.test_files).size();
+        for (size_t k = 0; k < n; ++k) {
+          auto part = read_part(train, k);
+          if (!part)
+            return part.error();
+          parts.push_back(std::move(*part));
+        }
+        return join_parts(std::move(parts));
       };
       auto train = read(true);
       if (!train)

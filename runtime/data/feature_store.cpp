@@ -1,5 +1,6 @@
 #include "runtime/data/feature_store.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace troupe {
@@ -26,6 +27,27 @@ feature_store feature_store::of_bytes(std::vector<uint8_t> values,
           held};
 }
 
+feature_store feature_store::concat(const std::vector<feature_store>& parts) {
+  if (parts.size() == 1)
+    return parts.front();
+  feature_store out;
+  if (parts.empty())
+    return out;
+  auto owners = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  auto segments = std::make_shared<std::vector<segment>>();
+  out.type_ = parts.front().type_;
+  out.sample_values_ = parts.front().sample_values_;
+  for (auto& p : parts) {
+    segments->push_back({out.rows_, p.first_});
+    owners->push_back(p.owner_);
+    out.rows_ += p.rows_;
+  }
+  out.first_ = parts.front().first_;
+  out.owner_ = std::move(owners);
+  out.segments_ = std::move(segments);
+  return out;
+}
+
 feature_store feature_store::subset(std::vector<int64_t> rows) const {
   feature_store out = *this;
   if (index_) // rows of a subset: rows of the bytes beneath it
@@ -42,7 +64,19 @@ uint64_t feature_store::stored_bytes() const {
 
 const unsigned char* feature_store::at(int64_t i) const {
   auto row = index_ ? (*index_)[static_cast<size_t>(i)] : i;
-  return first_ + static_cast<size_t>(row) * sample_values_ * value_size();
+  const unsigned char* base = first_;
+  if (segments_) {
+    // The last part that starts at or before the row.
+    auto& s = *segments_;
+    auto it = std::upper_bound(s.begin(), s.end(), row,
+                               [](int64_t r, const segment& seg) {
+                                 return r < seg.start;
+                               });
+    --it;
+    base = it->first;
+    row -= it->start;
+  }
+  return base + static_cast<size_t>(row) * sample_values_ * value_size();
 }
 
 void feature_store::read(int64_t i, float* out) const {
@@ -81,7 +115,7 @@ std::vector<float> feature_store::to_floats() const {
 }
 
 const float* feature_store::contiguous_floats() const {
-  if (type_ != type::f32 || index_)
+  if (type_ != type::f32 || index_ || segments_)
     return nullptr;
   // Aligned as a float only when a reader filled it (a vector's data).
   if (reinterpret_cast<uintptr_t>(first_) % alignof(float) != 0)

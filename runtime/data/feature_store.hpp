@@ -35,6 +35,11 @@ public:
   static feature_store of_bytes(std::vector<uint8_t> values,
                                 size_t sample_values);
 
+  /// The parts' samples one after the other (a dataset of many files),
+  /// sharing their bytes. Every part stores one type and sample size,
+  /// and none is a subset.
+  static feature_store concat(const std::vector<feature_store>& parts);
+
   /// The samples `rows` of this store, in that order, sharing its bytes:
   /// a validation split and what it leaves cost no copy.
   feature_store subset(std::vector<int64_t> rows) const;
@@ -66,11 +71,20 @@ private:
     return type_ == type::f32 ? 4 : type_ == type::f64 ? 8 : 1;
   }
 
+  /// One file's (or buffer's) samples, from sample `start` of the store.
+  struct segment {
+    int64_t start = 0;
+    const unsigned char* first = nullptr;
+  };
+
   type type_ = type::f32;
   const unsigned char* first_ = nullptr;
   int64_t rows_ = 0;
   size_t sample_values_ = 0;
   std::shared_ptr<const void> owner_;
+  /// A store of several parts: where each begins (first_ is the first's;
+  /// owner_ keeps them all). Null for one part.
+  std::shared_ptr<const std::vector<segment>> segments_;
   /// A subset's rows in the bytes at first_; null when row i is sample i.
   std::shared_ptr<const std::vector<int64_t>> index_;
 };

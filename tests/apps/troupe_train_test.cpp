@@ -376,6 +376,21 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_as_npy_trains_as_idx_does) {
   BOOST_TEST(npy.code == 0, npy.err);
   BOOST_TEST(accuracy_after_done(npy) == accuracy_after_done(idx), npy.out);
   BOOST_TEST(accuracy_after_done(npy) > 0.75);
+  // The training set as 7 parts named by a glob: the same samples in the
+  // same order, so the same run.
+  ::mkdir(tmp.file("parts").c_str(), 0755);
+  troupe::test::write_fashion_mnist_npy(tmp.file("parts"), 7);
+  troupe::test::write_file(tmp.file("parts.json"),
+                           config(R"({ "format": "npy", "dir": ")" + tmp.path()
+                                  + R"(",
+                "train": "parts/train_x-*.npy",
+                "train_labels": "parts/train_y-*.npy",
+                "test": "test_x.npy", "test_labels": "test_y.npy" })"));
+  auto parts = run_train(tmp, "--config " + tmp.file("parts.json"));
+  BOOST_TEST(parts.code == 0, parts.err);
+  BOOST_TEST(parts.out.find("done: 600 steps (1 epochs)") != std::string::npos,
+             parts.out);
+  BOOST_TEST(accuracy_after_done(parts) == accuracy_after_done(idx), parts.out);
 }
 
 // A CSV table with the label in its own named column, classes 1..3 (so 4

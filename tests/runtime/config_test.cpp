@@ -115,7 +115,8 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
   auto cfg = parse_run_config(npy, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   BOOST_TEST((cfg->data.format == data_config::kind::npy));
-  BOOST_TEST(cfg->data.train_labels == dir.file("y.npy"));
+  BOOST_TEST(cfg->data.train_label_files
+             == std::vector<std::string>{dir.file("y.npy")});
   BOOST_TEST(cfg->data.file_classes == 12);
   auto csv = data(R"({ "format": "csv", "dir": ")" + dir.path()
                   + R"(", "train": "a.csv", "test": "b.csv",
@@ -123,7 +124,8 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
   cfg = parse_run_config(csv, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   BOOST_TEST(cfg->data.label_columns == std::vector<std::string>{"target"});
-  BOOST_TEST(cfg->data.train_images == dir.file("a.csv"));
+  BOOST_TEST(cfg->data.train_files
+             == std::vector<std::string>{dir.file("a.csv")});
   BOOST_TEST(cfg->data.file_classes == 0);
   troupe::test::write_file(dir.file("d.npz"), "");
   cfg = parse_run_config(data(R"({ "format": "npz", "dir": ")" + dir.path()

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/config/config.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -232,6 +233,90 @@ BOOST_AUTO_TEST_CASE(bad_npy_files_name_the_file_and_the_reason) {
                  dir.file("none.npy") + ": no such file"));
   BOOST_TEST(has(why(load_npy(dir.path(), dir.file("y.npy"))),
                  "not a regular file"));
+}
+
+// A set of many .npy files: a glob (in name order) or a list, each part's
+// features beside its labels, the samples one part after another; a part
+// shaped, typed or counted unlike the others is named.
+BOOST_AUTO_TEST_CASE(npy_parts_from_a_glob_or_a_list_read_as_one_set) {
+  temp_dir dir;
+  // Part k holds k + 1 samples of 2 values, value 10 * sample + j.
+  uint8_t next = 0;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<uint8_t> x, y;
+    for (int i = 0; i <= k; ++i, ++next) {
+      x.push_back(static_cast<uint8_t>(10 * next));
+      x.push_back(static_cast<uint8_t>(10 * next + 1));
+      y.push_back(next % 3);
+    }
+    auto n = std::to_string(k + 1);
+    auto name = "x-" + std::to_string(k) + ".npy";
+    write_file(dir.file(name),
+               npy("|u1", "(" + n + ", 2)", std::string(x.begin(), x.end())));
+    write_file(dir.file("y-" + std::to_string(k) + ".npy"),
+               npy("|u1", "(" + n + ",)", std::string(y.begin(), y.end())));
+  }
+  auto config = [&](const std::string& train, const std::string& labels) {
+    return R"({ "model": { "type": "softmax" },
+      "data": { "format": "npy", "dir": ")"
+           + dir.path() + R"(",
+                "train": )"
+           + train + R"(, "train_labels": )" + labels + R"(,
+                "test": "x-0.npy", "test_labels": "y-0.npy" },
+      "training": { "batch_size": 2, "epochs": 1 } })";
+  };
+  auto globbed = parse_run_config(config("\"x-*.npy\"", "\"y-*.npy\""),
+                                  "cfg.json");
+  BOOST_REQUIRE_MESSAGE(globbed, why(globbed));
+  BOOST_TEST(globbed->data.train_files.size() == 3u);
+  auto sets = load_datasets(globbed->data);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  const auto& train = sets->train;
+  BOOST_TEST(train.count == 6);
+  BOOST_TEST(train.labels == (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
+  auto values = train.features.to_floats();
+  for (int i = 0; i < 6; ++i)
+    BOOST_TEST(values[static_cast<size_t>(2 * i + 1)] * 255.f == 10.f * i + 1,
+               boost::test_tools::tolerance(1e-3f));
+  BOOST_TEST(train.source == dir.file("x-0.npy") + " and 2 more parts");
+  // A list, globs in it too; a validation split across parts.
+  auto listed = parse_run_config(config(R"(["x-2.npy", "x-[01].npy"])",
+                                        R"(["y-2.npy", "y-[01].npy"])"),
+                                 "cfg.json");
+  BOOST_REQUIRE_MESSAGE(listed, why(listed));
+  listed->data.validation_split = 0.5;
+  sets = load_datasets(listed->data);
+  BOOST_REQUIRE_MESSAGE(sets, why(sets));
+  BOOST_TEST(sets->train.count + sets->validation.count == 6);
+  // What is wrong, and where.
+  auto refused = [&](const std::string& features, const std::string& labels) {
+    return why(parse_run_config(config(features, labels), "cfg.json"));
+  };
+  BOOST_TEST(refused("\"x-*.npy\"", "\"y-[01].npy\"")
+             == "cfg.json: /data/train_labels: 2 label files for 3 feature "
+                "files in /data/train (one of each per part, in the same "
+                "order)");
+  BOOST_TEST(refused("\"z-*.npy\"", "\"y-*.npy\"")
+             == "cfg.json: /data/train: no dataset file matches "
+                  + dir.file("z-*.npy"));
+  BOOST_TEST(refused("[]", "\"y-*.npy\"")
+             == "cfg.json: /data/train: expected a file, a glob or a list "
+                "of them");
+  write_file(dir.file("x-3.npy"), npy("|u1", "(1, 3)", "abc"));
+  write_file(dir.file("y-3.npy"), npy("|u1", "(1,)", std::string(1, '\0')));
+  auto cfg = parse_run_config(config("\"x-*.npy\"", "\"y-*.npy\""), "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, why(cfg));
+  BOOST_TEST(why(load_datasets(cfg->data))
+             == dir.file("x-3.npy") + ": samples of 1x3x1, but "
+                  + dir.file("x-0.npy")
+                  + " has samples of 1x2x1 (every part of a set is shaped "
+                    "alike)");
+  write_file(dir.file("x-3.npy"),
+             npy("<f4", "(1, 2)", bytes_of<float>({0.5f, 1.5f})));
+  BOOST_TEST(why(load_datasets(cfg->data))
+             == dir.file("x-3.npy") + ": features stored as float32, but "
+                  + dir.file("x-0.npy")
+                  + " stores uint8 (every part of a set stores one type)");
 }
 
 BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
@@ -460,8 +545,8 @@ BOOST_AUTO_TEST_CASE(float_targets_through_load_datasets) {
   write_file(dir.file("test.csv"), "x,y\n1,2\n");
   data_config cfg;
   cfg.format = data_config::kind::csv;
-  cfg.train_images = dir.file("train.csv");
-  cfg.test_images = dir.file("test.csv");
+  cfg.train_files = {dir.file("train.csv")};
+  cfg.test_files = {dir.file("test.csv")};
   cfg.label_columns = {"y"};
   cfg.targets = target_kind::values;
   cfg.validation_split = 0.3;
@@ -495,8 +580,8 @@ BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
   write_file(dir.file("test.csv"), "x,label\n1,6\n");
   data_config cfg;
   cfg.format = data_config::kind::csv;
-  cfg.train_images = dir.file("train.csv");
-  cfg.test_images = dir.file("test.csv");
+  cfg.train_files = {dir.file("train.csv")};
+  cfg.test_files = {dir.file("test.csv")};
   auto sets = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(sets, why(sets));
   BOOST_TEST(sets->train.classes == 7); // the test set's 6 counts too
@@ -531,8 +616,8 @@ BOOST_AUTO_TEST_CASE(each_process_reads_the_features_it_needs) {
              npy("|u1", "(3,)", bytes_of<uint8_t>({0, 1, 2})));
   data_config cfg;
   cfg.format = data_config::kind::npy;
-  cfg.train_images = cfg.test_images = dir.file("x.npy");
-  cfg.train_labels = cfg.test_labels = dir.file("y.npy");
+  cfg.train_files = cfg.test_files = {dir.file("x.npy")};
+  cfg.train_label_files = cfg.test_label_files = {dir.file("y.npy")};
   auto all = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(all, why(all));
   BOOST_TEST((all->train.features.stored() == feature_store::type::unit8));
@@ -566,8 +651,8 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
   write_file(dir.file("test.csv"), "x,label\n1,0\n2,1\n");
   data_config cfg;
   cfg.format = data_config::kind::csv;
-  cfg.train_images = dir.file("train.csv");
-  cfg.test_images = dir.file("test.csv");
+  cfg.train_files = {dir.file("train.csv")};
+  cfg.test_files = {dir.file("test.csv")};
   cfg.validation_split = 0.2;
   auto sets = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(sets, why(sets));
