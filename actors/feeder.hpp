@@ -30,6 +30,7 @@ struct feeder_options {
   int epochs = 1;
   int64_t max_batches = 0; ///< 0: no limit besides epochs
   data_partition partition = data_partition::shared;
+  size_t shuffle_block = 1; ///< epoch_order's block
   /// How long a lease request is held before "wait" (the worker asks
   /// again); keep it well below the workers' request timeout.
   caf::timespan hold = std::chrono::seconds(10);

@@ -365,8 +365,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
     const int64_t step = trainer.global_step();
     const int64_t epoch = step / spe;
     if (epoch != order_epoch) {
-      order = epoch_order(static_cast<size_t>(data.train.count), tc.seed,
-                          epoch);
+      order = epoch_order(static_cast<size_t>(data.train.count), tc.seed, epoch,
+                          static_cast<size_t>(tc.shuffle_block));
       order_epoch = epoch;
     }
     const int64_t first = (step % spe) * tc.batch_size;

@@ -324,6 +324,7 @@ void start(chief_self self) {
   fo.epochs = cfg.training.epochs;
   fo.max_batches = cfg.training.max_steps;
   fo.partition = cfg.training.partition;
+  fo.shuffle_block = static_cast<size_t>(cfg.training.shuffle_block);
   fo.hold = hold_time(cfg);
   st.shards.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
   st.progress.schedule = std::make_unique<run_schedule>(

@@ -611,6 +611,7 @@ training_config read_training(object_reader r) {
                          {{"shared", data_partition::shared},
                           {"replicated", data_partition::replicated},
                           {"sharded", data_partition::sharded}});
+  t.shuffle_block = r.integer("shuffle_block", 1, 1, int64_t{1} << 30);
   if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
     if (v->get<std::string>() != "auto")
       fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);

@@ -107,6 +107,9 @@ struct training_config {
   uint64_t seed = 1;         ///< epoch shuffling seed
   /// How workers divide the training set (runtime/data/data_partition.hpp).
   data_partition partition = data_partition::shared;
+  /// Epochs shuffle blocks of this many consecutive samples, and the
+  /// samples inside each block (epoch_order); 1 shuffles every sample.
+  int64_t shuffle_block = 1;
   /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
   /// the config's default: compute_threads() splits the node's cores.
   int threads = 0;

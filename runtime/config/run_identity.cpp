@@ -121,6 +121,8 @@ identity_map training_identity(const run_config& cfg) {
   // Only when set: checkpoints of runs from before the key keep their digest.
   if (t.partition != data_partition::shared)
     m["/training/data_partition"] = to_string(t.partition);
+  if (t.shuffle_block != 1) // only when set, so older checkpoints still fit
+    m["/training/shuffle_block"] = std::to_string(t.shuffle_block);
   if (md.type == model_config::kind::click) {
     auto& so = t.sparse_optimizer;
     m["/training/sparse_optimizer/type"] = to_string(so.type);

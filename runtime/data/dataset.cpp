@@ -8,14 +8,35 @@
 
 namespace troupe {
 
-std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch,
+                                  size_t block) {
   std::vector<uint32_t> order(n);
-  for (size_t i = 0; i < n; ++i)
-    order[i] = static_cast<uint32_t>(i);
   splitmix64 rng{seed * 0x2545f4914f6cdd1dull
                  ^ static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ull};
-  for (size_t i = n; i > 1; --i)
-    std::swap(order[i - 1], order[rng.below(i)]);
+  auto shuffle = [&](uint32_t* first, size_t count) {
+    for (size_t i = count; i > 1; --i)
+      std::swap(first[i - 1], first[rng.below(i)]);
+  };
+  if (block <= 1) {
+    for (size_t i = 0; i < n; ++i)
+      order[i] = static_cast<uint32_t>(i);
+    shuffle(order.data(), n);
+    return order;
+  }
+  const size_t blocks = (n + block - 1) / block;
+  std::vector<uint32_t> which(blocks);
+  for (size_t b = 0; b < blocks; ++b)
+    which[b] = static_cast<uint32_t>(b);
+  shuffle(which.data(), blocks);
+  size_t at = 0;
+  for (auto b : which) {
+    size_t first = static_cast<size_t>(b) * block;
+    size_t count = std::min(block, n - first);
+    for (size_t i = 0; i < count; ++i)
+      order[at + i] = static_cast<uint32_t>(first + i);
+    shuffle(order.data() + at, count);
+    at += count;
+  }
   return order;
 }
 

@@ -123,8 +123,12 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
 
 /// The order in which epoch `epoch` visits samples 0..n-1: a Fisher-Yates
 /// shuffle driven by (seed, epoch) alone, so any process computes the same
-/// order, independent of the C++ library's distributions.
-std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
+/// order, independent of the C++ library's distributions. With `block` >
+/// 1, a shuffle of blocks of `block` consecutive samples (the last may be
+/// shorter), each block's samples shuffled among themselves: a batch then
+/// reads from one stretch of a file, as a set larger than memory needs.
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch,
+                                  size_t block = 1);
 
 /// The sets read from each part of a set of many files, as one: their
 /// samples one part after another. errc::bad_format, naming the part,

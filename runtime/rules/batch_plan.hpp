@@ -67,9 +67,11 @@ int64_t plan_steps_per_epoch(data_partition partition, size_t samples,
 class batch_plan {
 public:
   /// `max_batches` 0: no limit besides `epochs`.
+  /// `shuffle_block`: epoch_order's block (1: every sample shuffled).
   batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
              int64_t max_batches,
-             data_partition partition = data_partition::shared);
+             data_partition partition = data_partition::shared,
+             size_t shuffle_block = 1);
 
   data_partition partition() const { return partition_; }
   /// Batches in one epoch of the whole set.
@@ -207,6 +209,7 @@ private:
   int epochs_;
   int64_t max_batches_;
   data_partition partition_;
+  size_t shuffle_block_;
   int64_t per_epoch_;
   int64_t handed_ = 0;  ///< new batches handed out, all streams
   int64_t next_id_ = 1;

@@ -391,6 +391,19 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_as_npy_trains_as_idx_does) {
   BOOST_TEST(parts.out.find("done: 600 steps (1 epochs)") != std::string::npos,
              parts.out);
   BOOST_TEST(accuracy_after_done(parts) == accuracy_after_done(idx), parts.out);
+  // Shuffled in blocks of 4096 samples: another order, every sample once,
+  // and it learns as well.
+  auto text = troupe::test::slurp(tmp.file("parts.json"));
+  text.replace(text.find("\"epochs\": 1"), 11,
+               "\"epochs\": 1, \"shuffle_block\": 4096");
+  troupe::test::write_file(tmp.file("blocks.json"), text);
+  auto blocks = run_train(tmp, "--config " + tmp.file("blocks.json"));
+  BOOST_TEST(blocks.code == 0, blocks.err);
+  BOOST_TEST(blocks.out.find("done: 600 steps (1 epochs)") != std::string::npos,
+             blocks.out);
+  BOOST_TEST(accuracy_after_done(blocks) != accuracy_after_done(parts),
+             blocks.out);
+  BOOST_TEST(accuracy_after_done(blocks) > 0.75, blocks.out);
 }
 
 // A CSV table with the label in its own named column, classes 1..3 (so 4

@@ -308,6 +308,43 @@ BOOST_AUTO_TEST_CASE(epoch_order_is_a_seeded_permutation) {
   BOOST_TEST(epoch_order(0, 1, 0).empty());
 }
 
+// A block shuffle: a permutation whose every block of consecutive samples
+// is visited in one stretch, the blocks and the samples inside each in a
+// seeded order; the last block may be shorter; a block of 1 is the
+// per-sample shuffle.
+BOOST_AUTO_TEST_CASE(a_block_shuffle_visits_each_block_in_one_stretch) {
+  const size_t n = 1000, block = 64;
+  auto a = epoch_order(n, 7, 0, block);
+  BOOST_TEST(a == epoch_order(n, 7, 0, block));
+  BOOST_TEST(a != epoch_order(n, 7, 1, block));
+  BOOST_TEST(epoch_order(n, 7, 3, 1) == epoch_order(n, 7, 3));
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < n; ++i)
+    BOOST_REQUIRE(sorted[i] == i);
+  // Stretches of one block each, of 64 samples but the last block's 40.
+  std::vector<size_t> stretch_of_block(n / block + 1, 0);
+  size_t at = 0, stretches = 0;
+  bool inner_shuffled = false;
+  while (at < n) {
+    auto b = a[at] / block;
+    size_t len = 0;
+    while (at + len < n && a[at + len] / block == b) {
+      inner_shuffled |= a[at + len] != b * block + len;
+      ++len;
+    }
+    BOOST_TEST(len == (b == n / block ? n % block : block));
+    ++stretch_of_block[b];
+    ++stretches;
+    at += len;
+  }
+  BOOST_TEST(stretches == n / block + 1);
+  for (auto s : stretch_of_block)
+    BOOST_TEST(s == 1u);
+  BOOST_TEST(inner_shuffled);
+  BOOST_TEST(a[0] / block != 0u); // the blocks are shuffled too (seed 7)
+}
+
 BOOST_AUTO_TEST_CASE(synthetic_is_deterministic_and_labelled) {
   auto a = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
   auto b = make_synthetic(100, 1, 5, 1, 3, 0.1, 1, 2);
