@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdio>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <zlib.h>
@@ -30,9 +32,8 @@ inline std::string idx_payload(const std::string& path, size_t skip) {
   return out.substr(skip);
 }
 
-/// A uint8 .npy file of `shape` (a Python tuple), as np.save writes it.
-inline void write_u1_npy(const std::string& path, const std::string& shape,
-                         const std::string& data) {
+/// The .npy header of a uint8 array of `shape`, as np.save writes it.
+inline std::string u1_npy_header(const std::string& shape) {
   std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': "
                      + shape + ", }";
   dict += std::string(64 - (10 + dict.size() + 1) % 64, ' ') + "\n";
@@ -40,7 +41,55 @@ inline void write_u1_npy(const std::string& path, const std::string& shape,
   head += '\0';
   head += static_cast<char>(dict.size() & 0xff);
   head += static_cast<char>(dict.size() >> 8);
-  write_file(path, head + dict + data);
+  return head + dict;
+}
+
+/// Writes `text` to `path` and drops it from the page cache, as a file
+/// that was not read lately is: its first reader reads it from the disk,
+/// and its pages are charged to that reader's memory cgroup.
+inline void write_uncached(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  BOOST_REQUIRE(fd >= 0);
+  size_t done = 0;
+  while (done < text.size()) {
+    auto n = ::write(fd, text.data() + done, text.size() - done);
+    BOOST_REQUIRE(n > 0);
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+/// Fashion-MNIST's training set `tiles` times over, as parts
+/// train_x-00000.npy (60000, 28, 28) with train_y-00000.npy, ..., one per
+/// tile, and the test set as test_x.npy and test_y.npy, in `folder`, none
+/// of it in the page cache: a set of 47 MB per tile.
+inline void write_tiled_fashion_mnist_npy(const std::string& folder,
+                                          int tiles) {
+  const auto& src = fashion_mnist_dir;
+  auto pixels = u1_npy_header("(60000, 28, 28)")
+                + idx_payload(src + "train-images-idx3-ubyte.gz", 16);
+  auto labels = u1_npy_header("(60000,)")
+                + idx_payload(src + "train-labels-idx1-ubyte.gz", 8);
+  for (int k = 0; k < tiles; ++k) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%05d.npy", k);
+    write_uncached(folder + "/train_x-" + name, pixels);
+    write_uncached(folder + "/train_y-" + name, labels);
+  }
+  write_uncached(folder + "/test_x.npy",
+                 u1_npy_header("(10000, 28, 28)")
+                   + idx_payload(src + "t10k-images-idx3-ubyte.gz", 16));
+  write_uncached(folder + "/test_y.npy",
+                 u1_npy_header("(10000,)")
+                   + idx_payload(src + "t10k-labels-idx1-ubyte.gz", 8));
+}
+
+/// A uint8 .npy file of `shape` (a Python tuple), as np.save writes it.
+inline void write_u1_npy(const std::string& path, const std::string& shape,
+                         const std::string& data) {
+  write_file(path, u1_npy_header(shape) + data);
 }
 
 /// Fashion-MNIST as train_x.npy (60000, 28, 28), train_y.npy (60000,),

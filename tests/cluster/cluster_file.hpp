@@ -23,6 +23,8 @@ struct node_spec {
   uint16_t port = 0; ///< 0: a free port
   std::string device{}; ///< the node's "device"; empty: none given
   std::string host = "127.0.0.1";
+  /// A command the node runs under (process.hpp), as a memory cgroup's.
+  std::vector<std::string> prefix{};
 };
 
 /// Bytes of the test model's parameters (784-256-128-10 MLP): what one
@@ -48,8 +50,11 @@ struct cluster_spec {
   std::string click_dir;
   int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
   /// Non-empty: the MLP trains on the .npy files of write_fashion_mnist_npy
-  /// (tests/npy_files.hpp) in this folder instead of the IDX files.
+  /// (tests/npy_files.hpp) in this folder instead of the IDX files; its
+  /// training set's files (globs) are these.
   std::string npy_dir;
+  std::string npy_train = "train_x.npy", npy_train_labels = "train_y.npy";
+  int64_t shuffle_block = 1; ///< /training/shuffle_block
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -98,15 +103,17 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
                 {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}};
   if (!spec.data_partition.empty())
     training["data_partition"] = spec.data_partition;
+  if (spec.shuffle_block != 1)
+    training["shuffle_block"] = spec.shuffle_block;
   if (spec.checkpoint_every > 0)
     training["checkpoint"] = {{"dir", dir.file("ckpt")},
                               {"every_steps", spec.checkpoint_every}};
   json model{{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}};
   json data{{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}};
   if (!spec.npy_dir.empty())
-    data = {{"format", "npy"},        {"dir", spec.npy_dir},
-            {"train", "train_x.npy"}, {"train_labels", "train_y.npy"},
-            {"test", "test_x.npy"},   {"test_labels", "test_y.npy"}};
+    data = {{"format", "npy"},         {"dir", spec.npy_dir},
+            {"train", spec.npy_train}, {"train_labels", spec.npy_train_labels},
+            {"test", "test_x.npy"},    {"test_labels", "test_y.npy"}};
   if (!spec.click_dir.empty()) {
     model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
              {"embedding", {{"dim", 8}}}};
@@ -236,7 +243,8 @@ inline procs start_members(const temp_dir& dir, const std::string& cfg,
   for (size_t i = 1; i < spec.nodes.size(); ++i)
     out.push_back(std::make_unique<process>(
       dir, spec.nodes[i].name, "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name}));
+      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
+      "", spec.nodes[i].prefix));
   return out;
 }
 
