@@ -326,10 +326,10 @@ caf::error fill_features(dataset& out, const npy_bytes& features,
     return raw.error();
   if (!read_features)
     return caf::none;
-  auto type = h->type == element::u1   ? feature_store::type::unit8
+  auto type = h->type == element::u1   ? feature_store::type::u8
               : h->type == element::f4 ? feature_store::type::f32
                                        : feature_store::type::f64;
-  if (type != feature_store::type::unit8) {
+  if (type != feature_store::type::u8) {
     // In slices, each let go of behind the check where the file is mapped.
     constexpr size_t slice = size_t{1} << 20; // values
     for (size_t first = 0; first < n; first += slice) {

@@ -16,7 +16,7 @@ const char* type_name(feature_store::type t) {
   switch (t) {
     case feature_store::type::f32: return "float32";
     case feature_store::type::f64: return "float64";
-    case feature_store::type::unit8: return "uint8";
+    case feature_store::type::u8: return "uint8";
   }
   return "?";
 }

@@ -168,7 +168,7 @@ caf::error map_idx_images(std::shared_ptr<const mapped_file> file, dataset& out,
                         + ": more data than its header announces "
                           "after the pixel data");
   if (read_features)
-    out.features = feature_store{feature_store::type::unit8, file->data() + 16,
+    out.features = feature_store{feature_store::type::u8, file->data() + 16,
                                  out.count, out.sample_size(), file};
   return caf::none;
 }

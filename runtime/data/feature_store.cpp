@@ -23,7 +23,7 @@ feature_store feature_store::of_bytes(std::vector<uint8_t> values,
                                       size_t sample_values) {
   auto rows = sample_values == 0 ? 0 : values.size() / sample_values;
   auto held = std::make_shared<const std::vector<uint8_t>>(std::move(values));
-  return {type::unit8, held->data(), static_cast<int64_t>(rows), sample_values,
+  return {type::u8, held->data(), static_cast<int64_t>(rows), sample_values,
           held};
 }
 
@@ -94,7 +94,7 @@ void feature_store::read(int64_t i, float* out) const {
         out[j] = static_cast<float>(v);
       }
       break;
-    case type::unit8:
+    case type::u8:
       // Multiplied, as the IDX and CIFAR-10 readers always scaled: the
       // compiler vectorises it.
       for (size_t j = 0; j < n; ++j)

@@ -16,9 +16,9 @@ class feature_store {
 public:
   /// What one stored value is.
   enum class type : uint8_t {
-    f32,  ///< float32, taken as it is
-    f64,  ///< float64, narrowed to float32
-    unit8 ///< an unsigned byte (a pixel), scaled to [0, 1]
+    f32, ///< float32, taken as it is
+    f64, ///< float64, narrowed to float32
+    u8   ///< an unsigned byte (a pixel), scaled to [0, 1]
   };
 
   feature_store() = default;

@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(idx_pixels_stay_bytes_and_a_plain_file_is_mapped) {
   BOOST_REQUIRE_MESSAGE(plain, troupe::test::why(plain));
   BOOST_REQUIRE_MESSAGE(gz, troupe::test::why(gz));
   for (auto* d : {&*plain, &*gz}) {
-    BOOST_TEST((d->features.stored() == feature_store::type::unit8));
+    BOOST_TEST((d->features.stored() == feature_store::type::u8));
     BOOST_TEST(d->features.stored_bytes() == 4u * 6u);
     BOOST_TEST(d->features.contiguous_floats() == nullptr);
   }

@@ -620,7 +620,7 @@ BOOST_AUTO_TEST_CASE(each_process_reads_the_features_it_needs) {
   cfg.train_label_files = cfg.test_label_files = {dir.file("y.npy")};
   auto all = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(all, why(all));
-  BOOST_TEST((all->train.features.stored() == feature_store::type::unit8));
+  BOOST_TEST((all->train.features.stored() == feature_store::type::u8));
   BOOST_TEST(all->train.features.to_floats()[5] == 1.f);
   auto training = load_datasets(cfg, data_needs::training());
   BOOST_REQUIRE_MESSAGE(training, why(training));
