@@ -117,18 +117,24 @@ void check_path(const std::string& path, const std::string& pointer) {
                          + path + "\""};
 }
 
+/// A dataset file's resolved `path`, checked and required to exist;
+/// `where` is its key's pointer, for errors.
+std::string existing_file(std::string path, const std::string& where) {
+  check_path(path, where);
+  if (!file_exists(path))
+    throw config_error{errc::file_not_found, where,
+                       "dataset file not found: " + path};
+  return path;
+}
+
 /// A dataset file: resolved against dir and required to exist.
 std::string data_file(object_reader& r, const std::string& key,
                       const std::string& dir, const std::string& fallback,
                       bool required = false) {
   if (required)
     r.require(key);
-  auto path = from_base(join(dir, r.string(key, fallback)));
-  check_path(path, r.at(key));
-  if (!file_exists(path))
-    throw config_error{errc::file_not_found, r.at(key),
-                       "dataset file not found: " + path};
-  return path;
+  return existing_file(from_base(join(dir, r.string(key, fallback))),
+                       r.at(key));
 }
 
 /// A dataset given as one file, a glob ("parts/x-*.npy", matched in name
@@ -149,14 +155,11 @@ std::vector<std::string> data_files(object_reader& r, const std::string& key,
     auto where = v->is_array() ? r.at(key) + "/" + std::to_string(i)
                                : r.at(key);
     auto path = from_base(join(dir, names[i]));
-    check_path(path, where);
     if (path.find_first_of("*?[") == std::string::npos) {
-      if (!file_exists(path))
-        throw config_error{errc::file_not_found, where,
-                           "dataset file not found: " + path};
-      out.push_back(path);
+      out.push_back(existing_file(std::move(path), where));
       continue;
     }
+    check_path(path, where);
     glob_t found{};
     int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &found);
     std::vector<std::string> matched;
@@ -367,14 +370,9 @@ data_config read_data(object_reader r) {
         auto names = r.string_list(key);
         if (names.empty())
           names = std::move(fallback);
-        for (size_t i = 0; i < names.size(); ++i) {
-          names[i] = from_base(join(dir, names[i]));
-          check_path(names[i], r.at(key) + "/" + std::to_string(i));
-          if (!file_exists(names[i]))
-            throw config_error{errc::file_not_found,
-                               r.at(key) + "/" + std::to_string(i),
-                               "dataset file not found: " + names[i]};
-        }
+        for (size_t i = 0; i < names.size(); ++i)
+          names[i] = existing_file(from_base(join(dir, names[i])),
+                                   r.at(key) + "/" + std::to_string(i));
         return names;
       };
       d.train_files = resolve("train_files",

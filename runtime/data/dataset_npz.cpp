@@ -15,7 +15,6 @@
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
-#include "runtime/base/file_checks.hpp"
 #include "runtime/data/mapped_file.hpp"
 #include "runtime/data/npy_array.hpp"
 

@@ -107,10 +107,6 @@ caf::error read_exact(gz_file& f, const std::string& path, void* dst,
   return caf::none;
 }
 
-} // namespace
-
-namespace {
-
 /// Checks an IDX image header (16 bytes) and fills count and shape.
 caf::error read_idx_header(const unsigned char* header, dataset& out,
                            const std::string& images_path) {

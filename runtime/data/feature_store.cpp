@@ -11,20 +11,27 @@ feature_store::feature_store(type t, const void* first, int64_t rows,
   : type_(t), first_(static_cast<const unsigned char*>(first)), rows_(rows),
     sample_values_(sample_values), owner_(std::move(owner)) {}
 
+namespace {
+
+/// A store that keeps `values` itself, stored as `t`.
+template <class T>
+feature_store holding(feature_store::type t, std::vector<T> values,
+                      size_t sample_values) {
+  auto rows = sample_values == 0 ? 0 : values.size() / sample_values;
+  auto held = std::make_shared<const std::vector<T>>(std::move(values));
+  return {t, held->data(), static_cast<int64_t>(rows), sample_values, held};
+}
+
+} // namespace
+
 feature_store feature_store::of_floats(std::vector<float> values,
                                        size_t sample_values) {
-  auto rows = sample_values == 0 ? 0 : values.size() / sample_values;
-  auto held = std::make_shared<const std::vector<float>>(std::move(values));
-  return {type::f32, held->data(), static_cast<int64_t>(rows), sample_values,
-          held};
+  return holding(type::f32, std::move(values), sample_values);
 }
 
 feature_store feature_store::of_bytes(std::vector<uint8_t> values,
                                       size_t sample_values) {
-  auto rows = sample_values == 0 ? 0 : values.size() / sample_values;
-  auto held = std::make_shared<const std::vector<uint8_t>>(std::move(values));
-  return {type::u8, held->data(), static_cast<int64_t>(rows), sample_values,
-          held};
+  return holding(type::u8, std::move(values), sample_values);
 }
 
 feature_store feature_store::concat(const std::vector<feature_store>& parts) {
