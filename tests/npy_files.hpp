@@ -34,14 +34,7 @@ inline std::string idx_payload(const std::string& path, size_t skip) {
 
 /// The .npy header of a uint8 array of `shape`, as np.save writes it.
 inline std::string u1_npy_header(const std::string& shape) {
-  std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': "
-                     + shape + ", }";
-  dict += std::string(64 - (10 + dict.size() + 1) % 64, ' ') + "\n";
-  std::string head = "\x93NUMPY\x01";
-  head += '\0';
-  head += static_cast<char>(dict.size() & 0xff);
-  head += static_cast<char>(dict.size() >> 8);
-  return head + dict;
+  return npy_header("|u1", shape);
 }
 
 /// Writes `text` to `path` and drops it from the page cache, as a file

@@ -103,23 +103,37 @@ inline void write_user_safetensors(const std::string& path,
   write_file(path, len + header + data);
 }
 
+/// The header of an .npy array of dtype `descr` ("<f4", "|u1") and
+/// `shape` (a Python tuple, "(100, 4)"), as np.save writes it: padded with
+/// spaces to a multiple of 64 bytes and ended by a newline; version 1
+/// (a 2-byte length) or 2 and 3 (4 bytes).
+inline std::string npy_header(const std::string& descr,
+                              const std::string& shape, bool fortran = false,
+                              int major = 1) {
+  std::string dict = "{'descr': '" + descr
+                     + "', 'fortran_order': " + (fortran ? "True" : "False")
+                     + ", 'shape': " + shape + ", }";
+  size_t lead = major == 1 ? 10 : 12;
+  size_t total = (lead + dict.size() + 1 + 63) / 64 * 64;
+  dict += std::string(total - lead - dict.size() - 1, ' ') + "\n";
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(major);
+  out += '\0';
+  auto n = dict.size();
+  out += static_cast<char>(n & 0xff);
+  out += static_cast<char>((n >> 8) & 0xff);
+  if (major != 1)
+    out += std::string(2, '\0');
+  return out + dict;
+}
+
 /// Writes float32 `values` of shape `shape` (e.g. "(100, 4)") as an .npy
-/// file, as np.save writes it (version 1, header padded to 64 bytes).
+/// file, as np.save writes it.
 inline void write_npy_f32(const std::string& path, const std::string& shape,
                           const std::vector<float>& values) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': "
-                     + shape + ", }";
-  size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
-  dict += std::string(total - 10 - dict.size() - 1, ' ') + "\n";
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\0';
-  out += static_cast<char>(dict.size() & 0xff);
-  out += static_cast<char>((dict.size() >> 8) & 0xff);
-  out += dict;
-  out.append(reinterpret_cast<const char*>(values.data()),
-             values.size() * sizeof(float));
-  write_file(path, out);
+  write_file(path, npy_header("<f4", shape)
+                     + std::string(reinterpret_cast<const char*>(values.data()),
+                                   values.size() * sizeof(float)));
 }
 
 } // namespace troupe::test

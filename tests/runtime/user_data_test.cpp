@@ -20,26 +20,11 @@ using troupe::test::write_file;
 
 namespace {
 
-/// An .npy file as np.save writes it: version 1, header padded with
-/// spaces to a multiple of 64 bytes and ended by a newline.
+/// An .npy file as np.save writes it (test_util.hpp's npy_header).
 std::string npy(const std::string& descr, const std::string& shape,
                 const std::string& data, bool fortran = false,
                 int major = 1) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': "
-                     + (fortran ? "True" : "False") + ", 'shape': " + shape
-                     + ", }";
-  size_t lead = major == 1 ? 10 : 12;
-  size_t total = (lead + dict.size() + 1 + 63) / 64 * 64;
-  dict += std::string(total - lead - dict.size() - 1, ' ') + "\n";
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(major);
-  out += '\0';
-  auto n = dict.size();
-  out += static_cast<char>(n & 0xff);
-  out += static_cast<char>((n >> 8) & 0xff);
-  if (major != 1)
-    out += std::string(2, '\0');
-  return out + dict + data;
+  return troupe::test::npy_header(descr, shape, fortran, major) + data;
 }
 
 template <class T>
