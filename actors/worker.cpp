@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "models/backend_factory.hpp"
 #include "actors/fan_out.hpp"
@@ -112,9 +113,24 @@ bool is_click(self_ptr self) {
 void pull_rows(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
   auto& train = st.opts.data->train;
-  st.clicks->plan(*train.clicks, train.features.contiguous_floats(),
-                  st.lease.samples.data(),
-                  static_cast<int>(st.lease.samples.size()));
+  auto n = static_cast<int>(st.lease.samples.size());
+  if (train.click_parts) {
+    auto rows = train.click_parts->read(st.lease.samples.data(), n);
+    if (!rows) // a changed part keeps its kind: a restart cannot mend it
+      return fail(self, make_error(rows.error() == errc::data_changed
+                                     ? errc::data_changed
+                                     : errc::worker_failed,
+                                   "worker " + std::to_string(st.opts.id) + ": "
+                                     + describe(rows.error())));
+    st.click_rows = std::move(*rows);
+    st.click_order.resize(static_cast<size_t>(n));
+    std::iota(st.click_order.begin(), st.click_order.end(), 0u);
+    st.clicks->plan(st.click_rows, st.click_rows.numeric.data(),
+                    st.click_order.data(), n);
+  } else {
+    st.clicks->plan(*train.clicks, train.features.contiguous_floats(),
+                    st.lease.samples.data(), n);
+  }
   auto asked = st.clicks->holding();
   const auto dim = static_cast<size_t>(st.opts.cfg.model.table.dim);
   ask_all<row_block>(
@@ -278,8 +294,22 @@ bool compute(self_ptr self) {
     st.loss = *loss;
     return check_finite(self, n);
   }
-  gather_batch(st.opts.data->train, st.lease.samples.data(), n, st.x.floats(),
-               st.y.ints(), st.targets.data());
+  auto& train = st.opts.data->train;
+  if (train.click_parts) { // read with the batch's rows
+    for (int i = 0; i < n; ++i)
+      st.y.ints()[i] = st.click_rows.labels[static_cast<size_t>(i)] > 0.5f;
+  } else {
+    // A dataset file replaced under the run: named, not read (a mapped
+    // file cut short would end the node with SIGBUS).
+    if (auto err = check_files(train, st.lease.samples.data(), n)) {
+      fail(self,
+           make_error(errc::data_changed, "worker " + std::to_string(st.opts.id)
+                                            + ": " + describe(err)));
+      return false;
+    }
+    gather_batch(train, st.lease.samples.data(), n, st.x.floats(), st.y.ints(),
+                 st.targets.data());
+  }
   // The labels or float targets, as the model's loss reads them.
   batch_targets y = st.targets.empty() ? batch_targets{st.y.ints()}
                                        : batch_targets{st.targets.data()};
@@ -556,12 +586,14 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   // same units in every step (troupe-train's model is stream 0).
   st.replica->set_random_stream(static_cast<uint64_t>(st.opts.id) + 1);
   if (cfg.model.type == model_config::kind::click) {
-    if (!st.backend->host_accessible() || !train.clicks) {
+    if (!st.backend->host_accessible()
+        || (!train.clicks && !train.click_parts)) {
       self->quit(make_error(
         errc::invalid_config,
         "worker " + std::to_string(st.opts.id) + ": a click model trains on "
-          + (train.clicks ? "the CPU backend, not " + st.backend->describe()
-                          : std::string{"click logs (data.format \"click\")"})));
+          + (train.clicks || train.click_parts
+               ? "the CPU backend, not " + st.backend->describe()
+               : std::string{"click logs (data.format \"click\")"})));
       return {[](step_atom) {}, [](finish_atom) {}};
     }
     st.clicks = std::make_unique<click_batch>(

@@ -79,6 +79,10 @@ struct worker_state {
   /// MLP's inputs, which flows back into them.
   std::unique_ptr<click_batch> clicks;
   std::vector<float> input_grad;
+  /// click logs read where they lie: the leased batch's samples, read
+  /// from their parts (samples 0..n-1 in the lease's order).
+  click_data click_rows;
+  std::vector<uint32_t> click_order;
   // The leased batch, gathered into the backend's host memory (pinned on
   // a GPU: one DMA to the device).
   backend_buffer x;                     ///< batch inputs

@@ -19,7 +19,7 @@ inline int exit_code(const caf::error& err) {
     case errc::bad_format:
     case errc::layout_mismatch:
     case errc::unauthorized:
-      return 2;
+    case errc::data_changed: return 2;
     default:
       return 1;
   }

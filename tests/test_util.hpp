@@ -7,6 +7,7 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+#include <zlib.h>
 
 #include "caf/expected.hpp"
 #include "runtime/base/errc.hpp"
@@ -68,6 +69,18 @@ inline bool python_has(const std::string& module) {
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out{path, std::ios::binary};
   out << text;
+}
+
+/// Writes `text` to `path` gzipped, at zlib's `level` (1 fastest, 9
+/// smallest), as gzip(1) would.
+inline void write_gz(const std::string& path, const std::string& text,
+                     int level = 6) {
+  gzFile f = gzopen(path.c_str(), ("wb" + std::to_string(level)).c_str());
+  if (f == nullptr
+      || gzwrite(f, text.data(), static_cast<unsigned>(text.size()))
+           != static_cast<int>(text.size())
+      || gzclose(f) != Z_OK)
+    throw std::runtime_error("cannot write " + path);
 }
 
 /// One tensor of a safetensors file a test writes as a user would.

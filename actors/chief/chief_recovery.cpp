@@ -21,6 +21,9 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
   auto& w = st.members.workers[id];
   auto why = describe(reason);
+  // A dataset file that changed under the run would fail it again.
+  if (reason == errc::data_changed)
+    return fail_run(self, reason);
   if (!st.members.restarts->allow(now_seconds()))
     return fail_run(self,
                     make_error(errc::restart_limit,

@@ -325,6 +325,8 @@ void start(chief_self self) {
   fo.max_batches = cfg.training.max_steps;
   fo.partition = cfg.training.partition;
   fo.shuffle_block = static_cast<size_t>(cfg.training.shuffle_block);
+  if (train.click_parts)
+    fo.read_parts = train.click_parts->part_sizes();
   fo.hold = hold_time(cfg);
   st.shards.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
   st.progress.schedule = std::make_unique<run_schedule>(

@@ -21,6 +21,7 @@ std::string to_string(errc code) {
     case errc::node_unreachable: return "node_unreachable";
     case errc::stopped: return "stopped";
     case errc::unauthorized: return "unauthorized";
+    case errc::data_changed: return "data_changed";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

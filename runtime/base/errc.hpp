@@ -14,21 +14,22 @@ namespace troupe {
 
 /// Failure kinds. Values are stable: they travel between nodes.
 enum class errc : uint8_t {
-  invalid_config = 1,   ///< a config value is missing, mistyped or out of range
-  file_not_found,       ///< a path named by the user does not exist
-  io_error,             ///< reading or writing a file failed
-  bad_format,           ///< a file exists but its contents are malformed
-  wrong_size,           ///< a buffer has the wrong number of elements
-  layout_mismatch,      ///< parameter layouts of two parties disagree
-  non_finite,           ///< a value is NaN or Inf where that is not allowed
-  backend_unavailable,  ///< the requested compute backend cannot be used
-  invalid_argument,     ///< a caller passed an argument outside the contract
-  worker_failed,        ///< a worker threw (backend failure, injected fault)
-  restart_limit,        ///< failures came faster than the restart intensity
-  actor_down,           ///< a shard or the feeder stopped during a run
-  node_unreachable,     ///< a node never came up, or cannot be connected to
-  stopped,              ///< stopped (a signal) before training began
-  unauthorized,         ///< a peer did not prove the cluster's key, or we could not
+  invalid_config = 1,  ///< a config value is missing, mistyped or out of range
+  file_not_found,      ///< a path named by the user does not exist
+  io_error,            ///< reading or writing a file failed
+  bad_format,          ///< a file exists but its contents are malformed
+  wrong_size,          ///< a buffer has the wrong number of elements
+  layout_mismatch,     ///< parameter layouts of two parties disagree
+  non_finite,          ///< a value is NaN or Inf where that is not allowed
+  backend_unavailable, ///< the requested compute backend cannot be used
+  invalid_argument,    ///< a caller passed an argument outside the contract
+  worker_failed,       ///< a worker threw (backend failure, injected fault)
+  restart_limit,       ///< failures came faster than the restart intensity
+  actor_down,          ///< a shard or the feeder stopped during a run
+  node_unreachable,    ///< a node never came up, or cannot be connected to
+  stopped,             ///< stopped (a signal) before training began
+  unauthorized, ///< a peer did not prove the cluster's key, or we could not
+  data_changed, ///< a dataset file changed or went missing while a run read it
 };
 
 /// The enumerator's name, e.g. "invalid_config".

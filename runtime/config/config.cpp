@@ -341,8 +341,16 @@ data_config read_data(object_reader r) {
     }
     case dk::click: {
       auto dir = r.string("dir", "");
-      d.train_images = data_file(r, "train", dir, "", true);
-      d.test_images = data_file(r, "test", dir, "", true);
+      d.train_files = data_files(r, "train", dir);
+      d.test_files = data_files(r, "test", dir);
+      // Streamed unless asked otherwise where memory could not hold the
+      // set as text: gzipped or in many parts.
+      bool large = d.train_files.size() > 1;
+      for (auto& f : d.train_files)
+        large = large
+                || (f.size() > 3 && f.compare(f.size() - 3, 3, ".gz") == 0);
+      d.stream_train = r.choice<bool>("read", large,
+                                      {{"memory", false}, {"stream", true}});
       d.click_numeric = static_cast<int>(r.integer("numeric", 0, 0, 1024));
       r.require("categorical"); // no default: it is the file's shape
       d.click_categorical = static_cast<int>(
@@ -609,7 +617,10 @@ training_config read_training(object_reader r) {
                          {{"shared", data_partition::shared},
                           {"replicated", data_partition::replicated},
                           {"sharded", data_partition::sharded}});
-  t.shuffle_block = r.integer("shuffle_block", 1, 1, int64_t{1} << 30);
+  // Absent: 0, settled once the data section says how the set is read.
+  t.shuffle_block = r.find("shuffle_block") != nullptr
+                      ? r.integer("shuffle_block", 1, 1, int64_t{1} << 30)
+                      : 0;
   if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
     if (v->get<std::string>() != "auto")
       fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);
@@ -736,6 +747,9 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     if (auto* c = r.find("cluster"))
       cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
     r.finish();
+    if (cfg.training.shuffle_block == 0)
+      cfg.training.shuffle_block = cfg.data.stream_train ? streamed_block : 1;
+    cfg.data.click_block = static_cast<size_t>(cfg.training.shuffle_block);
     check_click_run(cfg);
     check_external_run(cfg);
     check_targets(cfg);

@@ -100,6 +100,10 @@ std::optional<device_spec> parse_device(const std::string& text);
 /// \"gpu\" or \"gpu:N\", found \"<text>\"".
 std::string bad_device_message(const std::string& text);
 
+/// training.shuffle_block's default for a streamed set: a few batches of
+/// reading per block, and a few MB parsed.
+constexpr int64_t streamed_block = 4096;
+
 struct training_config {
   int batch_size = 128;
   int epochs = 10;           ///< stop after this many epochs
@@ -109,6 +113,8 @@ struct training_config {
   data_partition partition = data_partition::shared;
   /// Epochs shuffle blocks of this many consecutive samples, and the
   /// samples inside each block (epoch_order); 1 shuffles every sample.
+  /// A streamed set (data_config::stream_train) reads a block at a time,
+  /// and its default is streamed_block.
   int64_t shuffle_block = 1;
   /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
   /// the config's default: compute_threads() splits the node's cores.

@@ -105,6 +105,8 @@ identity_map training_identity(const run_config& cfg) {
                                   ? d.label_columns[0]
                                   : list(d.label_columns);
     if (d.format == data_config::kind::click) {
+      if (d.stream_train) // only when set: its epochs' order is another
+        m["/data/read"] = "stream";
       m["/data/numeric"] = std::to_string(d.click_numeric);
       m["/data/categorical"] = std::to_string(d.click_categorical);
       m["/data/vocabulary"] = std::to_string(d.click_vocabulary);

@@ -31,8 +31,7 @@ struct data_config {
   /// model's step function reads them).
   enum class kind { idx, cifar10, synthetic, npy, npz, csv, click, external };
   kind format = kind::idx;
-  // idx: resolved paths (relative names are joined to "dir"); click its
-  // two files in the *_images fields.
+  // idx: resolved paths (relative names are joined to "dir").
   std::string train_images, train_labels, test_images, test_labels;
   // csv: the column of the labels; with float targets, one or more
   // columns (a sample's targets in this order).
@@ -51,14 +50,25 @@ struct data_config {
   /// same in every process. See train_test::watched.
   double validation_split = 0;
   uint64_t validation_seed = 1;
-  /// click: tab-separated click logs (runtime/data/click_data.hpp), their two
-  /// paths in train_images and test_images: numeric and categorical
-  /// fields per line, and the ids a field's tokens are hashed into.
+  /// click: tab-separated click logs (runtime/data/click_data.hpp), their
+  /// parts in train_files and test_files: numeric and categorical fields
+  /// per line, and the ids a field's tokens are hashed into.
   int click_numeric = 0, click_categorical = 0;
   uint64_t click_vocabulary = uint64_t{1} << 24;
+  /// click ("read": "stream"): the training set is read where it lies, a
+  /// block of training.shuffle_block samples at a time (click_stream.hpp),
+  /// and each epoch visits its parts' blocks interleaved, each part's in
+  /// file order (interleaved_order). The default for gzipped logs and
+  /// sets of several parts; otherwise ("memory") it is read whole.
+  bool stream_train = false;
+  /// The samples a streamed set reads at once: training.shuffle_block
+  /// (read_run_config copies it), so that a block read is a block of the
+  /// epoch's order.
+  size_t click_block = 4096;
   // cifar10: resolved batch files. npy: the feature files of each set's
   // parts (one file, a glob or a list in the config, in name order), and
-  // beside them their label files; csv: the tables of each set's parts.
+  // beside them their label files; csv: the tables of each set's parts;
+  // click: the logs of each set's parts.
   std::vector<std::string> train_files, test_files;
   std::vector<std::string> train_label_files, test_label_files;
   // synthetic, external

@@ -40,6 +40,59 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch,
   return order;
 }
 
+std::vector<uint32_t> interleaved_order(const std::vector<size_t>& parts,
+                                        uint64_t seed, int64_t epoch,
+                                        size_t block, size_t open_parts) {
+  block = std::max<size_t>(block, 1);
+  open_parts = std::max<size_t>(open_parts, 1);
+  std::vector<size_t> first(parts.size() + 1,
+                            0); // part p: [first[p], first[p+1])
+  for (size_t p = 0; p < parts.size(); ++p)
+    first[p + 1] = first[p] + parts[p];
+  std::vector<uint32_t> order(first.back());
+  splitmix64 rng{seed * 0x2545f4914f6cdd1dull
+                 ^ static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ull
+                 ^ 0x696e7465726c6561ull}; // "interlea"
+  auto shuffle = [&](uint32_t* at, size_t count) {
+    for (size_t i = count; i > 1; --i)
+      std::swap(at[i - 1], at[rng.below(i)]);
+  };
+  std::vector<uint32_t> queue(parts.size()); // parts not yet open
+  for (size_t p = 0; p < parts.size(); ++p)
+    queue[p] = static_cast<uint32_t>(p);
+  shuffle(queue.data(), queue.size());
+  std::reverse(queue.begin(), queue.end()); // taken from the back
+  struct open_part {
+    size_t next, end;
+  };
+  std::vector<open_part> open;
+  auto open_next = [&] {
+    while (!queue.empty() && open.size() < open_parts) {
+      auto p = queue.back();
+      queue.pop_back();
+      if (parts[p] > 0)
+        open.push_back({first[p], first[p + 1]});
+    }
+  };
+  open_next();
+  size_t at = 0;
+  while (!open.empty()) {
+    auto slot = static_cast<size_t>(rng.below(open.size()));
+    auto& o = open[slot];
+    size_t count = std::min(block, o.end - o.next);
+    for (size_t i = 0; i < count; ++i)
+      order[at + i] = static_cast<uint32_t>(o.next + i);
+    shuffle(order.data() + at, count);
+    o.next += count;
+    at += count;
+    if (o.next == o.end) {
+      open.erase(open.begin() + static_cast<ptrdiff_t>(slot));
+      open_next();
+    }
+  }
+  return order;
+}
+
 const char* describe(target_kind k) {
   switch (k) {
     case target_kind::classes: return "class labels";
@@ -47,6 +100,28 @@ const char* describe(target_kind k) {
     case target_kind::probabilities: return "targets in [0, 1]";
   }
   return "?";
+}
+
+caf::error check_files(const dataset& data, const uint32_t* idx, int n) {
+  const auto& parts = data.mapped;
+  if (parts.empty())
+    return caf::none;
+  std::vector<char> seen(parts.size(), 0);
+  for (int k = 0; k < n; ++k) {
+    auto i = static_cast<int64_t>(idx[k]);
+    auto p = static_cast<size_t>(
+      std::upper_bound(parts.begin(), parts.end(), i,
+                       [](int64_t x, const dataset::mapped_part& m) {
+                         return x < m.first;
+                       })
+      - parts.begin());
+    if (p == 0 || seen[p - 1] != 0)
+      continue;
+    seen[p - 1] = 1;
+    if (auto err = parts[p - 1].file->stamp().check())
+      return err;
+  }
+  return caf::none;
 }
 
 void gather_batch(const dataset& data, const uint32_t* idx, int n, float* x,

@@ -13,8 +13,10 @@
 
 #include "caf/expected.hpp"
 #include "runtime/data/click_data.hpp"
+#include "runtime/data/click_stream.hpp"
 #include "runtime/data/data_config.hpp"
 #include "runtime/data/feature_store.hpp"
+#include "runtime/data/mapped_file.hpp"
 
 namespace troupe {
 
@@ -41,6 +43,19 @@ struct dataset {
   /// features holds the numeric fields (1 x numeric x 1 per sample) and
   /// labels the clicks (classes 2); null for every other format.
   std::shared_ptr<const click_data> clicks;
+  /// Click logs read where they lie (data.read "stream"): the training
+  /// set's parts, read a block at a time; clicks, features and labels are
+  /// then empty, and a batch reads its samples from here.
+  std::shared_ptr<const click_stream> click_parts;
+  /// The mapped files the features lie in (.npy files and parts), each
+  /// with its samples [first, first + count): check_files looks at those
+  /// a batch reads before it reads them. Empty for features in memory,
+  /// and for a validation split and what it leaves (rows of the file).
+  struct mapped_part {
+    int64_t first = 0, count = 0;
+    std::shared_ptr<const mapped_file> file;
+  };
+  std::vector<mapped_part> mapped;
 
   size_t sample_size() const {
     return static_cast<size_t>(height) * width * channels;
@@ -130,6 +145,23 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, int64_t epoch,
                                   size_t block = 1);
 
+/// Parts a streamed set reads from at once (interleaved_order).
+constexpr size_t interleaved_parts = 8;
+
+/// The order of epoch `epoch` of a set read part by part, each part from
+/// its start to its end (streamed click logs: click_stream.hpp), as
+/// tf.data's interleave of shuffled files reads them: every part, of
+/// parts[p] samples, is cut into blocks of `block` consecutive samples;
+/// the parts are taken in a shuffled order, `open_parts` at a time, and
+/// each next block comes from one of the open parts at random, each
+/// part's blocks in file order; a part whose blocks are all taken makes
+/// room for the next. Each block's samples are shuffled among themselves.
+/// Samples are numbered part after part.
+std::vector<uint32_t> interleaved_order(const std::vector<size_t>& parts,
+                                        uint64_t seed, int64_t epoch,
+                                        size_t block,
+                                        size_t open_parts = interleaved_parts);
+
 /// The sets read from each part of a set of many files, as one: their
 /// samples one part after another. errc::bad_format, naming the part,
 /// where a part's samples are shaped otherwise, hold another number of
@@ -139,6 +171,14 @@ caf::expected<dataset> join_parts(std::vector<dataset> parts);
 /// Click logs as a dataset (see dataset::clicks): the numeric fields move
 /// into images, the labels become 0 and 1, the ids stay in `clicks`.
 dataset click_dataset(click_data logs);
+/// Streamed click logs as a dataset (see dataset::click_parts).
+dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts);
+
+/// errc::data_changed, naming the file, when a mapped file that samples
+/// idx[0..n) lie in changed or went missing since it was opened (a file
+/// cut short would end the process with SIGBUS when read); none else. A
+/// stat of each such file, once per call.
+caf::error check_files(const dataset& data, const uint32_t* idx, int n);
 
 /// Copies the samples named by idx[0..n) into x (n, sample_size), as
 /// floats, and their labels into y (n), or their float targets into t

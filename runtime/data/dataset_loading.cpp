@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/data/click_lines.hpp"
+#include "runtime/data/click_stream.hpp"
 
 namespace troupe {
 
@@ -118,8 +120,17 @@ caf::expected<train_test> load_datasets(const data_config& cfg,
       click_schema schema{cfg.click_numeric, cfg.click_categorical,
                           cfg.click_vocabulary};
       for (auto train : {true, false}) {
-        auto logs = load_click_log(train ? cfg.train_images : cfg.test_images,
-                                   schema);
+        if (train && cfg.stream_train) {
+          // Only a node that trains checks every line; the chief counts.
+          auto parts = click_stream::open(cfg.train_files, schema,
+                                          cfg.click_block, needs.train);
+          if (!parts)
+            return parts.error();
+          out.train = streamed_click_dataset(std::move(*parts));
+          continue;
+        }
+        auto logs = load_click_logs(train ? cfg.train_files : cfg.test_files,
+                                    schema);
         if (!logs)
           return logs.error();
         (train ? out.train : out.test) = click_dataset(std::move(*logs));
@@ -187,6 +198,22 @@ dataset click_dataset(click_data logs) {
     d.labels.push_back(y > 0.5f ? 1 : 0);
   logs.numeric.clear();
   d.clicks = std::make_shared<const click_data>(std::move(logs));
+  return d;
+}
+
+dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts) {
+  dataset d;
+  auto& files = parts->parts();
+  d.source = files.size() == 1
+               ? files.front().path
+               : files.front().path + " and " + std::to_string(files.size() - 1)
+                   + " more parts";
+  d.count = parts->count();
+  d.height = 1;
+  d.width = parts->schema().numeric;
+  d.channels = 1;
+  d.classes = 2;
+  d.click_parts = std::move(parts);
   return d;
 }
 

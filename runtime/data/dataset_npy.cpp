@@ -499,8 +499,13 @@ caf::expected<dataset> load_npy(const std::string& features_path,
   auto labels = map_npy(labels_path);
   if (!labels)
     return labels.error();
-  return dataset_from_npy(*features, features_path, *labels, labels_path,
-                          targets, read_features);
+  auto out = dataset_from_npy(*features, features_path, *labels, labels_path,
+                              targets, read_features);
+  if (out && !out->features.empty())
+    out->mapped.push_back(
+      {0, out->count,
+       std::static_pointer_cast<const mapped_file>(features->owner)});
+  return out;
 }
 
 } // namespace troupe

@@ -67,6 +67,8 @@ caf::expected<dataset> join_parts(std::vector<dataset> parts) {
     out.targets.insert(out.targets.end(), p.targets.begin(), p.targets.end());
     if (!p.features.empty())
       stores.push_back(std::move(p.features));
+    for (auto& m : p.mapped)
+      out.mapped.push_back({m.first + out.count - p.count, m.count, m.file});
   }
   // The epochs' orders index samples with 32 bits.
   if (out.count > int64_t{UINT32_MAX})

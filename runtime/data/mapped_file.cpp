@@ -32,12 +32,12 @@ map_file(const std::string& path, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return open_error(path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  auto stamp = file_stamp::of(fd, path);
+  if (!stamp) {
     ::close(fd);
-    return make_error(errc::io_error, path + ": cannot read its size");
+    return stamp.error();
   }
-  auto size = static_cast<uint64_t>(st.st_size);
+  auto size = static_cast<uint64_t>(stamp->bytes);
   if (size > max_bytes) {
     ::close(fd);
     return make_error(errc::bad_format,
@@ -46,7 +46,7 @@ map_file(const std::string& path, uint64_t max_bytes) {
   }
   if (size == 0) {
     ::close(fd);
-    return std::make_shared<const mapped_file>(nullptr, 0);
+    return std::make_shared<const mapped_file>(nullptr, 0, std::move(*stamp));
   }
   void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE,
                    fd, 0);
@@ -54,7 +54,8 @@ map_file(const std::string& path, uint64_t max_bytes) {
   if (p == MAP_FAILED)
     return make_error(errc::io_error, path + ": cannot map it for reading");
   return std::make_shared<const mapped_file>(static_cast<unsigned char*>(p),
-                                             static_cast<size_t>(size));
+                                             static_cast<size_t>(size),
+                                             std::move(*stamp));
 }
 
 } // namespace troupe

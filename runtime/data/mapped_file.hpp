@@ -11,13 +11,14 @@
 #include <string_view>
 
 #include "caf/expected.hpp"
+#include "runtime/data/file_stamp.hpp"
 
 namespace troupe {
 
 class mapped_file {
 public:
-  mapped_file(const unsigned char* data, size_t size)
-    : data_(data), size_(size) {}
+  mapped_file(const unsigned char* data, size_t size, file_stamp stamp = {})
+    : data_(data), size_(size), stamp_(std::move(stamp)) {}
   ~mapped_file();
   mapped_file(const mapped_file&) = delete;
   mapped_file& operator=(const mapped_file&) = delete;
@@ -32,9 +33,14 @@ public:
   /// back, and may be dropped behind the reader (a full scan at load).
   void done_with(const unsigned char* first, size_t n) const;
 
+  /// The file as it was mapped. Cut short, it would end the process with
+  /// SIGBUS at the next read past its new end: a reader checks it first.
+  const file_stamp& stamp() const { return stamp_; }
+
 private:
   const unsigned char* data_;
   size_t size_;
+  file_stamp stamp_;
 };
 
 /// Maps the regular file `path` of at most `max_bytes` bytes; the errors

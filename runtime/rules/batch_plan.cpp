@@ -44,10 +44,10 @@ int64_t plan_steps_per_epoch(data_partition partition, size_t samples,
 
 batch_plan::batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
                        int64_t max_batches, data_partition partition,
-                       size_t shuffle_block)
+                       size_t shuffle_block, std::vector<size_t> read_parts)
   : samples_(samples), batch_(batch), seed_(seed), epochs_(epochs),
     max_batches_(max_batches), partition_(partition),
-    shuffle_block_(shuffle_block) {
+    shuffle_block_(shuffle_block), read_parts_(std::move(read_parts)) {
   per_epoch_ = ceil_div(static_cast<int64_t>(samples), batch);
   if (!per_worker())
     streams_.emplace_back();
@@ -179,7 +179,10 @@ const std::vector<uint32_t>& batch_plan::order(uint64_t seed, int32_t epoch) {
   }
   auto& c = cache_.back();
   c = cached_order{seed, epoch, uses_,
-                   epoch_order(samples_, seed, epoch, shuffle_block_)};
+                   read_parts_.empty()
+                     ? epoch_order(samples_, seed, epoch, shuffle_block_)
+                     : interleaved_order(read_parts_, seed, epoch,
+                                         shuffle_block_)};
   return c.order;
 }
 

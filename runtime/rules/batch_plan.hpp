@@ -68,10 +68,13 @@ class batch_plan {
 public:
   /// `max_batches` 0: no limit besides `epochs`.
   /// `shuffle_block`: epoch_order's block (1: every sample shuffled).
+  /// `read_parts`: for a set read part by part from start to end
+  /// (streamed click logs), each part's samples; the epochs then follow
+  /// interleaved_order.
   batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
              int64_t max_batches,
              data_partition partition = data_partition::shared,
-             size_t shuffle_block = 1);
+             size_t shuffle_block = 1, std::vector<size_t> read_parts = {});
 
   data_partition partition() const { return partition_; }
   /// Batches in one epoch of the whole set.
@@ -210,6 +213,7 @@ private:
   int64_t max_batches_;
   data_partition partition_;
   size_t shuffle_block_;
+  std::vector<size_t> read_parts_;
   int64_t per_epoch_;
   int64_t handed_ = 0;  ///< new batches handed out, all streams
   int64_t next_id_ = 1;

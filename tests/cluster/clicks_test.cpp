@@ -48,18 +48,6 @@ double click_rate_entropy(const troupe::planted_scores& planted) {
   return -(q * std::log(q) + (1 - q) * std::log(1 - q));
 }
 
-/// The number after `key` in the last line of `out` that has it; -1 when
-/// none does.
-double last_value(const std::string& out, const std::string& key) {
-  auto at = out.rfind(key);
-  if (at == std::string::npos)
-    return -1;
-  std::istringstream in{out.substr(at + key.size(), 32)};
-  double x = -1;
-  in >> x;
-  return x;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(clicks)

@@ -49,6 +49,8 @@ struct cluster_spec {
   /// make_click_logs) instead of the MLP on Fashion-MNIST.
   std::string click_dir;
   int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
+  /// The click logs' training set in click_dir (a file or a glob).
+  std::string click_train = "train.tsv";
   /// Non-empty: the MLP trains on the .npy files of write_fashion_mnist_npy
   /// (tests/npy_files.hpp) in this folder instead of the IDX files; its
   /// training set's files (globs) are these.
@@ -117,9 +119,13 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
   if (!spec.click_dir.empty()) {
     model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
              {"embedding", {{"dim", 8}}}};
-    data = {{"format", "click"}, {"dir", spec.click_dir},
-            {"train", "train.tsv"}, {"test", "test.tsv"},
-            {"numeric", 2}, {"categorical", 4}, {"vocabulary", 1 << 22}};
+    data = {{"format", "click"},
+            {"dir", spec.click_dir},
+            {"train", spec.click_train},
+            {"test", "test.tsv"},
+            {"numeric", 2},
+            {"categorical", 4},
+            {"vocabulary", 1 << 22}};
     training["batch_size"] = 256;
     training["eval_every_steps"] = spec.click_eval_every;
     training["sparse_optimizer"] = {{"type", "adagrad"},
@@ -296,6 +302,18 @@ inline double test_accuracy(const std::string& out) {
 }
 
 /// Whether `part` occurs in `text` (a process's output).
+/// The number after `key` in the last line of `out` that has it; -1 when
+/// none does.
+inline double last_value(const std::string& out, const std::string& key) {
+  auto at = out.rfind(key);
+  if (at == std::string::npos)
+    return -1;
+  std::istringstream in{out.substr(at + key.size(), 32)};
+  double x = -1;
+  in >> x;
+  return x;
+}
+
 inline bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

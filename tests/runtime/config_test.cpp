@@ -248,7 +248,37 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_TEST(cfg->model.table.seed == 7u);
   BOOST_TEST(cfg->model.table_fields == 5);
   BOOST_TEST(cfg->data.click_numeric == 2);
-  BOOST_TEST(cfg->data.train_images == dir.file("train.tsv"));
+  BOOST_TEST(cfg->data.train_files
+             == (std::vector<std::string>{dir.file("train.tsv")}));
+  // One plain file is read into memory, and every sample is shuffled.
+  BOOST_TEST(!cfg->data.stream_train);
+  BOOST_TEST(cfg->training.shuffle_block == 1);
+  // Gzipped or in parts, it is streamed, a block of 4096 at a time.
+  for (auto* f : {"train-0.tsv.gz", "train-1.tsv.gz"})
+    troupe::test::write_file(dir.file(f), "");
+  auto parts = parse_run_config(replace(text, R"("train": "train.tsv")",
+                                        R"("train": "train-*.tsv.gz")"),
+                                "cfg.json");
+  BOOST_REQUIRE_MESSAGE(parts, troupe::test::why(parts));
+  BOOST_TEST(parts->data.train_files
+             == (std::vector<std::string>{dir.file("train-0.tsv.gz"),
+                                          dir.file("train-1.tsv.gz")}));
+  BOOST_TEST(parts->data.stream_train);
+  BOOST_TEST(parts->training.shuffle_block == 4096);
+  BOOST_TEST(parts->data.click_block == 4096u);
+  // "read" and shuffle_block say otherwise where given.
+  auto in_memory = parse_run_config(
+    replace(replace(text, R"("train": "train.tsv")",
+                    R"("train": ["train-0.tsv.gz"], "read": "memory")"),
+            R"("batch_size": 16,)", R"("batch_size": 16, "shuffle_block": 8,)"),
+    "cfg.json");
+  BOOST_REQUIRE_MESSAGE(in_memory, troupe::test::why(in_memory));
+  BOOST_TEST(!in_memory->data.stream_train);
+  BOOST_TEST(in_memory->training.shuffle_block == 8);
+  BOOST_TEST(
+    error_of(replace(text, R"("train": "train.tsv")",
+                     R"("train": "train.tsv", "read": "lazily")"))
+    == R"(cfg.json: /data/read: expected one of memory|stream, found "lazily")");
   BOOST_TEST((cfg->training.sparse_optimizer.type
               == sparse_optimizer_config::kind::adam));
   BOOST_TEST(cfg->training.sparse_optimizer.learning_rate == 0.002);

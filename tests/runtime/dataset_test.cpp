@@ -11,6 +11,7 @@
 
 using namespace troupe;
 using troupe::test::temp_dir;
+using troupe::test::write_gz;
 
 namespace {
 
@@ -35,12 +36,6 @@ std::string idx_labels(uint32_t n) {
   for (uint32_t i = 0; i < n; ++i)
     s += static_cast<char>(i % 10);
   return s;
-}
-
-void write_gz(const std::string& path, const std::string& data) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  gzwrite(f, data.data(), static_cast<unsigned>(data.size()));
-  gzclose(f);
 }
 
 std::string error_text(const caf::expected<dataset>& d) {

@@ -1,0 +1,226 @@
+// Click logs read where they lie (runtime/data/click_stream.hpp): parts,
+// gzipped or plain, read a block at a time give the samples the in-memory
+// reader gives, in any order; the epochs' interleaved order visits each
+// part's blocks in file order; a part that changes or goes missing during
+// a run is named.
+#include "runtime/data/click_stream.hpp"
+
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+
+#include "runtime/base/errc.hpp"
+#include "runtime/data/click_lines.hpp"
+#include "runtime/data/dataset.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using troupe::test::temp_dir;
+using troupe::test::why;
+using troupe::test::write_file;
+using troupe::test::write_gz;
+
+namespace {
+
+const click_schema schema{2, 3, 1000};
+
+/// `n` lines whose sample is recognisable from its numeric fields
+/// (part * 1000 + line), some with several or no values in a field.
+std::string lines(int part, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += std::to_string(i % 3 == 0 ? 1 : 0) + "\t"
+         + std::to_string(part * 1000 + i) + "\t" + std::to_string(i % 7)
+         + "\tt" + std::to_string(i % 11) + ",u" + std::to_string(i % 5) + "\t"
+         + (i % 4 == 0 ? std::string{} : "v" + std::to_string(i)) + "\tw\n";
+    if (i % 50 == 0)
+      s += "\n"; // blank lines are not samples
+  }
+  return s;
+}
+
+/// Three parts of 130, 70 and 201 samples: gzipped, plain, gzipped.
+std::vector<std::string> write_parts(const temp_dir& dir) {
+  write_gz(dir.file("part-0.tsv.gz"), lines(0, 130));
+  write_file(dir.file("part-1.tsv"), lines(1, 70));
+  write_gz(dir.file("part-2.tsv.gz"), lines(2, 201));
+  return {dir.file("part-0.tsv.gz"), dir.file("part-1.tsv"),
+          dir.file("part-2.tsv.gz")};
+}
+
+/// Sample i of `all` and sample k of `got` hold the same values.
+bool same_sample(const click_data& all, int64_t i, const click_data& got,
+                 int64_t k) {
+  if (all.labels[static_cast<size_t>(i)] != got.labels[static_cast<size_t>(k)])
+    return false;
+  for (int j = 0; j < 2; ++j)
+    if (all.numeric[static_cast<size_t>(i * 2 + j)]
+        != got.numeric[static_cast<size_t>(k * 2 + j)])
+      return false;
+  for (int f = 0; f < 3; ++f) {
+    auto [a, ae] = all.field(i, f);
+    auto [b, be] = got.field(k, f);
+    if (!std::equal(a, ae, b, be))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(click_stream)
+
+BOOST_AUTO_TEST_CASE(parts_read_in_blocks_give_the_in_memory_samples) {
+  temp_dir dir;
+  auto paths = write_parts(dir);
+  auto all = load_click_logs(paths, schema);
+  BOOST_REQUIRE_MESSAGE(all, why(all));
+  BOOST_TEST(all->count == 401);
+  auto s = troupe::click_stream::open(paths, schema, 32, true);
+  BOOST_REQUIRE_MESSAGE(s, why(s));
+  BOOST_TEST((*s)->count() == 401);
+  BOOST_TEST(((*s)->part_sizes() == std::vector<size_t>{130, 70, 201}));
+  // Two epochs of the interleaved order, a batch of 24 at a time.
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto order = interleaved_order((*s)->part_sizes(), 5, epoch, 32);
+    for (size_t at = 0; at < order.size(); at += 24) {
+      auto n = static_cast<int>(std::min<size_t>(24, order.size() - at));
+      auto got = (*s)->read(order.data() + at, n);
+      BOOST_REQUIRE_MESSAGE(got, why(got));
+      BOOST_REQUIRE(got->count == n);
+      for (int k = 0; k < n; ++k)
+        BOOST_REQUIRE(
+          same_sample(*all, order[at + static_cast<size_t>(k)], *got, k));
+    }
+  }
+  auto stats = (*s)->stats();
+  // Every block parsed about once per epoch (a few twice where a batch
+  // crosses between blocks the cache let go), and no part read again.
+  BOOST_TEST(stats.blocks >= 2 * 15);
+  BOOST_TEST(stats.blocks <= 2 * 15 * 2);
+  BOOST_TEST(stats.reopened == 0);
+  BOOST_TEST(stats.file_bytes > 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_block_behind_its_part_reopens_the_part) {
+  temp_dir dir;
+  auto paths = write_parts(dir);
+  auto all = load_click_logs(paths, schema);
+  BOOST_REQUIRE(all);
+  auto s = troupe::click_stream::open(paths, schema, 16, false);
+  BOOST_REQUIRE_MESSAGE(s, why(s));
+  // Backwards, one sample at a time: every block from a cursor behind it
+  // or a reopened part, and all still the file's samples.
+  for (uint32_t i = 401; i-- > 0;) {
+    auto got = (*s)->read(&i, 1);
+    BOOST_REQUIRE_MESSAGE(got, why(got));
+    BOOST_REQUIRE(same_sample(*all, i, *got, 0));
+  }
+  BOOST_TEST((*s)->stats().reopened > 0);
+  uint32_t past = 401;
+  BOOST_TEST(!(*s)->read(&past, 1));
+}
+
+BOOST_AUTO_TEST_CASE(the_interleaved_order_keeps_each_parts_blocks_in_order) {
+  std::vector<size_t> parts{100, 7, 250, 64};
+  auto a = interleaved_order(parts, 3, 0, 16);
+  BOOST_TEST(a == interleaved_order(parts, 3, 0, 16));
+  BOOST_TEST(a != interleaved_order(parts, 3, 1, 16));
+  BOOST_TEST(a != interleaved_order(parts, 4, 0, 16));
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<uint32_t> all(421);
+  std::iota(all.begin(), all.end(), 0u);
+  BOOST_TEST(sorted == all); // a permutation
+  // Each run of a block holds one block of one part, each part's blocks
+  // come in file order, and at most two parts are begun and not done.
+  auto two = interleaved_order(parts, 3, 0, 16, 2);
+  for (auto* order : {&a, &two}) {
+    std::vector<size_t> first{0, 100, 107, 357}, next = first;
+    size_t at = 0, most_open = 0;
+    while (at < order->size()) {
+      auto p = static_cast<size_t>(
+        std::upper_bound(first.begin(), first.end(), (*order)[at])
+        - first.begin() - 1);
+      auto count = std::min<size_t>(16, first[p] + parts[p] - next[p]);
+      std::vector<uint32_t> block(order->begin() + static_cast<ptrdiff_t>(at),
+                                  order->begin()
+                                    + static_cast<ptrdiff_t>(at + count));
+      std::sort(block.begin(), block.end());
+      for (size_t i = 0; i < count; ++i)
+        BOOST_REQUIRE(block[i] == next[p] + i);
+      next[p] += count;
+      at += count;
+      size_t open = 0;
+      for (size_t q = 0; q < parts.size(); ++q)
+        open += next[q] > first[q] && next[q] < first[q] + parts[q];
+      most_open = std::max(most_open, open);
+    }
+    BOOST_TEST(most_open <= (order == &two ? 2u : 4u));
+  }
+  BOOST_TEST(two != a);
+}
+
+BOOST_AUTO_TEST_CASE(a_part_that_changes_or_goes_missing_is_named) {
+  temp_dir dir;
+  auto paths = write_parts(dir);
+  auto s = troupe::click_stream::open(paths, schema, 32, true);
+  BOOST_REQUIRE_MESSAGE(s, why(s));
+  uint32_t in_part_1 = 150, in_part_2 = 300;
+  BOOST_REQUIRE((*s)->read(&in_part_1, 1));
+  // Rewritten with other lines: another size.
+  write_file(paths[1], lines(1, 69));
+  uint32_t other_block = 190;
+  auto changed = (*s)->read(&other_block, 1);
+  BOOST_REQUIRE(!changed);
+  BOOST_TEST(describe(changed.error())
+             == paths[1] + ": this dataset file changed during the run ("
+                  + std::to_string(lines(1, 70).size()) + " bytes when opened, "
+                  + std::to_string(lines(1, 69).size()) + " now)");
+  std::remove(paths[2].c_str());
+  auto gone = (*s)->read(&in_part_2, 1);
+  BOOST_REQUIRE(!gone);
+  BOOST_TEST((gone.error() == errc::data_changed));
+  BOOST_TEST((changed.error() == errc::data_changed));
+  BOOST_TEST(describe(gone.error())
+             == paths[2]
+                  + ": this dataset file went missing during the "
+                    "run");
+}
+
+BOOST_AUTO_TEST_CASE(bad_parts_are_refused_with_the_part_and_line) {
+  temp_dir dir;
+  auto paths = write_parts(dir);
+  write_gz(paths[2], lines(2, 20) + "1\t0.5\t1\tx\ty\n");
+  auto checked = troupe::click_stream::open(paths, schema, 32, true);
+  BOOST_REQUIRE(!checked);
+  BOOST_TEST(describe(checked.error())
+             == paths[2]
+                  + ":22: 5 columns, expected 6 (1 label, 2 numeric, "
+                    "3 categorical)");
+  // Counted only (the chief): the line is not parsed.
+  BOOST_TEST(
+    static_cast<bool>(troupe::click_stream::open(paths, schema, 32, false)));
+  write_file(paths[1], "\n\n");
+  auto empty = troupe::click_stream::open(paths, schema, 32, false);
+  BOOST_REQUIRE(!empty);
+  BOOST_TEST(describe(empty.error()) == paths[1] + ": no click lines");
+  // A gzip stream cut short.
+  auto whole = lines(0, 130);
+  write_gz(paths[0], whole);
+  std::string gz;
+  {
+    std::ifstream in{paths[0], std::ios::binary};
+    gz.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  write_file(paths[0], gz.substr(0, gz.size() / 2));
+  auto cut = troupe::click_stream::open(paths, schema, 32, false);
+  BOOST_REQUIRE(!cut);
+  BOOST_TEST(describe(cut.error()).find(paths[0] + ": corrupt compressed data")
+             == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
