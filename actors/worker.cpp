@@ -115,7 +115,11 @@ void pull_rows(self_ptr self, std::function<void()> then) {
   auto& train = st.opts.data->train;
   auto n = static_cast<int>(st.lease.samples.size());
   if (train.click_parts) {
-    auto rows = train.click_parts->read(st.lease.samples.data(), n);
+    auto t0 = now_seconds();
+    click_read_stats cost;
+    auto rows = train.click_parts->read(st.lease.samples.data(), n, &cost);
+    st.read_seconds += now_seconds() - t0;
+    st.read_bytes += cost.file_bytes;
     if (!rows) // a changed part keeps its kind: a restart cannot mend it
       return fail(self, make_error(rows.error() == errc::data_changed
                                      ? errc::data_changed
@@ -219,6 +223,10 @@ std::function<void()> settle(self_ptr self) {
   r.loss_sum = st.loss.loss_sum;
   r.step_seconds = now_seconds() - st.step_start;
   r.clock = st.clock + 1;
+  r.read_seconds = st.read_seconds;
+  r.read_bytes = st.read_bytes;
+  st.read_seconds = 0;
+  st.read_bytes = 0;
   auto lease = st.lease.id;
   ++st.unsettled;
   return [=] {
@@ -231,6 +239,8 @@ std::function<void()> settle(self_ptr self) {
     acc.hits += r.hits;
     acc.loss_sum += r.loss_sum;
     acc.step_seconds += r.step_seconds;
+    acc.read_seconds += r.read_seconds;
+    acc.read_bytes += r.read_bytes;
     acc.clock = r.clock;
     --s.unsettled;
     if (acc.steps >= 8 || now_seconds() - s.last_report >= 0.05)
@@ -299,6 +309,7 @@ bool compute(self_ptr self) {
     for (int i = 0; i < n; ++i)
       st.y.ints()[i] = st.click_rows.labels[static_cast<size_t>(i)] > 0.5f;
   } else {
+    auto t0 = now_seconds();
     // A dataset file replaced under the run: named, not read (a mapped
     // file cut short would end the node with SIGBUS).
     if (auto err = check_files(train, st.lease.samples.data(), n)) {
@@ -309,6 +320,12 @@ bool compute(self_ptr self) {
     }
     gather_batch(train, st.lease.samples.data(), n, st.x.floats(), st.y.ints(),
                  st.targets.data());
+    st.read_seconds += now_seconds() - t0;
+    if (!train.mapped.empty()) // read from the files' pages
+      st.read_bytes += static_cast<int64_t>(
+                         train.features.stored_bytes()
+                         / static_cast<uint64_t>(train.features.rows()))
+                       * n;
   }
   // The labels or float targets, as the model's loss reads them.
   batch_targets y = st.targets.empty() ? batch_targets{st.y.ints()}

@@ -83,6 +83,9 @@ struct worker_state {
   /// from their parts (samples 0..n-1 in the lease's order).
   click_data click_rows;
   std::vector<uint32_t> click_order;
+  /// The step's reading of its samples so far (worker_report).
+  double read_seconds = 0;
+  int64_t read_bytes = 0;
   // The leased batch, gathered into the backend's host memory (pinned on
   // a GPU: one DMA to the device).
   backend_buffer x;                     ///< batch inputs

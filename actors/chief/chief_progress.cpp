@@ -498,6 +498,8 @@ void on_report(chief_self self, const worker_report& r) {
   w.clock = r.clock;
   w.staleness = r.staleness;
   w.seconds += r.step_seconds;
+  w.read_seconds += r.read_seconds;
+  w.read_bytes += r.read_bytes;
   w.last_loss = r.samples > 0 ? r.loss_sum / r.samples : w.last_loss;
   const int64_t worker_before = w.steps;
   w.steps += r.steps;

@@ -113,6 +113,8 @@ worker_view worker_view_of(chief_self self, int32_t id,
                          : 0.0;
   v.loss = w.last_loss;
   v.compute_seconds = w.seconds;
+  v.read_seconds = w.read_seconds;
+  v.read_bytes = w.read_bytes;
   v.restarts = w.restarts;
   v.last_error = w.last_error;
   return v;

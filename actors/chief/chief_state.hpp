@@ -79,6 +79,8 @@ struct worker_entry {
   int64_t steps = 0, samples = 0, clock = 0;
   int64_t staleness = 0; ///< of its last report
   double seconds = 0;    ///< compute wall time of its steps
+  double read_seconds = 0; ///< of which reading samples (worker_report)
+  int64_t read_bytes = 0;
   double last_loss = 0;
   std::string last_error; ///< why it last failed; empty: it has not
   /// Since its last progress line: steps, samples, loss, compute time.

@@ -169,6 +169,11 @@ struct worker_report {
   /// The most updates any shard applied between a pull of these steps and
   /// their push (0: the push met the version it was computed on).
   int64_t staleness = 0;
+  /// Reading the steps' samples from the dataset (a streamed part's
+  /// blocks, a mapped file's pages): wall time the steps waited on it,
+  /// and the bytes read (from the file: compressed ones for gzip).
+  double read_seconds = 0;
+  int64_t read_bytes = 0;
 };
 
 /// A shard's full state: values, optimizer slots, version.
@@ -374,8 +379,8 @@ typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.worker, x.epoch, x.steps,
-           x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock,
-           x.staleness);
+           x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock, x.staleness,
+           x.read_seconds, x.read_bytes);
 }
 
 template <class Inspector>

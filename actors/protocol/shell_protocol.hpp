@@ -99,6 +99,10 @@ struct worker_view {
   std::string node, state;
   int64_t step = 0, clock = 0, samples = 0, staleness = 0, window_steps = 0;
   double examples_per_sec = 0, loss = 0, compute_seconds = 0;
+  /// Of its steps' wall time, what reading their samples took, and the
+  /// bytes read (worker_report).
+  double read_seconds = 0;
+  int64_t read_bytes = 0;
   int32_t restarts = 0;
   /// Its node's process, as node_view has it.
   int64_t pid = -1;
@@ -161,8 +165,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
   return f(caf::meta::type_name("worker_view"), x.id, x.node, x.state, x.step,
            x.clock, x.samples, x.staleness, x.window_steps, x.examples_per_sec,
-           x.loss, x.compute_seconds, x.restarts, x.pid, x.host, x.program,
-           x.last_error);
+           x.loss, x.compute_seconds, x.read_seconds, x.read_bytes, x.restarts,
+           x.pid, x.host, x.program, x.last_error);
 }
 
 template <class Inspector>

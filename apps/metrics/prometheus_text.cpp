@@ -167,6 +167,19 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
         f.sample(w.loss, worker_labels(w));
   }
   {
+    family f(out, "troupe_worker_read_seconds_total", "counter",
+             "Seconds a worker's steps waited on reading their samples.");
+    for (auto& w : v.workers)
+      f.sample(w.read_seconds, worker_labels(w));
+  }
+  {
+    family f(out, "troupe_worker_read_bytes_total", "counter",
+             "Bytes a worker read from the dataset's files for its steps "
+             "(compressed ones for gzip).");
+    for (auto& w : v.workers)
+      f.sample(w.read_bytes, worker_labels(w));
+  }
+  {
     family f(out, "troupe_worker_restarts_total", "counter",
              "Restarts of a worker.");
     for (auto& w : v.workers)

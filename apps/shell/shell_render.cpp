@@ -351,6 +351,17 @@ caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
         if (w.id == a.index) {
           auto j = worker_json(w);
           j["compute_seconds"] = w.compute_seconds;
+          // Reading its samples: what it cost and how fast it went. No
+          // read-ahead hides it yet, so all of it is time the steps waited.
+          j["read_seconds"] = w.read_seconds;
+          j["read_bytes"] = w.read_bytes;
+          j["read_share"] = w.compute_seconds > 0
+                              ? w.read_seconds / w.compute_seconds
+                              : 0.0;
+          j["read_mb_per_sec"] = w.read_seconds > 0
+                                   ? static_cast<double>(w.read_bytes) / 1e6
+                                       / w.read_seconds
+                                   : 0.0;
           j["window_steps"] = w.window_steps;
           return j;
         }

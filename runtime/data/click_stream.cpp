@@ -205,9 +205,11 @@ click_stream::block_of(int64_t i) const {
   return slot;
 }
 
-caf::expected<click_data> click_stream::read(const uint32_t* idx, int n) const {
+caf::expected<click_data> click_stream::read(const uint32_t* idx, int n,
+                                             click_read_stats* cost) const {
   auto start = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard{mutex_};
+  auto before = stats_;
   auto out = empty_set(schema_);
   out.source = parts_.front().path;
   const auto numeric = static_cast<size_t>(schema_.numeric);
@@ -236,6 +238,14 @@ caf::expected<click_data> click_stream::read(const uint32_t* idx, int n) const {
   stats_.seconds += std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
                       .count();
+  if (cost != nullptr) {
+    cost->blocks = stats_.blocks - before.blocks;
+    cost->samples = stats_.samples - before.samples;
+    cost->skipped = stats_.skipped - before.skipped;
+    cost->file_bytes = stats_.file_bytes - before.file_bytes;
+    cost->reopened = stats_.reopened - before.reopened;
+    cost->seconds = stats_.seconds - before.seconds;
+  }
   return out;
 }
 

@@ -72,7 +72,9 @@ public:
   /// Safe to call from several threads. errc::data_changed naming the
   /// part when it went missing, changed or no longer holds its samples;
   /// the errors of click_lines and parse_click_line for what it holds.
-  caf::expected<click_data> read(const uint32_t* idx, int n) const;
+  /// `cost`, when given, gets what this call read (stats() counts it too).
+  caf::expected<click_data> read(const uint32_t* idx, int n,
+                                 click_read_stats* cost = nullptr) const;
 
   click_read_stats stats() const;
 

@@ -44,9 +44,14 @@ BOOST_AUTO_TEST_CASE(
     peaks.push_back({p});
   auto& chief = cluster.chief();
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  std::string inspected;
   while (!chief.ended() && std::chrono::steady_clock::now() < until) {
     for (auto& pk : peaks)
       pk.anon_kb = std::max(pk.anon_kb, rss_anon_kb(pk.p->pid()));
+    if (inspected.empty() && last_step(chief.out()) >= 200) {
+      auto [code, text] = run_shell(dir, spec, "inspect worker:0");
+      inspected = code == 0 ? text : "failed: " + text;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   cluster.require_finished();
@@ -66,6 +71,16 @@ BOOST_AUTO_TEST_CASE(
              "w0 holds " << worker_kb - base << " KiB more than ps0");
   BOOST_TEST(chief_kb - base < train_pixel_kb / 2,
              "the chief holds " << chief_kb - base << " KiB more than ps0");
+  // What the worker read, as the shell shows it: each sample's 784 bytes
+  // from the mapped file, and the time its steps spent on it.
+  BOOST_TEST_MESSAGE("inspect worker:0: " << inspected);
+  auto j = nlohmann::json::parse(inspected, nullptr, false);
+  BOOST_REQUIRE_MESSAGE(j.is_object(), inspected);
+  BOOST_TEST(j["read_bytes"].get<long>() == j["samples"].get<long>() * 784,
+             inspected);
+  BOOST_TEST(j["read_seconds"].get<double>() > 0, inspected);
+  BOOST_TEST(j["read_share"].get<double>() > 0, inspected);
+  BOOST_TEST(j["read_share"].get<double>() < 1, inspected);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

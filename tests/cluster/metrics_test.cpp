@@ -95,6 +95,15 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(second.at("troupe_samples_total")
              > first.at("troupe_samples_total"));
   BOOST_TEST(second.at(worker0) > first.at(worker0));
+  // Reading samples: the set is in memory (gzipped IDX, inflated), so its
+  // steps spend time gathering them but read no file.
+  const std::string read0 =
+    R"(troupe_worker_read_seconds_total{worker="0",node="local"})";
+  BOOST_TEST(first.types["troupe_worker_read_seconds_total"] == "counter");
+  BOOST_TEST(second.at(read0) > 0);
+  BOOST_TEST(
+    second.at(R"(troupe_worker_read_bytes_total{worker="0",node="local"})")
+    == 0);
   BOOST_TEST(second.at(R"(troupe_shard_updates_total{shard="0",node="local"})")
              > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
   BOOST_TEST(second.at("process_cpu_seconds_total")
