@@ -351,8 +351,8 @@ caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
         if (w.id == a.index) {
           auto j = worker_json(w);
           j["compute_seconds"] = w.compute_seconds;
-          // Reading its samples: what it cost and how fast it went. No
-          // read-ahead hides it yet, so all of it is time the steps waited.
+          // Reading its samples: the time its steps waited on it (what
+          // read-ahead did not hide) and the bytes read.
           j["read_seconds"] = w.read_seconds;
           j["read_bytes"] = w.read_bytes;
           j["read_share"] = w.compute_seconds > 0

@@ -11,8 +11,9 @@ namespace troupe {
 
 namespace {
 
-/// Blocks kept parsed: the few a node's workers are reading from at once.
-constexpr size_t cached_blocks = 4;
+/// Blocks kept parsed: those a node's workers read from at once, and the
+/// next block of each part the epochs' order has open, read ahead.
+constexpr size_t cached_blocks = 2 * interleaved_parts + 4;
 /// Parts open at once: twice those the epochs' order reads from at once
 /// (each holds a buffer of 512 KiB, more only for lines that need it),
 /// for the batches of a lost worker leased again.
@@ -38,8 +39,6 @@ struct click_stream::cursor {
 
 click_stream::click_stream(click_schema schema, size_t block)
   : schema_(schema), block_(std::max<size_t>(block, 1)) {}
-
-click_stream::~click_stream() = default;
 
 caf::expected<std::shared_ptr<click_stream>>
 click_stream::open(const std::vector<std::string>& paths,
@@ -100,28 +99,112 @@ click_read_stats click_stream::stats() const {
   return stats_;
 }
 
-caf::expected<click_data> click_stream::read_block(size_t part,
+click_stream::cached_block* click_stream::find(int64_t first) const {
+  for (auto& c : cache_)
+    if (c->first == first)
+      return c.get();
+  return nullptr;
+}
+
+click_stream::cached_block* click_stream::add_slot(size_t part,
                                                    int64_t first) const {
-  const auto& p = parts_[part];
-  if (auto err = p.stamp.check())
-    return err;
-  auto skip_to = first - p.first; // the block's place in its part
-  // The cursor of this part furthest along but not past the block.
-  cursor* c = nullptr;
-  bool behind = false;
-  for (auto& each : cursors_) {
-    if (each->part != part)
-      continue;
-    if (each->lines.samples() > skip_to)
-      behind = true;
-    else if (c == nullptr || each->lines.samples() > c->lines.samples())
-      c = each.get();
+  if (cache_.size() >= cached_blocks) {
+    // The least recently used block that was used; a block read ahead
+    // and not used yet only when there is none (its cursor has moved on:
+    // reading it again would read its part from the start).
+    auto victim = cache_.end();
+    auto rank = [](const cached_block& b) {
+      return std::make_pair(!b.used_once, b.used);
+    };
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if ((*it)->ready && (*it)->waiters == 0
+          && (victim == cache_.end() || rank(**it) < rank(**victim)))
+        victim = it;
+    if (victim != cache_.end()) // else all are in use: one more for now
+      cache_.erase(victim);
   }
-  if (c == nullptr) {
-    auto lines = click_lines::open(p.path);
-    if (!lines)
-      return lines.error();
-    stats_.reopened += behind ? 1 : 0;
+  cache_.push_back(std::make_unique<cached_block>());
+  auto* slot = cache_.back().get();
+  slot->part = part;
+  slot->first = first;
+  slot->used = ++uses_;
+  return slot;
+}
+
+void click_stream::fill(lock_type& lock, cached_block* slot, bool ahead) const {
+  const auto& p = parts_[slot->part];
+  const auto skip_to = slot->first - p.first; // the block's place in its part
+  // The cursor of this part furthest along but not past the block, taken
+  // out of the list while it reads.
+  std::unique_ptr<cursor> c;
+  bool behind = false;
+  auto best = cursors_.end();
+  for (auto it = cursors_.begin(); it != cursors_.end(); ++it) {
+    if ((*it)->part != slot->part)
+      continue;
+    if ((*it)->lines.samples() > skip_to)
+      behind = true;
+    else if (best == cursors_.end()
+             || (*it)->lines.samples() > (*best)->lines.samples())
+      best = it;
+  }
+  const bool reopened = behind && best == cursors_.end();
+  if (best != cursors_.end()) {
+    c = std::move(*best);
+    cursors_.erase(best);
+  }
+  lock.unlock();
+  click_data out;
+  int64_t skipped = 0, bytes = 0;
+  auto result = [&]() -> caf::error {
+    if (auto err = p.stamp.check())
+      return err;
+    if (!c) {
+      auto lines = click_lines::open(p.path);
+      if (!lines)
+        return lines.error();
+      c = std::make_unique<cursor>(cursor{slot->part, std::move(*lines), 0});
+    }
+    auto& lines = c->lines;
+    auto offset_before = lines.file_offset();
+    auto changed = [&] {
+      return make_error(errc::data_changed,
+                        p.path
+                          + ": this part of the click logs no longer "
+                            "holds the "
+                          + std::to_string(p.count)
+                          + " samples it held when opened (changed during "
+                            "the run)");
+    };
+    std::string_view line;
+    while (lines.samples() < skip_to) {
+      auto more = lines.next(line);
+      if (!more)
+        return more.error();
+      if (!*more)
+        return changed();
+      ++skipped;
+    }
+    auto n = std::min<int64_t>(static_cast<int64_t>(block_), p.count - skip_to);
+    out = empty_set(schema_);
+    out.source = p.path;
+    while (out.count < n) {
+      auto more = lines.next(line);
+      if (!more)
+        return more.error();
+      if (!*more)
+        return changed();
+      if (auto err = parse_click_line(line, schema_, out, p.path,
+                                      lines.line_no()))
+        return err;
+    }
+    bytes = lines.file_offset() - offset_before;
+    return caf::none;
+  }();
+  lock.lock();
+  if (c && !result && c->lines.samples() < p.count) {
+    // Kept for the part's next block; read to its end, it lets its
+    // buffers go.
     if (cursors_.size() >= open_cursors) {
       auto oldest = std::min_element(cursors_.begin(), cursors_.end(),
                                      [](auto& a, auto& b) {
@@ -129,87 +212,73 @@ caf::expected<click_data> click_stream::read_block(size_t part,
                                      });
       cursors_.erase(oldest);
     }
-    cursors_.push_back(
-      std::make_unique<cursor>(cursor{part, std::move(*lines), 0}));
-    c = cursors_.back().get();
+    c->used = ++uses_;
+    cursors_.push_back(std::move(c));
   }
-  c->used = ++uses_;
-  auto& lines = c->lines;
-  auto offset_before = lines.file_offset();
-  auto changed = [&] {
-    return make_error(errc::data_changed,
-                      p.path
-                        + ": this part of the click logs no longer "
-                          "holds the "
-                        + std::to_string(p.count)
-                        + " samples it held when opened (changed during the "
-                          "run)");
-  };
-  std::string_view line;
-  while (lines.samples() < skip_to) {
-    auto more = lines.next(line);
-    if (!more)
-      return more.error();
-    if (!*more)
-      return changed();
-    ++stats_.skipped;
+  stats_.reopened += reopened ? 1 : 0;
+  stats_.skipped += skipped;
+  stats_.file_bytes += bytes;
+  if (!result) {
+    ++stats_.blocks;
+    stats_.read_ahead += ahead ? 1 : 0;
+    stats_.samples += out.count;
   }
-  auto n = std::min<int64_t>(static_cast<int64_t>(block_), p.count - skip_to);
-  auto out = empty_set(schema_);
-  out.source = p.path;
-  while (out.count < n) {
-    auto more = lines.next(line);
-    if (!more)
-      return more.error();
-    if (!*more)
-      return changed();
-    if (auto err = parse_click_line(line, schema_, out, p.path,
-                                    lines.line_no()))
-      return err;
-  }
-  stats_.file_bytes += lines.file_offset() - offset_before;
-  stats_.samples += n;
-  ++stats_.blocks;
-  if (lines.samples() == p.count) // read to its end: let its buffers go
-    cursors_.erase(std::find_if(cursors_.begin(), cursors_.end(),
-                                [&](auto& each) { return each.get() == c; }));
-  return out;
+  slot->error = std::move(result);
+  slot->data = std::move(out);
+  slot->file_bytes = bytes;
+  slot->ready = true;
+  block_ready_.notify_all();
 }
 
-caf::expected<const click_stream::cached_block*>
-click_stream::block_of(int64_t i) const {
-  auto part = static_cast<size_t>(
-    std::upper_bound(parts_.begin(), parts_.end(), i,
-                     [](int64_t x, const click_part& p) { return x < p.first; })
-    - parts_.begin() - 1);
-  const auto& p = parts_[part];
-  auto size = static_cast<int64_t>(block_);
-  auto first = p.first + (i - p.first) / size * size;
-  for (auto& c : cache_)
-    if (c.first == first) {
-      c.used = ++uses_;
-      return &c;
-    }
-  auto data = read_block(part, first);
-  if (!data)
-    return data.error();
-  cached_block* slot = nullptr;
-  if (cache_.size() < cached_blocks)
-    slot = &cache_.emplace_back();
-  else
-    slot = &*std::min_element(cache_.begin(), cache_.end(),
-                              [](auto& x, auto& y) { return x.used < y.used; });
-  slot->first = first;
-  slot->data = std::move(*data);
-  slot->used = ++uses_;
-  return slot;
+void click_stream::read_ahead_after(const cached_block& slot) const {
+  const auto& p = parts_[slot.part];
+  auto next = slot.first + static_cast<int64_t>(block_);
+  if (next >= p.first + p.count || find(next) != nullptr)
+    return;
+  for (auto& [part, first] : ahead_)
+    if (first == next)
+      return;
+  if (ahead_.size() >= cached_blocks / 2) // the oldest wish is stale
+    ahead_.pop_front();
+  ahead_.emplace_back(slot.part, next);
+  ahead_wanted_.notify_one();
+}
+
+void click_stream::read_ahead_loop() const {
+  lock_type lock{mutex_};
+  for (;;) {
+    ahead_wanted_.wait(lock, [&] { return stopping_ || !ahead_.empty(); });
+    if (stopping_)
+      return;
+    auto [part, first] = ahead_.front();
+    ahead_.pop_front();
+    if (find(first) == nullptr)
+      fill(lock, add_slot(part, first), true);
+  }
+}
+
+click_stream::~click_stream() {
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    stopping_ = true;
+  }
+  ahead_wanted_.notify_all();
+  if (ahead_thread_.joinable())
+    ahead_thread_.join();
 }
 
 caf::expected<click_data> click_stream::read(const uint32_t* idx, int n,
                                              click_read_stats* cost) const {
-  auto start = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto before = stats_;
+  using clock = std::chrono::steady_clock;
+  auto seconds_since = [](clock::time_point t) {
+    return std::chrono::duration<double>(clock::now() - t).count();
+  };
+  auto start = clock::now();
+  lock_type lock{mutex_};
+  if (!ahead_thread_.joinable() && !stopping_)
+    ahead_thread_ = std::thread{[this] { read_ahead_loop(); }};
+  double stalled = 0;
+  int64_t first_use_bytes = 0;
   auto out = empty_set(schema_);
   out.source = parts_.front().path;
   const auto numeric = static_cast<size_t>(schema_.numeric);
@@ -220,31 +289,57 @@ caf::expected<click_data> click_stream::read(const uint32_t* idx, int n,
       return make_error(errc::invalid_argument, "sample " + std::to_string(i)
                                                   + " of click logs of "
                                                   + std::to_string(count_));
-    auto b = block_of(i);
-    if (!b)
-      return b.error();
-    const auto& d = (*b)->data;
-    auto j = static_cast<size_t>(i - (*b)->first);
+    auto part = static_cast<size_t>(
+      std::upper_bound(parts_.begin(), parts_.end(), i,
+                       [](int64_t x, const click_part& p) {
+                         return x < p.first;
+                       })
+      - parts_.begin() - 1);
+    const auto& p = parts_[part];
+    auto size = static_cast<int64_t>(block_);
+    auto first = p.first + (i - p.first) / size * size;
+    auto* slot = find(first);
+    if (slot == nullptr || !slot->ready) {
+      auto waited = clock::now();
+      if (slot == nullptr) {
+        slot = add_slot(part, first);
+        ++slot->waiters;
+        fill(lock, slot, false);
+      } else {
+        ++slot->waiters;
+        block_ready_.wait(lock, [&] { return slot->ready; });
+      }
+      --slot->waiters;
+      stalled += seconds_since(waited);
+    }
+    if (slot->error)
+      return slot->error;
+    slot->used = ++uses_;
+    if (!slot->used_once) { // its cost is this call's, and its next is due
+      slot->used_once = true;
+      first_use_bytes += slot->file_bytes;
+      read_ahead_after(*slot);
+    }
+    const auto& d = slot->data;
+    auto j = static_cast<size_t>(i - first);
     out.labels.push_back(d.labels[j]);
-    out.numeric.insert(out.numeric.end(), d.numeric.begin() + j * numeric,
-                       d.numeric.begin() + (j + 1) * numeric);
+    auto from = d.numeric.begin() + static_cast<ptrdiff_t>(j * numeric);
+    out.numeric.insert(out.numeric.end(), from,
+                       from + static_cast<ptrdiff_t>(numeric));
     for (size_t f = 0; f < fields; ++f) {
-      auto [from, to] = d.field(static_cast<int64_t>(j), static_cast<int>(f));
-      out.ids.insert(out.ids.end(), from, to);
+      auto [a, b] = d.field(static_cast<int64_t>(j), static_cast<int>(f));
+      out.ids.insert(out.ids.end(), a, b);
       out.offsets.push_back(out.ids.size());
     }
     ++out.count;
   }
-  stats_.seconds += std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+  double spent = seconds_since(start);
+  stats_.seconds += spent;
+  stats_.stalled += stalled;
   if (cost != nullptr) {
-    cost->blocks = stats_.blocks - before.blocks;
-    cost->samples = stats_.samples - before.samples;
-    cost->skipped = stats_.skipped - before.skipped;
-    cost->file_bytes = stats_.file_bytes - before.file_bytes;
-    cost->reopened = stats_.reopened - before.reopened;
-    cost->seconds = stats_.seconds - before.seconds;
+    cost->seconds = spent;
+    cost->stalled = stalled;
+    cost->file_bytes = first_use_bytes;
   }
   return out;
 }

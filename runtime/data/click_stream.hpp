@@ -10,7 +10,9 @@
 // (interleaved_order in dataset.hpp) visits each part's blocks in file
 // order, and a cursor behind a block skips to it without parsing. A block
 // before every cursor of its part (a batch leased again after its worker
-// was lost) reopens the part.
+// was lost) reopens the part. Since a part's blocks come in file order, a
+// thread reads each part's next block ahead while the steps train on the
+// one before.
 //
 // Before it reads a block, the reader checks that the block's part is
 // the file it opened (file_stamp: its size and modification time): a part
@@ -18,9 +20,12 @@
 // instead of being read as other samples.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -41,12 +46,14 @@ struct click_part {
 
 /// What reading has cost so far, for metrics.
 struct click_read_stats {
-  int64_t blocks = 0;     ///< blocks parsed
+  int64_t blocks = 0;     ///< blocks parsed, read ahead or not
+  int64_t read_ahead = 0; ///< of which by the read-ahead thread
   int64_t samples = 0;    ///< samples parsed in them
   int64_t skipped = 0;    ///< samples passed over to reach a block
   int64_t file_bytes = 0; ///< bytes read from the parts (compressed ones)
   int64_t reopened = 0;   ///< parts read again from their start
-  double seconds = 0;     ///< spent reading blocks, waits on the lock included
+  double seconds = 0;     ///< spent in read(), its waits included
+  double stalled = 0;     ///< of which waiting for a block to be read
 };
 
 class click_stream {
@@ -59,7 +66,10 @@ public:
   open(const std::vector<std::string>& paths, const click_schema& schema,
        size_t block, bool check_lines);
 
+  /// Stops the read-ahead thread.
   ~click_stream();
+  click_stream(const click_stream&) = delete;
+  click_stream& operator=(const click_stream&) = delete;
 
   int64_t count() const { return count_; }
   size_t block() const { return block_; }
@@ -72,7 +82,12 @@ public:
   /// Safe to call from several threads. errc::data_changed naming the
   /// part when it went missing, changed or no longer holds its samples;
   /// the errors of click_lines and parse_click_line for what it holds.
-  /// `cost`, when given, gets what this call read (stats() counts it too).
+  /// `cost`, when given, gets what this call read: its waits, and the
+  /// bytes of the blocks it was the first to use (stats() counts all).
+  ///
+  /// The first call starts a read-ahead thread: once a block of a part is
+  /// used, the part's next block is read in the background, which the
+  /// epochs' order will ask for next of that part.
   caf::expected<click_data> read(const uint32_t* idx, int n,
                                  click_read_stats* cost = nullptr) const;
 
@@ -82,22 +97,41 @@ private:
   struct cursor;
   struct cached_block {
     int64_t first = -1; ///< the set's index of its first sample
+    size_t part = 0;
+    bool ready = false; ///< read (or failed: error)
+    int waiters = 0;    ///< read() calls waiting for it: kept
+    caf::error error;
     click_data data;
+    int64_t file_bytes = 0; ///< what reading it cost, for the first user
+    bool used_once = false;
     uint64_t used = 0;
   };
+  using lock_type = std::unique_lock<std::mutex>;
 
   click_stream(click_schema schema, size_t block);
-  /// The block that holds sample i; read (under the lock) when not cached.
-  caf::expected<const cached_block*> block_of(int64_t i) const;
-  caf::expected<click_data> read_block(size_t part, int64_t first) const;
+  /// Under the lock: the cached (or loading) block at `first`, or null.
+  cached_block* find(int64_t first) const;
+  /// Under the lock: a new slot for the block at `first`, evicting the
+  /// least recently used block that is read and awaited by no one.
+  cached_block* add_slot(size_t part, int64_t first) const;
+  /// Reads `slot`'s block, unlocking `lock` while it does.
+  void fill(lock_type& lock, cached_block* slot, bool ahead) const;
+  /// Under the lock: asks the read-ahead thread for the block after
+  /// `slot`'s, where its part has one that is not cached.
+  void read_ahead_after(const cached_block& slot) const;
+  void read_ahead_loop() const;
 
   click_schema schema_;
   size_t block_;
   int64_t count_ = 0;
   std::vector<click_part> parts_;
   mutable std::mutex mutex_;
+  mutable std::condition_variable block_ready_, ahead_wanted_;
   mutable std::vector<std::unique_ptr<cursor>> cursors_;
-  mutable std::vector<cached_block> cache_;
+  mutable std::vector<std::unique_ptr<cached_block>> cache_;
+  mutable std::deque<std::pair<size_t, int64_t>> ahead_; ///< part, first
+  mutable std::thread ahead_thread_;
+  mutable bool stopping_ = false;
   mutable uint64_t uses_ = 0;
   mutable click_read_stats stats_;
 };

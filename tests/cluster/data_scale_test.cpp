@@ -123,6 +123,15 @@ BOOST_AUTO_TEST_CASE(
   running_cluster cluster{dir, spec};
   const long samples = click_tile * click_tiles;
   cluster.require_step(samples / 256 / 3, 300);
+  // What reading costs the steps, as the shell shows it.
+  auto [code, inspected] = run_shell(dir, spec, "inspect worker:0");
+  BOOST_TEST(code == 0, inspected);
+  auto j = nlohmann::json::parse(inspected, nullptr, false);
+  if (j.is_object())
+    BOOST_TEST_MESSAGE("worker 0 read " << j["read_bytes"].get<double>() / 1e6
+                                        << " MB of gzipped parts; reading took "
+                                        << 100 * j["read_share"].get<double>()
+                                        << "% of its step time");
   cluster.node("w1").kill9();
   auto& chief = cluster.chief();
   BOOST_REQUIRE_MESSAGE(chief.wait_for_output("worker 1 moves", 30),
