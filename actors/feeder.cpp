@@ -19,6 +19,10 @@ std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
     return r;
   }
   auto g = st.plan->lease(worker, !st.paused);
+  if (!g && st.plan->done_for(worker)) { // the last batches were skipped
+    r.status = lease_reply::done;
+    return r;
+  }
   if (!g)
     return std::nullopt;
   r.status = lease_reply::granted;
@@ -74,8 +78,13 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
   self->state.hold = opts.hold;
   return {
     [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {
-      if (auto r = try_lease(self, worker))
+      if (auto r = try_lease(self, worker)) {
+        // The plan may have ended in this lease (its last batches held
+        // only skipped samples): the workers waiting are done too.
+        if (r->status == lease_reply::done)
+          serve_held(self);
         return std::move(*r);
+      }
       auto& st = self->state;
       auto promise = self->make_response_promise<lease_reply>();
       st.held.push_back({promise, worker, self->clock().now()});
@@ -86,6 +95,10 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       self->state.plan->ack(lease);
       settle_pause(self);
       serve_held(self); // the last ack completes the plan: done
+    },
+    [=](skip_atom, int64_t first, int64_t count) -> int32_t {
+      self->state.plan->skip(first, count);
+      return static_cast<int32_t>(self->state.plan->skipped().size());
     },
     [=](requeue_atom, int32_t worker) -> int32_t {
       // The chief requeues a lost worker before it starts it again, so a

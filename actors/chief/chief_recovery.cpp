@@ -15,15 +15,52 @@
 
 namespace troupe::chief_ops {
 
+/// Worker `id` met a training file that changed during the run
+/// (errc::data_changed, naming it), and data.on_file_change is "skip": the
+/// feeder leaves the file's samples out from now on, and the worker
+/// starts again, its leases requeued without them (not a failure of its
+/// own: no restart is counted). A file the chief cannot name stops the
+/// run.
+void skip_changed_file(chief_self self, int32_t id, const caf::error& reason) {
+  auto& st = self->state;
+  auto why = describe(reason);
+  const dataset::file_part* hit = nullptr;
+  for (auto& f : st.opts.data->train.files)
+    if (why.find(f.path + ": ") != std::string::npos)
+      hit = &f;
+  if (hit == nullptr)
+    return fail_run(self, reason);
+  auto& w = st.members.workers[id];
+  w.last_error = why;
+  w.state = worker_phase::starting;
+  if (st.members.skipped_files.insert(hit->path).second)
+    say(self, fmt("skipping %s (data.on_file_change \"skip\"): %s; its "
+                  "%lld samples are left out from now on",
+                  hit->path.c_str(), why.c_str(),
+                  static_cast<long long>(hit->count)));
+  auto feeder = st.shards.feeder;
+  self->request(feeder, timeout_of(self), skip_atom_v, hit->first, hit->count)
+    .then(
+      [=](int32_t) {
+        self->request(feeder, timeout_of(self), requeue_atom_v, id)
+          .then([=](int32_t) { place_worker(self, id); },
+                [=](caf::error& err) { fail_run(self, std::move(err)); });
+      },
+      [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
 /// Restarts worker `id` after a failure: counted against the restart
 /// intensity, its leases back to the feeder, started again.
 void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
   auto& w = st.members.workers[id];
   auto why = describe(reason);
-  // A dataset file that changed under the run would fail it again.
+  // A dataset file that changed under the run would fail it again: the
+  // run stops, or trains on without it.
   if (reason == errc::data_changed)
-    return fail_run(self, reason);
+    return st.opts.cfg.data.skip_changed_files
+             ? skip_changed_file(self, id, reason)
+             : fail_run(self, reason);
   if (!st.members.restarts->allow(now_seconds()))
     return fail_run(self,
                     make_error(errc::restart_limit,

@@ -123,6 +123,9 @@ struct chief_members {
   std::map<caf::actor_addr, int32_t> worker_of;
   int32_t next_worker = 0;
   std::unique_ptr<restart_limit> restarts;
+  /// Training files that changed during the run and whose samples the
+  /// feeder now leaves out (data.on_file_change "skip").
+  std::set<std::string> skipped_files;
 };
 
 /// The shards and the feeder, and what they start from: chief_start.cpp;

@@ -478,6 +478,7 @@ CAF_ADD_ATOM(troupe, troupe, expire_atom, "expire")
 CAF_ADD_ATOM(troupe, troupe, data_atom, "data")
 CAF_ADD_ATOM(troupe, troupe, stop_atom, "stop")
 CAF_ADD_ATOM(troupe, troupe, adopt_atom, "adopt")
+CAF_ADD_ATOM(troupe, troupe, skip_atom, "skip")
 CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
 CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
 CAF_ADD_ATOM(troupe, troupe, who_atom, "who")
@@ -540,6 +541,9 @@ using feeder_actor = caf::typed_actor<
   caf::reacts_to<ack_atom, int64_t>,
   // Puts a lost worker's leases back; replies with how many.
   caf::replies_to<requeue_atom, int32_t>::with<int32_t>,
+  // Leaves samples [first, first + count) out of the batches leased from
+  // now on (batch_plan::skip); replies with the ranges left out so far.
+  caf::replies_to<skip_atom, int64_t, int64_t>::with<int32_t>,
   // Stops leasing; replies with its position once no lease is out.
   caf::replies_to<pause_atom>::with<feeder_position>,
   // Leases again after a pause.

@@ -427,6 +427,8 @@ data_config read_data(object_reader r) {
   }
   d.validation_split = r.number("validation_split", 0, 0, 0.9);
   d.validation_seed = static_cast<uint64_t>(r.integer("validation_seed", 1, 0));
+  d.skip_changed_files = r.choice<bool>("on_file_change", false,
+                                        {{"stop", false}, {"skip", true}});
   r.finish();
   return d;
 }

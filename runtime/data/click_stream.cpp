@@ -201,6 +201,10 @@ void click_stream::fill(lock_type& lock, cached_block* slot, bool ahead) const {
     bytes = lines.file_offset() - offset_before;
     return caf::none;
   }();
+  // A read that failed while the part was being rewritten reports that.
+  if (result && result != errc::data_changed)
+    if (auto changed = p.stamp.check())
+      result = std::move(changed);
   lock.lock();
   if (c && !result && c->lines.samples() < p.count) {
     // Kept for the part's next block; read to its end, it lets its

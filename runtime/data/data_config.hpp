@@ -50,6 +50,10 @@ struct data_config {
   /// same in every process. See train_test::watched.
   double validation_split = 0;
   uint64_t validation_seed = 1;
+  /// A training file that changes or goes missing during a run
+  /// (errc::data_changed): false ("stop") stops the run naming it; true
+  /// ("skip") leaves its samples out from then on and trains on.
+  bool skip_changed_files = false;
   /// click: tab-separated click logs (runtime/data/click_data.hpp), their
   /// parts in train_files and test_files: numeric and categorical fields
   /// per line, and the ids a field's tokens are hashed into.

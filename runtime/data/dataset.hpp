@@ -56,6 +56,15 @@ struct dataset {
     std::shared_ptr<const mapped_file> file;
   };
   std::vector<mapped_part> mapped;
+  /// The files a set of many parts (.npy, streamed click logs) holds its
+  /// samples in, each with its samples [first, first + count), whether
+  /// this process read their features or not: which samples a file that
+  /// changed during the run held.
+  struct file_part {
+    std::string path;
+    int64_t first = 0, count = 0;
+  };
+  std::vector<file_part> files;
 
   size_t sample_size() const {
     return static_cast<size_t>(height) * width * channels;

@@ -213,6 +213,8 @@ dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts) {
   d.width = parts->schema().numeric;
   d.channels = 1;
   d.classes = 2;
+  for (auto& p : files)
+    d.files.push_back({p.path, p.first, p.count});
   d.click_parts = std::move(parts);
   return d;
 }

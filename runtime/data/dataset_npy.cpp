@@ -505,6 +505,8 @@ caf::expected<dataset> load_npy(const std::string& features_path,
     out->mapped.push_back(
       {0, out->count,
        std::static_pointer_cast<const mapped_file>(features->owner)});
+  if (out)
+    out->files.push_back({features_path, 0, out->count});
   return out;
 }
 

@@ -69,6 +69,8 @@ caf::expected<dataset> join_parts(std::vector<dataset> parts) {
       stores.push_back(std::move(p.features));
     for (auto& m : p.mapped)
       out.mapped.push_back({m.first + out.count - p.count, m.count, m.file});
+    for (auto& f : p.files)
+      out.files.push_back({f.path, f.first + out.count - p.count, f.count});
   }
   // The epochs' orders index samples with 32 bits.
   if (out.count > int64_t{UINT32_MAX})

@@ -193,9 +193,10 @@ batch_plan::stream* batch_plan::stream_of(int32_t worker) {
   return it == stream_index_.end() ? nullptr : &streams_[it->second];
 }
 
-void batch_plan::count_done(stream& s, int64_t k, int32_t worker) {
+void batch_plan::count_done(stream& s, int64_t k, int32_t worker,
+                            int64_t samples) {
   auto b = locate(s, k);
-  auto n = static_cast<int64_t>(b.last - b.first);
+  auto n = samples >= 0 ? samples : static_cast<int64_t>(b.last - b.first);
   s.samples_done[b.epoch] += n;
   if (worker >= 0)
     worker_done_[worker][b.epoch] += n;
@@ -244,31 +245,56 @@ std::optional<lease_grant> batch_plan::lease(int32_t worker,
   auto* s = stream_of(worker);
   if (s == nullptr)
     return std::nullopt;
-  int64_t k = 0;
-  if (!s->requeued.empty()) {
-    k = s->requeued.front();
-    s->requeued.pop_front();
-  } else if (new_batches && !exhausted(*s)) {
-    k = s->next++;
-    ++handed_;
-  } else {
-    return std::nullopt;
+  for (;;) {
+    int64_t k = 0;
+    if (!s->requeued.empty()) {
+      k = s->requeued.front();
+      s->requeued.pop_front();
+    } else if (new_batches && !exhausted(*s)) {
+      k = s->next++;
+      ++handed_;
+    } else {
+      return std::nullopt;
+    }
+    auto b = locate(*s, k);
+    if (partition_ == data_partition::sharded)
+      decide_through(b.epoch);
+    lease_grant g;
+    g.epoch = b.epoch;
+    g.index = b.index;
+    g.batch = number_of(*s, k);
+    auto& o = order(seed_of(*s), b.epoch);
+    g.samples.assign(o.begin() + static_cast<std::ptrdiff_t>(b.first),
+                     o.begin() + static_cast<std::ptrdiff_t>(b.last));
+    if (!skipped_.empty()) {
+      g.samples.erase(std::remove_if(g.samples.begin(), g.samples.end(),
+                                     [&](uint32_t i) { return is_skipped(i); }),
+                      g.samples.end());
+      if (g.samples.empty()) { // nothing left to train: done as it is
+        ++acked_;
+        continue;
+      }
+    }
+    g.id = next_id_++;
+    ++s->out;
+    out_.emplace(g.id,
+                 out_lease{worker, static_cast<size_t>(s - streams_.data()), k,
+                           static_cast<int64_t>(g.samples.size())});
+    return g;
   }
-  auto b = locate(*s, k);
-  if (partition_ == data_partition::sharded)
-    decide_through(b.epoch);
-  lease_grant g;
-  g.id = next_id_++;
-  g.epoch = b.epoch;
-  g.index = b.index;
-  g.batch = number_of(*s, k);
-  auto& o = order(seed_of(*s), b.epoch);
-  g.samples.assign(o.begin() + static_cast<std::ptrdiff_t>(b.first),
-                   o.begin() + static_cast<std::ptrdiff_t>(b.last));
-  ++s->out;
-  out_.emplace(g.id, out_lease{worker, static_cast<size_t>(s - streams_.data()),
-                               k});
-  return g;
+}
+
+void batch_plan::skip(int64_t first, int64_t count) {
+  if (count > 0)
+    skipped_.emplace_back(first, count);
+}
+
+bool batch_plan::is_skipped(uint32_t sample) const {
+  auto i = static_cast<int64_t>(sample);
+  for (auto& [first, count] : skipped_)
+    if (i >= first && i < first + count)
+      return true;
+  return false;
 }
 
 bool batch_plan::ack(int64_t lease_id) {
@@ -277,7 +303,7 @@ bool batch_plan::ack(int64_t lease_id) {
     return false;
   auto o = it->second;
   auto& s = streams_[o.stream];
-  count_done(s, o.k, o.worker);
+  count_done(s, o.k, o.worker, o.samples);
   --s.out;
   ++acked_;
   out_.erase(it);

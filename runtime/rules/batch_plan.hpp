@@ -96,6 +96,19 @@ public:
   /// Puts every lease of `worker` back in the queue; returns how many.
   int requeue(int32_t worker);
 
+  /// Leaves samples [first, first + count) out of every batch leased from
+  /// now on, requeued ones included (a dataset file that changed during
+  /// the run, with data.on_file_change "skip"). A batch left with no
+  /// sample is done without being leased (so the lease that passes over
+  /// the plan's last batches may find nothing and leave it complete);
+  /// samples_done counts only the samples leased. Not saved with the
+  /// plan: a plan restored from a checkpoint leases them again.
+  void skip(int64_t first, int64_t count);
+  /// The ranges skip() left out, as (first, count).
+  const std::vector<std::pair<int64_t, int64_t>>& skipped() const {
+    return skipped_;
+  }
+
   /// Every batch leased and acked.
   bool complete() const;
   /// Nothing is or will be left for `worker` to train: the plan is
@@ -165,6 +178,7 @@ private:
     int32_t worker;
     size_t stream;
     int64_t k;
+    int64_t samples; ///< leased: the batch's, less those skipped
   };
   /// Epochs [first, end) of a stream share one part.
   struct segment {
@@ -195,7 +209,9 @@ private:
   void decide_through(int32_t epoch);
   uint64_t seed_of(const stream& s) const;
   int64_t number_of(const stream& s, int64_t k) const;
-  void count_done(stream& s, int64_t k, int32_t worker);
+  /// Counts batch k of `s` done: `samples` of it (-1: all of them).
+  void count_done(stream& s, int64_t k, int32_t worker, int64_t samples = -1);
+  bool is_skipped(uint32_t sample) const;
   const std::vector<uint32_t>& order(uint64_t seed, int32_t epoch);
   stream* stream_of(int32_t worker);
   /// Appends `s`, indexed by its worker, which joins known_.
@@ -227,6 +243,7 @@ private:
   std::map<int32_t, std::map<int32_t, int64_t>> worker_done_;
   std::vector<cached_order> cache_;
   uint64_t uses_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> skipped_;
 };
 
 } // namespace troupe

@@ -14,6 +14,7 @@
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/declared_params.hpp"
 #include "runtime/data/click_data.hpp"
+#include "runtime/data/click_stream.hpp"
 #include "runtime/sparse/table_file.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
@@ -345,10 +346,54 @@ outcome read_click_log(const uint8_t* data, size_t size) {
   outcome o;
   o.names = path;
   auto d = load_click_log(path, schema);
+  // The streamed reader opens what the in-memory one reads, refuses what
+  // it refuses with the same error, and reads the same samples in blocks
+  // (of 3, in an epoch's order: cursors skip and the cache evicts).
+  auto streamed = click_stream::open({path}, schema, 3, true);
   if (!d) {
     o.errors.push_back(describe(d.error()));
+    if (streamed)
+      o.broken = "click log: streamed, it opens what is refused in memory";
+    else if (describe(streamed.error()) != o.errors.back())
+      o.broken = "click log: streamed, another error: "
+                 + describe(streamed.error());
     return o;
   }
+  if (!streamed) {
+    o.broken = "click log: streamed, refused: " + describe(streamed.error());
+    return o;
+  }
+  if ((*streamed)->count() != d->count) {
+    o.broken = "click log: streamed, another sample count";
+    return o;
+  }
+  auto order = interleaved_order((*streamed)->part_sizes(), 1, 0, 3);
+  for (size_t at = 0; at < order.size() && o.broken.empty(); at += 5) {
+    auto m = static_cast<int>(std::min<size_t>(5, order.size() - at));
+    auto got = (*streamed)->read(order.data() + at, m);
+    if (!got) {
+      o.broken = "click log: streamed, a read failed: " + describe(got.error());
+      break;
+    }
+    for (int k = 0; k < m && o.broken.empty(); ++k) {
+      auto i = static_cast<int64_t>(order[at + static_cast<size_t>(k)]);
+      bool same = got->labels[static_cast<size_t>(k)]
+                    == d->labels[static_cast<size_t>(i)]
+                  && std::equal(d->numeric.begin() + i * 2,
+                                d->numeric.begin() + i * 2 + 2,
+                                got->numeric.begin() + k * 2);
+      for (int f = 0; f < 3; ++f) {
+        auto [a, ae] = d->field(i, f);
+        auto [b, be] = got->field(k, f);
+        same = same && std::equal(a, ae, b, be);
+      }
+      if (!same)
+        o.broken = "click log: streamed, sample " + std::to_string(i)
+                   + " differs";
+    }
+  }
+  if (!o.broken.empty())
+    return o;
   auto n = static_cast<size_t>(d->count);
   if (d->count < 1 || d->labels.size() != n || d->numeric.size() != 2 * n
       || d->offsets.size() != 3 * n + 1 || d->offsets.front() != 0

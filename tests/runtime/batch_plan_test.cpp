@@ -26,6 +26,47 @@ BOOST_AUTO_TEST_CASE(batches_follow_the_epoch_order) {
   BOOST_TEST(d->samples == std::vector<uint32_t>(order1.begin(), order1.begin() + 4));
 }
 
+BOOST_AUTO_TEST_CASE(skipped_samples_leave_every_batch_leased_after) {
+  // 40 samples in batches of 4 over 3 epochs, shuffled in blocks of 4 (a
+  // batch is one block); a file of samples 8..23 changes after the first
+  // lease, and that lease is requeued.
+  troupe::batch_plan plan{40, 4, 5, 3, 0, data_partition::shared, 4};
+  auto before = plan.lease(0);
+  BOOST_REQUIRE(before);
+  plan.skip(8, 16);
+  BOOST_TEST(plan.skipped().size() == 1u);
+  BOOST_TEST(plan.requeue(0) == 1);
+  std::vector<std::multiset<uint32_t>> trained(3);
+  int leases = 0;
+  while (!plan.complete()) {
+    auto g = plan.lease(1);
+    if (!g) { // the last batches held skipped samples only
+      BOOST_TEST(plan.complete());
+      break;
+    }
+    BOOST_REQUIRE(++leases < 100);
+    BOOST_TEST(!g->samples.empty());
+    for (auto i : g->samples) {
+      BOOST_TEST((i < 8 || i >= 24), "sample " << i << " was skipped");
+      trained[static_cast<size_t>(g->epoch)].insert(i);
+    }
+    BOOST_TEST(plan.ack(g->id));
+  }
+  // Every other sample once per epoch, and the counts say so.
+  for (int e = 0; e < 3; ++e) {
+    BOOST_TEST(trained[static_cast<size_t>(e)].size() == 24u);
+    BOOST_TEST(std::set<uint32_t>(trained[static_cast<size_t>(e)].begin(),
+                                  trained[static_cast<size_t>(e)].end())
+                 .size()
+               == 24u);
+    BOOST_TEST(plan.samples_done(e) == 24);
+  }
+  // The 4 batches of skipped samples only, per epoch, were done without
+  // a lease.
+  BOOST_TEST(plan.acked() == 30);
+  BOOST_TEST(leases == 30 - 3 * 4);
+}
+
 BOOST_AUTO_TEST_CASE(every_sample_once_per_epoch_when_workers_die) {
   troupe::batch_plan plan{103, 8, 3, 3, 0};
   // Per epoch, how often each sample was trained (acked).

@@ -275,6 +275,17 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_REQUIRE_MESSAGE(in_memory, troupe::test::why(in_memory));
   BOOST_TEST(!in_memory->data.stream_train);
   BOOST_TEST(in_memory->training.shuffle_block == 8);
+  BOOST_TEST(!cfg->data.skip_changed_files); // "stop" unless set
+  auto skipping = parse_run_config(
+    replace(text, R"("train": "train.tsv")",
+            R"("train": "train.tsv", "on_file_change": "skip")"),
+    "cfg.json");
+  BOOST_REQUIRE_MESSAGE(skipping, troupe::test::why(skipping));
+  BOOST_TEST(skipping->data.skip_changed_files);
+  BOOST_TEST(error_of(replace(text, R"("train": "train.tsv")",
+                              R"("train": "train.tsv", "on_file_change": 1)"))
+             == "cfg.json: /data/on_file_change: expected one of stop|skip, "
+                "found 1");
   BOOST_TEST(
     error_of(replace(text, R"("train": "train.tsv")",
                      R"("train": "train.tsv", "read": "lazily")"))
