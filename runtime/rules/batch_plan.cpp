@@ -285,7 +285,11 @@ std::optional<lease_grant> batch_plan::lease(int32_t worker,
 }
 
 void batch_plan::skip(int64_t first, int64_t count) {
-  if (count > 0)
+  // Each worker that meets the file reports it: one range is enough.
+  if (count > 0
+      && std::find(skipped_.begin(), skipped_.end(),
+                   std::make_pair(first, count))
+           == skipped_.end())
     skipped_.emplace_back(first, count);
 }
 
