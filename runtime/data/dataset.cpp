@@ -45,8 +45,8 @@ std::vector<uint32_t> interleaved_order(const std::vector<size_t>& parts,
                                         size_t block, size_t open_parts) {
   block = std::max<size_t>(block, 1);
   open_parts = std::max<size_t>(open_parts, 1);
-  std::vector<size_t> first(parts.size() + 1,
-                            0); // part p: [first[p], first[p+1])
+  // Part p holds samples [first[p], first[p + 1]).
+  std::vector<size_t> first(parts.size() + 1, 0);
   for (size_t p = 0; p < parts.size(); ++p)
     first[p + 1] = first[p] + parts[p];
   std::vector<uint32_t> order(first.back());
