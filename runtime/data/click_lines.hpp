@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,6 +70,17 @@ private:
 caf::error parse_click_line(std::string_view line, const click_schema& schema,
                             click_data& out, const std::string& path,
                             int64_t line_no);
+
+/// Reads every line of the click log `path` once, parsing each into
+/// `parsed` as parse_click_line does, or, with `parsed` null, only
+/// counting them; returns the samples. The errors of click_lines and
+/// parse_click_line, and errc::bad_format for a file without samples.
+/// `parsed` may be emptied (see click_stream::open) by `between`, called
+/// after each line.
+caf::expected<int64_t>
+read_click_file(const std::string& path, const click_schema& schema,
+                click_data* parsed,
+                const std::function<void()>& between = nullptr);
 
 /// Reads the click logs `paths`, gzipped or plain, one after another into
 /// memory. Errors as load_click_log, and naming the part.

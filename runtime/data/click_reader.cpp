@@ -11,6 +11,7 @@
 #include "runtime/base/random.hpp"
 #include "runtime/data/click_data.hpp"
 #include "runtime/data/click_lines.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/data/gz_file.hpp"
 
 namespace troupe {
@@ -194,35 +195,45 @@ caf::error parse_click_line(std::string_view line, const click_schema& schema,
   return caf::none;
 }
 
-// -- whole sets
+// -- whole files and sets
+
+caf::expected<int64_t> read_click_file(const std::string& path,
+                                       const click_schema& schema,
+                                       click_data* parsed,
+                                       const std::function<void()>& between) {
+  auto lines = click_lines::open(path);
+  if (!lines)
+    return lines.error();
+  std::string_view line;
+  for (;;) {
+    auto more = lines->next(line);
+    if (!more)
+      return more.error();
+    if (!*more)
+      break;
+    if (parsed == nullptr)
+      continue;
+    if (auto err = parse_click_line(line, schema, *parsed, path,
+                                    lines->line_no()))
+      return err;
+    if (between)
+      between();
+  }
+  if (lines->samples() == 0)
+    return make_error(errc::bad_format, path + ": no click lines");
+  return lines->samples();
+}
 // ----------------------------------------------------------------
 
 caf::expected<click_data> load_click_logs(const std::vector<std::string>& paths,
                                           const click_schema& schema) {
   click_data d;
-  d.source = paths.size() == 1
-               ? paths.front()
-               : paths.front() + " and " + std::to_string(paths.size() - 1)
-                   + " more parts";
+  d.source = parts_name(paths.front(), paths.size());
   d.schema = schema;
   d.offsets.push_back(0);
-  for (auto& path : paths) {
-    auto lines = click_lines::open(path);
-    if (!lines)
-      return lines.error();
-    std::string_view line;
-    for (;;) {
-      auto more = lines->next(line);
-      if (!more)
-        return more.error();
-      if (!*more)
-        break;
-      if (auto err = parse_click_line(line, schema, d, path, lines->line_no()))
-        return err;
-    }
-    if (lines->samples() == 0)
-      return make_error(errc::bad_format, path + ": no click lines");
-  }
+  for (auto& path : paths)
+    if (auto read = read_click_file(path, schema, &d); !read)
+      return read.error();
   return d;
 }
 

@@ -53,27 +53,15 @@ click_stream::open(const std::vector<std::string>& paths,
     if (!stamp)
       return stamp.error();
     p.stamp = std::move(*stamp);
-    auto lines = click_lines::open(path);
-    if (!lines)
-      return lines.error();
-    std::string_view line;
-    for (;;) {
-      auto more = lines->next(line);
-      if (!more)
-        return more.error();
-      if (!*more)
-        break;
-      if (!check_lines)
-        continue;
-      if (auto err = parse_click_line(line, schema, scratch, path,
-                                      lines->line_no()))
-        return err;
-      if (scratch.count == check_chunk)
-        scratch = empty_set(schema);
-    }
-    p.count = lines->samples();
-    if (p.count == 0)
-      return make_error(errc::bad_format, path + ": no click lines");
+    // Checked lines are parsed into a scratch set emptied as it fills.
+    auto count = read_click_file(path, schema, check_lines ? &scratch : nullptr,
+                                 [&] {
+                                   if (scratch.count == check_chunk)
+                                     scratch = empty_set(schema);
+                                 });
+    if (!count)
+      return count.error();
+    p.count = *count;
     s->count_ += p.count;
     if (s->count_ > int64_t{0xFFFFFFFF})
       return make_error(errc::bad_format,

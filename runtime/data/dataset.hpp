@@ -177,6 +177,10 @@ std::vector<uint32_t> interleaved_order(const std::vector<size_t>& parts,
 /// targets, or store another type than the first part's.
 caf::expected<dataset> join_parts(std::vector<dataset> parts);
 
+/// How messages name a set of `parts` files whose first is `first`: its
+/// name alone, or "<first> and N more part(s)".
+std::string parts_name(const std::string& first, size_t parts);
+
 /// Click logs as a dataset (see dataset::clicks): the numeric fields move
 /// into images, the labels become 0 and 1, the ids stay in `clicks`.
 dataset click_dataset(click_data logs);

@@ -204,10 +204,7 @@ dataset click_dataset(click_data logs) {
 dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts) {
   dataset d;
   auto& files = parts->parts();
-  d.source = files.size() == 1
-               ? files.front().path
-               : files.front().path + " and " + std::to_string(files.size() - 1)
-                   + " more parts";
+  d.source = parts_name(files.front().path, files.size());
   d.count = parts->count();
   d.height = 1;
   d.width = parts->schema().numeric;

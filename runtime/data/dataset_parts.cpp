@@ -28,6 +28,13 @@ std::string shape_of(const dataset& d) {
 
 } // namespace
 
+std::string parts_name(const std::string& first, size_t parts) {
+  if (parts <= 1)
+    return first;
+  return first + " and " + std::to_string(parts - 1) + " more part"
+         + (parts == 2 ? "" : "s");
+}
+
 caf::expected<dataset> join_parts(std::vector<dataset> parts) {
   if (parts.size() == 1)
     return std::move(parts.front());
@@ -35,8 +42,7 @@ caf::expected<dataset> join_parts(std::vector<dataset> parts) {
     return make_error(errc::invalid_argument, "a dataset of no files");
   const auto& a = parts.front();
   dataset out;
-  out.source = a.source + " and " + std::to_string(parts.size() - 1)
-               + " more part" + (parts.size() == 2 ? "" : "s");
+  out.source = parts_name(a.source, parts.size());
   out.height = a.height;
   out.width = a.width;
   out.channels = a.channels;
