@@ -22,25 +22,6 @@ using namespace troupe::test;
 
 namespace {
 
-/// Click logs of 2 numeric and 4 categorical fields (200 Zipf values
-/// each) in <dir>/<folder>; returns the planted model's scores.
-troupe::planted_scores make_click_logs(const temp_dir& dir,
-                                       const std::string& folder,
-                                       int64_t train, int64_t test) {
-  troupe::click_generator_config gen;
-  gen.schema = {2, 4, uint64_t{1} << 22};
-  gen.train = train;
-  gen.test = test;
-  gen.values_per_field = 200;
-  gen.seed = 3;
-  std::string out = dir.file(folder);
-  std::system(("mkdir -p " + out).c_str());
-  auto planted = troupe::generate_click_logs(gen, out + "/train.tsv",
-                                             out + "/test.tsv");
-  BOOST_REQUIRE_MESSAGE(planted, why(planted));
-  return *planted;
-}
-
 /// The log-loss of predicting the test set's click rate for every sample:
 /// what a model that learned nothing per sample scores.
 double click_rate_entropy(const troupe::planted_scores& planted) {

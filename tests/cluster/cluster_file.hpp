@@ -4,8 +4,10 @@
 // shell's answers.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,8 @@
 
 #include "proc_stats.hpp"
 #include "process.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/data/click_data.hpp"
 
 namespace troupe::test {
 
@@ -305,6 +309,28 @@ inline double test_accuracy(const std::string& out) {
 }
 
 /// Whether `part` occurs in `text` (a process's output).
+/// Click logs shaped as write_cluster's click data section reads them (2
+/// numeric and 4 categorical fields of 200 Zipf values each, vocabulary
+/// 2^22): `train` lines in <dir>/<folder>/<train_name>, `test` in
+/// <dir>/<folder>/test.tsv. Returns the planted model's scores.
+inline troupe::planted_scores
+make_click_logs(const temp_dir& dir, const std::string& folder, int64_t train,
+                int64_t test, const std::string& train_name = "train.tsv") {
+  troupe::click_generator_config gen;
+  gen.schema = {2, 4, uint64_t{1} << 22};
+  gen.train = train;
+  gen.test = test;
+  gen.values_per_field = 200;
+  gen.seed = 3;
+  std::string out = dir.file(folder);
+  std::filesystem::create_directories(out);
+  auto planted = troupe::generate_click_logs(gen, out + "/" + train_name,
+                                             out + "/test.tsv");
+  if (!planted)
+    throw std::runtime_error("click logs: " + describe(planted.error()));
+  return *planted;
+}
+
 /// The number after `key` in the last line of `out` that has it; -1 when
 /// none does.
 inline double last_value(const std::string& out, const std::string& key) {

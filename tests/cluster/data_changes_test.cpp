@@ -10,11 +10,9 @@
 #include <cstdlib>
 #include <functional>
 #include <fstream>
-#include <iterator>
 
 #include "npy_files.hpp"
 #include "running_cluster.hpp"
-#include "runtime/data/click_data.hpp"
 
 using namespace troupe::test;
 
@@ -45,26 +43,32 @@ void replace_file(const std::string& path, const std::string& text) {
   BOOST_REQUIRE(std::rename((path + ".new").c_str(), path.c_str()) == 0);
 }
 
+/// Fashion-MNIST as 4 .npy parts in `dir` (part 3, the largest, holds
+/// samples 33750..59999), trained by one worker node.
+cluster_spec npy_parts_spec(const temp_dir& dir) {
+  write_fashion_mnist_npy(dir.path(), 4);
+  cluster_spec spec;
+  spec.npy_dir = dir.path();
+  spec.npy_train = "train_x-*.npy";
+  spec.npy_train_labels = "train_y-*.npy";
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  return spec;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_changes)
 
 BOOST_AUTO_TEST_CASE(an_npy_part_replaced_during_a_run_is_named) {
   temp_dir dir;
-  write_fashion_mnist_npy(dir.path(), 4);
-  cluster_spec spec;
-  spec.npy_dir = dir.path();
-  spec.npy_train = "train_x-*.npy";
-  spec.npy_train_labels = "train_y-*.npy";
+  auto spec = npy_parts_spec(dir);
   spec.epochs = 50;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   // The largest part (26250 samples) replaced by half of its bytes.
   auto part = dir.file("train_x-00003.npy");
   expect_named_stop(
     dir, spec,
     [&] {
-      std::ifstream in{part, std::ios::binary};
-      std::string bytes{std::istreambuf_iterator<char>(in), {}};
+      auto bytes = read_all(part);
       replace_file(part, bytes.substr(0, bytes.size() / 2));
     },
     part);
@@ -72,17 +76,9 @@ BOOST_AUTO_TEST_CASE(an_npy_part_replaced_during_a_run_is_named) {
 
 BOOST_AUTO_TEST_CASE(a_gzipped_click_log_part_rewritten_during_a_run_is_named) {
   temp_dir dir;
-  troupe::click_generator_config gen;
-  gen.schema = {2, 4, uint64_t{1} << 22};
-  gen.train = 200000;
-  gen.test = 5000;
-  gen.values_per_field = 200;
-  std::system(("mkdir -p " + dir.file("logs")).c_str());
-  auto planted = troupe::generate_click_logs(gen, dir.file("all.tsv"),
-                                             dir.file("logs/test.tsv"));
-  BOOST_REQUIRE_MESSAGE(planted, why(planted));
+  make_click_logs(dir, "logs", 200000, 5000, "all.tsv");
   // Four parts of 50000 lines each.
-  std::ifstream in{dir.file("all.tsv")};
+  std::ifstream in{dir.file("logs/all.tsv")};
   std::string parts[4], line;
   for (int i = 0; std::getline(in, line); ++i)
     parts[i / 50000] += line + "\n";
@@ -103,14 +99,9 @@ BOOST_AUTO_TEST_CASE(a_gzipped_click_log_part_rewritten_during_a_run_is_named) {
 
 BOOST_AUTO_TEST_CASE(with_on_file_change_skip_the_run_trains_on_without_it) {
   temp_dir dir;
-  write_fashion_mnist_npy(dir.path(), 4);
-  cluster_spec spec;
-  spec.npy_dir = dir.path();
-  spec.npy_train = "train_x-*.npy";
-  spec.npy_train_labels = "train_y-*.npy";
+  auto spec = npy_parts_spec(dir);
   spec.on_file_change = "skip";
   spec.epochs = 3;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   running_cluster cluster{dir, spec};
   cluster.require_step(200);
   // Part 3 holds samples 33750..59999 (26250 of them).

@@ -14,13 +14,10 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 
 #include "memory_cgroup.hpp"
 #include "npy_files.hpp"
 #include "running_cluster.hpp"
-#include "runtime/data/click_data.hpp"
 
 using namespace troupe::test;
 
@@ -34,6 +31,24 @@ constexpr long samples = 60000L * tiles;
 constexpr long click_tile = 250000;
 constexpr int click_tiles = 32;
 
+/// Whether both worker nodes' cgroups could be made; the test is skipped
+/// where not.
+bool usable(const memory_cgroup& w0, const memory_cgroup& w1) {
+  if (w0.unusable().empty() && w1.unusable().empty())
+    return true;
+  BOOST_TEST_MESSAGE("skipped: " << w0.unusable() << w1.unusable());
+  return false;
+}
+
+/// No process of either worker node was killed for its memory.
+void limits_kept(const memory_cgroup& w0, const memory_cgroup& w1) {
+  BOOST_TEST(w0.oom_kills() == 0);
+  BOOST_TEST(w1.oom_kills() == 0);
+  BOOST_TEST_MESSAGE("peak memory of w0's cgroup, page cache included: "
+                     << w0.peak_bytes() / (1 << 20) << " MiB of "
+                     << limit_bytes / (1 << 20));
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_scale)
@@ -42,10 +57,8 @@ BOOST_AUTO_TEST_CASE(
   a_set_three_times_a_workers_memory_trains_every_sample_once) {
   memory_cgroup w0_limit{"troupe-w0", limit_bytes};
   memory_cgroup w1_limit{"troupe-w1", limit_bytes};
-  if (!w0_limit.unusable().empty() || !w1_limit.unusable().empty()) {
-    BOOST_TEST_MESSAGE("skipped: " << w0_limit.unusable());
+  if (!usable(w0_limit, w1_limit))
     return;
-  }
   temp_dir dir;
   write_tiled_fashion_mnist_npy(dir.path(), tiles);
   BOOST_TEST(60000.0 * 784 * tiles > 3.0 * limit_bytes);
@@ -70,42 +83,25 @@ BOOST_AUTO_TEST_CASE(
   auto out = chief.out();
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{samples}), out);
   BOOST_TEST(has(out, "worker 1 moves from node w1 to node w0"), out);
-  BOOST_TEST(w0_limit.oom_kills() == 0);
-  BOOST_TEST(w1_limit.oom_kills() == 0);
-  BOOST_TEST_MESSAGE("peak memory of w0's cgroup, page cache included: "
-                     << w0_limit.peak_bytes() / (1 << 20) << " MiB of "
-                     << limit_bytes / (1 << 20));
+  limits_kept(w0_limit, w1_limit);
 }
 
 BOOST_AUTO_TEST_CASE(
   gzipped_click_log_parts_three_times_a_workers_memory_train_once) {
   memory_cgroup w0_limit{"troupe-w0", limit_bytes};
   memory_cgroup w1_limit{"troupe-w1", limit_bytes};
-  if (!w0_limit.unusable().empty() || !w1_limit.unusable().empty()) {
-    BOOST_TEST_MESSAGE("skipped: " << w0_limit.unusable());
+  if (!usable(w0_limit, w1_limit))
     return;
-  }
   // One tile of click logs, gzipped once and written as every part.
   temp_dir dir;
-  troupe::click_generator_config gen;
-  gen.schema = {2, 4, uint64_t{1} << 22};
-  gen.train = click_tile;
-  gen.test = 20000;
-  gen.values_per_field = 200;
-  gen.seed = 3;
-  std::system(("mkdir -p " + dir.file("logs")).c_str());
-  auto planted = troupe::generate_click_logs(gen, dir.file("tile.tsv"),
-                                             dir.file("logs/test.tsv"));
-  BOOST_REQUIRE_MESSAGE(planted, why(planted));
-  std::ifstream in{dir.file("tile.tsv"), std::ios::binary};
-  std::string text{std::istreambuf_iterator<char>(in), {}};
+  auto planted = make_click_logs(dir, "logs", click_tile, 20000, "tile.tsv");
+  auto text = read_all(dir.file("logs/tile.tsv"));
   write_gz(dir.file("tile.tsv.gz"), text, 1);
-  std::ifstream gz_in{dir.file("tile.tsv.gz"), std::ios::binary};
-  std::string gz{std::istreambuf_iterator<char>(gz_in), {}};
+  auto gz = read_all(dir.file("tile.tsv.gz"));
   for (int k = 0; k < click_tiles; ++k)
     write_uncached(
       dir.file("logs/train-" + std::to_string(100 + k) + ".tsv.gz"), gz);
-  std::remove(dir.file("tile.tsv").c_str());
+  std::remove(dir.file("logs/tile.tsv").c_str());
   const double text_bytes = static_cast<double>(text.size()) * click_tiles;
   BOOST_TEST_MESSAGE("click logs: " << text_bytes / 1e6 << " MB of text in "
                                     << click_tiles << " parts of "
@@ -146,18 +142,14 @@ BOOST_AUTO_TEST_CASE(
   // cannot say (predicting the rate for every sample scores its entropy).
   // The parts repeat one tile, so the planted model's loss is not the mark.
   auto loss = last_value(out, "test loss = ");
-  double q = planted->test_click_rate;
+  double q = planted.test_click_rate;
   double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
   BOOST_TEST_MESSAGE("test log-loss " << loss << ", click-rate entropy "
                                       << entropy << ", planted "
-                                      << planted->test_log_loss);
+                                      << planted.test_log_loss);
   BOOST_TEST(loss > 0);
   BOOST_TEST(loss < entropy - 0.02, out);
-  BOOST_TEST(w0_limit.oom_kills() == 0);
-  BOOST_TEST(w1_limit.oom_kills() == 0);
-  BOOST_TEST_MESSAGE("peak memory of w0's cgroup, page cache included: "
-                     << w0_limit.peak_bytes() / (1 << 20) << " MiB of "
-                     << limit_bytes / (1 << 20));
+  limits_kept(w0_limit, w1_limit);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
