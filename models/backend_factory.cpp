@@ -4,8 +4,7 @@
 #include "runtime/compute/cpu_backend.hpp"
 #include "runtime/base/errc.hpp"
 #if TROUPE_HAVE_CUDA
-#include "gpu/device_probe.hpp"
-#include "gpu/gpu_backend.hpp"
+#include "models/cuda_module_loader.hpp"
 #endif
 
 namespace troupe {
@@ -15,7 +14,10 @@ namespace {
 /// Why `device` (a GPU) cannot be used here, or "" when it can.
 std::string gpu_problem(const device_spec& device) {
 #if TROUPE_HAVE_CUDA
-  auto probe = gpu::probe_devices();
+  const auto& loaded = load_cuda_module();
+  if (loaded.module == nullptr)
+    return device.to_string() + " was asked for, but " + loaded.error;
+  auto probe = loaded.module->probe();
   if (probe.count == 0)
     return device.to_string() + " was asked for, but no CUDA device is "
            "usable here: " + probe.error;
@@ -43,12 +45,12 @@ make_backend(const device_spec& device, int threads) {
     }
   }
 #if TROUPE_HAVE_CUDA
-  // make_gpu_backend checks the device itself (and says why it is
-  // missing); the start-up check already ran gpu_problem's probe.
-  auto made = gpu::make_gpu_backend(device.index);
-  if (!made)
-    return made.error();
-  return std::unique_ptr<compute_backend>{std::move(*made)};
+  // The module's make_backend checks the device itself (and says why it
+  // is missing); the start-up check already ran gpu_problem's probe.
+  const auto& loaded = load_cuda_module();
+  if (loaded.module == nullptr)
+    return make_error(errc::backend_unavailable, gpu_problem(device));
+  return loaded.module->make_backend(device.index);
 #else
   return make_error(errc::backend_unavailable, gpu_problem(device));
 #endif

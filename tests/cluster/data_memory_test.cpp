@@ -2,11 +2,13 @@
 // it in /proc: Fashion-MNIST as .npy files (47 MB of training pixels as
 // bytes, 188 MB as floats) stays in its files, mapped, where the worker
 // node reads it a batch at a time; the chief, which has no workers, reads
-// only the test set it scores; the shard node reads nothing.
+// only the test set it scores; the shard node reads nothing; and no
+// process of a run on the CPU maps a CUDA library.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "npy_files.hpp"
@@ -45,9 +47,17 @@ BOOST_AUTO_TEST_CASE(
   auto& chief = cluster.chief();
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   std::string inspected;
+  // CUDA's libraries, which no process of a CPU run should map (cuBLAS
+  // alone adds 67 MB of RSS): a build with CUDA loads its GPU module only
+  // for a worker on a GPU.
+  std::set<std::string> cuda_files;
   while (!chief.ended() && std::chrono::steady_clock::now() < until) {
-    for (auto& pk : peaks)
+    for (auto& pk : peaks) {
       pk.anon_kb = std::max(pk.anon_kb, rss_anon_kb(pk.p->pid()));
+      for (const char* lib : {"libcuda", "libcublas", "libtroupe_cuda"})
+        for (auto& file : mapped_files(pk.p->pid(), lib))
+          cuda_files.insert(file);
+    }
     if (inspected.empty() && last_step(chief.out()) >= 200) {
       auto [code, text] = run_shell(dir, spec, "inspect worker:0");
       inspected = code == 0 ? text : "failed: " + text;
@@ -67,6 +77,10 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST_MESSAGE("anonymous memory at its peak (KiB): chief "
                      << chief_kb << ", ps0 " << base << ", w0 " << worker_kb);
   BOOST_TEST(base > 0);
+  std::string mapped;
+  for (auto& file : cuda_files)
+    mapped += " " + file;
+  BOOST_TEST(cuda_files.empty(), "a CPU run mapped" << mapped);
   BOOST_TEST(worker_kb - base < train_pixel_kb / 2,
              "w0 holds " << worker_kb - base << " KiB more than ps0");
   BOOST_TEST(chief_kb - base < train_pixel_kb / 2,

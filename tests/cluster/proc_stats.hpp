@@ -196,6 +196,21 @@ inline long rss_anon_kb(pid_t pid) {
     "/proc/" + std::to_string(pid) + "/status", "RssAnon:"));
 }
 
+/// The files `pid` maps whose path contains `part` (each once, as
+/// /proc/PID/maps lists them), e.g. the CUDA libraries a process loaded.
+inline std::set<std::string> mapped_files(pid_t pid, const std::string& part) {
+  std::set<std::string> out;
+  std::ifstream maps{"/proc/" + std::to_string(pid) + "/maps"};
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash != std::string::npos
+        && line.find(part, slash) != std::string::npos)
+      out.insert(line.substr(slash));
+  }
+  return out;
+}
+
 /// User plus system CPU time in seconds, or -1 when unreadable.
 inline double cpu_seconds(pid_t pid) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};

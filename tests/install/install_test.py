@@ -99,6 +99,8 @@ class FindPackage(unittest.TestCase):
                 text = f.read()
             self.assertNotIn(ROOT, text, path)
             self.assertNotIn(BUILD, text, path)
+        if os.path.exists(os.path.join(BUILD, "gpu", "libtroupe_cuda.so")):
+            self.assert_gpu_module_found(root, files)
         if need_man_pages(self):
             page = os.path.join(self.prefix, "share", "man", "man1",
                                 "troupe-node.1.gz")
@@ -215,6 +217,28 @@ class DebPackage(unittest.TestCase):
             self.assertIn("/usr/share/man/man1/troupe-node.1.gz", files)
         run(self, dpkg + ["-r", "troupe"])
         self.assertFalse(os.path.exists(node))
+
+    def assert_gpu_module_found(self, root, files):
+        """A build with CUDA packs its GPU module, and the installed
+        troupe-train finds it from its own folder: one step on a GPU, or,
+        without one, CUDA's own reason (never a module that is missing)."""
+        module = [f for f in files.splitlines()
+                  if f.endswith("/troupe/modules/libtroupe_cuda.so")]
+        self.assertEqual(len(module), 1, files)
+        train = os.path.join(root, "usr", "bin", "troupe-train")
+        work = tempfile.TemporaryDirectory(prefix="troupe-deb-gpu-")
+        self.addCleanup(work.cleanup)
+        config = os.path.join(ROOT, "config", "mlp.json")
+        out = subprocess.run([train, "-c", config, "--device", "gpu:0",
+                              "--epochs", "1", "--max-steps", "1",
+                              "--checkpoint-dir", work.name],
+                             cwd=work.name, capture_output=True, text=True,
+                             timeout=300)
+        said = out.stdout + out.stderr
+        self.assertNotIn("GPU module", said)
+        if out.returncode != 0:
+            self.assertIn("gpu:0 was asked for, but no CUDA device is usable",
+                          said)
 
 
 if __name__ == "__main__":
