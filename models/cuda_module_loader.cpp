@@ -68,20 +68,26 @@ std::vector<std::string> module_paths() {
 cuda_module_load open_module() {
   cuda_module_load out;
   auto paths = module_paths();
-  out.path = paths.back();
   for (auto& path : paths)
     if (exists(path)) {
       out.path = path;
       break;
     }
+  if (out.path.empty()) {
+    out.error = "troupe's GPU module is not at " + paths.front();
+    for (size_t i = 1; i < paths.size(); ++i)
+      out.error += (i + 1 == paths.size() ? " or " : ", ") + paths[i];
+    out.error += " (set TROUPE_CUDA_MODULE to its path)";
+    return out;
+  }
   // RTLD_LOCAL: the module's symbols (CUDA's too) stay out of the
-  // process's global scope.
+  // process's global scope. A module that is there but fails to load
+  // most often misses CUDA's runtime or cuBLAS, which dlerror names.
   void* handle = dlopen(out.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    out.error = "cannot load troupe's GPU module: "
-                + std::string{why != nullptr ? why : out.path}
-                + " (set TROUPE_CUDA_MODULE to its path)";
+    out.error = "troupe's GPU module cannot be loaded: "
+                + std::string{why != nullptr ? why : out.path};
     return out;
   }
   auto entry = reinterpret_cast<gpu::cuda_module_entry_fn>(

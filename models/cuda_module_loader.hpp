@@ -16,7 +16,7 @@ namespace troupe {
 /// The GPU module, or why it cannot be used.
 struct cuda_module_load {
   const gpu::cuda_module* module = nullptr;
-  std::string path;  ///< the file opened (or the last one tried)
+  std::string path;  ///< the file opened, "" when none was found
   std::string error; ///< "" when module is set
 };
 

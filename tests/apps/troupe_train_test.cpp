@@ -1,6 +1,7 @@
 // troupe-train driven as a user drives it: a real process, real files,
 // exit codes and the one-line errors on stderr.
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <dirent.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -723,6 +724,35 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err == "troupe-train: error: --device: expected \"cpu\", "
                       "\"gpu\" or \"gpu:N\", found \"tpu\" (see --help)\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_gpu_module_that_is_missing_or_broken_is_named) {
+  // The GPU backend is a module opened when a GPU is asked for; one that
+  // is not where TROUPE_CUDA_MODULE says, or is no shared object, is an
+  // error at start that names the file.
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  troupe::test::write_file(tmp.file("junk.so"), "not an ELF file\n");
+  for (std::string file : {"none.so", "junk.so"}) {
+    ::setenv("TROUPE_CUDA_MODULE", tmp.file(file).c_str(), 1);
+    auto o = run_train(tmp,
+                       "--config " + tmp.file("cfg.json") + " --device gpu:0");
+    ::unsetenv("TROUPE_CUDA_MODULE");
+    BOOST_TEST(o.code == 2, o.err);
+    std::string reason;
+    if (!TROUPE_HAVE_CUDA)
+      reason = "this troupe was built without CUDA";
+    else if (file == "none.so")
+      reason = "troupe's GPU module is not at " + tmp.file(file)
+               + " (set TROUPE_CUDA_MODULE to its path)";
+    else
+      reason = "troupe's GPU module cannot be loaded: " + tmp.file(file);
+    BOOST_TEST(o.err.find("troupe-train: error: --device: gpu:0 was asked "
+                          "for, but "
+                          + reason)
+                 == 0,
+               o.err);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(trains_on_the_gpu,
