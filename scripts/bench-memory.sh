@@ -9,9 +9,14 @@
 # With an earlier build, both run in turn ROUNDS times and each figure is
 # the median, next to the earlier build's, samples/s as this build's over
 # the earlier one's (above 1: this build is faster).
-# Usage: scripts/bench-memory.sh [epochs, default 2] [BEFORE_BUILD [rounds,
-#   default 3]]  (BEFORE_BUILD: a build folder of an earlier commit with
-#   troupe-node and troupe-train built, as scripts/bench-before.sh makes)
+# With "read" in place of BEFORE_BUILD, this build runs in turn with the
+# gzipped IDX files inflated once into the cache folder and mapped (the
+# default, "read": "map") and inflated into each process's memory
+# ("read": "memory").
+# Usage: scripts/bench-memory.sh [epochs, default 2] [BEFORE_BUILD|read
+#   [rounds, default 3]]  (BEFORE_BUILD: a build folder of an earlier
+#   commit with troupe-node and troupe-train built, as
+#   scripts/bench-before.sh makes)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
@@ -27,9 +32,12 @@ from benchlib import chief_summary, free_port, scratch_dir
 
 epochs, apps, before, rounds = (int(sys.argv[1]), sys.argv[2], sys.argv[3],
                                 int(sys.argv[4]))
-builds = {"this build": apps}
-if before:
-    builds["earlier build"] = os.path.join(before, "apps")
+# name: (programs, data.read or None for the config's own)
+builds = {"this build": (apps, None)}
+if before == "read":
+    builds = {"mapped copy": (apps, "map"), "in memory": (apps, "memory")}
+elif before:
+    builds["earlier build"] = (os.path.join(before, "apps"), None)
 else:
     rounds = 1
 work = scratch_dir()
@@ -59,10 +67,19 @@ def stored_mb(config):
                for f in os.listdir(folder)) / 1e6
 
 
-def measure(apps, run_name):
-    """One run of the quick start and of troupe-train with `apps`' programs:
-    ({process: peak MB}, quick start samples/s, troupe-train samples/s)."""
+def measure(build, run_name):
+    """One run of the quick start and of troupe-train with `build`'s
+    programs and data.read: ({process: peak MB}, quick start samples/s,
+    troupe-train samples/s)."""
+    apps, read = build
     cluster = json.load(open("config/cluster-local.json"))
+    train_config = "config/mlp.json"
+    if read:
+        cluster["data"]["read"] = read
+        mlp = json.load(open(train_config))
+        mlp["data"]["read"] = read
+        train_config = os.path.join(work, "mlp-%s.json" % read)
+        json.dump(mlp, open(train_config, "w"))
     for node in cluster["cluster"]["nodes"]:
         node["port"] = free_port()
     cluster["training"]["epochs"] = epochs
@@ -83,7 +100,7 @@ def measure(apps, run_name):
         sys.exit("the chief failed:\n" + output_of(boss_log)[-2000:])
     cluster_rate, _ = chief_summary(output_of(boss_log))
     train, train_log = start("train", [apps + "/troupe-train", "--config",
-                                       "config/mlp.json", "--epochs",
+                                       train_config, "--epochs",
                                        str(epochs)])
     peaks["troupe-train"] = peak_mb(train)
     if train.returncode != 0:
@@ -107,7 +124,7 @@ def median(values):
 print(f"dataset as stored: {stored_mb('config/mlp.json'):.0f} MB "
       f"({json.load(open('config/mlp.json'))['data']['dir']})"
       + (f"; medians of {rounds} rounds" if rounds > 1 else ""))
-names = list(runs["this build"][0][0])
+names = list(next(iter(runs.values()))[0][0])
 print(f"{'process':<14}" + "".join(f"{b + ' MB':>20}" for b in builds))
 for name in names:
     print(f"{name:<14}" + "".join(
@@ -117,7 +134,9 @@ for i, what in ((1, "quick start"), (2, "troupe-train")):
     rates = {b: median([run[i] for run in runs[b]]) for b in builds}
     line = f"{what} samples/s:" + "".join(
         f" {b} {rates[b]:.0f}" for b in builds)
-    if before:
+    if "earlier build" in rates:
         line += f"; this/earlier {rates['this build'] / rates['earlier build']:.3f}"
+    if "in memory" in rates:
+        line += f"; mapped/in memory {rates['mapped copy'] / rates['in memory']:.3f}"
     print(line)
 PY

@@ -13,6 +13,7 @@
 #include "runtime/config/config_reader.hpp"
 #include "runtime/base/errc.hpp"
 #include "runtime/base/json_text.hpp"
+#include "runtime/data/inflated_cache.hpp"
 
 namespace troupe {
 
@@ -424,6 +425,15 @@ data_config read_data(object_reader r) {
         }
       }
       break;
+  }
+  if (d.format == dk::idx || d.format == dk::npz) {
+    // Compressed files are inflated once into a cache on local disk and
+    // mapped, unless memory is asked for.
+    bool cached = r.choice<bool>("read", true,
+                                 {{"map", true}, {"memory", false}});
+    auto dir = r.string("cache_dir", "");
+    if (cached)
+      d.cache_dir = dir.empty() ? default_data_cache_dir() : from_base(dir);
   }
   d.validation_split = r.number("validation_split", 0, 0, 0.9);
   d.validation_seed = static_cast<uint64_t>(r.integer("validation_seed", 1, 0));

@@ -65,6 +65,12 @@ struct data_config {
   /// file order (interleaved_order). The default for gzipped logs and
   /// sets of several parts; otherwise ("memory") it is read whole.
   bool stream_train = false;
+  /// idx, npz ("read": "map", the default): the folder where gzipped IDX
+  /// files and deflated .npz members are inflated once, to be mapped from
+  /// there (runtime/data/inflated_cache.hpp); data.cache_dir, else
+  /// default_data_cache_dir(). "" ("read": "memory"): they are inflated
+  /// into memory.
+  std::string cache_dir;
   /// The samples a streamed set reads at once: training.shuffle_block
   /// (read_run_config copies it), so that a block read is a block of the
   /// epoch's order.

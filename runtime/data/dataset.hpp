@@ -74,14 +74,17 @@ struct dataset {
 
 /// Reads an IDX image file (magic 0x803, unsigned bytes, N x rows x cols) and
 /// its IDX label file (magic 0x801), gzipped or not, as MNIST and
-/// Fashion-MNIST ship them: an uncompressed one is mapped, a gzipped one
-/// inflated into its bytes; without read_features, only its header is
-/// read (the labels always are). Errors name the file and what is wrong
-/// with it: errc::file_not_found, errc::io_error, errc::bad_format (bad
-/// magic, truncated data, count mismatch, label >= classes).
+/// Fashion-MNIST ship them: an uncompressed one is mapped; a gzipped one is
+/// inflated once into `cache_dir` and mapped from there
+/// (runtime/data/inflated_cache.hpp), or, with no `cache_dir`, inflated
+/// into memory as bytes; without read_features, only its header is read
+/// (the labels always are). Errors name the file and what is wrong with
+/// it: errc::file_not_found, errc::io_error, errc::bad_format (bad magic,
+/// truncated data, count mismatch, label >= classes).
 caf::expected<dataset> load_idx(const std::string& images_path,
                                 const std::string& labels_path,
-                                int classes = 10, bool read_features = true);
+                                int classes = 10, bool read_features = true,
+                                const std::string& cache_dir = "");
 
 /// Reads NumPy .npy arrays, mapped (the features stay in the file, read
 /// where a batch needs them; without read_features only their header is
@@ -107,15 +110,16 @@ caf::expected<dataset> load_npy_features(const std::string& path);
 
 /// Reads two arrays of a NumPy .npz archive (np.savez or
 /// np.savez_compressed), the members "<features>.npy" and "<labels>.npy",
-/// as load_npy reads them. Errors name the archive (and the member): the
-/// zip structure, an absent member (with the members it has), a
+/// as load_npy reads them: a stored member where it lies in the mapped
+/// archive, a deflated one inflated once into `cache_dir` and mapped from
+/// there, or into memory with no `cache_dir`. Errors name the archive (and the
+/// member): the zip structure, an absent member (with the members it has), a
 /// compression other than deflate, encryption, a CRC-32 mismatch, and
 /// everything load_npy refuses.
-caf::expected<dataset> load_npz(const std::string& path,
-                                const std::string& features,
-                                const std::string& labels,
-                                target_kind targets = target_kind::classes,
-                                bool read_features = true);
+caf::expected<dataset>
+load_npz(const std::string& path, const std::string& features,
+         const std::string& labels, target_kind targets = target_kind::classes,
+         bool read_features = true, const std::string& cache_dir = "");
 
 /// Reads a CSV file with a header row: the column named `label_column`
 /// holds integer labels in [0, max_classes), every other column is a

@@ -42,11 +42,11 @@ caf::expected<train_test> load_datasets(const data_config& cfg,
   switch (cfg.format) {
     case data_config::kind::idx: {
       auto train = load_idx(cfg.train_images, cfg.train_labels, max_classes,
-                            needs.train);
+                            needs.train, cfg.cache_dir);
       if (!train)
         return train.error();
       auto test = load_idx(cfg.test_images, cfg.test_labels, max_classes,
-                           needs.test);
+                           needs.test, cfg.cache_dir);
       if (!test)
         return test.error();
       out.train = std::move(*train);
@@ -75,7 +75,7 @@ caf::expected<train_test> load_datasets(const data_config& cfg,
           case data_config::kind::npz: {
             auto i = train ? 0 : 2;
             return load_npz(cfg.archive, cfg.arrays[i], cfg.arrays[i + 1],
-                            cfg.targets, features);
+                            cfg.targets, features, cfg.cache_dir);
           }
           default: return load_csv(files[k], cfg.label_columns, cfg.targets);
         }

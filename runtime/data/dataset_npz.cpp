@@ -6,8 +6,9 @@
 // deflated, checked against its CRC-32. Sizes come from the central
 // directory and are checked against the file before anything is allocated;
 // inflated data grows with what zlib actually produces. The archive is
-// mapped: a stored member (np.savez) is read where it lies, a deflated one
-// (np.savez_compressed) is inflated into memory.
+// mapped: a stored member (np.savez) is read where it lies; a deflated one
+// (np.savez_compressed) is inflated once into the cache folder and mapped
+// from there (runtime/data/inflated_cache.hpp), or into memory.
 #include "runtime/data/dataset.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/data/inflated_cache.hpp"
 #include "runtime/data/mapped_file.hpp"
 #include "runtime/data/npy_array.hpp"
 
@@ -48,7 +50,10 @@ struct member {
 
 class zip_reader {
 public:
-  explicit zip_reader(std::string path) : path_(std::move(path)) {}
+  /// Deflated members are inflated into `cache_dir`, or into memory when
+  /// it is "".
+  zip_reader(std::string path, std::string cache_dir)
+    : path_(std::move(path)), cache_dir_(std::move(cache_dir)) {}
 
   caf::error open() {
     auto file = map_file(path_, UINT64_MAX);
@@ -204,9 +209,33 @@ private:
       out.bytes = *packed;
       out.owner = file_;
       out.mapped = file_.get();
+    } else if (!cache_dir_.empty()) {
+      // Checked as it is written: a copy in the cache matched its CRC-32.
+      auto copy = cached_inflation(
+        cache_dir_, path_, m.name, m.size, [&](inflated_sink& sink) {
+          auto crc = crc32(0L, Z_NULL, 0);
+          auto err = inflate_member(*packed, m, [&](const char* p, size_t n) {
+            crc = crc32(crc, reinterpret_cast<const Bytef*>(p),
+                        static_cast<uInt>(n));
+            return sink.append(p, n);
+          });
+          if (!err && crc != m.crc)
+            err = bad(where + "CRC-32 mismatch (the archive is corrupt)");
+          return err;
+        });
+      if (!copy)
+        return copy.error();
+      out.bytes = (*copy)->bytes();
+      out.mapped = copy->get();
+      out.owner = std::move(*copy);
+      return out;
     } else {
       auto inflated = std::make_shared<std::string>();
-      if (auto err = inflate_into(*packed, m, *inflated))
+      auto err = inflate_member(*packed, m, [&](const char* p, size_t n) {
+        inflated->append(p, n);
+        return caf::error{};
+      });
+      if (err)
         return err;
       out.bytes = *inflated;
       out.owner = std::move(inflated);
@@ -227,10 +256,12 @@ private:
     return out;
   }
 
-  /// Raw deflate into `out`, which grows by what zlib produces and may not
-  /// pass the size the directory gives.
-  caf::error inflate_into(std::string_view packed, const member& m,
-                          std::string& out) {
+  /// Raw deflate, handed to `take` a chunk at a time: what zlib produces,
+  /// which may not pass the size the directory gives.
+  template <class Take>
+  caf::error inflate_member(std::string_view packed, const member& m,
+                            Take&& take) {
+    uint64_t size = 0;
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
       return make_error(errc::io_error, path_ + ": zlib failed to start");
@@ -251,25 +282,30 @@ private:
         return bad(m.name + ": corrupt deflate data");
       }
       auto got = sizeof chunk - z.avail_out;
-      if (out.size() + got > m.size) {
+      if (size + got > m.size) {
         inflateEnd(&z);
         return bad(m.name + ": inflates past its size of "
                    + std::to_string(m.size) + " bytes");
       }
-      out.append(chunk, got);
+      if (auto err = take(chunk, got)) {
+        inflateEnd(&z);
+        return err;
+      }
+      size += got;
       if (rc == Z_OK && got == 0 && z.avail_in == 0 && in_left == 0) {
         inflateEnd(&z);
         return bad(m.name + ": the deflate data ends early");
       }
     }
     inflateEnd(&z);
-    if (out.size() != m.size)
-      return bad(m.name + ": inflates to " + std::to_string(out.size())
+    if (size != m.size)
+      return bad(m.name + ": inflates to " + std::to_string(size)
                  + " bytes, the directory says " + std::to_string(m.size));
     return caf::none;
   }
 
   std::string path_;
+  std::string cache_dir_;
   std::shared_ptr<const mapped_file> file_;
   uint64_t size_ = 0;
   std::vector<member> members_;
@@ -280,8 +316,9 @@ private:
 caf::expected<dataset> load_npz(const std::string& path,
                                 const std::string& features,
                                 const std::string& labels, target_kind targets,
-                                bool read_features) {
-  zip_reader zip{path};
+                                bool read_features,
+                                const std::string& cache_dir) {
+  zip_reader zip{path, cache_dir};
   if (auto err = zip.open())
     return err;
   auto x = zip.extract(features + ".npy");

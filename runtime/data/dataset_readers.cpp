@@ -9,6 +9,7 @@
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_checks.hpp"
 #include "runtime/data/gz_file.hpp"
+#include "runtime/data/inflated_cache.hpp"
 #include "runtime/data/mapped_file.hpp"
 
 namespace troupe {
@@ -125,29 +126,17 @@ caf::error map_idx_images(std::shared_ptr<const mapped_file> file, dataset& out,
   return caf::none;
 }
 
-/// A gzipped IDX image file: inflated once into its bytes (a quarter of
-/// what they take as floats); without read_features, its header alone.
-caf::error inflate_idx_images(dataset& out, const std::string& images_path,
-                              bool read_features) {
-  gz_file f{images_path};
-  if (!f.is_open())
-    return open_error(images_path);
-  unsigned char header[16];
-  if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
-    return err;
-  if (auto err = read_idx_header(header, out, images_path))
-    return err;
-  if (!read_features)
-    return caf::none;
-  // Read in slices, so a header that claims more than the file holds
-  // costs what the file holds, not what it claims.
-  std::vector<uint8_t> pixels;
-  const size_t want = static_cast<size_t>(out.count) * out.sample_size();
-  while (pixels.size() < want) {
-    auto n = std::min<size_t>(want - pixels.size(), 1 << 20);
-    auto at = pixels.size();
-    pixels.resize(at + n);
-    auto got = f.read(pixels.data() + at, n);
+/// Reads a gzipped IDX image file's pixels (after its header) in slices,
+/// handing each to `take`, then checks the gzip trailer. In slices, so a
+/// header that claims more than the file holds costs what the file holds,
+/// not what it claims.
+template <class Take>
+caf::error inflate_idx_pixels(gz_file& f, const std::string& images_path,
+                              size_t want, Take&& take) {
+  std::vector<uint8_t> slice(std::min<size_t>(want, 1 << 20));
+  for (size_t done = 0; done < want;) {
+    auto n = std::min(want - done, slice.size());
+    auto got = f.read(slice.data(), n);
     if (got < 0)
       return make_error(errc::bad_format, images_path
                                             + ": corrupt compressed data "
@@ -156,12 +145,71 @@ caf::error inflate_idx_images(dataset& out, const std::string& images_path,
       return make_error(errc::bad_format,
                         images_path + ": truncated: the pixel data needs "
                           + std::to_string(want) + " bytes, file has "
-                          + std::to_string(at + static_cast<size_t>(got)));
+                          + std::to_string(done + static_cast<size_t>(got)));
+    if (auto err = take(slice.data(), n))
+      return err;
+    done += n;
   }
-  if (auto err = check_end(f, images_path, "the pixel data"))
+  return check_end(f, images_path, "the pixel data");
+}
+
+/// Opens a gzipped IDX image file and reads its header into `out`.
+caf::error open_gz_idx(gz_file& f, dataset& out, const std::string& images_path,
+                       unsigned char (&header)[16]) {
+  if (!f.is_open())
+    return open_error(images_path);
+  if (auto err = read_exact(f, images_path, header, 16, "the IDX header"))
+    return err;
+  return read_idx_header(header, out, images_path);
+}
+
+/// A gzipped IDX image file inflated into memory, as bytes (a quarter of
+/// what they take as floats); without read_features, its header alone.
+caf::error inflate_idx_images(dataset& out, const std::string& images_path,
+                              bool read_features) {
+  gz_file f{images_path};
+  unsigned char header[16];
+  if (auto err = open_gz_idx(f, out, images_path, header))
+    return err;
+  if (!read_features)
+    return caf::none;
+  std::vector<uint8_t> pixels;
+  const size_t want = static_cast<size_t>(out.count) * out.sample_size();
+  auto err = inflate_idx_pixels(f, images_path, want,
+                                [&](const uint8_t* p, size_t n) {
+                                  pixels.insert(pixels.end(), p, p + n);
+                                  return caf::error{};
+                                });
+  if (err)
     return err;
   out.features = feature_store::of_bytes(std::move(pixels), out.sample_size());
   return caf::none;
+}
+
+/// A gzipped IDX image file inflated once into `cache_dir` (the whole
+/// file, checked to its gzip trailer before the copy is kept) and mapped
+/// from there, as an uncompressed one is.
+caf::error map_inflated_idx_images(dataset& out, const std::string& images_path,
+                                   const std::string& cache_dir) {
+  auto copy = cached_inflation(
+    cache_dir, images_path, "", max_pixels + 16, [&](inflated_sink& sink) {
+      gz_file f{images_path};
+      unsigned char header[16];
+      dataset shape = out; // its channels
+      if (auto err = open_gz_idx(f, shape, images_path, header))
+        return err;
+      if (auto err = sink.append(header, sizeof header))
+        return err;
+      const size_t want = static_cast<size_t>(shape.count)
+                          * shape.sample_size();
+      return inflate_idx_pixels(f, images_path, want,
+                                [&](const uint8_t* p, size_t n) {
+                                  return sink.append(p, n);
+                                });
+    });
+  if (!copy)
+    return copy.error();
+  return map_idx_images(*copy, out, images_path, true);
 }
 
 bool is_gzip(const mapped_file& f) {
@@ -172,7 +220,8 @@ bool is_gzip(const mapped_file& f) {
 
 caf::expected<dataset> load_idx(const std::string& images_path,
                                 const std::string& labels_path, int classes,
-                                bool read_features) {
+                                bool read_features,
+                                const std::string& cache_dir) {
   for (auto* p : {&images_path, &labels_path})
     if (auto err = check_regular(*p))
       return err;
@@ -184,9 +233,16 @@ caf::expected<dataset> load_idx(const std::string& images_path,
     auto file = map_file(images_path, max_pixels + (1 << 20));
     if (!file)
       return file.error();
-    auto err = is_gzip(**file)
-                 ? inflate_idx_images(out, images_path, read_features)
-                 : map_idx_images(*file, out, images_path, read_features);
+    caf::error err;
+    if (!is_gzip(**file)) {
+      err = map_idx_images(std::move(*file), out, images_path, read_features);
+    } else {
+      file->reset(); // read through zlib instead
+      if (read_features && !cache_dir.empty())
+        err = map_inflated_idx_images(out, images_path, cache_dir);
+      else
+        err = inflate_idx_images(out, images_path, read_features);
+    }
     if (err)
       return err;
   }

@@ -62,6 +62,7 @@ struct cluster_spec {
   std::string npy_train = "train_x.npy", npy_train_labels = "train_y.npy";
   int64_t shuffle_block = 1; ///< /training/shuffle_block
   std::string on_file_change; ///< /data/on_file_change, when not empty
+  std::string cache_dir;      ///< /data/cache_dir (IDX), when not empty
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -123,6 +124,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
             {"test", "test_x.npy"},    {"test_labels", "test_y.npy"}};
   if (!spec.on_file_change.empty())
     data["on_file_change"] = spec.on_file_change;
+  if (!spec.cache_dir.empty())
+    data["cache_dir"] = spec.cache_dir;
   if (!spec.click_dir.empty()) {
     model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
              {"embedding", {{"dim", 8}}}};

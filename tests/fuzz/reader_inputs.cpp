@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,9 +44,25 @@ public:
     return dir_ + "/" + name;
   }
 
+  /// An empty folder for inflated copies (runtime/data/inflated_cache.hpp),
+  /// emptied at each call: an input's copy is never another input's, whose
+  /// file may have the same size and modification time.
+  std::string empty_cache() {
+    auto dir = dir_ + "/cache";
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (auto* e = ::readdir(d))
+        if (e->d_name[0] != '.')
+          ::unlink((dir + "/" + e->d_name).c_str());
+      ::closedir(d);
+    }
+    return dir;
+  }
+
   ~scratch() {
     for (auto& n : names_)
       ::unlink((dir_ + "/" + n).c_str());
+    empty_cache();
+    ::rmdir((dir_ + "/cache").c_str());
     ::rmdir(dir_.c_str());
   }
 
@@ -245,6 +262,28 @@ outcome read_cluster_file(const uint8_t* data, size_t size) {
   return parse_config(text, "fuzz-cluster.json");
 }
 
+/// Whether a read with compressed inputs inflated into a cache folder
+/// (`cached`) gave what the read into memory gave: the same error, or the
+/// same samples and labels; "" when it did, else what differs.
+std::string cached_read_differs(const caf::expected<dataset>& memory,
+                                const caf::expected<dataset>& cached) {
+  if (!memory || !cached) {
+    std::string a = memory ? "samples" : describe(memory.error());
+    std::string b = cached ? "samples" : describe(cached.error());
+    return a == b ? ""
+                  : "read into memory: " + a
+                      + "; inflated into a "
+                        "cache: "
+                      + b;
+  }
+  if (memory->count != cached->count
+      || memory->sample_size() != cached->sample_size()
+      || memory->labels != cached->labels || memory->targets != cached->targets
+      || memory->features.to_floats() != cached->features.to_floats())
+    return "inflated into a cache, other samples than read into memory";
+  return "";
+}
+
 outcome read_idx(const uint8_t* data, size_t size) {
   auto& s = scratch::get();
   auto in = split(data, size);
@@ -255,6 +294,10 @@ outcome read_idx(const uint8_t* data, size_t size) {
   outcome o;
   o.names = images.substr(0, images.rfind('/'));
   auto d = load_idx(images, labels, 10);
+  o.broken = cached_read_differs(d, load_idx(images, labels, 10, true,
+                                             s.empty_cache()));
+  if (!o.broken.empty())
+    return o;
   if (!d) {
     o.errors.push_back(describe(d.error()));
     return o;
@@ -329,8 +372,14 @@ outcome read_npy(const uint8_t* data, size_t size) {
 outcome read_npz(const uint8_t* data, size_t size) {
   auto path = scratch::get().file("data.npz");
   write_file(path, data, size, false);
-  return features_outcome(load_npz(path, "x_train", "y_train"), path, ".npz",
-                          false);
+  auto d = load_npz(path, "x_train", "y_train");
+  outcome o;
+  o.broken = cached_read_differs(d, load_npz(path, "x_train", "y_train",
+                                             target_kind::classes, true,
+                                             scratch::get().empty_cache()));
+  if (!o.broken.empty())
+    return o;
+  return features_outcome(d, path, ".npz", false);
 }
 
 outcome read_csv(const uint8_t* data, size_t size) {

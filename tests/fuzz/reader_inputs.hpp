@@ -37,7 +37,9 @@ outcome read_cluster_file(const uint8_t* data, size_t size);
 /// Byte 0: bit 0 gzips the image file, bit 1 the label file; bytes 1-2 (big
 /// endian): how many of the remaining bytes form the image file, the rest
 /// is the label file (load_idx, 10 classes). A file not gzipped here may
-/// still be gzip data of the input's own, which zlib detects.
+/// still be gzip data of the input's own, which zlib detects. Read twice,
+/// into memory and through an inflated copy in a cache folder, which must
+/// give the same samples or the same error.
 outcome read_idx(const uint8_t* data, size_t size);
 
 /// Bytes 1-2 (big endian): how many of the bytes after byte 2 form the
@@ -46,7 +48,8 @@ outcome read_idx(const uint8_t* data, size_t size);
 outcome read_npy(const uint8_t* data, size_t size);
 
 /// The whole input is an .npz archive whose members x_train.npy and
-/// y_train.npy are read (load_npz).
+/// y_train.npy are read (load_npz), into memory and through a cache
+/// folder, as read_idx does.
 outcome read_npz(const uint8_t* data, size_t size);
 
 /// The whole input is a CSV file whose labels are in column "label"

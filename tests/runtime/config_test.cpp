@@ -1,4 +1,5 @@
 #include "runtime/config/config.hpp"
+#include "runtime/data/inflated_cache.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
@@ -97,6 +98,40 @@ BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
   BOOST_TEST(describe(cfg.error())
              == "cfg.json: /data/train_images: dataset file not found: "
                 "/nonexistent/fmnist/train-images-idx3-ubyte.gz");
+}
+
+// IDX and .npz sets: compressed files are inflated once into a cache
+// folder and mapped ("read": "map", the default), or into memory.
+BOOST_AUTO_TEST_CASE(idx_and_npz_sets_read_through_a_cache_or_memory) {
+  troupe::test::temp_dir dir;
+  for (auto* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                  "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    troupe::test::write_file(dir.file(f), "");
+  const std::string synthetic =
+    R"({ "format": "synthetic", "width": 4, "classes": 3 })";
+  auto idx = [&](const std::string& more) {
+    return replace(synthetic_config, synthetic,
+                   R"({ "format": "idx", "dir": ")" + dir.path() + "\"" + more
+                     + " }");
+  };
+  auto cfg = parse_run_config(idx(""), "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.cache_dir == default_data_cache_dir());
+  BOOST_TEST(!cfg->data.cache_dir.empty());
+  cfg = parse_run_config(idx(R"(, "cache_dir": ")" + dir.file("c") + "\""),
+                         "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.cache_dir == dir.file("c"));
+  cfg = parse_run_config(idx(R"(, "read": "memory")"), "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.cache_dir.empty());
+  BOOST_TEST(error_of(idx(R"(, "read": "stream")"))
+             == "cfg.json: /data/read: expected one of map|memory, found "
+                "\"stream\"");
+  // Formats that inflate nothing take no cache folder.
+  BOOST_TEST(error_of(replace(synthetic_config, synthetic,
+                              R"({ "format": "synthetic", "cache_dir": "c" })"))
+             == R"(cfg.json: /data/cache_dir: unknown key "cache_dir")");
 }
 
 BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {

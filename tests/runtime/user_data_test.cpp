@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <dirent.h>
 #include <cstdlib>
 #include <cstring>
 #include <zlib.h>
@@ -346,6 +347,45 @@ BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
   BOOST_TEST(error(zip_of({{"x_train.npy", "junk"}, {"y_train.npy", y}}, false))
              == at.substr(0, at.size() - 2) + ":x_train: not a NumPy .npy "
                                               "file (bad magic)");
+}
+
+// A deflated member inflated once into a cache folder and mapped from
+// there (data.read "map", the default): the same samples as inflated into
+// memory, read from the copy (the archive's member is not inflated
+// again), and a corrupt member gives the same error and leaves no copy.
+BOOST_AUTO_TEST_CASE(npz_deflated_members_through_a_cached_copy) {
+  temp_dir dir;
+  auto x = npy("<f4", "(2, 3)", bytes_of<float>({1, 2, 3, 4, 5, 6}));
+  auto y = npy("|u1", "(2,)", std::string("\x02\x00", 2));
+  auto good = zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, true);
+  write_file(dir.file("d.npz"), good);
+  auto cache = dir.file("cache");
+  auto memory = load_npz(dir.file("d.npz"), "x_train", "y_train");
+  auto mapped = load_npz(dir.file("d.npz"), "x_train", "y_train",
+                         target_kind::classes, true, cache);
+  BOOST_REQUIRE_MESSAGE(mapped, why(mapped));
+  BOOST_TEST(mapped->features.to_floats() == memory->features.to_floats());
+  BOOST_TEST(mapped->labels == memory->labels);
+  auto copies = [&] {
+    int n = 0;
+    if (DIR* d = ::opendir(cache.c_str())) {
+      while (auto* e = ::readdir(d))
+        n += e->d_name[0] != '.';
+      ::closedir(d);
+    }
+    return n;
+  };
+  BOOST_TEST(copies() == 2); // x_train.npy and y_train.npy
+  auto flipped = good;
+  flipped[55] = static_cast<char>(flipped[55] ^ 0x55); // inside x's data
+  write_file(dir.file("bad.npz"), flipped);
+  auto bad_memory = load_npz(dir.file("bad.npz"), "x_train", "y_train");
+  auto bad_mapped = load_npz(dir.file("bad.npz"), "x_train", "y_train",
+                             target_kind::classes, true, cache);
+  BOOST_REQUIRE(!bad_memory);
+  BOOST_REQUIRE(!bad_mapped);
+  BOOST_TEST(why(bad_mapped) == why(bad_memory));
+  BOOST_TEST(copies() == 2);
 }
 
 // Files written by NumPy itself (python3-numpy; skipped without it):
