@@ -7,6 +7,8 @@
 // address.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include <chrono>
 #include <thread>
 
@@ -194,9 +196,13 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
 
 BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
   // pause, resume, checkpoint and set lr, ten times over while the
-  // cluster trains: every node's memory after them is within 10% or 50 MB
-  // of what it was after the first round, and "stop" still ends the run
-  // cleanly.
+  // cluster trains: every node's own memory (anonymous: the mapped
+  // dataset's pages are the page cache's, and fill in as an epoch reads
+  // them) after them is within 10% or 8 MB of what it was after the first
+  // round, whichever is more, and "stop" still ends the run cleanly. The
+  // 8 MB leave room for what CAF 0.17's actor clock keeps while training
+  // runs: each request's timeout entry until its deadline (about 0.1 MB a
+  // second of training, heaptrack).
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 50; // ended by "stop"
@@ -216,15 +222,14 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
     }
     if (round == 0)
       for (auto* p : nodes)
-        first.push_back(rss_kb(p->pid()));
+        first.push_back(rss_anon_kb(p->pid()));
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    auto now = rss_kb(nodes[i]->pid());
-    BOOST_TEST_MESSAGE("node " << i << ": RSS " << first[i] / 1024
+    auto now = rss_anon_kb(nodes[i]->pid());
+    BOOST_TEST_MESSAGE("node " << i << ": anonymous RSS " << first[i] / 1024
                                << " MB after the first round, " << now / 1024
                                << " MB after the tenth");
-    BOOST_TEST(now - first[i] <= 50 * 1024);
-    BOOST_TEST(now - first[i] <= first[i] / 10);
+    BOOST_TEST(now - first[i] <= std::max(first[i] / 10, 8L * 1024));
   }
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
   BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
