@@ -302,6 +302,16 @@ void start(chief_self self) {
       st.shards.initial_version = *version;
       say(self, fmt("resuming from %s at step %lld (run %s)", path.c_str(),
                     static_cast<long long>(ck->step), st.run_id.c_str()));
+      // The file holds the model whole; restore_from_checkpoint slices it
+      // by this run's shard ranges, whatever the count it was written on.
+      auto written = parse_identity(ck->metadata["config"]);
+      auto shards = std::to_string(cfg.cluster.shards);
+      if (auto it = written.find("/cluster/shards");
+          it != written.end() && it->second != shards)
+        say(self, "the checkpoint was written on " + it->second
+                    + " shards: its values and optimizer state are placed "
+                      "on this run's "
+                    + shards);
       if (ck->step >= st.progress.total_steps)
         say(self, fmt("the run had reached its last step (%lld): nothing "
                       "is left to train; --epochs or --max-steps train "

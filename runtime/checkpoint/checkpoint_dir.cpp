@@ -32,6 +32,7 @@ std::string file_name(const std::string& path) {
 void stamp_checkpoint(checkpoint& ckpt, const run_stamp& stamp) {
   ckpt.metadata["run_id"] = stamp.run_id;
   ckpt.metadata["config_digest"] = stamp.digest;
+  ckpt.metadata["resume_digest"] = stamp.resume_digest;
   ckpt.metadata["config"] = identity_text(stamp.identity);
 }
 
@@ -91,12 +92,23 @@ load_newest(const std::string& dir, const run_stamp& stamp,
                           : "of run " + run);
       continue;
     }
+    // A file written before resume digests matches its whole config.
+    auto resume = meta(*head, "resume_digest");
+    bool by_resume = !resume.empty();
     if (pick == checkpoint_pick::compatible && !digest.empty()
-        && digest != stamp.digest) {
-      auto diff = identity_difference(parse_identity(meta(*head, "config")),
-                                      "checkpoint", stamp.identity,
-                                      "this run", 3);
-      pass(f, "config digest " + digest + ", this run's " + stamp.digest
+        && (by_resume ? resume != stamp.resume_digest
+                      : digest != stamp.digest)) {
+      auto theirs = parse_identity(meta(*head, "config"));
+      auto diff = by_resume
+                    ? identity_difference(resume_identity(theirs), "checkpoint",
+                                          resume_identity(stamp.identity),
+                                          "this run", 3)
+                    : identity_difference(theirs, "checkpoint", stamp.identity,
+                                          "this run", 3);
+      pass(f, (by_resume
+                 ? "resume digest " + resume + ", this run's "
+                     + stamp.resume_digest
+                 : "config digest " + digest + ", this run's " + stamp.digest)
                 + (diff.empty() ? "" : ": " + diff));
       continue;
     }

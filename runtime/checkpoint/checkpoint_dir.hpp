@@ -4,7 +4,9 @@
 // - a shard recovery loads only its own run's checkpoints;
 // - a resume loads the newest checkpoint of the same config and layout (a
 //   checkpoint written before run ids existed counts if its layout fits),
-//   and continues that run (its run id);
+//   and continues that run (its run id); the same config leaves the
+//   cluster's placement out (resume_identity), so a run resumes on another
+//   number of shards;
 // - a run that starts over (--fresh) first moves the folder's checkpoints
 //   of other runs into a folder of their own inside it, rather than
 //   mixing its files with theirs or deleting them;
@@ -26,18 +28,19 @@ struct run_stamp {
   std::string run_id;
   identity_map identity; ///< training_identity of the config
   std::string digest;    ///< identity_digest of it
+  /// identity_digest of resume_identity(identity): what a resume matches.
+  std::string resume_digest;
 
   run_stamp() = default;
   run_stamp(std::string id, identity_map m)
-    : run_id(std::move(id)),
-      identity(std::move(m)),
-      digest(identity_digest(identity)) {
-  }
+    : run_id(std::move(id)), identity(std::move(m)),
+      digest(identity_digest(identity)),
+      resume_digest(identity_digest(resume_identity(identity))) {}
 };
 
 /// Writes `stamp` into the checkpoint's metadata ("run_id",
-/// "config_digest", and "config": the identity's lines, so that a refusal
-/// can name the keys that differ).
+/// "config_digest", "resume_digest", and "config": the identity's lines,
+/// so that a refusal can name the keys that differ).
 void stamp_checkpoint(checkpoint& ckpt, const run_stamp& stamp);
 
 struct checkpoint_file {
@@ -53,7 +56,8 @@ std::vector<checkpoint_file> list_checkpoints(const std::string& dir);
 /// Which checkpoints a run may load.
 enum class checkpoint_pick {
   this_run,  ///< same run id (a recovery)
-  compatible ///< same config digest (a resume)
+  compatible ///< same resume digest (a resume; a file written before
+             ///< resume digests: the same config digest)
 };
 
 struct loaded_checkpoint {

@@ -1,6 +1,7 @@
 #include "runtime/config/run_identity.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -184,6 +185,29 @@ identity_map training_identity(const run_config& cfg) {
         + std::to_string(n.shards) + " workers " + std::to_string(n.workers);
   }
   return m;
+}
+
+identity_map resume_identity(const identity_map& m) {
+  identity_map out;
+  int64_t workers = 0;
+  bool any_node = false;
+  const std::string nodes = "/cluster/nodes/", tag = " workers ";
+  for (auto& [key, value] : m) {
+    if (key.compare(0, nodes.size(), nodes) == 0) {
+      // "name host:port shards S workers W"
+      any_node = true;
+      auto at = value.rfind(tag);
+      if (at != std::string::npos)
+        workers += std::strtoll(value.c_str() + at + tag.size(), nullptr, 10);
+      continue;
+    }
+    if (key == "/cluster/shards" || key == "/cluster/chief")
+      continue;
+    out[key] = value;
+  }
+  if (any_node) // a cluster file's nodes (one process has none)
+    out["/cluster/workers"] = std::to_string(workers);
+  return out;
 }
 
 std::string identity_text(const identity_map& m) {

@@ -21,6 +21,16 @@ using identity_map = std::map<std::string, std::string>;
 
 identity_map training_identity(const run_config& cfg);
 
+/// What a checkpoint must share with a run that resumes it: `m` without
+/// the cluster's placement (the shard count, which node is the chief, each
+/// node's name, address, shards and workers), with the total of the
+/// nodes' workers ("/cluster/workers", for a config with nodes) in its
+/// place. A checkpoint holds
+/// the model's values whole, so a run may resume it on another number of
+/// shards, or on other machines, but not with another number of workers,
+/// which changes what sync mode aggregates and how the data is divided.
+identity_map resume_identity(const identity_map& m);
+
 /// One "path=value" line per key, sorted: what a node sends the chief.
 std::string identity_text(const identity_map& m);
 

@@ -126,6 +126,64 @@ BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
   BOOST_TEST(f.final_params == straight); // bitwise
 }
 
+BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_shard_count_bitwise) {
+  // A checkpoint holds the model whole, and the shard count is no part of
+  // what a resume must match: the chief places the values and optimizer
+  // state on this run's shards. Sync, so the run is deterministic; a
+  // checkpoint of 2 shards resumed on 1, 3 and 4 trains bitwise what the
+  // resume on 2 trains, with SGD and with Adam (whose state is sliced
+  // too).
+  for (auto type :
+       {optimizer_config::kind::sgd, optimizer_config::kind::adam}) {
+    BOOST_TEST_CONTEXT(to_string(type)) {
+      temp_dir dir;
+      auto cfg = small_run(mode::sync, 1, 2);
+      cfg.training.optimizer.type = type;
+      cfg.training.optimizer.learning_rate = 0.01;
+      cfg.training.checkpoint.dir = dir.path();
+      cfg.training.checkpoint.every_steps = 100;
+      cfg.training.max_steps = 12;
+      {
+        cluster_fixture f;
+        auto r = f.run(cfg);
+        BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
+      }
+      std::vector<float> on_two;
+      for (int shards : {2, 1, 3, 4}) {
+        BOOST_TEST_CONTEXT(shards << " shards") {
+          // Each resume from its own copy of the folder: a resume writes
+          // checkpoints of its own.
+          temp_dir copy;
+          std::string cp = "cp " + dir.file("ckpt-12.safetensors") + " "
+                           + copy.path();
+          BOOST_REQUIRE(std::system(cp.c_str()) == 0);
+          cfg.cluster.shards = shards;
+          cfg.training.checkpoint.dir = copy.path();
+          cfg.training.checkpoint.resume = true;
+          cfg.training.max_steps = 20;
+          cluster_fixture f;
+          auto r = f.run(cfg);
+          BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+          auto log = f.log.str();
+          BOOST_TEST(log.find("resuming from") != std::string::npos, log);
+          BOOST_TEST((log.find("the checkpoint was written on 2 shards: its "
+                               "values and optimizer state are placed on "
+                               "this run's "
+                               + std::to_string(shards))
+                      != std::string::npos)
+                       == (shards != 2),
+                     log);
+          BOOST_TEST(r->steps == 20);
+          if (shards == 2)
+            on_two = f.final_params;
+          else
+            BOOST_TEST(f.final_params == on_two); // bitwise
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_stream_plan_resumes_where_the_checkpoint_left_it) {
   // As above in replicated and sharded mode: the checkpoint carries the
   // feeder's plan text (each worker's place in its stream), and a resumed

@@ -212,8 +212,9 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_model_or_optimizer) {
   auto r = run_local_training(other, *data, *be, log);
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::layout_mismatch));
-  BOOST_TEST(describe(r.error()).find("ckpt-5.safetensors (config digest ")
-             != std::string::npos, describe(r.error()));
+  BOOST_TEST(describe(r.error()).find("ckpt-5.safetensors (resume digest ")
+               != std::string::npos,
+             describe(r.error()));
   BOOST_TEST(describe(r.error()).find("/model/hidden (checkpoint: [16], this "
                                       "run: [17])")
              != std::string::npos, describe(r.error()));

@@ -112,11 +112,59 @@ BOOST_AUTO_TEST_CASE(a_resume_loads_the_newest_compatible_checkpoint) {
                           checkpoint_pick::compatible, layout());
   BOOST_REQUIRE(!none);
   auto why = describe(none.error());
-  BOOST_TEST(why.find("ckpt-50.safetensors (config digest ")
-               != std::string::npos, why);
+  BOOST_TEST(
+    why.find("ckpt-50.safetensors (resume digest ") != std::string::npos, why);
   BOOST_TEST(why.find("/training/optimizer/type (checkpoint: sgd, this run: "
                       "momentum)")
                != std::string::npos, why);
+}
+
+// A resume matches the resume identity: a checkpoint of another shard
+// count or other nodes fits, one of another worker count does not; a file
+// written before resume digests matches its whole config digest.
+BOOST_AUTO_TEST_CASE(a_resume_fits_another_shard_count_but_not_other_workers) {
+  auto on = [](const std::string& id, const std::string& shards,
+               const std::string& workers) {
+    return run_stamp{
+      id, identity_map{{"/training/optimizer/type", "adam"},
+                       {"/cluster/shards", shards},
+                       {"/cluster/chief", "c"},
+                       {"/cluster/nodes/0", "c 127.0.0.1:7000 shards " + shards
+                                              + " workers " + workers}}};
+  };
+  temp_dir dir;
+  write(dir, 30, on("two-shards", "2", "2"));
+  auto found = load_newest(dir.path(), on("next", "4", "2"),
+                           checkpoint_pick::compatible, layout());
+  BOOST_REQUIRE_MESSAGE(found, troupe::test::why(found));
+  BOOST_REQUIRE(found->has_value());
+  BOOST_TEST((*found)->ckpt.metadata.at("run_id") == "two-shards");
+  auto other = load_newest(dir.path(), on("next", "2", "3"),
+                           checkpoint_pick::compatible, layout());
+  BOOST_REQUIRE(!other);
+  BOOST_TEST(describe(other.error())
+                 .find("/cluster/workers (checkpoint: 2, "
+                       "this run: 3)")
+               != std::string::npos,
+             describe(other.error()));
+  // Without a resume digest (an older file), the whole config decides.
+  temp_dir old_dir;
+  checkpoint c;
+  c.step = 9;
+  c.layout = layout();
+  c.params.assign(4, 1.f);
+  stamp_checkpoint(c, on("old", "2", "2"));
+  c.metadata.erase("resume_digest");
+  BOOST_REQUIRE(!write_checkpoint(old_dir.file("ckpt-9.safetensors"), c));
+  BOOST_TEST(load_newest(old_dir.path(), on("next", "2", "2"),
+                         checkpoint_pick::compatible, layout())
+               ->has_value());
+  auto moved = load_newest(old_dir.path(), on("next", "4", "2"),
+                           checkpoint_pick::compatible, layout());
+  BOOST_REQUIRE(!moved);
+  BOOST_TEST(describe(moved.error()).find("(config digest ")
+               != std::string::npos,
+             describe(moved.error()));
 }
 
 BOOST_AUTO_TEST_CASE(a_fresh_run_sets_other_runs_files_aside_and_loses_none) {

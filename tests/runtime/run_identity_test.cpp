@@ -73,4 +73,33 @@ BOOST_AUTO_TEST_CASE(a_difference_names_the_keys_and_both_values) {
   BOOST_TEST(diff.find("and 6 more") != std::string::npos, diff);
 }
 
+// A resume matches what was trained, not where: the shard count and the
+// nodes' placement leave it, the workers' total stays.
+BOOST_AUTO_TEST_CASE(a_resume_leaves_the_placement_out_but_not_the_workers) {
+  auto cluster = [](const std::string& shards, const std::string& nodes) {
+    std::string text = base;
+    return text.replace(text.rfind('}'), 1,
+                        R"(, "cluster": { "shards": )" + shards
+                          + R"(, "chief": "c", "nodes": [)" + nodes + "] } }");
+  };
+  auto two = identity_of(
+    cluster("2", R"({"name": "c", "port": 7000, "shards": 2, "workers": 2})"));
+  auto four = identity_of(
+    cluster("4", R"({"name": "c", "port": 7000, "shards": 1, "workers": 2},
+            {"name": "p", "host": "10.0.0.9", "port": 7001, "shards": 3})"));
+  BOOST_TEST(identity_digest(two) != identity_digest(four)); // nodes agree
+  auto r2 = resume_identity(two), r4 = resume_identity(four);
+  BOOST_TEST(identity_difference(r2, "a", r4, "b").empty(),
+             identity_difference(r2, "a", r4, "b"));
+  BOOST_TEST(identity_digest(r2) == identity_digest(r4));
+  BOOST_TEST(r2.count("/cluster/shards") == 0u);
+  BOOST_TEST(r2.at("/cluster/workers") == "2");
+  BOOST_TEST(r2.at("/training/optimizer/type") == "adam");
+  auto three_workers = identity_of(
+    cluster("2", R"({"name": "c", "port": 7000, "shards": 2, "workers": 3})"));
+  BOOST_TEST(identity_difference(r2, "checkpoint",
+                                 resume_identity(three_workers), "this run")
+             == "/cluster/workers (checkpoint: 2, this run: 3)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
