@@ -41,6 +41,7 @@ struct cluster_spec {
   std::string mode = "async";
   std::string data_partition{}; ///< empty: the default (shared)
   int epochs = 2;
+  int64_t max_steps = 0;        ///< /training/max_steps, when > 0
   int64_t checkpoint_every = 0; ///< > 0: checkpoints in <dir>/ckpt
   std::string on_node_loss = "move";
   double node_timeout_s = 20;
@@ -111,6 +112,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
                 {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}};
   if (!spec.data_partition.empty())
     training["data_partition"] = spec.data_partition;
+  if (spec.max_steps > 0)
+    training["max_steps"] = spec.max_steps;
   if (spec.shuffle_block != 1)
     training["shuffle_block"] = spec.shuffle_block;
   if (spec.checkpoint_every > 0)

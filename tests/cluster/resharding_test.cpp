@@ -1,0 +1,79 @@
+// A checkpoint resumes on another number of shards, as an operator would
+// do it: troupe-node processes on 127.0.0.1 train a sync run on 2 shard
+// nodes to a checkpoint; the same checkpoint then resumes on 1, 2, 3 and
+// 4 shards (other cluster files, other nodes), and every resume ends with
+// bitwise the parameters of the resume on 2.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "running_cluster.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+/// Shard nodes holding `shards` shards in all, and one worker node.
+std::vector<node_spec> nodes_for(int shards) {
+  std::vector<node_spec> nodes{{"chief"}};
+  for (int i = 0; shards > 0; ++i) {
+    int here = std::min(shards, 2);
+    nodes.push_back({"ps" + std::to_string(i), here});
+    shards -= here;
+  }
+  nodes.push_back({"w0", 0, 1});
+  return nodes;
+}
+
+cluster_spec sync_run(int shards, int64_t max_steps) {
+  cluster_spec spec;
+  spec.mode = "sync";
+  spec.epochs = 1;
+  spec.max_steps = max_steps;
+  spec.checkpoint_every = 100000; // a folder; files at the start and end
+  spec.nodes = nodes_for(shards);
+  return spec;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(resharding)
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_2_shards_resumes_on_1_3_and_4_bitwise) {
+  temp_dir first;
+  {
+    auto spec = sync_run(2, 12);
+    running_cluster cluster{first, spec};
+    cluster.require_finished();
+  }
+  auto written = first.file("ckpt/ckpt-12.safetensors");
+  std::vector<float> on_two;
+  for (int shards : {2, 1, 3, 4}) {
+    BOOST_TEST_CONTEXT(shards << " shards") {
+      temp_dir dir;
+      std::string cp = "mkdir " + dir.file("ckpt") + " && cp " + written + " "
+                       + dir.file("ckpt/");
+      BOOST_REQUIRE(std::system(cp.c_str()) == 0);
+      auto spec = sync_run(shards, 24);
+      running_cluster cluster{dir, spec};
+      cluster.require_finished();
+      auto out = cluster.chief().out();
+      BOOST_TEST(has(out, "resuming from " + dir.file("ckpt/ckpt-12")), out);
+      BOOST_TEST(has(out, "the checkpoint was written on 2 shards")
+                   == (shards != 2),
+                 out);
+      auto last = troupe::read_checkpoint(dir.file("ckpt/ckpt-24.safetensors"));
+      BOOST_REQUIRE_MESSAGE(last, why(last) + "\n" + out);
+      BOOST_TEST_MESSAGE(shards << " shards: step " << last->step << ", "
+                                << last->params.size() << " values");
+      if (shards == 2)
+        on_two = last->params;
+      else
+        BOOST_TEST(last->params == on_two); // bitwise
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
