@@ -1,7 +1,9 @@
 // Helpers shared by the test folders: temporary directories and files.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
+#include <dirent.h>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -36,6 +38,20 @@ public:
 private:
   std::string path_;
 };
+
+/// The names in folder `dir` that do not start with '.', sorted; empty
+/// when it cannot be read.
+inline std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (auto* e = ::readdir(d))
+      if (e->d_name[0] != '.')
+        out.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 /// The error text of `x`, or "" when it holds a value. Safe inside
 /// BOOST_*_MESSAGE, which builds its message even when the check passes.

@@ -599,13 +599,7 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   BOOST_REQUIRE(stat(ckpt.c_str(), &after) == 0);
   BOOST_TEST(after.st_mtime == before.st_mtime);
   BOOST_TEST(after.st_size == before.st_size);
-  auto files = 0;
-  if (DIR* d = opendir(tmp.file("ckpt").c_str())) {
-    while (auto* e = readdir(d))
-      files += e->d_name[0] == '.' ? 0 : 1;
-    closedir(d);
-  }
-  BOOST_TEST(files == 1);
+  BOOST_TEST(troupe::test::files_in(tmp.file("ckpt")).size() == 1u);
 
   // The NumPy example of docs/checkpoints.md scores the checkpoint the
   // same way (python3-numpy; skipped without it).

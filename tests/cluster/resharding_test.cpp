@@ -27,6 +27,32 @@ std::vector<node_spec> nodes_for(int shards) {
   return nodes;
 }
 
+/// What a run left: the chief's output and the parameters of its last
+/// checkpoint.
+struct ended_run {
+  std::string out;
+  std::vector<float> params;
+};
+
+/// Runs `spec` in `dir` to its end at `step`; with `resume_from`, from a
+/// copy of that folder's checkpoints (a resume writes checkpoints of its
+/// own).
+ended_run run_to(const temp_dir& dir, cluster_spec spec, int64_t step,
+                 const temp_dir* resume_from = nullptr) {
+  if (resume_from != nullptr) {
+    std::string cp = "cp -r " + resume_from->file("ckpt") + " " + dir.path();
+    BOOST_REQUIRE(std::system(cp.c_str()) == 0);
+  }
+  running_cluster cluster{dir, spec};
+  cluster.require_finished();
+  ended_run ended{cluster.chief().out(), {}};
+  auto last = troupe::read_checkpoint(
+    dir.file("ckpt/ckpt-" + std::to_string(step) + ".safetensors"));
+  BOOST_REQUIRE_MESSAGE(last, why(last) + "\n" + ended.out);
+  ended.params = std::move(last->params);
+  return ended;
+}
+
 cluster_spec sync_run(int shards, int64_t max_steps) {
   cluster_spec spec;
   spec.mode = "sync";
@@ -43,35 +69,23 @@ BOOST_AUTO_TEST_SUITE(resharding)
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_2_shards_resumes_on_1_3_and_4_bitwise) {
   temp_dir first;
-  {
-    auto spec = sync_run(2, 12);
-    running_cluster cluster{first, spec};
-    cluster.require_finished();
-  }
-  auto written = first.file("ckpt/ckpt-12.safetensors");
+  run_to(first, sync_run(2, 12), 12);
   std::vector<float> on_two;
   for (int shards : {2, 1, 3, 4}) {
     BOOST_TEST_CONTEXT(shards << " shards") {
       temp_dir dir;
-      std::string cp = "mkdir " + dir.file("ckpt") + " && cp " + written + " "
-                       + dir.file("ckpt/");
-      BOOST_REQUIRE(std::system(cp.c_str()) == 0);
-      auto spec = sync_run(shards, 24);
-      running_cluster cluster{dir, spec};
-      cluster.require_finished();
-      auto out = cluster.chief().out();
-      BOOST_TEST(has(out, "resuming from " + dir.file("ckpt/ckpt-12")), out);
-      BOOST_TEST(has(out, "the checkpoint was written on 2 shards")
+      auto resumed = run_to(dir, sync_run(shards, 24), 24, &first);
+      BOOST_TEST(has(resumed.out, "resuming from " + dir.file("ckpt/ckpt-12")),
+                 resumed.out);
+      BOOST_TEST(has(resumed.out, "the checkpoint was written on 2 shards")
                    == (shards != 2),
-                 out);
-      auto last = troupe::read_checkpoint(dir.file("ckpt/ckpt-24.safetensors"));
-      BOOST_REQUIRE_MESSAGE(last, why(last) + "\n" + out);
-      BOOST_TEST_MESSAGE(shards << " shards: step " << last->step << ", "
-                                << last->params.size() << " values");
+                 resumed.out);
+      BOOST_TEST_MESSAGE(shards << " shards: " << resumed.params.size()
+                                << " values");
       if (shards == 2)
-        on_two = last->params;
+        on_two = resumed.params;
       else
-        BOOST_TEST(last->params == on_two); // bitwise
+        BOOST_TEST(resumed.params == on_two); // bitwise
     }
   }
 }
@@ -92,31 +106,16 @@ BOOST_AUTO_TEST_CASE(a_click_models_tables_resume_on_3_shards_bitwise) {
   std::vector<float> straight;
   {
     temp_dir dir;
-    auto spec = clicks(2, 24);
-    running_cluster cluster{dir, spec};
-    cluster.require_finished();
-    auto last = troupe::read_checkpoint(dir.file("ckpt/ckpt-24.safetensors"));
-    BOOST_REQUIRE_MESSAGE(last, why(last));
-    straight = last->params;
+    straight = run_to(dir, clicks(2, 24), 24).params;
   }
-  {
-    auto spec = clicks(2, 12);
-    running_cluster cluster{first, spec};
-    cluster.require_finished();
-  }
+  run_to(first, clicks(2, 12), 12);
   for (int shards : {2, 3}) {
     BOOST_TEST_CONTEXT(shards << " shards") {
       temp_dir dir;
-      std::string cp = "cp -r " + first.file("ckpt") + " " + dir.path();
-      BOOST_REQUIRE(std::system(cp.c_str()) == 0);
-      auto spec = clicks(shards, 24);
-      running_cluster cluster{dir, spec};
-      cluster.require_finished();
-      auto out = cluster.chief().out();
-      BOOST_TEST(has(out, "resuming from " + dir.file("ckpt/ckpt-12")), out);
-      auto last = troupe::read_checkpoint(dir.file("ckpt/ckpt-24.safetensors"));
-      BOOST_REQUIRE_MESSAGE(last, why(last) + "\n" + out);
-      BOOST_TEST(last->params == straight); // bitwise
+      auto resumed = run_to(dir, clicks(shards, 24), 24, &first);
+      BOOST_TEST(has(resumed.out, "resuming from " + dir.file("ckpt/ckpt-12")),
+                 resumed.out);
+      BOOST_TEST(resumed.params == straight); // bitwise
     }
   }
 }

@@ -7,36 +7,17 @@
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
+#include "idx_files.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
+using troupe::test::be32;
+using troupe::test::idx_images;
+using troupe::test::idx_labels;
 using troupe::test::temp_dir;
 using troupe::test::write_gz;
 
 namespace {
-
-std::string be32(uint32_t v) {
-  std::string s(4, '\0');
-  for (int i = 0; i < 4; ++i)
-    s[static_cast<size_t>(i)] = static_cast<char>(v >> (24 - 8 * i));
-  return s;
-}
-
-// n images of 2x3 pixels whose pixel j of image i is 10*i + j.
-std::string idx_images(uint32_t n) {
-  std::string s = be32(0x803) + be32(n) + be32(2) + be32(3);
-  for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t j = 0; j < 6; ++j)
-      s += static_cast<char>(10 * i + j);
-  return s;
-}
-
-std::string idx_labels(uint32_t n) {
-  std::string s = be32(0x801) + be32(n);
-  for (uint32_t i = 0; i < n; ++i)
-    s += static_cast<char>(i % 10);
-  return s;
-}
 
 std::string error_text(const caf::expected<dataset>& d) {
   BOOST_REQUIRE(!d);

@@ -5,13 +5,13 @@
 #include "runtime/data/inflated_cache.hpp"
 
 #include <boost/test/unit_test.hpp>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "runtime/base/errc.hpp"
 #include "runtime/data/dataset.hpp"
+#include "idx_files.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -19,39 +19,12 @@ using troupe::test::temp_dir;
 
 namespace {
 
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (auto* e = ::readdir(d))
-      if (e->d_name[0] != '.')
-        out.push_back(e->d_name);
-    ::closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 /// An inflation that writes `text` and counts its calls.
 inflate_fn writes(const std::string& text, int& calls) {
   return [&calls, text](inflated_sink& sink) {
     ++calls;
     return sink.append(text.data(), text.size());
   };
-}
-
-std::string idx_images(uint32_t n) {
-  std::string b = {0, 0, 8, 3, 0, 0, 0, static_cast<char>(n),
-                   0, 0, 0, 2, 0, 0, 0, 3};
-  for (uint32_t i = 0; i < n * 6; ++i)
-    b += static_cast<char>(i * 7 % 256);
-  return b;
-}
-
-std::string idx_labels(uint32_t n) {
-  std::string b = {0, 0, 8, 1, 0, 0, 0, static_cast<char>(n)};
-  for (uint32_t i = 0; i < n; ++i)
-    b += static_cast<char>(i % 10);
-  return b;
 }
 
 } // namespace
@@ -71,7 +44,7 @@ BOOST_AUTO_TEST_CASE(a_copy_is_made_once_and_remade_when_its_source_changes) {
   BOOST_REQUIRE_MESSAGE(again, test::why(again));
   BOOST_TEST((*again)->bytes() == "AAAA"); // the copy, not a new inflation
   BOOST_TEST(calls == 1);
-  auto names = names_in(cache);
+  auto names = test::files_in(cache);
   BOOST_REQUIRE(names.size() == 1u);
   BOOST_TEST(names[0].rfind("train-images-idx3-ubyte.", 0) == 0u, names[0]);
   BOOST_TEST(names[0].find(".gz") == std::string::npos, names[0]);
@@ -83,7 +56,7 @@ BOOST_AUTO_TEST_CASE(a_copy_is_made_once_and_remade_when_its_source_changes) {
                                  writes("CC", calls));
   BOOST_REQUIRE_MESSAGE(member, test::why(member));
   BOOST_TEST((*member)->bytes() == "CC");
-  BOOST_TEST(names_in(cache).size() == 2u);
+  BOOST_TEST(test::files_in(cache).size() == 2u);
   // The source changes: a new copy replaces the old one, which a mapping
   // still open keeps reading.
   test::write_file(source, "version two, longer");
@@ -91,7 +64,7 @@ BOOST_AUTO_TEST_CASE(a_copy_is_made_once_and_remade_when_its_source_changes) {
                                   writes("DDDDDD", calls));
   BOOST_REQUIRE_MESSAGE(changed, test::why(changed));
   BOOST_TEST((*changed)->bytes() == "DDDDDD");
-  BOOST_TEST(names_in(cache).size() == 2u);
+  BOOST_TEST(test::files_in(cache).size() == 2u);
   BOOST_TEST((*first)->bytes() == "AAAA");
 }
 
@@ -109,7 +82,7 @@ BOOST_AUTO_TEST_CASE(a_failed_inflation_leaves_no_copy_and_says_why) {
   BOOST_TEST(describe(failed.error()).find("data.gz: corrupt compressed data")
                != std::string::npos,
              describe(failed.error()));
-  BOOST_TEST(names_in(cache).empty());
+  BOOST_TEST(test::files_in(cache).empty());
   // More than the copy may hold.
   int calls = 0;
   auto big = cached_inflation(cache, source, "", 3, writes("four", calls));
@@ -117,7 +90,7 @@ BOOST_AUTO_TEST_CASE(a_failed_inflation_leaves_no_copy_and_says_why) {
   auto too_big = source + ": inflates to more than 3 bytes";
   BOOST_TEST(describe(big.error()).find(too_big) != std::string::npos,
              describe(big.error()));
-  BOOST_TEST(names_in(cache).empty());
+  BOOST_TEST(test::files_in(cache).empty());
   // A cache folder that cannot be made names itself and the setting.
   test::write_file(tmp.file("a-file"), "");
   auto nowhere = cached_inflation(tmp.file("a-file/cache"), source, "", 100,
@@ -137,8 +110,8 @@ BOOST_AUTO_TEST_CASE(a_failed_inflation_leaves_no_copy_and_says_why) {
 
 BOOST_AUTO_TEST_CASE(readers_give_from_a_copy_what_they_give_from_memory) {
   temp_dir tmp;
-  test::write_gz(tmp.file("img.gz"), idx_images(5));
-  test::write_gz(tmp.file("lbl.gz"), idx_labels(5));
+  test::write_gz(tmp.file("img.gz"), test::idx_images(5));
+  test::write_gz(tmp.file("lbl.gz"), test::idx_labels(5));
   auto cache = tmp.file("cache");
   auto memory = load_idx(tmp.file("img.gz"), tmp.file("lbl.gz"));
   auto mapped = load_idx(tmp.file("img.gz"), tmp.file("lbl.gz"), 10, true,
@@ -148,13 +121,14 @@ BOOST_AUTO_TEST_CASE(readers_give_from_a_copy_what_they_give_from_memory) {
   BOOST_TEST(mapped->features.to_floats() == memory->features.to_floats());
   BOOST_TEST(mapped->labels == memory->labels);
   BOOST_TEST((mapped->features.stored() == feature_store::type::u8));
-  BOOST_TEST(names_in(cache).size() == 1u); // the images; labels are small
+  // The images; the labels are small and read into memory.
+  BOOST_TEST(test::files_in(cache).size() == 1u);
   // Without its features, nothing is inflated.
   temp_dir other;
   auto shape = load_idx(tmp.file("img.gz"), tmp.file("lbl.gz"), 10, false,
                         other.file("cache"));
   BOOST_REQUIRE_MESSAGE(shape, test::why(shape));
-  BOOST_TEST(names_in(other.file("cache")).empty());
+  BOOST_TEST(test::files_in(other.file("cache")).empty());
   // A stream cut before its trailer: the error of the read into memory,
   // and no copy kept.
   std::string gz;
@@ -169,7 +143,7 @@ BOOST_AUTO_TEST_CASE(readers_give_from_a_copy_what_they_give_from_memory) {
   BOOST_REQUIRE(!cut_memory);
   BOOST_REQUIRE(!cut_mapped);
   BOOST_TEST(describe(cut_mapped.error()) == describe(cut_memory.error()));
-  BOOST_TEST(names_in(cache).size() == 1u);
+  BOOST_TEST(test::files_in(cache).size() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
