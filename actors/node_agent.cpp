@@ -99,9 +99,9 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
   self->state.opts = std::move(opts);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    for (auto it = st.shards.begin(); it != st.shards.end();)
-      it = it->second.address() == dm.source ? st.shards.erase(it)
-                                             : std::next(it);
+    for (auto* m : {&st.shards, &st.replicas})
+      for (auto it = m->begin(); it != m->end();)
+        it = it->second.address() == dm.source ? m->erase(it) : std::next(it);
     st.workers.erase(std::remove_if(st.workers.begin(), st.workers.end(),
                                     [&](const worker_actor& w) {
                                       return w.address() == dm.source;
@@ -124,18 +124,24 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.tables = embedding_tables(cfg.model);
       so.sparse = cfg.training.sparse_optimizer;
       so.hold = hold_time(cfg);
+      so.replica_timeout = request_timeout(cfg);
+      so.follower = s.replica;
       // A shard of the same id from before the chief was lost (or before
-      // a recovery) makes way for this one.
-      if (auto old = self->state.shards.find(s.id);
-          old != self->state.shards.end())
-        self->send_exit(old->second, caf::exit_reason::user_shutdown);
+      // a recovery), or a replica of it, makes way for this one (the data
+      // plane serves one shard of an id here).
+      auto& st = self->state;
+      for (auto* m : {&st.shards, &st.replicas})
+        if (auto old = m->find(s.id); old != m->end()) {
+          self->send_exit(old->second, caf::exit_reason::user_shutdown);
+          m->erase(old);
+        }
       shard_actor h = self->spawn(shard_impl, std::move(so));
       self->monitor(h);
-      self->state.shards[s.id] = h;
+      (s.replica ? st.replicas : st.shards)[s.id] = h;
       if (self->state.opts.data_plane)
         self->state.opts.data_plane->serve(s.id, h, s.state.values.size(),
                                            embedding_dims(cfg.model));
-      if (s.state.version == 0 && s.state.slots.empty())
+      if (s.replica || (s.state.version == 0 && s.state.slots.empty()))
         return h;
       // A restarted shard: optimizer state and version from a checkpoint.
       auto promise = self->make_response_promise<shard_actor>();
@@ -207,8 +213,30 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       for (auto& w : self->state.workers)
         self->send_exit(w, caf::exit_reason::user_shutdown);
     },
+    [=](promote_atom, int32_t id) -> caf::result<int64_t> {
+      auto& st = self->state;
+      auto it = st.replicas.find(id);
+      if (it == st.replicas.end())
+        return make_error(errc::actor_down, "no replica of shard "
+                                              + std::to_string(id)
+                                              + " on this node");
+      auto h = it->second;
+      st.replicas.erase(it);
+      st.shards[id] = h;
+      auto promise = self->make_response_promise<int64_t>();
+      self->request(h, request_timeout(st.opts.cfg), promote_atom_v)
+        .then([=](int64_t v) mutable { promise.deliver(v); },
+              [=](caf::error& err) mutable {
+                promise.deliver(std::move(err));
+              });
+      return promise;
+    },
     [=](adopt_atom, int64_t since) -> caf::result<live_shards> {
       auto& st = self->state;
+      // A new chief builds its own replicas from the shards it keeps.
+      for (auto& [id, h] : st.replicas)
+        self->send_exit(h, caf::exit_reason::user_shutdown);
+      st.replicas.clear();
       std::vector<shard_actor> shards;
       for (auto& [id, h] : st.shards)
         shards.push_back(h);
@@ -232,11 +260,13 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
     },
     [=](finish_atom, caf::error& reason) {
       auto& st = self->state;
-      for (auto& [id, h] : st.shards)
-        self->send_exit(h, caf::exit_reason::user_shutdown);
+      for (auto* m : {&st.shards, &st.replicas})
+        for (auto& [id, h] : *m)
+          self->send_exit(h, caf::exit_reason::user_shutdown);
       for (auto& w : st.workers)
         self->send_exit(w, caf::exit_reason::user_shutdown);
       st.shards.clear();
+      st.replicas.clear();
       st.workers.clear();
       close_data_links(self->state);
       // The node process reads the run's end from the agent's exit reason.

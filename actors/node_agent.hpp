@@ -46,6 +46,9 @@ struct agent_state {
   agent_options opts;
   /// What it started and still runs (monitored; stopped on finish).
   std::map<int32_t, shard_actor> shards; ///< by id
+  /// Replicas of shards whose primaries live elsewhere, by id: a new chief
+  /// does not adopt them (it builds its own), a promotion makes one a shard.
+  std::map<int32_t, shard_actor> replicas;
   std::vector<worker_actor> workers;
   /// external: the tensors the run declared, as the chief sent them with
   /// the first worker placed here (worker_spawn::tensor_names).

@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cmath>
 
+#include "actors/data_plane/data_link.hpp"
 #include "actors/held_requests.hpp"
+#include "runtime/base/host_port.hpp"
+#include "actors/shard_ops.hpp"
 #include "runtime/params/buffer_pool.hpp"
 #include "runtime/base/errc.hpp"
 
 namespace troupe {
 
-namespace {
+using shard_ops::self_ptr;
 
-using self_ptr = shard_self_actor::stateful_pointer<shard_state>;
+namespace {
 
 float_block answer(self_ptr self, int32_t worker) {
   auto& st = self->state;
@@ -23,6 +26,23 @@ float_block answer(self_ptr self, int32_t worker) {
   auto values = st.block->values();
   st.pulled_bytes += static_cast<int64_t>(values->size() * sizeof(float));
   return float_block{st.id, st.block->version(), std::move(values)};
+}
+
+/// The answer to a push the shard took: at once, or (its pushes wait for
+/// the replica) once the replica has the push too.
+template <class Push>
+caf::result<push_ack> answer_after_replica(self_ptr self, push_ack ack,
+                                           Push p) {
+  if (!shard_ops::replicating(self))
+    return ack;
+  if (!shard_ops::pushes_wait(self)) {
+    shard_ops::forward(self, std::move(p), [] {});
+    return ack;
+  }
+  auto rp = self->make_response_promise<push_ack>();
+  shard_ops::forward(self, std::move(p),
+                     [rp, ack]() mutable { rp.deliver(ack); });
+  return rp;
 }
 
 /// Answers every parked pull that has become ready.
@@ -74,30 +94,109 @@ caf::error check_row_push(self_ptr self, const sparse_table& table,
 
 } // namespace
 
+namespace shard_ops {
+
+int64_t join(self_ptr self, int32_t worker) {
+  self->state.block->add_worker(worker);
+  serve_parked(self); // a new slowest clock can release ssp pulls
+  forward(self, replica_op::of(replica_op::join, worker));
+  return self->state.block->version();
+}
+
+void leave(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  auto before = st.block->version();
+  st.block->remove_worker(worker);
+  // An update its leaving completes takes its rows if it pushed.
+  st.sync.after(*st.block, st.tables, before);
+  st.sync.drop(worker);
+  serve_parked(self);
+  forward(self, replica_op::of(replica_op::leave, worker));
+}
+
+caf::error tune(self_ptr self, const std::string& key, double value) {
+  auto& b = *self->state.block;
+  auto before = b.version();
+  caf::error err;
+  if (key == "lr")
+    err = b.set_learning_rate(value);
+  else if (key == "aggregate")
+    err = b.set_aggregate(static_cast<int>(value));
+  else
+    err = make_error(errc::invalid_argument,
+                     "unknown shard setting \"" + key + "\" (lr, aggregate)");
+  if (err)
+    return err;
+  self->state.sync.after(b, self->state.tables, before);
+  serve_parked(self);
+  replica_op op;
+  op.kind = replica_op::tune;
+  op.key = key;
+  op.value = value;
+  forward(self, std::move(op));
+  return {};
+}
+
+void adopt(self_ptr self) {
+  auto& st = self->state;
+  st.block->forget_workers();
+  st.sync.clear();
+  // Pulls parked for the old chief's workers: nobody waits for them.
+  take_if(st.parked, [&](shard_state::parked_pull& p) {
+    p.promise.deliver(float_block::ask_again_for(st.id));
+    return true;
+  });
+  forward(self, replica_op::of(replica_op::adopt));
+}
+
+caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c) {
+  auto table = table_of(self, c.table);
+  if (!table)
+    return std::move(table.error());
+  auto& tb = **table;
+  const auto dim = static_cast<size_t>(tb.dim());
+  auto n = c.ids.size();
+  bool fits = c.values.size() == n * dim && c.slots.size() == tb.slot_count();
+  for (auto& v : c.slots)
+    fits = fits && v.size() == n * dim;
+  if (!fits)
+    return make_error(errc::wrong_size,
+                      "rows restored to shard " + std::to_string(self->state.id)
+                        + " do not fit table \"" + tb.table().name + "\" ("
+                        + std::to_string(dim) + " floats and "
+                        + std::to_string(tb.slot_count())
+                        + " optimizer slots per row)");
+  std::vector<const float*> slots(c.slots.size());
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < slots.size(); ++k)
+      slots[k] = c.slots[k].data() + i * dim;
+    if (auto err = tb.restore_row(c.ids[i], c.values.data() + i * dim,
+                                  slots.data()))
+      return err;
+  }
+  if (c.pushes >= 0)
+    tb.set_pushes(c.pushes);
+  return static_cast<uint64_t>(tb.rows());
+}
+
+} // namespace shard_ops
+
+using namespace shard_ops;
+
 shard_self_actor::behavior_type
 shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
            shard_options opts) {
   self->state.id = opts.id;
   self->state.hold = opts.hold;
+  self->state.follower = opts.follower;
+  self->state.replica_timeout = opts.replica_timeout;
   self->state.block = std::make_unique<param_block>(opts.block,
                                                     std::move(opts.initial));
   for (auto& t : opts.tables)
     self->state.tables.push_back(std::make_unique<sparse_table>(t, opts.sparse));
   return {
-    [=](join_atom, int32_t worker) -> int64_t {
-      self->state.block->add_worker(worker);
-      serve_parked(self); // a new slowest clock can release ssp pulls
-      return self->state.block->version();
-    },
-    [=](leave_atom, int32_t worker) {
-      auto& st = self->state;
-      auto before = st.block->version();
-      st.block->remove_worker(worker);
-      // An update its leaving completes takes its rows if it pushed.
-      st.sync.after(*st.block, st.tables, before);
-      st.sync.drop(worker);
-      serve_parked(self);
-    },
+    [=](join_atom, int32_t worker) -> int64_t { return join(self, worker); },
+    [=](leave_atom, int32_t worker) { leave(self, worker); },
     [=](pull_atom, int32_t worker,
         int64_t min_version) -> caf::result<float_block> {
       if (worker < 0 || self->state.block->pull_ready(worker, min_version))
@@ -118,8 +217,9 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       if (!r)
         return std::move(r.error());
       serve_parked(self);
-      return push_ack{b.version(), *r == param_block::outcome::stale
-                                     || *r == param_block::outcome::duplicate};
+      push_ack ack{b.version(), *r == param_block::outcome::stale
+                                  || *r == param_block::outcome::duplicate};
+      return answer_after_replica(self, ack, g);
     },
     [=](pull_atom, const row_request& r) -> caf::result<row_block> {
       auto table = table_of(self, r.table);
@@ -149,18 +249,21 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         return err;
       auto& st = self->state;
       if (sync_rows::applies(*st.block, st.tables)) {
+        auto copy = replicating(self) ? p : row_push{};
         auto stale = st.sync.hold(*st.block, t,
                                   {p.worker, p.table, p.tag, std::move(p.ids),
                                    std::move(p.grads)},
                                   st.id);
         if (!stale)
           return std::move(stale.error());
-        return push_ack{st.block->version(), *stale};
+        return answer_after_replica(self, push_ack{st.block->version(), *stale},
+                                    std::move(copy));
       }
       if (auto err = t.push(p.ids.data(), p.ids.size(),
                             p.grads ? p.grads->data() : nullptr))
         return err;
-      return push_ack{t.pushes(), false};
+      return answer_after_replica(self, push_ack{t.pushes(), false},
+                                  std::move(p));
     },
     [=](snapshot_atom) -> shard_state_msg {
       auto& b = *self->state.block;
@@ -185,6 +288,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         t = std::make_unique<sparse_table>(t->table(), t->optimizer());
       self->state.sync.clear();
       serve_parked(self);
+      start_copy(self); // the replica starts over too; the rows follow
       return self->state.block->version();
     },
     [=](snapshot_atom, int32_t t, uint64_t first,
@@ -209,36 +313,17 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       tb.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data());
       return c;
     },
-    [=](restore_atom, const row_chunk& c) -> caf::result<uint64_t> {
-      auto table = table_of(self, c.table);
-      if (!table)
-        return std::move(table.error());
-      auto& tb = **table;
-      const auto dim = static_cast<size_t>(tb.dim());
-      auto n = c.ids.size();
-      bool fits = c.values.size() == n * dim
-                  && c.slots.size() == tb.slot_count();
-      for (auto& v : c.slots)
-        fits = fits && v.size() == n * dim;
-      if (!fits)
-        return make_error(errc::wrong_size,
-                          "rows restored to shard "
-                            + std::to_string(self->state.id)
-                            + " do not fit table \"" + tb.table().name
-                            + "\" (" + std::to_string(dim) + " floats and "
-                            + std::to_string(tb.slot_count())
-                            + " optimizer slots per row)");
-      std::vector<const float*> slots(c.slots.size());
-      for (size_t i = 0; i < n; ++i) {
-        for (size_t k = 0; k < slots.size(); ++k)
-          slots[k] = c.slots[k].data() + i * dim;
-        if (auto err = tb.restore_row(c.ids[i], c.values.data() + i * dim,
-                                      slots.data()))
-          return err;
+    [=](restore_atom, row_chunk& c) -> caf::result<uint64_t> {
+      auto rows = restore_rows(self, c);
+      if (!rows)
+        return std::move(rows.error());
+      if (replicating(self)) {
+        replica_op op;
+        op.kind = replica_op::rows;
+        op.chunk = std::move(c);
+        forward(self, std::move(op));
       }
-      if (c.pushes >= 0)
-        tb.set_pushes(c.pushes);
-      return static_cast<uint64_t>(tb.rows());
+      return *rows;
     },
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;
@@ -252,18 +337,17 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         s.rows_pulled += t->rows_pulled();
         s.rows_pushed += t->rows_pushed();
       }
+      s.follower = st.follower;
+      s.replica = static_cast<int8_t>(st.rep.state);
+      s.replica_lag = st.rep.lag;
+      s.replica_rows = st.rep.rows;
+      s.replica_version = st.rep.version;
       return s;
     },
     [=](adopt_atom, int64_t since) -> shard_history {
       auto& st = self->state;
       auto& b = *st.block;
-      b.forget_workers();
-      st.sync.clear();
-      // Pulls parked for the old chief's workers: nobody waits for them.
-      take_if(st.parked, [&](shard_state::parked_pull& p) {
-        p.promise.deliver(float_block::ask_again_for(st.id));
-        return true;
-      });
+      adopt(self);
       shard_history h;
       h.shard = st.id;
       h.version = b.version();
@@ -276,25 +360,42 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     },
     [=](forget_atom, int64_t version) {
       self->state.block->forget_through(version);
+      forward(self, replica_op::of(replica_op::forget, 0, version));
     },
-    [=](tune_atom, const std::string& key,
-        double value) -> caf::result<bool> {
-      auto& b = *self->state.block;
-      auto before = b.version();
-      caf::error err;
-      if (key == "lr")
-        err = b.set_learning_rate(value);
-      else if (key == "aggregate")
-        err = b.set_aggregate(static_cast<int>(value));
-      else
-        err = make_error(errc::invalid_argument,
-                         "unknown shard setting \"" + key
-                           + "\" (lr, aggregate)");
-      if (err)
+    [=](tune_atom, const std::string& key, double value) -> caf::result<bool> {
+      if (auto err = tune(self, key, value))
         return err;
-      self->state.sync.after(b, self->state.tables, before);
-      serve_parked(self);
       return true;
+    },
+    [=](replicate_atom, replica_op& op) -> caf::result<push_ack> {
+      auto r = apply_replica_op(self, op);
+      if (!r)
+        return std::move(r.error());
+      return *r;
+    },
+    [=](replicate_atom, shard_data_actor to,
+        const std::string& address) -> caf::result<bool> {
+      auto told = self->current_sender();
+      if (address.empty()) {
+        set_replica(self, std::move(to), nullptr, std::move(told));
+        return true;
+      }
+      auto at = parse_address(address);
+      if (!at)
+        return std::move(at.error());
+      auto& st = self->state;
+      auto link = data_client::open(self->system(), at->first, at->second,
+                                    st.replica_timeout);
+      std::vector<int> dims;
+      for (auto& t : st.tables)
+        dims.push_back(t->dim());
+      auto stub = link->stub(st.id, st.block->size(), std::move(dims));
+      set_replica(self, std::move(stub), std::move(link), std::move(told));
+      return true;
+    },
+    [=](promote_atom) -> int64_t {
+      self->state.follower = false;
+      return self->state.block->version();
     },
     [=](expire_atom) {
       auto& st = self->state;

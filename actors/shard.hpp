@@ -12,8 +12,10 @@
 // `hold`, never a stream of pulls.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actors/protocol/protocol.hpp"
@@ -22,6 +24,8 @@
 #include "runtime/sparse/sync_rows.hpp"
 
 namespace troupe {
+
+class data_client;
 
 struct shard_options {
   int32_t id = 0;
@@ -36,6 +40,40 @@ struct shard_options {
   /// How long a pull that is not ready may be parked before "ask again";
   /// keep it well below the workers' request timeout.
   caf::timespan hold = std::chrono::seconds(10);
+  /// How long the shard waits for its replica's answer, and for the data
+  /// plane connection to it (cluster.request_timeout_ms).
+  caf::timespan replica_timeout = std::chrono::seconds(30);
+  /// It starts as a replica, which follows its primary's op stream.
+  bool follower = false;
+};
+
+/// A primary's side of replication (cluster.shard_replicas). The primary
+/// forwards every push and row push it took, in the order it took them,
+/// and every other change (replica_op) to its replica, on one connection:
+/// the replica applies the same ops to the same state and ends bitwise
+/// where the primary is. A new replica gets the whole dense state first
+/// (replica_op::image), then the table rows in chunks while the pushes go
+/// on (a chunk is taken when it is sent, so it holds every push before it
+/// and the replica applies the later ones on top). Once the last chunk is
+/// sent, the primary answers a push only when the replica has answered
+/// it too, and once the replica has answered that last chunk, it is in
+/// step: every push the primary acknowledged is on the replica, so either
+/// may be lost without losing one.
+struct replication {
+  shard_data_actor to;               ///< null: no replica
+  std::shared_ptr<data_client> link; ///< to a replica on another node
+  /// Each new replica (or none) starts a generation: answers of an older
+  /// one change nothing.
+  int64_t generation = 0;
+  replica_state state = replica_state::none;
+  bool pushes_wait = false;   ///< the last chunk is sent
+  caf::strong_actor_ptr told; ///< who asked, told when in step or dropped
+  size_t table = 0;           ///< the copy's next table
+  uint64_t next_row = 0;      ///< and row there
+  int64_t rows = 0;           ///< rows copied
+  int64_t lag = 0;            ///< ops sent, not yet answered
+  int64_t version = -1;       ///< the replica's, as of its last answer
+  std::chrono::steady_clock::time_point began;
 };
 
 struct shard_state {
@@ -61,6 +99,9 @@ struct shard_state {
   /// of the same tag joins is applied, or until that push is refused or
   /// stale.
   sync_rows sync;
+  bool follower = false; ///< a replica, which its primary feeds
+  caf::timespan replica_timeout{};
+  replication rep;
 };
 
 /// The shard as it runs: its interface, and its own timer, which answers

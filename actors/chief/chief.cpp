@@ -37,6 +37,9 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     }
     if (auto it = st.shards.index_of.find(dm.source); it != st.shards.index_of.end())
       return on_shard_down(self, it->second, dm.reason);
+    if (auto it = st.shards.replica_index_of.find(dm.source);
+        it != st.shards.replica_index_of.end())
+      return on_replica_down(self, it->second, dm.reason);
     fail_run(self, make_error(errc::actor_down,
                               "the feeder stopped: " + describe(dm.reason)));
   });
@@ -47,6 +50,11 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       return self->state.reply;
     },
     [=](report_atom, const worker_report& r) { on_report(self, r); },
+    [=](replicate_atom, int32_t shard, int64_t version,
+        const std::string& text) {
+      if (!self->state.ended())
+        on_replica_news(self, shard, version, text);
+    },
     [=](register_atom) -> std::string { return self->state.opts.config_text; },
     [=](register_atom, node_registration& r) {
       return on_register(self, std::move(r));

@@ -6,6 +6,7 @@
 //   < chief_placement (where workers and shards go) and chief_progress
 //     (evaluations, checkpoints, reports, pause, stop, the final summary)
 //   < chief_takeover (keeping the shards that outlived a chief or a link)
+//   < chief_replicas (each shard's replica: placed, in step, replaced)
 //   < chief_recovery (failed and leaving workers, lost shards)
 //   < chief_start (shards, feeder and workers at the start; taking over a
 //     lost chief's run)
@@ -167,6 +168,26 @@ void keep_live_shards(chief_self self, live_found& found,
                       feeder_position position,
                       std::function<void()> then);
 
+// -- chief_replicas.cpp
+// --------------------------------------------------------
+
+/// Whether the run keeps replicas of its shards (cluster.shard_replicas).
+bool replicated(chief_self self);
+
+/// Starts a replica for every live shard that has none (on a live node
+/// meant for shards other than the primary's) and asks the primary to
+/// keep it in step; says so for a shard that has nowhere to put one.
+void place_replicas(chief_self self);
+
+/// A primary's news of its replica (shard_actor's replicate): in step at
+/// `version`, or (-1) given up, which stops it to be started anew.
+void on_replica_news(chief_self self, int32_t shard, int64_t version,
+                     const std::string& text);
+
+/// Shard i's replica went down: it is started anew elsewhere (or once a
+/// recovery under way is over).
+void on_replica_down(chief_self self, size_t i, const caf::error& reason);
+
 // -- chief_recovery.cpp --------------------------------------------------------
 
 /// Restarts worker `id` after a failure: counted against the restart
@@ -200,7 +221,13 @@ void restore_after_loss(chief_self self);
 /// The nodes of lost shards that are down, as "a, b" (empty: none).
 std::string lost_shard_nodes_down(chief_self self);
 
-/// A shard went down: stop every worker, then restore_after_loss.
+/// Every worker is stopped after shards were lost: the replicas of the
+/// lost shards take over (through their agents); when each was in step,
+/// the stopped workers' leases go back and the run goes on with no step
+/// lost, else (or with no replica) restore_after_loss.
+void after_workers_stopped(chief_self self);
+
+/// A shard went down: stop every worker, then after_workers_stopped.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason);
 
 // -- chief_start.cpp -----------------------------------------------------------

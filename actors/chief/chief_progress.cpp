@@ -296,9 +296,11 @@ void print_summary(chief_self self, const cluster_summary& r) {
                 static_cast<long long>(r.pushes_stale),
                 static_cast<long long>(r.pushes_refused)));
   if (self->state.recovery.recoveries > 0)
-    say(self, fmt("shard recoveries: %d, steps lost and retrained: %lld",
-                  self->state.recovery.recoveries,
-                  static_cast<long long>(self->state.recovery.lost_steps)));
+    say(self,
+        fmt("shard recoveries: %d (of which replicas took over: %d), "
+            "steps lost and retrained: %lld",
+            self->state.recovery.recoveries, self->state.recovery.takeovers,
+            static_cast<long long>(self->state.recovery.lost_steps)));
   // The table comes last: scripts read its row from the final line.
   say(self,
       fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
@@ -361,6 +363,12 @@ void finish_run(chief_self self) {
           [=](std::vector<shard_stats>& stats) {
             auto summary = r;
             summary.version = version;
+            // async, ssp: a version is the batches a shard applied, each
+            // once; a lost step would show as a shard behind the others.
+            std::string versions;
+            for (auto& x : stats)
+              versions += " " + std::to_string(x.version);
+            say(self, "shard versions at the end:" + versions);
             for (auto& x : stats) {
               summary.pushes_accepted += x.accepted;
               summary.pushes_stale += x.stale;

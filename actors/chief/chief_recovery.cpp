@@ -129,7 +129,7 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   }
   if (st.recovery.recycling.erase(id) > 0) { // stopped for a shard recovery
     if (st.recovery.recycling.empty())
-      restore_after_loss(self);
+      after_workers_stopped(self);
     return;
   }
   if (was_leaving) // however it ended, its node sent it away
@@ -230,6 +230,7 @@ void resume_after_recovery(chief_self self) {
     s.recovery.after.clear();
     for (auto& f : later)
       f();
+    place_replicas(self); // for the shards that lost theirs
   });
 }
 
@@ -326,7 +327,96 @@ void restore_after_loss(chief_self self) {
   });
 }
 
-/// A shard went down: stop every worker, then restore_after_loss.
+/// The replicas took the lost shards over in step: every lease of the
+/// stopped workers goes back to the feeder (a batch some shards applied
+/// is a duplicate there when it comes again), and the run goes on.
+void go_on_after_takeover(chief_self self) {
+  auto& st = self->state;
+  std::vector<int32_t> ids;
+  for (auto& [id, w] : st.members.workers)
+    if (w.state != worker_phase::finished)
+      ids.push_back(id);
+  auto all_back = countdown(ids.size(), [=] {
+    ++self->state.recovery.takeovers;
+    say(self, "the replicas hold every step the shards acknowledged: 0 "
+              "steps lost");
+    resume_after_recovery(self);
+  });
+  for (auto id : ids)
+    self->request(st.shards.feeder, timeout_of(self), requeue_atom_v, id)
+      .then([=](int32_t) { all_back(); },
+            [=](caf::error& err) { fail_run(self, std::move(err)); });
+}
+
+void after_workers_stopped(chief_self self) {
+  auto& st = self->state;
+  std::vector<size_t> lost, promotable;
+  for (size_t i = 0; i < st.shards.handles.size(); ++i)
+    if (!st.shards.handles[i]) {
+      lost.push_back(i);
+      if (replicated(self) && i < st.shards.replicas.size()
+          && st.shards.replicas[i])
+        promotable.push_back(i);
+    }
+  if (promotable.empty())
+    return restore_after_loss(self);
+  auto in_step = std::make_shared<bool>(promotable.size() == lost.size());
+  auto all_done = countdown(promotable.size(), [=] {
+    if (*in_step)
+      return go_on_after_takeover(self);
+    if (self->state.opts.cfg.training.checkpoint.dir.empty())
+      return fail_run(self,
+                      make_error(errc::actor_down,
+                                 "a lost shard had no replica in step and "
+                                 "the run has no checkpoint dir to restore "
+                                 "it from"));
+    restore_after_loss(self);
+  });
+  for (auto i : promotable) {
+    auto h = st.shards.replicas[i];
+    auto node = st.shards.replica_node_of[i];
+    bool was_in_step = st.shards.replica_in_step[i] != 0;
+    if (!was_in_step)
+      *in_step = false;
+    auto& n = st.members.nodes[node];
+    if (!n.up || !n.agent) {
+      *in_step = false;
+      all_done();
+      continue;
+    }
+    self
+      ->request(n.agent, timeout_of(self), promote_atom_v,
+                static_cast<int32_t>(i))
+      .then(
+        [=](int64_t version) {
+          auto& s = self->state;
+          s.shards.replica_index_of.erase(h.address());
+          if (s.shards.replicas[i] == h)
+            s.shards.replicas[i] = shard_actor{};
+          s.shards.replica_in_step[i] = 0;
+          s.shards.handles[i] = h;
+          s.shards.node_of[i] = node;
+          s.shards.index_of[h.address()] = i;
+          say(self, fmt("shard %zu: its replica on node %s took over at "
+                        "version %lld%s",
+                        i, node.c_str(), static_cast<long long>(version),
+                        was_in_step ? ""
+                                    : " (its copy was not complete: the "
+                                      "shards are restored from the "
+                                      "newest checkpoint)"));
+          all_done();
+        },
+        [=](caf::error& err) {
+          *in_step = false;
+          say(self, fmt("the replica of shard %zu on node %s could not take "
+                        "over: %s",
+                        i, node.c_str(), describe(err).c_str()));
+          all_done();
+        });
+  }
+}
+
+/// A shard went down: stop every worker, then after_workers_stopped.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
   auto& st = self->state;
   auto why = describe(reason);
@@ -335,14 +425,23 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
   st.shards.handles[i] = shard_actor{};
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, node, why);
-  if (st.opts.cfg.training.checkpoint.dir.empty())
+  bool has_replica = replicated(self) && i < st.shards.replicas.size()
+                     && st.shards.replicas[i];
+  if (!has_replica && st.opts.cfg.training.checkpoint.dir.empty())
     return fail_run(self, make_error(errc::actor_down,
                                      fmt("shard %zu on node %s stopped (%s) "
-                                         "and the run has no checkpoint dir "
-                                         "to restore it from",
+                                         "and the run has no replica of it "
+                                         "and no checkpoint dir to restore "
+                                         "it from",
                                          i, node.c_str(), why.c_str())));
-  say(self, fmt("shard %zu on node %s stopped (%s); recovering the shards",
-                i, node.c_str(), why.c_str()));
+  if (has_replica)
+    say(self, fmt("shard %zu on node %s stopped (%s); its replica on node "
+                  "%s takes over",
+                  i, node.c_str(), why.c_str(),
+                  st.shards.replica_node_of[i].c_str()));
+  else
+    say(self, fmt("shard %zu on node %s stopped (%s); recovering the shards", i,
+                  node.c_str(), why.c_str()));
   if (st.recovery.recovering) // the recovery under way restarts it too
     return;
   st.recovery.recovering = true;
@@ -354,7 +453,7 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
       self->send_exit(w.handle, caf::exit_reason::user_shutdown);
     }
   if (st.recovery.recycling.empty())
-    restore_after_loss(self);
+    after_workers_stopped(self);
 }
 
 } // namespace troupe::chief_ops

@@ -127,6 +127,9 @@ caf::result<std::string, std::string> on_register(chief_self self,
       place_worker(self, id);
   if (join_workers > 0 && st.training())
     add_workers(self, name, join_workers);
+  // A shard that had nowhere to keep its replica may have now.
+  if (st.training() && !st.recovery.recovering)
+    place_replicas(self);
   return {name, st.run_id};
 }
 

@@ -147,6 +147,22 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
       v.ssp_max_lead = s->ssp_max_lead;
     }
   }
+  if (replicated(self)) {
+    auto& sh = st.shards;
+    bool has = i < sh.replicas.size()
+               && (sh.replicas[i] || sh.replica_placing[i]);
+    v.replica_node = has ? sh.replica_node_of[i] : std::string{};
+    v.replica = !has              ? "none"
+                : !sh.replicas[i] ? "starting"
+                : s && s->replica == static_cast<int8_t>(replica_state::in_step)
+                  ? "in step"
+                  : "copying";
+    if (s) {
+      v.replica_lag = s->replica_lag;
+      v.replica_version = s->replica_version;
+      v.replica_rows = s->replica_rows;
+    }
+  }
   return v;
 }
 

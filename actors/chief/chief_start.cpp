@@ -21,6 +21,7 @@ namespace troupe::chief_ops {
 /// the placement puts them.
 void start_workers(chief_self self) {
   auto& st = self->state;
+  place_replicas(self); // in the background: the copies start now
   std::vector<int32_t> ids;
   if (st.opts.cfg.cluster.distributed()) {
     for (auto& n : st.opts.cfg.cluster.nodes) // ids in file order
@@ -228,6 +229,11 @@ void start(chief_self self) {
   auto& st = self->state;
   const auto& cfg = st.opts.cfg;
   say(self, "identity: run " + st.run_id + ", config digest " + st.digest);
+  if (cfg.cluster.shard_replicas > 0 && !cfg.cluster.distributed())
+    return fail_run(self, make_error(errc::invalid_config,
+                                     "/cluster/shard_replicas: needs nodes "
+                                     "(in one process a replica would die "
+                                     "with its primary)"));
   const auto& train = st.opts.data->train;
   std::vector<float> declared_values;
   if (cfg.model.type == model_config::kind::external) {

@@ -140,6 +140,17 @@ struct chief_shards {
   std::vector<std::string> node_of; ///< each shard's node
   std::map<caf::actor_addr, size_t> index_of;
   feeder_actor feeder;
+  /// cluster.shard_replicas (chief_replicas.cpp): each shard's replica
+  /// (null while none), its node, whether its primary says it is in step,
+  /// whether one is being started, and since when it was asked for.
+  std::vector<shard_actor> replicas;
+  std::vector<std::string> replica_node_of;
+  std::vector<char> replica_in_step, replica_placing;
+  std::vector<double> replica_asked;
+  std::map<caf::actor_addr, size_t> replica_index_of;
+  /// Shards whose replica could not be placed (no other live node holds
+  /// shards): said once, tried again when a node registers.
+  std::set<size_t> replica_homeless;
 };
 
 /// The run's progress: chief_progress.cpp (reports, progress lines,
@@ -228,6 +239,8 @@ struct chief_recovery {
   int64_t generation = 0;
   int recoveries = 0;
   int64_t lost_steps = 0;
+  /// Lost shards whose replicas took over without a step lost.
+  int takeovers = 0;
   std::vector<std::function<void()>> after;
 };
 

@@ -166,13 +166,13 @@ private:
       auto [stub, asked, row_floats] = take_waiting(f.id);
       // A reply answers its kind of request (an error answers any), and
       // the rows of a row pull are the ones asked for.
-      bool fits = f.op == data_frame::error || asked == 0
-                  || (f.op == data_frame::values && asked == data_frame::pull)
-                  || (f.op == data_frame::ack
-                      && (asked == data_frame::push
-                          || asked == data_frame::row_push))
-                  || (f.op == data_frame::rows
-                      && asked == data_frame::row_pull);
+      bool fits =
+        f.op == data_frame::error || asked == 0
+        || (f.op == data_frame::values && asked == data_frame::pull)
+        || (f.op == data_frame::ack
+            && (asked == data_frame::push || asked == data_frame::row_push
+                || asked == data_frame::replica))
+        || (f.op == data_frame::rows && asked == data_frame::row_pull);
       if (!fits)
         return fail_all("bad frame from the shard node: a reply of the "
                         "wrong kind to request "
@@ -373,6 +373,17 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                             + std::to_string(max_frame_rows)
                             + " per request)");
       return send_request<push_ack>(self, *link, shard, request_frame(p));
+    },
+    [=](replicate_atom, replica_op& op) -> caf::result<push_ack> {
+      std::vector<char> bytes;
+      caf::binary_serializer sink{nullptr, bytes};
+      if (auto err = inspect(sink, op))
+        return err;
+      outgoing o;
+      o.head.op = data_frame::replica;
+      o.head.count = bytes.size();
+      o.text.assign(bytes.begin(), bytes.end());
+      return send_request<push_ack>(self, *link, shard, std::move(o));
     },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },

@@ -47,16 +47,19 @@ struct data_frame {
   static constexpr uint32_t magic_value = 0x50445254; // "TRDP"
   /// Requests (client to server) and replies (server to client).
   enum op_code : uint8_t {
-    pull = 1,   ///< tag: min_version
-    push = 2,   ///< tag: the push's tag; count floats follow
-    values = 3, ///< reply to pull; tag: version; count floats follow
-    ack = 4,    ///< reply to push or row_push; tag: version; flag: stale
-    error = 5,  ///< reply; flag: troupe errc (0: other); count bytes of text
+    pull = 1,     ///< tag: min_version
+    push = 2,     ///< tag: the push's tag; count floats follow
+    values = 3,   ///< reply to pull; tag: version; count floats follow
+    ack = 4,      ///< reply to push or row_push; tag: version; flag: stale
+    error = 5,    ///< reply; flag: troupe errc (0: other); count bytes of text
     row_pull = 6, ///< table; flag: peek; count row ids (uint64) follow
     /// table; tag: the push's tag; count row ids follow, then count x dim
     /// floats (the table's dim, which both ends know from the run)
     row_push = 7,
-    rows = 8,   ///< reply to row_pull; count floats (ids x dim) follow
+    rows = 8, ///< reply to row_pull; count floats (ids x dim) follow
+    /// a primary's replica_op for its replica (actors/shard.hpp): count
+    /// bytes of its CAF binary form follow; answered with ack
+    replica = 9,
   };
   uint32_t magic = magic_value;
   uint8_t op = 0;
@@ -80,6 +83,9 @@ constexpr uint64_t max_frame_floats = uint64_t{1} << 28;
 /// floats must also stay within max_frame_floats.
 constexpr uint64_t max_frame_rows = uint64_t{1} << 22;
 constexpr uint64_t max_error_text = 64 * 1024;
+/// The most bytes of one replica frame: a shard's whole dense state, or a
+/// chunk of table rows (about 8 MB of them: actors/shard_replica.cpp).
+constexpr uint64_t max_replica_bytes = uint64_t{1} << 32;
 
 /// What is wrong with a header received by a server (`from_client`) or a
 /// client; empty when it is well formed.

@@ -32,8 +32,8 @@ std::string check_frame(const data_frame& f, bool from_client) {
   if (f.magic != data_frame::magic_value)
     return "not a troupe data-plane frame (bad magic)";
   bool request = f.op == data_frame::pull || f.op == data_frame::push
-                 || f.op == data_frame::row_pull
-                 || f.op == data_frame::row_push;
+                 || f.op == data_frame::row_pull || f.op == data_frame::row_push
+                 || f.op == data_frame::replica;
   bool reply = f.op == data_frame::values || f.op == data_frame::ack
                || f.op == data_frame::error || f.op == data_frame::rows;
   if (from_client ? !request : !reply)
@@ -49,7 +49,10 @@ std::string check_frame(const data_frame& f, bool from_client) {
            + std::to_string(max_frame_rows) + ")";
   if (f.op == data_frame::error && f.count > max_error_text)
     return "announces " + std::to_string(f.count) + " bytes of error text";
-  if (!floats && !ids && f.op != data_frame::error && f.count != 0)
+  if (f.op == data_frame::replica && f.count > max_replica_bytes)
+    return "announces a replica frame of " + std::to_string(f.count) + " bytes";
+  if (!floats && !ids && f.op != data_frame::error
+      && f.op != data_frame::replica && f.count != 0)
     return "a frame without payload announces " + std::to_string(f.count);
   if (f.shard < 0)
     return "negative shard " + std::to_string(f.shard);
@@ -112,7 +115,8 @@ using relay_actor = caf::typed_actor<
   caf::reacts_to<pull_atom, uint64_t, int32_t, int32_t, int64_t>,
   caf::reacts_to<push_atom, uint64_t, gradient_push>,
   caf::reacts_to<pull_atom, uint64_t, row_request>,
-  caf::reacts_to<push_atom, uint64_t, row_push>>;
+  caf::reacts_to<push_atom, uint64_t, row_push>,
+  caf::reacts_to<replicate_atom, uint64_t, int32_t, replica_op>>;
 
 /// One connection's requests, made to the local shard actors in the order
 /// they arrived; each reply goes to the writer as it comes.
@@ -169,6 +173,16 @@ relay_actor::behavior_type relay_impl(relay_actor::pointer self,
       if (!h)
         return missing(id, shard);
       self->request(h, ctx->timeout, push_atom_v, std::move(p))
+        .then([=](push_ack& a) { post_ack(id, shard, a); },
+              [=](caf::error& err) {
+                ctx->writer->post(error_frame(id, shard, err));
+              });
+    },
+    [=](replicate_atom, uint64_t id, int32_t shard, replica_op& op) {
+      auto h = ctx->shards->get(shard);
+      if (!h)
+        return missing(id, shard);
+      self->request(h, ctx->timeout, replicate_atom_v, std::move(op))
         .then([=](push_ack& a) { post_ack(id, shard, a); },
               [=](caf::error& err) {
                 ctx->writer->post(error_frame(id, shard, err));
@@ -276,6 +290,32 @@ bool read_rows(session& s, const data_frame& f) {
   return true;
 }
 
+/// Reads the rest of a replica frame and hands its op to the relay;
+/// false when the connection is to close (it broke, or the bytes are no
+/// replica_op).
+bool read_replica_op(session& s, const data_frame& f) {
+  // The bytes arrive in pieces, and the buffer grows with what came.
+  std::vector<char> bytes;
+  constexpr uint64_t piece = uint64_t{1} << 20;
+  while (bytes.size() < f.count) {
+    auto at = bytes.size();
+    auto take = std::min<uint64_t>(piece, f.count - at);
+    bytes.resize(at + take);
+    if (!s.sock->read_exact(bytes.data() + at, take))
+      return false;
+  }
+  replica_op op;
+  caf::binary_deserializer source{nullptr, bytes};
+  if (auto err = inspect(source, op); err || source.remaining() != 0) {
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": a replica frame of " << f.count
+              << " bytes that is no replica op" << std::endl;
+    return false;
+  }
+  caf::anon_send(s.relay, replicate_atom_v, f.id, f.shard, std::move(op));
+  return true;
+}
+
 /// Reads requests until the connection ends or sends a bad frame.
 void serve_connection(session& s) {
   for (;;) {
@@ -297,6 +337,11 @@ void serve_connection(session& s) {
     }
     if (f.op == data_frame::row_pull || f.op == data_frame::row_push) {
       if (!read_rows(s, f))
+        break;
+      continue;
+    }
+    if (f.op == data_frame::replica) {
+      if (!read_replica_op(s, f))
         break;
       continue;
     }

@@ -102,6 +102,35 @@ inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
   return f.end_sequence();
 }
 
+/// Any vector of plain numbers as one raw block (a replica's copy of a
+/// shard: clocks, the applied log).
+template <class T>
+caf::error write_raw(caf::serializer& f, const std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable<T>::value);
+  auto n = v.size();
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(T), const_cast<T*>(v.data())))
+      return err;
+  return f.end_sequence();
+}
+
+template <class T>
+caf::error read_raw(caf::deserializer& f, std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable<T>::value);
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (auto err = check_fits(f, n, sizeof(T)))
+    return err;
+  v.resize(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
+      return err;
+  return f.end_sequence();
+}
+
 inline caf::error write_float_vectors(caf::serializer& f,
                                       const std::vector<std::vector<float>>& v) {
   if (auto err = f(static_cast<uint64_t>(v.size())))

@@ -21,6 +21,7 @@
 #include "actors/protocol/float_wire.hpp"
 #include "actors/protocol/wire_form.hpp"
 #include "actors/protocol/shell_protocol.hpp"
+#include "runtime/params/param_block.hpp"
 #include "runtime/rules/batch_plan.hpp"
 #include "runtime/base/process_usage.hpp"
 #include "runtime/rules/takeover.hpp"
@@ -132,6 +133,37 @@ struct row_chunk {
   std::vector<std::vector<float>> slots;
 };
 
+/// What a primary shard sends its replica (actors/shard.hpp) beside the
+/// pushes it forwards as they came, in the order the primary took them:
+/// the whole state to start from (image: the block, the sync rows held,
+/// the tables emptied), rows of its tables (rows: a row_chunk restored
+/// over what the replica holds), and the chief's messages that change a
+/// shard (join, leave, tune, forget, adopt).
+struct replica_op {
+  enum kind_t : uint8_t { image = 1, rows, join, leave, tune, forget, adopt };
+  uint8_t kind = 0;
+  int32_t worker = 0;  ///< join, leave
+  int64_t version = 0; ///< forget; adopt: the version asked about
+  std::string key;     ///< tune
+  double value = 0;    ///< tune
+  block_image block;   ///< image
+  /// image, sync: the row pushes held for the update under way.
+  std::vector<int32_t> held_workers, held_tables;
+  std::vector<int64_t> held_tags;
+  std::vector<std::vector<uint64_t>> held_ids;
+  std::vector<std::vector<float>> held_grads;
+  row_chunk chunk; ///< rows
+
+  /// An op without payload: join, leave, forget or adopt.
+  static replica_op of(kind_t kind, int32_t worker = 0, int64_t version = 0) {
+    replica_op op;
+    op.kind = kind;
+    op.worker = worker;
+    op.version = version;
+    return op;
+  }
+};
+
 /// A shard's answer to a valid push.
 struct push_ack {
   int64_t version = 0; ///< the shard's version after the push
@@ -202,7 +234,19 @@ struct shard_stats {
   /// their values, optimizer state and index, and row ids in pulls
   /// answered and pushes taken.
   int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+  /// Replication (cluster.shard_replicas): whether this is a replica that
+  /// follows its primary; for a primary, its replica's state (none,
+  /// copying, in_step), the ops it forwarded that the replica has not
+  /// answered yet (the replication lag), the rows copied so far and the
+  /// replica's version as of its last answer.
+  bool follower = false;
+  int8_t replica = 0;
+  int64_t replica_lag = 0, replica_rows = 0, replica_version = -1;
 };
+
+/// A primary's replica: none, its copy under way, or in step (every push
+/// the primary acknowledges has reached it).
+enum class replica_state : int8_t { none = 0, copying = 1, in_step = 2 };
 
 /// The feeder's counters.
 struct feeder_stats {
@@ -365,6 +409,115 @@ inspect(Inspector& f, row_chunk& x) {
            x.pushes, static_cast<uint64_t>(x.ids.size()));
 }
 
+inline caf::error inspect(caf::serializer& f, block_image& x) {
+  using namespace detail;
+  caf::error err;
+  auto step = [&](auto&& write) {
+    if (!err)
+      err = write();
+  };
+  step([&] { return write_floats(f, x.values.data(), x.values.size()); });
+  step([&] { return f(x.slot_names); });
+  step([&] { return write_float_vectors(f, x.slots); });
+  step([&] {
+    return f(x.lowered_beta1_ratio, x.version, x.learning_rate, x.aggregate,
+             x.log_base, x.unnamed_through, x.stale_mean, x.accepted, x.stale,
+             x.refused, x.staleness_sum, x.staleness_max);
+  });
+  step([&] { return write_raw(f, x.workers); });
+  step([&] { return write_raw(f, x.clocks); });
+  step([&] { return write_raw(f, x.log); });
+  step([&] { return write_floats(f, x.sum.data(), x.sum.size()); });
+  step([&] { return write_raw(f, x.pushed); });
+  step([&] { return write_raw(f, x.last_update); });
+  return err;
+}
+
+inline caf::error inspect(caf::deserializer& f, block_image& x) {
+  using namespace detail;
+  caf::error err;
+  auto step = [&](auto&& read) {
+    if (!err)
+      err = read();
+  };
+  step([&] { return read_floats(f, x.values); });
+  step([&] { return f(x.slot_names); });
+  step([&] { return read_float_vectors(f, x.slots); });
+  step([&] {
+    return f(x.lowered_beta1_ratio, x.version, x.learning_rate, x.aggregate,
+             x.log_base, x.unnamed_through, x.stale_mean, x.accepted, x.stale,
+             x.refused, x.staleness_sum, x.staleness_max);
+  });
+  step([&] { return read_raw(f, x.workers); });
+  step([&] { return read_raw(f, x.clocks); });
+  step([&] { return read_raw(f, x.log); });
+  step([&] { return read_floats(f, x.sum); });
+  step([&] { return read_raw(f, x.pushed); });
+  step([&] { return read_raw(f, x.last_update); });
+  return err;
+}
+
+inline caf::error inspect(caf::serializer& f, replica_op& x) {
+  using namespace detail;
+  if (auto err = f(x.kind, x.worker, x.version, x.key, x.value))
+    return err;
+  if (x.kind == replica_op::image) {
+    if (auto err = inspect(f, x.block))
+      return err;
+    if (auto err = write_raw(f, x.held_workers))
+      return err;
+    if (auto err = write_raw(f, x.held_tables))
+      return err;
+    if (auto err = write_raw(f, x.held_tags))
+      return err;
+    if (auto err = f(static_cast<uint64_t>(x.held_ids.size())))
+      return err;
+    for (auto& ids : x.held_ids)
+      if (auto err = write_ids(f, ids))
+        return err;
+    return write_float_vectors(f, x.held_grads);
+  }
+  if (x.kind == replica_op::rows)
+    return inspect(f, x.chunk);
+  return {};
+}
+
+inline caf::error inspect(caf::deserializer& f, replica_op& x) {
+  using namespace detail;
+  if (auto err = f(x.kind, x.worker, x.version, x.key, x.value))
+    return err;
+  if (x.kind == replica_op::image) {
+    if (auto err = inspect(f, x.block))
+      return err;
+    if (auto err = read_raw(f, x.held_workers))
+      return err;
+    if (auto err = read_raw(f, x.held_tables))
+      return err;
+    if (auto err = read_raw(f, x.held_tags))
+      return err;
+    uint64_t n = 0;
+    if (auto err = f(n))
+      return err;
+    if (auto err = check_fits(f, n, 1))
+      return err;
+    x.held_ids.resize(n);
+    for (auto& ids : x.held_ids)
+      if (auto err = read_ids(f, ids))
+        return err;
+    return read_float_vectors(f, x.held_grads);
+  }
+  if (x.kind == replica_op::rows)
+    return inspect(f, x.chunk);
+  return {};
+}
+
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, replica_op& x) {
+  return f(caf::meta::type_name("replica_op"), x.kind, x.worker, x.version,
+           x.key, x.value);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
   return f(caf::meta::type_name("lease_grant"), x.id, x.epoch, x.index,
@@ -391,10 +544,11 @@ typename Inspector::result_type inspect(Inspector& f, process_usage& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
-  return f(caf::meta::type_name("shard_stats"), x.shard, x.version,
-           x.accepted, x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead,
-           x.pulled_bytes, x.pushed_bytes, x.rows, x.row_bytes,
-           x.rows_pulled, x.rows_pushed);
+  return f(caf::meta::type_name("shard_stats"), x.shard, x.version, x.accepted,
+           x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes,
+           x.pushed_bytes, x.rows, x.row_bytes, x.rows_pulled, x.rows_pushed,
+           x.follower, x.replica, x.replica_lag, x.replica_rows,
+           x.replica_version);
 }
 
 template <class Inspector>
@@ -431,6 +585,10 @@ typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
 
 // -- type IDs and atoms -------------------------------------------------------
 
+// CAF's block macros end without a semicolon, which makes clang-format
+// indent everything after them: the rest of the file keeps its hand-made
+// layout.
+// clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::float_block))
   CAF_ADD_TYPE_ID(troupe, (troupe::gradient_push))
@@ -452,6 +610,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(troupe, (troupe::row_block))
   CAF_ADD_TYPE_ID(troupe, (troupe::row_push))
   CAF_ADD_TYPE_ID(troupe, (troupe::row_chunk))
+  CAF_ADD_TYPE_ID(troupe, (troupe::replica_op))
 CAF_END_TYPE_ID_BLOCK(troupe)
 
 CAF_ADD_ATOM(troupe, troupe, pull_atom, "pull")
@@ -482,6 +641,8 @@ CAF_ADD_ATOM(troupe, troupe, skip_atom, "skip")
 CAF_ADD_ATOM(troupe, troupe, forget_atom, "forget")
 CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
 CAF_ADD_ATOM(troupe, troupe, who_atom, "who")
+CAF_ADD_ATOM(troupe, troupe, replicate_atom, "replicate")
+CAF_ADD_ATOM(troupe, troupe, promote_atom, "promote")
 
 // -- actor interfaces ---------------------------------------------------------
 
@@ -501,7 +662,10 @@ using shard_data_actor = caf::typed_actor<
   // refuses (at or above its vocabulary) fails the whole request and
   // changes nothing.
   caf::replies_to<pull_atom, row_request>::with<row_block>,
-  caf::replies_to<push_atom, row_push>::with<push_ack>>;
+  caf::replies_to<push_atom, row_push>::with<push_ack>,
+  // A primary's op stream to its replica (replica_op), between the pushes
+  // it forwards; replies with the replica's version.
+  caf::replies_to<replicate_atom, replica_op>::with<push_ack>>;
 
 /// A parameter shard (actors/shard.hpp): the data requests, and what the
 /// chief asks of it.
@@ -531,7 +695,17 @@ using shard_actor = shard_data_actor::extend<
   caf::reacts_to<forget_atom, int64_t>,
   // Steering: "lr" (base learning rate) or "aggregate" (sync pushes per
   // update) to a value; errors leave the shard unchanged.
-  caf::replies_to<tune_atom, std::string, double>::with<bool>>;
+  caf::replies_to<tune_atom, std::string, double>::with<bool>,
+  // Keep a replica in step from now on: the shard on another node reached
+  // at data-plane address A ("host:port"), or the handle itself when A is
+  // empty (the same process); a null handle and no address: none. The
+  // copy runs in the background; the sender hears of it as
+  // (replicate_atom, shard, version, text): in step, or dropped
+  // (version -1) with the reason.
+  caf::replies_to<replicate_atom, shard_data_actor, std::string>::with<bool>,
+  // A replica becomes its shard's primary (its primary is lost); replies
+  // with its version.
+  caf::replies_to<promote_atom>::with<int64_t>>;
 
 /// The data feeder (actors/feeder.hpp).
 using feeder_actor = caf::typed_actor<
@@ -580,6 +754,9 @@ struct shard_spawn {
   int32_t id = 0;
   int32_t aggregate = 1;
   shard_state_msg state;
+  /// A replica of shard `id` (cluster.shard_replicas), which its primary
+  /// feeds; its state comes from the primary, not from `state`.
+  bool replica = false;
 };
 
 /// What a node agent needs to start a worker: its id, the peers it talks
@@ -622,7 +799,8 @@ typename Inspector::result_type inspect(Inspector& f, live_shards& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
-  return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state);
+  return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state,
+           x.replica);
 }
 
 template <class Inspector>
@@ -637,6 +815,9 @@ typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
 /// shards and workers there for the chief.
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<place_atom, shard_spawn>::with<shard_actor>,
+  // The replica of shard N here becomes the shard (its primary is lost);
+  // replies with its version.
+  caf::replies_to<promote_atom, int32_t>::with<int64_t>,
   caf::replies_to<place_atom, worker_spawn>::with<worker_actor>,
   // The chief is lost: stop the workers here (their feeder and chief are
   // gone), keep the shards with their values for a chief that comes back.
@@ -687,6 +868,10 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<run_atom>::with<cluster_summary>,
   // A worker's step report.
   caf::reacts_to<report_atom, worker_report>,
+  // A primary's news of its replica (shard_actor's replicate): in step at
+  // version V, or dropped (V -1); the text says how long the copy took,
+  // or why.
+  caf::reacts_to<replicate_atom, int32_t, int64_t, std::string>,
   // A node process announces itself. The reply is the node's name (a
   // joining node may come without one) and the run id.
   caf::replies_to<register_atom, node_registration>::with<std::string,
@@ -732,6 +917,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
   // Handles travel in messages: the agent's in a registration, the
   // shards' and workers' in the agent's replies.
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_actor))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_data_actor))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::feeder_actor))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_actor))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::node_agent_actor))

@@ -121,6 +121,12 @@ struct shard_view {
   int64_t pulled_bytes = 0, pushed_bytes = 0; ///< see shard_stats
   /// Embedding tables (see shard_stats); rows -1: the model has none.
   int64_t rows = -1, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+  /// cluster.shard_replicas: the replica's node (empty: none), its state
+  /// ("starting", "copying", "in step"; "none" when it has none), the ops
+  /// the primary sent it that it has not answered yet (replication lag),
+  /// its version as of its last answer, and the table rows copied to it.
+  std::string replica_node, replica;
+  int64_t replica_lag = 0, replica_version = -1, replica_rows = 0;
 };
 
 struct feeder_view {
@@ -173,8 +179,9 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
   return f(caf::meta::type_name("shard_view"), x.id, x.node, x.state, x.begin,
            x.end, x.answered, x.version, x.accepted, x.stale, x.refused,
-           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes,
-           x.rows, x.row_bytes, x.rows_pulled, x.rows_pushed);
+           x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes, x.rows,
+           x.row_bytes, x.rows_pulled, x.rows_pushed, x.replica_node, x.replica,
+           x.replica_lag, x.replica_version, x.replica_rows);
 }
 
 template <class Inspector>

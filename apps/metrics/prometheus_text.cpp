@@ -229,6 +229,23 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
               "Table row gradients pushed to a shard.",
               [](const shard_view& s) { return s.rows_pushed; });
   }
+  // Replicas: only in a run that keeps them (cluster.shard_replicas).
+  if (std::any_of(v.shards.begin(), v.shards.end(),
+                  [](const shard_view& s) { return !s.replica.empty(); })) {
+    per_shard("troupe_shard_replica_lag_updates", "gauge",
+              "Updates a shard sent its replica that the replica has not "
+              "applied yet (replication lag).",
+              [](const shard_view& s) { return s.replica_lag; });
+    per_shard("troupe_shard_replica_in_step", "gauge",
+              "1 when a shard's replica holds every push the shard "
+              "acknowledged, else 0.",
+              [](const shard_view& s) {
+                return int64_t{s.replica == "in step" ? 1 : 0};
+              });
+    per_shard("troupe_shard_replica_rows_copied", "gauge",
+              "Table rows copied to a shard's newest replica.",
+              [](const shard_view& s) { return s.replica_rows; });
+  }
   // One sample per node whose process answered (-1: it did not).
   auto per_node = [&](const char* name, const char* type, const char* help,
                       auto value) {

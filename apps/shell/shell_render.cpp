@@ -160,8 +160,17 @@ std::string for_people(const std::string& command, const json& j) {
   }
   if (command == "workers" && j.is_array())
     return table(j, worker_cols());
-  if (command == "shards" && j.is_array())
-    return table(j, actor_cols);
+  if (command == "shards" && j.is_array()) {
+    auto cols = actor_cols;
+    bool replicas = false;
+    for (auto& r : j)
+      replicas = replicas || r.contains("replica");
+    if (replicas) // where each shard's copy is and whether it is in step
+      cols.insert(cols.end(), {{"replica_node", "REPLICA"},
+                               {"replica", "REPLICA_STATE"},
+                               {"replica_lag", "LAG"}});
+    return table(j, cols);
+  }
   if (command == "nodes" && j.is_array()) {
     // A person reads memory in binary units; scripts keep the bytes (--json).
     json rows = j;
@@ -300,6 +309,16 @@ json shard_json(const shard_view& s) {
       j["row_bytes"] = s.row_bytes;
       j["rows_pulled"] = s.rows_pulled;
       j["rows_pushed"] = s.rows_pushed;
+    }
+  }
+  if (!s.replica.empty()) { // a run with shard_replicas
+    j["replica_node"] = text_or_null(s.replica_node);
+    j["replica"] = s.replica;
+    if (s.answered) {
+      j["replica_lag"] = s.replica_lag;
+      j["replica_version"] = s.replica_version >= 0 ? json(s.replica_version)
+                                                    : json(nullptr);
+      j["replica_rows"] = s.replica_rows;
     }
   }
   return j;

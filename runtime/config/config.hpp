@@ -181,6 +181,10 @@ struct cluster_config {
   using stale_momentum_rule = troupe::stale_momentum_rule;
   int shards = 2;
   int workers = 2;
+  /// Replicas per shard, each on another node than its primary and kept
+  /// in step with it (actors/shard.hpp): 0 or 1. Needs nodes, two of
+  /// which hold shards.
+  int shard_replicas = 0;
   mode consistency = mode::async;
   /// sync: pushes averaged per update; 0 = all workers (no backups).
   int replicas_to_aggregate = 0;

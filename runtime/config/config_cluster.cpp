@@ -130,6 +130,20 @@ cluster_config read_cluster(object_reader r) {
       throw config_error{errc::invalid_config, r.at("chief"),
                          "needs \"nodes\" to name"};
   }
+  c.shard_replicas = static_cast<int>(r.integer("shard_replicas", 0, 0, 1));
+  if (c.shard_replicas > 0) {
+    int holders = 0;
+    for (auto& n : c.nodes)
+      holders += n.shards > 0 ? 1 : 0;
+    // Without nodes (yet: membership may come from the launcher), the
+    // chief checks the nodes it gets.
+    if (!c.nodes.empty() && holders < 2)
+      throw config_error{errc::invalid_config, r.at("shard_replicas"),
+                         "needs at least two nodes that hold shards (a "
+                         "replica lives on another node than its primary); "
+                         "the nodes hold shards on "
+                           + std::to_string(holders)};
+  }
   c.consistency = r.choice("mode", mk::async,
                            {{"async", mk::async}, {"sync", mk::sync},
                             {"ssp", mk::ssp}, {"easgd", mk::easgd}});

@@ -75,6 +75,11 @@ public:
   /// Copies of the same slots, for snapshots.
   std::vector<std::pair<std::string, std::vector<float>>> copy_slots() const;
 
+  /// The state beside the slots (see lowered_beta1_ratio_), which a
+  /// replica copies for an exact copy of the optimizer.
+  double lowered_beta1_ratio() const { return lowered_beta1_ratio_; }
+  void set_lowered_beta1_ratio(double r) { lowered_beta1_ratio_ = r; }
+
 private:
   /// Slot names in order; slot 0 lives in slot_a_, slot 1 in slot_b_.
   std::vector<std::string> slot_names() const;

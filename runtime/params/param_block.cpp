@@ -353,4 +353,93 @@ void param_block::forget_workers() {
   pushed_.clear();
 }
 
+block_image param_block::image() const {
+  block_image img;
+  img.values = *values_;
+  for (auto& [name, v] : opt_.copy_slots()) {
+    img.slot_names.push_back(name);
+    img.slots.push_back(std::move(v));
+  }
+  img.lowered_beta1_ratio = opt_.lowered_beta1_ratio();
+  img.version = version_;
+  img.learning_rate = opts_.optimizer.learning_rate;
+  img.aggregate = opts_.aggregate;
+  for (auto& [id, c] : clocks_) {
+    img.workers.push_back(id);
+    img.clocks.push_back(c);
+  }
+  img.log = log_;
+  img.log_base = log_base_;
+  img.unnamed_through = unnamed_through_;
+  img.stale_mean = stale_mean_;
+  if (!pushed_.empty())
+    img.sum = sum_;
+  img.pushed.assign(pushed_.begin(), pushed_.end());
+  img.last_update.assign(last_update_.begin(), last_update_.end());
+  img.accepted = stats_.accepted;
+  img.stale = stats_.stale;
+  img.refused = stats_.refused;
+  img.staleness_sum = stats_.staleness_sum;
+  img.staleness_max = stats_.staleness_max;
+  return img;
+}
+
+caf::error param_block::load(const block_image& img) {
+  auto fail = [&](errc code, const std::string& what) {
+    return make_error(code, "a copy of a shard " + what);
+  };
+  if (img.values.size() != size())
+    return fail(errc::wrong_size, "holds " + std::to_string(img.values.size())
+                                    + " values, this one "
+                                    + std::to_string(size()));
+  auto mine = opt_.slots();
+  if (mine.size() != img.slots.size() || img.slot_names.size() != mine.size())
+    return fail(errc::layout_mismatch, "has " + std::to_string(img.slots.size())
+                                         + " optimizer slots, this one "
+                                         + std::to_string(mine.size()));
+  for (size_t i = 0; i < mine.size(); ++i)
+    if (mine[i].first != img.slot_names[i]
+        || mine[i].second->size() != img.slots[i].size())
+      return fail(errc::layout_mismatch,
+                  "has optimizer slot " + img.slot_names[i]
+                    + ", which does not fit this one's " + mine[i].first);
+  bool log_fits = img.version >= img.log_base
+                  && (!logs_batches(opts_.mode)
+                      || static_cast<int64_t>(img.log.size())
+                           == img.version - img.log_base);
+  if (img.workers.size() != img.clocks.size()
+      || (!img.sum.empty() && img.sum.size() != size())
+      || img.pushed.empty() != img.sum.empty() || img.aggregate < 1
+      || !log_fits)
+    return fail(errc::invalid_argument,
+                "is inconsistent (its clocks, sync sum or applied log)");
+  for (size_t i = 0; i < mine.size(); ++i)
+    *mine[i].second = img.slots[i];
+  opt_.set_lowered_beta1_ratio(img.lowered_beta1_ratio);
+  values_ = std::make_shared<std::vector<float>>(img.values);
+  version_ = img.version;
+  opts_.optimizer.learning_rate = img.learning_rate;
+  opt_.set_learning_rate(img.learning_rate);
+  opts_.aggregate = img.aggregate;
+  clocks_.clear();
+  for (size_t i = 0; i < img.workers.size(); ++i)
+    clocks_[img.workers[i]] = img.clocks[i];
+  log_ = img.log;
+  sorted_.clear();
+  for (auto b : log_)
+    if (b >= 0)
+      sorted_.push_back(b);
+  std::sort(sorted_.begin(), sorted_.end());
+  log_base_ = img.log_base;
+  unnamed_through_ = img.unnamed_through;
+  stale_mean_ = img.stale_mean;
+  if (!img.sum.empty())
+    sum_ = img.sum;
+  pushed_ = {img.pushed.begin(), img.pushed.end()};
+  last_update_ = {img.last_update.begin(), img.last_update.end()};
+  stats_ = {img.accepted, img.stale, img.refused, img.staleness_sum,
+            img.staleness_max};
+  return {};
+}
+
 } // namespace troupe

@@ -46,6 +46,31 @@
 
 namespace troupe {
 
+/// Everything a param_block holds, for a replica that must become an
+/// exact copy of it (param_block::image() and param_block::load()): the
+/// values and optimizer state, the version, the workers' clocks, the
+/// applied log, a sync update's pushes so far, the settings the shell may
+/// have changed and the counters.
+struct block_image {
+  std::vector<float> values;
+  std::vector<std::string> slot_names;
+  std::vector<std::vector<float>> slots;
+  double lowered_beta1_ratio = 1.0;
+  int64_t version = 0;
+  double learning_rate = 0;
+  int32_t aggregate = 1;
+  std::vector<int32_t> workers; ///< and their clocks, in the same order
+  std::vector<int64_t> clocks;
+  std::vector<int64_t> log; ///< the applied log, from log_base
+  int64_t log_base = 0;
+  int64_t unnamed_through = -1;
+  double stale_mean = 0;
+  std::vector<float> sum; ///< sync: empty while nobody has pushed
+  std::vector<int32_t> pushed, last_update;
+  int64_t accepted = 0, stale = 0, refused = 0, staleness_sum = 0,
+          staleness_max = 0;
+};
+
 /// How a stale push's update differs from a fresh one's: see
 /// optimizer::apply.
 struct stale_adjust {
@@ -166,6 +191,13 @@ public:
                      const std::vector<std::pair<std::string,
                                                  std::vector<float>>>& slots,
                      int64_t version);
+
+  /// A copy of everything the block holds (see block_image).
+  block_image image() const;
+  /// Becomes the block `img` was taken of. errc::wrong_size /
+  /// errc::layout_mismatch when it does not fit this block (another
+  /// slice, another optimizer); the block is unchanged then.
+  caf::error load(const block_image& img);
 
 private:
   /// The values, cloned first when a pull still holds them.

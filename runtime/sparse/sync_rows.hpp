@@ -73,6 +73,13 @@ public:
   /// Pushes held now, one per worker at the most.
   size_t held() const { return held_.size(); }
 
+  /// What is held, and holding it again: a replica's copy of its primary.
+  const std::map<int32_t, held_row_push>& held_pushes() const { return held_; }
+  void put(held_row_push p) {
+    auto worker = p.worker;
+    held_[worker] = std::move(p);
+  }
+
 private:
   std::map<int32_t, held_row_push> held_; ///< a later push replaces one
 };

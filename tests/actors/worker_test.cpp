@@ -51,9 +51,7 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       return {r.shard, r.table, {}};
     },
     [=](push_atom, const row_push&) -> push_ack { return {}; },
-    [=](snapshot_atom, int32_t, uint64_t, uint64_t) -> row_chunk {
-      return {};
-    },
+    [=](snapshot_atom, int32_t, uint64_t, uint64_t) -> row_chunk { return {}; },
     [=](restore_atom, const row_chunk&) -> uint64_t { return 0; },
     [=](snapshot_atom) -> shard_state_msg { return {}; },
     [=](restore_atom, shard_state_msg&) -> int64_t { return 0; },
@@ -70,6 +68,11 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       self->state.held.clear();
       return true;
     },
+    [=](replicate_atom, const replica_op&) -> push_ack { return {}; },
+    [=](replicate_atom, const shard_data_actor&, const std::string&) {
+      return true;
+    },
+    [=](promote_atom) -> int64_t { return 0; },
   };
 }
 

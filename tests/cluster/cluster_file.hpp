@@ -64,6 +64,7 @@ struct cluster_spec {
   int64_t shuffle_block = 1; ///< /training/shuffle_block
   std::string on_file_change; ///< /data/on_file_change, when not empty
   std::string cache_dir;      ///< /data/cache_dir (IDX), when not empty
+  int shard_replicas = 0;     ///< /cluster/shard_replicas, when > 0
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -157,6 +158,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"connection_timeout_ms", 1500},
              {"on_node_loss", spec.on_node_loss},
              {"max_restarts", 10}}}};
+  if (spec.shard_replicas > 0)
+    cfg["cluster"]["shard_replicas"] = spec.shard_replicas;
   if (!spec.tls_dir.empty())
     cfg["cluster"]["tls"] = {{"ca", spec.tls_dir + "/ca.pem"},
                              {"certificate", spec.tls_dir + "/cluster.pem"},

@@ -676,6 +676,32 @@ BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
   BOOST_TEST(static_cast<bool>(ok), troupe::test::why(ok));
 }
 
+BOOST_AUTO_TEST_CASE(shard_replicas_need_two_nodes_that_hold_shards) {
+  auto with = [](const std::string& cluster) {
+    return parse_run_config(replace(synthetic_config, R"("training")",
+                                    "\"cluster\": " + cluster
+                                      + ", \"training\""),
+                            "cfg.json");
+  };
+  auto two = with(R"({ "shard_replicas": 1, "nodes": [
+      { "name": "a", "port": 7000, "shards": 1 },
+      { "name": "b", "port": 7001, "shards": 1, "workers": 1 } ] })");
+  BOOST_REQUIRE_MESSAGE(two, troupe::test::why(two));
+  BOOST_TEST(two->cluster.shard_replicas == 1);
+  BOOST_TEST(with("{}")->cluster.shard_replicas == 0);
+  auto one = with(R"({ "shard_replicas": 1, "nodes": [
+      { "name": "a", "port": 7000, "shards": 2 },
+      { "name": "b", "port": 7001, "workers": 1 } ] })");
+  BOOST_REQUIRE(!one);
+  auto e = troupe::test::why(one);
+  BOOST_TEST(e.find("/cluster/shard_replicas: needs at least two nodes that "
+                    "hold shards")
+               != std::string::npos,
+             e);
+  e = troupe::test::why(with(R"({ "shard_replicas": 2 })"));
+  BOOST_TEST(e.find("/cluster/shard_replicas") != std::string::npos, e);
+}
+
 BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
   BOOST_TEST(parse_device("cpu")->to_string() == "cpu");
   BOOST_TEST(parse_device("gpu")->to_string() == "gpu:0");

@@ -361,3 +361,102 @@ BOOST_AUTO_TEST_CASE(none_applies_a_stale_push_at_the_full_rate) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(param_block_image)
+
+namespace {
+
+block adam_block(mode m, int aggregate = 1) {
+  block::options o;
+  o.mode = m;
+  o.optimizer.type = optimizer_config::kind::adam;
+  o.optimizer.learning_rate = 0.01;
+  o.aggregate = aggregate;
+  o.stale_momentum = stale_momentum_rule::reduce;
+  block b{o, {1.f, 2.f, 3.f, 4.f}};
+  b.add_worker(0);
+  b.add_worker(1);
+  return b;
+}
+
+/// Pushes worker w's gradient for batch `batch`, tagged `tag`.
+void push(block& b, int32_t w, int64_t tag, int64_t batch, float g) {
+  std::vector<float> grads{g, -g, 2 * g, 0.5f * g};
+  BOOST_REQUIRE(b.push(w, tag, grads.data(), grads.size(), batch));
+}
+
+/// The two blocks go on identically from here: the same pushes give the
+/// same values, bitwise, and the same outcomes.
+void require_same_future(block& a, block& b, mode m) {
+  for (int k = 0; k < 6; ++k) {
+    auto w = k % 2;
+    auto tag = m == mode::sync ? a.version() : a.version() - k % 3;
+    std::vector<float> grads{0.1f * k, -0.2f, 0.3f, 0.05f * k};
+    auto ra = a.push(w, tag, grads.data(), grads.size(), 100 + k / 2);
+    auto rb = b.push(w, tag, grads.data(), grads.size(), 100 + k / 2);
+    BOOST_REQUIRE(static_cast<bool>(ra) == static_cast<bool>(rb));
+    if (ra)
+      BOOST_TEST((*ra == *rb));
+    BOOST_TEST(a.version() == b.version());
+    BOOST_TEST(values_of(a) == values_of(b));
+  }
+  BOOST_TEST(a.stats().accepted == b.stats().accepted);
+  BOOST_TEST(a.stats().stale == b.stats().stale);
+  BOOST_TEST((a.applied_since(0) == b.applied_since(0)));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_async_copy_goes_on_bitwise_and_knows_its_batches) {
+  auto a = adam_block(mode::async);
+  for (int k = 0; k < 5; ++k)
+    push(a, k % 2, a.version() - k % 2, k, 0.1f * (k + 1));
+  auto b = adam_block(mode::async);
+  b.forget_workers(); // the copy brings its workers
+  BOOST_REQUIRE(!b.load(a.image()));
+  BOOST_TEST(b.version() == 5);
+  BOOST_TEST(values_of(a) == values_of(b));
+  // A batch the original applied is a duplicate in the copy too.
+  std::vector<float> g{1, 1, 1, 1};
+  auto r = b.push(0, b.version(), g.data(), g.size(), 3);
+  BOOST_REQUIRE(r);
+  BOOST_TEST((*r == block::outcome::duplicate));
+  BOOST_TEST(b.version() == 5);
+  b = adam_block(mode::async);
+  BOOST_REQUIRE(!b.load(a.image()));
+  require_same_future(a, b, mode::async);
+}
+
+BOOST_AUTO_TEST_CASE(a_sync_copy_takes_the_pushes_of_the_update_under_way) {
+  auto a = adam_block(mode::sync, 2);
+  push(a, 0, 0, -1, 0.5f);
+  push(a, 1, 0, -1, 0.25f); // update 1 applied
+  push(a, 0, 1, -1, 0.75f); // update 2 under way: worker 0 is in
+  auto b = adam_block(mode::sync, 2);
+  BOOST_REQUIRE(!b.load(a.image()));
+  BOOST_TEST(b.in_update(0));
+  BOOST_TEST(!b.in_update(1));
+  require_same_future(a, b, mode::sync);
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_that_does_not_fit_is_refused_and_changes_nothing) {
+  auto a = adam_block(mode::async);
+  push(a, 0, 0, 0, 0.5f);
+  block::options o;
+  o.mode = mode::async;
+  o.optimizer.type = optimizer_config::kind::adam;
+  block shorter{o, {1.f, 2.f}};
+  auto err = shorter.load(a.image());
+  BOOST_TEST((err == errc::wrong_size));
+  BOOST_TEST(values_of(shorter) == (std::vector<float>{1.f, 2.f}));
+  auto sgd = make_block(mode::async);
+  sgd = block{sgd.opts(), {1.f, 2.f, 3.f, 4.f}};
+  BOOST_TEST((sgd.load(a.image()) == errc::layout_mismatch));
+  auto img = a.image();
+  img.clocks.pop_back();
+  auto b = adam_block(mode::async);
+  BOOST_TEST((b.load(img) == errc::invalid_argument));
+  BOOST_TEST(b.version() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

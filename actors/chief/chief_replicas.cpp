@@ -1,0 +1,170 @@
+// Replicated shards (cluster.shard_replicas): where each shard's replica
+// lives, starting it and asking its primary to keep it in step, the
+// primary's news of it, and a lost replica replaced. A lost primary's
+// replica taking over is a recovery (chief_recovery.cpp).
+#include <algorithm>
+
+#include "actors/chief/chief_ops.hpp"
+#include "actors/timing.hpp"
+#include "runtime/base/errc.hpp"
+
+namespace troupe::chief_ops {
+
+namespace {
+
+/// The live node for shard i's replica: one meant for shards, not the
+/// primary's, holding the fewest replicas; of those the next after the
+/// primary's in the cluster file's order, so that a fresh run's replicas
+/// form a ring (shard on ps0, replica on ps1; ps1's on ps2; ...). Empty:
+/// none.
+std::string replica_home(chief_self self, size_t i) {
+  auto& st = self->state;
+  std::map<std::string, int> replicas;
+  for (size_t k = 0; k < st.shards.handles.size(); ++k)
+    if (k != i && (st.shards.replicas[k] || st.shards.replica_placing[k]))
+      ++replicas[st.shards.replica_node_of[k]];
+  std::vector<std::string> order; // file order, then nodes that joined
+  for (auto& n : st.opts.cfg.cluster.nodes)
+    order.push_back(n.name);
+  auto at = std::find(order.begin(), order.end(), st.shards.node_of[i]);
+  auto from = at == order.end() ? 0 : at - order.begin();
+  std::string best;
+  long best_distance = 0;
+  for (long k = 0; k < static_cast<long>(order.size()); ++k) {
+    auto& name = order[static_cast<size_t>(k)];
+    auto it = st.members.nodes.find(name);
+    if (it == st.members.nodes.end() || !it->second.up || !it->second.agent
+        || it->second.planned_shards == 0 || it->second.data_port == 0
+        || name == st.shards.node_of[i])
+      continue;
+    auto n = static_cast<long>(order.size());
+    long distance = ((k - from) % n + n) % n;
+    if (best.empty() || replicas[name] < replicas[best]
+        || (replicas[name] == replicas[best] && distance < best_distance)) {
+      best = name;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+/// Asks shard i's primary to keep its replica in step.
+void ask_primary(chief_self self, size_t i) {
+  auto& st = self->state;
+  auto& node = st.members.nodes[st.shards.replica_node_of[i]];
+  auto address = node.host + ":" + std::to_string(node.data_port);
+  st.shards.replica_asked[i] = now_seconds();
+  self
+    ->request(st.shards.handles[i], timeout_of(self), replicate_atom_v,
+              shard_data_actor{}, address)
+    .then([](bool) {},
+          [=](caf::error& err) {
+            say(self, fmt("shard %zu could not start its replica: %s", i,
+                          describe(err).c_str()));
+          });
+}
+
+} // namespace
+
+bool replicated(chief_self self) {
+  return self->state.opts.cfg.cluster.shard_replicas > 0;
+}
+
+void place_replicas(chief_self self) {
+  auto& st = self->state;
+  if (!replicated(self) || st.ended())
+    return;
+  auto n = st.shards.handles.size();
+  st.shards.replicas.resize(n);
+  st.shards.replica_node_of.resize(n);
+  st.shards.replica_in_step.resize(n, 0);
+  st.shards.replica_placing.resize(n, 0);
+  st.shards.replica_asked.resize(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (!st.shards.handles[i] || st.shards.replicas[i]
+        || st.shards.replica_placing[i])
+      continue;
+    auto node = replica_home(self, i);
+    if (node.empty()) {
+      if (st.shards.replica_homeless.insert(i).second)
+        say(self, fmt("shard %zu has no replica: no other live node holds "
+                      "shards (one is placed when such a node registers)",
+                      i));
+      continue;
+    }
+    st.shards.replica_homeless.erase(i);
+    st.shards.replica_placing[i] = 1;
+    st.shards.replica_node_of[i] = node;
+    shard_spawn sp;
+    sp.id = static_cast<int32_t>(i);
+    sp.replica = true; // its aggregate, as all else, comes with the copy
+    sp.state.shard = sp.id;
+    // The primary's copy replaces these; the replica's block is sized by
+    // them.
+    sp.state.values.assign(st.shards.ranges[i].end - st.shards.ranges[i].begin,
+                           0.f);
+    self
+      ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
+                std::move(sp))
+      .then(
+        [=](shard_actor& h) {
+          auto& s = self->state;
+          s.shards.replica_placing[i] = 0;
+          if (s.ended()) {
+            self->send_exit(h, caf::exit_reason::user_shutdown);
+            return;
+          }
+          self->monitor(h);
+          s.shards.replicas[i] = h;
+          s.shards.replica_in_step[i] = 0;
+          s.shards.replica_index_of[h.address()] = i;
+          if (s.shards.handles[i])
+            ask_primary(self, i);
+        },
+        [=](caf::error& err) {
+          self->state.shards.replica_placing[i] = 0;
+          say(self, fmt("cannot start the replica of shard %zu on node %s: "
+                        "%s",
+                        i, node.c_str(), describe(err).c_str()));
+        });
+  }
+}
+
+void on_replica_news(chief_self self, int32_t shard, int64_t version,
+                     const std::string& text) {
+  auto& st = self->state;
+  auto i = static_cast<size_t>(shard);
+  if (i >= st.shards.replicas.size() || !st.shards.replicas[i])
+    return;
+  auto& node = st.shards.replica_node_of[i];
+  if (version >= 0) {
+    st.shards.replica_in_step[i] = 1;
+    say(self, fmt("replica of shard %zu on node %s is in step at version "
+                  "%lld, %.2f s after it was asked for (%s)",
+                  i, node.c_str(), static_cast<long long>(version),
+                  now_seconds() - st.shards.replica_asked[i], text.c_str()));
+    return;
+  }
+  // The primary gave it up: it is started anew once it is down.
+  st.shards.replica_in_step[i] = 0;
+  say(self, fmt("shard %zu gave up its replica on node %s: %s", i, node.c_str(),
+                text.c_str()));
+  self->send_exit(st.shards.replicas[i], caf::exit_reason::user_shutdown);
+}
+
+void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
+  auto& st = self->state;
+  auto node = st.shards.replica_node_of[i];
+  st.shards.replica_index_of.erase(st.shards.replicas[i].address());
+  st.shards.replicas[i] = shard_actor{};
+  st.shards.replica_in_step[i] = 0;
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    node_lost(self, node, describe(reason));
+  say(self, fmt("replica of shard %zu on node %s stopped (%s)", i, node.c_str(),
+                describe(reason).c_str()));
+  // A recovery under way places the replicas once the shards hold the run.
+  if (!st.recovery.recovering)
+    place_replicas(self);
+}
+
+} // namespace troupe::chief_ops

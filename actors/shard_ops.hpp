@@ -1,0 +1,62 @@
+// The shard's operations, which its handlers (actors/shard.cpp) and a
+// replica applying its primary's op stream (actors/shard_replica.cpp) both
+// use, and the primary's side of replication. Private to the shard.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "actors/shard.hpp"
+
+namespace troupe::shard_ops {
+
+using self_ptr = shard_self_actor::stateful_pointer<shard_state>;
+
+// -- what changes a shard, whoever asks
+// -----------------------------------------
+
+/// Accepts pushes from `worker`; the version.
+int64_t join(self_ptr self, int32_t worker);
+/// Forgets a worker that has finished.
+void leave(self_ptr self, int32_t worker);
+/// Steering: "lr" or "aggregate"; errors leave the shard unchanged.
+caf::error tune(self_ptr self, const std::string& key, double value);
+/// Forgets every worker: a new chief adopts the shard.
+void adopt(self_ptr self);
+/// Puts rows back (a checkpoint's, or the primary's copy); the rows the
+/// table holds now.
+caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c);
+
+// -- replication (actors/shard_replica.cpp)
+// ------------------------------------------
+
+/// Keeps `to` in step from now on (null: no replica), replacing any
+/// replica before; `told` hears when it is in step or dropped.
+void set_replica(self_ptr self, shard_data_actor to,
+                 std::shared_ptr<data_client> link, caf::strong_actor_ptr told);
+
+/// Whether there is a replica to forward to.
+inline bool replicating(self_ptr self) {
+  return static_cast<bool>(self->state.rep.to);
+}
+
+/// Sends a new copy of everything to the replica (after a restore).
+void start_copy(self_ptr self);
+
+/// Forwards a push the shard took (a gradient_push or a row_push) or an
+/// op; `done` runs once the replica has answered, or failed to (then the
+/// replica is dropped): a push waits for it only when the primary's
+/// pushes wait (see replication).
+void forward(self_ptr self, gradient_push g, std::function<void()> done);
+void forward(self_ptr self, row_push p, std::function<void()> done);
+void forward(self_ptr self, replica_op op);
+
+/// Whether a push's answer must wait for the replica's.
+inline bool pushes_wait(self_ptr self) {
+  return replicating(self) && self->state.rep.pushes_wait;
+}
+
+/// Applies an op from the primary (the shard is its replica).
+caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op);
+
+} // namespace troupe::shard_ops

@@ -1,0 +1,256 @@
+// A primary shard's replica, kept in step (see `replication` in
+// actors/shard.hpp), and a replica applying its primary's op stream.
+#include <algorithm>
+
+#include "actors/data_plane/data_link.hpp"
+#include "actors/shard_ops.hpp"
+#include "runtime/base/errc.hpp"
+
+namespace troupe::shard_ops {
+
+namespace {
+
+/// About this many bytes of rows per chunk of a copy: large enough that
+/// a table of 51M rows is a few thousand requests, small enough that the
+/// pushes forwarded between chunks wait little behind one.
+constexpr size_t copy_chunk_bytes = 8 << 20;
+
+void tell(self_ptr self, int64_t version, const std::string& text) {
+  auto& r = self->state.rep;
+  if (r.told)
+    caf::anon_send(caf::actor_cast<caf::actor>(r.told), replicate_atom_v,
+                   self->state.id, version, text);
+}
+
+/// Gives the replica up: pushes no longer wait for it; whoever asked for
+/// it is told why.
+void drop(self_ptr self, const std::string& why) {
+  auto& r = self->state.rep;
+  if (!r.to)
+    return;
+  tell(self, -1, why);
+  r.to = nullptr;
+  if (r.link)
+    r.link->close();
+  r.link.reset();
+  r.state = replica_state::none;
+  r.pushes_wait = false;
+  ++r.generation;
+}
+
+/// Sends one request to the replica; `done` runs with its answer or its
+/// failure (after which the replica is dropped), whatever the generation.
+template <class... Ts>
+void send(self_ptr self, std::function<void(bool)> done, Ts&&... xs) {
+  auto& r = self->state.rep;
+  auto generation = r.generation;
+  ++r.lag;
+  self->request(r.to, self->state.replica_timeout, std::forward<Ts>(xs)...)
+    .then(
+      [=](push_ack& a) {
+        auto& rep = self->state.rep;
+        if (rep.generation == generation) {
+          --rep.lag;
+          rep.version = a.version;
+        }
+        done(true);
+      },
+      [=](caf::error& err) {
+        if (self->state.rep.generation == generation)
+          drop(self, "the replica did not take an update: " + describe(err));
+        done(false);
+      });
+}
+
+/// Rows per chunk of a copy of `t`.
+uint64_t chunk_rows(const sparse_table& t) {
+  auto per_row = static_cast<size_t>(t.dim()) * (1 + t.slot_count())
+                   * sizeof(float)
+                 + sizeof(uint64_t);
+  return std::max<uint64_t>(1, copy_chunk_bytes / per_row);
+}
+
+/// The last chunk is sent: from now on pushes wait for the replica, and
+/// once it has answered everything before, it is in step.
+void last_sent(self_ptr self, int64_t generation) {
+  auto& r = self->state.rep;
+  r.pushes_wait = true;
+  // Anything answered after this op was applied before it.
+  // Forgets nothing: only its answer counts.
+  auto mark = replica_op::of(replica_op::forget, 0, -1);
+  send(
+    self,
+    [=](bool ok) {
+      auto& rep = self->state.rep;
+      if (!ok || rep.generation != generation)
+        return;
+      rep.state = replica_state::in_step;
+      auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                                - rep.began)
+                    .count();
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "in step after %.2f s: the dense state and %lld table "
+                    "rows copied",
+                    secs, static_cast<long long>(rep.rows));
+      tell(self, self->state.block->version(), text);
+    },
+    replicate_atom_v, std::move(mark));
+}
+
+/// Sends the next chunk of rows, or marks the copy's end.
+void copy_rows(self_ptr self, int64_t generation) {
+  auto& st = self->state;
+  auto& r = st.rep;
+  if (r.generation != generation || !r.to)
+    return;
+  while (r.table < st.tables.size()
+         && r.next_row >= st.tables[r.table]->rows()) {
+    ++r.table;
+    r.next_row = 0;
+  }
+  if (r.table == st.tables.size())
+    return last_sent(self, generation);
+  auto& t = *st.tables[r.table];
+  auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
+  const auto dim = static_cast<size_t>(t.dim());
+  replica_op op;
+  op.kind = replica_op::rows;
+  auto& c = op.chunk;
+  c.shard = st.id;
+  c.table = static_cast<int32_t>(r.table);
+  c.rows = t.rows();
+  c.pushes = t.pushes();
+  c.ids.resize(n);
+  c.values.resize(n * dim);
+  c.slots.assign(t.slot_count(), std::vector<float>(n * dim));
+  std::vector<float*> slots;
+  for (auto& v : c.slots)
+    slots.push_back(v.data());
+  t.copy_rows(r.next_row, n, c.ids.data(), c.values.data(), slots.data());
+  r.next_row += n;
+  r.rows += static_cast<int64_t>(n);
+  // One chunk at a time: the next is taken once this one is in.
+  send(
+    self,
+    [=](bool ok) {
+      if (ok)
+        copy_rows(self, generation);
+    },
+    replicate_atom_v, std::move(op));
+}
+
+} // namespace
+
+void set_replica(self_ptr self, shard_data_actor to,
+                 std::shared_ptr<data_client> link,
+                 caf::strong_actor_ptr told) {
+  auto& r = self->state.rep;
+  if (r.to) {
+    r.told = nullptr; // replaced, not lost: nobody needs telling
+    drop(self, "replaced");
+  }
+  r.told = std::move(told);
+  if (!to)
+    return;
+  r.to = std::move(to);
+  r.link = std::move(link);
+  r.lag = 0;
+  r.version = -1;
+  start_copy(self);
+}
+
+void start_copy(self_ptr self) {
+  auto& st = self->state;
+  auto& r = st.rep;
+  if (!r.to)
+    return;
+  auto generation = ++r.generation;
+  r.state = replica_state::copying;
+  r.pushes_wait = false;
+  r.table = 0;
+  r.next_row = 0;
+  r.rows = 0;
+  r.began = std::chrono::steady_clock::now();
+  replica_op op;
+  op.kind = replica_op::image;
+  op.block = st.block->image();
+  for (auto& [worker, p] : st.sync.held_pushes()) {
+    op.held_workers.push_back(p.worker);
+    op.held_tables.push_back(p.table);
+    op.held_tags.push_back(p.tag);
+    op.held_ids.push_back(p.ids);
+    op.held_grads.push_back(p.grads ? *p.grads : std::vector<float>{});
+  }
+  send(
+    self, [](bool) {}, replicate_atom_v, std::move(op));
+  copy_rows(self, generation);
+}
+
+void forward(self_ptr self, gradient_push g, std::function<void()> done) {
+  if (!replicating(self))
+    return done();
+  send(
+    self, [done = std::move(done)](bool) { done(); }, push_atom_v,
+    std::move(g));
+}
+
+void forward(self_ptr self, row_push p, std::function<void()> done) {
+  if (!replicating(self))
+    return done();
+  send(
+    self, [done = std::move(done)](bool) { done(); }, push_atom_v,
+    std::move(p));
+}
+
+void forward(self_ptr self, replica_op op) {
+  if (replicating(self))
+    send(
+      self, [](bool) {}, replicate_atom_v, std::move(op));
+}
+
+caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op) {
+  auto& st = self->state;
+  switch (op.kind) {
+    case replica_op::image: {
+      if (auto err = st.block->load(op.block))
+        return err;
+      for (auto& t : st.tables) // the rows follow
+        t = std::make_unique<sparse_table>(t->table(), t->optimizer());
+      st.sync.clear();
+      auto n = op.held_workers.size();
+      if (op.held_tables.size() != n || op.held_tags.size() != n
+          || op.held_ids.size() != n || op.held_grads.size() != n)
+        return make_error(errc::invalid_argument,
+                          "a copy of a shard whose held rows do not match");
+      for (size_t i = 0; i < n; ++i)
+        st.sync.put({op.held_workers[i], op.held_tables[i], op.held_tags[i],
+                     std::move(op.held_ids[i]),
+                     std::make_shared<const std::vector<float>>(
+                       std::move(op.held_grads[i]))});
+      st.follower = true;
+      break;
+    }
+    case replica_op::rows:
+      if (auto rows = restore_rows(self, op.chunk); !rows)
+        return rows.error();
+      break;
+    case replica_op::join: join(self, op.worker); break;
+    case replica_op::leave: leave(self, op.worker); break;
+    case replica_op::tune:
+      if (auto err = tune(self, op.key, op.value))
+        return err;
+      break;
+    case replica_op::forget:
+      if (op.version >= 0)
+        st.block->forget_through(op.version);
+      break;
+    case replica_op::adopt: adopt(self); break;
+    default:
+      return make_error(errc::invalid_argument,
+                        "unknown replica op " + std::to_string(op.kind));
+  }
+  return push_ack{st.block->version(), false};
+}
+
+} // namespace troupe::shard_ops

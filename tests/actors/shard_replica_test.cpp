@@ -1,0 +1,231 @@
+// A primary shard keeps its replica in step (cluster.shard_replicas), in
+// one process and over the data plane on 127.0.0.1: the replica's copy is
+// built while pushes go on, is bitwise the primary's once in step, holds
+// every push the primary has acknowledged, and a lost replica is dropped
+// without holding the primary's pushes up.
+#include "actors/shard.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "actors/data_plane/data_link.hpp"
+#include "fixture.hpp"
+#include "test_util.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using troupe::test::cluster_fixture;
+
+namespace {
+
+constexpr int dim = 4;
+
+shard_options options(bool follower) {
+  shard_options o;
+  o.block.optimizer.type = optimizer_config::kind::adam;
+  o.block.optimizer.learning_rate = 0.01;
+  o.block.stale_momentum = stale_momentum_rule::reduce;
+  o.initial.assign(1000, 0.5f);
+  embedding_table_config t;
+  t.name = "ids";
+  t.vocabulary = 1 << 20;
+  t.dim = dim;
+  o.tables = {t};
+  o.sparse.type = sparse_optimizer_config::kind::adam;
+  o.follower = follower;
+  o.replica_timeout = 10s;
+  return o;
+}
+
+struct pair_of_shards {
+  cluster_fixture f;
+  caf::scoped_actor self{*f.sys};
+  shard_actor primary = f.sys->spawn(shard_impl, options(false));
+  shard_actor replica = f.sys->spawn(shard_impl, options(true));
+  int64_t batch = 0;
+
+  pair_of_shards() {
+    for (int32_t w : {0, 1})
+      self->request(primary, 5s, join_atom_v, w)
+        .receive([](int64_t) {},
+                 [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  }
+  ~pair_of_shards() {
+    self->send_exit(primary, caf::exit_reason::user_shutdown);
+    self->send_exit(replica, caf::exit_reason::user_shutdown);
+  }
+
+  /// One step of worker `w`: rows, then the dense push; the acks.
+  std::pair<push_ack, push_ack> step(int32_t w) {
+    auto b = batch++;
+    std::vector<uint64_t> ids;
+    for (int k = 0; k < 8; ++k)
+      ids.push_back(static_cast<uint64_t>((b * 37 + k * 1009) % 5000));
+    std::vector<float> rg(ids.size() * dim);
+    for (size_t i = 0; i < rg.size(); ++i)
+      rg[i] = 0.01f * static_cast<float>((b + i) % 7) - 0.03f;
+    row_push rp{0,
+                0,
+                w,
+                b,
+                0,
+                ids,
+                std::make_shared<const std::vector<float>>(std::move(rg))};
+    std::pair<push_ack, push_ack> out;
+    self->request(primary, 5s, push_atom_v, std::move(rp))
+      .receive([&](push_ack& a) { out.first = a; },
+               [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    std::vector<float> g(1000);
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = 0.001f * static_cast<float>((b * 13 + i) % 11) - 0.005f;
+    self
+      ->request(primary, 5s, push_atom_v,
+                gradient_push::of(0, w, std::max<int64_t>(0, b - 1),
+                                  std::move(g), b))
+      .receive([&](push_ack& a) { out.second = a; },
+               [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    return out;
+  }
+
+  shard_stats stats(const shard_actor& s) {
+    shard_stats out;
+    self->request(s, 5s, stats_atom_v)
+      .receive([&](shard_stats& x) { out = x; },
+               [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    return out;
+  }
+
+  /// The shard's dense values, version and its rows by id.
+  struct contents {
+    int64_t version = 0;
+    std::vector<float> values;
+    std::vector<std::vector<float>> slots;
+    std::map<uint64_t, std::vector<float>> rows; ///< values, then slots
+  };
+  contents contents_of(const shard_actor& s) {
+    contents c;
+    self->request(s, 5s, snapshot_atom_v)
+      .receive(
+        [&](shard_state_msg& m) {
+          c.version = m.version;
+          c.values = std::move(m.values);
+          c.slots = std::move(m.slots);
+        },
+        [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    self
+      ->request(s, 5s, snapshot_atom_v, int32_t{0}, uint64_t{0},
+                uint64_t{1} << 20)
+      .receive(
+        [&](row_chunk& r) {
+          for (size_t i = 0; i < r.ids.size(); ++i) {
+            std::vector<float> row(r.values.begin() + i * dim,
+                                   r.values.begin() + (i + 1) * dim);
+            for (auto& slot : r.slots)
+              row.insert(row.end(), slot.begin() + i * dim,
+                         slot.begin() + (i + 1) * dim);
+            c.rows[r.ids[i]] = std::move(row);
+          }
+        },
+        [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    return c;
+  }
+
+  /// Waits for the primary's news of its replica: (version, text).
+  std::pair<int64_t, std::string> news() {
+    std::pair<int64_t, std::string> out{-2, "none within 10 s"};
+    self->receive(
+      [&](replicate_atom, int32_t, int64_t v, std::string& text) {
+        out = {v, std::move(text)};
+      },
+      caf::after(10s) >> [] {});
+    return out;
+  }
+
+  void require_same() {
+    auto a = contents_of(primary);
+    auto b = contents_of(replica);
+    BOOST_TEST(a.version == b.version);
+    BOOST_TEST(a.values == b.values); // bitwise: == on floats
+    BOOST_TEST(a.slots == b.slots);
+    BOOST_TEST(a.rows.size() == b.rows.size());
+    BOOST_TEST((a.rows == b.rows));
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(shard_replica)
+
+BOOST_AUTO_TEST_CASE(a_replica_copied_mid_run_stays_bitwise_in_step) {
+  pair_of_shards p;
+  for (int k = 0; k < 40; ++k) // rows and Adam state before the copy
+    p.step(k % 2);
+  p.self
+    ->request(p.primary, 5s, replicate_atom_v,
+              static_cast<shard_data_actor>(p.replica), std::string{})
+    .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  for (int k = 0; k < 10; ++k) // pushes while the copy runs
+    p.step(k % 2);
+  auto [version, text] = p.news();
+  BOOST_TEST_MESSAGE("replica: " << text);
+  BOOST_REQUIRE(version >= 40);
+  BOOST_TEST(text.find("in step after") != std::string::npos, text);
+  auto ps = p.stats(p.primary);
+  BOOST_TEST(ps.replica == static_cast<int8_t>(replica_state::in_step));
+  BOOST_TEST(ps.replica_rows > 0);
+  // Once in step, every acknowledged push is on the replica already.
+  for (int k = 0; k < 20; ++k) {
+    auto [rows_ack, dense_ack] = p.step(k % 2);
+    BOOST_TEST(p.stats(p.replica).version == dense_ack.version);
+  }
+  p.require_same();
+  auto rs = p.stats(p.replica);
+  BOOST_TEST(rs.follower);
+  BOOST_TEST(rs.version == 70);
+  // A batch the primary applied is a duplicate on the replica too.
+  BOOST_TEST(rs.stale == 0);
+  p.self->request(p.replica, 5s, promote_atom_v)
+    .receive([](int64_t v) { BOOST_TEST(v == 70); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  p.self
+    ->request(p.replica, 5s, push_atom_v,
+              gradient_push::of(0, 1, 70, std::vector<float>(1000, 0.1f), 5))
+    .receive([](push_ack& a) { BOOST_TEST(a.stale); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST(!p.stats(p.replica).follower);
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_over_the_data_plane_and_its_loss) {
+  pair_of_shards p;
+  auto server = data_server::start(*p.f.sys, "127.0.0.1", 0, 5s);
+  BOOST_REQUIRE_MESSAGE(server, troupe::test::why(server));
+  (*server)->serve(0, p.replica, 1000, {dim});
+  for (int k = 0; k < 30; ++k)
+    p.step(k % 2);
+  auto address = "127.0.0.1:" + std::to_string((*server)->port());
+  p.self->request(p.primary, 5s, replicate_atom_v, shard_data_actor{}, address)
+    .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  for (int k = 0; k < 10; ++k)
+    p.step(k % 2);
+  auto [version, text] = p.news();
+  BOOST_REQUIRE_MESSAGE(version >= 30, text);
+  for (int k = 0; k < 10; ++k) {
+    auto [rows_ack, dense_ack] = p.step(k % 2);
+    BOOST_TEST(p.stats(p.replica).version == dense_ack.version);
+  }
+  p.require_same();
+  // The replica's node goes: the primary says so and trains on alone.
+  (*server)->stop();
+  p.step(0); // the push that finds the link gone is answered all the same
+  auto [gone, why] = p.news();
+  BOOST_TEST(gone == -1);
+  BOOST_TEST(why.find("did not take an update") != std::string::npos, why);
+  auto [r, d] = p.step(1);
+  BOOST_TEST(d.version == 52);
+  BOOST_TEST(p.stats(p.primary).replica
+             == static_cast<int8_t>(replica_state::none));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,111 @@
+// Replicated shards (cluster.shard_replicas 1) in troupe-node processes on
+// 127.0.0.1: each shard's replica lives on another shard node, kept in step
+// over the data plane; kill -9 of a shard node makes the replicas of its
+// shards take over with no step lost (every shard ends at the version of
+// every batch applied once, every sample trains once per epoch), and the
+// replicas it held are built again on the nodes left, from the live
+// shards. The chaos runs of scripts/chaos-shards.sh do this ten times each
+// at random steps; these are one of each.
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+
+#include "running_cluster.hpp"
+#include "test_util.hpp"
+
+using namespace troupe::test;
+
+namespace {
+
+/// The numbers of the chief's line "shard versions at the end: ...".
+std::vector<long> final_versions(const std::string& out) {
+  std::vector<long> v;
+  const std::string key = "shard versions at the end:";
+  auto at = out.rfind(key);
+  if (at == std::string::npos)
+    return v;
+  std::istringstream in{
+    out.substr(at + key.size(), out.find('\n', at) - at - key.size())};
+  for (long x; in >> x;)
+    v.push_back(x);
+  return v;
+}
+
+/// Kills ps1 once every replica is in step and the run is at `step`;
+/// then the takeover, the replicas built again and the end of the run.
+/// Returns the chief's output.
+std::string kill_a_shard_node(running_cluster& cluster, long step) {
+  auto& chief = cluster.chief();
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE_MESSAGE(
+      chief.wait_for_output("replica of shard " + std::to_string(i), 60),
+      cluster.logs());
+  cluster.require_step(step);
+  BOOST_REQUIRE_MESSAGE(count_of(chief.out(), " is in step at version ") == 3,
+                        chief.out());
+  cluster.node("ps1").kill9(); // shard 1, and one shard's replica
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("0 steps lost", 60),
+                        cluster.logs());
+  // Two replicas are built again: shard 1's (its replica is the shard
+  // now) and the one ps1 held.
+  for (int k = 0; k < 60 && count_of(chief.out(), " is in step at ") < 5; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  BOOST_TEST(count_of(chief.out(), " is in step at ") == 5u, chief.out());
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto* name : {"ps0", "ps2", "w0"})
+    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
+  auto out = chief.out();
+  BOOST_TEST(has(out, "shard 1 on node ps1 stopped"), out);
+  BOOST_TEST(has(out, "shard 1: its replica on node "), out);
+  BOOST_TEST(!has(out, "steps lost, to be trained again"), out);
+  BOOST_TEST(has(out, "shard recoveries: 1 (of which replicas took over: 1), "
+                      "steps lost and retrained: 0"),
+             out);
+  // async: a shard's version counts the batches it applied, each once; a
+  // step lost (or applied twice) on one shard would set it apart.
+  auto steps = std::stol(summary_field(out, 4));
+  BOOST_TEST(final_versions(out) == (std::vector<long>(3, steps)), out);
+  BOOST_TEST(summary_field(out, 9) == "0", out); // no worker restarts
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(replicas)
+
+BOOST_AUTO_TEST_CASE(an_mlp_loses_no_step_when_a_shard_node_is_killed) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.shard_replicas = 1;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 1}, {"w0", 0, 2}};
+  running_cluster cluster{dir, spec};
+  auto out = kill_a_shard_node(cluster, 300);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+  BOOST_TEST_MESSAGE(
+    "test accuracy after the takeover: " << test_accuracy(out));
+  // The same async run undisturbed: 0.85-0.87 (docs/replicas.md).
+  BOOST_TEST(test_accuracy(out) > 0.8, out);
+}
+
+BOOST_AUTO_TEST_CASE(a_click_table_loses_no_step_when_a_shard_node_is_killed) {
+  temp_dir dir;
+  auto planted = make_click_logs(dir, "logs", 200000, 20000);
+  cluster_spec spec;
+  spec.click_dir = dir.file("logs");
+  spec.epochs = 2;
+  spec.shard_replicas = 1;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 1}, {"w0", 0, 2}};
+  running_cluster cluster{dir, spec};
+  auto out = kill_a_shard_node(cluster, 600);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{200000, 200000}), out);
+  // The replicas copied table rows, and the shards hold rows at the end.
+  BOOST_TEST(has(out, "table rows copied"), out);
+  auto loss = last_value(out, "test loss = ");
+  BOOST_TEST_MESSAGE("test log-loss after the takeover "
+                     << loss << " (planted " << planted.test_log_loss << ")");
+  BOOST_TEST(loss > 0, out);
+  BOOST_TEST(loss < 1.05 * planted.test_log_loss, out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
