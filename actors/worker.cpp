@@ -35,8 +35,9 @@ void fail(self_ptr self, caf::error err) {
 /// `one_done` runs once they are in.
 void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   auto& st = self->state;
-  self->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
-                st.min_version)
+  self
+    ->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
+              i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
       [=](const float_block& b) {
         if (b.ask_again())
@@ -386,9 +387,12 @@ void push_gradient(self_ptr self) {
     ++st.clock;
     return;
   }
-  if (cluster.consistency == cluster_config::mode::sync)
+  if (cluster.consistency == cluster_config::mode::sync) {
     // The next pull waits for the update this push is part of.
-    st.min_version = st.versions.empty() ? 0 : st.versions[0] + 1;
+    st.min_versions = st.versions;
+    for (auto& v : st.min_versions)
+      ++v;
+  }
   next(self);
 }
 

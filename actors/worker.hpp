@@ -98,7 +98,11 @@ struct worker_state {
   std::shared_ptr<std::vector<float>> grads; ///< this step's buffer
   lease_grant lease;
   int64_t clock = 0;     ///< steps done by this worker
-  int64_t min_version = 0; ///< sync: version the next pull waits for
+  /// sync: the version the next pull of each shard waits for (empty: 0).
+  /// Per shard: after a replica took a lost shard over, that shard may be
+  /// an update behind the others (its last update had not reached the
+  /// replica), and stays so.
+  std::vector<int64_t> min_versions;
   bool initialised = false;
   int unsettled = 0;         ///< pushed steps whose pushes are not all applied
   bool step_deferred = false; ///< a step waits for unsettled to drop

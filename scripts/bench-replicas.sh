@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# What replicated shards cost (cluster.shard_replicas 1), side by side in
+# one run. The multi-process quick start (config/cluster-local.json: chief,
+# shard nodes ps0 and ps1, worker nodes worker0 and worker1, async, on
+# free ports) trains with no replicas and with one replica per shard, in
+# turn ROUNDS times; prints the medians of samples/s and of each
+# process's peak resident memory (ru_maxrss, read when it is reaped), and
+# replicas over none. With "click", the click model on 400k generated
+# click logs (its table on the two shard nodes) instead of the MLP.
+# With "copy ROWS", the time a new replica of a shard holding a table of
+# ROWS rows x 16 floats (Adagrad) takes to come in step instead
+# (bench-replica: two processes on 127.0.0.1, 2000 row pushes during the
+# copy); 51000000 is the table of scripts/clicks-scale.sh held by one
+# shard, 12750000 one of its four shards' part.
+# Usage: scripts/bench-replicas.sh [epochs, default 2] [rounds, default 3]
+#          [mlp|click, default mlp]
+#        scripts/bench-replicas.sh copy ROWS
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_setup
+cd "$TROUPE_ROOT"
+if [[ "${1:-}" == "copy" ]]; then
+  exec "$TROUPE_BUILD/apps/bench-replica" --rows "${2:?rows}" --dim 16 \
+    --pushes 2000
+fi
+python3 - "${1:-2}" "${2:-3}" "${3:-mlp}" "$TROUPE_BUILD/apps" <<'PY'
+import json
+import os
+import statistics
+import subprocess
+import sys
+from benchlib import chief_summary, free_port, scratch_dir
+
+epochs, rounds, model, apps = (int(sys.argv[1]), int(sys.argv[2]),
+                               sys.argv[3], sys.argv[4])
+work = scratch_dir()
+
+
+def peak_mb(proc):
+    """Waits for `proc`; its peak resident set in MB (ru_maxrss is KiB)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss * 1024 / 1e6
+
+
+def measure(replicas):
+    cluster = json.load(open("config/cluster-local.json"))
+    cluster["training"]["epochs"] = epochs
+    cluster["training"].pop("checkpoint", None)
+    cluster["cluster"]["shard_replicas"] = replicas
+    if model == "click":
+        logs = os.path.join(work, "click-logs")
+        if not os.path.exists(os.path.join(logs, "test.tsv")):
+            subprocess.run([apps + "/troupe-clicks", "--out", logs,
+                            "--train", "400000", "--test", "20000",
+                            "--numeric", "2", "--categorical", "4",
+                            "--values", "2000", "--zipf", "1.1",
+                            "--seed", "3"], check=True,
+                           stdout=subprocess.DEVNULL)
+        cluster["model"] = {"type": "click", "hidden": [64, 32], "seed": 1,
+                            "embedding": {"dim": 8}}
+        cluster["data"] = {"format": "click", "dir": logs,
+                           "train": "train.tsv", "test": "test.tsv",
+                           "numeric": 2, "categorical": 4,
+                           "vocabulary": 1 << 22}
+        cluster["training"].update({"batch_size": 256,
+                                    "eval_every_steps": 100000,
+                                    "sparse_optimizer": {
+                                        "type": "adagrad",
+                                        "learning_rate": 0.05}})
+    for node in cluster["cluster"]["nodes"]:
+        node["port"] = free_port()
+    path = os.path.join(work, "cluster.json")
+    json.dump(cluster, open(path, "w"))
+    names = [n["name"] for n in cluster["cluster"]["nodes"]]
+    chief = cluster["cluster"]["chief"]
+    logs = {}
+
+    def start(name):
+        logs[name] = open(os.path.join(work, name + ".out"), "w+")
+        return subprocess.Popen([apps + "/troupe-node", "--config", path,
+                                 "--node", name], stdout=logs[name],
+                                stderr=subprocess.STDOUT)
+    members = {n: start(n) for n in names if n != chief}
+    boss = start(chief)
+    peaks = {chief: peak_mb(boss)}
+    for name, proc in members.items():
+        peaks[name] = peak_mb(proc)
+    logs[chief].seek(0)
+    out = logs[chief].read()
+    if boss.returncode != 0:
+        sys.exit("the chief failed:\n" + out[-3000:])
+    if replicas and out.count(" is in step at ") < 2:
+        sys.exit("the replicas did not come in step:\n" + out[-3000:])
+    rate, _ = chief_summary(out)
+    return peaks, rate
+
+
+runs = {0: [], 1: []}
+for r in range(rounds):
+    for replicas in (0, 1):
+        runs[replicas].append(measure(replicas))
+median = statistics.median
+print(f"{model}, {epochs} epochs, medians of {rounds} rounds, alternating")
+print(f"{'process':<10}{'no replicas MB':>16}{'replicas MB':>14}"
+      f"{'ratio':>8}")
+for name in runs[0][0][0]:
+    a = median([p[name] for p, _ in runs[0]])
+    b = median([p[name] for p, _ in runs[1]])
+    print(f"{name:<10}{a:>16.0f}{b:>14.0f}{b / a:>8.2f}")
+a = median([rate for _, rate in runs[0]])
+b = median([rate for _, rate in runs[1]])
+print(f"samples/s: no replicas {a:.0f}, replicas {b:.0f}; replicas/none "
+      f"{b / a:.3f}")
+PY
