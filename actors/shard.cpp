@@ -28,21 +28,38 @@ float_block answer(self_ptr self, int32_t worker) {
   return float_block{st.id, st.block->version(), std::move(values)};
 }
 
-/// The answer to a push the shard took: at once, or (its pushes wait for
-/// the replica) once the replica has the push too.
-template <class Push>
-caf::result<push_ack> answer_after_replica(self_ptr self, push_ack ack,
-                                           Push p) {
+/// Applies push `p` here (`apply`: the ack, or the error that refuses
+/// it) and on the replica: the push goes to the replica first, so that
+/// both apply it at once, and the answer waits for the replica's when the
+/// primary's pushes wait for it (see `replication` in shard.hpp). A push
+/// refused here is refused there too, which is no divergence.
+template <class Push, class Apply>
+caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
   if (!shard_ops::replicating(self))
-    return ack;
-  if (!shard_ops::pushes_wait(self)) {
-    shard_ops::forward(self, std::move(p), [] {});
-    return ack;
+    return apply(std::move(p));
+  struct answer {
+    push_ack ack;
+    caf::typed_response_promise<push_ack> promise;
+    bool waiting = false;
+  };
+  auto taken = std::make_shared<bool>(true);
+  auto out = std::make_shared<answer>();
+  bool wait = shard_ops::pushes_wait(self);
+  shard_ops::forward(self, p, taken, [out] {
+    if (out->waiting)
+      out->promise.deliver(out->ack);
+  });
+  caf::expected<push_ack> r = apply(std::move(p));
+  if (!r) {
+    *taken = false;
+    return std::move(r.error());
   }
-  auto rp = self->make_response_promise<push_ack>();
-  shard_ops::forward(self, std::move(p),
-                     [rp, ack]() mutable { rp.deliver(ack); });
-  return rp;
+  if (!wait)
+    return *r;
+  out->ack = *r;
+  out->promise = self->make_response_promise<push_ack>();
+  out->waiting = true;
+  return out->promise;
 }
 
 /// Answers every parked pull that has become ready.
@@ -207,19 +224,23 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       schedule_expiry(self, st.parked, st.hold, st.expiry_pending);
       return promise;
     },
-    [=](push_atom, const gradient_push& g) -> caf::result<push_ack> {
-      auto& b = *self->state.block;
-      self->state.pushed_bytes += static_cast<int64_t>(g.size * sizeof(float));
-      auto before = b.version();
-      auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
-      auto& st = self->state;
-      st.sync.settle(b, st.tables, g.worker, r, before);
-      if (!r)
-        return std::move(r.error());
-      serve_parked(self);
-      push_ack ack{b.version(), *r == param_block::outcome::stale
-                                  || *r == param_block::outcome::duplicate};
-      return answer_after_replica(self, ack, g);
+    [=](push_atom, const gradient_push& push) -> caf::result<push_ack> {
+      self->state.pushed_bytes += static_cast<int64_t>(push.size
+                                                       * sizeof(float));
+      return apply_replicated(
+        self, push, [=](const gradient_push& g) -> caf::expected<push_ack> {
+          auto& st = self->state;
+          auto& b = *st.block;
+          auto before = b.version();
+          auto r = b.push(g.worker, g.tag, g.data(), g.size, g.batch);
+          st.sync.settle(b, st.tables, g.worker, r, before);
+          if (!r)
+            return std::move(r.error());
+          serve_parked(self);
+          return push_ack{b.version(),
+                          *r == param_block::outcome::stale
+                            || *r == param_block::outcome::duplicate};
+        });
     },
     [=](pull_atom, const row_request& r) -> caf::result<row_block> {
       auto table = table_of(self, r.table);
@@ -237,33 +258,33 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         += static_cast<int64_t>(values->size() * sizeof(float));
       return row_block{self->state.id, r.table, std::move(values)};
     },
-    [=](push_atom, row_push& p) -> caf::result<push_ack> {
-      auto table = table_of(self, p.table);
-      if (!table)
-        return std::move(table.error());
-      auto& t = **table;
-      if (p.grads)
-        self->state.pushed_bytes
-          += static_cast<int64_t>(p.grads->size() * sizeof(float));
-      if (auto err = check_row_push(self, t, p))
-        return err;
-      auto& st = self->state;
-      if (sync_rows::applies(*st.block, st.tables)) {
-        auto copy = replicating(self) ? p : row_push{};
-        auto stale = st.sync.hold(*st.block, t,
-                                  {p.worker, p.table, p.tag, std::move(p.ids),
-                                   std::move(p.grads)},
-                                  st.id);
-        if (!stale)
-          return std::move(stale.error());
-        return answer_after_replica(self, push_ack{st.block->version(), *stale},
-                                    std::move(copy));
-      }
-      if (auto err = t.push(p.ids.data(), p.ids.size(),
-                            p.grads ? p.grads->data() : nullptr))
-        return err;
-      return answer_after_replica(self, push_ack{t.pushes(), false},
-                                  std::move(p));
+    [=](push_atom, row_push& push) -> caf::result<push_ack> {
+      if (push.grads)
+        self->state.pushed_bytes += static_cast<int64_t>(push.grads->size()
+                                                         * sizeof(float));
+      return apply_replicated(
+        self, std::move(push), [=](row_push p) -> caf::expected<push_ack> {
+          auto table = table_of(self, p.table);
+          if (!table)
+            return std::move(table.error());
+          auto& t = **table;
+          if (auto err = check_row_push(self, t, p))
+            return err;
+          auto& st = self->state;
+          if (sync_rows::applies(*st.block, st.tables)) {
+            auto stale = st.sync.hold(*st.block, t,
+                                      {p.worker, p.table, p.tag,
+                                       std::move(p.ids), std::move(p.grads)},
+                                      st.id);
+            if (!stale)
+              return std::move(stale.error());
+            return push_ack{st.block->version(), *stale};
+          }
+          if (auto err = t.push(p.ids.data(), p.ids.size(),
+                                p.grads ? p.grads->data() : nullptr))
+            return err;
+          return push_ack{t.pushes(), false};
+        });
     },
     [=](snapshot_atom) -> shard_state_msg {
       auto& b = *self->state.block;

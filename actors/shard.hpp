@@ -71,6 +71,7 @@ struct replication {
   size_t table = 0;           ///< the copy's next table
   uint64_t next_row = 0;      ///< and row there
   int64_t rows = 0;           ///< rows copied
+  int chunks_out = 0;         ///< chunks sent, not yet answered
   int64_t lag = 0;            ///< ops sent, not yet answered
   int64_t version = -1;       ///< the replica's, as of its last answer
   std::chrono::steady_clock::time_point began;

@@ -43,12 +43,13 @@ inline bool replicating(self_ptr self) {
 /// Sends a new copy of everything to the replica (after a restore).
 void start_copy(self_ptr self);
 
-/// Forwards a push the shard took (a gradient_push or a row_push) or an
-/// op; `done` runs once the replica has answered, or failed to (then the
-/// replica is dropped): a push waits for it only when the primary's
-/// pushes wait (see replication).
-void forward(self_ptr self, gradient_push g, std::function<void()> done);
-void forward(self_ptr self, row_push p, std::function<void()> done);
+/// Forwards a push (a gradient_push or a row_push) or an op; `done` runs
+/// once the replica has answered, or failed to. A failure drops the
+/// replica, unless `taken` says the shard refused the push too.
+void forward(self_ptr self, gradient_push g, std::shared_ptr<const bool> taken,
+             std::function<void()> done);
+void forward(self_ptr self, row_push p, std::shared_ptr<const bool> taken,
+             std::function<void()> done);
 void forward(self_ptr self, replica_op op);
 
 /// Whether a push's answer must wait for the replica's.

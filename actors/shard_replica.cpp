@@ -39,9 +39,11 @@ void drop(self_ptr self, const std::string& why) {
 }
 
 /// Sends one request to the replica; `done` runs with its answer or its
-/// failure (after which the replica is dropped), whatever the generation.
+/// failure, whatever the generation. A failure drops the replica, unless
+/// `taken` says the primary refused the push too.
 template <class... Ts>
-void send(self_ptr self, std::function<void(bool)> done, Ts&&... xs) {
+void send_taken(self_ptr self, std::shared_ptr<const bool> taken,
+                std::function<void(bool)> done, Ts&&... xs) {
   auto& r = self->state.rep;
   auto generation = r.generation;
   ++r.lag;
@@ -56,10 +58,20 @@ void send(self_ptr self, std::function<void(bool)> done, Ts&&... xs) {
         done(true);
       },
       [=](caf::error& err) {
-        if (self->state.rep.generation == generation)
-          drop(self, "the replica did not take an update: " + describe(err));
+        auto& rep = self->state.rep;
+        if (rep.generation == generation) {
+          --rep.lag;
+          if (!taken || *taken)
+            drop(self, "the replica did not take an update: " + describe(err));
+        }
         done(false);
       });
+}
+
+/// An op the primary took: a failure drops the replica.
+template <class... Ts>
+void send(self_ptr self, std::function<void(bool)> done, Ts&&... xs) {
+  send_taken(self, nullptr, std::move(done), std::forward<Ts>(xs)...);
 }
 
 /// Rows per chunk of a copy of `t`.
@@ -98,46 +110,56 @@ void last_sent(self_ptr self, int64_t generation) {
     replicate_atom_v, std::move(mark));
 }
 
-/// Sends the next chunk of rows, or marks the copy's end.
+/// Chunks of a copy on their way at once: the primary reads and sends
+/// the next while the replica puts the last ones in.
+constexpr int chunks_on_the_way = 3;
+
+/// Sends the next chunks of rows, or marks the copy's end once all are
+/// sent.
 void copy_rows(self_ptr self, int64_t generation) {
   auto& st = self->state;
   auto& r = st.rep;
-  if (r.generation != generation || !r.to)
-    return;
-  while (r.table < st.tables.size()
-         && r.next_row >= st.tables[r.table]->rows()) {
-    ++r.table;
-    r.next_row = 0;
+  while (r.generation == generation && r.to && !r.pushes_wait
+         && r.chunks_out < chunks_on_the_way) {
+    while (r.table < st.tables.size()
+           && r.next_row >= st.tables[r.table]->rows()) {
+      ++r.table;
+      r.next_row = 0;
+    }
+    if (r.table == st.tables.size())
+      return last_sent(self, generation);
+    auto& t = *st.tables[r.table];
+    auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
+    const auto dim = static_cast<size_t>(t.dim());
+    replica_op op;
+    op.kind = replica_op::rows;
+    auto& c = op.chunk;
+    c.shard = st.id;
+    c.table = static_cast<int32_t>(r.table);
+    c.rows = t.rows();
+    c.pushes = t.pushes();
+    c.ids.resize(n);
+    c.values.resize(n * dim);
+    c.slots.assign(t.slot_count(), std::vector<float>(n * dim));
+    std::vector<float*> slots;
+    for (auto& v : c.slots)
+      slots.push_back(v.data());
+    t.copy_rows(r.next_row, n, c.ids.data(), c.values.data(), slots.data());
+    r.next_row += n;
+    r.rows += static_cast<int64_t>(n);
+    ++r.chunks_out;
+    send(
+      self,
+      [=](bool ok) {
+        auto& rep = self->state.rep;
+        if (rep.generation != generation)
+          return;
+        --rep.chunks_out;
+        if (ok)
+          copy_rows(self, generation);
+      },
+      replicate_atom_v, std::move(op));
   }
-  if (r.table == st.tables.size())
-    return last_sent(self, generation);
-  auto& t = *st.tables[r.table];
-  auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
-  const auto dim = static_cast<size_t>(t.dim());
-  replica_op op;
-  op.kind = replica_op::rows;
-  auto& c = op.chunk;
-  c.shard = st.id;
-  c.table = static_cast<int32_t>(r.table);
-  c.rows = t.rows();
-  c.pushes = t.pushes();
-  c.ids.resize(n);
-  c.values.resize(n * dim);
-  c.slots.assign(t.slot_count(), std::vector<float>(n * dim));
-  std::vector<float*> slots;
-  for (auto& v : c.slots)
-    slots.push_back(v.data());
-  t.copy_rows(r.next_row, n, c.ids.data(), c.values.data(), slots.data());
-  r.next_row += n;
-  r.rows += static_cast<int64_t>(n);
-  // One chunk at a time: the next is taken once this one is in.
-  send(
-    self,
-    [=](bool ok) {
-      if (ok)
-        copy_rows(self, generation);
-    },
-    replicate_atom_v, std::move(op));
 }
 
 } // namespace
@@ -171,6 +193,7 @@ void start_copy(self_ptr self) {
   r.table = 0;
   r.next_row = 0;
   r.rows = 0;
+  r.chunks_out = 0;
   r.began = std::chrono::steady_clock::now();
   replica_op op;
   op.kind = replica_op::image;
@@ -187,20 +210,22 @@ void start_copy(self_ptr self) {
   copy_rows(self, generation);
 }
 
-void forward(self_ptr self, gradient_push g, std::function<void()> done) {
+void forward(self_ptr self, gradient_push g, std::shared_ptr<const bool> taken,
+             std::function<void()> done) {
   if (!replicating(self))
     return done();
-  send(
-    self, [done = std::move(done)](bool) { done(); }, push_atom_v,
-    std::move(g));
+  send_taken(
+    self, std::move(taken), [done = std::move(done)](bool) { done(); },
+    push_atom_v, std::move(g));
 }
 
-void forward(self_ptr self, row_push p, std::function<void()> done) {
+void forward(self_ptr self, row_push p, std::shared_ptr<const bool> taken,
+             std::function<void()> done) {
   if (!replicating(self))
     return done();
-  send(
-    self, [done = std::move(done)](bool) { done(); }, push_atom_v,
-    std::move(p));
+  send_taken(
+    self, std::move(taken), [done = std::move(done)](bool) { done(); },
+    push_atom_v, std::move(p));
 }
 
 void forward(self_ptr self, replica_op op) {

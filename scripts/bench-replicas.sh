@@ -36,10 +36,16 @@ epochs, rounds, model, apps = (int(sys.argv[1]), int(sys.argv[2]),
 work = scratch_dir()
 
 
-def peak_mb(proc):
-    """Waits for `proc`; its peak resident set in MB (ru_maxrss is KiB)."""
+cpu = {}
+
+
+def peak_mb(proc, name=None):
+    """Waits for `proc`; its peak resident set in MB (ru_maxrss is KiB).
+    Its CPU seconds go to cpu[name]."""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    if name:
+        cpu[name] = usage.ru_utime + usage.ru_stime
     return usage.ru_maxrss * 1024 / 1e6
 
 
@@ -83,17 +89,23 @@ def measure(replicas):
                                 stderr=subprocess.STDOUT)
     members = {n: start(n) for n in names if n != chief}
     boss = start(chief)
-    peaks = {chief: peak_mb(boss)}
+    peaks = {chief: peak_mb(boss, chief)}
+    if boss.returncode != 0:
+        for proc in members.values():
+            proc.kill()
     for name, proc in members.items():
-        peaks[name] = peak_mb(proc)
+        peaks[name] = peak_mb(proc, name)
     logs[chief].seek(0)
     out = logs[chief].read()
     if boss.returncode != 0:
-        sys.exit("the chief failed:\n" + out[-3000:])
+        for name in names:
+            logs[name].seek(0)
+            print(f"--- {name}\n" + logs[name].read()[-2000:])
+        sys.exit("the chief failed")
     if replicas and out.count(" is in step at ") < 2:
         sys.exit("the replicas did not come in step:\n" + out[-3000:])
     rate, _ = chief_summary(out)
-    return peaks, rate
+    return peaks, rate, dict(cpu)
 
 
 runs = {0: [], 1: []}
@@ -103,13 +115,16 @@ for r in range(rounds):
 median = statistics.median
 print(f"{model}, {epochs} epochs, medians of {rounds} rounds, alternating")
 print(f"{'process':<10}{'no replicas MB':>16}{'replicas MB':>14}"
-      f"{'ratio':>8}")
+      f"{'ratio':>8}{'CPU s, none':>14}{'replicas':>10}")
 for name in runs[0][0][0]:
-    a = median([p[name] for p, _ in runs[0]])
-    b = median([p[name] for p, _ in runs[1]])
-    print(f"{name:<10}{a:>16.0f}{b:>14.0f}{b / a:>8.2f}")
-a = median([rate for _, rate in runs[0]])
-b = median([rate for _, rate in runs[1]])
+    a = median([p[name] for p, _, _ in runs[0]])
+    b = median([p[name] for p, _, _ in runs[1]])
+    ca = median([c[name] for _, _, c in runs[0]])
+    cb = median([c[name] for _, _, c in runs[1]])
+    print(f"{name:<10}{a:>16.0f}{b:>14.0f}{b / a:>8.2f}{ca:>14.1f}"
+          f"{cb:>10.1f}")
+a = median([rate for _, rate, _ in runs[0]])
+b = median([rate for _, rate, _ in runs[1]])
 print(f"samples/s: no replicas {a:.0f}, replicas {b:.0f}; replicas/none "
       f"{b / a:.3f}")
 PY
