@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include "running_cluster.hpp"
 #include "test_util.hpp"
@@ -118,6 +119,53 @@ BOOST_AUTO_TEST_CASE(a_click_table_loses_no_step_when_a_shard_node_is_killed) {
                      << loss << " (planted " << planted.test_log_loss << ")");
   BOOST_TEST(loss > 0, out);
   BOOST_TEST(loss < 1.05 * planted.test_log_loss, out);
+}
+
+BOOST_AUTO_TEST_CASE(the_shell_shows_each_replica_and_whether_it_is_in_step) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.shard_replicas = 1;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 1}, {"w0", 0, 2}};
+  running_cluster cluster{dir, spec};
+  auto& chief = cluster.chief();
+  cluster.require_step(200);
+  BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
+  auto [code, table] = run_shell(dir, spec, "shards", false);
+  BOOST_REQUIRE_MESSAGE(code == 0, table);
+  // A ring: ps0's shard on ps1, ps1's on ps2, ps2's on ps0.
+  BOOST_TEST(has(table, "REPLICA  REPLICA_STATE  LAG"), table);
+  for (auto* row :
+       {"shard:0  shard  ps0", "shard:1  shard  ps1", "shard:2  shard  ps2"})
+    BOOST_TEST(has(table, row), table);
+  BOOST_TEST(count_of(table, "in step") == 3u, table);
+  auto [jcode, json_text] = run_shell(dir, spec, "shards");
+  BOOST_REQUIRE(jcode == 0);
+  BOOST_TEST(has(json_text, "\"replica_node\":\"ps1\""), json_text);
+  BOOST_TEST(has(json_text, "\"replica_lag\":0"), json_text);
+  cluster.node("ps2").kill9(); // shard 2, and shard 1's replica
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("0 steps lost", 60),
+                        cluster.logs());
+  std::string after;
+  for (int k = 0; k < 40; ++k) {
+    after = run_shell(dir, spec, "shards", false).second;
+    if (count_of(after, "in step") == 3)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  // Shard 2 lives on ps0 now (its replica was there), and the replicas
+  // are on the two nodes left, none beside its own shard.
+  BOOST_TEST(has(after, "shard:2  shard  ps0"), after);
+  BOOST_TEST(count_of(after, "in step") == 3u, after);
+  BOOST_TEST(!has(after, "ps2"), after);
+  BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto* name : {"ps0", "ps1", "w0"})
+    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
+  auto out = chief.out();
+  BOOST_TEST(has(out, "replicas took over: 1), steps lost and retrained: 0"),
+             out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_ssp_runs_keep_their_shards_through_a_kill_too) {
