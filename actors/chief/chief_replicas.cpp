@@ -12,6 +12,11 @@ namespace troupe::chief_ops {
 
 namespace {
 
+/// Replicas a shard's primary may give up before the chief stops giving it
+/// new ones: a replica that cannot follow its primary (a bug, or a node
+/// out of memory) would otherwise be copied again and again.
+constexpr int max_replica_failures = 3;
+
 /// The live node for shard i's replica: one meant for shards, not the
 /// primary's, holding the fewest replicas; of those the next after the
 /// primary's in the cluster file's order, so that a fresh run's replicas
@@ -80,9 +85,11 @@ void place_replicas(chief_self self) {
   st.shards.replica_in_step.resize(n, 0);
   st.shards.replica_placing.resize(n, 0);
   st.shards.replica_asked.resize(n, 0);
+  st.shards.replica_failures.resize(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (!st.shards.handles[i] || st.shards.replicas[i]
-        || st.shards.replica_placing[i])
+        || st.shards.replica_placing[i]
+        || st.shards.replica_failures[i] >= max_replica_failures)
       continue;
     auto node = replica_home(self, i);
     if (node.empty()) {
@@ -162,6 +169,13 @@ void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
     node_lost(self, node, describe(reason));
   say(self, fmt("replica of shard %zu on node %s stopped (%s)", i, node.c_str(),
                 describe(reason).c_str()));
+  // Stopped by the chief on a live node: its primary gave it up. Past a
+  // few of those the shard runs without one (a lost node is no failure of
+  // the replica's).
+  if (reason == caf::exit_reason::user_shutdown && st.members.nodes[node].up
+      && ++st.shards.replica_failures[i] == max_replica_failures)
+    say(self, fmt("shard %zu gave up %d replicas: it runs without one", i,
+                  max_replica_failures));
   // A recovery under way places the replicas once the shards hold the run.
   if (!st.recovery.recovering)
     place_replicas(self);

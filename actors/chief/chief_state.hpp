@@ -151,6 +151,9 @@ struct chief_shards {
   /// Shards whose replica could not be placed (no other live node holds
   /// shards): said once, tried again when a node registers.
   std::set<size_t> replica_homeless;
+  /// Replicas each shard's primary gave up (a failed update, not a lost
+  /// node): past max_replica_failures the shard runs without one.
+  std::vector<int> replica_failures;
 };
 
 /// The run's progress: chief_progress.cpp (reports, progress lines,

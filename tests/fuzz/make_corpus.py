@@ -7,7 +7,8 @@ import os
 import struct
 
 MAGIC = 0x50445254
-PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS = 1, 2, 3, 4, 5, 6, 7, 8
+PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS, REPLICA = (
+    1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 
 def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0, table=0):
@@ -24,7 +25,27 @@ def floats(*xs):
     return struct.pack("<%df" % len(xs), *xs)
 
 
+def replica_op(kind, worker=0, version=0, tail=b""):
+    # A replica_op in CAF's binary form: kind, worker, version, the key
+    # (a sequence: its size as one byte below 128), value, then the kind's
+    # payload.
+    return (struct.pack("<Biq", kind, worker, version) + b"\x00"
+            + struct.pack("<d", 0.0) + tail)
+
+
+def row_chunk(rows):
+    # shard, table, rows, pushes, then ids, values and one Adagrad slot as
+    # raw sequences (4-float rows).
+    n = len(rows)
+    return (struct.pack("<iiQq", 0, 0, n, -1) + bytes([n]) + ids(*rows)
+            + bytes([4 * n]) + floats(*([0.25] * 4 * n))
+            + struct.pack("<Q", 1) + bytes([4 * n])
+            + floats(*([0.1] * 4 * n)))
+
+
 SERVER, CLIENT, ROW_CLIENT = b"\x00", b"\x01", b"\x03"
+JOIN = replica_op(3, worker=5)
+ROWS_OP = replica_op(2, tail=row_chunk([7, 8]))
 seeds = {
     "server_pull": SERVER + frame(PULL),
     "server_push3": SERVER + frame(PUSH, 3) + floats(1, 1, 1),
@@ -48,6 +69,12 @@ seeds = {
     "row_client_rows_too_many": ROW_CLIENT + frame(ROWS, 12)
                                 + floats(*range(12)),
     "row_client_ack_to_pull": ROW_CLIENT + frame(ACK),
+    # A primary's op stream to its replica (actors/shard_replica.cpp).
+    "server_replica_join": SERVER + frame(REPLICA, len(JOIN)) + JOIN,
+    "server_replica_rows": SERVER + frame(REPLICA, len(ROWS_OP)) + ROWS_OP,
+    "server_replica_truncated_image": SERVER + frame(REPLICA, 16)
+                                      + replica_op(1)[:16],
+    "server_replica_huge": SERVER + frame(REPLICA, 1 << 40),
 }
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                    "corpus", "data_plane")
