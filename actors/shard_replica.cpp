@@ -11,8 +11,8 @@ namespace troupe::shard_ops {
 namespace {
 
 /// About this many bytes of rows per chunk of a copy: large enough that
-/// a table of 51M rows is a few thousand requests, small enough that the
-/// pushes forwarded between chunks wait little behind one.
+/// a table of 51M rows is about a thousand requests, small enough that
+/// the pushes forwarded between chunks wait little behind one.
 constexpr size_t copy_chunk_bytes = 8 << 20;
 
 void tell(self_ptr self, int64_t version, const std::string& text) {
@@ -194,6 +194,7 @@ void start_copy(self_ptr self) {
   r.next_row = 0;
   r.rows = 0;
   r.chunks_out = 0;
+  r.lag = 0; // answers of the copy before no longer count
   r.began = std::chrono::steady_clock::now();
   replica_op op;
   op.kind = replica_op::image;

@@ -169,10 +169,12 @@ void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
     node_lost(self, node, describe(reason));
   say(self, fmt("replica of shard %zu on node %s stopped (%s)", i, node.c_str(),
                 describe(reason).c_str()));
-  // Stopped by the chief on a live node: its primary gave it up. Past a
-  // few of those the shard runs without one (a lost node is no failure of
-  // the replica's).
+  // Stopped on a live node outside a recovery (whose adoption of the live
+  // shards stops every replica): its primary gave it up. Past a few of
+  // those the shard runs without one (a lost node is no failure of the
+  // replica's).
   if (reason == caf::exit_reason::user_shutdown && st.members.nodes[node].up
+      && !st.recovery.recovering
       && ++st.shards.replica_failures[i] == max_replica_failures)
     say(self, fmt("shard %zu gave up %d replicas: it runs without one", i,
                   max_replica_failures));
