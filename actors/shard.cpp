@@ -166,6 +166,25 @@ void adopt(self_ptr self) {
   forward(self, replica_op::of(replica_op::adopt));
 }
 
+row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
+                  uint64_t first, uint64_t count) {
+  row_chunk c;
+  c.shard = self->state.id;
+  c.table = table;
+  c.rows = t.rows();
+  c.pushes = t.pushes();
+  auto n = first < c.rows ? std::min<uint64_t>(count, c.rows - first) : 0;
+  const auto dim = static_cast<size_t>(t.dim());
+  c.ids.resize(n);
+  c.values.resize(n * dim);
+  c.slots.assign(t.slot_count(), std::vector<float>(n * dim));
+  std::vector<float*> slots;
+  for (auto& v : c.slots)
+    slots.push_back(v.data());
+  t.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data());
+  return c;
+}
+
 caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c) {
   auto table = table_of(self, c.table);
   if (!table)
@@ -317,22 +336,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       auto table = table_of(self, t);
       if (!table)
         return std::move(table.error());
-      auto& tb = **table;
-      row_chunk c;
-      c.shard = self->state.id;
-      c.table = t;
-      c.rows = tb.rows();
-      c.pushes = tb.pushes();
-      auto n = first < c.rows ? std::min<uint64_t>(count, c.rows - first) : 0;
-      const auto dim = static_cast<size_t>(tb.dim());
-      c.ids.resize(n);
-      c.values.resize(n * dim);
-      c.slots.assign(tb.slot_count(), std::vector<float>(n * dim));
-      std::vector<float*> slots;
-      for (auto& v : c.slots)
-        slots.push_back(v.data());
-      tb.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data());
-      return c;
+      return rows_of(self, **table, t, first, count);
     },
     [=](restore_atom, row_chunk& c) -> caf::result<uint64_t> {
       auto rows = restore_rows(self, c);

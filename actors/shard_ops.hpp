@@ -23,6 +23,11 @@ void leave(self_ptr self, int32_t worker);
 caf::error tune(self_ptr self, const std::string& key, double value);
 /// Forgets every worker: a new chief adopts the shard.
 void adopt(self_ptr self);
+/// Rows [first, first + count) of table `t` (whose index is `table`) in
+/// its own order, with its row and push counts: a checkpoint's piece or
+/// a replica's copy.
+row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
+                  uint64_t first, uint64_t count);
 /// Puts rows back (a checkpoint's, or the primary's copy); the rows the
 /// table holds now.
 caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c);

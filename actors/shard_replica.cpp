@@ -130,21 +130,9 @@ void copy_rows(self_ptr self, int64_t generation) {
       return last_sent(self, generation);
     auto& t = *st.tables[r.table];
     auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
-    const auto dim = static_cast<size_t>(t.dim());
     replica_op op;
     op.kind = replica_op::rows;
-    auto& c = op.chunk;
-    c.shard = st.id;
-    c.table = static_cast<int32_t>(r.table);
-    c.rows = t.rows();
-    c.pushes = t.pushes();
-    c.ids.resize(n);
-    c.values.resize(n * dim);
-    c.slots.assign(t.slot_count(), std::vector<float>(n * dim));
-    std::vector<float*> slots;
-    for (auto& v : c.slots)
-      slots.push_back(v.data());
-    t.copy_rows(r.next_row, n, c.ids.data(), c.values.data(), slots.data());
+    op.chunk = rows_of(self, t, static_cast<int32_t>(r.table), r.next_row, n);
     r.next_row += n;
     r.rows += static_cast<int64_t>(n);
     ++r.chunks_out;

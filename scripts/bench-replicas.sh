@@ -29,7 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
-from benchlib import chief_summary, free_port, scratch_dir
+from benchlib import chief_summary, free_port, scratch_dir, small_click_run
 
 epochs, rounds, model, apps = (int(sys.argv[1]), int(sys.argv[2]),
                                sys.argv[3], sys.argv[4])
@@ -58,25 +58,7 @@ def measure(replicas):
     cluster["training"].pop("checkpoint", None)
     cluster["cluster"]["shard_replicas"] = replicas
     if model == "click":
-        logs = os.path.join(work, "click-logs")
-        if not os.path.exists(os.path.join(logs, "test.tsv")):
-            subprocess.run([apps + "/troupe-clicks", "--out", logs,
-                            "--train", "400000", "--test", "20000",
-                            "--numeric", "2", "--categorical", "4",
-                            "--values", "2000", "--zipf", "1.1",
-                            "--seed", "3"], check=True,
-                           stdout=subprocess.DEVNULL)
-        cluster["model"] = {"type": "click", "hidden": [64, 32], "seed": 1,
-                            "embedding": {"dim": 8}}
-        cluster["data"] = {"format": "click", "dir": logs,
-                           "train": "train.tsv", "test": "test.tsv",
-                           "numeric": 2, "categorical": 4,
-                           "vocabulary": 1 << 22}
-        cluster["training"].update({"batch_size": 256,
-                                    "eval_every_steps": 100000,
-                                    "sparse_optimizer": {
-                                        "type": "adagrad",
-                                        "learning_rate": 0.05}})
+        small_click_run(cluster, apps, work)
     for node in cluster["cluster"]["nodes"]:
         node["port"] = free_port()
     path = os.path.join(work, "cluster.json")

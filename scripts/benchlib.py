@@ -9,6 +9,7 @@ scripts' inline Python says `from benchlib import ...`; from bash,
 
 import atexit
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -24,6 +25,28 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def small_click_run(config, apps, work):
+    """Makes `config` (a run config) train the click model on 400k
+    generated click logs (2 numeric and 4 categorical fields of 2000
+    values, written once into `work`) instead of its model."""
+    logs = os.path.join(work, "click-logs")
+    if not os.path.exists(os.path.join(logs, "test.tsv")):
+        subprocess.run([apps + "/troupe-clicks", "--out", logs,
+                        "--train", "400000", "--test", "20000",
+                        "--numeric", "2", "--categorical", "4",
+                        "--values", "2000", "--zipf", "1.1", "--seed", "3"],
+                       check=True, stdout=subprocess.DEVNULL)
+    config["model"] = {"type": "click", "hidden": [64, 32], "seed": 1,
+                       "embedding": {"dim": 8}}
+    config["data"] = {"format": "click", "dir": logs, "train": "train.tsv",
+                      "test": "test.tsv", "numeric": 2, "categorical": 4,
+                      "vocabulary": 1 << 22}
+    config["training"].update({"batch_size": 256,
+                               "eval_every_steps": 100000,
+                               "sparse_optimizer": {"type": "adagrad",
+                                                    "learning_rate": 0.05}})
 
 
 def scratch_dir():

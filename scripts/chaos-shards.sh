@@ -29,7 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
-from benchlib import free_port, scratch_dir
+from benchlib import free_port, scratch_dir, small_click_run
 
 runs, models, quiet, apps = (int(sys.argv[1]), sys.argv[2].split(","),
                              int(sys.argv[3]), sys.argv[4])
@@ -59,23 +59,8 @@ def config(model):
                     "connection_timeout_ms": 1500, "max_restarts": 10},
     }
     if model == "click":
-        logs = os.path.join(work, "click-logs")
-        if not os.path.exists(os.path.join(logs, "test.tsv")):
-            subprocess.run([apps + "/troupe-clicks", "--out", logs,
-                            "--train", "400000", "--test", "20000",
-                            "--numeric", "2", "--categorical", "4",
-                            "--values", "2000", "--zipf", "1.1",
-                            "--seed", "3"], check=True,
-                           stdout=subprocess.DEVNULL)
-        cfg["model"] = {"type": "click", "hidden": [64, 32], "seed": 1,
-                        "embedding": {"dim": 8}}
-        cfg["data"] = {"format": "click", "dir": logs, "train": "train.tsv",
-                       "test": "test.tsv", "numeric": 2, "categorical": 4,
-                       "vocabulary": 1 << 22}
-        cfg["training"].update({"batch_size": 256, "epochs": 2,
-                                "eval_every_steps": 100000,
-                                "sparse_optimizer": {"type": "adagrad",
-                                                     "learning_rate": 0.05}})
+        small_click_run(cfg, apps, work)
+        cfg["training"]["epochs"] = 2
     return cfg
 
 
