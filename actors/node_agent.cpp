@@ -209,6 +209,49 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       st.workers.push_back(h);
       return h;
     },
+    [=](reshard_atom, shard_map& m) -> caf::result<int32_t> {
+      auto& st = self->state;
+      // No shards: they are moving (the workers hold their pulls).
+      if (!m.shards.empty()
+          && (m.bounds.size() != m.shards.size() + 1
+              || m.data_links.size() != m.shards.size()))
+        return make_error(errc::invalid_argument,
+                          "shard map: " + std::to_string(m.shards.size())
+                            + " shards, " + std::to_string(m.bounds.size())
+                            + " bounds, " + std::to_string(m.data_links.size())
+                            + " data links");
+      // A shard id now names another slice: the stubs are made anew on
+      // the same connections (the old ones end with their connection).
+      if (!m.shards.empty())
+        st.stubs.clear();
+      std::vector<shard_data_actor> shards(m.shards.begin(), m.shards.end());
+      for (size_t i = 0; i < shards.size(); ++i) {
+        if (m.data_links[i].empty())
+          continue;
+        auto stub = data_stub(self, m.data_links[i], static_cast<int32_t>(i),
+                              m.bounds[i + 1] - m.bounds[i]);
+        if (!stub)
+          return stub.error();
+        shards[i] = *stub;
+      }
+      auto workers = st.workers;
+      auto promise = self->make_response_promise<int32_t>();
+      auto timeout = request_timeout(st.opts.cfg);
+      // A worker that ended meanwhile needs no map.
+      ask_all_settled<bool>(
+        workers.size(),
+        [=](size_t i) {
+          return self->request(workers[i], timeout, reshard_atom_v, shards,
+                               m.bounds);
+        },
+        [=](auto& replies) mutable {
+          int32_t told = 0;
+          for (auto& r : replies)
+            told += r ? 1 : 0;
+          promise.deliver(told);
+        });
+      return promise;
+    },
     [=](stop_atom) {
       for (auto& w : self->state.workers)
         self->send_exit(w, caf::exit_reason::user_shutdown);

@@ -422,6 +422,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       self->state.follower = false;
       return self->state.block->version();
     },
+    [=](image_atom) -> replica_op { return image_op(self); },
     [=](expire_atom) {
       auto& st = self->state;
       expire_held(self, st.parked, st.hold, st.expiry_pending,

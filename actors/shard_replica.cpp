@@ -170,6 +170,21 @@ void set_replica(self_ptr self, shard_data_actor to,
   start_copy(self);
 }
 
+replica_op image_op(self_ptr self) {
+  auto& st = self->state;
+  replica_op op;
+  op.kind = replica_op::image;
+  op.block = st.block->image();
+  for (auto& [worker, p] : st.sync.held_pushes()) {
+    op.held_workers.push_back(p.worker);
+    op.held_tables.push_back(p.table);
+    op.held_tags.push_back(p.tag);
+    op.held_ids.push_back(p.ids);
+    op.held_grads.push_back(p.grads ? *p.grads : std::vector<float>{});
+  }
+  return op;
+}
+
 void start_copy(self_ptr self) {
   auto& st = self->state;
   auto& r = st.rep;
@@ -184,18 +199,8 @@ void start_copy(self_ptr self) {
   r.chunks_out = 0;
   r.lag = 0; // answers of the copy before no longer count
   r.began = std::chrono::steady_clock::now();
-  replica_op op;
-  op.kind = replica_op::image;
-  op.block = st.block->image();
-  for (auto& [worker, p] : st.sync.held_pushes()) {
-    op.held_workers.push_back(p.worker);
-    op.held_tables.push_back(p.table);
-    op.held_tags.push_back(p.tag);
-    op.held_ids.push_back(p.ids);
-    op.held_grads.push_back(p.grads ? *p.grads : std::vector<float>{});
-  }
   send(
-    self, [](bool) {}, replicate_atom_v, std::move(op));
+    self, [](bool) {}, replicate_atom_v, image_op(self));
   copy_rows(self, generation);
 }
 

@@ -35,11 +35,16 @@ void fail(self_ptr self, caf::error err) {
 /// `one_done` runs once they are in.
 void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   auto& st = self->state;
+  auto placement = st.placement;
+  // Asked of a shard map that is gone: pull_all asks the new one.
+  auto moved = [=] { return self->state.placement != placement; };
   self
     ->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
               i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
       [=](const float_block& b) {
+        if (moved())
+          return one_done();
         if (b.ask_again())
           return pull_one(self, i, one_done);
         auto& s = self->state;
@@ -59,16 +64,30 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
         s.versions[i] = b.version;
         one_done();
       },
-      [=](caf::error& err) { fail(self, std::move(err)); });
+      [=](caf::error& err) {
+        if (moved())
+          return one_done();
+        fail(self, std::move(err));
+      });
 }
 
 /// Pulls every shard in parallel; `then` runs once all values are in
 /// state.host (easgd) or in the replica (the other modes).
 void pull_all(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
+  auto placement = st.placement;
   // Not ask_all: a pull that a shard held comes back as "ask again" and
   // pull_one asks once more, so each part ends in its own time.
-  auto pulled = countdown(st.opts.shards.size(), std::move(then));
+  auto pulled = countdown(st.opts.shards.size(), [=] {
+    auto& s = self->state;
+    if (s.placement == placement)
+      return then();
+    // The shards moved under the pull: again from the new map, once
+    // it is here.
+    if (s.shards_moving)
+      return s.parked.push_back([=] { pull_all(self, then); });
+    pull_all(self, then);
+  });
   for (size_t i = 0; i < st.opts.shards.size(); ++i)
     pull_one(self, i, pulled);
 }
@@ -519,9 +538,67 @@ void next_step(self_ptr self) {
   }
 }
 
-/// What a set-up worker answers: its steps, and being told to finish.
+/// The chief moves the shards (see worker_state::placement): with no map,
+/// they are moving; with one, they are where it says. Every push of this
+/// worker is applied by then (the feeder is paused until no lease is out),
+/// so only pulls can be under way, and they are asked again.
+caf::result<bool> take_shard_map(self_ptr self,
+                                 std::vector<shard_data_actor>& shards,
+                                 std::vector<uint64_t>& bounds) {
+  auto& st = self->state;
+  ++st.placement;
+  if (shards.empty()) {
+    st.shards_moving = true;
+    return true;
+  }
+  auto total = st.opts.ranges.empty() ? 0 : st.opts.ranges.back().end;
+  if (bounds.size() != shards.size() + 1 || bounds.front() != 0
+      || bounds.back() != total)
+    return make_error(errc::invalid_argument,
+                      "worker " + std::to_string(st.opts.id)
+                        + ": a shard map of " + std::to_string(shards.size())
+                        + " shards and " + std::to_string(bounds.size())
+                        + " bounds that do not cover its "
+                        + std::to_string(total) + " parameters");
+  auto n = shards.size();
+  st.opts.shards = std::move(shards);
+  st.opts.ranges.clear();
+  for (size_t i = 0; i < n; ++i)
+    st.opts.ranges.push_back(flat_range{bounds[i], bounds[i + 1]});
+  // Every shard took the versions over: the next pull sets them again.
+  auto most = [](const std::vector<int64_t>& v) {
+    return v.empty() ? int64_t{0} : *std::max_element(v.begin(), v.end());
+  };
+  st.versions.assign(n, most(st.versions));
+  if (!st.min_versions.empty())
+    st.min_versions.assign(n, most(st.min_versions));
+  if (st.opts.external) {
+    st.pulled.ranges = st.opts.ranges;
+    st.pulled.blocks.assign(n, nullptr);
+  }
+  if (st.clicks) {
+    auto& cfg = st.opts.cfg;
+    st.clicks = std::make_unique<click_batch>(cfg.data.click_numeric,
+                                              cfg.model.table_fields,
+                                              cfg.model.table.dim,
+                                              static_cast<int32_t>(n));
+  }
+  st.shards_moving = false;
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  for (auto& f : parked)
+    f();
+  return true;
+}
+
+/// What a set-up worker answers: its steps, being told to finish, and the
+/// shards' new map.
 worker_actor::behavior_type worker_behavior(self_ptr self) {
   return {
+    [=](reshard_atom, std::vector<shard_data_actor>& shards,
+        std::vector<uint64_t>& bounds) {
+      return take_shard_map(self, shards, bounds);
+    },
     [=](step_atom) {
       auto& s = self->state;
       if (s.draining)
@@ -572,7 +649,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
         "worker " + std::to_string(st.opts.id) + ": an external model's "
           + "workers run the user's step function (the Python module's "
             "workers); this node has none to run"));
-      return {[](step_atom) {}, [](finish_atom) {}};
+      return {[](step_atom) {}, [](finish_atom) {},
+              [](reshard_atom, std::vector<shard_data_actor>&,
+                 std::vector<uint64_t>&) { return true; }};
     }
     st.pulled.layout = st.opts.layout.get();
     st.pulled.ranges = st.opts.ranges;
@@ -600,7 +679,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   }();
   if (!made) {
     self->quit(made.error());
-    return {[](step_atom) {}, [](finish_atom) {}};
+    return {[](step_atom) {}, [](finish_atom) {},
+            [](reshard_atom, std::vector<shard_data_actor>&,
+               std::vector<uint64_t>&) { return true; }};
   }
   st.replica = std::move(*made);
   // Dropout masks of its own: workers of one seed would otherwise drop the
@@ -615,7 +696,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
           + (train.clicks || train.click_parts
                ? "the CPU backend, not " + st.backend->describe()
                : std::string{"click logs (data.format \"click\")"})));
-      return {[](step_atom) {}, [](finish_atom) {}};
+      return {[](step_atom) {}, [](finish_atom) {},
+              [](reshard_atom, std::vector<shard_data_actor>&,
+                 std::vector<uint64_t>&) { return true; }};
     }
     st.clicks = std::make_unique<click_batch>(
       cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,

@@ -103,6 +103,13 @@ struct worker_state {
   /// an update behind the others (its last update had not reached the
   /// replica), and stays so.
   std::vector<int64_t> min_versions;
+  /// The shard map's generation: a chief that adds or drains a shard
+  /// first says the shards are moving (a pull that fails or ends then was
+  /// asked of the old map: it waits in `parked`), then sends the new map,
+  /// and every parked step pulls from it.
+  uint64_t placement = 0;
+  bool shards_moving = false;
+  std::vector<std::function<void()>> parked;
   bool initialised = false;
   int unsettled = 0;         ///< pushed steps whose pushes are not all applied
   bool step_deferred = false; ///< a step waits for unsettled to drop

@@ -91,6 +91,10 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     [=](tune_atom, tune_key key, double value) {
       return shell_tune(self, key, value);
     },
+    [=](grow_atom, const std::string& node) {
+      return shell_add_shard(self, node);
+    },
+    [=](drain_atom, int32_t shard) { return shell_drain_shard(self, shard); },
     [=](pause_atom) { return shell_pause(self, true); },
     [=](resume_atom) { return shell_pause(self, false); },
     [=](stop_atom) { return shell_stop(self); },

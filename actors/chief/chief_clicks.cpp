@@ -163,34 +163,9 @@ void restore_lane(chief_self self, std::shared_ptr<table_restore> t) {
     return finish_lane(more.error());
   if (!*more)
     return finish_lane(caf::none);
-  auto shards = static_cast<int32_t>(self->state.shards.handles.size());
-  const auto dim = static_cast<size_t>(t->reader->info().dim);
-  // Each shard's share of a piece, with room for a little imbalance.
-  const auto share = piece.ids.size() / static_cast<size_t>(shards) * 9 / 8;
   auto chunks = std::make_shared<std::vector<row_chunk>>(
-    static_cast<size_t>(shards));
-  for (int32_t s = 0; s < shards; ++s) {
-    auto& c = (*chunks)[static_cast<size_t>(s)];
-    c.shard = s;
-    c.pushes = t->pushes[static_cast<size_t>(s)];
-    c.ids.reserve(share);
-    c.values.reserve(share * dim);
-    c.slots.resize(piece.slots.size());
-    for (auto& slot : c.slots)
-      slot.reserve(share * dim);
-  }
-  for (size_t i = 0; i < piece.ids.size(); ++i) {
-    auto& c = (*chunks)[static_cast<size_t>(shard_of_row(piece.ids[i], shards))];
-    c.ids.push_back(piece.ids[i]);
-    auto row = [&](const std::vector<float>& v) {
-      return v.begin() + static_cast<ptrdiff_t>(i * dim);
-    };
-    c.values.insert(c.values.end(), row(piece.values),
-                    row(piece.values) + static_cast<ptrdiff_t>(dim));
-    for (size_t k = 0; k < piece.slots.size(); ++k)
-      c.slots[k].insert(c.slots[k].end(), row(piece.slots[k]),
-                        row(piece.slots[k]) + static_cast<ptrdiff_t>(dim));
-  }
+    spread_rows(piece.ids, piece.values, piece.slots,
+                static_cast<size_t>(t->reader->info().dim), t->pushes));
   ask_all<uint64_t>(
     chunks->size(),
     [=](size_t i) {
@@ -216,6 +191,40 @@ void restore_pieces(chief_self self, std::shared_ptr<table_file_reader> r,
 }
 
 } // namespace
+
+std::vector<row_chunk> spread_rows(const std::vector<uint64_t>& ids,
+                                   const std::vector<float>& values,
+                                   const std::vector<std::vector<float>>& slots,
+                                   size_t dim,
+                                   const std::vector<int64_t>& pushes) {
+  auto shards = static_cast<int32_t>(pushes.size());
+  // Each shard's share, with room for a little imbalance.
+  const auto share = ids.size() / pushes.size() * 9 / 8;
+  std::vector<row_chunk> chunks(pushes.size());
+  for (int32_t s = 0; s < shards; ++s) {
+    auto& c = chunks[static_cast<size_t>(s)];
+    c.shard = s;
+    c.pushes = pushes[static_cast<size_t>(s)];
+    c.ids.reserve(share);
+    c.values.reserve(share * dim);
+    c.slots.resize(slots.size());
+    for (auto& slot : c.slots)
+      slot.reserve(share * dim);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto& c = chunks[static_cast<size_t>(shard_of_row(ids[i], shards))];
+    c.ids.push_back(ids[i]);
+    auto row = [&](const std::vector<float>& v) {
+      return v.begin() + static_cast<ptrdiff_t>(i * dim);
+    };
+    c.values.insert(c.values.end(), row(values),
+                    row(values) + static_cast<ptrdiff_t>(dim));
+    for (size_t k = 0; k < slots.size(); ++k)
+      c.slots[k].insert(c.slots[k].end(), row(slots[k]),
+                        row(slots[k]) + static_cast<ptrdiff_t>(dim));
+  }
+  return chunks;
+}
 
 void write_tables(chief_self self, const std::string& path,
                   std::function<void(caf::error)> done,

@@ -113,6 +113,12 @@ void new_worker_ids(chief_self self, const std::string& node, int n,
 std::vector<int32_t> add_workers(chief_self self, const std::string& node,
                                  int n);
 
+/// Per shard, where a worker on `node` reaches it on the data plane
+/// ("host:port"; empty: in the worker's own process), and the shards'
+/// bounds in the flat vector (shard i owns [b[i], b[i+1])).
+std::vector<std::string> data_links(chief_self self, const std::string& node);
+std::vector<uint64_t> shard_bounds(chief_self self);
+
 /// Starts shard `i` on `node` through its agent with `state`.
 void place_shard(chief_self self, size_t i, const std::string& node,
                  shard_state_msg state, std::function<void()> then);
@@ -211,6 +217,12 @@ shard_state_msg slice_of(chief_self self, const checkpoint& ck, size_t i,
 caf::expected<int64_t> version_of(const checkpoint& ck,
                                   const std::string& path);
 
+/// The shards hold the run again (a recovery or a move is over): every
+/// worker not finished is joined on them and placed if it is not running,
+/// leasing resumes (unless the shell paused it), what waited runs and the
+/// replicas are placed.
+void resume_after_recovery(chief_self self);
+
 /// Every worker is stopped after a shard was lost: once the lost shards'
 /// nodes are up again (or shard_node_wait is over), the live shards are
 /// kept if they hold every step since the newest checkpoint; otherwise
@@ -270,6 +282,19 @@ caf::result<double> shell_tune(chief_self self, tune_key key, double value);
 caf::result<bool> shell_pause(chief_self self, bool paused);
 caf::result<bool> shell_stop(chief_self self);
 
+// -- chief_reshard.cpp
+// ----------------------------------------------------------
+
+/// Adds a shard on `node` while the run trains: the parameters and table
+/// rows are spread anew over one shard more, and the workers get the new
+/// map without restarting. The reply (once the move is done) says what
+/// moved and how long leasing paused; a refusal says why not now.
+caf::result<std::string> shell_add_shard(chief_self self,
+                                         const std::string& node);
+/// The same, removing shard `shard` (those after it are numbered one
+/// lower).
+caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard);
+
 // -- click models (chief_clicks) ------------------------------------------------
 
 /// Whether the run's model has embedding tables on the shards.
@@ -291,6 +316,16 @@ void evaluate_clicks(chief_self self, const dataset& data,
 void write_tables(chief_self self, const std::string& path,
                   std::function<void(caf::error)> done,
                   std::function<void()> lost);
+
+/// Rows (ids, and `dim` floats of values and of each slot per id) in one
+/// chunk per shard that shard_of_row places them on now, one shard per
+/// entry of `pushes` (each chunk carries its shard's: Adam's bias
+/// correction counts a shard's pushes).
+std::vector<row_chunk> spread_rows(const std::vector<uint64_t>& ids,
+                                   const std::vector<float>& values,
+                                   const std::vector<std::vector<float>>& slots,
+                                   size_t dim,
+                                   const std::vector<int64_t>& pushes);
 
 /// Puts the rows of checkpoint `ckpt`'s tables file (metadata "tables",
 /// in the checkpoint dir) back into the shards, each row on the shard

@@ -301,6 +301,11 @@ void print_summary(chief_self self, const cluster_summary& r) {
             "steps lost and retrained: %lld",
             self->state.recovery.recoveries, self->state.recovery.takeovers,
             static_cast<long long>(self->state.recovery.lost_steps)));
+  if (self->state.recovery.moves > 0)
+    say(self,
+        fmt("shards added or drained: %d, leasing paused %.3f s for "
+            "them in all",
+            self->state.recovery.moves, self->state.recovery.move_seconds));
   // The table comes last: scripts read its row from the final line.
   say(self,
       fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",

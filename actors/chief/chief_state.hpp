@@ -244,6 +244,10 @@ struct chief_recovery {
   int64_t lost_steps = 0;
   /// Lost shards whose replicas took over without a step lost.
   int takeovers = 0;
+  /// Shards added or drained (chief_reshard.cpp), and the seconds leasing
+  /// was paused for them.
+  int moves = 0;
+  double move_seconds = 0;
   std::vector<std::function<void()>> after;
 };
 

@@ -643,6 +643,10 @@ CAF_ADD_ATOM(troupe, troupe, kill_atom, "kill")
 CAF_ADD_ATOM(troupe, troupe, who_atom, "who")
 CAF_ADD_ATOM(troupe, troupe, replicate_atom, "replicate")
 CAF_ADD_ATOM(troupe, troupe, promote_atom, "promote")
+CAF_ADD_ATOM(troupe, troupe, image_atom, "image")
+CAF_ADD_ATOM(troupe, troupe, reshard_atom, "reshard")
+CAF_ADD_ATOM(troupe, troupe, grow_atom, "grow")
+CAF_ADD_ATOM(troupe, troupe, drain_atom, "drain")
 
 // -- actor interfaces ---------------------------------------------------------
 
@@ -705,7 +709,10 @@ using shard_actor = shard_data_actor::extend<
   caf::replies_to<replicate_atom, shard_data_actor, std::string>::with<bool>,
   // A replica becomes its shard's primary (its primary is lost); replies
   // with its version.
-  caf::replies_to<promote_atom>::with<int64_t>>;
+  caf::replies_to<promote_atom>::with<int64_t>,
+  // Everything the shard holds but its table rows, as the image op that
+  // makes another shard a copy of it (the chief moving the run's shards).
+  caf::replies_to<image_atom>::with<replica_op>>;
 
 /// The data feeder (actors/feeder.hpp).
 using feeder_actor = caf::typed_actor<
@@ -742,7 +749,15 @@ using worker_actor = caf::typed_actor<
   // Starts no new step and ends normally once every pushed step is
   // settled: a lease it holds but has not trained stays unacked, for the
   // chief to put back (a node that leaves the run).
-  caf::reacts_to<finish_atom>>;
+  caf::reacts_to<finish_atom>,
+  // The shards moved (the chief added or drained one while the feeder
+  // was paused): pulls and pushes go to these from now on, shard i owning
+  // [bounds[i], bounds[i+1]); no shards: they are moving, and a pull
+  // answered or failed now waits for the map. Sent by the worker's node
+  // agent, which makes the data-plane stubs; replies once the worker has
+  // them.
+  caf::replies_to<reshard_atom, std::vector<shard_data_actor>,
+                  std::vector<uint64_t>>::with<bool>>;
 
 // -- across processes ---------------------------------------------------------
 
@@ -785,6 +800,22 @@ struct worker_spawn {
   std::vector<std::vector<int64_t>> tensor_dims;
 };
 
+/// Where the shards are after the chief added or drained one: their
+/// handles, the flat vector's bounds (shard i owns [bounds[i],
+/// bounds[i+1])) and, as in worker_spawn, the data-plane address of each
+/// for the workers of the node it is sent to.
+struct shard_map {
+  std::vector<shard_actor> shards;
+  std::vector<uint64_t> bounds;
+  std::vector<std::string> data_links;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_map& x) {
+  return f(caf::meta::type_name("shard_map"), x.shards, x.bounds,
+           x.data_links);
+}
+
 /// The shards of a node that a new chief adopts (node_agent_actor's
 /// adopt): their handles and what each applied, in the same order.
 struct live_shards {
@@ -819,6 +850,9 @@ using node_agent_actor = caf::typed_actor<
   // replies with its version.
   caf::replies_to<promote_atom, int32_t>::with<int64_t>,
   caf::replies_to<place_atom, worker_spawn>::with<worker_actor>,
+  // The shards moved (an empty map: they are moving): every worker here
+  // gets the map, with stubs made anew; replies with the workers told.
+  caf::replies_to<reshard_atom, shard_map>::with<int32_t>,
   // The chief is lost: stop the workers here (their feeder and chief are
   // gone), keep the shards with their values for a chief that comes back.
   caf::reacts_to<stop_atom>,
@@ -899,6 +933,12 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<snapshot_atom>::with<std::string>,
   // Sets a shard setting on every shard; replies with the value.
   caf::replies_to<tune_atom, tune_key, double>::with<double>,
+  // Adds a shard on node N, or drains shard N into the others, while the
+  // run trains: leasing pauses while the parameters and table rows move
+  // to the new placement, the workers get it, and leasing resumes. The
+  // reply says what moved and how long the pause took.
+  caf::replies_to<grow_atom, std::string>::with<std::string>,
+  caf::replies_to<drain_atom, int32_t>::with<std::string>,
   // Stops, or starts again, handing out batches; replies with "paused".
   caf::replies_to<pause_atom>::with<bool>,
   caf::replies_to<resume_atom>::with<bool>,
@@ -911,8 +951,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_cluster, caf::id_block::troupe::end)
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_spawn))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::worker_spawn))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_actor>))
+  CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<troupe::shard_data_actor>))
   CAF_ADD_TYPE_ID(troupe_cluster, (std::vector<uint64_t>))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::live_shards))
+  CAF_ADD_TYPE_ID(troupe_cluster, (troupe::shard_map))
   CAF_ADD_TYPE_ID(troupe_cluster, (troupe::node_registration))
   // Handles travel in messages: the agent's in a registration, the
   // shards' and workers' in the agent's replies.

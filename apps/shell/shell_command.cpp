@@ -68,13 +68,21 @@ struct word_verb {
 };
 
 const word_verb table[] = {
-  {"help", verb::help, false},       {"status", verb::status, false},
-  {"nodes", verb::nodes, false},     {"workers", verb::workers, false},
-  {"shards", verb::shards, false},   {"inspect", verb::inspect, true},
-  {"add-worker", verb::add_worker, true}, {"kill", verb::kill, true},
-  {"checkpoint", verb::checkpoint, false}, {"set", verb::tune, true},
-  {"pause", verb::pause, false},     {"resume", verb::resume, false},
+  {"help", verb::help, false},
+  {"status", verb::status, false},
+  {"nodes", verb::nodes, false},
+  {"workers", verb::workers, false},
+  {"shards", verb::shards, false},
+  {"inspect", verb::inspect, true},
+  {"add-worker", verb::add_worker, true},
+  {"kill", verb::kill, true},
+  {"checkpoint", verb::checkpoint, false},
+  {"set", verb::tune, true},
+  {"pause", verb::pause, false},
+  {"resume", verb::resume, false},
   {"stop", verb::stop, false},
+  {"add-shard", verb::add_shard, true},
+  {"drain", verb::drain, true},
 };
 
 } // namespace
@@ -88,6 +96,10 @@ const char* const shell_help =
   "add-worker [N] [NODE]  start N more workers (default 1, on the least "
   "loaded node)\n"
   "kill ACTOR             kill a worker or shard (fault drill)\n"
+  "add-shard NODE         one shard more, on NODE: parameters and rows "
+  "move while the workers go on\n"
+  "drain shard:N          shard N's parameters and rows move to the "
+  "others; it stops\n"
   "checkpoint             write a checkpoint now\n"
   "set lr VALUE           the shards' base learning rate\n"
   "pause | resume         stop / restart handing out batches\n"
@@ -162,6 +174,18 @@ caf::expected<shell_command> parse_shell_command(const std::string& line) {
       }
       if (w.size() > 2)
         c.node = w[2];
+      return c;
+    }
+    case verb::add_shard:
+      if (w.size() != 2)
+        return usage("usage: add-shard NODE");
+      c.node = w[1];
+      return c;
+    case verb::drain: {
+      bool known = false;
+      if (w.size() != 2 || !parse_actor(w, 1, c.target, known)
+          || c.target.role != actor_role::shard)
+        return usage("usage: drain shard:N");
       return c;
     }
     case verb::tune: {

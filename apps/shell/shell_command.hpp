@@ -14,14 +14,28 @@ namespace troupe {
 
 struct shell_command {
   enum class verb : uint8_t {
-    help, status, nodes, workers, shards, inspect, add_worker, kill,
-    checkpoint, tune, pause, resume, stop
+    help,
+    status,
+    nodes,
+    workers,
+    shards,
+    inspect,
+    add_worker,
+    kill,
+    checkpoint,
+    tune,
+    pause,
+    resume,
+    stop,
+    add_shard,
+    drain
   };
   verb what = verb::help;
   std::string word;    ///< the command as typed ("add-worker")
-  actor_ref target;    ///< inspect, kill
+  actor_ref target;    ///< inspect, kill, drain
   int32_t count = 1;   ///< add-worker: how many
-  std::string node;    ///< add-worker: where ("": the least loaded node)
+  std::string node;    ///< add-worker: where ("": the least loaded node);
+                       ///< add-shard: where
   tune_key key = tune_key::lr; ///< set
   double value = 0;    ///< set
 };

@@ -458,6 +458,11 @@ std::string render_checkpoint(const std::string& path, bool raw_json) {
   return print("checkpoint", json{{"checkpoint", path}}, raw_json);
 }
 
+std::string render_moved(const std::string& command, const std::string& text,
+                         bool raw_json) {
+  return print(command, json{{"moved", text}}, raw_json);
+}
+
 std::string render_tuned(tune_key key, double value, bool raw_json) {
   return print("set", json{{to_string(key), value}}, raw_json);
 }

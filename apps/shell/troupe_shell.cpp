@@ -131,6 +131,15 @@ int execute(const session& s, const std::string& line, bool raw_json) {
         s,
         [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
         c.target);
+    case verb::add_shard:
+    case verb::drain: {
+      auto render = [&](std::string& text) {
+        return render_moved(c.word, text, raw_json);
+      };
+      return c.what == verb::add_shard
+               ? ask(s, render, grow_atom_v, c.node)
+               : ask(s, render, drain_atom_v, c.target.index);
+    }
     case verb::checkpoint:
       return ask(
         s,

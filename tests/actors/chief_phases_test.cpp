@@ -162,4 +162,62 @@ BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
   BOOST_TEST((c.phase() == run_phase::training), to_string(c.phase()));
 }
 
+BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
+  auto run = small_run(cluster_config::mode::async, 2, 2);
+  run.training.epochs = 8;
+  deterministic_chief c{run};
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  c.run_until([&] { return c.state().progress.steps >= 10; });
+  auto workers = c.state().members.worker_of; // their actors, by address
+  // The messages the shell's add-shard and drain send; the reply comes
+  // once the shards have moved.
+  self->send(c.chief, grow_atom_v, c.state().own_node());
+  c.run_until([&] { return c.state().recovery.moves == 1; });
+  BOOST_TEST(c.state().shards.handles.size() == 3u);
+  auto steps_at_move = c.state().progress.steps;
+  c.run_until([&] { return c.state().progress.steps >= steps_at_move + 10; });
+  self->send(c.chief, drain_atom_v, int32_t{0});
+  c.run_until([&] { return c.state().recovery.moves == 2; });
+  BOOST_TEST(c.state().shards.handles.size() == 2u);
+  // Refused, with the reason: the run goes on as it was.
+  self->send(c.chief, drain_atom_v, int32_t{5});
+  auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
+  BOOST_TEST((seen.back() == run_phase::ended));
+  c.sched->run();
+  std::vector<std::string> texts;
+  std::string refusal;
+  bool summarised = false;
+  for (int i = 0; i < 4; ++i)
+    self->receive([&](std::string& text) { texts.push_back(text); },
+                  [&](cluster_summary& s) {
+                    summarised = true;
+                    // async: every shard's version is the batches it
+                    // applied, each once, moves or not.
+                    BOOST_TEST(s.steps == 8 * 16);
+                    BOOST_TEST(s.version == s.steps);
+                    BOOST_TEST(s.epoch_samples == std::vector<int64_t>(8, 256));
+                  },
+                  [&](caf::error& err) { refusal = describe(err); });
+  BOOST_TEST(summarised);
+  BOOST_REQUIRE(texts.size() == 2u);
+  BOOST_TEST(texts[0].find("shard 2 added on node local: 3 shards now")
+               != std::string::npos,
+             texts[0]);
+  BOOST_TEST(texts[1].find("shard 0 on node local drained")
+               != std::string::npos,
+             texts[1]);
+  BOOST_TEST(refusal.find("drain: no shard 5 (the run has 2: 0..1)")
+               != std::string::npos,
+             refusal);
+  // The workers that trained before the moves trained after them: none
+  // was restarted.
+  BOOST_TEST(c.state().members.restarts->total() == 0);
+  for (auto& [addr, id] : workers)
+    BOOST_TEST(c.state().members.workers[id].restarts == 0);
+  BOOST_TEST(c.log.str().find("shards added or drained: 2")
+               != std::string::npos,
+             c.log.str());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

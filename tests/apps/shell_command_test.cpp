@@ -82,6 +82,12 @@ BOOST_AUTO_TEST_CASE(lines_become_typed_commands) {
   BOOST_TEST((t.key == tune_key::lr));
   BOOST_TEST(t.value == 0.0005);
   BOOST_TEST((parsed("kill shard:1").target.role == actor_role::shard));
+  auto g = parsed("add-shard ps2");
+  BOOST_TEST((g.what == verb::add_shard));
+  BOOST_TEST(g.node == "ps2");
+  auto dr = parsed("drain shard:1");
+  BOOST_TEST((dr.what == verb::drain));
+  BOOST_TEST(dr.target.index == 1);
 }
 
 BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
@@ -104,6 +110,10 @@ BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
   BOOST_TEST(refusal("add-worker 0") == "add-worker: N must be 1..1024, got \"0\"");
   BOOST_TEST(refusal("add-worker 2x") == "add-worker: N must be 1..1024, got \"2x\"");
   BOOST_TEST(refusal("kill feeder") == "usage: kill worker:N | shard:N");
+  BOOST_TEST(refusal("add-shard") == "usage: add-shard NODE");
+  BOOST_TEST(refusal("add-shard ps1 ps2") == "usage: add-shard NODE");
+  BOOST_TEST(refusal("drain worker:1") == "usage: drain shard:N");
+  BOOST_TEST(refusal("drain shard:") == "usage: drain shard:N");
   BOOST_TEST(refusal("kill worker:") == "usage: kill worker:N | shard:N");
   BOOST_TEST(refusal("inspect") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
   BOOST_TEST(refusal("inspect worker:-1") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");

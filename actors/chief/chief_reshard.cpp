@@ -1,0 +1,406 @@
+// Shards added to and drained from a running cluster (the shell's
+// add-shard and drain, chief_actor's grow and drain): the flat vector is
+// cut anew over the new count of shards and the table rows placed anew,
+// while the workers keep their leases, models and data.
+//
+// A move, in order: leasing pauses until no lease is out, so every push
+// of every worker is applied and nothing is in flight to a shard; the
+// replicas stop; the workers hear that the shards are moving (a pull
+// answered or failed from now on was asked of the old map, and waits);
+// the chief takes every shard's image and table rows; the old shards
+// stop, the new ones start with the images cut anew (block_reslice.hpp)
+// and the rows spread by shard_of_row over the new count; the workers get
+// the new map (their node agents make the data-plane stubs); leasing
+// resumes and the replicas are built anew. No acknowledged push is lost
+// and none is applied twice: the new shards hold the versions, clocks and
+// applied logs of the old ones.
+//
+// While it runs the move is a recovery to the rest of the chief
+// (recovery.recovering): evaluations, checkpoints and new workers wait
+// for it, and a shell's resume does not end its pause.
+#include <algorithm>
+
+#include "actors/chief/chief_ops.hpp"
+#include "actors/timing.hpp"
+#include "runtime/base/errc.hpp"
+#include "runtime/params/block_reslice.hpp"
+#include "runtime/sparse/sparse_table.hpp"
+#include "runtime/sparse/table_file.hpp"
+
+namespace troupe::chief_ops {
+
+namespace {
+
+caf::error refused(const std::string& what) {
+  return make_error(errc::invalid_argument, what);
+}
+
+/// One move under way.
+struct shard_move {
+  std::string what; ///< "shard 2 added on node ps2", for the log and reply
+  std::vector<std::string> nodes; ///< the new shards' nodes, in order
+  std::vector<flat_range> ranges; ///< and their slices
+  std::vector<shard_actor> old;
+  std::vector<replica_op> images;           ///< of the new shards
+  std::vector<std::vector<row_chunk>> rows; ///< of the new shards
+  std::vector<int64_t> pushes; ///< the new shards' table push counts
+  uint64_t row_count = 0;
+  double began = 0;
+  caf::typed_response_promise<std::string> promise;
+};
+
+using move_ptr = std::shared_ptr<shard_move>;
+
+/// Why the shards cannot move now; empty: they can.
+std::string why_not_now(chief_self self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::training)
+    return std::string{"the run is not training (it is "} + to_string(st.phase)
+           + ")";
+  if (st.recovery.recovering)
+    return "a shard recovery or another move is under way; try again "
+           "shortly";
+  if (st.checkpoints.taking)
+    return "a checkpoint is being written; try again shortly";
+  for (auto& [id, w] : st.members.workers)
+    if (w.placing)
+      return "worker " + std::to_string(id)
+             + " is being started; try "
+               "again shortly";
+  for (auto& h : st.shards.handles)
+    if (!h)
+      return "a shard is down";
+  return {};
+}
+
+/// The move fails: the run cannot go on with half-moved shards.
+void move_failed(chief_self self, const move_ptr& m, caf::error err) {
+  auto why = make_error(errc::actor_down,
+                        m->what + " failed: " + describe(err));
+  m->promise.deliver(why);
+  fail_run(self, why);
+}
+
+/// The held row pushes of a sync update under way, spread over the new
+/// shards as the rows are (each shard holds those of its own rows).
+void spread_held_rows(const std::vector<replica_op>& old,
+                      std::vector<replica_op>& images) {
+  auto shards = static_cast<int32_t>(images.size());
+  // Per new shard: (worker, table) -> its index in that image's lists.
+  std::vector<std::map<std::pair<int32_t, int32_t>, size_t>> at(images.size());
+  for (auto& op : old)
+    for (size_t h = 0; h < op.held_workers.size(); ++h) {
+      auto dim = op.held_ids[h].empty()
+                   ? 0
+                   : op.held_grads[h].size() / op.held_ids[h].size();
+      for (size_t r = 0; r < op.held_ids[h].size(); ++r) {
+        auto id = op.held_ids[h][r];
+        auto s = static_cast<size_t>(shard_of_row(id, shards));
+        auto& img = images[s];
+        auto key = std::make_pair(op.held_workers[h], op.held_tables[h]);
+        auto it = at[s].find(key);
+        if (it == at[s].end()) {
+          it = at[s].emplace(key, img.held_workers.size()).first;
+          img.held_workers.push_back(op.held_workers[h]);
+          img.held_tables.push_back(op.held_tables[h]);
+          img.held_tags.push_back(op.held_tags[h]);
+          img.held_ids.emplace_back();
+          img.held_grads.emplace_back();
+        }
+        img.held_ids[it->second].push_back(id);
+        auto from = op.held_grads[h].begin() + static_cast<ptrdiff_t>(r * dim);
+        img.held_grads[it->second].insert(img.held_grads[it->second].end(),
+                                          from,
+                                          from + static_cast<ptrdiff_t>(dim));
+      }
+    }
+}
+
+/// Tells every live node's agent (and so its workers) the shard map `m`.
+void tell_agents(chief_self self,
+                 std::function<shard_map(const std::string&)> map_for,
+                 std::function<void()> then,
+                 std::function<void(caf::error)> failed) {
+  auto& st = self->state;
+  std::vector<std::pair<std::string, node_agent_actor>> agents;
+  for (auto& [name, n] : st.members.nodes)
+    if (n.up && n.agent)
+      agents.emplace_back(name, n.agent);
+  ask_all<int32_t>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i].second, timeout_of(self), reshard_atom_v,
+                           map_for(agents[i].first));
+    },
+    [then](std::vector<int32_t>&) { then(); },
+    [failed](caf::error& err) { failed(err); });
+}
+
+void finish_move(chief_self self, move_ptr m) {
+  auto& st = self->state;
+  auto paused = now_seconds() - m->began;
+  ++st.recovery.moves;
+  st.recovery.move_seconds += paused;
+  auto text = fmt("%s: %zu shards now, %zu floats and %llu table rows moved "
+                  "in %.3f s of paused leasing",
+                  m->what.c_str(), m->nodes.size(),
+                  static_cast<size_t>(m->ranges.back().end),
+                  static_cast<unsigned long long>(m->row_count), paused);
+  say(self, text);
+  m->promise.deliver(text);
+  resume_after_recovery(self);
+}
+
+/// The new shards hold everything: they take the old ones' place in the
+/// chief and in every worker.
+void switch_to_new(chief_self self, move_ptr m) {
+  auto& st = self->state;
+  st.opts.cfg.cluster.shards = static_cast<int>(m->nodes.size());
+  for (auto& [name, n] : st.members.nodes)
+    n.planned_shards = static_cast<int>(
+      std::count(m->nodes.begin(), m->nodes.end(), name));
+  tell_agents(
+    self,
+    [=](const std::string& node) {
+      shard_map map;
+      map.shards = self->state.shards.handles;
+      map.bounds = shard_bounds(self);
+      map.data_links = data_links(self, node);
+      return map;
+    },
+    [=] { finish_move(self, m); },
+    [=](caf::error err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Sends new shard i its rows, a chunk at a time, then `done`.
+void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
+               std::function<void()> done) {
+  if (chunk == m->rows[i].size())
+    return done();
+  auto& c = m->rows[i][chunk];
+  c.shard = static_cast<int32_t>(i);
+  c.pushes = m->pushes[i];
+  self
+    ->request(self->state.shards.handles[i], timeout_of(self), restore_atom_v,
+              std::move(c))
+    .then([=](uint64_t) { send_rows(self, m, i, chunk + 1, done); },
+          [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// New shard i is started: it loads its image and rows and stops being a
+/// copy (the image makes a shard a follower until promoted).
+void fill_new_shard(chief_self self, move_ptr m, size_t i,
+                    std::function<void()> done) {
+  auto h = self->state.shards.handles[i];
+  auto fail = [=](caf::error& err) { move_failed(self, m, std::move(err)); };
+  self->request(h, timeout_of(self), replicate_atom_v, std::move(m->images[i]))
+    .then(
+      [=](push_ack) {
+        send_rows(self, m, i, 0, [=] {
+          self->request(h, timeout_of(self), promote_atom_v)
+            .then([=](int64_t) { done(); }, fail);
+        });
+      },
+      fail);
+}
+
+/// The old shards' state is in `m`: they stop, and the new ones start on
+/// their nodes.
+void start_new_shards(chief_self self, move_ptr m) {
+  auto& st = self->state;
+  for (auto& h : m->old) {
+    st.shards.index_of.erase(h.address());
+    self->demonitor(h.address());
+    self->send_exit(h, caf::exit_reason::user_shutdown);
+  }
+  auto n = m->nodes.size();
+  st.shards.ranges = m->ranges;
+  st.shards.handles.assign(n, shard_actor{});
+  st.shards.node_of = m->nodes;
+  auto all_filled = countdown(n, [=] { switch_to_new(self, m); });
+  for (size_t i = 0; i < n; ++i) {
+    shard_state_msg empty; // the image follows
+    empty.shard = static_cast<int32_t>(i);
+    empty.values.assign(m->ranges[i].size(), 0.f);
+    place_shard(self, i, m->nodes[i], std::move(empty),
+                [=] { fill_new_shard(self, m, i, all_filled); });
+  }
+}
+
+/// Reads old shard p's rows from row `first` on, spreading them over the
+/// new shards, then the next shard's; then start_new_shards.
+void gather_rows(chief_self self, move_ptr m, size_t p, uint64_t first) {
+  if (p == m->old.size())
+    return start_new_shards(self, m);
+  self
+    ->request(m->old[p], timeout_of(self), snapshot_atom_v, int32_t{0}, first,
+              table_piece_rows)
+    .then(
+      [=](row_chunk& c) {
+        if (c.ids.empty())
+          return gather_rows(self, m, p + 1, 0);
+        auto dim = static_cast<size_t>(self->state.opts.cfg.model.table.dim);
+        auto spread = spread_rows(c.ids, c.values, c.slots, dim, m->pushes);
+        for (size_t s = 0; s < spread.size(); ++s)
+          if (!spread[s].ids.empty())
+            m->rows[s].push_back(std::move(spread[s]));
+        m->row_count += c.ids.size();
+        gather_rows(self, m, p, first + c.ids.size());
+      },
+      [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Every lease is acked: take the old shards' images, cut them anew, and
+/// go on with their rows.
+void take_images(chief_self self, move_ptr m) {
+  auto old = m->old;
+  ask_all<replica_op>(
+    old.size(),
+    [=](size_t i) {
+      return self->request(old[i], timeout_of(self), image_atom_v);
+    },
+    [=](std::vector<replica_op>& ops) {
+      std::vector<block_image> parts;
+      for (auto& op : ops)
+        parts.push_back(op.block);
+      std::vector<size_t> sizes;
+      for (auto& r : m->ranges)
+        sizes.push_back(r.size());
+      auto cut = reslice(parts, sizes);
+      if (!cut)
+        return move_failed(self, m, cut.error());
+      for (auto& img : *cut) {
+        replica_op op;
+        op.kind = replica_op::image;
+        op.block = std::move(img);
+        m->images.push_back(std::move(op));
+      }
+      spread_held_rows(ops, m->images);
+      m->rows.resize(m->nodes.size());
+      if (!has_tables(self))
+        return start_new_shards(self, m);
+      // Adam's bias correction counts a shard's pushes: every new shard
+      // gets the most any old one had (as a checkpoint's rows do).
+      ask_all<row_chunk>(
+        old.size(),
+        [=](size_t i) {
+          return self->request(old[i], timeout_of(self), snapshot_atom_v,
+                               int32_t{0}, uint64_t{0}, uint64_t{0});
+        },
+        [=](std::vector<row_chunk>& heads) {
+          int64_t most = 0;
+          for (auto& h : heads)
+            most = std::max(most, h.pushes);
+          m->pushes.assign(m->nodes.size(), most);
+          gather_rows(self, m, 0, 0);
+        },
+        [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+    },
+    [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Starts moving the shards onto `nodes` (one per new shard).
+caf::result<std::string>
+move_shards(chief_self self, std::vector<std::string> nodes, std::string what) {
+  auto& st = self->state;
+  auto ranges = st.eval.layout.split(nodes.size());
+  if (!ranges)
+    return ranges.error();
+  auto m = std::make_shared<shard_move>();
+  m->what = std::move(what);
+  m->nodes = std::move(nodes);
+  m->ranges = std::move(*ranges);
+  m->old = st.shards.handles;
+  m->began = now_seconds();
+  m->promise = self->make_response_promise<std::string>();
+  say(self, m->what + ": pausing leasing to move the shards");
+  st.recovery.recovering = true;
+  ++st.recovery.generation;
+  // The replicas are of the old shards: built anew once the move is done.
+  for (auto& r : st.shards.replicas)
+    if (r) {
+      st.shards.replica_index_of.erase(r.address());
+      self->demonitor(r.address());
+      self->send_exit(r, caf::exit_reason::user_shutdown);
+    }
+  st.shards.replicas.clear();
+  st.shards.replica_node_of.clear();
+  st.shards.replica_in_step.clear();
+  st.shards.replica_placing.clear();
+  st.shards.replica_asked.clear();
+  st.shards.replica_failures.clear();
+  st.shards.replica_homeless.clear();
+  auto fail = [=](caf::error& err) { move_failed(self, m, std::move(err)); };
+  self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
+    .then(
+      [=](feeder_position&) {
+        // No map: the shards are moving.
+        tell_agents(
+          self, [](const std::string&) { return shard_map{}; },
+          [=] { take_images(self, m); },
+          [=](caf::error err) { move_failed(self, m, std::move(err)); });
+      },
+      fail);
+  return m->promise;
+}
+
+/// A node that may hold a new shard: up, with a data plane where workers
+/// of other nodes reach it.
+std::string why_not_node(chief_self self, const std::string& node) {
+  auto& st = self->state;
+  auto it = st.members.nodes.find(node);
+  if (it == st.members.nodes.end())
+    return "no node \"" + node + "\"";
+  if (!it->second.up || !it->second.agent)
+    return "node " + node + " is down";
+  if (st.opts.cfg.cluster.distributed() && it->second.data_port == 0)
+    return "node " + node
+           + " has no data plane (nodes that joined the run "
+             "hold workers only)";
+  return {};
+}
+
+} // namespace
+
+caf::result<std::string> shell_add_shard(chief_self self,
+                                         const std::string& node) {
+  auto& st = self->state;
+  if (!st.nodes_ready())
+    return refused("add-shard: the cluster is still starting");
+  if (auto why = why_not_now(self); !why.empty())
+    return refused("add-shard: " + why);
+  if (auto why = why_not_node(self, node); !why.empty())
+    return refused("add-shard: " + why);
+  auto total = st.eval.layout.total();
+  if (st.shards.handles.size() + 1 > total)
+    return refused(fmt("add-shard: %zu shards would hold less than one of "
+                       "the model's %zu parameters each",
+                       st.shards.handles.size() + 1,
+                       static_cast<size_t>(total)));
+  auto nodes = st.shards.node_of;
+  nodes.push_back(node);
+  auto what = fmt("shard %zu added on node %s", nodes.size() - 1, node.c_str());
+  return move_shards(self, std::move(nodes), std::move(what));
+}
+
+caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard) {
+  auto& st = self->state;
+  if (!st.nodes_ready())
+    return refused("drain: the cluster is still starting");
+  if (shard < 0 || static_cast<size_t>(shard) >= st.shards.handles.size())
+    return refused(fmt("drain: no shard %d (the run has %zu: 0..%zu)", shard,
+                       st.shards.handles.size(), st.shards.handles.size() - 1));
+  if (st.shards.handles.size() == 1)
+    return refused("drain: shard 0 is the only one; add one first "
+                   "(add-shard NODE)");
+  if (auto why = why_not_now(self); !why.empty())
+    return refused("drain: " + why);
+  auto nodes = st.shards.node_of;
+  auto what = fmt("shard %d on node %s drained (the shards after it are "
+                  "numbered one lower)",
+                  shard, nodes[static_cast<size_t>(shard)].c_str());
+  nodes.erase(nodes.begin() + shard);
+  return move_shards(self, std::move(nodes), std::move(what));
+}
+
+} // namespace troupe::chief_ops
