@@ -377,6 +377,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       h.shard = st.id;
       h.version = b.version();
       h.since = since;
+      h.size = b.size();
       if (auto batches = b.applied_since(since)) {
         h.complete = true;
         h.batches = std::move(*batches);

@@ -17,9 +17,12 @@ constexpr size_t copy_chunk_bytes = 8 << 20;
 
 void tell(self_ptr self, int64_t version, const std::string& text) {
   auto& r = self->state.rep;
+  // From the shard itself: the chief hears only its current primaries
+  // (a shard stopped by a move may still have news on its way).
   if (r.told)
-    caf::anon_send(caf::actor_cast<caf::actor>(r.told), replicate_atom_v,
-                   self->state.id, version, text);
+    caf::send_as(caf::actor_cast<caf::actor>(self),
+                 caf::actor_cast<caf::actor>(r.told), replicate_atom_v,
+                 self->state.id, version, text);
 }
 
 /// Gives the replica up: pushes no longer wait for it; whoever asked for

@@ -27,16 +27,17 @@ def free_port():
     return port
 
 
-def small_click_run(config, apps, work):
+def small_click_run(config, apps, work, values=2000):
     """Makes `config` (a run config) train the click model on 400k
-    generated click logs (2 numeric and 4 categorical fields of 2000
+    generated click logs (2 numeric and 4 categorical fields of `values`
     values, written once into `work`) instead of its model."""
-    logs = os.path.join(work, "click-logs")
+    logs = os.path.join(work, "click-logs-%d" % values)
     if not os.path.exists(os.path.join(logs, "test.tsv")):
         subprocess.run([apps + "/troupe-clicks", "--out", logs,
                         "--train", "400000", "--test", "20000",
                         "--numeric", "2", "--categorical", "4",
-                        "--values", "2000", "--zipf", "1.1", "--seed", "3"],
+                        "--values", str(values), "--zipf", "1.1",
+                        "--seed", "3"],
                        check=True, stdout=subprocess.DEVNULL)
     config["model"] = {"type": "click", "hidden": [64, 32], "seed": 1,
                        "embedding": {"dim": 8}}

@@ -52,8 +52,16 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     [=](report_atom, const worker_report& r) { on_report(self, r); },
     [=](replicate_atom, int32_t shard, int64_t version,
         const std::string& text) {
-      if (!self->state.ended())
-        on_replica_news(self, shard, version, text);
+      auto& st = self->state;
+      auto i = static_cast<size_t>(shard);
+      // Only a current primary's news: one a move stopped is no longer
+      // shard `shard`.
+      if (st.ended() || shard < 0 || i >= st.shards.handles.size()
+          || !st.shards.handles[i]
+          || caf::actor_cast<caf::actor_addr>(self->current_sender())
+               != st.shards.handles[i].address())
+        return;
+      on_replica_news(self, shard, version, text);
     },
     [=](register_atom) -> std::string { return self->state.opts.config_text; },
     [=](register_atom, node_registration& r) {

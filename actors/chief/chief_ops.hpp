@@ -129,6 +129,9 @@ std::string shard_home(chief_self self, size_t i);
 
 // -- chief_progress.cpp --------------------------------------------------------
 
+/// Runs what waited for the evaluation under way to end (eval.when_done).
+void run_when_evaluated(chief_self self);
+
 /// Pauses the feeder until every lease is acked, snapshots every shard at
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then);
@@ -163,9 +166,13 @@ struct live_found {
 /// Adopts the shards that live on the up nodes (every node's agent asked;
 /// one that does not answer holds none) and judges them against a
 /// checkpoint at shard version `since`; `then` gets what was found. In
-/// sync and easgd modes the verdict is never to keep them.
+/// sync and easgd modes the verdict is never to keep them. `any_count`: a
+/// chief taking a lost chief's run over, which keeps live shards of
+/// another count than its file's (shards were added or drained) when
+/// they are a whole set of that count, each with its slice's size.
 void adopt_live_shards(chief_self self, int64_t since,
-                       std::function<void(live_found&)> then);
+                       std::function<void(live_found&)> then,
+                       bool any_count = false);
 
 /// The live shards of a verdict to keep them become the run's shards (the
 /// log says so); the feeder goes on from the checkpoint's `position` with

@@ -39,6 +39,13 @@ void evaluate_external(chief_self self, std::vector<float> params,
 
 } // namespace
 
+void run_when_evaluated(chief_self self) {
+  auto later = std::move(self->state.eval.when_done);
+  self->state.eval.when_done.clear();
+  for (auto& f : later)
+    f();
+}
+
 /// Evaluates the current parameters on the test set, then runs `then`.
 /// One evaluation at a time: a request during one waits for it and then
 /// evaluates again unless no step has been trained since it began (every
@@ -66,6 +73,7 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     auto& s = self->state;
     s.eval.evaluating = false;
     s.eval.last_eval_step = -1;
+    run_when_evaluated(self);
     auto waiters = std::move(s.eval.waiters);
     s.eval.waiters.clear();
     waiters.insert(waiters.begin(), then);
@@ -99,6 +107,7 @@ void evaluate_now(chief_self self, std::function<void()> then) {
                                   r.loss);
     s.eval.evaluating = false;
     then();
+    run_when_evaluated(self);
     auto waiters = std::move(self->state.eval.waiters);
     self->state.eval.waiters.clear();
     for (auto& f : waiters)

@@ -355,7 +355,7 @@ void after_workers_stopped(chief_self self) {
     if (!st.shards.handles[i]) {
       lost.push_back(i);
       if (replicated(self) && i < st.shards.replicas.size()
-          && st.shards.replicas[i])
+          && st.shards.replicas[i].handle)
         promotable.push_back(i);
     }
   if (promotable.empty())
@@ -373,9 +373,9 @@ void after_workers_stopped(chief_self self) {
     restore_after_loss(self);
   });
   for (auto i : promotable) {
-    auto h = st.shards.replicas[i];
-    auto node = st.shards.replica_node_of[i];
-    bool was_in_step = st.shards.replica_in_step[i] != 0;
+    auto h = st.shards.replicas[i].handle;
+    auto node = st.shards.replicas[i].node;
+    bool was_in_step = st.shards.replicas[i].in_step;
     if (!was_in_step)
       *in_step = false;
     auto& n = st.members.nodes[node];
@@ -391,9 +391,9 @@ void after_workers_stopped(chief_self self) {
         [=](int64_t version) {
           auto& s = self->state;
           s.shards.replica_index_of.erase(h.address());
-          if (s.shards.replicas[i] == h)
-            s.shards.replicas[i] = shard_actor{};
-          s.shards.replica_in_step[i] = 0;
+          if (s.shards.replicas[i].handle == h)
+            s.shards.replicas[i].handle = shard_actor{};
+          s.shards.replicas[i].in_step = false;
           s.shards.handles[i] = h;
           s.shards.node_of[i] = node;
           s.shards.index_of[h.address()] = i;
@@ -426,7 +426,7 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, node, why);
   bool has_replica = replicated(self) && i < st.shards.replicas.size()
-                     && st.shards.replicas[i];
+                     && st.shards.replicas[i].handle;
   if (!has_replica && st.opts.cfg.training.checkpoint.dir.empty())
     return fail_run(self, make_error(errc::actor_down,
                                      fmt("shard %zu on node %s stopped (%s) "
@@ -435,10 +435,10 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
                                          "it from",
                                          i, node.c_str(), why.c_str())));
   if (has_replica)
-    say(self, fmt("shard %zu on node %s stopped (%s); its replica on node "
-                  "%s takes over",
-                  i, node.c_str(), why.c_str(),
-                  st.shards.replica_node_of[i].c_str()));
+    say(self,
+        fmt("shard %zu on node %s stopped (%s); its replica on node "
+            "%s takes over",
+            i, node.c_str(), why.c_str(), st.shards.replicas[i].node.c_str()));
   else
     say(self, fmt("shard %zu on node %s stopped (%s); recovering the shards", i,
                   node.c_str(), why.c_str()));

@@ -26,8 +26,9 @@ std::string replica_home(chief_self self, size_t i) {
   auto& st = self->state;
   std::map<std::string, int> replicas;
   for (size_t k = 0; k < st.shards.handles.size(); ++k)
-    if (k != i && (st.shards.replicas[k] || st.shards.replica_placing[k]))
-      ++replicas[st.shards.replica_node_of[k]];
+    if (k != i
+        && (st.shards.replicas[k].handle || st.shards.replicas[k].placing))
+      ++replicas[st.shards.replicas[k].node];
   std::vector<std::string> order; // file order, then nodes that joined
   for (auto& n : st.opts.cfg.cluster.nodes)
     order.push_back(n.name);
@@ -56,9 +57,9 @@ std::string replica_home(chief_self self, size_t i) {
 /// Asks shard i's primary to keep its replica in step.
 void ask_primary(chief_self self, size_t i) {
   auto& st = self->state;
-  auto& node = st.members.nodes[st.shards.replica_node_of[i]];
+  auto& node = st.members.nodes[st.shards.replicas[i].node];
   auto address = node.host + ":" + std::to_string(node.data_port);
-  st.shards.replica_asked[i] = now_seconds();
+  st.shards.replicas[i].asked = now_seconds();
   self
     ->request(st.shards.handles[i], timeout_of(self), replicate_atom_v,
               shard_data_actor{}, address)
@@ -81,15 +82,10 @@ void place_replicas(chief_self self) {
     return;
   auto n = st.shards.handles.size();
   st.shards.replicas.resize(n);
-  st.shards.replica_node_of.resize(n);
-  st.shards.replica_in_step.resize(n, 0);
-  st.shards.replica_placing.resize(n, 0);
-  st.shards.replica_asked.resize(n, 0);
-  st.shards.replica_failures.resize(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    if (!st.shards.handles[i] || st.shards.replicas[i]
-        || st.shards.replica_placing[i]
-        || st.shards.replica_failures[i] >= max_replica_failures)
+    if (!st.shards.handles[i] || st.shards.replicas[i].handle
+        || st.shards.replicas[i].placing
+        || st.shards.replicas[i].failures >= max_replica_failures)
       continue;
     auto node = replica_home(self, i);
     if (node.empty()) {
@@ -100,8 +96,8 @@ void place_replicas(chief_self self) {
       continue;
     }
     st.shards.replica_homeless.erase(i);
-    st.shards.replica_placing[i] = 1;
-    st.shards.replica_node_of[i] = node;
+    st.shards.replicas[i].placing = true;
+    st.shards.replicas[i].node = node;
     shard_spawn sp;
     sp.id = static_cast<int32_t>(i);
     sp.replica = true; // its aggregate, as all else, comes with the copy
@@ -110,26 +106,33 @@ void place_replicas(chief_self self) {
     // them.
     sp.state.values.assign(st.shards.ranges[i].end - st.shards.ranges[i].begin,
                            0.f);
+    auto layout = st.shards.layout;
     self
       ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(sp))
       .then(
         [=](shard_actor& h) {
           auto& s = self->state;
-          s.shards.replica_placing[i] = 0;
+          if (s.shards.layout != layout) { // the shards moved meanwhile
+            self->send_exit(h, caf::exit_reason::user_shutdown);
+            return;
+          }
+          s.shards.replicas[i].placing = false;
           if (s.ended()) {
             self->send_exit(h, caf::exit_reason::user_shutdown);
             return;
           }
           self->monitor(h);
-          s.shards.replicas[i] = h;
-          s.shards.replica_in_step[i] = 0;
+          s.shards.replicas[i].handle = h;
+          s.shards.replicas[i].in_step = false;
           s.shards.replica_index_of[h.address()] = i;
           if (s.shards.handles[i])
             ask_primary(self, i);
         },
         [=](caf::error& err) {
-          self->state.shards.replica_placing[i] = 0;
+          if (self->state.shards.layout != layout)
+            return;
+          self->state.shards.replicas[i].placing = false;
           say(self, fmt("cannot start the replica of shard %zu on node %s: "
                         "%s",
                         i, node.c_str(), describe(err).c_str()));
@@ -141,30 +144,31 @@ void on_replica_news(chief_self self, int32_t shard, int64_t version,
                      const std::string& text) {
   auto& st = self->state;
   auto i = static_cast<size_t>(shard);
-  if (i >= st.shards.replicas.size() || !st.shards.replicas[i])
+  if (i >= st.shards.replicas.size() || !st.shards.replicas[i].handle)
     return;
-  auto& node = st.shards.replica_node_of[i];
+  auto& node = st.shards.replicas[i].node;
   if (version >= 0) {
-    st.shards.replica_in_step[i] = 1;
+    st.shards.replicas[i].in_step = true;
     say(self, fmt("replica of shard %zu on node %s is in step at version "
                   "%lld, %.2f s after it was asked for (%s)",
                   i, node.c_str(), static_cast<long long>(version),
-                  now_seconds() - st.shards.replica_asked[i], text.c_str()));
+                  now_seconds() - st.shards.replicas[i].asked, text.c_str()));
     return;
   }
   // The primary gave it up: it is started anew once it is down.
-  st.shards.replica_in_step[i] = 0;
+  st.shards.replicas[i].in_step = false;
   say(self, fmt("shard %zu gave up its replica on node %s: %s", i, node.c_str(),
                 text.c_str()));
-  self->send_exit(st.shards.replicas[i], caf::exit_reason::user_shutdown);
+  self->send_exit(st.shards.replicas[i].handle,
+                  caf::exit_reason::user_shutdown);
 }
 
 void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
   auto& st = self->state;
-  auto node = st.shards.replica_node_of[i];
-  st.shards.replica_index_of.erase(st.shards.replicas[i].address());
-  st.shards.replicas[i] = shard_actor{};
-  st.shards.replica_in_step[i] = 0;
+  auto node = st.shards.replicas[i].node;
+  st.shards.replica_index_of.erase(st.shards.replicas[i].handle.address());
+  st.shards.replicas[i].handle = shard_actor{};
+  st.shards.replicas[i].in_step = false;
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, node, describe(reason));
   say(self, fmt("replica of shard %zu on node %s stopped (%s)", i, node.c_str(),
@@ -175,7 +179,7 @@ void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
   // replica's).
   if (reason == caf::exit_reason::user_shutdown && st.members.nodes[node].up
       && !st.recovery.recovering
-      && ++st.shards.replica_failures[i] == max_replica_failures)
+      && ++st.shards.replicas[i].failures == max_replica_failures)
     say(self, fmt("shard %zu gave up %d replicas: it runs without one", i,
                   max_replica_failures));
   // A recovery under way places the replicas once the shards hold the run.

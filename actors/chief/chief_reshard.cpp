@@ -299,7 +299,48 @@ void take_images(chief_self self, move_ptr m) {
     [=](caf::error& err) { move_failed(self, m, std::move(err)); });
 }
 
-/// Starts moving the shards onto `nodes` (one per new shard).
+/// Moves the shards as `m` says, unless something since the request
+/// forbids it now (the reply then says what).
+void begin_move(chief_self self, move_ptr m) {
+  auto& st = self->state;
+  auto why = why_not_now(self);
+  for (auto& node : m->nodes)
+    if (why.empty() && !st.members.nodes[node].up)
+      why = "node " + node + " is down";
+  if (!why.empty()) {
+    m->promise.deliver(refused(m->what + ": not now: " + why));
+    return;
+  }
+  m->old = st.shards.handles;
+  m->began = now_seconds();
+  say(self, m->what + ": pausing leasing to move the shards");
+  st.recovery.recovering = true;
+  ++st.recovery.generation;
+  ++st.shards.layout;
+  // The replicas are of the old shards: built anew once the move is done.
+  for (auto& r : st.shards.replicas)
+    if (r.handle) {
+      st.shards.replica_index_of.erase(r.handle.address());
+      self->demonitor(r.handle.address());
+      self->send_exit(r.handle, caf::exit_reason::user_shutdown);
+    }
+  st.shards.replicas.clear();
+  st.shards.replica_homeless.clear();
+  self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
+    .then(
+      [=](feeder_position&) {
+        // No map: the shards are moving.
+        tell_agents(
+          self, [](const std::string&) { return shard_map{}; },
+          [=] { take_images(self, m); },
+          [=](caf::error err) { move_failed(self, m, std::move(err)); });
+      },
+      [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Moves the shards onto `nodes` (one per new shard), after the
+/// evaluation under way if there is one (it pulls from the shards in
+/// rounds); the reply comes once they have moved.
 caf::result<std::string>
 move_shards(chief_self self, std::vector<std::string> nodes, std::string what) {
   auto& st = self->state;
@@ -310,37 +351,13 @@ move_shards(chief_self self, std::vector<std::string> nodes, std::string what) {
   m->what = std::move(what);
   m->nodes = std::move(nodes);
   m->ranges = std::move(*ranges);
-  m->old = st.shards.handles;
-  m->began = now_seconds();
   m->promise = self->make_response_promise<std::string>();
-  say(self, m->what + ": pausing leasing to move the shards");
-  st.recovery.recovering = true;
-  ++st.recovery.generation;
-  // The replicas are of the old shards: built anew once the move is done.
-  for (auto& r : st.shards.replicas)
-    if (r) {
-      st.shards.replica_index_of.erase(r.address());
-      self->demonitor(r.address());
-      self->send_exit(r, caf::exit_reason::user_shutdown);
-    }
-  st.shards.replicas.clear();
-  st.shards.replica_node_of.clear();
-  st.shards.replica_in_step.clear();
-  st.shards.replica_placing.clear();
-  st.shards.replica_asked.clear();
-  st.shards.replica_failures.clear();
-  st.shards.replica_homeless.clear();
-  auto fail = [=](caf::error& err) { move_failed(self, m, std::move(err)); };
-  self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
-    .then(
-      [=](feeder_position&) {
-        // No map: the shards are moving.
-        tell_agents(
-          self, [](const std::string&) { return shard_map{}; },
-          [=] { take_images(self, m); },
-          [=](caf::error err) { move_failed(self, m, std::move(err)); });
-      },
-      fail);
+  if (st.eval.evaluating) {
+    say(self, m->what + ": after the evaluation under way");
+    st.eval.when_done.push_back([=] { begin_move(self, m); });
+  } else {
+    begin_move(self, m);
+  }
   return m->promise;
 }
 

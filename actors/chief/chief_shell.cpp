@@ -150,10 +150,10 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
   if (replicated(self)) {
     auto& sh = st.shards;
     bool has = i < sh.replicas.size()
-               && (sh.replicas[i] || sh.replica_placing[i]);
-    v.replica_node = has ? sh.replica_node_of[i] : std::string{};
-    v.replica = !has              ? "none"
-                : !sh.replicas[i] ? "starting"
+               && (sh.replicas[i].handle || sh.replicas[i].placing);
+    v.replica_node = has ? sh.replicas[i].node : std::string{};
+    v.replica = !has                     ? "none"
+                : !sh.replicas[i].handle ? "starting"
                 : s && s->replica == static_cast<int8_t>(replica_state::in_step)
                   ? "in step"
                   : "copying";

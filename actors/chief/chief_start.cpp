@@ -171,41 +171,44 @@ void adopt_run(chief_self self, std::function<void()> restore) {
                   st.run_id.c_str()));
     st.takeover.adopted_from_step = 0;
   }
-  adopt_live_shards(self, since, [=](live_found& found) {
-    auto& s = self->state;
-    auto& v = found.verdict;
-    if (v.keep_live) {
-      s.shards.resume_from = nullptr;
-      s.takeover.adoption_lost_steps = 0;
-      return keep_live_shards(self, found, position,
-                              [=] { start_workers(self); });
-    }
-    if (v.newest_version < 0) {
-      say(self, "the run's shards died with its chief: the steps since the "
-                "checkpoint are lost (at most checkpoint.every_steps) and "
-                "trained again");
-    } else {
-      // async and ssp apply one push per step; a sync update aggregates
-      // a push of every replica.
-      auto& c = s.opts.cfg.cluster;
-      int64_t per_update = c.consistency == cluster_config::mode::sync
-                             ? std::max(1, c.replicas_to_aggregate > 0
-                                             ? c.replicas_to_aggregate
-                                             : c.workers)
-                             : 1;
-      s.takeover.adoption_lost_steps = std::max<int64_t>(0, v.newest_version - since)
-                              * per_update;
-      s.recovery.lost_steps += s.takeover.adoption_lost_steps;
-      say(self, fmt("cannot keep the live shards (%s): they were at update "
-                    "%lld, the checkpoint at %lld: %lld steps lost, to be "
-                    "trained again",
-                    v.why_not.c_str(),
-                    static_cast<long long>(v.newest_version),
-                    static_cast<long long>(since),
-                    static_cast<long long>(s.takeover.adoption_lost_steps)));
-    }
-    restore();
-  });
+  adopt_live_shards(
+    self, since,
+    [=](live_found& found) {
+      auto& s = self->state;
+      auto& v = found.verdict;
+      if (v.keep_live) {
+        s.shards.resume_from = nullptr;
+        s.takeover.adoption_lost_steps = 0;
+        return keep_live_shards(self, found, position,
+                                [=] { start_workers(self); });
+      }
+      if (v.newest_version < 0) {
+        say(self, "the run's shards died with its chief: the steps since the "
+                  "checkpoint are lost (at most checkpoint.every_steps) and "
+                  "trained again");
+      } else {
+        // async and ssp apply one push per step; a sync update aggregates
+        // a push of every replica.
+        auto& c = s.opts.cfg.cluster;
+        int64_t per_update = c.consistency == cluster_config::mode::sync
+                               ? std::max(1, c.replicas_to_aggregate > 0
+                                               ? c.replicas_to_aggregate
+                                               : c.workers)
+                               : 1;
+        s.takeover.adoption_lost_steps =
+          std::max<int64_t>(0, v.newest_version - since) * per_update;
+        s.recovery.lost_steps += s.takeover.adoption_lost_steps;
+        say(self,
+            fmt("cannot keep the live shards (%s): they were at update "
+                "%lld, the checkpoint at %lld: %lld steps lost, to be "
+                "trained again",
+                v.why_not.c_str(), static_cast<long long>(v.newest_version),
+                static_cast<long long>(since),
+                static_cast<long long>(s.takeover.adoption_lost_steps)));
+      }
+      restore();
+    },
+    true);
 }
 
 /// Once every node of the file is up: the shards (after taking over the

@@ -128,6 +128,18 @@ struct chief_members {
   std::set<std::string> skipped_files;
 };
 
+/// A shard's replica as the chief sees it (cluster.shard_replicas).
+struct replica_entry {
+  shard_actor handle;   ///< null while none runs
+  std::string node;     ///< where it runs, or is being started
+  bool in_step = false; ///< its primary says it holds every acked push
+  bool placing = false; ///< an agent is starting it
+  double asked = 0;     ///< when its primary was asked to copy to it
+  /// Replicas the shard's primary gave up (a failed update, not a lost
+  /// node): past max_replica_failures the shard runs without one.
+  int failures = 0;
+};
+
 /// The shards and the feeder, and what they start from: chief_start.cpp;
 /// chief_placement.cpp and chief_recovery.cpp replace a lost shard,
 /// chief_takeover.cpp keeps a lost chief's.
@@ -138,22 +150,18 @@ struct chief_shards {
   std::shared_ptr<checkpoint> resume_from; ///< until the shards have it
   std::vector<shard_actor> handles;
   std::vector<std::string> node_of; ///< each shard's node
+  /// The shard map's generation: each move of the shards
+  /// (chief_reshard.cpp) makes a new one.
+  int64_t layout = 0;
   std::map<caf::actor_addr, size_t> index_of;
   feeder_actor feeder;
-  /// cluster.shard_replicas (chief_replicas.cpp): each shard's replica
-  /// (null while none), its node, whether its primary says it is in step,
-  /// whether one is being started, and since when it was asked for.
-  std::vector<shard_actor> replicas;
-  std::vector<std::string> replica_node_of;
-  std::vector<char> replica_in_step, replica_placing;
-  std::vector<double> replica_asked;
+  /// cluster.shard_replicas (chief_replicas.cpp): each shard's replica,
+  /// by shard.
+  std::vector<replica_entry> replicas;
   std::map<caf::actor_addr, size_t> replica_index_of;
   /// Shards whose replica could not be placed (no other live node holds
   /// shards): said once, tried again when a node registers.
   std::set<size_t> replica_homeless;
-  /// Replicas each shard's primary gave up (a failed update, not a lost
-  /// node): past max_replica_failures the shard runs without one.
-  std::vector<int> replica_failures;
 };
 
 /// The run's progress: chief_progress.cpp (reports, progress lines,
@@ -212,6 +220,9 @@ struct chief_evaluation {
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
   double began = 0;            ///< when it began (now_seconds())
   std::vector<std::function<void()>> waiters;
+  /// What waits for the evaluation under way to end, not to run another
+  /// (a move of the shards: an evaluation pulls from them in rounds).
+  std::vector<std::function<void()>> when_done;
 };
 
 /// Checkpoints: chief_progress.cpp writes them, chief_start.cpp checks the

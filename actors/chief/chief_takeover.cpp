@@ -4,14 +4,63 @@
 // (runtime/rules/takeover), they stay the run's shards and the feeder goes on
 // from the checkpoint with those steps done. Used by a chief that takes a
 // lost chief's run over and by a shard recovery.
+#include <algorithm>
+#include <set>
+
 #include "actors/chief/chief_ops.hpp"
 #include "actors/node_agent.hpp"
 #include "runtime/params/param_block.hpp"
 
 namespace troupe::chief_ops {
 
+namespace {
+
+/// How many shards the live ones are when their ids are 0..k-1, each
+/// once; 0 otherwise.
+size_t live_count(const std::vector<shard_history>& live) {
+  std::set<int32_t> ids;
+  for (auto& h : live)
+    if (h.shard < 0 || !ids.insert(h.shard).second)
+      return 0;
+  if (ids.empty() || *ids.rbegin() != static_cast<int32_t>(ids.size()) - 1)
+    return 0;
+  return ids.size();
+}
+
+/// Shards were added or drained before the chief was lost: the live
+/// shards are another count than the file's. When they are a whole set of
+/// that count, each holding its slice of the flat vector as a move cuts
+/// it (param_layout::split of that count), and hold every step, the run
+/// goes on with them and their count.
+void keep_moved_count(chief_self self, int64_t since, live_found& found) {
+  auto& st = self->state;
+  auto count = live_count(found.histories);
+  if (count == 0 || count == st.shards.ranges.size())
+    return;
+  auto verdict = judge_takeover(count, since, found.histories);
+  auto split = st.eval.layout.split(count);
+  if (!verdict.keep_live || !split)
+    return;
+  // A whole set of that count as a move cut it, not the shards a lost
+  // node left of the file's (those are the first ones, of other sizes).
+  for (auto& h : found.histories)
+    if (h.size != (*split)[static_cast<size_t>(h.shard)].size())
+      return;
+  say(self, fmt("the live shards are %zu, not the cluster file's %zu (shards "
+                "were added or drained): the run goes on with them",
+                count, st.shards.ranges.size()));
+  st.shards.ranges = *split;
+  st.opts.cfg.cluster.shards = static_cast<int>(count);
+  for (auto& [name, n] : st.members.nodes)
+    n.planned_shards = static_cast<int>(
+      std::count(found.nodes.begin(), found.nodes.end(), name));
+  found.verdict = std::move(verdict);
+}
+
+} // namespace
+
 void adopt_live_shards(chief_self self, int64_t since,
-                       std::function<void(live_found&)> then) {
+                       std::function<void(live_found&)> then, bool any_count) {
   std::vector<std::string> names;
   std::vector<node_agent_actor> agents;
   for (auto& [name, n] : self->state.members.nodes)
@@ -39,6 +88,8 @@ void adopt_live_shards(chief_self self, int64_t since,
       }
       found.verdict = judge_takeover(self->state.shards.ranges.size(), since,
                                      found.histories);
+      if (any_count && !found.verdict.keep_live)
+        keep_moved_count(self, since, found);
       // Shards of these modes keep no log (param_block): the verdict is
       // to restore; say why in the mode's words.
       auto mode = self->state.opts.cfg.cluster.consistency;

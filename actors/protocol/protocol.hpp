@@ -554,7 +554,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_history& x) {
   return f(caf::meta::type_name("shard_history"), x.shard, x.version, x.since,
-           x.complete, x.batches);
+           x.complete, x.batches, x.size);
 }
 
 template <class Inspector>

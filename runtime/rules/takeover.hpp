@@ -28,6 +28,7 @@ struct shard_history {
   int64_t since = 0;         ///< the version asked about
   bool complete = false;     ///< the log reaches back to `since`
   std::vector<int64_t> batches; ///< applied after `since`, ascending
+  uint64_t size = 0;            ///< the floats of its slice
 };
 
 struct takeover_verdict {

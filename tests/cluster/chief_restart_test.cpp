@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <cstdlib>
 #include <thread>
 
@@ -51,11 +52,17 @@ struct chief_run_again {
   std::unique_ptr<process> again;
 };
 
-chief_run_again kill9_and_run_again(const temp_dir& dir, cluster_spec& spec) {
+/// `meanwhile`, when given, runs while the first chief trains (it may
+/// wait for steps, up to the kill's).
+chief_run_again
+kill9_and_run_again(const temp_dir& dir, cluster_spec& spec,
+                    std::function<void(process&)> meanwhile = nullptr) {
   chief_run_again c;
   auto cfg = write_cluster(dir, spec);
   c.members = start_members(dir, cfg, spec);
   auto chief = start_chief(dir, cfg, spec);
+  if (meanwhile)
+    meanwhile(*chief);
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(500, 120),
                         cluster_outputs(*chief, c.members));
   c.first_out = chief->out();
@@ -132,6 +139,28 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   for (auto& m : c.members)
     BOOST_TEST(count_of(m->out(), "registered with the chief (run " + run)
                  == 2u, m->out());
+}
+
+BOOST_AUTO_TEST_CASE(a_chief_run_again_keeps_shards_added_before_it_was_lost) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 2;
+  spec.checkpoint_every = 200;
+  // ps1 holds no shard in the file; the shell adds one there.
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 0}, {"w0", 0, 1}, {"w1", 0, 1}};
+  auto c = kill9_and_run_again(dir, spec, [&](process& chief) {
+    BOOST_REQUIRE_MESSAGE(chief.wait_for_step(150, 120), chief.out());
+    auto [code, out] = run_shell(dir, spec, "add-shard ps1", false);
+    BOOST_REQUIRE_MESSAGE(code == 0, out);
+  });
+  expect_clean_end(c);
+  auto out = c.again->out();
+  BOOST_TEST(has(c.first_out, "shard 1 added on node ps1"), c.first_out);
+  BOOST_TEST(has(out, "the live shards are 2, not the cluster file's 1"), out);
+  BOOST_TEST(has(out, "kept the live shards"), out);
+  BOOST_TEST(steps_lost(out) == 0, out);
+  BOOST_TEST(summary_field(out, 3) == "2", out);
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
 BOOST_AUTO_TEST_CASE(a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint) {

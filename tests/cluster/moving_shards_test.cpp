@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
   BOOST_TEST(loss < 1.05 * planted.test_log_loss, out);
 }
 
-BOOST_AUTO_TEST_CASE(a_sync_run_moves_with_its_update_under_way) {
+BOOST_AUTO_TEST_CASE(a_sync_run_keeps_every_update_through_five_moves) {
   temp_dir dir;
   cluster_spec spec;
   spec.mode = "sync";
