@@ -46,6 +46,7 @@ struct shard_move {
   std::vector<int64_t> pushes; ///< the new shards' table push counts
   uint64_t row_count = 0;
   double began = 0;
+  bool stopping_old = false; ///< past the point where it can be called off
   caf::typed_response_promise<std::string> promise;
 };
 
@@ -73,12 +74,52 @@ std::string why_not_now(chief_self self) {
   return {};
 }
 
-/// The move fails: the run cannot go on with half-moved shards.
+/// Tells every live node's agent (and so its workers) the shard map
+/// that `map_for` makes for it.
+void tell_agents(chief_self self,
+                 std::function<shard_map(const std::string&)> map_for,
+                 std::function<void()> then,
+                 std::function<void(caf::error)> failed);
+
+/// The shard map of the chief's shards now, for the workers of `node`.
+shard_map current_map(chief_self self, const std::string& node) {
+  shard_map map;
+  map.shards = self->state.shards.handles;
+  map.bounds = shard_bounds(self);
+  map.data_links = data_links(self, node);
+  return map;
+}
+
+/// The move fails. Before the old shards stop (they were only read) and
+/// with all of them alive, it is called off: the workers get the old map
+/// back and training goes on as it was; the reply says why. Later, or
+/// with a shard lost meanwhile, the run cannot go on with half-moved
+/// shards and fails.
 void move_failed(chief_self self, const move_ptr& m, caf::error err) {
-  auto why = make_error(errc::actor_down,
-                        m->what + " failed: " + describe(err));
-  m->promise.deliver(why);
-  fail_run(self, why);
+  auto& st = self->state;
+  auto why = describe(err);
+  bool intact = !m->stopping_old;
+  for (auto& h : st.shards.handles)
+    intact = intact && static_cast<bool>(h);
+  if (!intact) {
+    auto fatal = make_error(errc::actor_down, m->what + " failed: " + why);
+    m->promise.deliver(fatal);
+    return fail_run(self, fatal);
+  }
+  say(self, m->what + ": not made (" + why
+              + "); training goes on with the "
+                "shards as they were");
+  tell_agents(
+    self, [=](const std::string& node) { return current_map(self, node); },
+    [=] {
+      m->promise.deliver(
+        make_error(errc::invalid_argument, m->what + ": not made: " + why));
+      resume_after_recovery(self);
+    },
+    [=](caf::error e) {
+      m->promise.deliver(e);
+      fail_run(self, std::move(e));
+    });
 }
 
 /// The held row pushes of a sync update under way, spread over the new
@@ -160,14 +201,7 @@ void switch_to_new(chief_self self, move_ptr m) {
     n.planned_shards = static_cast<int>(
       std::count(m->nodes.begin(), m->nodes.end(), name));
   tell_agents(
-    self,
-    [=](const std::string& node) {
-      shard_map map;
-      map.shards = self->state.shards.handles;
-      map.bounds = shard_bounds(self);
-      map.data_links = data_links(self, node);
-      return map;
-    },
+    self, [=](const std::string& node) { return current_map(self, node); },
     [=] { finish_move(self, m); },
     [=](caf::error err) { move_failed(self, m, std::move(err)); });
 }
@@ -208,6 +242,7 @@ void fill_new_shard(chief_self self, move_ptr m, size_t i,
 /// their nodes.
 void start_new_shards(chief_self self, move_ptr m) {
   auto& st = self->state;
+  m->stopping_old = true;
   for (auto& h : m->old) {
     st.shards.index_of.erase(h.address());
     self->demonitor(h.address());
@@ -266,7 +301,9 @@ void take_images(chief_self self, move_ptr m) {
       std::vector<size_t> sizes;
       for (auto& r : m->ranges)
         sizes.push_back(r.size());
-      auto cut = reslice(parts, sizes);
+      auto cut = reslice(parts, sizes,
+                         self->state.opts.cfg.cluster.consistency
+                           == cluster_config::mode::ssp);
       if (!cut)
         return move_failed(self, m, cut.error());
       for (auto& img : *cut) {

@@ -10,12 +10,15 @@ namespace troupe {
 namespace {
 
 /// What part `k` must share with part 0; empty when it does.
-std::string disagreement(const block_image& a, const block_image& b) {
+std::string disagreement(const block_image& a, const block_image& b,
+                         bool clocks_matter) {
   if (a.version != b.version)
     return "versions " + std::to_string(a.version) + " and "
            + std::to_string(b.version);
-  if (a.workers != b.workers || a.clocks != b.clocks)
-    return "workers or their clocks";
+  if (a.workers != b.workers)
+    return "workers";
+  if (clocks_matter && a.clocks != b.clocks)
+    return "workers' clocks";
   // Two workers' pushes may reach two shards in either order, so the
   // logs agree as sets; the first part's order is one every shard could
   // have taken (the feeder's pause makes every set whole).
@@ -50,13 +53,14 @@ std::vector<float> joined(const std::vector<block_image>& parts, Of of) {
 } // namespace
 
 caf::expected<std::vector<block_image>>
-reslice(const std::vector<block_image>& parts,
-        const std::vector<size_t>& sizes) {
+reslice(const std::vector<block_image>& parts, const std::vector<size_t>& sizes,
+        bool clocks_matter) {
   if (parts.empty() || sizes.empty())
     return make_error(errc::invalid_argument,
                       "reslicing needs at least one part and one size");
   for (size_t k = 1; k < parts.size(); ++k)
-    if (auto why = disagreement(parts[0], parts[k]); !why.empty())
+    if (auto why = disagreement(parts[0], parts[k], clocks_matter);
+        !why.empty())
       return make_error(errc::invalid_argument, "shards 0 and "
                                                   + std::to_string(k)
                                                   + " differ in their " + why);

@@ -20,14 +20,18 @@ namespace troupe {
 /// under way, settings) must agree, since each push reaches every shard,
 /// and goes to every new image; the applied logs must hold the same
 /// batches, in any order (pushes of two workers may reach two shards in
-/// either order), and the first part's order goes on. The counters and the
+/// either order), and the first part's order goes on. The workers'
+/// clocks must agree where they hold pulls back (`clocks_matter`: ssp);
+/// elsewhere they count accepted pushes, which a sync shard may count
+/// differently (a backup worker's push in time for one shard's update
+/// and stale for another's), and the first part's go on. The counters and the
 /// staleness mean come from the first part.
 ///
 /// errc::invalid_argument names what disagrees (e.g. the versions of a
 /// sync run in which one shard's replica took over an update behind);
 /// errc::wrong_size when the sizes do not add up.
 caf::expected<std::vector<block_image>>
-reslice(const std::vector<block_image>& parts,
-        const std::vector<size_t>& sizes);
+reslice(const std::vector<block_image>& parts, const std::vector<size_t>& sizes,
+        bool clocks_matter = true);
 
 } // namespace troupe
