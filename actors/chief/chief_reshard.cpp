@@ -66,8 +66,8 @@ std::string why_not_now(chief_self self) {
   for (auto& [id, w] : st.members.workers)
     if (w.placing)
       return "worker " + std::to_string(id)
-             + " is being started; try "
-               "again shortly";
+             + " is being started; try again "
+               "shortly";
   for (auto& h : st.shards.handles)
     if (!h)
       return "a shard is down";
@@ -106,9 +106,8 @@ void move_failed(chief_self self, const move_ptr& m, caf::error err) {
     m->promise.deliver(fatal);
     return fail_run(self, fatal);
   }
-  say(self, m->what + ": not made (" + why
-              + "); training goes on with the "
-                "shards as they were");
+  auto told = "); training goes on with the shards as they were";
+  say(self, m->what + ": not made (" + why + told);
   tell_agents(
     self, [=](const std::string& node) { return current_map(self, node); },
     [=] {
@@ -157,7 +156,6 @@ void spread_held_rows(const std::vector<replica_op>& old,
     }
 }
 
-/// Tells every live node's agent (and so its workers) the shard map `m`.
 void tell_agents(chief_self self,
                  std::function<shard_map(const std::string&)> map_for,
                  std::function<void()> then,
@@ -409,8 +407,8 @@ std::string why_not_node(chief_self self, const std::string& node) {
     return "node " + node + " is down";
   if (st.opts.cfg.cluster.distributed() && it->second.data_port == 0)
     return "node " + node
-           + " has no data plane (nodes that joined the run "
-             "hold workers only)";
+           + " has no data plane (a node that joined the run "
+             "holds workers only)";
   return {};
 }
 

@@ -136,20 +136,26 @@ BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
   BOOST_TEST(loss < 1.05 * planted.test_log_loss, out);
 }
 
-BOOST_AUTO_TEST_CASE(a_sync_run_keeps_every_update_through_five_moves) {
-  temp_dir dir;
-  cluster_spec spec;
-  spec.mode = "sync";
-  spec.epochs = 2;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 2}};
-  running_cluster cluster{dir, spec};
-  five_moves(cluster, dir, spec, 60);
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  auto out = chief.out();
-  no_step_lost(out, 3, false);
-  BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
-  BOOST_TEST(test_accuracy(out) > 0.8, out);
+BOOST_AUTO_TEST_CASE(sync_and_ssp_runs_keep_every_update_through_five_moves) {
+  for (std::string mode : {"sync", "ssp"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      temp_dir dir;
+      cluster_spec spec;
+      spec.mode = mode;
+      spec.epochs = 2;
+      spec.nodes = {
+        {"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 2}};
+      running_cluster cluster{dir, spec};
+      five_moves(cluster, dir, spec, 60);
+      auto& chief = cluster.chief();
+      BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+      auto out = chief.out();
+      // ssp: an update is a batch, as in async; sync: a step of each worker.
+      no_step_lost(out, 3, mode == "ssp");
+      BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
+      BOOST_TEST(test_accuracy(out) > 0.8, out);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_sync_click_model_moves_its_held_row_pushes_too) {
