@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -242,6 +243,20 @@ inline uint16_t data_port_of(const process& node) {
 inline long last_step(const std::string& out) {
   auto at = out.rfind("\nstep ");
   return at == std::string::npos ? 0 : std::atol(out.c_str() + at + 6);
+}
+
+/// The numbers of the chief's line "shard versions at the end: ...".
+inline std::vector<long> final_versions(const std::string& out) {
+  std::vector<long> v;
+  const std::string key = "shard versions at the end:";
+  auto at = out.rfind(key);
+  if (at == std::string::npos)
+    return v;
+  std::istringstream in{
+    out.substr(at + key.size(), out.find('\n', at) - at - key.size())};
+  for (long x; in >> x;)
+    v.push_back(x);
+  return v;
 }
 
 /// A column of the summary table's data row ("test acc" is 8, "steps" 4).

@@ -19,20 +19,6 @@ using namespace troupe::test;
 
 namespace {
 
-/// The numbers of the chief's line "shard versions at the end: ...".
-std::vector<long> final_versions(const std::string& out) {
-  std::vector<long> v;
-  const std::string key = "shard versions at the end:";
-  auto at = out.rfind(key);
-  if (at == std::string::npos)
-    return v;
-  std::istringstream in{
-    out.substr(at + key.size(), out.find('\n', at) - at - key.size())};
-  for (long x; in >> x;)
-    v.push_back(x);
-  return v;
-}
-
 /// Runs `command` in the shell and requires the move it asks for. A move
 /// called off (sync shards whose updates under way differ: a backup
 /// worker's push in one and not the other) is asked again, as a person
@@ -85,6 +71,22 @@ void no_step_lost(const std::string& out, size_t shards, bool batches) {
       BOOST_TEST(v == versions.front(), out);
 }
 
+/// Runs `spec` on a chief, shard nodes ps0 and ps1 (a shard each), ps2
+/// (none) and w0 (`workers` workers) with five_moves every `every` steps;
+/// returns the chief's output once the run and its members ended well.
+std::string run_with_five_moves(const temp_dir& dir, cluster_spec spec,
+                                long every, int workers = 2) {
+  spec.nodes = {
+    {"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, workers}};
+  running_cluster cluster{dir, spec};
+  five_moves(cluster, dir, spec, every);
+  auto& chief = cluster.chief();
+  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  for (auto* name : {"ps0", "ps1", "ps2", "w0"})
+    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
+  return chief.out();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(moving_shards)
@@ -93,12 +95,7 @@ BOOST_AUTO_TEST_CASE(an_mlp_trains_on_through_five_moves) {
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 3;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 2}};
-  running_cluster cluster{dir, spec};
-  five_moves(cluster, dir, spec, 120);
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  auto out = chief.out();
+  auto out = run_with_five_moves(dir, spec, 120);
   no_step_lost(out, 3, true);
   BOOST_TEST(has(out, "shard 2 added on node ps2"), out);
   BOOST_TEST(has(out, "shard 0 on node ps0 drained"), out);
@@ -106,9 +103,6 @@ BOOST_AUTO_TEST_CASE(an_mlp_trains_on_through_five_moves) {
              out);
   // The same async run undisturbed: 0.85-0.87 (docs/cluster.md).
   BOOST_TEST(test_accuracy(out) > 0.8, out);
-  // The shell sees the last placement: ps2's, ps0's and ps1's shard.
-  for (auto* name : {"ps0", "ps1", "ps2", "w0"})
-    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
 }
 
 BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
@@ -118,12 +112,7 @@ BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
   spec.click_dir = dir.file("logs");
   spec.epochs = 2;
   spec.shard_replicas = 1;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 2}};
-  running_cluster cluster{dir, spec};
-  five_moves(cluster, dir, spec, 120);
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  auto out = chief.out();
+  auto out = run_with_five_moves(dir, spec, 120);
   no_step_lost(out, 3, true);
   BOOST_TEST(has(out, "table rows moved"), out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{200000, 200000}), out);
@@ -143,13 +132,7 @@ BOOST_AUTO_TEST_CASE(sync_and_ssp_runs_keep_every_update_through_five_moves) {
       cluster_spec spec;
       spec.mode = mode;
       spec.epochs = 2;
-      spec.nodes = {
-        {"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 2}};
-      running_cluster cluster{dir, spec};
-      five_moves(cluster, dir, spec, 60);
-      auto& chief = cluster.chief();
-      BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-      auto out = chief.out();
+      auto out = run_with_five_moves(dir, spec, 60);
       // ssp: an update is a batch, as in async; sync: a step of each worker.
       no_step_lost(out, 3, mode == "ssp");
       BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
@@ -170,12 +153,7 @@ BOOST_AUTO_TEST_CASE(a_sync_click_model_moves_its_held_row_pushes_too) {
   spec.replicas_to_aggregate = 2;
   spec.click_dir = dir.file("logs");
   spec.epochs = 2;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"ps2", 0}, {"w0", 0, 3}};
-  running_cluster cluster{dir, spec};
-  five_moves(cluster, dir, spec, 60);
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  auto out = chief.out();
+  auto out = run_with_five_moves(dir, spec, 60, 3);
   no_step_lost(out, 3, false);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{200000, 200000}), out);
   auto loss = last_value(out, "test loss = ");

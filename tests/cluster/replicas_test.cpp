@@ -19,20 +19,6 @@ using namespace troupe::test;
 
 namespace {
 
-/// The numbers of the chief's line "shard versions at the end: ...".
-std::vector<long> final_versions(const std::string& out) {
-  std::vector<long> v;
-  const std::string key = "shard versions at the end:";
-  auto at = out.rfind(key);
-  if (at == std::string::npos)
-    return v;
-  std::istringstream in{
-    out.substr(at + key.size(), out.find('\n', at) - at - key.size())};
-  for (long x; in >> x;)
-    v.push_back(x);
-  return v;
-}
-
 /// Kills ps1 once every replica is in step and the run is at `step`;
 /// then the takeover, the replicas built again and the end of the run.
 /// Returns the chief's output. `batches`: every update is one batch
