@@ -220,4 +220,50 @@ BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
              c.log.str());
 }
 
+BOOST_AUTO_TEST_CASE(
+  a_move_the_shards_cannot_make_is_called_off_and_training_goes_on) {
+  auto run = small_run(cluster_config::mode::async, 2, 2);
+  run.training.epochs = 8;
+  deterministic_chief c{run};
+  caf::scoped_actor self{*c.sys};
+  self->send(c.chief, run_atom_v);
+  c.run_until([&] { return c.state().progress.steps >= 10; });
+  // Shard 0 alone gets another learning rate (not through the chief, which
+  // sets every shard's): the shards' images disagree, so no move can cut
+  // them into one run.
+  auto shard0 = c.state().shards.handles[0];
+  self->send(shard0, tune_atom_v, std::string{"lr"}, 0.001);
+  c.run_until([] { return false; }, 50);
+  self->send(c.chief, grow_atom_v, c.state().own_node());
+  c.run_until([&] { return c.state().progress.steps >= 40; });
+  BOOST_TEST(c.state().recovery.moves == 0);
+  BOOST_TEST(!c.state().recovery.recovering);
+  BOOST_TEST(c.state().shards.handles.size() == 2u);
+  BOOST_TEST((c.state().shards.handles[0] == shard0)); // the same shards
+  auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
+  BOOST_TEST((seen.back() == run_phase::ended));
+  c.sched->run();
+  std::string refusal;
+  bool summarised = false;
+  for (int i = 0; i < 3; ++i)
+    self->receive([&](bool) {}, [&](std::string&) { BOOST_ERROR("moved"); },
+                  [&](cluster_summary& s) {
+                    summarised = true;
+                    BOOST_TEST(s.steps == 8 * 16);
+                    BOOST_TEST(s.version == s.steps);
+                    BOOST_TEST(s.epoch_samples == std::vector<int64_t>(8, 256));
+                  },
+                  [&](caf::error& err) { refusal = describe(err); });
+  BOOST_TEST(summarised);
+  BOOST_TEST(refusal.find("shard 2 added on node local: not made: shards 0 "
+                          "and 1 differ in their settings")
+               != std::string::npos,
+             refusal);
+  BOOST_TEST(c.log.str().find("training goes on with the shards as they "
+                              "were")
+               != std::string::npos,
+             c.log.str());
+  BOOST_TEST(c.state().members.restarts->total() == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
