@@ -96,7 +96,7 @@ def measure(moving, seconds):
     logs[chief].seek(0)
     out = logs[chief].read()
     if boss.returncode != 0:
-        if "did not come up" in out:  # free_port()'s race: run it again
+        if "did not come up" in out:  # a port taken before its bind
             print("a node did not come up; the round runs again")
             return None
         sys.exit("the chief failed:\n" + out[-3000:])

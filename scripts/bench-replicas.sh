@@ -83,9 +83,9 @@ def measure(replicas):
     logs[chief].seek(0)
     out = logs[chief].read()
     if boss.returncode != 0:
-        # A port taken between free_port() and the node's bind (by another
-        # node's data plane, whose port the kernel picks) is the harness's
-        # race: that round is run again.
+        # A port another program took between free_port() and the node's
+        # bind (rare since free_port() picks below the kernel's ephemeral
+        # range) is the harness's, not the run's: that round runs again.
         if "did not come up" in out:
             print("a node did not come up; the round runs again")
             return None

@@ -10,6 +10,7 @@ scripts' inline Python says `from benchlib import ...`; from bash,
 import atexit
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -18,13 +19,29 @@ import tempfile
 from collections import defaultdict
 
 
+_handed_out = set()
+
+
 def free_port():
-    """A TCP port of 127.0.0.1 that was free a moment ago."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A TCP port of 127.0.0.1 that was free a moment ago, below the
+    kernel's ephemeral range (32768-60999 by default) and not handed out
+    before by this process: a port from bind(0) comes from that range, where
+    a node's data plane (which binds port 0) or an outgoing connection may
+    take it before the node it was meant for binds it."""
+    rng = random.SystemRandom()
+    for _ in range(2000):
+        port = rng.randrange(20000, 32000)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    sys.exit("no free port on 127.0.0.1 in 20000-31999")
 
 
 def small_click_run(config, apps, work, values=2000):

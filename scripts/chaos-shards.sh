@@ -112,9 +112,9 @@ def run(model, kill):
         for name, (_, member_log) in procs.items():
             member_log.seek(0)
             found["out"] += f"--- {name}\n" + member_log.read()[-1500:]
-        # A port taken between free_port() and the node's bind (by another
-        # node's data plane, whose port the kernel picks) is the harness's
-        # race, not the run's: such a run is started again.
+        # A port another program took between free_port() and the node's
+        # bind (rare since free_port() picks below the kernel's ephemeral
+        # range) is the harness's, not the run's: such a run starts again.
         found["harness"] = "these nodes did not come up" in out
         return found
     steps = int(row[4])
