@@ -47,6 +47,27 @@ caf::expected<shard_data_actor> data_stub(self_ptr self,
   return stub;
 }
 
+/// The handles a worker here pulls and pushes through: `shards` itself
+/// for a shard in this process (empty data link), a data-plane stub for
+/// one on another node; shard i holds [bounds[i], bounds[i+1]). The error
+/// names a malformed address.
+caf::expected<std::vector<shard_data_actor>>
+reachable_shards(self_ptr self, const std::vector<shard_actor>& shards,
+                 const std::vector<uint64_t>& bounds,
+                 const std::vector<std::string>& data_links) {
+  std::vector<shard_data_actor> out(shards.begin(), shards.end());
+  for (size_t i = 0; i < data_links.size() && i < out.size(); ++i) {
+    if (data_links[i].empty())
+      continue;
+    auto stub = data_stub(self, data_links[i], static_cast<int32_t>(i),
+                          bounds[i + 1] - bounds[i]);
+    if (!stub)
+      return stub.error();
+    out[i] = *stub;
+  }
+  return out;
+}
+
 /// The layout of an external model's tensors as the chief sent it with a
 /// worker; an error names what the message got wrong.
 caf::expected<param_layout> layout_of(const worker_spawn& w) {
@@ -170,19 +191,12 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       wo.cfg = st.opts.cfg;
       wo.data = st.opts.data;
       wo.feeder = w.feeder;
-      wo.shards.assign(w.shards.begin(), w.shards.end());
       // Shards on other nodes are reached on the data plane, through stubs.
-      for (size_t i = 0; i < w.data_links.size() && i < wo.shards.size(); ++i) {
-        if (w.data_links[i].empty())
-          continue;
-        auto stub = data_stub(self, w.data_links[i], static_cast<int32_t>(i),
-                              w.bounds[i + 1] - w.bounds[i]);
-        if (!stub)
-          return stub.error();
-        wo.shards[i] = *stub;
-      }
-      for (size_t i = 0; i + 1 < w.bounds.size(); ++i)
-        wo.ranges.push_back(flat_range{w.bounds[i], w.bounds[i + 1]});
+      auto shards = reachable_shards(self, w.shards, w.bounds, w.data_links);
+      if (!shards)
+        return shards.error();
+      wo.shards = std::move(*shards);
+      wo.ranges = ranges_of(w.bounds);
       wo.chief = caf::actor_cast<chief_actor>(w.chief);
       wo.fault_hook = st.opts.fault_hook;
       if (wo.cfg.model.type == model_config::kind::external
@@ -224,16 +238,10 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       // the same connections (the old ones end with their connection).
       if (!m.shards.empty())
         st.stubs.clear();
-      std::vector<shard_data_actor> shards(m.shards.begin(), m.shards.end());
-      for (size_t i = 0; i < shards.size(); ++i) {
-        if (m.data_links[i].empty())
-          continue;
-        auto stub = data_stub(self, m.data_links[i], static_cast<int32_t>(i),
-                              m.bounds[i + 1] - m.bounds[i]);
-        if (!stub)
-          return stub.error();
-        shards[i] = *stub;
-      }
+      auto reachable = reachable_shards(self, m.shards, m.bounds, m.data_links);
+      if (!reachable)
+        return reachable.error();
+      auto shards = std::move(*reachable);
       auto workers = st.workers;
       auto promise = self->make_response_promise<int32_t>();
       auto timeout = request_timeout(st.opts.cfg);

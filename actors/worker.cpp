@@ -538,6 +538,15 @@ void next_step(self_ptr self) {
   }
 }
 
+/// click: the batch planner for the worker's shards as they are now.
+std::unique_ptr<click_batch> make_clicks(self_ptr self) {
+  auto& st = self->state;
+  auto& cfg = st.opts.cfg;
+  return std::make_unique<click_batch>(
+    cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,
+    static_cast<int32_t>(st.opts.shards.size()));
+}
+
 /// The chief moves the shards (see worker_state::placement): with no map,
 /// they are moving; with one, they are where it says. Every push of this
 /// worker is applied by then (the feeder is paused until no lease is out),
@@ -562,9 +571,7 @@ caf::result<bool> take_shard_map(self_ptr self,
                         + std::to_string(total) + " parameters");
   auto n = shards.size();
   st.opts.shards = std::move(shards);
-  st.opts.ranges.clear();
-  for (size_t i = 0; i < n; ++i)
-    st.opts.ranges.push_back(flat_range{bounds[i], bounds[i + 1]});
+  st.opts.ranges = ranges_of(bounds);
   // Every shard took the versions over: the next pull sets them again.
   auto most = [](const std::vector<int64_t>& v) {
     return v.empty() ? int64_t{0} : *std::max_element(v.begin(), v.end());
@@ -576,13 +583,8 @@ caf::result<bool> take_shard_map(self_ptr self,
     st.pulled.ranges = st.opts.ranges;
     st.pulled.blocks.assign(n, nullptr);
   }
-  if (st.clicks) {
-    auto& cfg = st.opts.cfg;
-    st.clicks = std::make_unique<click_batch>(cfg.data.click_numeric,
-                                              cfg.model.table_fields,
-                                              cfg.model.table.dim,
-                                              static_cast<int32_t>(n));
-  }
+  if (st.clicks)
+    st.clicks = make_clicks(self);
   st.shards_moving = false;
   auto parked = std::move(st.parked);
   st.parked.clear();
@@ -619,6 +621,13 @@ worker_actor::behavior_type worker_behavior(self_ptr self) {
   };
 }
 
+/// A worker that quit while it was set up: its behaviour until it is gone.
+worker_actor::behavior_type inert(self_ptr) {
+  return {[](step_atom) {}, [](finish_atom) {},
+          [](reshard_atom, std::vector<shard_data_actor>&,
+             std::vector<uint64_t>&) { return true; }};
+}
+
 } // namespace
 
 worker_actor::behavior_type
@@ -649,9 +658,7 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
         "worker " + std::to_string(st.opts.id) + ": an external model's "
           + "workers run the user's step function (the Python module's "
             "workers); this node has none to run"));
-      return {[](step_atom) {}, [](finish_atom) {},
-              [](reshard_atom, std::vector<shard_data_actor>&,
-                 std::vector<uint64_t>&) { return true; }};
+      return inert(self);
     }
     st.pulled.layout = st.opts.layout.get();
     st.pulled.ranges = st.opts.ranges;
@@ -679,9 +686,7 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
   }();
   if (!made) {
     self->quit(made.error());
-    return {[](step_atom) {}, [](finish_atom) {},
-            [](reshard_atom, std::vector<shard_data_actor>&,
-               std::vector<uint64_t>&) { return true; }};
+    return inert(self);
   }
   st.replica = std::move(*made);
   // Dropout masks of its own: workers of one seed would otherwise drop the
@@ -696,13 +701,9 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
           + (train.clicks || train.click_parts
                ? "the CPU backend, not " + st.backend->describe()
                : std::string{"click logs (data.format \"click\")"})));
-      return {[](step_atom) {}, [](finish_atom) {},
-              [](reshard_atom, std::vector<shard_data_actor>&,
-                 std::vector<uint64_t>&) { return true; }};
+      return inert(self);
     }
-    st.clicks = std::make_unique<click_batch>(
-      cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,
-      static_cast<int32_t>(st.opts.shards.size()));
+    st.clicks = make_clicks(self);
   }
   const auto batch = static_cast<size_t>(cfg.training.batch_size);
   st.x = st.backend->allocate_host(batch * train.sample_size() * sizeof(float));

@@ -280,6 +280,10 @@ caf::result<bool> on_leave(chief_self self, const std::string& name);
 
 // -- chief_shell.cpp (the shell's typed requests; see chief_actor) -------------
 
+/// A steering request the chief does not carry out, and why (the shell
+/// prints `what`; the run goes on as it was).
+caf::error refused(const std::string& what);
+
 caf::result<cluster_view> shell_status(chief_self self);
 caf::result<std::vector<int32_t>, std::string>
 shell_add_workers(chief_self self, int32_t n, std::string node);

@@ -31,10 +31,6 @@ namespace troupe::chief_ops {
 
 namespace {
 
-caf::error refused(const std::string& what) {
-  return make_error(errc::invalid_argument, what);
-}
-
 /// One move under way.
 struct shard_move {
   std::string what; ///< "shard 2 added on node ps2", for the log and reply
@@ -79,7 +75,21 @@ std::string why_not_now(chief_self self) {
 void tell_agents(chief_self self,
                  std::function<shard_map(const std::string&)> map_for,
                  std::function<void()> then,
-                 std::function<void(caf::error)> failed);
+                 std::function<void(caf::error)> failed) {
+  auto& st = self->state;
+  std::vector<std::pair<std::string, node_agent_actor>> agents;
+  for (auto& [name, n] : st.members.nodes)
+    if (n.up && n.agent)
+      agents.emplace_back(name, n.agent);
+  ask_all<int32_t>(
+    agents.size(),
+    [=](size_t i) {
+      return self->request(agents[i].second, timeout_of(self), reshard_atom_v,
+                           map_for(agents[i].first));
+    },
+    [then](std::vector<int32_t>&) { then(); },
+    [failed](caf::error& err) { failed(err); });
+}
 
 /// The shard map of the chief's shards now, for the workers of `node`.
 shard_map current_map(chief_self self, const std::string& node) {
@@ -154,25 +164,6 @@ void spread_held_rows(const std::vector<replica_op>& old,
                                           from + static_cast<ptrdiff_t>(dim));
       }
     }
-}
-
-void tell_agents(chief_self self,
-                 std::function<shard_map(const std::string&)> map_for,
-                 std::function<void()> then,
-                 std::function<void(caf::error)> failed) {
-  auto& st = self->state;
-  std::vector<std::pair<std::string, node_agent_actor>> agents;
-  for (auto& [name, n] : st.members.nodes)
-    if (n.up && n.agent)
-      agents.emplace_back(name, n.agent);
-  ask_all<int32_t>(
-    agents.size(),
-    [=](size_t i) {
-      return self->request(agents[i].second, timeout_of(self), reshard_atom_v,
-                           map_for(agents[i].first));
-    },
-    [then](std::vector<int32_t>&) { then(); },
-    [failed](caf::error& err) { failed(err); });
 }
 
 void finish_move(chief_self self, move_ptr m) {

@@ -16,11 +16,11 @@
 
 namespace troupe::chief_ops {
 
-namespace {
-
 caf::error refused(const std::string& what) {
   return make_error(errc::invalid_argument, what);
 }
+
+namespace {
 
 /// Refuses a steering request while the nodes are still registering.
 caf::error unless_started(chief_self self) {

@@ -91,10 +91,17 @@ reslice(const std::vector<block_image>& parts, const std::vector<size_t>& sizes,
     return std::vector<float>(v.begin() + static_cast<ptrdiff_t>(from),
                               v.begin() + static_cast<ptrdiff_t>(from + n));
   };
+  // What every new image shares: the first part without its floats, so
+  // that they are not copied once per image only to be replaced.
+  block_image shared = parts[0];
+  shared.values.clear();
+  for (auto& slot : shared.slots)
+    slot.clear();
+  shared.sum.clear();
   std::vector<block_image> out;
   size_t from = 0;
   for (auto n : sizes) {
-    block_image img = parts[0]; // the shared part and the counters
+    block_image img = shared;
     img.values = cut(values, from, n);
     for (size_t s = 0; s < slots.size(); ++s)
       img.slots[s] = cut(slots[s], from, n);

@@ -39,6 +39,15 @@ struct flat_range {
   }
 };
 
+/// The slices that bounds b cut the flat vector into: [b[i], b[i+1]) for
+/// each i (the shards' map as the chief sends it to workers).
+inline std::vector<flat_range> ranges_of(const std::vector<uint64_t>& bounds) {
+  std::vector<flat_range> out;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    out.push_back(flat_range{bounds[i], bounds[i + 1]});
+  return out;
+}
+
 /// An ordered list of named tensors laid out back to back.
 class param_layout {
 public:
