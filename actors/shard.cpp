@@ -41,11 +41,15 @@ caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
     push_ack ack;
     caf::typed_response_promise<push_ack> promise;
     bool waiting = false;
+    bool replica_done = false; ///< it answered, or was given up
   };
   auto taken = std::make_shared<bool>(true);
   auto out = std::make_shared<answer>();
   bool wait = shard_ops::pushes_wait(self);
+  // `done` may run before forward() returns: a connection found broken
+  // gives the replica up at once.
   shard_ops::forward(self, p, taken, [out] {
+    out->replica_done = true;
     if (out->waiting)
       out->promise.deliver(out->ack);
   });
@@ -54,7 +58,7 @@ caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
     *taken = false;
     return std::move(r.error());
   }
-  if (!wait)
+  if (!wait || out->replica_done)
     return *r;
   out->ack = *r;
   out->promise = self->make_response_promise<push_ack>();
@@ -428,6 +432,11 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       auto& st = self->state;
       expire_held(self, st.parked, st.hold, st.expiry_pending,
                   float_block::ask_again_for(st.id));
+    },
+    [=](expire_atom, replicate_atom) { check_replica(self); },
+    [=](data_atom, uint64_t id, push_ack a) { replica_answered(self, id, a); },
+    [=](data_atom, uint64_t id, caf::error& err) {
+      replica_answered(self, id, std::move(err));
     },
   };
 }

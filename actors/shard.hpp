@@ -13,6 +13,8 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,6 +75,20 @@ struct replication {
   int64_t rows = 0;           ///< rows copied
   int chunks_out = 0;         ///< chunks sent, not yet answered
   int64_t lag = 0;            ///< ops sent, not yet answered
+  /// Every op sent and not yet answered, in the order sent, whatever its
+  /// generation: what runs with its answer. A replica that answers none
+  /// for the replica timeout is dropped.
+  struct unanswered_op {
+    uint64_t seq;
+    uint64_t link_id; ///< its request id on `link`; 0: a CAF request
+    caf::actor_clock::time_point sent; ///< on the actor clock
+    int64_t generation;
+    std::shared_ptr<const bool> taken; ///< null, or whether the primary took it
+    std::function<void(bool)> done;
+  };
+  std::deque<unanswered_op> unanswered;
+  uint64_t sent = 0;          ///< ops sent, each generation together
+  bool check_pending = false; ///< a check of the oldest is on its way
   int64_t version = -1;       ///< the replica's, as of its last answer
   std::chrono::steady_clock::time_point began;
 };
@@ -107,7 +123,13 @@ struct shard_state {
 
 /// The shard as it runs: its interface, and its own timer, which answers
 /// pulls held for their bound with "ask again". Others hold a shard_actor.
-using shard_self_actor = shard_actor::extend<caf::reacts_to<expire_atom>>;
+/// The second is the replica's check (check_replica), the last two the
+/// replica's answers on the data plane (replica_answered).
+using shard_self_actor =
+  shard_actor::extend<caf::reacts_to<expire_atom>,
+                      caf::reacts_to<expire_atom, replicate_atom>,
+                      caf::reacts_to<data_atom, uint64_t, push_ack>,
+                      caf::reacts_to<data_atom, uint64_t, caf::error>>;
 
 shard_self_actor::behavior_type
 shard_impl(shard_self_actor::stateful_pointer<shard_state> self,

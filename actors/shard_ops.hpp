@@ -53,7 +53,8 @@ void start_copy(self_ptr self);
 replica_op image_op(self_ptr self);
 
 /// Forwards a push (a gradient_push or a row_push) or an op; `done` runs
-/// once the replica has answered, or failed to. A failure drops the
+/// once the replica has answered, or failed to (before forward returns
+/// when the connection to it is found broken). A failure drops the
 /// replica, unless `taken` says the shard refused the push too.
 void forward(self_ptr self, gradient_push g, std::shared_ptr<const bool> taken,
              std::function<void()> done);
@@ -65,6 +66,15 @@ void forward(self_ptr self, replica_op op);
 inline bool pushes_wait(self_ptr self) {
   return replicating(self) && self->state.rep.pushes_wait;
 }
+
+/// The answer to request `id` on the data plane's connection to the
+/// replica (data_client::send).
+void replica_answered(self_ptr self, uint64_t id, caf::expected<push_ack> a);
+
+/// The replica's oldest unanswered op is due: a replica that has not
+/// answered it within the replica timeout is dropped (a node that hangs
+/// keeps its connection open).
+void check_replica(self_ptr self);
 
 /// Applies an op from the primary (the shard is its replica).
 caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op);

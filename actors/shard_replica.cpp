@@ -26,7 +26,7 @@ void tell(self_ptr self, int64_t version, const std::string& text) {
 }
 
 /// Gives the replica up: pushes no longer wait for it; whoever asked for
-/// it is told why.
+/// it is told why. What waited for its answers runs now.
 void drop(self_ptr self, const std::string& why) {
   auto& r = self->state.rep;
   if (!r.to)
@@ -39,36 +39,76 @@ void drop(self_ptr self, const std::string& why) {
   r.state = replica_state::none;
   r.pushes_wait = false;
   ++r.generation;
+  auto unanswered = std::move(r.unanswered);
+  r.unanswered.clear();
+  for (auto& op : unanswered)
+    op.done(false);
 }
 
-/// Sends one request to the replica; `done` runs with its answer or its
-/// failure, whatever the generation. A failure drops the replica, unless
-/// `taken` says the primary refused the push too.
-template <class... Ts>
-void send_taken(self_ptr self, std::shared_ptr<const bool> taken,
-                std::function<void(bool)> done, Ts&&... xs) {
+/// Asks for a check once the oldest unanswered op will have waited the
+/// replica timeout. One check is on its way at a time, and none while
+/// every op is answered: a timer per op, on CAF's clock thread, cost a
+/// wake-up of that thread per forwarded push.
+void watch(self_ptr self) {
   auto& r = self->state.rep;
-  auto generation = r.generation;
+  if (r.check_pending || r.unanswered.empty())
+    return;
+  r.check_pending = true;
+  auto due = r.unanswered.front().sent + self->state.replica_timeout
+             - self->clock().now();
+  self->delayed_send(self, std::max(due, caf::timespan{0}), expire_atom_v,
+                     replicate_atom_v);
+}
+
+/// The replica's answer to op `seq` (`a`: its ack, or why it failed),
+/// whichever way it came: what waited for it runs. An op no longer
+/// listed ran when the replica was given up.
+void answer(self_ptr self, uint64_t seq, caf::expected<push_ack> a) {
+  auto& r = self->state.rep;
+  auto it = std::find_if(r.unanswered.begin(), r.unanswered.end(),
+                         [=](const auto& op) { return op.seq == seq; });
+  if (it == r.unanswered.end())
+    return;
+  auto op = std::move(*it);
+  r.unanswered.erase(it);
+  if (r.generation == op.generation) {
+    --r.lag;
+    if (a)
+      r.version = a->version;
+    else if (!op.taken || *op.taken)
+      drop(self, "the replica did not take an update: " + describe(a.error()));
+  }
+  op.done(static_cast<bool>(a));
+}
+
+/// Sends one op (`atom`, `x`) to the replica; `done` runs with its answer
+/// or its failure, whatever the generation, or when the replica is given
+/// up first. A failure drops the replica, unless `taken` says the
+/// primary refused the push too. A replica on another node gets it
+/// straight from the data plane's connection, and its answer comes
+/// straight back (replica_answered); a replica in this process gets a
+/// CAF request.
+template <class Atom, class Op>
+void send_taken(self_ptr self, std::shared_ptr<const bool> taken,
+                std::function<void(bool)> done, Atom atom, Op x) {
+  auto& r = self->state.rep;
+  auto seq = ++r.sent;
   ++r.lag;
-  self->request(r.to, self->state.replica_timeout, std::forward<Ts>(xs)...)
-    .then(
-      [=](push_ack& a) {
-        auto& rep = self->state.rep;
-        if (rep.generation == generation) {
-          --rep.lag;
-          rep.version = a.version;
-        }
-        done(true);
-      },
-      [=](caf::error& err) {
-        auto& rep = self->state.rep;
-        if (rep.generation == generation) {
-          --rep.lag;
-          if (!taken || *taken)
-            drop(self, "the replica did not take an update: " + describe(err));
-        }
-        done(false);
-      });
+  r.unanswered.push_back({seq, 0, self->clock().now(), r.generation,
+                          std::move(taken), std::move(done)});
+  watch(self);
+  if (r.link) {
+    auto id = r.link->send(self->state.id, std::move(x),
+                           caf::actor_cast<caf::actor>(self));
+    if (!id)
+      return answer(self, seq, std::move(id.error()));
+    r.unanswered.back().link_id = *id; // answers come as messages, later
+    return;
+  }
+  // No timeout of CAF's: watch() bounds the wait.
+  self->request(r.to, caf::infinite, atom, std::move(x))
+    .then([=](push_ack& a) { answer(self, seq, a); },
+          [=](caf::error& err) { answer(self, seq, std::move(err)); });
 }
 
 /// An op the primary took: a failure drops the replica.
@@ -229,6 +269,31 @@ void forward(self_ptr self, replica_op op) {
   if (replicating(self))
     send(
       self, [](bool) {}, replicate_atom_v, std::move(op));
+}
+
+void replica_answered(self_ptr self, uint64_t id, caf::expected<push_ack> a) {
+  auto& ops = self->state.rep.unanswered;
+  auto it = std::find_if(ops.begin(), ops.end(),
+                         [=](const auto& op) { return op.link_id == id; });
+  if (it != ops.end())
+    answer(self, it->seq, std::move(a));
+}
+
+void check_replica(self_ptr self) {
+  auto& st = self->state;
+  auto& r = st.rep;
+  r.check_pending = false;
+  if (!r.unanswered.empty()
+      && self->clock().now() - r.unanswered.front().sent
+           >= st.replica_timeout) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                st.replica_timeout)
+                .count();
+    drop(self,
+         "the replica did not answer within " + std::to_string(ms) + " ms");
+    return;
+  }
+  watch(self);
 }
 
 caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op) {

@@ -58,8 +58,7 @@ int run_chief_node(run_config cfg, chief_process what,
   chief_options opts;
   if (cl.distributed()) { // the chief's node may hold shards too
     auto* me = cl.node(cl.chief_node);
-    auto data_plane = data_server::start(sys, me->listen_host(), me->data_port,
-                                         request_timeout(cfg));
+    auto data_plane = data_server::start(sys, me->listen_host(), me->data_port);
     if (!data_plane)
       return fail(data_plane.error());
     opts.data_plane = *data_plane;

@@ -254,8 +254,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   apply_link_security(sys, std::move(guard), links);
   // Shards placed here (by the file, or restored here after their node
   // was lost) serve workers on other nodes through it.
-  auto data_plane = data_server::start(sys, me->listen_host(), me->data_port,
-                                       request_timeout(cfg));
+  auto data_plane = data_server::start(sys, me->listen_host(), me->data_port);
   if (!data_plane)
     return fail(data_plane.error());
   agent_options ao;

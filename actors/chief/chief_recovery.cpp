@@ -71,10 +71,11 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
   ++w.restarts;
   w.last_error = why;
   w.state = worker_phase::starting;
-  say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
-                "within %.0f s)",
-                id, why.c_str(), st.members.restarts->total(),
-                st.members.restarts->max_restarts(), st.members.restarts->window()));
+  say(self,
+      fmt("worker %d failed (%s); restarting it (%d of at most %d "
+          "within %.0f s)",
+          id, why.c_str(), st.members.restarts->recent(),
+          st.members.restarts->max_restarts(), st.members.restarts->window()));
   self->request(st.shards.feeder, timeout_of(self), requeue_atom_v, id)
     .then([=](int32_t) { place_worker(self, id); },
           [=](caf::error& err) { fail_run(self, std::move(err)); });

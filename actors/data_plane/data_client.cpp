@@ -54,17 +54,24 @@ public:
 
   caf::actor_system& system() { return sys_; }
 
-  uint64_t next_id() { return next_id_++; }
+  /// Unique among the requests of every connection of this process: a
+  /// reply a closed connection's reader handed over late never answers a
+  /// request of another connection to the same actor.
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
+  }
 
-  /// Sends a request whose reply goes to `stub`; false (and the stub
-  /// fails it) when the connection is gone. A row_pull's reply must hold
-  /// `row_floats` floats: the rows asked for, and no others.
-  bool send(outgoing o, const stub_actor& stub, uint64_t row_floats = 0) {
+  /// Sends a request whose reply goes to `to` (a stub, or an actor that
+  /// sends without one); false (and nothing goes to `to`) when the
+  /// connection is gone. A row_pull's reply must hold `row_floats` floats:
+  /// the rows asked for, and no others.
+  bool send(outgoing o, caf::actor to, uint64_t row_floats = 0) {
     std::lock_guard<std::mutex> guard{mtx_};
     if (broken_)
       return false;
     auto id = o.head.id;
-    waiting_[id] = {stub, o.head.op, row_floats};
+    waiting_[id] = {std::move(to), o.head.op, row_floats};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
@@ -77,10 +84,19 @@ public:
     return link_error(why_.empty() ? "the connection is closed" : why_);
   }
 
-  void add_stub(stub_actor stub, int32_t shard, uint64_t size) {
+  void add_stub(stub_actor stub, int32_t shard, uint64_t size,
+                std::vector<int> row_dims) {
     std::lock_guard<std::mutex> guard{mtx_};
     stubs_.push_back(std::move(stub));
     sizes_[shard] = size;
+    row_dims_[shard] = std::move(row_dims);
+  }
+
+  /// The widths of shard `shard`'s tables, as its stub was made with.
+  std::vector<int> row_dims(int32_t shard) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = row_dims_.find(shard);
+    return it == row_dims_.end() ? std::vector<int>{} : it->second;
   }
 
   bool connected() {
@@ -163,7 +179,7 @@ private:
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
-      auto [stub, asked, row_floats] = take_waiting(f.id);
+      auto [to, asked, row_floats] = take_waiting(f.id);
       // A reply answers its kind of request (an error answers any), and
       // the rows of a row pull are the ones asked for.
       bool fits =
@@ -187,8 +203,8 @@ private:
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
-        if (stub)
-          caf::anon_send(stub, data_atom_v, f.id,
+        if (to)
+          caf::anon_send(to, data_atom_v, f.id,
                          message_of<row_block>(f, {}, std::move(values)));
         continue;
       }
@@ -203,19 +219,18 @@ private:
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
-        if (stub)
-          caf::anon_send(stub, data_atom_v, f.id,
+        if (to)
+          caf::anon_send(to, data_atom_v, f.id,
                          message_of<float_block>(f, {}, std::move(values)));
       } else if (f.op == data_frame::ack) {
-        if (stub)
-          caf::anon_send(stub, data_atom_v, f.id, message_of<push_ack>(f));
+        if (to)
+          caf::anon_send(to, data_atom_v, f.id, message_of<push_ack>(f));
       } else {
         std::string text(f.count, '\0');
         if (!sock->read_exact(text.data(), text.size()))
           return fail_all("the connection broke");
-        if (stub)
-          caf::anon_send(stub, data_atom_v, f.id,
-                         error_of(f, std::move(text)));
+        if (to)
+          caf::anon_send(to, data_atom_v, f.id, error_of(f, std::move(text)));
       }
     }
   }
@@ -227,7 +242,7 @@ private:
   }
 
   struct waiting {
-    stub_actor stub;
+    caf::actor to; ///< the stub, or the actor that sent without one
     uint8_t op = 0;
     uint64_t row_floats = 0; ///< row_pull: floats its reply must hold
   };
@@ -244,14 +259,16 @@ private:
     return out;
   }
 
-  /// The connection is gone: every stub fails what it has open and
-  /// everything it is asked from now on.
+  /// The connection is gone: every open request fails, and every stub
+  /// fails everything it is asked from now on.
   void fail_all(const std::string& why) {
     std::lock_guard<std::mutex> guard{mtx_};
     broken_ = true;
     why_ = why;
-    waiting_.clear();
     auto err = link_error(why);
+    for (auto& [id, w] : waiting_)
+      caf::anon_send(w.to, data_atom_v, id, err);
+    waiting_.clear();
     for (auto& s : stubs_)
       caf::anon_send(s, data_atom_v, err);
   }
@@ -263,7 +280,6 @@ private:
   std::shared_ptr<const link_guard> guard_; ///< null: plaintext, no proof
   std::thread reader_;
   std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
-  std::atomic<uint64_t> next_id_{1};
   std::mutex mtx_;
   int fd_ = -1; ///< until sock_ takes it over
   std::shared_ptr<link_socket> sock_;
@@ -272,6 +288,7 @@ private:
   std::map<uint64_t, waiting> waiting_;
   std::vector<stub_actor> stubs_;
   std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
+  std::map<int32_t, std::vector<int>> row_dims_; ///< and their tables' widths
 };
 
 namespace {
@@ -299,12 +316,64 @@ caf::result<T> send_request(stub_pointer self, data_client_impl& link,
   o.head.id = id;
   o.head.shard = shard;
   self->state.open.emplace(id, static_cast<caf::response_promise&>(rp));
-  if (!link.send(std::move(o), caf::actor_cast<stub_actor>(self),
-                 row_floats)) {
+  if (!link.send(std::move(o), caf::actor_cast<caf::actor>(self), row_floats)) {
     self->state.open.erase(id);
     rp.deliver(link.broken_reason());
   }
   return rp;
+}
+
+/// The width of table `t` of a shard whose tables are `row_dims` wide; 0
+/// when it has no such table.
+uint64_t dim_of(const std::vector<int>& row_dims, int32_t t) {
+  if (t < 0 || static_cast<size_t>(t) >= row_dims.size())
+    return 0;
+  return static_cast<uint64_t>(row_dims[static_cast<size_t>(t)]);
+}
+
+caf::error no_table(int32_t shard, const std::vector<int>& row_dims,
+                    int32_t t) {
+  return make_error(errc::invalid_argument,
+                    "shard " + std::to_string(shard)
+                      + " has no embedding table " + std::to_string(t)
+                      + " (the run has " + std::to_string(row_dims.size())
+                      + ")");
+}
+
+/// The frame of row push `p` for shard `shard`, whose tables are
+/// `row_dims` wide, or what keeps it from leaving.
+caf::expected<outgoing>
+row_push_frame(int32_t shard, const std::vector<int>& row_dims, row_push& p) {
+  auto dim = dim_of(row_dims, p.table);
+  if (dim == 0)
+    return no_table(shard, row_dims, p.table);
+  auto floats = p.grads ? p.grads->size() : 0;
+  // The server reads ids x dim floats after the ids: a push of any other
+  // size would lose the stream, so it never leaves here.
+  if (floats != p.ids.size() * dim)
+    return make_error(errc::wrong_size, "a push of " + std::to_string(floats)
+                                          + " floats for "
+                                          + std::to_string(p.ids.size())
+                                          + " rows of " + std::to_string(dim));
+  if (p.ids.size() > max_frame_rows || floats > max_frame_floats)
+    return make_error(errc::invalid_argument,
+                      "a push of " + std::to_string(p.ids.size())
+                        + " rows (at most " + std::to_string(max_frame_rows)
+                        + " per request)");
+  return request_frame(p);
+}
+
+/// The frame of replica op `op`: its CAF binary form.
+caf::expected<outgoing> replica_frame(const replica_op& op) {
+  std::vector<char> bytes;
+  caf::binary_serializer sink{nullptr, bytes};
+  if (auto err = inspect(sink, const_cast<replica_op&>(op)))
+    return err;
+  outgoing o;
+  o.head.op = data_frame::replica;
+  o.head.count = bytes.size();
+  o.text.assign(bytes.begin(), bytes.end());
+  return o;
 }
 
 /// Stands for a remote shard: pull and push, of values and of rows, go
@@ -319,19 +388,6 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
     it->second.deliver(std::forward<decltype(value)>(value));
     self->state.open.erase(it);
   };
-  /// The width of table `t`; 0 when this shard has no such table.
-  auto dim_of = [=](int32_t t) -> uint64_t {
-    if (t < 0 || static_cast<size_t>(t) >= row_dims.size())
-      return 0;
-    return static_cast<uint64_t>(row_dims[static_cast<size_t>(t)]);
-  };
-  auto no_table = [=](int32_t t) {
-    return make_error(errc::invalid_argument,
-                      "shard " + std::to_string(shard)
-                        + " has no embedding table " + std::to_string(t)
-                        + " (the run has " + std::to_string(row_dims.size())
-                        + ")");
-  };
   return {
     [=](pull_atom, int32_t worker, int64_t min_version) {
       return send_request<float_block>(self, *link, shard,
@@ -341,9 +397,9 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
       return send_request<push_ack>(self, *link, shard, request_frame(g));
     },
     [=](pull_atom, row_request& r) -> caf::result<row_block> {
-      auto dim = dim_of(r.table);
+      auto dim = dim_of(row_dims, r.table);
       if (dim == 0)
-        return no_table(r.table);
+        return no_table(shard, row_dims, r.table);
       if (r.ids.size() > max_frame_rows)
         return make_error(errc::invalid_argument,
                           "a pull of " + std::to_string(r.ids.size())
@@ -355,35 +411,16 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
                                      row_floats);
     },
     [=](push_atom, row_push& p) -> caf::result<push_ack> {
-      auto dim = dim_of(p.table);
-      if (dim == 0)
-        return no_table(p.table);
-      auto floats = p.grads ? p.grads->size() : 0;
-      // The server reads ids x dim floats after the ids: a push of any
-      // other size would lose the stream, so it never leaves here.
-      if (floats != p.ids.size() * dim)
-        return make_error(errc::wrong_size,
-                          "a push of " + std::to_string(floats) + " floats for "
-                            + std::to_string(p.ids.size()) + " rows of "
-                            + std::to_string(dim));
-      if (p.ids.size() > max_frame_rows || floats > max_frame_floats)
-        return make_error(errc::invalid_argument,
-                          "a push of " + std::to_string(p.ids.size())
-                            + " rows (at most "
-                            + std::to_string(max_frame_rows)
-                            + " per request)");
-      return send_request<push_ack>(self, *link, shard, request_frame(p));
+      auto frame = row_push_frame(shard, row_dims, p);
+      if (!frame)
+        return std::move(frame.error());
+      return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
     [=](replicate_atom, replica_op& op) -> caf::result<push_ack> {
-      std::vector<char> bytes;
-      caf::binary_serializer sink{nullptr, bytes};
-      if (auto err = inspect(sink, op))
-        return err;
-      outgoing o;
-      o.head.op = data_frame::replica;
-      o.head.count = bytes.size();
-      o.text.assign(bytes.begin(), bytes.end());
-      return send_request<push_ack>(self, *link, shard, std::move(o));
+      auto frame = replica_frame(op);
+      if (!frame)
+        return std::move(frame.error());
+      return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
@@ -423,9 +460,44 @@ data_client::~data_client() {
 shard_data_actor data_client::stub(int32_t shard, uint64_t size,
                                    std::vector<int> row_dims) {
   // The stub keeps the connection's state alive for as long as it runs.
-  auto h = impl_->system().spawn(stub_impl, impl_, shard, std::move(row_dims));
-  impl_->add_stub(h, shard, size);
+  auto h = impl_->system().spawn(stub_impl, impl_, shard, row_dims);
+  impl_->add_stub(h, shard, size, std::move(row_dims));
   return h;
+}
+
+namespace {
+
+/// Sends `frame` (or fails with its error) for shard `shard` on `link`,
+/// its answer to `to`.
+caf::expected<uint64_t> send_for(data_client_impl& link, int32_t shard,
+                                 caf::expected<outgoing> frame,
+                                 const caf::actor& to) {
+  if (!frame)
+    return std::move(frame.error());
+  auto id = data_client_impl::next_id();
+  frame->head.id = id;
+  frame->head.shard = shard;
+  if (!link.send(std::move(*frame), to))
+    return link.broken_reason();
+  return id;
+}
+
+} // namespace
+
+caf::expected<uint64_t> data_client::send(int32_t shard, gradient_push g,
+                                          const caf::actor& to) {
+  return send_for(*impl_, shard, request_frame(g), to);
+}
+
+caf::expected<uint64_t> data_client::send(int32_t shard, row_push p,
+                                          const caf::actor& to) {
+  return send_for(*impl_, shard,
+                  row_push_frame(shard, impl_->row_dims(shard), p), to);
+}
+
+caf::expected<uint64_t> data_client::send(int32_t shard, const replica_op& op,
+                                          const caf::actor& to) {
+  return send_for(*impl_, shard, replica_frame(op), to);
 }
 
 bool data_client::connected() const {

@@ -327,7 +327,7 @@ inline outgoing pull_frame(int32_t worker, int64_t min_version) {
   return o;
 }
 
-/// A pull as the server's relay takes it.
+/// A pull as the server reads it.
 struct pull_request {
   int32_t shard = 0;
   int32_t worker = 0;

@@ -18,10 +18,11 @@
 // workers stub actors in place of the remote shards' handles: a worker
 // holds every shard as a shard_data_actor (protocol.hpp), the pulls and
 // pushes both a local shard and a stub answer, so the compiler checks what
-// a worker sends either way. A server session forwards each request to
-// the local shard actor as an ordinary CAF request, in arrival order, and
-// writes the replies back (they may come out of order: held pulls),
-// matched by request id.
+// a worker sends either way. A server session's reader thread puts each
+// request into the local shard actor's mailbox as a CAF request whose id
+// is the frame's, in arrival order; the shard's reply is written back from
+// the shard's thread (replies may come out of order: held pulls), matched
+// by request id.
 //
 // Frames: a 48-byte header (data_frame), then `count` floats (push,
 // values, rows), `count` row ids (row_pull; row_push, whose count x dim
@@ -68,7 +69,9 @@ struct data_frame {
   int32_t shard = 0;
   int32_t worker = 0;
   int64_t tag = 0;
-  uint64_t id = 0;    ///< the request's id, echoed by its reply
+  /// The request's id, echoed by its reply: 1 to 2^60 - 1, as the server
+  /// makes it the id of the CAF request it hands its shard.
+  uint64_t id = 0;
   uint64_t count = 0;
   int64_t batch = -1; ///< push: the plan batch it was computed on
 };
@@ -97,10 +100,11 @@ class data_server_impl;
 class data_server {
 public:
   /// Listens on host:port (port 0: one from the kernel); the error names
-  /// the address. Requests wait for the shard actor at most `timeout`.
+  /// the address. A request waits for its shard as long as the shard
+  /// takes: a shard answers every request (a pull it holds within its
+  /// `hold`), and the peer's own request timeout bounds its wait.
   static caf::expected<std::shared_ptr<data_server>>
-  start(caf::actor_system& sys, const std::string& host, uint16_t port,
-        caf::timespan timeout);
+  start(caf::actor_system& sys, const std::string& host, uint16_t port);
 
   ~data_server();
 
@@ -149,6 +153,20 @@ public:
   /// rows other than those asked for (by number), break the connection.
   shard_data_actor stub(int32_t shard, uint64_t size,
                         std::vector<int> row_dims = {});
+
+  /// Sends a push, a row push or a replica op for shard `shard` (made a
+  /// stub of first: its size and tables) on behalf of actor `to`, with no
+  /// stub in between: a primary shard forwarding to its replica saves
+  /// two hand-offs between threads per push. The answer comes to `to` as
+  /// (data_atom, id, push_ack) or (data_atom, id, caf::error), also when
+  /// the connection breaks with the request open. The request's id
+  /// (unique in this process), or why it did not leave (the connection is
+  /// gone, or the push does not fit the shard's tables).
+  caf::expected<uint64_t> send(int32_t shard, gradient_push g,
+                               const caf::actor& to);
+  caf::expected<uint64_t> send(int32_t shard, row_push p, const caf::actor& to);
+  caf::expected<uint64_t> send(int32_t shard, const replica_op& op,
+                               const caf::actor& to);
 
   /// Whether the connection is up (false before it is and after it broke).
   bool connected() const;

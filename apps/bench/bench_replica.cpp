@@ -55,8 +55,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
   auto replica = sys.spawn(shard_impl, shard_of(o, true));
-  auto data = data_server::start(sys, "127.0.0.1", 0,
-                                 std::chrono::seconds(600));
+  auto data = data_server::start(sys, "127.0.0.1", 0);
   uint16_t port = data ? (*data)->port() : uint16_t{0};
   if (::write(ready_fd, &port, sizeof(port)) != sizeof(port) || port == 0)
     return 1;

@@ -60,8 +60,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   so.sparse.type = sparse_optimizer_config::kind::adagrad;
   so.sparse.learning_rate = 0.05;
   auto shard = sys.spawn(shard_impl, std::move(so));
-  auto data = data_server::start(sys, "127.0.0.1", 0,
-                                 std::chrono::seconds(120));
+  auto data = data_server::start(sys, "127.0.0.1", 0);
   uint16_t port = data ? (*data)->port() : uint16_t{0};
   if (::write(ready_fd, &port, sizeof(port)) != sizeof(port) || port == 0)
     return 1;

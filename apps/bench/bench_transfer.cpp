@@ -48,8 +48,7 @@ int serve(size_t floats, int ready_fd, const std::string& tls_dir,
   shard_actor shard = sys.spawn(shard_impl, std::move(so));
   caf::anon_send(shard, join_atom_v, int32_t{0});
   auto port = publish_on(sys, shard, "127.0.0.1", 0);
-  auto data = data_server::start(sys, "127.0.0.1", 0,
-                                 std::chrono::seconds(120));
+  auto data = data_server::start(sys, "127.0.0.1", 0);
   uint16_t p[2] = {port ? *port : uint16_t{0},
                    data ? (*data)->port() : uint16_t{0}};
   if (::write(ready_fd, p, sizeof(p)) != sizeof(p) || p[0] == 0 || p[1] == 0)

@@ -24,6 +24,8 @@ public:
   }
 
   int total() const { return total_; }
+  /// Restarts within the window that ended at the last allowed one.
+  int recent() const { return static_cast<int>(times_.size()); }
   int max_restarts() const { return max_; }
   double window() const { return window_; }
 

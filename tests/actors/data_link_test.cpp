@@ -37,7 +37,7 @@ struct served_shard {
     caf::scoped_actor self{*f.sys};
     self->request(shard, 5s, join_atom_v, int32_t{0})
       .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0, 5s);
+    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
     server->serve(0, shard, 3);
@@ -107,6 +107,7 @@ BOOST_AUTO_TEST_CASE(a_malformed_frame_closes_only_its_own_connection) {
   // A header that announces 2^40 floats: refused before any allocation.
   data_frame bad;
   bad.op = data_frame::push;
+  bad.id = 1;
   bad.count = uint64_t{1} << 40;
   BOOST_REQUIRE(::send(fd, &bad, sizeof(bad), 0) == sizeof(bad));
   char byte;
@@ -157,7 +158,7 @@ BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
   // Nothing listens: the first request fails, naming the address.
   uint16_t port = 0;
   {
-    auto gone = data_server::start(*s.f.sys, "127.0.0.1", 0, 5s);
+    auto gone = data_server::start(*s.f.sys, "127.0.0.1", 0);
     BOOST_REQUIRE(gone);
     port = (*gone)->port();
   }
@@ -217,7 +218,7 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
   // machine, so the bind fails at once.
   cluster_fixture f;
   secure_links(*f.sys, nullptr, true); // --insecure: plaintext may go there
-  auto s = data_server::start(*f.sys, "192.0.2.1", 0, 5s);
+  auto s = data_server::start(*f.sys, "192.0.2.1", 0);
   BOOST_REQUIRE(!s);
   BOOST_TEST((s.error() == errc::invalid_config)); // bad input: exit 2
   BOOST_TEST(describe(s.error()).find("cannot listen for the data plane on "
@@ -228,7 +229,7 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
 BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) {
   cluster_fixture f;
   for (auto host : {"0.0.0.0", "192.0.2.1", "cluster-head"}) {
-    auto s = data_server::start(*f.sys, host, 0, 5s);
+    auto s = data_server::start(*f.sys, host, 0);
     BOOST_REQUIRE(!s);
     BOOST_TEST((s.error() == errc::invalid_config));
     BOOST_TEST(describe(s.error()).find(std::string{"on "} + host
@@ -236,15 +237,23 @@ BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) 
                  != std::string::npos,
                describe(s.error()));
   }
-  auto local = data_server::start(*f.sys, "localhost", 0, 5s);
+  auto local = data_server::start(*f.sys, "localhost", 0);
   BOOST_TEST(static_cast<bool>(local), troupe::test::why(local));
 }
 
 BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
   data_frame f;
   f.op = data_frame::pull;
+  f.id = 1;
   BOOST_TEST(check_frame(f, true).empty());
   BOOST_TEST(!check_frame(f, false).empty()); // a request sent to a client
+  // A request's id becomes a CAF request id on the server: 1 to 2^60 - 1.
+  f.id = 0;
+  BOOST_TEST(check_frame(f, true).find("request id 0") != std::string::npos);
+  f.id = uint64_t{1} << 60;
+  BOOST_TEST(check_frame(f, true).find("request id") != std::string::npos);
+  f.id = (uint64_t{1} << 60) - 1;
+  BOOST_TEST(check_frame(f, true).empty());
   f.magic = 0;
   BOOST_TEST(check_frame(f, true).find("bad magic") != std::string::npos);
   f.magic = data_frame::magic_value;

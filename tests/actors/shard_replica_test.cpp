@@ -1,8 +1,8 @@
 // A primary shard keeps its replica in step (cluster.shard_replicas), in
 // one process and over the data plane on 127.0.0.1: the replica's copy is
 // built while pushes go on, is bitwise the primary's once in step, holds
-// every push the primary has acknowledged, and a lost replica is dropped
-// without holding the primary's pushes up.
+// every push the primary has acknowledged, and a lost replica, or one that
+// stops answering, is dropped without holding the primary's pushes up.
 #include "actors/shard.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -207,7 +207,7 @@ BOOST_AUTO_TEST_CASE(a_replica_copied_mid_run_stays_bitwise_in_step) {
 
 BOOST_AUTO_TEST_CASE(a_replica_over_the_data_plane_and_its_loss) {
   pair_of_shards p;
-  auto server = data_server::start(*p.f.sys, "127.0.0.1", 0, 5s);
+  auto server = data_server::start(*p.f.sys, "127.0.0.1", 0);
   BOOST_REQUIRE_MESSAGE(server, troupe::test::why(server));
   (*server)->serve(0, p.replica, 1000, {dim});
   for (int k = 0; k < 30; ++k)
@@ -234,6 +234,107 @@ BOOST_AUTO_TEST_CASE(a_replica_over_the_data_plane_and_its_loss) {
   BOOST_TEST(d.version == 52);
   BOOST_TEST(p.stats(p.primary).replica
              == static_cast<int8_t>(replica_state::none));
+}
+
+/// A replica that takes every request and answers none: a node that hangs
+/// with its connection open. What it took stays held here.
+shard_data_actor::behavior_type silent_replica(
+  shard_data_actor::stateful_pointer<std::vector<caf::response_promise>> self) {
+  auto hold = [=](auto promise) {
+    self->state.push_back(static_cast<caf::response_promise&>(promise));
+    return promise;
+  };
+  return {
+    [=](pull_atom, int32_t, int64_t) {
+      return hold(self->make_response_promise<float_block>());
+    },
+    [=](push_atom, const gradient_push&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+    [=](pull_atom, const row_request&) {
+      return hold(self->make_response_promise<row_block>());
+    },
+    [=](push_atom, const row_push&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+    [=](replicate_atom, const replica_op&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+  };
+}
+
+/// A primary whose replica (in this process, or behind a data server)
+/// takes its ops and answers none gives it up after its replica timeout,
+/// and answers the push that waited for it.
+void silent_replica_is_dropped(bool over_the_data_plane) {
+  cluster_fixture f;
+  caf::scoped_actor self{*f.sys};
+  auto o = options(false);
+  o.replica_timeout = 300ms;
+  shard_actor primary = f.sys->spawn(shard_impl, o);
+  auto silent = f.sys->spawn(silent_replica);
+  self->request(primary, 5s, join_atom_v, int32_t{0})
+    .receive([](int64_t) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  std::shared_ptr<data_server> server;
+  if (over_the_data_plane) {
+    auto started = data_server::start(*f.sys, "127.0.0.1", 0);
+    BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
+    server = *started;
+    server->serve(0, silent, 1000, {dim});
+    auto address = "127.0.0.1:" + std::to_string(server->port());
+    self->request(primary, 5s, replicate_atom_v, shard_data_actor{}, address)
+      .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  } else {
+    self->request(primary, 5s, replicate_atom_v, silent, std::string{})
+      .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  }
+  // The table is empty: the copy is sent at once, and from now on pushes
+  // wait for the replica. This one is answered once it is given up.
+  auto began = std::chrono::steady_clock::now();
+  self
+    ->request(primary, 5s, push_atom_v,
+              gradient_push::of(0, 0, 0, std::vector<float>(1000, 0.1f), 0))
+    .receive([](push_ack& a) { BOOST_TEST(a.version == 1); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto waited = std::chrono::steady_clock::now() - began;
+  BOOST_TEST((waited >= 250ms));
+  BOOST_TEST((waited < 4s));
+  std::pair<int64_t, std::string> news{-2, "none within 5 s"};
+  self->receive(
+    [&](replicate_atom, int32_t, int64_t v, std::string& text) {
+      news = {v, std::move(text)};
+    },
+    caf::after(5s) >> [] {});
+  BOOST_TEST(news.first == -1);
+  BOOST_TEST(news.second.find("did not answer within 300 ms")
+               != std::string::npos,
+             news.second);
+  // Alone now: the next push waits for nobody.
+  began = std::chrono::steady_clock::now();
+  self
+    ->request(primary, 5s, push_atom_v,
+              gradient_push::of(0, 0, 1, std::vector<float>(1000, 0.1f), 1))
+    .receive([](push_ack& a) { BOOST_TEST(a.version == 2); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST((std::chrono::steady_clock::now() - began < 2s));
+  self->request(primary, 5s, stats_atom_v)
+    .receive(
+      [](shard_stats& s) {
+        BOOST_TEST(s.replica == static_cast<int8_t>(replica_state::none));
+      },
+      [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  self->send_exit(primary, caf::exit_reason::user_shutdown);
+  if (server)
+    server->stop();
+  self->send_exit(silent, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_that_stops_answering_is_dropped) {
+  silent_replica_is_dropped(false);
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_node_that_hangs_is_dropped) {
+  silent_replica_is_dropped(true);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

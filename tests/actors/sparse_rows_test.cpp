@@ -68,7 +68,7 @@ struct spread_table {
     handles.assign(actors.begin(), actors.end());
     if (!wire)
       return;
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0, 5s);
+    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
     client = data_client::open(*f.sys, "127.0.0.1", server->port(), 5s);

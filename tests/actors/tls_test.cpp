@@ -94,7 +94,7 @@ struct tls_served_shard {
     caf::scoped_actor self{*f.sys};
     self->request(shard, 5s, join_atom_v, int32_t{0})
       .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0, 5s);
+    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
     BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
     server = *s;
     server->serve(0, shard, n);

@@ -99,6 +99,7 @@ struct basp_fixture {
 template <class Message>
 Message through_frame(Message m, data_frame* head = nullptr) {
   auto o = data_wire::request_frame(m);
+  o.head.id = 1; // set by the stub that sends it
   BOOST_TEST(o.head.op == data_wire::op_of<Message>);
   // The header passes the check of the end that receives it.
   bool request = o.head.op == data_frame::push

@@ -65,7 +65,7 @@ struct world {
     self->request(shard, 5s, join_atom_v, int32_t{0})
       .receive([](int64_t) {}, [](caf::error&) {});
     // A short relay timeout: a request the shard sits on ends quickly.
-    auto s = data_server::start(*sys, "127.0.0.1", 0, 1s);
+    auto s = data_server::start(*sys, "127.0.0.1", 0);
     if (!s)
       std::abort(); // nothing to fuzz without a server
     server = *s;
