@@ -66,15 +66,38 @@ caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
   return out->promise;
 }
 
-/// Answers every parked pull that has become ready.
+/// Whether a worker's pull for `min_version` may be answered now. In
+/// sync mode with a replica in step, also only once the replica has
+/// answered every update applied here: a worker that saw an update its
+/// replica lacks would build the next one on it, and a takeover would
+/// leave that shard two updates behind the others. (A push already waits
+/// for the replica before it is acknowledged; this makes a pull wait as
+/// long.)
+bool pull_ready(self_ptr self, int32_t worker, int64_t min_version) {
+  auto& st = self->state;
+  if (!st.block->pull_ready(worker, min_version))
+    return false;
+  return st.block->opts().mode != consistency_mode::sync
+         || !shard_ops::pushes_wait(self)
+         || st.rep.version >= st.block->version();
+}
+
+} // namespace
+
+namespace shard_ops {
+
 void serve_parked(self_ptr self) {
   take_if(self->state.parked, [&](shard_state::parked_pull& p) {
-    if (!self->state.block->pull_ready(p.worker, p.min_version))
+    if (!pull_ready(self, p.worker, p.min_version))
       return false;
     p.promise.deliver(answer(self, p.worker));
     return true;
   });
 }
+
+} // namespace shard_ops
+
+namespace {
 
 /// Table `t` of the shard, or the error that names what is wrong with the
 /// request.
@@ -239,7 +262,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     [=](leave_atom, int32_t worker) { leave(self, worker); },
     [=](pull_atom, int32_t worker,
         int64_t min_version) -> caf::result<float_block> {
-      if (worker < 0 || self->state.block->pull_ready(worker, min_version))
+      if (worker < 0 || pull_ready(self, worker, min_version))
         return answer(self, worker);
       auto promise = self->make_response_promise<float_block>();
       auto& st = self->state;

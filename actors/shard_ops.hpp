@@ -67,6 +67,9 @@ inline bool pushes_wait(self_ptr self) {
   return replicating(self) && self->state.rep.pushes_wait;
 }
 
+/// Answers every parked pull that has become ready.
+void serve_parked(self_ptr self);
+
 /// The answer to request `id` on the data plane's connection to the
 /// replica (data_client::send).
 void replica_answered(self_ptr self, uint64_t id, caf::expected<push_ack> a);

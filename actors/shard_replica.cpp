@@ -43,6 +43,7 @@ void drop(self_ptr self, const std::string& why) {
   r.unanswered.clear();
   for (auto& op : unanswered)
     op.done(false);
+  serve_parked(self); // sync pulls no longer wait for it
 }
 
 /// Asks for a check once the oldest unanswered op will have waited the
@@ -73,10 +74,12 @@ void answer(self_ptr self, uint64_t seq, caf::expected<push_ack> a) {
   r.unanswered.erase(it);
   if (r.generation == op.generation) {
     --r.lag;
-    if (a)
+    if (a) {
       r.version = a->version;
-    else if (!op.taken || *op.taken)
+      serve_parked(self); // a sync pull may wait for the replica
+    } else if (!op.taken || *op.taken) {
       drop(self, "the replica did not take an update: " + describe(a.error()));
+    }
   }
   op.done(static_cast<bool>(a));
 }

@@ -59,7 +59,8 @@ std::string kill_a_shard_node(running_cluster& cluster, long step,
   if (batches)
     BOOST_TEST(versions == (std::vector<long>(3, steps)), out);
   else // sync: the shard whose last update had not reached its replica
-       // stays an update behind (its workers pull it per shard)
+       // stays an update behind (its workers pull it per shard), never
+       // two: a sync pull waits until the replica holds every update
     BOOST_TEST(*std::max_element(versions.begin(), versions.end())
                    - *std::min_element(versions.begin(), versions.end())
                  <= 1,
