@@ -391,7 +391,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       }
       s.follower = st.follower;
       s.replica = static_cast<int8_t>(st.rep.state);
-      s.replica_lag = st.rep.lag;
+      s.replica_lag = st.rep.lag();
       s.replica_rows = st.rep.rows;
       s.replica_version = st.rep.version;
       return s;

@@ -12,6 +12,7 @@
 // `hold`, never a stream of pulls.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -74,7 +75,6 @@ struct replication {
   uint64_t next_row = 0;      ///< and row there
   int64_t rows = 0;           ///< rows copied
   int chunks_out = 0;         ///< chunks sent, not yet answered
-  int64_t lag = 0;            ///< ops sent, not yet answered
   /// Every op sent and not yet answered, in the order sent, whatever its
   /// generation: what runs with its answer. A replica that answers none
   /// for the replica timeout is dropped.
@@ -89,6 +89,14 @@ struct replication {
   std::deque<unanswered_op> unanswered;
   uint64_t sent = 0;          ///< ops sent, each generation together
   bool check_pending = false; ///< a check of the oldest is on its way
+  /// Ops of this generation sent and not yet answered (a new copy's
+  /// count starts afresh).
+  int64_t lag() const {
+    return std::count_if(unanswered.begin(), unanswered.end(),
+                         [&](const unanswered_op& op) {
+                           return op.generation == generation;
+                         });
+  }
   int64_t version = -1;       ///< the replica's, as of its last answer
   std::chrono::steady_clock::time_point began;
 };

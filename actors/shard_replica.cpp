@@ -73,7 +73,6 @@ void answer(self_ptr self, uint64_t seq, caf::expected<push_ack> a) {
   auto op = std::move(*it);
   r.unanswered.erase(it);
   if (r.generation == op.generation) {
-    --r.lag;
     if (a) {
       r.version = a->version;
       serve_parked(self); // a sync pull may wait for the replica
@@ -96,7 +95,6 @@ void send_taken(self_ptr self, std::shared_ptr<const bool> taken,
                 std::function<void(bool)> done, Atom atom, Op x) {
   auto& r = self->state.rep;
   auto seq = ++r.sent;
-  ++r.lag;
   r.unanswered.push_back({seq, 0, self->clock().now(), r.generation,
                           std::move(taken), std::move(done)});
   watch(self);
@@ -211,7 +209,6 @@ void set_replica(self_ptr self, shard_data_actor to,
     return;
   r.to = std::move(to);
   r.link = std::move(link);
-  r.lag = 0;
   r.version = -1;
   start_copy(self);
 }
@@ -243,7 +240,6 @@ void start_copy(self_ptr self) {
   r.next_row = 0;
   r.rows = 0;
   r.chunks_out = 0;
-  r.lag = 0; // answers of the copy before no longer count
   r.began = std::chrono::steady_clock::now();
   send(
     self, [](bool) {}, replicate_atom_v, image_op(self));
