@@ -65,6 +65,15 @@ struct deterministic_chief : deterministic_system {
   }
 };
 
+/// The summary of an async run of 8 epochs of 16 batches: every shard's
+/// version is the batches it applied, each once, moves or not, and every
+/// sample trained once per epoch.
+void every_batch_once(const cluster_summary& s) {
+  BOOST_TEST(s.steps == 8 * 16);
+  BOOST_TEST(s.version == s.steps);
+  BOOST_TEST(s.epoch_samples == std::vector<int64_t>(8, 256));
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(chief_phases)
@@ -197,11 +206,7 @@ BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
     self->receive([&](std::string& text) { texts.push_back(text); },
                   [&](cluster_summary& s) {
                     summarised = true;
-                    // async: every shard's version is the batches it
-                    // applied, each once, moves or not.
-                    BOOST_TEST(s.steps == 8 * 16);
-                    BOOST_TEST(s.version == s.steps);
-                    BOOST_TEST(s.epoch_samples == std::vector<int64_t>(8, 256));
+                    every_batch_once(s);
                   },
                   [&](caf::error& err) { refusal = describe(err); });
   BOOST_TEST(summarised);
@@ -250,9 +255,7 @@ BOOST_AUTO_TEST_CASE(
     self->receive([&](bool) {}, [&](std::string&) { BOOST_ERROR("moved"); },
                   [&](cluster_summary& s) {
                     summarised = true;
-                    BOOST_TEST(s.steps == 8 * 16);
-                    BOOST_TEST(s.version == s.steps);
-                    BOOST_TEST(s.epoch_samples == std::vector<int64_t>(8, 256));
+                    every_batch_once(s);
                   },
                   [&](caf::error& err) { refusal = describe(err); });
   BOOST_TEST(summarised);
