@@ -71,12 +71,16 @@ reachable_shards(self_ptr self, const std::vector<shard_actor>& shards,
 /// The layout of an external model's tensors as the chief sent it with a
 /// worker; an error names what the message got wrong.
 caf::expected<param_layout> layout_of(const worker_spawn& w) {
-  if (w.tensor_names.empty() || w.tensor_names.size() != w.tensor_dims.size())
+  if (w.tensor_names.empty() || w.tensor_names.size() != w.tensor_dims.size()
+      || (!w.buffer_dtypes.empty()
+          && w.buffer_dtypes.size() != w.tensor_names.size()))
     return make_error(errc::invalid_argument,
                       "worker placement: an external model's worker needs "
                       "its tensors, got "
                         + std::to_string(w.tensor_names.size()) + " names and "
-                        + std::to_string(w.tensor_dims.size()) + " shapes");
+                        + std::to_string(w.tensor_dims.size()) + " shapes and "
+                        + std::to_string(w.buffer_dtypes.size())
+                        + " buffer dtypes");
   param_layout layout;
   for (size_t i = 0; i < w.tensor_names.size(); ++i) {
     if (layout.find(w.tensor_names[i]) != nullptr)
@@ -88,7 +92,12 @@ caf::expected<param_layout> layout_of(const worker_spawn& w) {
         return make_error(errc::invalid_argument,
                           "worker placement: tensor " + w.tensor_names[i]
                             + " has a negative dimension");
-    layout.add(w.tensor_names[i], w.tensor_dims[i]);
+    bool buffer = !w.buffer_dtypes.empty() && !w.buffer_dtypes[i].empty();
+    if (buffer)
+      layout.add_buffer(w.tensor_names[i], w.tensor_dims[i],
+                        w.buffer_dtypes[i]);
+    else
+      layout.add(w.tensor_names[i], w.tensor_dims[i]);
   }
   if (w.bounds.empty() || w.bounds.back() != layout.total())
     return make_error(
@@ -141,6 +150,16 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.stale_lr = cfg.cluster.stale_lr;
       so.block.stale_momentum = cfg.cluster.stale_momentum;
       so.block.elastic_rate = cfg.cluster.elastic_rate();
+      if (s.buffers.size() % 2 != 0)
+        return make_error(errc::invalid_argument,
+                          "shard placement: buffer bounds come in pairs");
+      for (size_t k = 0; k + 1 < s.buffers.size(); k += 2) {
+        if (s.buffers[k] > s.buffers[k + 1]
+            || s.buffers[k + 1] > s.state.values.size())
+          return make_error(errc::invalid_argument,
+                            "shard placement: a buffer outside the slice");
+        so.block.buffers.push_back(flat_range{s.buffers[k], s.buffers[k + 1]});
+      }
       so.initial = s.state.values;
       so.tables = embedding_tables(cfg.model);
       so.sparse = cfg.training.sparse_optimizer;

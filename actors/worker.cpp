@@ -315,7 +315,11 @@ bool compute(self_ptr self) {
     auto loss = st.opts.external->step(st.pulled, st.lease.samples,
                                        st.grads->data());
     if (!loss) {
-      fail(self, make_error(errc::worker_failed,
+      // A result the step's contract refuses is kept as such: the chief
+      // ends the run instead of restarting the worker.
+      fail(self, make_error(loss.error() == errc::bad_step
+                              ? errc::bad_step
+                              : errc::worker_failed,
                             "worker " + std::to_string(st.opts.id)
                               + ": step " + std::to_string(st.clock) + ": "
                               + describe(loss.error())));

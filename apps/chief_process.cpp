@@ -41,7 +41,9 @@ int run_chief_node(run_config cfg, chief_process what,
   apply_link_security(sys, std::move(guard), links);
   std::cout << "run: " << cfg.name << " (" << what.config_path << "), "
             << to_string(cfg.cluster.consistency) << ", " << cfg.cluster.workers
-            << " workers, " << cfg.cluster.shards << " shards, "
+            << (cfg.cluster.workers == 1 ? " worker, " : " workers, ")
+            << cfg.cluster.shards
+            << (cfg.cluster.shards == 1 ? " shard, " : " shards, ")
             << (cl.distributed()
                   ? "chief of " + std::to_string(cl.nodes.size()) + " nodes"
                   : std::string{"embedded"})
@@ -77,6 +79,7 @@ int run_chief_node(run_config cfg, chief_process what,
   opts.listen = what.listen;
   opts.external = std::move(what.external);
   opts.evaluate = std::move(what.evaluate);
+  opts.words = std::move(what.words);
   auto data_plane = opts.data_plane;
   // Bound before the run starts, so a taken port fails the command at once.
   auto slot = std::make_shared<chief_slot>();

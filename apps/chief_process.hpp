@@ -13,6 +13,7 @@
 #include "apps/link_options.hpp"
 #include "apps/stop_signals.hpp"
 #include "models/external_step.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/config/config.hpp"
 
 namespace troupe {
@@ -29,6 +30,9 @@ struct chief_process {
   /// An external model's step and evaluation (the Python module).
   external_step_factory external;
   external_evaluator evaluate;
+  /// How the hints say "start over" and "train further" (the Python
+  /// module's arguments in Python).
+  restart_words words;
 };
 
 /// Runs the run of `cfg` as its chief until it ends; the first signal

@@ -361,7 +361,7 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   // It does not listen: its address is the one the chief sees it at.
   auto host = local_address_toward(addr->first, addr->second);
   std::cout << "joining the cluster at " << opts.chief_address << " with "
-            << opts.workers << " workers on "
+            << opts.workers << (opts.workers == 1 ? " worker on " : " workers on ")
             << cfg->training.device.to_string() << std::endl;
   // It holds no shards, so it serves no data plane.
   chief_place where{addr->first, addr->second,

@@ -31,9 +31,32 @@ std::string shape_text(const shape& dims) {
   return out.str();
 }
 
+/// The NumPy dtype of a buffer's safetensors dtype.
+py::dtype numpy_dtype(const std::string& dtype) {
+  static const std::pair<const char*, const char*> names[] = {
+    {"F64", "float64"}, {"F32", "float32"}, {"I64", "int64"},
+    {"I32", "int32"},   {"I16", "int16"},   {"I8", "int8"},
+    {"U8", "uint8"},    {"BOOL", "bool"}};
+  for (auto& [st, np] : names)
+    if (dtype == st)
+      return py::dtype(np);
+  return py::dtype::of<float>();
+}
+
 /// Tensor `t` as a read-only NumPy view of the block that holds it, or of
-/// a gathered copy; the array keeps what it views alive.
+/// a gathered copy; the array keeps what it views alive. A buffer of
+/// another dtype than float32 comes as a copy in its own dtype (an int64
+/// num_batches_tracked as int64), so load_state_dict takes it as it is.
 py::array view_of(const pulled_params& p, const tensor_slot& t) {
+  if (t.buffer && t.dtype != "F32") {
+    std::vector<float> scratch;
+    const float* at = p.tensor(t, scratch);
+    std::vector<py::ssize_t> dims(t.dims.begin(), t.dims.end());
+    py::array_t<float> floats(dims, at);
+    py::array a = floats.attr("astype")(numpy_dtype(t.dtype));
+    a.attr("setflags")(py::arg("write") = false);
+    return a;
+  }
   std::shared_ptr<const void> keep = p.block_holding(t);
   const float* at = nullptr;
   if (keep) {
@@ -80,6 +103,37 @@ std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
   // Contiguous arrays are read in place; others are copied once here.
   auto c = py::array_t<float, py::array::c_style>::ensure(a);
   std::memcpy(out, c.data(), t.size * sizeof(float));
+  return {};
+}
+
+/// What a step returned for buffer `t` (its value after the step, of any
+/// real dtype) as the change the shards subtract: `before` - new, into
+/// `out`; or what is wrong with it.
+std::string take_buffer(py::handle value, const tensor_slot& t,
+                        const float* before, float* out) {
+  py::object v = py::reinterpret_borrow<py::object>(value);
+  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
+    v = v.attr("detach")().attr("cpu")().attr("numpy")();
+  if (!py::isinstance<py::array>(v) && py::hasattr(v, "dtype"))
+    v = py::array::ensure(v);
+  if (!py::isinstance<py::array>(v))
+    return "the value of buffer " + t.name + " is a "
+           + std::string{py::str(py::type::of(v).attr("__name__"))}
+           + ", not a NumPy array or a torch tensor";
+  auto a = py::reinterpret_borrow<py::array>(v);
+  auto kind = a.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+    return "the value of buffer " + t.name + " has dtype "
+           + std::string{py::str(a.dtype())} + ", not a number";
+  shape got(a.shape(), a.shape() + a.ndim());
+  if (got != t.dims)
+    return "the value of buffer " + t.name + " has shape " + shape_text(got)
+           + ", expected " + shape_text(t.dims);
+  auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::
+    ensure(a);
+  const double* now = d.data();
+  for (size_t i = 0; i < t.size; ++i)
+    out[i] = static_cast<float>(static_cast<double>(before[i]) - now[i]);
   return {};
 }
 
@@ -130,10 +184,19 @@ public:
                         "the model's tensor names");
       auto tuple = py::reinterpret_borrow<py::tuple>(result);
       auto given = py::reinterpret_borrow<py::dict>(tuple[0]);
+      std::vector<float> scratch;
       for (auto& t : p.layout->tensors()) {
         if (!given.contains(py::str(t.name)))
-          return refuse("the gradients name no tensor " + t.name);
-        auto why = take_gradient(given[py::str(t.name)], t, grads + t.offset);
+          return refuse(t.buffer ? "the gradients give no value for buffer "
+                                     + t.name
+                                     + " (a buffer's entry is its value "
+                                       "after the step: add "
+                                       "dict(model.named_buffers()))"
+                                 : "the gradients name no tensor " + t.name);
+        auto value = given[py::str(t.name)];
+        auto why = t.buffer ? take_buffer(value, t, p.tensor(t, scratch),
+                                          grads + t.offset)
+                            : take_gradient(value, t, grads + t.offset);
         if (!why.empty())
           return refuse(why);
       }
@@ -154,15 +217,20 @@ public:
       // exception.
       std::cerr << "worker " << worker_ << ": the step function raised:\n"
                 << e.what() << std::endl;
-      return refuse("the step function raised " + first_line(e));
+      // An exception may be a passing one (a file, memory): the chief
+      // restarts the worker.
+      return make_error(errc::worker_failed,
+                        "the step function raised " + first_line(e));
     } catch (const py::cast_error& e) {
       return refuse(std::string{"its result: "} + e.what());
     }
   }
 
 private:
+  /// A result the contract refuses: the same step returns it again, so
+  /// the run ends with it (errc::bad_step) instead of restarting.
   caf::error refuse(const std::string& why) const {
-    return make_error(errc::worker_failed, why);
+    return make_error(errc::bad_step, why);
   }
 
   int32_t worker_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <condition_variable>
+#include <deque>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -23,13 +24,18 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/protocol/system_config.hpp"
+#include "actors/timing.hpp"
+#include "apps/chief_metrics.hpp"
 #include "apps/chief_process.hpp"
 #include "apps/link_options.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "apps/node_process.hpp"
 #include "apps/stop_signals.hpp"
 #include "python/python_step.hpp"
+#include "runtime/base/build_config.hpp"
 #include "runtime/base/errc.hpp"
+#include "runtime/base/host_port.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
 
@@ -48,20 +54,63 @@ void check_step(const py::object& step) {
                          "(gradients, loss_sum)");
 }
 
+/// The arguments of train() and run_node() that change the run as
+/// troupe-node's flags do.
+struct run_arguments {
+  py::object resume = py::none(); ///< None: the config's (resume by default)
+  bool fresh = false;
+  int64_t epochs = -1, max_steps = -1;
+};
+
+/// The hints' words for a Python caller: its arguments, not the flags.
+troupe::restart_words python_words() {
+  return {"fresh=True", "epochs= or max_steps=",
+          "another /training/checkpoint/dir"};
+}
+
 /// What train() and run_node() both start from: a callable `step`, and
-/// the config (and its text) of a run of an external model. `caller`
-/// names the function in the errors.
+/// the config (and its text) of a run of an external model, as `args`
+/// change it. `caller` names the function in the errors.
 std::pair<std::string, troupe::run_config>
 external_run(const std::string& config_path, const py::object& step,
-             const std::string& caller) {
+             const std::string& caller, const run_arguments& args) {
   using namespace troupe;
   check_step(step);
+  bool resume = !args.resume.is_none() && args.resume.cast<bool>();
+  if (resume && args.fresh)
+    throw py::value_error(caller + ": resume=True and fresh=True exclude "
+                                   "each other");
+  if (args.epochs == 0 || args.epochs < -1)
+    throw py::value_error(caller + ": epochs must be at least 1, got "
+                          + std::to_string(args.epochs));
+  if (args.max_steps < -1)
+    throw py::value_error(caller + ": max_steps must be >= 0, got "
+                          + std::to_string(args.max_steps));
   auto text = read_config_text(config_path);
+  if (!text)
+    raise(text.error());
+  std::vector<config_setting> settings;
+  if (args.epochs > 0)
+    settings.push_back({"/training/epochs", std::to_string(args.epochs)});
+  if (args.max_steps >= 0)
+    settings.push_back({"/training/max_steps",
+                        std::to_string(args.max_steps)});
+  text = apply_settings(*text, config_path, settings);
   if (!text)
     raise(text.error());
   auto cfg = parse_run_config(*text, config_path, config_folder(config_path));
   if (!cfg)
     raise(cfg.error());
+  if (resume || args.fresh) {
+    if (cfg->training.checkpoint.dir.empty())
+      throw std::runtime_error(
+        caller + ": " + (args.fresh ? "fresh=True" : "resume=True")
+        + ": the run keeps no checkpoints (give /training/checkpoint/dir "
+          "in " + config_path + ")");
+    cfg->training.checkpoint.resume = resume;
+  } else if (!args.resume.is_none()) { // resume=False: as fresh=True
+    cfg->training.checkpoint.resume = false;
+  }
   text = with_base_dir(*text, *cfg);
   if (!text)
     raise(text.error());
@@ -72,6 +121,18 @@ external_run(const std::string& config_path, const py::object& step,
                              + std::string{to_string(cfg->model.type)}
                              + "\" itself");
   return {std::move(*text), std::move(*cfg)};
+}
+
+/// "HOST:PORT" for `what` (listen=, metrics_listen=), or none for "".
+std::optional<std::pair<std::string, uint16_t>>
+address_of(const std::string& text, const std::string& what) {
+  if (text.empty())
+    return std::nullopt;
+  auto at = what == "metrics_listen" ? troupe::parse_metrics_listen(text)
+                                     : troupe::parse_address(text, 0);
+  if (!at)
+    throw py::value_error(what + "=: " + troupe::describe(at.error()));
+  return *at;
 }
 
 /// The user's evaluate function (None: the run is not evaluated), taking
@@ -87,16 +148,56 @@ troupe::external_evaluator evaluator_of(py::object evaluate,
     std::make_shared<troupe::python::held_object>(std::move(evaluate)), turn);
 }
 
+/// Calls the user's progress function with each record the run made
+/// since the last call (a dict, as the metrics files' JSON lines); false
+/// once it raised, with the exception kept in `failed`.
+bool deliver_progress(const py::object& progress,
+                      std::deque<std::string>& records,
+                      std::optional<py::error_already_set>& failed) {
+  auto loads = py::module_::import("json").attr("loads");
+  for (; !records.empty(); records.pop_front()) {
+    if (failed)
+      continue;
+    try {
+      progress(loads(records.front()));
+    } catch (py::error_already_set& e) {
+      failed.emplace(std::move(e));
+      return false;
+    }
+  }
+  return true;
+}
+
 py::dict train(const std::string& config_path, py::object step,
-               py::object evaluate, bool quiet) {
+               py::object evaluate, bool quiet, py::object resume,
+               bool fresh, int64_t epochs, int64_t max_steps,
+               const std::string& listen, const std::string& metrics_listen,
+               const std::string& key, py::object progress) {
   using namespace troupe;
-  auto [text, cfg] = external_run(config_path, step, "train()");
+  run_arguments args{std::move(resume), fresh, epochs, max_steps};
+  auto [text, cfg] = external_run(config_path, step, "train()", args);
   auto turn = std::make_shared<std::mutex>();
   if (cfg.cluster.distributed())
     throw std::runtime_error(config_path
                              + ": /cluster/nodes: train() runs "
                                "the whole cluster in this process; leave "
                                "nodes out");
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
+    throw py::type_error("progress must be callable: progress(record), "
+                         "record a dict");
+  auto shell_at = address_of(listen, "listen");
+  auto metrics_at = address_of(metrics_listen, "metrics_listen");
+  // The shell's port admits only a process that proves the cluster key.
+  link_options links;
+  links.key_file = key;
+  std::shared_ptr<const link_guard> shell_guard;
+  if (shell_at) {
+    auto loaded = load_link_guard(links, &cfg.cluster, "",
+                                  key_use::make_if_missing);
+    if (!loaded)
+      raise(loaded.error());
+    shell_guard = *loaded;
+  }
   auto data = load_datasets(cfg.data);
   if (!data)
     raise(data.error());
@@ -105,51 +206,97 @@ py::dict train(const std::string& config_path, py::object step,
   opts.config_text = std::move(text);
   opts.data = std::make_shared<const train_test>(std::move(*data));
   opts.log = quiet ? nullptr : &std::cout;
+  opts.listen = shell_at;
+  opts.words = python_words();
   opts.external = python::python_steps(
     std::make_shared<python::held_object>(std::move(step)), turn);
   opts.evaluate = evaluator_of(std::move(evaluate), turn);
   bool opts_evaluated = static_cast<bool>(opts.evaluate);
   // The run goes on a thread of its own; this one, the interpreter's,
   // waits without the GIL (the workers take it for each step) and wakes
-  // every 100 ms to let Python see a signal: Ctrl-C stops the run as
+  // every 100 ms, or when a progress record comes, to let Python see a
+  // signal and to call `progress` here: Ctrl-C stops the run as
   // troupe-node's first SIGINT does (the chief winds it down, with a
-  // final checkpoint when the run has a folder), then raises here.
+  // final checkpoint when the run has a folder), then raises here, as
+  // does an exception in `progress`.
   caf::expected<cluster_summary> summary{caf::sec::none};
   std::mutex mtx;
   std::condition_variable cv;
   bool done = false, stop_wanted = false;
+  std::deque<std::string> records;
+  if (!progress.is_none())
+    opts.on_record = [&](const std::string& record) {
+      std::lock_guard<std::mutex> guard{mtx};
+      records.push_back(record);
+      cv.notify_all();
+    };
   chief_actor chief;
+  std::optional<caf::error> failed_start;
   std::thread runner{[&] {
     caf::actor_system_config sys_cfg;
     init_config(sys_cfg);
+    if (shell_at)
+      init_network(sys_cfg, opts.cfg.cluster);
     caf::actor_system sys{sys_cfg};
-    auto result = run_cluster(sys, std::move(opts), [&](const chief_actor& c) {
-      std::lock_guard<std::mutex> guard{mtx};
-      chief = c;
-      if (stop_wanted) // Ctrl-C came before the chief did
-        caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
-    });
+    if (shell_guard)
+      apply_link_security(sys, shell_guard, links);
+    auto slot = std::make_shared<chief_slot>();
+    std::unique_ptr<metrics_endpoint> metrics;
+    caf::expected<cluster_summary> result{caf::sec::none};
+    if (metrics_at) {
+      auto started = metrics_endpoint::start(
+        metrics_at->first, metrics_at->second,
+        chief_metrics(sys, slot, request_timeout(opts.cfg)));
+      if (started) {
+        metrics = std::move(*started);
+        if (opts.log)
+          *opts.log << "metrics: " << metrics->url() << std::endl;
+      } else {
+        result = started.error();
+      }
+    }
+    if (!metrics_at || metrics)
+      result = run_cluster(sys, std::move(opts), [&](const chief_actor& c) {
+        slot->set(c);
+        std::lock_guard<std::mutex> guard{mtx};
+        chief = c;
+        if (stop_wanted) // Ctrl-C came before the chief did
+          caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
+      });
+    slot->set({});
+    metrics.reset();
     std::lock_guard<std::mutex> guard{mtx};
     summary = std::move(result);
     chief = nullptr;
     done = true;
     cv.notify_all();
   }};
-  std::optional<py::error_already_set> interrupted;
+  std::optional<py::error_already_set> interrupted, progress_failed;
+  auto stop = [&](const char* why) {
+    std::lock_guard<std::mutex> guard{mtx};
+    stop_wanted = true;
+    if (chief)
+      caf::anon_send(chief, stop_atom_v, std::string{why});
+  };
   for (;;) {
+    std::deque<std::string> ready;
+    bool finished = false;
     {
       py::gil_scoped_release release;
       std::unique_lock<std::mutex> guard{mtx};
-      if (cv.wait_for(guard, std::chrono::milliseconds(100),
-                      [&] { return done; }))
-        break;
+      cv.wait_for(guard, std::chrono::milliseconds(100),
+                  [&] { return done || !records.empty(); });
+      ready.swap(records);
+      finished = done;
     }
+    if (!ready.empty()
+        && !deliver_progress(progress, ready, progress_failed))
+      stop("the progress function's exception");
+    if (finished)
+      break;
     if (!interrupted && PyErr_CheckSignals() != 0) {
       interrupted.emplace(); // takes the pending KeyboardInterrupt
-      std::lock_guard<std::mutex> guard{mtx};
-      stop_wanted = true;
-      if (chief)
-        caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
+      stop("Ctrl-C");
     }
   }
   {
@@ -158,6 +305,8 @@ py::dict train(const std::string& config_path, py::object step,
   }
   if (interrupted)
     throw std::move(*interrupted);
+  if (progress_failed)
+    throw std::move(*progress_failed);
   if (!summary)
     raise(summary.error());
   py::dict out;
@@ -199,9 +348,12 @@ int serve_as_node(const std::function<int(troupe::stop_signals&)>& serve) {
 /// the chief was lost, 2 for a bad config or key.
 int run_node(const std::string& config_path, const std::string& node,
              py::object step, py::object evaluate, const std::string& key,
-             bool insecure, const std::string& metrics_listen) {
+             bool insecure, const std::string& metrics_listen,
+             py::object resume, bool fresh, int64_t epochs,
+             int64_t max_steps) {
   using namespace troupe;
-  auto [text, cfg] = external_run(config_path, step, "run_node()");
+  run_arguments args{std::move(resume), fresh, epochs, max_steps};
+  auto [text, cfg] = external_run(config_path, step, "run_node()", args);
   auto& cl = cfg.cluster;
   if (!cl.distributed() || cl.node(node) == nullptr)
     throw std::runtime_error(
@@ -232,6 +384,7 @@ int run_node(const std::string& config_path, const std::string& node,
   auto turn = std::make_shared<std::mutex>();
   what.config_path = config_path;
   what.config_text = std::move(text);
+  what.words = python_words();
   what.evaluate = evaluator_of(std::move(evaluate), turn);
   what.external = python::python_steps(
     std::make_shared<python::held_object>(std::move(step)), turn);
@@ -271,16 +424,30 @@ int join(const std::string& chief_address, py::object step, int workers,
 
 PYBIND11_MODULE(_troupe, m) {
   m.doc() = "troupe's parameter servers with Python workers";
+  m.attr("__version__") = TROUPE_VERSION;
   m.def("train", &train, py::arg("config"), py::arg("step"), py::kw_only(),
         py::arg("evaluate") = py::none(), py::arg("quiet") = false,
+        py::arg("resume") = py::none(), py::arg("fresh") = false,
+        py::arg("epochs") = -1, py::arg("max_steps") = -1,
+        py::arg("listen") = "", py::arg("metrics_listen") = "",
+        py::arg("key") = "", py::arg("progress") = py::none(),
         "Trains the run of `config` (model.type \"external\") in this "
         "process, each worker calling step(params, samples) -> "
         "(gradients, loss_sum[, hits]) and the chief evaluate(params) -> "
-        "(accuracy, loss[, count]); returns the run's summary.");
+        "(accuracy, loss[, count]); returns the run's summary. fresh=True "
+        "starts over (the checkpoint folder's earlier runs set aside), "
+        "resume=True continues the newest checkpoint (the default when "
+        "there is one); epochs= and max_steps= override the config; "
+        "listen='HOST:PORT' opens troupe-shell's port (key= the cluster "
+        "key file), metrics_listen='HOST:PORT' Prometheus'; "
+        "progress(record) is called with each progress, worker and "
+        "evaluation record (a dict) on the calling thread.");
   m.def("run_node", &run_node, py::arg("config"), py::arg("node"),
         py::arg("step"), py::kw_only(), py::arg("evaluate") = py::none(),
         py::arg("key") = "", py::arg("insecure") = false,
-        py::arg("metrics_listen") = "",
+        py::arg("metrics_listen") = "", py::arg("resume") = py::none(),
+        py::arg("fresh") = false, py::arg("epochs") = -1,
+        py::arg("max_steps") = -1,
         "Runs node `node` of the cluster file `config` in this process, "
         "its workers calling step(params, samples) and, on the chief's "
         "node, the run's evaluations calling evaluate(params); returns "

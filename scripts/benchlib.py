@@ -116,7 +116,8 @@ def chief_summary(output):
     last ("<run> <mode> <workers> <shards> <steps> <epochs> <seconds>
     <examples/s> <test acc> <restarts>")."""
     row = output.strip().splitlines()[-1].split()
-    return float(row[7]), float(row[8])
+    # "-": the run was not evaluated
+    return float(row[7]), float("nan") if row[8] == "-" else float(row[8])
 
 
 def run_troupe_cluster(node, config, chief, members):

@@ -105,23 +105,34 @@ struct user_tensor {
   std::string shape; ///< JSON, e.g. "[4]" or "[]"
   std::vector<float> values;
   std::string dtype = "F32";
+  /// Written instead of `values` when not empty (another dtype's bytes).
+  std::string raw = {};
 };
 
 /// Writes `tensors` to `path` as a safetensors file with no troupe
 /// metadata, in the order given (PyTorch's save_file writes such files).
+/// `metadata`: the __metadata__ object's JSON, e.g. the buffers a file
+/// names (python/troupe's write_parameters writes it).
 inline void write_user_safetensors(const std::string& path,
-                                   const std::vector<user_tensor>& tensors) {
+                                   const std::vector<user_tensor>& tensors,
+                                   const std::string& metadata = "") {
   std::string header = "{";
+  if (!metadata.empty())
+    header += "\"__metadata__\":" + metadata;
   size_t at = 0;
   std::string data;
   for (auto& t : tensors) {
-    auto bytes = t.values.size() * sizeof(float);
+    auto bytes = t.raw.empty() ? t.values.size() * sizeof(float)
+                               : t.raw.size();
     if (header.size() > 1)
       header += ",";
     header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":"
               + t.shape + ",\"data_offsets\":[" + std::to_string(at) + ","
               + std::to_string(at + bytes) + "]}";
-    data.append(reinterpret_cast<const char*>(t.values.data()), bytes);
+    if (t.raw.empty())
+      data.append(reinterpret_cast<const char*>(t.values.data()), bytes);
+    else
+      data += t.raw;
     at += bytes;
   }
   header += "}";

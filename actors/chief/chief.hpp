@@ -41,6 +41,7 @@
 
 #include "actors/protocol/protocol.hpp"
 #include "models/external_step.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
 
@@ -77,6 +78,11 @@ struct chief_options {
   /// whole flat vector) and every shard's counters; for tests.
   std::function<void(const std::vector<float>&,
                      const std::vector<shard_stats>&)> on_finish;
+  /// Each metrics record as it is made (metrics_log::set_listener), on
+  /// the chief's thread; null: none.
+  std::function<void(const std::string&)> on_record;
+  /// The words the hints use for starting over and training further.
+  restart_words words;
 };
 
 struct chief_state;

@@ -118,6 +118,9 @@ std::vector<int32_t> add_workers(chief_self self, const std::string& node,
 /// bounds in the flat vector (shard i owns [b[i], b[i+1])).
 std::vector<std::string> data_links(chief_self self, const std::string& node);
 std::vector<uint64_t> shard_bounds(chief_self self);
+/// The parts of shard `i`'s slice that the model's buffers hold, as
+/// begin, end pairs from the slice's start (shard_spawn::buffers).
+std::vector<uint64_t> buffer_bounds(chief_self self, size_t i);
 
 /// Starts shard `i` on `node` through its agent with `state`.
 void place_shard(chief_self self, size_t i, const std::string& node,

@@ -72,9 +72,13 @@ void place_worker(chief_self self, int32_t id) {
   auto& w = st.members.workers[id];
   if (w.handle || w.placing) // running, or being placed
     return;
-  auto home = st.members.nodes.find(w.node);
+  // Its own node first (back there after a move), else where it ran.
+  auto home = st.members.nodes.find(w.home);
+  auto last = st.members.nodes.find(w.node);
   std::string node;
   if (home != st.members.nodes.end() && home->second.up)
+    node = w.home;
+  else if (last != st.members.nodes.end() && last->second.up)
     node = w.node;
   else if (st.opts.cfg.cluster.on_node_loss
            == cluster_config::node_loss::wait) {
@@ -89,8 +93,9 @@ void place_worker(chief_self self, int32_t id) {
                                      fmt("no node is up to run worker %d",
                                          id)));
   if (node != w.node) {
-    say(self, fmt("worker %d moves from node %s to node %s", id,
-                  w.node.c_str(), node.c_str()));
+    say(self, fmt("worker %d moves from node %s to node %s%s", id,
+                  w.node.c_str(), node.c_str(),
+                  node == w.home ? " (its own, back)" : ""));
     w.node = node;
   }
   w.state = worker_phase::starting;
@@ -102,11 +107,15 @@ void place_worker(chief_self self, int32_t id) {
   ws.bounds = shard_bounds(self);
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
   ws.data_links = data_links(self, node);
-  if (st.opts.cfg.model.type == model_config::kind::external)
-    for (auto& t : st.eval.layout.tensors()) {
+  if (st.opts.cfg.model.type == model_config::kind::external) {
+    auto& layout = st.eval.layout;
+    for (auto& t : layout.tensors()) {
       ws.tensor_names.push_back(t.name);
       ws.tensor_dims.push_back(t.dims);
+      if (layout.has_buffers())
+        ws.buffer_dtypes.push_back(t.buffer ? t.dtype : std::string{});
     }
+  }
   auto gen = st.recovery.generation;
   self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(ws))
@@ -201,6 +210,7 @@ void new_worker_ids(chief_self self, const std::string& node, int n,
   for (int k = 0; k < n; ++k) {
     auto id = st.members.next_worker++;
     st.members.workers[id].node = node;
+    st.members.workers[id].home = node;
     ids.push_back(id);
   }
 }
@@ -221,6 +231,16 @@ std::vector<int32_t> add_workers(chief_self self, const std::string& node,
   return ids;
 }
 
+std::vector<uint64_t> buffer_bounds(chief_self self, size_t i) {
+  auto& st = self->state;
+  std::vector<uint64_t> out;
+  for (auto& r : st.eval.layout.buffers_within(st.shards.ranges[i])) {
+    out.push_back(r.begin);
+    out.push_back(r.end);
+  }
+  return out;
+}
+
 /// Starts shard `i` on `node` through its agent with `state`.
 void place_shard(chief_self self, size_t i, const std::string& node,
                  shard_state_msg state, std::function<void()> then) {
@@ -229,6 +249,7 @@ void place_shard(chief_self self, size_t i, const std::string& node,
   sp.id = static_cast<int32_t>(i);
   sp.aggregate = aggregate_now(self);
   sp.state = std::move(state);
+  sp.buffers = buffer_bounds(self, i);
   self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
                 std::move(sp))
     .then(

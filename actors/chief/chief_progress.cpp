@@ -168,6 +168,8 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   ckpt.metadata["model"] = s.eval.summary;
   ckpt.metadata["mode"] = to_string(s.opts.cfg.cluster.consistency);
   ckpt.metadata["shard_version"] = std::to_string(parts[0].version);
+  if (!s.eval.parameters_digest.empty())
+    ckpt.metadata["parameters_digest"] = s.eval.parameters_digest;
   if (!from.plan.empty()) // replicated, sharded: each worker's place
     ckpt.metadata["feeder_plan"] = from.plan;
   stamp_checkpoint(ckpt, stamp_of(self));
@@ -323,11 +325,14 @@ void print_summary(chief_self self, const cluster_summary& r) {
                                                          : "test acc",
           "restarts"),
       false);
-  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9.4f %8d",
+  // "-" where the run was not evaluated, as in the progress lines.
+  std::string acc = r.test_accuracy == -1 ? std::string{"-"}
+                                          : fmt("%.4f", r.test_accuracy);
+  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9s %8d",
                 c.name.c_str(), to_string(c.cluster.consistency),
                 self->state.members.workers.size(), c.cluster.shards,
                 static_cast<long long>(r.steps), r.epochs, r.seconds,
-                r.examples_per_sec, r.test_accuracy, r.restarts),
+                r.examples_per_sec, acc.c_str(), r.restarts),
       false);
 }
 

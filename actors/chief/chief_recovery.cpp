@@ -61,6 +61,12 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
     return st.opts.cfg.data.skip_changed_files
              ? skip_changed_file(self, id, reason)
              : fail_run(self, reason);
+  // A step that returned what its contract refuses would fail alike
+  // after every restart.
+  if (reason == errc::bad_step) {
+    w.last_error = why;
+    return fail_run(self, reason);
+  }
   if (!st.members.restarts->allow(now_seconds()))
     return fail_run(self,
                     make_error(errc::restart_limit,

@@ -121,10 +121,21 @@ caf::result<std::string, std::string> on_register(chief_self self,
   // A shard recovery waits for this node's shards.
   if (st.recovery.waiting_for_shard_nodes && lost_shard_nodes_down(self).empty())
     restore_after_loss(self);
-  // A node back after a crash: its waiting workers start there again.
-  for (auto& [id, w] : st.members.workers)
+  // A node back after a crash: its waiting workers start there again,
+  // and those that moved away come back once their steps in flight end
+  // (they hand back their leases as a leaving node's do).
+  for (auto& [id, w] : st.members.workers) {
     if (w.state == worker_phase::waiting && w.node == name)
       place_worker(self, id);
+    else if (w.home == name && w.node != name && st.training()
+             && w.state == worker_phase::running && w.handle) {
+      say(self, fmt("worker %d goes back from node %s to its own node %s "
+                    "once its step in flight ends",
+                    id, w.node.c_str(), name.c_str()));
+      w.state = worker_phase::leaving;
+      self->send(w.handle, finish_atom_v);
+    }
+  }
   if (join_workers > 0 && st.training())
     add_workers(self, name, join_workers);
   // A shard that had nowhere to keep its replica may have now.

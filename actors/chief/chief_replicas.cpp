@@ -102,6 +102,7 @@ void place_replicas(chief_self self) {
     sp.id = static_cast<int32_t>(i);
     sp.replica = true; // its aggregate, as all else, comes with the copy
     sp.state.shard = sp.id;
+    sp.buffers = buffer_bounds(self, i);
     // The primary's copy replaces these; the replica's block is sized by
     // them.
     sp.state.values.assign(st.shards.ranges[i].end - st.shards.ranges[i].begin,

@@ -2,6 +2,7 @@
 // checkpoint, the feeder, the nodes to wait for, then shards and workers.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "actors/chief/chief_ops.hpp"
 #include "actors/data_plane/data_link.hpp"
@@ -16,6 +17,33 @@
 #include "runtime/compute/cpu_backend.hpp"
 
 namespace troupe::chief_ops {
+
+namespace {
+
+/// A resume of an external model whose parameters file was written after
+/// the checkpoint, with values other than those the run started from (a
+/// script run again writes its model anew): the run goes on from the
+/// checkpoint, and the log says so and how to start from the file.
+void warn_if_parameters_rewritten(chief_self self, const checkpoint& ck,
+                                  const std::string& ckpt_path) {
+  auto& st = self->state;
+  const auto& file = st.opts.cfg.model.parameters;
+  auto it = ck.metadata.find("parameters_digest");
+  std::string started = it == ck.metadata.end() ? "" : it->second;
+  std::error_code ec1, ec2;
+  auto written = std::filesystem::last_write_time(file, ec1);
+  auto saved = std::filesystem::last_write_time(ckpt_path, ec2);
+  if (!ec1 && !ec2 && written > saved && started != st.eval.parameters_digest)
+    say(self, "warning: " + file + " was written after " + ckpt_path
+                + " and holds other values than this run started from: "
+                  "the run resumes the checkpoint and leaves the file "
+                  "unread; "
+                + st.opts.words.fresh + " starts over from the file");
+  if (!started.empty()) // the run's own start, whatever the file says now
+    st.eval.parameters_digest = started;
+}
+
+} // namespace
 
 /// Joins every worker id on every shard, then starts the workers where
 /// the placement puts them.
@@ -34,6 +62,7 @@ void start_workers(chief_self self) {
   }
   join_on_feeder(self, ids, [=] { join_on_shards(self, ids, [=] {
     auto& s = self->state;
+    s.progress.metrics.set_listener(s.opts.on_record);
     if (auto& dir = s.opts.cfg.cluster.metrics_dir; !dir.empty()) {
       const auto& c = s.opts.cfg;
       metrics_run m{c.name, s.run_id, to_string(c.cluster.consistency),
@@ -252,6 +281,7 @@ void start(chief_self self) {
     st.eval.layout = std::move(declared->layout);
     st.eval.summary = describe_declared(st.eval.layout);
     declared_values = std::move(declared->values);
+    st.eval.parameters_digest = values_digest(declared_values);
     st.eval.external = st.opts.evaluate;
     say(self, "model: " + st.eval.summary + " from "
                 + cfg.model.parameters);
@@ -295,7 +325,7 @@ void start(chief_self self) {
   if (cfg.training.checkpoint.resume) {
     auto found = load_newest(cfg.training.checkpoint.dir, stamp_of(self),
                              checkpoint_pick::compatible,
-                             st.eval.layout);
+                             st.eval.layout, st.opts.words);
     if (!found)
       return fail_run(self, found.error());
     if (*found) {
@@ -323,9 +353,12 @@ void start(chief_self self) {
                     + shards);
       if (ck->step >= st.progress.total_steps)
         say(self, fmt("the run had reached its last step (%lld): nothing "
-                      "is left to train; --epochs or --max-steps train "
-                      "further, --fresh starts over",
-                      static_cast<long long>(st.progress.total_steps)));
+                      "is left to train; %s train further, %s starts over",
+                      static_cast<long long>(st.progress.total_steps),
+                      st.opts.words.further.c_str(),
+                      st.opts.words.fresh.c_str()));
+      if (cfg.model.type == model_config::kind::external)
+        warn_if_parameters_rewritten(self, *ck, path);
       st.shards.resume_from = std::make_shared<checkpoint>(std::move(*ck));
     }
   }

@@ -72,6 +72,9 @@ inline const char* to_string(run_phase p) {
 /// A worker as the chief sees it, for supervision and the shell.
 struct worker_entry {
   std::string node;
+  /// The node it was placed on first: it goes back there when that node
+  /// returns after it moved away (on_node_loss "move").
+  std::string home;
   worker_actor handle;   ///< null while (re)starting or waiting
   worker_phase state = worker_phase::starting;
   int restarts = 0;
@@ -211,6 +214,10 @@ struct chief_evaluation {
   /// the evaluator's, or those an external model declared.
   param_layout layout;
   std::string summary;
+  /// An external model's: the digest of the parameters file's values the
+  /// run started from (checkpoints keep it, so a resume can tell that the
+  /// file was written anew since).
+  std::string parameters_digest;
   bool evaluating = false;
   /// The last evaluation's headline (accuracy, or a regression's R^2)
   /// and loss; -1: none yet.

@@ -772,6 +772,9 @@ struct shard_spawn {
   /// A replica of shard `id` (cluster.shard_replicas), which its primary
   /// feeds; its state comes from the primary, not from `state`.
   bool replica = false;
+  /// The parts of its slice that buffers hold (param_block::options::
+  /// buffers), as begin, end pairs relative to the slice's start.
+  std::vector<uint64_t> buffers;
 };
 
 /// What a node agent needs to start a worker: its id, the peers it talks
@@ -798,6 +801,9 @@ struct worker_spawn {
   /// only the chief reads the parameters file. Empty for troupe's models.
   std::vector<std::string> tensor_names;
   std::vector<std::vector<int64_t>> tensor_dims;
+  /// Each tensor's dtype when it is a buffer (tensor_slot::buffer), empty
+  /// for a parameter; empty as a whole when no tensor is a buffer.
+  std::vector<std::string> buffer_dtypes;
 };
 
 /// Where the shards are after the chief added or drained one: their
@@ -831,13 +837,14 @@ typename Inspector::result_type inspect(Inspector& f, live_shards& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
   return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state,
-           x.replica);
+           x.replica, x.buffers);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
   return f(caf::meta::type_name("worker_spawn"), x.id, x.feeder, x.shards,
-           x.bounds, x.chief, x.data_links, x.tensor_names, x.tensor_dims);
+           x.bounds, x.chief, x.data_links, x.tensor_names, x.tensor_dims,
+           x.buffer_dtypes);
 }
 
 

@@ -97,11 +97,13 @@ const std::vector<std::pair<std::string, std::string>> actor_cols = {
   {"step", "STEP/VERSION"}, {"examples_per_sec", "EXAMPLES/S"},
   {"staleness", "STALENESS"}, {"restarts", "RESTARTS"}};
 
-/// `workers` adds each one's process: a user's Python worker process
-/// shows as its interpreter.
+/// `workers` adds each one's process (a user's Python worker process
+/// shows as its interpreter) and why it last failed.
 std::vector<std::pair<std::string, std::string>> worker_cols() {
   auto cols = actor_cols;
-  cols.insert(cols.end(), {{"pid", "PID"}, {"program", "PROGRAM"}});
+  cols.insert(cols.end(), {{"pid", "PID"}, {"host", "HOST"},
+                           {"program", "PROGRAM"},
+                           {"last_error", "LAST_ERROR"}});
   return cols;
 }
 

@@ -7,9 +7,10 @@ the gradient is written by hand.
     python3 train.py node run/cluster.json w0 &
     python3 train.py node run/cluster.json w1
 
-or all of it in this process (chief, shard and two workers as threads):
+or all of it in this process (chief, shard and two workers as threads;
+its checkpoints in run/ckpt-embedded, the cluster's in run/ckpt):
 
-    python3 train.py embedded run
+    python3 train.py embedded run [--fresh]
 
 Needs PYTHONPATH to hold troupe's module (build/python) and Debian's
 python3-numpy."""
@@ -77,8 +78,13 @@ def prepare(a):
                      "checkpoint": {"dir": os.path.join(d, "ckpt")},
                      "log_every_steps": 200},
         "cluster": {"mode": a.mode, "workers": 2, "shards": 1}}
+    # The embedded run and the cluster are two runs of their own: each
+    # keeps its checkpoints in a folder of its own, so neither resumes
+    # (or refuses) the other's.
+    config["training"]["checkpoint"]["dir"] = os.path.join(d, "ckpt-embedded")
     with open(os.path.join(d, "run.json"), "w") as f:
         json.dump(config, f, indent=1)
+    config["training"]["checkpoint"]["dir"] = os.path.join(d, "ckpt")
     config["cluster"] = {"mode": a.mode, "nodes": [
         {"name": "ps", "host": "127.0.0.1", "port": port(), "shards": 1},
         {"name": "w0", "host": "127.0.0.1", "port": port(), "workers": 1},
@@ -114,13 +120,15 @@ def main():
     q.add_argument("node")
     q = sub.add_parser("embedded")
     q.add_argument("dir")
+    q.add_argument("--fresh", action="store_true",
+                   help="start over instead of resuming run/ckpt-embedded")
     a = p.parse_args()
     if a.what == "prepare":
         return prepare(a)
     if a.what == "embedded":
         step, evaluate = functions(train=True)
         print(troupe.train(os.path.join(a.dir, "run.json"), step,
-                           evaluate=evaluate))
+                           evaluate=evaluate, fresh=a.fresh))
         return
     step, evaluate = functions(train=a.node != "ps")
     key = os.path.join(os.path.dirname(os.path.abspath(a.config)),

@@ -3,7 +3,8 @@ model, initial values, batch size, optimizer and epochs as train.py, for
 comparison. Prints the test accuracy.
 
     python3 alone.py [--epochs 3] [--batch 64] [--lr 0.05] [--seed 1]
-                     [--threads 1] [--order numpy|troupe]"""
+                     [--threads 1] [--order numpy|troupe] [--samples N]
+                     [--batchnorm] [--dropout 0.25]"""
 
 import argparse
 import json
@@ -22,6 +23,10 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--samples", type=int, default=60000,
+                   help="train on the first N images")
+    p.add_argument("--batchnorm", action="store_true")
+    p.add_argument("--dropout", type=float, default=0.25)
     p.add_argument("--order", choices=["numpy", "troupe"], default="numpy",
                    help="troupe: the batches a troupe run with this seed "
                         "trains (troupe.epoch_order), to compare on the "
@@ -29,8 +34,9 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load("train")
+    x, y = x[:a.samples], y[:a.samples]
     test_x, test_y = load("t10k")
-    model = make_model(a.seed)
+    model = make_model(a.seed, a.batchnorm, a.dropout)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     start = time.perf_counter()
     for epoch in range(a.epochs):
@@ -43,7 +49,7 @@ def main():
             order = torch.from_numpy(np.random.RandomState(
                 (a.seed - 1) * 1000 + epoch).permutation(len(x)))
         model.train()
-        for b in range(0, len(x) - a.batch + 1, a.batch):
+        for b in range(0, len(x), a.batch):  # the last one partial, as troupe
             i = order[b:b + a.batch]
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(x[i]), y[i]).backward()

@@ -1,5 +1,6 @@
-"""The model and the data of the example: a PyTorch CNN with dropout (a
-model troupe does not have built in) and Fashion-MNIST read with NumPy.
+"""The model and the data of the example: a PyTorch CNN with dropout and,
+if asked, batch normalization (a model troupe does not have built in) and
+Fashion-MNIST read with NumPy.
 train.py trains it on troupe; alone.py trains it with PyTorch alone."""
 
 import gzip
@@ -14,16 +15,26 @@ from torch import nn
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def make_model(seed=1):
+def make_model(seed=1, batchnorm=False, dropout=0.25):
+    """The CNN; with `batchnorm`, batch normalization after each
+    convolution and the hidden dense layer (its running statistics are
+    buffers, which troupe carries beside the parameters)."""
     torch.manual_seed(seed)
-    return nn.Sequential(OrderedDict([
-        ("conv1", nn.Conv2d(1, 16, 3, padding=1)), ("relu1", nn.ReLU()),
-        ("pool1", nn.MaxPool2d(2)),                       # 16 x 14 x 14
-        ("conv2", nn.Conv2d(16, 32, 3, padding=1)), ("relu2", nn.ReLU()),
-        ("pool2", nn.MaxPool2d(2)),                       # 32 x 7 x 7
-        ("flatten", nn.Flatten()), ("drop1", nn.Dropout(0.25)),
-        ("fc1", nn.Linear(32 * 7 * 7, 128)), ("relu3", nn.ReLU()),
-        ("drop2", nn.Dropout(0.25)), ("fc2", nn.Linear(128, 10))]))
+
+    def norm(name, layer):
+        return [(name, layer)] if batchnorm else []
+    return nn.Sequential(OrderedDict(
+        [("conv1", nn.Conv2d(1, 16, 3, padding=1))]
+        + norm("bn1", nn.BatchNorm2d(16))
+        + [("relu1", nn.ReLU()), ("pool1", nn.MaxPool2d(2)),   # 16 x 14 x 14
+           ("conv2", nn.Conv2d(16, 32, 3, padding=1))]
+        + norm("bn2", nn.BatchNorm2d(32))
+        + [("relu2", nn.ReLU()), ("pool2", nn.MaxPool2d(2)),   # 32 x 7 x 7
+           ("flatten", nn.Flatten()), ("drop1", nn.Dropout(dropout)),
+           ("fc1", nn.Linear(32 * 7 * 7, 128))]
+        + norm("bn3", nn.BatchNorm1d(128))
+        + [("relu3", nn.ReLU()), ("drop2", nn.Dropout(dropout)),
+           ("fc2", nn.Linear(128, 10))]))
 
 
 def read_idx(path):

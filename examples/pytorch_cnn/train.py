@@ -3,15 +3,16 @@
 
     # the run's folder: the model's initial parameters and a cluster file
     # (node ps: the chief and the shard; w0, w1: one worker each)
-    python3 train.py prepare run --mode async --epochs 3
+    python3 train.py prepare run --mode async --epochs 3 [--batchnorm]
     # one process per node, here all on this machine
     python3 train.py node run/cluster.json ps &
     python3 train.py node run/cluster.json w0 &
     python3 train.py node run/cluster.json w1
 
 Node ps evaluates on the test set each epoch and ends with a summary; the
-checkpoints in run/ckpt load back with load_state_dict. Needs PYTHONPATH
-to hold troupe's module (build/python) and Debian's python3-torch."""
+checkpoints in run/ckpt load back with load_state_dict(strict=True),
+BatchNorm's running statistics included. Needs PYTHONPATH to hold
+troupe's module (build/python) and Debian's python3-torch."""
 
 import argparse
 import json
@@ -30,7 +31,12 @@ def prepare(a):
     os.makedirs(a.dir, exist_ok=True)
     d = os.path.abspath(a.dir)
     params = os.path.join(d, "model.safetensors")
-    troupe.write_parameters(params, make_model(a.seed).state_dict())
+    shape = {"batchnorm": a.batchnorm, "dropout": a.dropout}
+    # The module itself: its buffers (BatchNorm's running statistics) are
+    # written as buffers, which the steps set instead of the optimizer.
+    troupe.write_parameters(params, make_model(a.seed, **shape))
+    with open(os.path.join(d, "model.json"), "w") as f:
+        json.dump(shape, f)
 
     def port():
         with socket.socket() as s:
@@ -58,8 +64,8 @@ def prepare(a):
 
 def node(a):
     torch.set_num_threads(1)  # one core per worker process
-    model = make_model()
-    tensors = dict(model.named_parameters())
+    with open(os.path.join(os.path.dirname(a.config), "model.json")) as f:
+        model = make_model(**json.load(f))
     # Each process its own dropout masks: make_model() seeds torch's
     # generator alike everywhere, and two workers drawing the same masks
     # would drop the same units in both halves of a sync step.
@@ -67,38 +73,33 @@ def node(a):
         seed = json.load(f)["training"].get("seed", 1)
     torch.manual_seed(seed * 1000 + zlib.crc32(a.node.encode()))
 
-    def take(params):  # the pulled values into the model
-        with torch.no_grad():
-            for name, p in tensors.items():
-                p.copy_(torch.tensor(params[name]))
-
     step = evaluate = None
     if a.node == "ps":
         test_x, test_y = load("t10k")
 
         def evaluate(params):
-            take(params)
+            troupe.load_state(model, params)  # parameters and buffers
             accuracy, loss = score(model, test_x, test_y)
             return accuracy, loss, len(test_y)
     else:
         x, y = load("train")
 
         def step(params, samples):
-            take(params)
-            model.train()  # dropout on
+            troupe.load_state(model, params)  # parameters and buffers
+            model.train()  # dropout on, batch statistics updated
             model.zero_grad()
             i = torch.from_numpy(samples)
             out = model(x[i])
             loss = torch.nn.functional.cross_entropy(out, y[i])
             loss.backward()
             hits = (out.argmax(1) == y[i]).sum().item()
-            grads = {name: p.grad for name, p in tensors.items()}
-            return grads, loss.item() * len(i), hits
+            # Each parameter's gradient and each buffer's new value.
+            return troupe.step_result(model), loss.item() * len(i), hits
 
     key = os.path.join(os.path.dirname(os.path.abspath(a.config)),
                        "cluster.key")
     sys.exit(troupe.run_node(a.config, a.node, step or (lambda p, s: None),
-                             evaluate=evaluate, key=key))
+                             evaluate=evaluate, key=key, fresh=a.fresh))
 
 
 def main():
@@ -115,9 +116,15 @@ def main():
                    help="picks the initial values and the samples' order")
     q.add_argument("--samples", type=int, default=60000,
                    help="train on the first N images (a quick try)")
+    q.add_argument("--batchnorm", action="store_true",
+                   help="batch normalization after each convolution and "
+                        "the hidden dense layer")
+    q.add_argument("--dropout", type=float, default=0.25)
     q = sub.add_parser("node", help="run one node of the cluster file")
     q.add_argument("config")
     q.add_argument("node")
+    q.add_argument("--fresh", action="store_true",
+                   help="node ps: start over instead of resuming run/ckpt")
     a = p.parse_args()
     prepare(a) if a.what == "prepare" else node(a)
 

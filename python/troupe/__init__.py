@@ -39,10 +39,10 @@ same batches.
 import json
 import struct
 
-from ._troupe import epoch_order, join, run_node, train  # noqa: F401
+from ._troupe import __version__, epoch_order, join, run_node, train  # noqa: F401
 
 __all__ = ["train", "run_node", "join", "write_parameters",
-           "read_checkpoint", "epoch_order"]
+           "read_checkpoint", "load_state", "step_result", "epoch_order"]
 
 
 def _as_numpy(value):
@@ -54,22 +54,64 @@ def _as_numpy(value):
     return array if array.flags.c_contiguous else array.copy(order="C")
 
 
-def write_parameters(path, tensors):
-    """Writes `tensors` (name -> array or torch tensor, float32) to `path`
-    as a safetensors file, in the order given: the parameters an external
-    model declares. A tensor of another dtype is refused with its name."""
-    header, blobs, offset = {}, [], 0
+_DTYPES = {"float64": "F64", "float32": "F32", "int64": "I64",
+           "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8",
+           "bool": "BOOL"}
+
+
+def _tensors_and_buffers(tensors, buffers):
+    """(name -> tensor, buffer names) from a torch module or a dict."""
+    if hasattr(tensors, "state_dict") and hasattr(tensors, "named_buffers"):
+        module = tensors
+        tensors = module.state_dict()
+        named = set(name for name, _ in module.named_buffers())
+        buffers = set(buffers or ()) | {n for n in tensors if n in named}
+    return tensors, set(buffers or ())
+
+
+def write_parameters(path, tensors, buffers=None):
+    """Writes the tensors an external model declares to `path` as a
+    safetensors file, in the order given.
+
+    `tensors` is a torch module (its state_dict(): parameters and
+    buffers, the module saying which is which) or a dict of name -> array
+    or torch tensor. Parameters are float32 and trained by the run's
+    optimizer; buffers (BatchNorm's running statistics and its int64
+    num_batches_tracked, or the names in `buffers`) are set by the steps
+    and travel with the parameters in their own dtype. A parameter of
+    another dtype, or a buffer that is no number, is refused with its name.
+    """
+    tensors, buffers = _tensors_and_buffers(tensors, buffers)
+    unknown = sorted(buffers - set(tensors))
+    if unknown:
+        raise KeyError("buffers name %s, which the tensors do not hold"
+                       % ", ".join(unknown))
+    header, blobs, offset, kinds = {}, [], 0, {}
     for name, value in tensors.items():
         array = _as_numpy(value)
-        if array.dtype.name != "float32":
-            raise TypeError(
-                f"tensor {name} has dtype {array.dtype.name}; troupe's shards "
-                "hold float32 tensors (convert it, or leave it out)")
-        data = array.astype("<f4", copy=False).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
+        dtype = _DTYPES.get(array.dtype.name)
+        if name in buffers:
+            if dtype is None:
+                raise TypeError("buffer %s has dtype %s; a buffer is a float "
+                                "or an integer" % (name, array.dtype.name))
+            kinds[name] = dtype
+        elif dtype != "F32":
+            hint = ("pass the model itself, write_parameters(path, model), "
+                    "or name it in buffers=[...] if it is a buffer"
+                    if dtype is not None and dtype[0] != "F" else
+                    "convert it (tensor.float()), or name it in buffers=[...] "
+                    "if no optimizer trains it")
+            raise TypeError("tensor %s has dtype %s; troupe's shards train "
+                            "float32 tensors: %s"
+                            % (name, array.dtype.name, hint))
+        data = array.astype(array.dtype.newbyteorder("<"),
+                            copy=False).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
+    if kinds:
+        header["__metadata__"] = {"troupe.buffers": json.dumps(kinds)}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
     with open(path, "wb") as out:
@@ -80,20 +122,74 @@ def write_parameters(path, tensors):
 
 
 def read_checkpoint(path):
-    """The parameters of a troupe checkpoint as name -> float32 NumPy
-    array, under the names the run declared (load them into a PyTorch
-    model with {k: torch.from_numpy(v) for k, v in ...})."""
+    """The tensors of a troupe checkpoint as name -> NumPy array, under the
+    names the run declared: parameters as float32, buffers in their own
+    dtype, so that
+
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in
+                               troupe.read_checkpoint(path).items()})
+
+    loads a model whose file was written with write_parameters(path, model)
+    (strict=True holds)."""
     import numpy as np
 
     with open(path, "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(length))
         data = f.read()
+    meta = header.get("__metadata__", {})
+    kinds = json.loads(meta.get("troupe.buffers", "{}"))
+    numpy_of = {v: k for k, v in _DTYPES.items()}
     out = {}
     for key, entry in header.items():
         if key == "__metadata__" or not key.startswith("params/"):
             continue
         begin, end = entry["data_offsets"]
-        out[key[len("params/"):]] = np.frombuffer(
-            data[begin:end], dtype="<f4").reshape(entry["shape"]).copy()
+        name = key[len("params/"):]
+        value = np.frombuffer(data[begin:end], dtype="<f4").reshape(
+            entry["shape"])
+        kind = numpy_of.get(kinds.get(name), "float32")
+        if kind not in ("float32", "float64", "bool"):
+            value = np.rint(value)
+        out[name] = np.array(value, dtype=kind)  # a copy, and 0-d stays one
+    return out
+
+
+def load_state(model, params):
+    """Copies `params` (what a step or evaluate is given: name -> array)
+    into a torch module's parameters and buffers, every name of its
+    state_dict() and no other (load_state_dict's strict rule)."""
+    import numpy as np
+    import torch
+
+    state = model.state_dict(keep_vars=True)
+    missing = sorted(set(state) - set(params))
+    unknown = sorted(set(params) - set(state))
+    if missing or unknown:
+        raise KeyError("the model and the parameters differ: "
+                       + "; ".join(
+                           ([("the parameters lack " + ", ".join(missing))]
+                            if missing else [])
+                           + ([("the model has no " + ", ".join(unknown))]
+                              if unknown else [])))
+    with torch.no_grad():
+        for name, tensor in state.items():
+            value = np.asarray(params[name])
+            if tuple(tensor.shape) != value.shape:
+                raise ValueError("%s has shape %s in the model, %s in the "
+                                 "parameters" % (name, tuple(tensor.shape),
+                                                 value.shape))
+            if tensor.device.type == "cpu" and tensor.is_contiguous():
+                tensor.detach().numpy()[...] = value
+            else:
+                tensor.copy_(torch.from_numpy(value.copy()))
+
+
+def step_result(model):
+    """What a step returns for a torch module after its backward pass:
+    each parameter's gradient and each buffer's value, by name."""
+    out = {name: p.grad for name, p in model.named_parameters()}
+    declared = model.state_dict(keep_vars=True)  # persistent buffers only
+    out.update((name, b) for name, b in model.named_buffers()
+               if name in declared)
     return out

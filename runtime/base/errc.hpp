@@ -30,6 +30,9 @@ enum class errc : uint8_t {
   stopped,             ///< stopped (a signal) before training began
   unauthorized, ///< a peer did not prove the cluster's key, or we could not
   data_changed, ///< a dataset file changed or went missing while a run read it
+  /// A user's step returned what its contract refuses (a gradient of the
+  /// wrong shape, dtype or name): every restart would fail alike.
+  bad_step,
 };
 
 /// The enumerator's name, e.g. "invalid_config".
@@ -38,8 +41,9 @@ std::string to_string(errc code);
 /// Makes an error of kind `code` whose context is the single line `what`.
 caf::error make_error(errc code, std::string what);
 
-/// One line for a person: the context string of a troupe error, or CAF's own
-/// rendering of any other error.
+/// One line for a person: the context string of a troupe error, CAF's
+/// exit reasons and system errors in words, or CAF's own rendering of any
+/// other error.
 std::string describe(const caf::error& err);
 
 } // namespace troupe

@@ -82,16 +82,29 @@ caf::error metrics_log::open(const std::string& dir, const metrics_run& run) {
   return {};
 }
 
-void metrics_log::progress(double seconds, int64_t step, double epoch,
-                           double loss, double examples_per_sec) {
+void metrics_log::emit(const std::string& record) {
+  if (listener_)
+    listener_(record);
   if (!jsonl_)
     return;
-  std::fprintf(jsonl_.get(),
-               "{\"event\":\"progress\",\"seconds\":%.3f,\"step\":%lld,"
-               "\"epoch\":%.4f,\"loss\":%.6g,\"examples_per_sec\":%.1f}\n",
-               seconds, static_cast<long long>(step), epoch, loss,
-               examples_per_sec);
+  std::fputs(record.c_str(), jsonl_.get());
+  std::fputc('\n', jsonl_.get());
   std::fflush(jsonl_.get());
+}
+
+void metrics_log::progress(double seconds, int64_t step, double epoch,
+                           double loss, double examples_per_sec) {
+  if (!jsonl_ && !listener_)
+    return;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "{\"event\":\"progress\",\"seconds\":%.3f,\"step\":%lld,"
+                "\"epoch\":%.4f,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
+                seconds, static_cast<long long>(step), epoch, loss,
+                examples_per_sec);
+  emit(line);
+  if (!progress_csv_)
+    return;
   std::fprintf(progress_csv_.get(), "%.3f,%lld,%.4f,%.6g,%.1f\n", seconds,
                static_cast<long long>(step), epoch, loss, examples_per_sec);
   std::fflush(progress_csv_.get());
@@ -99,26 +112,30 @@ void metrics_log::progress(double seconds, int64_t step, double epoch,
 
 void metrics_log::worker(int32_t id, double seconds, int64_t step,
                          double loss, double examples_per_sec) {
-  if (!jsonl_)
+  if (!jsonl_ && !listener_)
     return;
-  std::fprintf(jsonl_.get(),
-               "{\"event\":\"worker\",\"worker\":%d,\"seconds\":%.3f,"
-               "\"step\":%lld,\"loss\":%.6g,\"examples_per_sec\":%.1f}\n",
-               id, seconds, static_cast<long long>(step), loss,
-               examples_per_sec);
-  std::fflush(jsonl_.get());
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "{\"event\":\"worker\",\"worker\":%d,\"seconds\":%.3f,"
+                "\"step\":%lld,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
+                id, seconds, static_cast<long long>(step), loss,
+                examples_per_sec);
+  emit(line);
 }
 
 void metrics_log::evaluation(double seconds, int64_t step, double epoch,
                              double score, double loss) {
-  if (!jsonl_)
+  if (!jsonl_ && !listener_)
     return;
-  std::fprintf(jsonl_.get(),
-               "{\"event\":\"eval\",\"seconds\":%.3f,\"step\":%lld,"
-               "\"epoch\":%.4f,\"%s\":%.6f,\"test_loss\":%.6g}\n",
-               seconds, static_cast<long long>(step), epoch, score_key_.c_str(),
-               score, loss);
-  std::fflush(jsonl_.get());
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "{\"event\":\"eval\",\"seconds\":%.3f,\"step\":%lld,"
+                "\"epoch\":%.4f,\"%s\":%.6f,\"test_loss\":%.6g}",
+                seconds, static_cast<long long>(step), epoch,
+                score_key_.c_str(), score, loss);
+  emit(line);
+  if (!csv_)
+    return;
   std::fprintf(csv_.get(), "%.3f,%lld,%.4f,%.6f,%.6g\n", seconds,
                static_cast<long long>(step), epoch, score, loss);
   std::fflush(csv_.get());

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,13 @@ public:
   /// The base path of the files ("" before open).
   const std::string& base() const { return base_; }
 
+  /// Also hands each "progress", "worker" and "eval" record (one JSON
+  /// object, as the .jsonl file has it) to `fn`, with or without files:
+  /// the Python module's progress callback.
+  void set_listener(std::function<void(const std::string&)> fn) {
+    listener_ = std::move(fn);
+  }
+
   void progress(double seconds, int64_t step, double epoch, double loss,
                 double examples_per_sec);
   void worker(int32_t id, double seconds, int64_t step, double loss,
@@ -61,8 +69,12 @@ private:
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
   using file = std::unique_ptr<std::FILE, closer>;
+  /// Writes `record` to the .jsonl file and hands it to the listener.
+  void emit(const std::string& record);
+
   std::string base_;
   std::string score_key_ = "test_accuracy";
+  std::function<void(const std::string&)> listener_;
   file jsonl_, csv_, progress_csv_;
 };
 

@@ -68,6 +68,14 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
                           + "\" is reserved for the checkpoint format");
     meta[key] = value;
   }
+  // Which tensors are buffers, and their dtypes: what a reader hands a
+  // user's model back in (the values are float32 as every other's).
+  json buffers = json::object();
+  for (auto& t : ckpt.layout.tensors())
+    if (t.buffer)
+      buffers[t.name] = t.dtype;
+  if (!buffers.empty())
+    meta[buffers_key] = buffers.dump();
   meta["format"] = format_name;
   meta["version"] = format_version;
   meta["step"] = std::to_string(ckpt.step);
@@ -204,9 +212,22 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
     std::map<std::string, const entry*> by_key;
     for (auto& e : entries)
       by_key[e.prefix + "/" + e.name] = &e;
+    json buffers = json::object();
+    if (auto it = out.metadata.find(buffers_key); it != out.metadata.end()) {
+      buffers = json::parse(it->second, nullptr, false);
+      if (!buffers.is_object())
+        return format_error(path, std::string{"metadata "} + buffers_key
+                                    + " is not a JSON object of buffer "
+                                      "names and dtypes");
+    }
     for (auto& e : entries)
-      if (e.prefix == "params")
-        out.layout.add(e.name, e.dims);
+      if (e.prefix == "params") {
+        auto b = buffers.find(e.name);
+        if (b != buffers.end() && b->is_string())
+          out.layout.add_buffer(e.name, e.dims, b->get<std::string>());
+        else
+          out.layout.add(e.name, e.dims);
+      }
     if (out.layout.tensors().empty())
       return format_error(path, "holds no params/ tensors");
     const size_t total = out.layout.total();

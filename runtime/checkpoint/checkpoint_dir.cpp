@@ -70,7 +70,8 @@ std::vector<checkpoint_file> list_checkpoints(const std::string& dir) {
 
 caf::expected<std::optional<loaded_checkpoint>>
 load_newest(const std::string& dir, const run_stamp& stamp,
-            checkpoint_pick pick, const param_layout& layout) {
+            checkpoint_pick pick, const param_layout& layout,
+            const restart_words& words) {
   auto files = list_checkpoints(dir);
   if (files.empty())
     return std::optional<loaded_checkpoint>{};
@@ -131,11 +132,11 @@ load_newest(const std::string& dir, const run_stamp& stamp,
                            : std::string{"config"})
                       + ": " + passed
                       + (pick == checkpoint_pick::compatible
-                           ? std::string{"; to start over, --fresh (or "
-                                         "/training/checkpoint/resume "
-                                         "false) sets them aside, or give "
-                                         "this run a folder of its own "
-                                         "(--checkpoint-dir)"}
+                           ? "; to start over, " + words.fresh
+                               + " (or /training/checkpoint/resume false) "
+                                 "sets them aside, or give this run a "
+                                 "folder of its own ("
+                               + words.own_folder + ")"
                            : std::string{}));
 }
 

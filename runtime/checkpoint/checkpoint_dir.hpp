@@ -65,13 +65,23 @@ struct loaded_checkpoint {
   checkpoint ckpt;
 };
 
+/// How the user of a program says "start over", "train further" and "a
+/// folder of its own", for the hints that name the way out: the command
+/// line's flags, or the Python module's arguments.
+struct restart_words {
+  std::string fresh = "--fresh";
+  std::string further = "--epochs or --max-steps";
+  std::string own_folder = "--checkpoint-dir";
+};
+
 /// The newest checkpoint in `dir` that `stamp` may load by `pick` and
 /// whose layout is `layout`. None when the folder holds no checkpoint;
 /// when it holds some but none fits, errc::layout_mismatch naming each
-/// file passed over and why.
+/// file passed over and why, and the way out in `words`.
 caf::expected<std::optional<loaded_checkpoint>>
 load_newest(const std::string& dir, const run_stamp& stamp,
-            checkpoint_pick pick, const param_layout& layout);
+            checkpoint_pick pick, const param_layout& layout,
+            const restart_words& words = {});
 
 /// For a run that starts from scratch: moves every checkpoint in `dir` of
 /// a run other than `stamp`'s (with its embedding tables) into

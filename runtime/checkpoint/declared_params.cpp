@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_io.hpp"
@@ -22,9 +24,80 @@ constexpr size_t max_declared_tensors = 16384;
 /// The dtypes a user's file may hold, with what to do about them.
 std::string dtype_advice(const std::string& dtype) {
   if (dtype == "F64" || dtype == "F16" || dtype == "BF16")
-    return "convert it to float32 before writing the file (tensor.float())";
-  return "troupe trains floating-point parameters only: leave it out of the "
-         "file (a buffer such as num_batches_tracked is the model's own)";
+    return "convert it to float32 before writing the file (tensor.float()), "
+           "or declare it a buffer if no optimizer trains it";
+  return "a tensor that no optimizer trains, such as BatchNorm's "
+         "num_batches_tracked, is a buffer: write the file with "
+         "write_parameters(path, model) (the module's buffers are known "
+         "then) or name it in buffers=[...]";
+}
+
+/// Bytes an element of a buffer's dtype takes; 0 for a dtype a buffer
+/// cannot have.
+size_t buffer_element_bytes(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64")
+    return 8;
+  if (dtype == "F32" || dtype == "I32")
+    return 4;
+  if (dtype == "I16")
+    return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL")
+    return 1;
+  return 0;
+}
+
+/// Element `i` of a buffer of dtype `dtype` at `data`, as a float.
+double buffer_element(const char* data, const std::string& dtype, size_t i) {
+  auto read = [&](auto tag) {
+    decltype(tag) v;
+    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
+    return static_cast<double>(v);
+  };
+  if (dtype == "F64")
+    return read(double{});
+  if (dtype == "F32")
+    return read(float{});
+  if (dtype == "I64")
+    return read(int64_t{});
+  if (dtype == "I32")
+    return read(int32_t{});
+  if (dtype == "I16")
+    return read(int16_t{});
+  if (dtype == "I8")
+    return read(int8_t{});
+  return read(uint8_t{}); // U8, BOOL
+}
+
+/// A float holds every integer up to 2^24 exactly.
+constexpr double exact_integers = 16777216.0;
+
+/// The buffers the file's metadata names (buffers_key: a JSON object of
+/// names and dtypes, as a string, since safetensors' metadata values are
+/// strings), checked to be strings.
+caf::expected<std::map<std::string, std::string>>
+declared_buffers(const std::string& path, const nlohmann::json& header) {
+  std::map<std::string, std::string> out;
+  auto meta = header.find("__metadata__");
+  if (meta == header.end() || !meta->is_object())
+    return out;
+  auto it = meta->find(buffers_key);
+  if (it == meta->end())
+    return out;
+  nlohmann::json names;
+  if (it->is_string())
+    names = nlohmann::json::parse(it->get<std::string>(), nullptr, false);
+  if (!names.is_object())
+    return format_error(path, std::string{"__metadata__/"} + buffers_key
+                                + " is not a JSON object of buffer names "
+                                  "and dtypes in a string");
+  for (auto& [name, dtype] : names.items()) {
+    if (!dtype.is_string())
+      return format_error(path, "buffer " + name + " has a dtype that is "
+                                  "not a string in __metadata__/"
+                                  + buffers_key);
+    out[name] = dtype.get<std::string>();
+  }
+  return out;
 }
 
 bool has_control(const std::string& s) {
@@ -37,6 +110,9 @@ struct entry {
   std::string name;
   shape dims;
   uint64_t begin = 0, end = 0;
+  std::string dtype;       ///< as the file holds it
+  std::string model_dtype; ///< a buffer's in the model (the metadata's)
+  bool buffer = false;
 };
 
 } // namespace
@@ -52,6 +128,21 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                               "JSON object)");
   std::vector<entry> entries;
   try {
+    auto buffers = declared_buffers(path, header);
+    if (!buffers)
+      return buffers.error();
+    for (auto& [name, dtype] : *buffers) {
+      if (!header.contains(name) || name == "__metadata__")
+        return format_error(path, "__metadata__/" + std::string{buffers_key}
+                                    + " names buffer " + name
+                                    + ", which is no tensor of the file");
+      if (buffer_element_bytes(dtype) == 0)
+        return format_error(path, "buffer " + name + " has dtype " + dtype
+                                    + " in __metadata__/" + buffers_key
+                                    + "; a buffer is a float (F64, F32) or "
+                                      "an integer (I64, I32, I16, I8, U8, "
+                                      "BOOL)");
+    }
     for (auto& [key, value] : header.items()) {
       if (key == "__metadata__")
         continue;
@@ -66,20 +157,29 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
           || !value.contains("shape") || !value.contains("data_offsets"))
         return format_error(path, "tensor " + key + " is not an object with "
                                   "dtype, shape and data_offsets");
-      auto& dtype = value.at("dtype");
-      if (!dtype.is_string())
+      auto& dtype_json = value.at("dtype");
+      if (!dtype_json.is_string())
         return format_error(path, "tensor " + key + " has a dtype that is "
                                   "not a string");
-      if (dtype.get<std::string>() != "F32")
-        return format_error(path, "tensor " + key + " has dtype "
-                                    + dtype.get<std::string>()
-                                    + "; the shards hold float32 (F32) "
+      auto dtype = dtype_json.get<std::string>();
+      bool buffer = buffers->count(key) > 0;
+      size_t bytes = buffer ? buffer_element_bytes(dtype) : 0;
+      if (buffer && bytes == 0)
+        return format_error(path, "buffer " + key + " has dtype " + dtype
+                                    + "; a buffer is a float (F64, F32) or "
+                                      "an integer (I64, I32, I16, I8, U8, "
+                                      "BOOL)");
+      if (!buffer && dtype != "F32")
+        return format_error(path, "tensor " + key + " has dtype " + dtype
+                                    + "; the shards train float32 (F32) "
                                       "tensors: "
-                                    + dtype_advice(dtype.get<std::string>()));
-      auto extent = read_f32_extent(path, key, value, data_size);
+                                    + dtype_advice(dtype));
+      auto extent = read_f32_extent(path, key, value, data_size,
+                                    buffer ? bytes : sizeof(float));
       if (!extent)
         return extent.error();
-      entry e{key, std::move(extent->dims), extent->begin, extent->end};
+      entry e{key, std::move(extent->dims), extent->begin, extent->end,
+              dtype, buffer ? buffers->at(key) : dtype, buffer};
       entries.push_back(std::move(e));
     }
   } catch (const json::exception& e) {
@@ -97,18 +197,35 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                                   + entries[i].name + " overlap");
   declared_params out;
   for (auto& e : entries)
-    out.layout.add(e.name, e.dims);
+    if (e.buffer)
+      out.layout.add_buffer(e.name, e.dims, e.model_dtype);
+    else
+      out.layout.add(e.name, e.dims);
   out.values.resize(out.layout.total());
   const char* data = file->data();
   for (size_t i = 0; i < entries.size(); ++i) {
     auto& t = out.layout.tensors()[i];
     auto* dst = out.values.data() + t.offset;
-    std::memcpy(dst, data + entries[i].begin, t.size * sizeof(float));
-    for (size_t j = 0; j < t.size; ++j)
+    auto* src = data + entries[i].begin;
+    auto& stored = entries[i].dtype;
+    bool integer = t.dtype[0] != 'F' || stored[0] != 'F';
+    for (size_t j = 0; j < t.size; ++j) {
+      double v = t.buffer ? buffer_element(src, stored, j) : 0.0;
+      if (t.buffer)
+        dst[j] = static_cast<float>(v);
+      else
+        std::memcpy(dst + j, src + j * sizeof(float), sizeof(float));
       if (!std::isfinite(dst[j]))
         return format_error(path, "tensor " + t.name + " holds a NaN or "
                                   "infinite value (element "
                                     + std::to_string(j) + ")");
+      if (integer && std::fabs(v) > exact_integers)
+        return format_error(path, "buffer " + t.name + " holds "
+                                    + std::to_string(static_cast<int64_t>(v))
+                                    + " (element " + std::to_string(j)
+                                    + "); the shards hold buffers as floats, "
+                                      "exact for integers up to 2^24");
+    }
   }
   return out;
 }
@@ -121,14 +238,30 @@ caf::error write_declared_params(const std::string& path,
                         + " values, the layout needs "
                         + std::to_string(params.layout.total()));
   nlohmann::json header = nlohmann::json::object();
+  nlohmann::json buffers = nlohmann::json::object();
   for (auto& t : params.layout.tensors()) {
     auto begin = t.offset * sizeof(float);
     header[t.name] = {{"dtype", "F32"},
                       {"shape", t.dims},
                       {"data_offsets",
                        {begin, begin + t.size * sizeof(float)}}};
+    if (t.buffer)
+      buffers[t.name] = t.dtype;
   }
+  // A buffer is written as float32 here; its dtype is kept in the list.
+  if (!buffers.empty())
+    header["__metadata__"] = {{buffers_key, buffers.dump()}};
   return write_safetensors_file(path, header, {&params.values});
+}
+
+std::string values_digest(const std::vector<float>& values) {
+  uint64_t h = 14695981039346656037ull;
+  auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  for (size_t i = 0; i < values.size() * sizeof(float); ++i)
+    h = (h ^ bytes[i]) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
 std::string describe_declared(const param_layout& layout) {

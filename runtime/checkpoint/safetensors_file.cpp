@@ -80,7 +80,8 @@ caf::expected<safetensors_file> read_safetensors_file(const std::string& path,
 caf::expected<tensor_extent> read_f32_extent(const std::string& path,
                                              const std::string& key,
                                              const json& value,
-                                             uint64_t data_size) {
+                                             uint64_t data_size,
+                                             size_t element_bytes) {
   if (!value.is_object() || !value.contains("shape")
       || !value.contains("data_offsets"))
     return format_error(path, "tensor " + key
@@ -114,7 +115,7 @@ caf::expected<tensor_extent> read_f32_extent(const std::string& path,
                                     "than the file's data");
     e.dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
   }
-  uint64_t want = count * sizeof(float);
+  uint64_t want = count * element_bytes;
   if (e.end < e.begin || e.end - e.begin != want)
     return format_error(
       path, "tensor " + key + " has " + std::to_string(e.end - e.begin)

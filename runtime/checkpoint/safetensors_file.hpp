@@ -19,6 +19,12 @@
 
 namespace troupe {
 
+/// The metadata key (in __metadata__) that names a file's buffers
+/// (tensor_slot::buffer): a JSON object of buffer names and their dtypes,
+/// as a string, since safetensors' metadata values are strings. The
+/// parameters a user declares and troupe's checkpoints both carry it.
+constexpr const char* buffers_key = "troupe.buffers";
+
 /// Far above any model's header (a tensor's entry is ~100 bytes).
 constexpr uint64_t max_header_bytes = 16 << 20;
 
@@ -40,16 +46,19 @@ struct tensor_extent {
   uint64_t begin = 0, end = 0;
 };
 
-/// The extent of tensor `key` (an F32 tensor; its dtype is the caller's to
-/// check) from its header entry `value`, checked against a data section of
-/// `data_size` bytes: a shape of at most 8 positive dimensions whose
-/// product stays within the data (so no count overflows), data_offsets
-/// spanning exactly that many floats, inside the data. errc::bad_format
-/// naming `path` and the tensor otherwise.
+/// The extent of tensor `key` (an F32 tensor, or one of `element_bytes`
+/// bytes an element; its dtype is the caller's to check) from its header
+/// entry `value`, checked against a data section of `data_size` bytes: a
+/// shape of at most 8 positive dimensions whose product stays within the
+/// data (so no count overflows), data_offsets spanning exactly that many
+/// elements, inside the data. errc::bad_format naming `path` and the
+/// tensor otherwise.
 caf::expected<tensor_extent> read_f32_extent(const std::string& path,
                                              const std::string& key,
                                              const nlohmann::json& value,
-                                             uint64_t data_size);
+                                             uint64_t data_size,
+                                             size_t element_bytes
+                                             = sizeof(float));
 
 /// Reads `path`'s header, and with `whole` the whole file. Errors name the
 /// file: errc::file_not_found, errc::io_error, errc::bad_format (not a

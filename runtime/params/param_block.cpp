@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "runtime/base/errc.hpp"
 
@@ -46,6 +47,10 @@ param_block::param_block(options opts, std::vector<float> initial)
   : opts_(opts),
     values_(std::make_shared<std::vector<float>>(std::move(initial))),
     opt_(opts.optimizer, values_->size()) {
+  for (auto& r : opts_.buffers)
+    if (r.begin > r.end || r.end > values_->size())
+      throw std::invalid_argument("param_block: a buffer range outside the "
+                                  "block");
   if (opts_.mode == consistency_mode::sync)
     sum_.assign(values_->size(), 0.f);
 }
@@ -83,10 +88,20 @@ void param_block::apply_update(const float* grads, stale_adjust adjust) {
     for (size_t i = 0; i < v.size(); ++i)
       v[i] += rate * grads[i];
   } else {
+    // Buffers are kept aside from the optimizer's step, then take the
+    // pushed change as it is.
+    buffer_values_.clear();
+    for (auto& r : opts_.buffers)
+      buffer_values_.insert(buffer_values_.end(), v.begin() + r.begin,
+                            v.begin() + r.end);
     // The optimizer's step is the block's version: the learning-rate
     // schedule and Adam's bias correction follow the updates applied here.
     opt_.apply(v.data(), grads, version_, adjust.lr_scale,
                adjust.implicit_momentum);
+    size_t k = 0;
+    for (auto& r : opts_.buffers)
+      for (size_t i = r.begin; i < r.end; ++i)
+        v[i] = buffer_values_[k++] - grads[i];
   }
   ++version_;
 }

@@ -43,6 +43,7 @@
 #include "caf/expected.hpp"
 #include "runtime/params/consistency.hpp"
 #include "runtime/params/optimizer.hpp"
+#include "runtime/params/param_layout.hpp"
 
 namespace troupe {
 
@@ -91,6 +92,11 @@ public:
     /// async, ssp: the momentum of stale pushes.
     stale_momentum_rule stale_momentum
       = stale_momentum_rule::none;
+    /// The parts of the block that buffers hold (tensor_slot::buffer),
+    /// relative to its start: an update subtracts the pushed change there
+    /// as it is (the mean of a sync update's changes), without the
+    /// optimizer, its learning rate or its weight decay.
+    std::vector<flat_range> buffers;
   };
 
   /// What became of a valid push. duplicate: its batch is applied already
@@ -215,6 +221,7 @@ private:
 
   options opts_;
   std::shared_ptr<std::vector<float>> values_;
+  std::vector<float> buffer_values_; ///< apply_update's scratch
   optimizer opt_;
   int64_t version_ = 0;
   counters stats_;

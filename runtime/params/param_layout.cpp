@@ -41,6 +41,34 @@ size_t param_layout::add(std::string name, shape dims) {
   return tensors_.back().offset;
 }
 
+size_t param_layout::add_buffer(std::string name, shape dims,
+                                std::string dtype) {
+  auto offset = add(std::move(name), std::move(dims));
+  tensors_.back().buffer = true;
+  tensors_.back().dtype = std::move(dtype);
+  return offset;
+}
+
+bool param_layout::has_buffers() const {
+  return std::any_of(tensors_.begin(), tensors_.end(),
+                     [](const tensor_slot& t) { return t.buffer; });
+}
+
+std::vector<flat_range> param_layout::buffers_within(flat_range range) const {
+  std::vector<flat_range> out;
+  for (auto& t : tensors_) {
+    auto begin = std::max(t.offset, range.begin);
+    auto end = std::min(t.offset + t.size, range.end);
+    if (!t.buffer || begin >= end)
+      continue;
+    if (!out.empty() && out.back().end == begin - range.begin)
+      out.back().end = end - range.begin; // adjacent buffers: one part
+    else
+      out.push_back(flat_range{begin - range.begin, end - range.begin});
+  }
+  return out;
+}
+
 const tensor_slot* param_layout::find(const std::string& name) const {
   for (auto& t : tensors_)
     if (t.name == name)

@@ -27,6 +27,15 @@ struct tensor_slot {
   shape dims;
   size_t offset = 0; ///< first element in the flat vector
   size_t size = 0;   ///< element count
+  /// A buffer: a model's state that no optimizer trains, such as
+  /// BatchNorm's running statistics. A step sets it; a push carries its
+  /// change (old - new) and the shard subtracts that as it is (async:
+  /// every worker's change adds up; sync: their mean), with no optimizer.
+  bool buffer = false;
+  /// The dtype the user's model holds it in, as safetensors names it
+  /// ("F32", "I64", ...): the shards hold every value as a float, the
+  /// Python module hands a buffer back in its own dtype.
+  std::string dtype = "F32";
 };
 
 /// A half-open element range [begin, end) of the flat vector.
@@ -54,6 +63,15 @@ public:
   /// Appends a tensor and returns its offset. Names must be unique; a
   /// duplicate is a programming error and throws std::invalid_argument.
   size_t add(std::string name, shape dims);
+  /// Appends a buffer (tensor_slot::buffer) of dtype `dtype`.
+  size_t add_buffer(std::string name, shape dims, std::string dtype);
+
+  /// Whether any tensor is a buffer.
+  bool has_buffers() const;
+
+  /// The parts of `range` that buffers hold, relative to range.begin (a
+  /// shard's view of them), in order.
+  std::vector<flat_range> buffers_within(flat_range range) const;
 
   /// Total element count.
   size_t total() const { return total_; }
@@ -69,7 +87,8 @@ public:
   /// Returns errc::invalid_argument for n < 1 or n > total.
   caf::expected<std::vector<flat_range>> split(size_t n) const;
 
-  /// Error naming the first difference between two layouts, or none.
+  /// Error naming the first difference between two layouts (names and
+  /// shapes; which tensors are buffers is not compared), or none.
   caf::error compare(const param_layout& other) const;
 
   friend bool operator==(const param_layout& a, const param_layout& b);

@@ -3,7 +3,7 @@ a cluster file with a chief's node and two Python worker processes on
 127.0.0.1. Both train Fashion-MNIST (the PyTorch one on a tenth of it, to
 stay quick) with every sample once per epoch; the CNN's checkpoint loads
 back into its nn.Module with load_state_dict and scores as the chief
-said. The accuracy against PyTorch alone is scripts/bench-python-cnn.sh's.
+said, BatchNorm's running statistics included (prepare --batchnorm). The accuracy against PyTorch alone is scripts/bench-python-cnn.sh's.
 
 Run by ctest (python.examples); the PyTorch half needs python3-torch."""
 
@@ -91,6 +91,54 @@ class Examples(unittest.TestCase):
                                    os.path.join(ckpt, newest)).items()})
         x, y = load("t10k")
         self.assertAlmostEqual(score(model, x, y)[0], accuracy, places=4)
+
+    def test_pytorch_cnn_with_batchnorm_across_two_worker_processes(self):
+        """BatchNorm's running statistics live on the shards: the chief's
+        evaluation is the final checkpoint's, loaded with strict=True into
+        a fresh module, and the run lands near PyTorch alone on the same
+        batches (a small version of scripts/bench-python-batchnorm.sh)."""
+        try:
+            import torch
+        except ImportError:
+            if os.environ.get("CI"):
+                raise
+            self.skipTest("python3-torch is not installed")
+        shape = ["--epochs", "2", "--samples", "6000", "--lr", "0.05",
+                 "--batchnorm", "--dropout", "0"]
+        run, log = run_cluster(self, "pytorch_cnn", shape + ["--mode", "sync"])
+        self.assertIn("samples trained per epoch: 6000 6000\n", log)
+        accuracy = accuracy_of(log)
+        folder = os.path.join(ROOT, "examples", "pytorch_cnn")
+        sys.path.insert(0, folder)
+        from fashion_cnn import load, make_model, score
+        ckpt = os.path.join(run, "ckpt")
+        newest = max(os.listdir(ckpt),
+                     key=lambda f: int(f.split("-")[1].split(".")[0]))
+        state = troupe.read_checkpoint(os.path.join(ckpt, newest))
+        model = make_model(seed=99, batchnorm=True, dropout=0)
+        model.load_state_dict({k: torch.from_numpy(v) for k, v in
+                               state.items()}, strict=True)
+        x, y = load("t10k")
+        self.assertAlmostEqual(score(model, x, y)[0], accuracy, places=4)
+        # One count per sync update, which is one shard version.
+        versions = int(re.search(r"shard versions at the end: (\d+)",
+                                 log).group(1))
+        for bn in ("bn1", "bn2", "bn3"):
+            self.assertEqual(int(state[bn + ".num_batches_tracked"]),
+                             versions)
+            self.assertEqual(state[bn + ".num_batches_tracked"].dtype.name,
+                             "int64")
+        # PyTorch alone on the same batches: at this size single runs
+        # differ by up to 1.2 points either way (each troupe worker
+        # normalizes by its half of the batch); the full-size figures
+        # are in docs/benchmarks.md.
+        alone = subprocess.run([sys.executable, "alone.py", "--order",
+                                "troupe"] + shape, cwd=folder,
+                               capture_output=True, text=True)
+        self.assertEqual(alone.returncode, 0, alone.stderr)
+        reference = json.loads(alone.stdout.strip().splitlines()[-1])
+        self.assertLess(abs(accuracy - reference["test_accuracy"]), 0.025,
+                        (accuracy, reference, log))
 
 
 if __name__ == "__main__":

@@ -196,9 +196,13 @@ class NumpyWorker(unittest.TestCase):
             troupe.train(run.config, step, evaluate=3)
 
     def test_a_gradient_of_the_wrong_shape_names_the_tensor_and_both_shapes(self):
-        run = self.folder(epochs=1, max_restarts=0)
+        # With restarts allowed: a wrong shape comes back after every
+        # restart, so the run ends at the first step.
+        run = self.folder(epochs=1, max_restarts=3)
+        calls = []
 
         def step(params, samples):
+            calls.append(1)
             return {"linear.weight": np.zeros((FEATURES, 1), np.float32),
                     "linear.bias": np.float32(0)}, 0.0
 
@@ -206,18 +210,31 @@ class NumpyWorker(unittest.TestCase):
             troupe.train(run.config, step, quiet=True)
         self.assertIn("the gradient of linear.weight has shape (6, 1), "
                       "expected (1, 6)", str(caught.exception))
+        self.assertEqual(len(calls), 1)
 
-    def test_a_gradient_of_the_wrong_dtype_is_refused_by_name(self):
-        run = self.folder(epochs=1, max_restarts=0)
+    def test_a_gradient_of_the_wrong_dtype_or_name_ends_the_run_at_once(self):
+        for grads, text in (
+                ({"linear.weight": np.zeros((1, FEATURES)),
+                  "linear.bias": np.float32(0)},
+                 "the gradient of linear.weight has dtype float64, "
+                 "expected float32"),
+                ({"linear.weight": np.zeros((1, FEATURES), np.float32),
+                  "linear.bias": np.float32(0), "linear.scale": np.float32(1)},
+                 "the gradients name linear.scale, which is no tensor of the "
+                 "model"),
+                ({"linear.weight": np.zeros((1, FEATURES), np.float32)},
+                 "the gradients name no tensor linear.bias")):
+            run = self.folder(epochs=1, max_restarts=3)
+            calls = []
 
-        def step(params, samples):
-            return {"linear.weight": np.zeros((1, FEATURES)),
-                    "linear.bias": np.float32(0)}, 0.0
+            def step(params, samples):
+                calls.append(1)
+                return grads, 0.0
 
-        with self.assertRaises(RuntimeError) as caught:
-            troupe.train(run.config, step, quiet=True)
-        self.assertIn("the gradient of linear.weight has dtype float64, "
-                      "expected float32", str(caught.exception))
+            with self.assertRaises(RuntimeError) as caught:
+                troupe.train(run.config, step, quiet=True)
+            self.assertIn(text, str(caught.exception))
+            self.assertEqual(len(calls), 1, text)
 
     def test_an_exception_in_the_step_fails_the_run_with_its_name(self):
         run = self.folder(epochs=1, max_restarts=0)
@@ -310,6 +327,7 @@ class NumpyWorker(unittest.TestCase):
                     "bn.num_batches_tracked": np.array(0, np.int64)})
             self.assertIn("bn.num_batches_tracked has dtype int64",
                           str(caught.exception))
+            self.assertIn("buffers=[...]", str(caught.exception))
 
 
 if __name__ == "__main__":

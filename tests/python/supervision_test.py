@@ -162,6 +162,33 @@ class Supervision(unittest.TestCase):
         self.assertIn("node py1 (127.0.0.1:", log)
         self.assertIn("worker 1 failed", log)
 
+    def test_a_restarted_python_node_gets_its_moved_worker_back(self):
+        cluster = python_cluster(self)  # on_node_loss "move"
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        cluster.procs["py1"].send_signal(signal.SIGKILL)
+        cluster.wait_for("chief", "worker 1 moves from node py1 to node py0",
+                         20)
+        # Paused until the node is back, so that the run cannot end first.
+        cluster.shell("pause")
+        cluster.start("py1", "py1-again")
+        # Sent back once its step in flight ends, and said so.
+        cluster.wait_for("chief", "worker 1 goes back from node py0 to its "
+                                  "own node py1 once its step in flight ends",
+                         30)
+        cluster.shell("resume")
+        cluster.wait_for("chief", "worker 1 moves from node py0 to node py1 "
+                                  "(its own, back)", 30)
+        workers = {w["id"]: w for w in cluster.shell("workers")}
+        self.assertEqual(workers["worker:1"]["node"], "py1", workers)
+        self.assertEqual(workers["worker:1"]["pid"],
+                         cluster.procs["py1-again"].pid, workers)
+        log = self.finished(cluster, "py0", "py1-again")
+        # It trained on its own node again, and its return restarted
+        # nothing: one restart, for the kill.
+        self.assertRegex(cluster.log("py1-again"), r"registered")
+        inspected = log.count("worker 1 failed")
+        self.assertEqual(inspected, 1, log)
+
     def test_a_restarted_python_node_rejoins_and_trains_again(self):
         cluster = python_cluster(self, on_node_loss="wait")
         cluster.wait_for("chief", cluster.step_reached(100), 60)
@@ -187,8 +214,9 @@ class Supervision(unittest.TestCase):
             self.assertEqual(workers[w]["host"], socket.gethostname(),
                              workers)
         self.assertIsNone(workers["worker:0"]["last_error"], workers)
-        self.assertIn("remote_link_unreachable",
-                      workers["worker:1"]["last_error"], workers)
+        # CAF's exit reason, in words.
+        self.assertEqual("its process was lost (the connection to its node "
+                         "broke)", workers["worker:1"]["last_error"], workers)
         inspected = cluster.shell("inspect worker:1")
         self.assertEqual(inspected["pid"], cluster.procs["py1-again"].pid)
         self.assertEqual(inspected["restarts"], 1, inspected)

@@ -60,6 +60,29 @@ BOOST_AUTO_TEST_CASE(round_trip_is_bitwise) {
   BOOST_TEST(troupe::test::files_in(tmp.path()).size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(buffers_and_their_dtypes_survive_a_round_trip) {
+  temp_dir tmp;
+  auto path = tmp.file("c.safetensors");
+  auto c = sample();
+  c.layout.add_buffer("bn/running_mean", {2}, "F32");
+  c.layout.add_buffer("bn/num_batches_tracked", {}, "I64");
+  c.params.insert(c.params.end(), {0.5f, -0.5f, 7.f});
+  for (auto& [name, slot] : c.slots)
+    slot.resize(c.params.size(), 0.f);
+  BOOST_REQUIRE(!write_checkpoint(path, c));
+  auto back = read_checkpoint(path);
+  BOOST_REQUIRE_MESSAGE(back, troupe::test::why(back));
+  auto& ts = back->layout.tensors();
+  BOOST_REQUIRE(ts.size() == 4u);
+  BOOST_TEST(!ts[0].buffer);
+  BOOST_TEST(ts[2].buffer);
+  BOOST_TEST(ts[3].buffer);
+  BOOST_TEST(ts[3].dtype == "I64");
+  BOOST_TEST(back->params[10] == 7.f);
+  // The list of buffers is the file's, not a metadata key of the run's.
+  BOOST_TEST(read_all(path).find("troupe.buffers") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(file_is_plain_safetensors) {
   temp_dir tmp;
   auto path = tmp.file("c.safetensors");

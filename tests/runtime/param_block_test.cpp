@@ -459,4 +459,38 @@ BOOST_AUTO_TEST_CASE(a_copy_that_does_not_fit_is_refused_and_changes_nothing) {
   BOOST_TEST(b.version() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(buffers_take_the_pushed_change_without_the_optimizer) {
+  // Adam with weight decay on [0, 2); a buffer on [2, 4): its pushes
+  // carry old - new, which the block subtracts as it is.
+  block::options o;
+  o.mode = mode::async;
+  o.optimizer.type = optimizer_config::kind::adam;
+  o.optimizer.learning_rate = 0.1;
+  o.optimizer.weight_decay = 0.5;
+  o.buffers = {flat_range{2, 4}};
+  block b{o, {1.f, 1.f, 10.f, 0.f}};
+  b.add_worker(0);
+  b.add_worker(1);
+  std::vector<float> g0 = {0.5f, -0.5f, 1.f, -1.f}; // buffer: 10 -> 9, 0 -> 1
+  BOOST_REQUIRE(b.push(0, 0, g0.data(), 4, 0));
+  std::vector<float> g1 = {0.5f, -0.5f, 0.25f, -1.f};
+  BOOST_REQUIRE(b.push(1, 0, g1.data(), 4, 1)); // stale: the change adds up
+  auto v = values_of(b);
+  BOOST_TEST(v[0] != 1.f); // the optimizer moved the parameters
+  BOOST_TEST(v[2] == 8.75f);
+  BOOST_TEST(v[3] == 2.f);
+  // sync: the mean of the update's changes.
+  o.mode = mode::sync;
+  o.aggregate = 2;
+  block s{o, {1.f, 1.f, 10.f, 0.f}};
+  s.add_worker(0);
+  s.add_worker(1);
+  BOOST_REQUIRE(s.push(0, 0, g0.data(), 4));
+  BOOST_REQUIRE(s.push(1, 0, g1.data(), 4));
+  auto w = values_of(s);
+  BOOST_TEST(w[2] == 10.f - 0.625f);
+  BOOST_TEST(w[3] == 1.f);
+  BOOST_CHECK_THROW((block{o, {1.f, 2.f}}), std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

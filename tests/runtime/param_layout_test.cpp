@@ -88,4 +88,24 @@ BOOST_AUTO_TEST_CASE(gather_refuses_parts_that_do_not_fit) {
   BOOST_TEST(!gather_parts(ranges, {&a, nullptr}));
 }
 
+BOOST_AUTO_TEST_CASE(buffers_within_a_range_are_relative_to_its_start) {
+  param_layout l;
+  l.add("w", {4});                   // [0, 4)
+  l.add_buffer("mean", {3}, "F32");  // [4, 7)
+  l.add_buffer("count", {}, "I64");  // [7, 8)
+  l.add("b", {2});                   // [8, 10)
+  BOOST_TEST(l.has_buffers());
+  BOOST_TEST(l.tensors()[2].dtype == "I64");
+  auto whole = l.buffers_within(flat_range{0, 10});
+  BOOST_REQUIRE(whole.size() == 1u); // adjacent buffers: one part
+  BOOST_TEST((whole[0] == flat_range{4, 8}));
+  auto cut = l.buffers_within(flat_range{5, 9});
+  BOOST_REQUIRE(cut.size() == 1u);
+  BOOST_TEST((cut[0] == flat_range{0, 3}));
+  BOOST_TEST(l.buffers_within(flat_range{8, 10}).empty());
+  param_layout plain;
+  plain.add("w", {4});
+  BOOST_TEST(!plain.has_buffers());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
