@@ -52,7 +52,9 @@ py::array view_of(const pulled_params& p, const tensor_slot& t) {
     std::vector<float> scratch;
     const float* at = p.tensor(t, scratch);
     std::vector<py::ssize_t> dims(t.dims.begin(), t.dims.end());
-    py::array_t<float> floats(dims, at);
+    py::object floats = py::array_t<float>(dims, at);
+    if (t.dtype[0] != 'F') // an integer: the nearest, not truncated
+      floats = py::module_::import("numpy").attr("rint")(floats);
     py::array a = floats.attr("astype")(numpy_dtype(t.dtype));
     a.attr("setflags")(py::arg("write") = false);
     return a;

@@ -107,6 +107,11 @@ print("rate within 10% of before "
          f"median after that {statistics.median(later):.0f} examples/s "
          f"({statistics.median(later) / before:.2f} of before)"
          if recovered is not None else "never"))
+print("windows after w1 started (seconds: examples/s): "
+      + ", ".join(f"{t - events['restarted']:.1f}: {r:.0f}" for t, r in after))
+evals = [float(t) for t in re.findall(r"\(10000 examples in ([\d.]+) s", text)]
+print(f"the chief's evaluations: {len(evals)}, {sum(evals):.1f} s in all "
+      "(they share the cores with the workers)")
 print("samples trained per epoch:" + per_epoch.group(1))
 for l in text.splitlines():
     if "worker 1 " in l and ("moves" in l or "goes back" in l):

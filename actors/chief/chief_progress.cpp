@@ -115,8 +115,9 @@ void evaluate_now(chief_self self, std::function<void()> then) {
   };
   pull_params(
     self,
-    [=](std::vector<float>& params, int64_t) {
+    [=](std::vector<float>& params, int64_t version) {
       auto& s = self->state;
+      s.eval.last_eval_version = version;
       if (s.eval.external)
         return evaluate_external(self, std::move(params), report);
       s.eval.evaluator->set_params(params.data());
@@ -343,89 +344,96 @@ void finish_run(chief_self self) {
   st.enter(run_phase::finishing);
   double seconds = st.progress.training_seconds(now_seconds());
   auto after_checkpoint = [=] {
-    evaluate_now(self, [=] {
-      auto& s = self->state;
-      cluster_summary r;
-      r.steps = s.progress.steps;
-      r.epochs = epoch_of(self, s.progress.steps);
-      r.seconds = seconds;
-      r.examples_per_sec = static_cast<double>(s.progress.samples) / seconds;
-      r.test_accuracy = s.eval.last_accuracy;
-      r.test_loss = s.eval.last_loss;
-      if (s.opts.data->validation.count > 0) {
-        // The evaluator holds the final parameters (no step since): the
-        // test set is scored once, now.
-        auto t = evaluate(*s.eval.evaluator, s.opts.data->test,
-                          std::max(s.opts.cfg.training.batch_size, 256));
-        auto validated = is_regression(s.opts.cfg.model.loss)
-                           ? fmt("validation r2 = %.4f, validation mse = %.4g",
-                                 r.test_accuracy, r.test_loss)
-                           : fmt("validation accuracy = %.4f, validation "
-                                 "loss = %.4f",
-                                 r.test_accuracy, r.test_loss);
-        say(self, fmt("final: %s; %s (%lld examples)", validated.c_str(),
-                      describe_scores(t, "test").c_str(),
-                      static_cast<long long>(t.count)));
-        r.test_accuracy = headline(t);
-        r.test_loss = t.loss;
-      }
-      r.restarts = s.members.restarts->total();
-      pull_params(self, [=](std::vector<float>& params, int64_t version) {
-        auto final_params = std::make_shared<std::vector<float>>(
-          std::move(params));
-        ask_all_shards<shard_stats>(
-          self,
-          [=](size_t i) {
-            return self->request(self->state.shards.handles[i], timeout_of(self),
-                                 stats_atom_v);
-          },
-          [=](std::vector<shard_stats>& stats) {
-            auto summary = r;
-            summary.version = version;
-            // async, ssp: a version is the batches a shard applied, each
-            // once; a lost step would show as a shard behind the others.
-            std::string versions;
-            for (auto& x : stats)
-              versions += " " + std::to_string(x.version);
-            say(self, "shard versions at the end:" + versions);
-            for (auto& x : stats) {
-              summary.pushes_accepted += x.accepted;
-              summary.pushes_stale += x.stale;
-              summary.pushes_refused += x.refused;
-              if (has_tables(self))
-                say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
-                              "pulled %lld, pushed %lld",
-                              x.shard, static_cast<long long>(x.rows),
-                              static_cast<double>(x.row_bytes)
-                                / (1024.0 * 1024 * 1024),
-                              static_cast<long long>(x.rows_pulled),
-                              static_cast<long long>(x.rows_pushed)));
-            }
-            auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
-              std::move(stats));
-            self
-              ->request(self->state.shards.feeder, timeout_of(self), stats_atom_v)
-              .then(
-                [=](feeder_stats& fs) {
-                  auto done = summary;
-                  // The feeder's count is the authority: a worker that died
-                  // may have settled steps it had not reported yet.
-                  done.steps = fs.acked;
-                  done.epochs = epoch_of(self, fs.acked);
-                  done.epoch_samples = std::move(fs.epoch_samples);
-                  done.workers = std::move(fs.workers);
-                  print_summary(self, done);
-                  if (self->state.opts.on_finish)
-                    self->state.opts.on_finish(*final_params,
-                                               *shard_stats_copy);
-                  self->state.enter(run_phase::ended);
-                  release_nodes(self, caf::error{}, [=] {
-                    self->state.reply.deliver(done);
-                    shut_down(self);
-                  });
-                },
-                [=](caf::error& err) { fail_run(self, std::move(err)); });
-          });
+    // The final evaluation scores what the final checkpoint holds: an
+    // update applied since the last evaluation began, with no step of its
+    // own, is scored too.
+    pull_params(self, [=](std::vector<float>&, int64_t now_version) {
+      if (now_version != self->state.eval.last_eval_version)
+        self->state.eval.last_eval_step = -1;
+      evaluate_now(self, [=] {
+        auto& s = self->state;
+        cluster_summary r;
+        r.steps = s.progress.steps;
+        r.epochs = epoch_of(self, s.progress.steps);
+        r.seconds = seconds;
+        r.examples_per_sec = static_cast<double>(s.progress.samples) / seconds;
+        r.test_accuracy = s.eval.last_accuracy;
+        r.test_loss = s.eval.last_loss;
+        if (s.opts.data->validation.count > 0) {
+          // The evaluator holds the final parameters (no step since): the
+          // test set is scored once, now.
+          auto t = evaluate(*s.eval.evaluator, s.opts.data->test,
+                            std::max(s.opts.cfg.training.batch_size, 256));
+          auto validated = is_regression(s.opts.cfg.model.loss)
+                             ? fmt("validation r2 = %.4f, validation mse = %.4g",
+                                   r.test_accuracy, r.test_loss)
+                             : fmt("validation accuracy = %.4f, validation "
+                                   "loss = %.4f",
+                                   r.test_accuracy, r.test_loss);
+          say(self, fmt("final: %s; %s (%lld examples)", validated.c_str(),
+                        describe_scores(t, "test").c_str(),
+                        static_cast<long long>(t.count)));
+          r.test_accuracy = headline(t);
+          r.test_loss = t.loss;
+        }
+        r.restarts = s.members.restarts->total();
+        pull_params(self, [=](std::vector<float>& params, int64_t version) {
+          auto final_params = std::make_shared<std::vector<float>>(
+            std::move(params));
+          ask_all_shards<shard_stats>(
+            self,
+            [=](size_t i) {
+              return self->request(self->state.shards.handles[i], timeout_of(self),
+                                   stats_atom_v);
+            },
+            [=](std::vector<shard_stats>& stats) {
+              auto summary = r;
+              summary.version = version;
+              // async, ssp: a version is the batches a shard applied, each
+              // once; a lost step would show as a shard behind the others.
+              std::string versions;
+              for (auto& x : stats)
+                versions += " " + std::to_string(x.version);
+              say(self, "shard versions at the end:" + versions);
+              for (auto& x : stats) {
+                summary.pushes_accepted += x.accepted;
+                summary.pushes_stale += x.stale;
+                summary.pushes_refused += x.refused;
+                if (has_tables(self))
+                  say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
+                                "pulled %lld, pushed %lld",
+                                x.shard, static_cast<long long>(x.rows),
+                                static_cast<double>(x.row_bytes)
+                                  / (1024.0 * 1024 * 1024),
+                                static_cast<long long>(x.rows_pulled),
+                                static_cast<long long>(x.rows_pushed)));
+              }
+              auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
+                std::move(stats));
+              self
+                ->request(self->state.shards.feeder, timeout_of(self), stats_atom_v)
+                .then(
+                  [=](feeder_stats& fs) {
+                    auto done = summary;
+                    // The feeder's count is the authority: a worker that died
+                    // may have settled steps it had not reported yet.
+                    done.steps = fs.acked;
+                    done.epochs = epoch_of(self, fs.acked);
+                    done.epoch_samples = std::move(fs.epoch_samples);
+                    done.workers = std::move(fs.workers);
+                    print_summary(self, done);
+                    if (self->state.opts.on_finish)
+                      self->state.opts.on_finish(*final_params,
+                                                 *shard_stats_copy);
+                    self->state.enter(run_phase::ended);
+                    release_nodes(self, caf::error{}, [=] {
+                      self->state.reply.deliver(done);
+                      shut_down(self);
+                    });
+                  },
+                  [=](caf::error& err) { fail_run(self, std::move(err)); });
+            });
+        });
       });
     });
   };

@@ -225,6 +225,11 @@ struct chief_evaluation {
   /// click: the ROC AUC of the last evaluation (-1: none yet).
   double last_auc = -1;
   int64_t last_eval_step = -1; ///< steps when the last evaluation began
+  /// The shards' version the last evaluation scored (pull_params'): an
+  /// update applied with no step of its own since (sync: the last update,
+  /// short of pushes, applied as the workers leave) makes the final
+  /// evaluation score again.
+  int64_t last_eval_version = -1;
   double began = 0;            ///< when it began (now_seconds())
   std::vector<std::function<void()>> waiters;
   /// What waits for the evaluation under way to end, not to run another

@@ -1,7 +1,8 @@
 """troupe's parameter servers with your own model.
 
 Declare the model's tensors in a safetensors file (write_parameters, e.g.
-from a PyTorch model's state_dict()), name it in a run config with
+of a PyTorch module: its parameters and its buffers, such as BatchNorm's
+running statistics), name it in a run config with
 "model": {"type": "external", "parameters": FILE} and
 "data": {"format": "external", "train_samples": N}, and train:
 
@@ -17,6 +18,8 @@ from a PyTorch model's state_dict()), name it in a run config with
         return accuracy, loss
 
     summary = troupe.train("run.json", step, evaluate=evaluate)
+    # keywords: fresh=, resume=, epochs=, max_steps=, listen=,
+    # metrics_listen=, key=, progress=fn(record), quiet=
 
 or, for one node of a cluster file (each node a process, as with
 troupe-node --node; the chief's node evaluates with evaluate=),
@@ -28,8 +31,12 @@ or, to add workers to a running cluster (troupe-node --join),
     troupe.join("HOST:PORT", step, workers=2, key="cluster.key")
 
 gradients maps every tensor name to a float32 NumPy array or a torch
-tensor of that tensor's shape: the gradient of the batch's mean loss.
-Checkpoints hold the tensors under the same names (read_checkpoint).
+tensor of that tensor's shape: the gradient of the batch's mean loss, and
+for a buffer its value after the step. With a torch module,
+load_state(model, params) copies params (buffers included) into it and
+step_result(model) is what a step returns after loss.backward().
+Checkpoints hold the tensors under the same names (read_checkpoint: a
+dict that load_state_dict(strict=True) takes).
 The tensors are dense: rows of sparse embedding tables cannot be pulled
 or pushed from Python. epoch_order(N, seed, epoch) is the order in which
 the run leases the samples (training.seed), to train a reference on the

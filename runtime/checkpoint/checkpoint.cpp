@@ -70,11 +70,12 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
   }
   // Which tensors are buffers, and their dtypes: what a reader hands a
   // user's model back in (the values are float32 as every other's).
+  // A caller's own list (one read from a file) is written as it came.
   json buffers = json::object();
   for (auto& t : ckpt.layout.tensors())
     if (t.buffer)
       buffers[t.name] = t.dtype;
-  if (!buffers.empty())
+  if (!buffers.empty() && !meta.contains(buffers_key))
     meta[buffers_key] = buffers.dump();
   meta["format"] = format_name;
   meta["version"] = format_version;
@@ -219,11 +220,17 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
         return format_error(path, std::string{"metadata "} + buffers_key
                                     + " is not a JSON object of buffer "
                                       "names and dtypes");
+      for (auto& [name, dtype] : buffers.items())
+        if (!dtype.is_string() || by_key.count("params/" + name) == 0)
+          return format_error(path, std::string{"metadata "} + buffers_key
+                                      + " names " + name
+                                      + ", which is no params/ tensor "
+                                        "with a dtype");
     }
     for (auto& e : entries)
       if (e.prefix == "params") {
         auto b = buffers.find(e.name);
-        if (b != buffers.end() && b->is_string())
+        if (b != buffers.end())
           out.layout.add_buffer(e.name, e.dims, b->get<std::string>());
         else
           out.layout.add(e.name, e.dims);

@@ -14,6 +14,7 @@
 #include "runtime/rules/batch_plan.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/declared_params.hpp"
+#include "runtime/checkpoint/safetensors_file.hpp"
 #include "runtime/data/click_data.hpp"
 #include "runtime/data/click_stream.hpp"
 #include "runtime/sparse/table_file.hpp"
@@ -597,7 +598,11 @@ outcome read_safetensors(const uint8_t* data, size_t size) {
   for (auto& slot : full->slots)
     plain(slot.first);
   auto floats = full->layout.total() * (1 + full->slots.size());
-  if (plain_names && (!declared || declared->layout.total() != floats)) {
+  // A checkpoint's list of buffers names its tensors without "params/",
+  // which a declared file's list would name: such a file is no user's.
+  bool lists_buffers = full->metadata.count(buffers_key) > 0;
+  if (plain_names && !lists_buffers
+      && (!declared || declared->layout.total() != floats)) {
     o.broken = "read_declared_params reads a checkpoint differently";
     return o;
   }
