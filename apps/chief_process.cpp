@@ -77,6 +77,7 @@ int run_chief_node(run_config cfg, chief_process what,
   opts.data = std::make_shared<const train_test>(std::move(*data));
   opts.log = &std::cout;
   opts.listen = what.listen;
+  opts.shell_key = links.key_file;
   opts.external = std::move(what.external);
   opts.evaluate = std::move(what.evaluate);
   opts.words = std::move(what.words);

@@ -207,6 +207,7 @@ py::dict train(const std::string& config_path, py::object step,
   opts.data = std::make_shared<const train_test>(std::move(*data));
   opts.log = quiet ? nullptr : &std::cout;
   opts.listen = shell_at;
+  opts.shell_key = key;
   opts.words = python_words();
   opts.external = python::python_steps(
     std::make_shared<python::held_object>(std::move(step)), turn);

@@ -125,6 +125,7 @@ run_cluster(caf::actor_system& sys, chief_options opts,
             const std::function<void(const chief_actor&)>& started) {
   auto cluster = opts.cfg.cluster;
   auto listen = opts.listen;
+  auto shell_key = opts.shell_key;
   auto* log = opts.log;
   if (cluster.distributed()) {
     auto& me = *cluster.node(cluster.chief_node);
@@ -147,7 +148,8 @@ run_cluster(caf::actor_system& sys, chief_options opts,
     }
     if (!cluster.distributed() && log)
       *log << "shell: troupe-shell --connect " << listen->first << ":"
-           << *port << std::endl;
+           << *port << (shell_key.empty() ? "" : " --key " + shell_key)
+           << std::endl;
   }
   caf::expected<cluster_summary> result{caf::sec::bad_function_call};
   running.receive([&](cluster_summary& r) { result = r; },

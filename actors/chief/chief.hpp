@@ -74,6 +74,9 @@ struct chief_options {
   /// and the log says where. Unset: none. A cluster's chief always
   /// listens on its node's address instead.
   std::optional<std::pair<std::string, uint16_t>> listen;
+  /// The key file the shell must be given (--key) to reach `listen`;
+  /// empty: the default one, which the shell finds itself.
+  std::string shell_key;
   /// Called at the end of a successful run with the final parameters (the
   /// whole flat vector) and every shard's counters; for tests.
   std::function<void(const std::vector<float>&,

@@ -28,12 +28,17 @@ void evaluate_external(chief_self self, std::vector<float> params,
   whole.blocks.push_back(
     std::make_shared<const std::vector<float>>(std::move(params)));
   auto r = s.eval.external(whole);
-  if (!r)
-    return fail_run(
-      self, make_error(errc::invalid_argument,
-                       fmt("the evaluation at step %lld failed: %s",
-                           static_cast<long long>(s.eval.last_eval_step),
-                           describe(r.error()).c_str())));
+  if (!r) {
+    auto err = make_error(errc::invalid_argument,
+                          fmt("the evaluation at step %lld failed: %s",
+                              static_cast<long long>(s.eval.last_eval_step),
+                              describe(r.error()).c_str()));
+    // The steps trained so far are kept: a run with a checkpoint folder
+    // ends after a checkpoint of them.
+    if (s.opts.cfg.training.checkpoint.dir.empty() || s.stopping())
+      return fail_run(self, std::move(err));
+    return checkpoint_now(self, [=] { fail_run(self, err); });
+  }
   report(*r, -1);
 }
 

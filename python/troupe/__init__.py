@@ -93,6 +93,18 @@ def write_parameters(path, tensors, buffers=None):
     if unknown:
         raise KeyError("buffers name %s, which the tensors do not hold"
                        % ", ".join(unknown))
+    # A BatchNorm's statistics named in part would be trained as
+    # parameters: a model that scores nothing, silently.
+    for name in sorted(buffers):
+        layer = name.rsplit(".", 1)[0] + "." if "." in name else ""
+        for sibling in ("running_mean", "running_var",
+                        "num_batches_tracked"):
+            if layer + sibling in tensors and layer + sibling not in buffers:
+                raise ValueError(
+                    "buffers name %s but not %s%s, a buffer of the same "
+                    "layer: name every buffer, or pass the model itself "
+                    "(write_parameters(path, model))"
+                    % (name, layer, sibling))
     header, blobs, offset, kinds = {}, [], 0, {}
     for name, value in tensors.items():
         array = _as_numpy(value)
@@ -104,7 +116,8 @@ def write_parameters(path, tensors, buffers=None):
             kinds[name] = dtype
         elif dtype != "F32":
             hint = ("pass the model itself, write_parameters(path, model), "
-                    "or name it in buffers=[...] if it is a buffer"
+                    "or name every buffer in buffers=[...] (BatchNorm's "
+                    "running_mean, running_var and num_batches_tracked)"
                     if dtype is not None and dtype[0] != "F" else
                     "convert it (tensor.float()), or name it in buffers=[...] "
                     "if no optimizer trains it")
@@ -159,6 +172,9 @@ def read_checkpoint(path):
         if kind not in ("float32", "float64", "bool"):
             value = np.rint(value)
         out[name] = np.array(value, dtype=kind)  # a copy, and 0-d stays one
+    if not out:
+        raise ValueError("%s is not a troupe checkpoint: it holds no params/ "
+                         "tensors" % path)
     return out
 
 

@@ -153,6 +153,19 @@ class Buffers(unittest.TestCase):
                           str(caught.exception))
             self.assertIn("write_parameters(path, model)",
                           str(caught.exception))
+            self.assertIn("name every buffer", str(caught.exception))
+            # Naming the counter alone would train the statistics as
+            # parameters: refused, naming the one left out.
+            with self.assertRaises(ValueError) as caught:
+                troupe.write_parameters(path, model.state_dict(),
+                                        buffers=["1.num_batches_tracked"])
+            self.assertIn("but not 1.running_mean, a buffer of the same "
+                          "layer", str(caught.exception))
+            # A parameters file is no checkpoint.
+            troupe.write_parameters(path, model)
+            with self.assertRaises(ValueError) as caught:
+                troupe.read_checkpoint(path)
+            self.assertIn("is not a troupe checkpoint", str(caught.exception))
             # The same dict with its buffers named is taken.
             troupe.write_parameters(path, model.state_dict(), buffers=[
                 "1.running_mean", "1.running_var", "1.num_batches_tracked"])

@@ -187,6 +187,10 @@ class NumpyWorker(unittest.TestCase):
         self.assertIn("the evaluation at step 50 failed: the evaluate "
                       "function raised KeyError: 'test set'",
                       str(caught.exception))
+        # The steps trained are kept: the run ended after a checkpoint.
+        self.assertTrue(os.path.exists(
+            os.path.join(run.ckpt, "ckpt-50.safetensors")), os.listdir(run.ckpt)
+            if os.path.isdir(run.ckpt) else "no checkpoint folder")
         with self.assertRaises(RuntimeError) as caught:
             troupe.train(self.folder(epochs=1).config, step,
                          evaluate=lambda p: 0.5, quiet=True)

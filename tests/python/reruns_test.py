@@ -136,6 +136,14 @@ class Reruns(unittest.TestCase):
         summary, _ = self.run_script(fresh=True)
         self.assertEqual(summary["steps"], STEPS)
 
+    def test_the_shell_command_printed_names_the_key_given(self):
+        key = os.path.join(self.dir, "own.key")
+        summary, log = self.run_script(listen="127.0.0.1:0", key=key,
+                                       max_steps=2)
+        self.assertEqual(summary["steps"], 2)
+        self.assertRegex(log, r"shell: troupe-shell --connect "
+                              r"127\.0\.0\.1:\d+ --key " + re.escape(key))
+
     def test_bad_arguments_are_named(self):
         for args, text in (({"fresh": True, "resume": True},
                             "resume=True and fresh=True exclude each other"),
