@@ -17,11 +17,16 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import unittest
 
 import numpy as np
 
 import troupe
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import free_ports  # noqa: E402
 
 SAMPLES, BATCH, EPOCHS = 200, 20, 2
 
@@ -185,6 +190,9 @@ class Watching(unittest.TestCase):
             calls.append(1)
             if len(calls) == 50:  # one passing fault
                 raise OSError("a passing fault")
+            if len(calls) >= 150:  # the run waits for the checks below
+                checked.wait(60)
+                checked.set()
             return ({"w": (err @ x[idx] / len(idx)).astype(np.float32)},
                     float((err * err).sum()))
 
@@ -193,6 +201,7 @@ class Watching(unittest.TestCase):
             return 1.0 / (1.0 + float((err * err).mean())), 0.0
 
         calls, records, seen = [], [], {}
+        checked = threading.Event()
         key = os.path.join(tmp.name, "cluster.key")
 
         def progress(record):
@@ -212,15 +221,10 @@ class Watching(unittest.TestCase):
                     "http://127.0.0.1:%d/metrics" % metrics_port,
                     timeout=10) as r:
                 seen["metrics"] = r.read().decode()
+            checked.set()
 
         import socket
-        ports = []
-        for _ in range(2):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-            s.close()
-        shell_port, metrics_port = ports
+        shell_port, metrics_port = free_ports(2)
         summary = troupe.train(
             config, step, evaluate=evaluate, quiet=True, progress=progress,
             listen="127.0.0.1:%d" % shell_port, key=key,

@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(gather_refuses_parts_that_do_not_fit) {
 }
 
 BOOST_AUTO_TEST_CASE(buffers_within_a_range_are_relative_to_its_start) {
-  param_layout l;
+  troupe::param_layout l;
   l.add("w", {4});                   // [0, 4)
   l.add_buffer("mean", {3}, "F32");  // [4, 7)
   l.add_buffer("count", {}, "I64");  // [7, 8)
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(buffers_within_a_range_are_relative_to_its_start) {
   BOOST_REQUIRE(cut.size() == 1u);
   BOOST_TEST((cut[0] == flat_range{0, 3}));
   BOOST_TEST(l.buffers_within(flat_range{8, 10}).empty());
-  param_layout plain;
+  troupe::param_layout plain;
   plain.add("w", {4});
   BOOST_TEST(!plain.has_buffers());
 }
