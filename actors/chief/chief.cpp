@@ -147,9 +147,11 @@ run_cluster(caf::actor_system& sys, chief_options opts,
       return port.error();
     }
     if (!cluster.distributed() && log)
-      *log << "shell: troupe-shell --connect " << listen->first << ":"
-           << *port << (shell_key.empty() ? "" : " --key " + shell_key)
-           << std::endl;
+      // One write: the chief's own lines go to the same stream meanwhile.
+      *log << ("shell: troupe-shell --connect " + listen->first + ":"
+               + std::to_string(*port)
+               + (shell_key.empty() ? "" : " --key " + shell_key) + "\n")
+           << std::flush;
   }
   caf::expected<cluster_summary> result{caf::sec::bad_function_call};
   running.receive([&](cluster_summary& r) { result = r; },

@@ -16,11 +16,14 @@ caf::timespan timeout_of(chief_self self) {
 }
 
 void say(chief_self self, const std::string& line, bool tagged) {
+  // One write a line: other threads of the process (run_cluster's shell
+  // line, a Python step's prints) use the same stream.
   if (self->state.opts.log != nullptr)
-    *self->state.opts.log << (tagged && self->state.opts.insecure_links
-                                ? "[INSECURE links] "
-                                : "")
-                          << line << std::endl;
+    *self->state.opts.log << ((tagged && self->state.opts.insecure_links
+                                 ? "[INSECURE links] "
+                                 : "")
+                              + line + "\n")
+                          << std::flush;
 }
 
 run_stamp stamp_of(chief_self self) {
