@@ -81,8 +81,11 @@ py::array view_of(const pulled_params& p, const tensor_slot& t) {
   return a;
 }
 
-/// The user's gradient of tensor `t` into `out`, or what is wrong with it.
-std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
+/// What a step returned for tensor `t` as a NumPy array of its shape, or
+/// (an empty object) what is wrong with it in `why`; `what` names it in
+/// that ("the gradient of w", "the value of buffer bn.running_mean").
+py::object array_of(py::handle value, const tensor_slot& t,
+                    const std::string& what, std::string& why) {
   py::object v = py::reinterpret_borrow<py::object>(value);
   // A torch tensor: its NumPy view (no copy for a CPU tensor).
   if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
@@ -90,18 +93,33 @@ std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
   // A NumPy scalar (np.float32(x), the gradient of a shape-() tensor).
   if (!py::isinstance<py::array>(v) && py::hasattr(v, "dtype"))
     v = py::array::ensure(v);
-  if (!py::isinstance<py::array>(v))
-    return "the gradient of " + t.name + " is a "
-           + std::string{py::str(py::type::of(v).attr("__name__"))}
-           + ", not a NumPy array or a torch tensor";
+  if (!py::isinstance<py::array>(v)) {
+    why = what + " is a "
+          + std::string{py::str(py::type::of(v).attr("__name__"))}
+          + ", not a NumPy array or a torch tensor";
+    return {};
+  }
+  auto a = py::reinterpret_borrow<py::array>(v);
+  shape got(a.shape(), a.shape() + a.ndim());
+  if (got != t.dims) {
+    why = what + " has shape " + shape_text(got) + ", expected "
+          + shape_text(t.dims);
+    return {};
+  }
+  return std::move(a);
+}
+
+/// The user's gradient of tensor `t` into `out`, or what is wrong with it.
+std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
+  std::string why;
+  auto what = "the gradient of " + t.name;
+  auto v = array_of(value, t, what, why);
+  if (!v)
+    return why;
   auto a = py::reinterpret_borrow<py::array>(v);
   if (!a.dtype().is(py::dtype::of<float>()))
-    return "the gradient of " + t.name + " has dtype "
-           + std::string{py::str(a.dtype())} + ", expected float32";
-  shape got(a.shape(), a.shape() + a.ndim());
-  if (got != t.dims)
-    return "the gradient of " + t.name + " has shape " + shape_text(got)
-           + ", expected " + shape_text(t.dims);
+    return what + " has dtype " + std::string{py::str(a.dtype())}
+           + ", expected float32";
   // Contiguous arrays are read in place; others are copied once here.
   auto c = py::array_t<float, py::array::c_style>::ensure(a);
   std::memcpy(out, c.data(), t.size * sizeof(float));
@@ -113,24 +131,16 @@ std::string take_gradient(py::handle value, const tensor_slot& t, float* out) {
 /// `out`; or what is wrong with it.
 std::string take_buffer(py::handle value, const tensor_slot& t,
                         const float* before, float* out) {
-  py::object v = py::reinterpret_borrow<py::object>(value);
-  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
-    v = v.attr("detach")().attr("cpu")().attr("numpy")();
-  if (!py::isinstance<py::array>(v) && py::hasattr(v, "dtype"))
-    v = py::array::ensure(v);
-  if (!py::isinstance<py::array>(v))
-    return "the value of buffer " + t.name + " is a "
-           + std::string{py::str(py::type::of(v).attr("__name__"))}
-           + ", not a NumPy array or a torch tensor";
+  std::string why;
+  auto what = "the value of buffer " + t.name;
+  auto v = array_of(value, t, what, why);
+  if (!v)
+    return why;
   auto a = py::reinterpret_borrow<py::array>(v);
   auto kind = a.dtype().kind();
   if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
-    return "the value of buffer " + t.name + " has dtype "
-           + std::string{py::str(a.dtype())} + ", not a number";
-  shape got(a.shape(), a.shape() + a.ndim());
-  if (got != t.dims)
-    return "the value of buffer " + t.name + " has shape " + shape_text(got)
-           + ", expected " + shape_text(t.dims);
+    return what + " has dtype " + std::string{py::str(a.dtype())}
+           + ", not a number";
   auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::
     ensure(a);
   const double* now = d.data();

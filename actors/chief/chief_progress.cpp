@@ -34,8 +34,9 @@ void evaluate_external(chief_self self, std::vector<float> params,
                               static_cast<long long>(s.eval.last_eval_step),
                               describe(r.error()).c_str()));
     // The steps trained so far are kept: a run with a checkpoint folder
-    // ends after a checkpoint of them.
-    if (s.opts.cfg.training.checkpoint.dir.empty() || s.stopping())
+    // ends after a checkpoint of them (again, when the run's final one
+    // was written already: the failure may come before it is).
+    if (s.opts.cfg.training.checkpoint.dir.empty() || s.ended())
       return fail_run(self, std::move(err));
     return checkpoint_now(self, [=] { fail_run(self, err); });
   }
