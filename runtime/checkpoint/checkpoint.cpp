@@ -215,7 +215,12 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       by_key[e.prefix + "/" + e.name] = &e;
     json buffers = json::object();
     if (auto it = out.metadata.find(buffers_key); it != out.metadata.end()) {
-      buffers = json::parse(it->second, nullptr, false);
+      // Parsed only when as flat as such a list is: the parser recurses.
+      auto& text = it->second;
+      if (!nested_deeper_than(text.data(), text.data() + text.size(), 2))
+        buffers = json::parse(text, nullptr, false);
+      else
+        buffers = json{};
       if (!buffers.is_object())
         return format_error(path, std::string{"metadata "} + buffers_key
                                     + " is not a JSON object of buffer "

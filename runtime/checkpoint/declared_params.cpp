@@ -8,6 +8,7 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/base/file_io.hpp"
+#include "runtime/base/json_text.hpp"
 #include "runtime/checkpoint/safetensors_file.hpp"
 
 namespace troupe {
@@ -84,8 +85,12 @@ declared_buffers(const std::string& path, const nlohmann::json& header) {
   if (it == meta->end())
     return out;
   nlohmann::json names;
-  if (it->is_string())
-    names = nlohmann::json::parse(it->get<std::string>(), nullptr, false);
+  // Parsed only when as flat as such a list is: the parser recurses.
+  if (it->is_string()) {
+    const auto& text = it->get_ref<const std::string&>();
+    if (!nested_deeper_than(text.data(), text.data() + text.size(), 2))
+      names = nlohmann::json::parse(text, nullptr, false);
+  }
   if (!names.is_object())
     return format_error(path, std::string{"__metadata__/"} + buffers_key
                                 + " is not a JSON object of buffer names "

@@ -172,6 +172,10 @@ BOOST_AUTO_TEST_CASE(buffers_troupe_cannot_hold_are_refused_by_name) {
                                  "file"));
   write_user_safetensors(path, {{"w", "[1]", {1}}}, buffers("[1, 2]"));
   BOOST_TEST(says(refusal(path), "is not a JSON object of buffer names"));
+  // Nested deep enough to overflow a recursive parser's stack: not parsed.
+  write_user_safetensors(path, {{"w", "[1]", {1}}},
+                         buffers(std::string(100000, '[')));
+  BOOST_TEST(says(refusal(path), "is not a JSON object of buffer names"));
   write_user_safetensors(path, {{"w", "[1]", {1}, "C64"}},
                          buffers(R"({\"w\":\"C64\"})"));
   BOOST_TEST(says(refusal(path), "buffer w has dtype C64"));
