@@ -3,8 +3,12 @@
 // this process's memory and CPU.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <ostream>
+#include <string>
+#include <utility>
 
 #include "actors/protocol/protocol.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
@@ -35,5 +39,13 @@ private:
 metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
                                           std::shared_ptr<chief_slot> slot,
                                           caf::timespan timeout);
+
+/// Serves chief_metrics at `at`, bound now (before the run starts, so a
+/// taken port fails at once), and says where on `log` (null: nowhere).
+caf::expected<std::unique_ptr<metrics_endpoint>>
+serve_chief_metrics(caf::actor_system& sys,
+                    const std::pair<std::string, uint16_t>& at,
+                    std::shared_ptr<chief_slot> slot, caf::timespan timeout,
+                    std::ostream* log);
 
 } // namespace troupe

@@ -86,13 +86,11 @@ int run_chief_node(run_config cfg, chief_process what,
   auto slot = std::make_shared<chief_slot>();
   std::unique_ptr<metrics_endpoint> metrics;
   if (what.metrics_at) {
-    auto started = metrics_endpoint::start(
-      what.metrics_at->first, what.metrics_at->second,
-      chief_metrics(sys, slot, request_timeout(opts.cfg)));
+    auto started = serve_chief_metrics(sys, *what.metrics_at, slot,
+                                       request_timeout(opts.cfg), &std::cout);
     if (!started)
       return fail(started.error());
     metrics = std::move(*started);
-    std::cout << "metrics: " << metrics->url() << std::endl;
   }
   // The first signal is the shell's "stop"; a second one exits at once.
   auto summary = run_cluster(

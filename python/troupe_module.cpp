@@ -232,7 +232,6 @@ py::dict train(const std::string& config_path, py::object step,
       cv.notify_all();
     };
   chief_actor chief;
-  std::optional<caf::error> failed_start;
   std::thread runner{[&] {
     caf::actor_system_config sys_cfg;
     init_config(sys_cfg);
@@ -245,16 +244,12 @@ py::dict train(const std::string& config_path, py::object step,
     std::unique_ptr<metrics_endpoint> metrics;
     caf::expected<cluster_summary> result{caf::sec::none};
     if (metrics_at) {
-      auto started = metrics_endpoint::start(
-        metrics_at->first, metrics_at->second,
-        chief_metrics(sys, slot, request_timeout(opts.cfg)));
-      if (started) {
+      auto started = serve_chief_metrics(sys, *metrics_at, slot,
+                                         request_timeout(opts.cfg), opts.log);
+      if (started)
         metrics = std::move(*started);
-        if (opts.log)
-          *opts.log << "metrics: " << metrics->url() << std::endl;
-      } else {
+      else
         result = started.error();
-      }
     }
     if (!metrics_at || metrics)
       result = run_cluster(sys, std::move(opts), [&](const chief_actor& c) {

@@ -109,10 +109,11 @@ void place_worker(chief_self self, int32_t id) {
   ws.data_links = data_links(self, node);
   if (st.opts.cfg.model.type == model_config::kind::external) {
     auto& layout = st.eval.layout;
+    bool buffers = layout.has_buffers();
     for (auto& t : layout.tensors()) {
       ws.tensor_names.push_back(t.name);
       ws.tensor_dims.push_back(t.dims);
-      if (layout.has_buffers())
+      if (buffers)
         ws.buffer_dtypes.push_back(t.buffer ? t.dtype : std::string{});
     }
   }

@@ -350,12 +350,16 @@ void finish_run(chief_self self) {
   st.enter(run_phase::finishing);
   double seconds = st.progress.training_seconds(now_seconds());
   auto after_checkpoint = [=] {
-    // The final evaluation scores what the final checkpoint holds: an
-    // update applied since the last evaluation began, with no step of its
-    // own, is scored too.
-    pull_params(self, [=](std::vector<float>&, int64_t now_version) {
-      if (now_version != self->state.eval.last_eval_version)
+    // The final parameters, pulled once: every worker has left (their
+    // leaves reached the shards before this pull), so nothing changes
+    // them now. An update applied since the last evaluation began, with
+    // no step of its own (sync: the last one, short of pushes, applied as
+    // the workers leave), makes the final evaluation score again.
+    pull_params(self, [=](std::vector<float>& params, int64_t version) {
+      if (version != self->state.eval.last_eval_version)
         self->state.eval.last_eval_step = -1;
+      auto final_params = std::make_shared<std::vector<float>>(
+        std::move(params));
       evaluate_now(self, [=] {
         auto& s = self->state;
         cluster_summary r;
@@ -383,63 +387,59 @@ void finish_run(chief_self self) {
           r.test_loss = t.loss;
         }
         r.restarts = s.members.restarts->total();
-        pull_params(self, [=](std::vector<float>& params, int64_t version) {
-          auto final_params = std::make_shared<std::vector<float>>(
-            std::move(params));
-          ask_all_shards<shard_stats>(
-            self,
-            [=](size_t i) {
-              return self->request(self->state.shards.handles[i], timeout_of(self),
-                                   stats_atom_v);
-            },
-            [=](std::vector<shard_stats>& stats) {
-              auto summary = r;
-              summary.version = version;
-              // async, ssp: a version is the batches a shard applied, each
-              // once; a lost step would show as a shard behind the others.
-              std::string versions;
-              for (auto& x : stats)
-                versions += " " + std::to_string(x.version);
-              say(self, "shard versions at the end:" + versions);
-              for (auto& x : stats) {
-                summary.pushes_accepted += x.accepted;
-                summary.pushes_stale += x.stale;
-                summary.pushes_refused += x.refused;
-                if (has_tables(self))
-                  say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
-                                "pulled %lld, pushed %lld",
-                                x.shard, static_cast<long long>(x.rows),
-                                static_cast<double>(x.row_bytes)
-                                  / (1024.0 * 1024 * 1024),
-                                static_cast<long long>(x.rows_pulled),
-                                static_cast<long long>(x.rows_pushed)));
-              }
-              auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
-                std::move(stats));
-              self
-                ->request(self->state.shards.feeder, timeout_of(self), stats_atom_v)
-                .then(
-                  [=](feeder_stats& fs) {
-                    auto done = summary;
-                    // The feeder's count is the authority: a worker that died
-                    // may have settled steps it had not reported yet.
-                    done.steps = fs.acked;
-                    done.epochs = epoch_of(self, fs.acked);
-                    done.epoch_samples = std::move(fs.epoch_samples);
-                    done.workers = std::move(fs.workers);
-                    print_summary(self, done);
-                    if (self->state.opts.on_finish)
-                      self->state.opts.on_finish(*final_params,
-                                                 *shard_stats_copy);
-                    self->state.enter(run_phase::ended);
-                    release_nodes(self, caf::error{}, [=] {
-                      self->state.reply.deliver(done);
-                      shut_down(self);
-                    });
-                  },
-                  [=](caf::error& err) { fail_run(self, std::move(err)); });
-            });
-        });
+        ask_all_shards<shard_stats>(
+          self,
+          [=](size_t i) {
+            return self->request(self->state.shards.handles[i], timeout_of(self),
+                                 stats_atom_v);
+          },
+          [=](std::vector<shard_stats>& stats) {
+            auto summary = r;
+            summary.version = version;
+            // async, ssp: a version is the batches a shard applied, each
+            // once; a lost step would show as a shard behind the others.
+            std::string versions;
+            for (auto& x : stats)
+              versions += " " + std::to_string(x.version);
+            say(self, "shard versions at the end:" + versions);
+            for (auto& x : stats) {
+              summary.pushes_accepted += x.accepted;
+              summary.pushes_stale += x.stale;
+              summary.pushes_refused += x.refused;
+              if (has_tables(self))
+                say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
+                              "pulled %lld, pushed %lld",
+                              x.shard, static_cast<long long>(x.rows),
+                              static_cast<double>(x.row_bytes)
+                                / (1024.0 * 1024 * 1024),
+                              static_cast<long long>(x.rows_pulled),
+                              static_cast<long long>(x.rows_pushed)));
+            }
+            auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
+              std::move(stats));
+            self
+              ->request(self->state.shards.feeder, timeout_of(self), stats_atom_v)
+              .then(
+                [=](feeder_stats& fs) {
+                  auto done = summary;
+                  // The feeder's count is the authority: a worker that died
+                  // may have settled steps it had not reported yet.
+                  done.steps = fs.acked;
+                  done.epochs = epoch_of(self, fs.acked);
+                  done.epoch_samples = std::move(fs.epoch_samples);
+                  done.workers = std::move(fs.workers);
+                  print_summary(self, done);
+                  if (self->state.opts.on_finish)
+                    self->state.opts.on_finish(*final_params,
+                                               *shard_stats_copy);
+                  self->state.enter(run_phase::ended);
+                  release_nodes(self, caf::error{}, [=] {
+                    self->state.reply.deliver(done);
+                    shut_down(self);
+                  });
+                },
+                [=](caf::error& err) { fail_run(self, std::move(err)); });
+          });
       });
     });
   };

@@ -33,40 +33,34 @@ std::string dtype_advice(const std::string& dtype) {
          "then) or name it in buffers=[...]";
 }
 
-/// Bytes an element of a buffer's dtype takes; 0 for a dtype a buffer
-/// cannot have.
-size_t buffer_element_bytes(const std::string& dtype) {
-  if (dtype == "F64" || dtype == "I64")
-    return 8;
-  if (dtype == "F32" || dtype == "I32")
-    return 4;
-  if (dtype == "I16")
-    return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL")
-    return 1;
-  return 0;
+/// Reads element `i` of an array of T as a double.
+template <class T>
+double read_element(const char* data, size_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return static_cast<double>(v);
 }
 
-/// Element `i` of a buffer of dtype `dtype` at `data`, as a float.
-double buffer_element(const char* data, const std::string& dtype, size_t i) {
-  auto read = [&](auto tag) {
-    decltype(tag) v;
-    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
-    return static_cast<double>(v);
-  };
-  if (dtype == "F64")
-    return read(double{});
-  if (dtype == "F32")
-    return read(float{});
-  if (dtype == "I64")
-    return read(int64_t{});
-  if (dtype == "I32")
-    return read(int32_t{});
-  if (dtype == "I16")
-    return read(int16_t{});
-  if (dtype == "I8")
-    return read(int8_t{});
-  return read(uint8_t{}); // U8, BOOL
+/// A dtype a buffer may have (a parameter is F32): its bytes an element,
+/// and how to read one.
+struct buffer_dtype {
+  const char* name;
+  size_t bytes;
+  double (*read)(const char* data, size_t i);
+};
+
+constexpr buffer_dtype buffer_dtypes[] = {
+  {"F64", 8, read_element<double>},   {"F32", 4, read_element<float>},
+  {"I64", 8, read_element<int64_t>},  {"I32", 4, read_element<int32_t>},
+  {"I16", 2, read_element<int16_t>},  {"I8", 1, read_element<int8_t>},
+  {"U8", 1, read_element<uint8_t>},   {"BOOL", 1, read_element<uint8_t>}};
+
+/// `dtype`'s entry, or null for a dtype a buffer cannot have.
+const buffer_dtype* find_buffer_dtype(const std::string& dtype) {
+  for (auto& d : buffer_dtypes)
+    if (dtype == d.name)
+      return &d;
+  return nullptr;
 }
 
 /// A float holds every integer up to 2^24 exactly.
@@ -141,7 +135,7 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
         return format_error(path, "__metadata__/" + std::string{buffers_key}
                                     + " names buffer " + name
                                     + ", which is no tensor of the file");
-      if (buffer_element_bytes(dtype) == 0)
+      if (find_buffer_dtype(dtype) == nullptr)
         return format_error(path, "buffer " + name + " has dtype " + dtype
                                     + " in __metadata__/" + buffers_key
                                     + "; a buffer is a float (F64, F32) or "
@@ -168,8 +162,8 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                                   "not a string");
       auto dtype = dtype_json.get<std::string>();
       bool buffer = buffers->count(key) > 0;
-      size_t bytes = buffer ? buffer_element_bytes(dtype) : 0;
-      if (buffer && bytes == 0)
+      const buffer_dtype* stored = buffer ? find_buffer_dtype(dtype) : nullptr;
+      if (buffer && stored == nullptr)
         return format_error(path, "buffer " + key + " has dtype " + dtype
                                     + "; a buffer is a float (F64, F32) or "
                                       "an integer (I64, I32, I16, I8, U8, "
@@ -180,7 +174,7 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                                       "tensors: "
                                     + dtype_advice(dtype));
       auto extent = read_f32_extent(path, key, value, data_size,
-                                    buffer ? bytes : sizeof(float));
+                                    buffer ? stored->bytes : sizeof(float));
       if (!extent)
         return extent.error();
       entry e{key, std::move(extent->dims), extent->begin, extent->end,
@@ -212,14 +206,12 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
     auto& t = out.layout.tensors()[i];
     auto* dst = out.values.data() + t.offset;
     auto* src = data + entries[i].begin;
-    auto& stored = entries[i].dtype;
-    bool integer = t.dtype[0] != 'F' || stored[0] != 'F';
+    // Checked above: a parameter is F32, a buffer of a dtype listed.
+    const auto* stored = find_buffer_dtype(entries[i].dtype);
+    bool integer = t.dtype[0] != 'F' || stored->name[0] != 'F';
     for (size_t j = 0; j < t.size; ++j) {
-      double v = t.buffer ? buffer_element(src, stored, j) : 0.0;
-      if (t.buffer)
-        dst[j] = static_cast<float>(v);
-      else
-        std::memcpy(dst + j, src + j * sizeof(float), sizeof(float));
+      double v = stored->read(src, j);
+      dst[j] = static_cast<float>(v);
       if (!std::isfinite(dst[j]))
         return format_error(path, "tensor " + t.name + " holds a NaN or "
                                   "infinite value (element "

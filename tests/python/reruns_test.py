@@ -163,24 +163,33 @@ class Reruns(unittest.TestCase):
 
 
 class Watching(unittest.TestCase):
-    def test_progress_records_the_shell_and_prometheus_of_an_embedded_run(self):
+    def linear_run(self, samples, batch, epochs, lr, workers, **training):
+        """A folder with the parameters of a linear model of 3 inputs and
+        a run config of it (async, one shard); the folder and the
+        config's path."""
         tmp = tempfile.TemporaryDirectory(prefix="troupe-watch-")
         self.addCleanup(tmp.cleanup)
         params = os.path.join(tmp.name, "model.safetensors")
         troupe.write_parameters(params, {"w": np.zeros(3, np.float32)})
         config = os.path.join(tmp.name, "run.json")
-        samples, batch = 4000, 10
         with open(config, "w") as f:
             json.dump({"model": {"type": "external", "parameters": params},
                        "data": {"format": "external",
                                 "train_samples": samples},
-                       "training": {"batch_size": batch, "epochs": 1,
-                                    "optimizer": {"type": "sgd",
-                                                  "learning_rate": 0.1},
-                                    "log_every_steps": 40,
-                                    "eval_every_steps": 100},
-                       "cluster": {"mode": "async", "workers": 2,
+                       "training": dict({"batch_size": batch,
+                                         "epochs": epochs,
+                                         "optimizer": {"type": "sgd",
+                                                       "learning_rate": lr}},
+                                        **training),
+                       "cluster": {"mode": "async", "workers": workers,
                                    "shards": 1}}, f)
+        return tmp, config
+
+    def test_progress_records_the_shell_and_prometheus_of_an_embedded_run(self):
+        samples = 4000
+        tmp, config = self.linear_run(samples, 10, 1, 0.1, workers=2,
+                                      log_every_steps=40,
+                                      eval_every_steps=100)
         x = np.random.default_rng(2).uniform(-1, 1, (samples, 3)).astype(
             np.float32)
         y = x @ np.float32([1, -1, 2])
@@ -246,21 +255,8 @@ class Watching(unittest.TestCase):
         self.assertIn("troupe_samples_total", seen["metrics"])
 
     def test_an_exception_in_progress_stops_the_run_and_is_raised(self):
-        tmp = tempfile.TemporaryDirectory(prefix="troupe-watch-")
-        self.addCleanup(tmp.cleanup)
-        params = os.path.join(tmp.name, "model.safetensors")
-        troupe.write_parameters(params, {"w": np.zeros(3, np.float32)})
-        config = os.path.join(tmp.name, "run.json")
-        with open(config, "w") as f:
-            json.dump({"model": {"type": "external", "parameters": params},
-                       "data": {"format": "external",
-                                "train_samples": 1000},
-                       "training": {"batch_size": 1, "epochs": 1000,
-                                    "optimizer": {"type": "sgd",
-                                                  "learning_rate": 0.001},
-                                    "log_every_steps": 10},
-                       "cluster": {"mode": "async", "workers": 1,
-                                   "shards": 1}}, f)
+        _, config = self.linear_run(1000, 1, 1000, 0.001, workers=1,
+                                    log_every_steps=10)
 
         def progress(record):
             raise LookupError("the user's watcher")
