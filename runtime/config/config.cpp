@@ -134,7 +134,7 @@ std::string data_file(object_reader& r, const std::string& key,
                       bool required = false) {
   if (required)
     r.require(key);
-  return existing_file(from_base(join(dir, r.string(key, fallback))),
+  return existing_file(r.from_base(join(dir, r.string(key, fallback))),
                        r.at(key));
 }
 
@@ -155,7 +155,7 @@ std::vector<std::string> data_files(object_reader& r, const std::string& key,
   for (size_t i = 0; i < names.size(); ++i) {
     auto where = v->is_array() ? r.at(key) + "/" + std::to_string(i)
                                : r.at(key);
-    auto path = from_base(join(dir, names[i]));
+    auto path = r.from_base(join(dir, names[i]));
     if (path.find_first_of("*?[") == std::string::npos) {
       out.push_back(existing_file(std::move(path), where));
       continue;
@@ -232,7 +232,7 @@ model_config read_model(object_reader r) {
     // get the shapes from the chief, so the other nodes, and nodes that
     // join, need no copy.
     r.require("parameters");
-    m.parameters = from_base(r.string("parameters", ""));
+    m.parameters = r.path("parameters", "");
     check_path(m.parameters, r.at("parameters"));
     r.finish();
     return m;
@@ -270,7 +270,7 @@ model_config read_model(object_reader r) {
   if (m.type == mk::click) {
     m.table.dim = 8;
     if (auto* e = r.find("embedding")) {
-      object_reader er{*e, r.at("embedding")};
+      auto er = r.inner(*e, "embedding");
       using rk = embedding_table_config::rows;
       m.table.dim = static_cast<int>(er.integer("dim", 8, 1, 1024));
       m.table.create = er.choice<rk>("rows", rk::on_touch,
@@ -380,7 +380,7 @@ data_config read_data(object_reader r) {
         if (names.empty())
           names = std::move(fallback);
         for (size_t i = 0; i < names.size(); ++i)
-          names[i] = existing_file(from_base(join(dir, names[i])),
+          names[i] = existing_file(r.from_base(join(dir, names[i])),
                                    r.at(key) + "/" + std::to_string(i));
         return names;
       };
@@ -433,7 +433,7 @@ data_config read_data(object_reader r) {
                                  {{"map", true}, {"memory", false}});
     auto dir = r.string("cache_dir", "");
     if (cached)
-      d.cache_dir = dir.empty() ? default_data_cache_dir() : from_base(dir);
+      d.cache_dir = dir.empty() ? default_data_cache_dir() : r.from_base(dir);
   }
   d.validation_split = r.number("validation_split", 0, 0, 0.9);
   d.validation_seed = static_cast<uint64_t>(r.integer("validation_seed", 1, 0));
@@ -464,7 +464,7 @@ optimizer_config read_optimizer(object_reader r) {
   }
   o.weight_decay = r.number("weight_decay", 0, 0, 1e6);
   if (auto* s = r.find("schedule")) {
-    object_reader sr{*s, r.at("schedule")};
+    auto sr = r.inner(*s, "schedule");
     using sk = lr_schedule::kind;
     o.schedule.type = sr.choice<sk>(
       "type", sk::constant, {{"constant", sk::constant}, {"exponential", sk::exponential}},
@@ -644,13 +644,13 @@ training_config read_training(object_reader r) {
   t.log_every_steps = r.integer("log_every_steps", 100, 1);
   t.eval_every_steps = r.integer("eval_every_steps", 0, 0);
   if (auto* o = r.find("optimizer"))
-    t.optimizer = read_optimizer(object_reader{*o, r.at("optimizer")});
+    t.optimizer = read_optimizer(r.inner(*o, "optimizer"));
   if (auto* o = r.find("sparse_optimizer"))
     t.sparse_optimizer = read_sparse_optimizer(
-      object_reader{*o, r.at("sparse_optimizer")});
+      r.inner(*o, "sparse_optimizer"));
   if (auto* c = r.find("checkpoint")) {
-    object_reader cr{*c, r.at("checkpoint")};
-    t.checkpoint.dir = from_base(cr.string("dir", ""));
+    auto cr = r.inner(*c, "checkpoint");
+    t.checkpoint.dir = cr.path("dir", "");
     if (t.checkpoint.dir.empty())
       throw config_error{errc::invalid_config, cr.at("dir"),
                          "missing required key \"dir\""};
@@ -734,30 +734,30 @@ caf::expected<run_config> parse_run_config(const std::string& text,
                                       ? what
                                       : what.substr(pos + 2)));
   }
-  // Relative paths start from the base for as long as this reads.
-  struct base_guard {
-    ~base_guard() { path_base.clear(); }
-  } restore_base;
   try {
     run_config cfg;
     cfg.origin = origin;
-    object_reader r{root, ""};
-    path_base = base_dir;
-    if (r.find("base_dir") != nullptr) {
-      auto base = r.string("base_dir", "");
-      if (base.empty() || has_control(base))
+    // Relative paths start from base_dir, or from the file's "base_dir"
+    // read from there.
+    object_reader top{root, "", base_dir};
+    auto base = base_dir;
+    if (top.find("base_dir") != nullptr) {
+      auto named = top.string("base_dir", "");
+      if (named.empty() || has_control(named))
         throw config_error{errc::invalid_config, "/base_dir",
-                           "expected a folder, found \"" + base + "\""};
-      path_base = from_base(base);
+                           "expected a folder, found \"" + named + "\""};
+      base = top.from_base(named);
     }
-    cfg.base_dir = path_base;
+    object_reader r{root, "", base};
+    r.find("base_dir"); // read above
+    cfg.base_dir = base;
     cfg.name = r.string("name", "run");
-    cfg.model = read_model(object_reader{r.require("model"), "/model"});
-    cfg.data = read_data(object_reader{r.require("data"), "/data"});
+    cfg.model = read_model(r.inner(r.require("model"), "model"));
+    cfg.data = read_data(r.inner(r.require("data"), "data"));
     if (auto* t = r.find("training"))
-      cfg.training = read_training(object_reader{*t, "/training"});
+      cfg.training = read_training(r.inner(*t, "training"));
     if (auto* c = r.find("cluster"))
-      cfg.cluster = read_cluster(object_reader{*c, "/cluster"});
+      cfg.cluster = read_cluster(r.inner(*c, "cluster"));
     r.finish();
     if (cfg.training.shuffle_block == 0)
       cfg.training.shuffle_block = cfg.data.stream_train ? streamed_block : 1;

@@ -13,7 +13,8 @@ namespace troupe::config_detail {
 /// a 16 MB file would take nearly three minutes.
 constexpr size_t max_nodes = 1024;
 
-std::vector<node_config> read_nodes(const json& v, const std::string& at) {
+std::vector<node_config> read_nodes(const json& v, const std::string& at,
+                                   const std::string& base) {
   if (!v.is_array() || v.empty())
     fail(at, "a non-empty array of nodes", v);
   if (v.size() > max_nodes)
@@ -22,7 +23,7 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at) {
                          + " nodes, found " + std::to_string(v.size())};
   std::vector<node_config> nodes;
   for (size_t i = 0; i < v.size(); ++i) {
-    object_reader r{v[i], at + "/" + std::to_string(i)};
+    object_reader r{v[i], at + "/" + std::to_string(i), base};
     node_config n;
     // Names and hosts go into messages, logs and the training identity
     // (one "key=value" line each): no control characters.
@@ -53,8 +54,8 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at) {
     n.workers = static_cast<int>(r.integer("workers", 0, 0, 1024));
     if (r.find("device") != nullptr)
       n.device = read_device(r);
-    n.certificate = from_base(r.string("certificate", ""));
-    n.key = from_base(r.string("key", ""));
+    n.certificate = r.path("certificate", "");
+    n.key = r.path("key", "");
     if (n.certificate.empty() != n.key.empty())
       throw config_error{errc::invalid_config,
                          r.at(n.key.empty() ? "key" : "certificate"),
@@ -71,7 +72,7 @@ cluster_tls read_tls(object_reader r, const std::vector<node_config>& nodes) {
   auto path = [&](const char* key, bool required) {
     if (required)
       r.require(key);
-    auto v = from_base(r.string(key, ""));
+    auto v = r.path(key, "");
     if (required && v.empty())
       throw config_error{errc::invalid_config, r.at(key),
                          "expected the path of a PEM file, got \"\""};
@@ -93,7 +94,7 @@ cluster_config read_cluster(object_reader r) {
   using mk = cluster_config::mode;
   cluster_config c;
   if (auto* v = r.find("nodes")) {
-    c.nodes = read_nodes(*v, r.at("nodes"));
+    c.nodes = read_nodes(*v, r.at("nodes"), r.base());
     int shards = 0, workers = 0;
     for (auto& n : c.nodes) {
       shards += n.shards;
@@ -170,7 +171,7 @@ cluster_config read_cluster(object_reader r) {
   c.restart_window_s = r.number("restart_window_s", 60, 0, 1e9, true);
   c.target_accuracy = r.number("target_accuracy", 0, 0, 1);
   c.request_timeout_ms = r.integer("request_timeout_ms", 30000, 1);
-  c.metrics_dir = from_base(r.string("metrics_dir", ""));
+  c.metrics_dir = r.path("metrics_dir", "");
   c.node_timeout_s = r.number("node_timeout_s", 30, 0, 1e6, true);
   c.heartbeat_interval_ms = r.integer("heartbeat_interval_ms", 500, 1,
                                       3600000);
@@ -200,7 +201,7 @@ cluster_config read_cluster(object_reader r) {
                             {{"move", cluster_config::node_loss::move},
                              {"wait", cluster_config::node_loss::wait}});
   if (auto* t = r.find("tls"))
-    c.tls = read_tls(object_reader{*t, r.at("tls")}, c.nodes);
+    c.tls = read_tls(r.inner(*t, "tls"), c.nodes);
   for (size_t i = 0; i < c.nodes.size(); ++i)
     if (!c.nodes[i].certificate.empty() && !c.tls.enabled())
       throw config_error{errc::invalid_config,

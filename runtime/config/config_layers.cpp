@@ -223,7 +223,7 @@ void read_padding(object_reader& r, layer_spec& s) {
 
 layer_spec read_layer(const json& j, const std::string& pointer) {
   using lk = layer_spec::kind;
-  object_reader r{j, pointer};
+  object_reader r{j, pointer, ""}; // a layer names no file
   layer_spec s;
   // A registered type's options are its factory's to read.
   if (auto* type = r.find("type");

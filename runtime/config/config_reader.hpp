@@ -57,17 +57,6 @@ inline std::string found(const json& j) {
 /// compares them with docs/configuration.md.
 inline std::set<std::string>* keys_looked_up = nullptr;
 
-/// The folder that relative paths of the config being read start from
-/// (its file's folder, or its "base_dir"); empty: the working directory.
-inline thread_local std::string path_base;
-
-/// `path` as read from path_base: unchanged when absolute or empty.
-inline std::string from_base(const std::string& path) {
-  if (path.empty() || path.front() == '/' || path_base.empty())
-    return path;
-  return (std::filesystem::path{path_base} / path).lexically_normal().string();
-}
-
 /// `pointer` with every all-digit segment (an array index) written "*".
 inline std::string key_pattern(const std::string& pointer) {
   std::string out;
@@ -86,16 +75,39 @@ inline std::string key_pattern(const std::string& pointer) {
 }
 
 /// Reads the members of one JSON object, remembering which keys it consumed
-/// so that finish() can refuse the rest.
+/// so that finish() can refuse the rest. It knows the folder that the
+/// config's relative paths start from (its file's folder, or its
+/// "base_dir"; empty: the working directory), and hands it to the readers
+/// of the objects inside it.
 class object_reader {
 public:
-  object_reader(const json& j, std::string pointer)
-    : j_(j), pointer_(std::move(pointer)) {
+  object_reader(const json& j, std::string pointer, std::string base)
+    : j_(j), pointer_(std::move(pointer)), base_(std::move(base)) {
     if (!j_.is_object())
       fail(pointer_.empty() ? "/" : pointer_, "an object", j_);
   }
 
+  /// The reader of `j`, the object at `key` of this one (or inside it:
+  /// `key` may be "nodes/3").
+  object_reader inner(const json& j, const std::string& key) const {
+    return object_reader{j, at(key), base_};
+  }
+
   std::string at(const std::string& key) const { return pointer_ + "/" + key; }
+
+  const std::string& base() const { return base_; }
+
+  /// `path` as read from the base: unchanged when absolute or empty.
+  std::string from_base(const std::string& path) const {
+    if (path.empty() || path.front() == '/' || base_.empty())
+      return path;
+    return (std::filesystem::path{base_} / path).lexically_normal().string();
+  }
+
+  /// The string at `key`, a path, read from the base.
+  std::string path(const std::string& key, std::string fallback) {
+    return from_base(string(key, std::move(fallback)));
+  }
 
   const json* find(const std::string& key) {
     seen_.insert(key);
@@ -233,6 +245,7 @@ private:
 
   const json& j_;
   std::string pointer_;
+  std::string base_;
   std::set<std::string> seen_;
 };
 
