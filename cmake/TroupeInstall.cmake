@@ -2,8 +2,9 @@
 # `cpack -G DEB` makes of it:
 #   bin/                       the programs (troupe-node, troupe-train, ...)
 #   lib/libtroupe_*.a          every library of cmake/TroupeLayers.cmake
-#   include/troupe/...         their headers, under the paths troupe's own
-#                              files include them by ("runtime/base/errc.hpp")
+#   include/troupe/...         their public headers, under the paths troupe's
+#                              own files include them by
+#                              ("runtime/base/errc.hpp")
 #   lib/cmake/troupe/          the CMake package: find_package(troupe) and
 #                              target_link_libraries(app troupe::troupe)
 #   share/man/man1/            a page per program, made by help2man from its
@@ -41,11 +42,14 @@ install(TARGETS ${troupe_libraries} troupe_runtime troupe_actors
 install(EXPORT troupeTargets NAMESPACE troupe::
         DESTINATION "${TROUPE_INSTALL_CMAKEDIR}")
 
-# Headers: every library folder's, and the generated build switches.
-foreach(folder runtime models actors gpu apps/metrics)
-  install(DIRECTORY "${PROJECT_SOURCE_DIR}/${folder}/"
-          DESTINATION "${TROUPE_INSTALL_INCLUDEDIR}/${folder}"
-          FILES_MATCHING PATTERN "*.hpp")
+# Headers: the libraries' public ones (cmake/TroupePublicHeaders.cmake
+# says which), and the generated build switches.
+include(TroupePublicHeaders)
+troupe_public_headers(troupe_headers)
+foreach(header IN LISTS troupe_headers)
+  get_filename_component(folder "${header}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/${header}"
+          DESTINATION "${TROUPE_INSTALL_INCLUDEDIR}/${folder}")
 endforeach()
 install(FILES "${PROJECT_BINARY_DIR}/generated/runtime/base/build_config.hpp"
         DESTINATION "${TROUPE_INSTALL_INCLUDEDIR}/runtime/base")

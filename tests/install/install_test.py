@@ -81,6 +81,14 @@ class FindPackage(unittest.TestCase):
                      "include/troupe/runtime/base/build_config.hpp"]:
             self.assertTrue(os.path.isfile(os.path.join(self.prefix, path)),
                             path)
+        # Only the public headers: a folder's own (the chief's state, the
+        # config reader's helpers) and the programs' stay in the tree.
+        for path in ["include/troupe/actors/chief/chief_state.hpp",
+                     "include/troupe/runtime/config/config_reader.hpp",
+                     "include/troupe/apps/launch/node_process.hpp",
+                     "lib/libtroupe_launch.a"]:
+            self.assertFalse(os.path.exists(os.path.join(self.prefix, path)),
+                             path)
         # The Python module, where Debian's Python looks under /usr.
         if os.path.isdir(os.path.join(BUILD, "python", "troupe")):
             packages = os.path.join(self.prefix, "lib", "python3",
