@@ -18,7 +18,7 @@
 
 #include <optional>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/feeder_protocol.hpp"
 #include "runtime/rules/batch_plan.hpp"
 
 namespace troupe {

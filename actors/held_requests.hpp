@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/ids.hpp"
 
 namespace troupe {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/node_agent_protocol.hpp"
 #include "models/external_step.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"

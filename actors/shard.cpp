@@ -143,7 +143,7 @@ namespace shard_ops {
 int64_t join(self_ptr self, int32_t worker) {
   self->state.block->add_worker(worker);
   serve_parked(self); // a new slowest clock can release ssp pulls
-  forward(self, replica_op::of(replica_op::join, worker));
+  forward(self, replica_op{replica_join{worker}});
   return self->state.block->version();
 }
 
@@ -155,7 +155,7 @@ void leave(self_ptr self, int32_t worker) {
   st.sync.after(*st.block, st.tables, before);
   st.sync.drop(worker);
   serve_parked(self);
-  forward(self, replica_op::of(replica_op::leave, worker));
+  forward(self, replica_op{replica_leave{worker}});
 }
 
 caf::error tune(self_ptr self, const std::string& key, double value) {
@@ -173,11 +173,7 @@ caf::error tune(self_ptr self, const std::string& key, double value) {
     return err;
   self->state.sync.after(b, self->state.tables, before);
   serve_parked(self);
-  replica_op op;
-  op.kind = replica_op::tune;
-  op.key = key;
-  op.value = value;
-  forward(self, std::move(op));
+  forward(self, replica_op{replica_tune{key, value}});
   return {};
 }
 
@@ -190,7 +186,7 @@ void adopt(self_ptr self) {
     p.promise.deliver(float_block::ask_again_for(st.id));
     return true;
   });
-  forward(self, replica_op::of(replica_op::adopt));
+  forward(self, replica_op{replica_adopt{}});
 }
 
 row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
@@ -369,12 +365,8 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       auto rows = restore_rows(self, c);
       if (!rows)
         return std::move(rows.error());
-      if (replicating(self)) {
-        replica_op op;
-        op.kind = replica_op::rows;
-        op.chunk = std::move(c);
-        forward(self, std::move(op));
-      }
+      if (replicating(self))
+        forward(self, replica_op{std::move(c)});
       return *rows;
     },
     [=](stats_atom) -> shard_stats {
@@ -413,7 +405,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     },
     [=](forget_atom, int64_t version) {
       self->state.block->forget_through(version);
-      forward(self, replica_op::of(replica_op::forget, 0, version));
+      forward(self, replica_op{replica_forget{version}});
     },
     [=](tune_atom, const std::string& key, double value) -> caf::result<bool> {
       if (auto err = tune(self, key, value))
@@ -450,7 +442,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       self->state.follower = false;
       return self->state.block->version();
     },
-    [=](image_atom) -> replica_op { return image_op(self); },
+    [=](image_atom) -> replica_image { return image_of(self); },
     [=](expire_atom) {
       auto& st = self->state;
       expire_held(self, st.parked, st.hold, st.expiry_pending,

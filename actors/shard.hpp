@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/shard_protocol.hpp"
 #include "runtime/params/param_block.hpp"
 #include "runtime/sparse/sparse_table.hpp"
 #include "runtime/sparse/sync_rows.hpp"
@@ -55,7 +55,7 @@ struct shard_options {
 /// and every other change (replica_op) to its replica, on one connection:
 /// the replica applies the same ops to the same state and ends bitwise
 /// where the primary is. A new replica gets the whole dense state first
-/// (replica_op::image), then the table rows in chunks while the pushes go
+/// (a replica_image), then the table rows in chunks while the pushes go
 /// on (a chunk is taken when it is sent, so it holds every push before it
 /// and the replica applies the later ones on top). Once the last chunk is
 /// sent, the primary answers a push only when the replica has answered

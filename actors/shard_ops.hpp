@@ -48,9 +48,9 @@ inline bool replicating(self_ptr self) {
 /// Sends a new copy of everything to the replica (after a restore).
 void start_copy(self_ptr self);
 
-/// The image op of everything the shard holds but its table rows: the
-/// dense block and (sync) the row pushes held for the update under way.
-replica_op image_op(self_ptr self);
+/// The image of everything the shard holds but its table rows: the dense
+/// block and (sync) the row pushes held for the update under way.
+replica_image image_of(self_ptr self);
 
 /// Forwards a push (a gradient_push or a row_push) or an op; `done` runs
 /// once the replica has answered, or failed to (before forward returns

@@ -133,7 +133,7 @@ void last_sent(self_ptr self, int64_t generation) {
   r.pushes_wait = true;
   // Anything answered after this op was applied before it.
   // Forgets nothing: only its answer counts.
-  auto mark = replica_op::of(replica_op::forget, 0, -1);
+  auto mark = replica_op{replica_forget{-1}};
   send(
     self,
     [=](bool ok) {
@@ -174,9 +174,8 @@ void copy_rows(self_ptr self, int64_t generation) {
       return last_sent(self, generation);
     auto& t = *st.tables[r.table];
     auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
-    replica_op op;
-    op.kind = replica_op::rows;
-    op.chunk = rows_of(self, t, static_cast<int32_t>(r.table), r.next_row, n);
+    replica_op op{
+      rows_of(self, t, static_cast<int32_t>(r.table), r.next_row, n)};
     r.next_row += n;
     r.rows += static_cast<int64_t>(n);
     ++r.chunks_out;
@@ -213,19 +212,15 @@ void set_replica(self_ptr self, shard_data_actor to,
   start_copy(self);
 }
 
-replica_op image_op(self_ptr self) {
+replica_image image_of(self_ptr self) {
   auto& st = self->state;
-  replica_op op;
-  op.kind = replica_op::image;
-  op.block = st.block->image();
-  for (auto& [worker, p] : st.sync.held_pushes()) {
-    op.held_workers.push_back(p.worker);
-    op.held_tables.push_back(p.table);
-    op.held_tags.push_back(p.tag);
-    op.held_ids.push_back(p.ids);
-    op.held_grads.push_back(p.grads ? *p.grads : std::vector<float>{});
-  }
-  return op;
+  replica_image image;
+  image.block = st.block->image();
+  for (auto& [worker, p] : st.sync.held_pushes())
+    image.held.push_back(held_push_copy{p.worker, p.table, p.tag, p.ids,
+                                        p.grads ? *p.grads
+                                                : std::vector<float>{}});
+  return image;
 }
 
 void start_copy(self_ptr self) {
@@ -242,7 +237,7 @@ void start_copy(self_ptr self) {
   r.chunks_out = 0;
   r.began = std::chrono::steady_clock::now();
   send(
-    self, [](bool) {}, replicate_atom_v, image_op(self));
+    self, [](bool) {}, replicate_atom_v, replica_op{image_of(self)});
   copy_rows(self, generation);
 }
 
@@ -295,48 +290,65 @@ void check_replica(self_ptr self) {
   watch(self);
 }
 
-caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op) {
-  auto& st = self->state;
-  switch (op.kind) {
-    case replica_op::image: {
-      if (auto err = st.block->load(op.block))
-        return err;
-      for (auto& t : st.tables) // the rows follow
-        t = std::make_unique<sparse_table>(t->table(), t->optimizer());
-      st.sync.clear();
-      auto n = op.held_workers.size();
-      if (op.held_tables.size() != n || op.held_tags.size() != n
-          || op.held_ids.size() != n || op.held_grads.size() != n)
-        return make_error(errc::invalid_argument,
-                          "a copy of a shard whose held rows do not match");
-      for (size_t i = 0; i < n; ++i)
-        st.sync.put({op.held_workers[i], op.held_tables[i], op.held_tags[i],
-                     std::move(op.held_ids[i]),
-                     std::make_shared<const std::vector<float>>(
-                       std::move(op.held_grads[i]))});
-      st.follower = true;
-      break;
-    }
-    case replica_op::rows:
-      if (auto rows = restore_rows(self, op.chunk); !rows)
-        return rows.error();
-      break;
-    case replica_op::join: join(self, op.worker); break;
-    case replica_op::leave: leave(self, op.worker); break;
-    case replica_op::tune:
-      if (auto err = tune(self, op.key, op.value))
-        return err;
-      break;
-    case replica_op::forget:
-      if (op.version >= 0)
-        st.block->forget_through(op.version);
-      break;
-    case replica_op::adopt: adopt(self); break;
-    default:
-      return make_error(errc::invalid_argument,
-                        "unknown replica op " + std::to_string(op.kind));
+namespace {
+
+/// Applies each op to the replica `self` as its primary applied it.
+struct replica_applier {
+  self_ptr self;
+
+  caf::error operator()(replica_image& op) {
+    auto& st = self->state;
+    if (auto err = st.block->load(op.block))
+      return err;
+    for (auto& t : st.tables) // the rows follow
+      t = std::make_unique<sparse_table>(t->table(), t->optimizer());
+    st.sync.clear();
+    for (auto& h : op.held)
+      st.sync.put({h.worker, h.table, h.tag, std::move(h.ids),
+                   std::make_shared<const std::vector<float>>(
+                     std::move(h.grads))});
+    st.follower = true;
+    return {};
   }
-  return push_ack{st.block->version(), false};
+
+  caf::error operator()(row_chunk& op) {
+    if (auto rows = restore_rows(self, op); !rows)
+      return rows.error();
+    return {};
+  }
+
+  caf::error operator()(replica_join& op) {
+    join(self, op.worker);
+    return {};
+  }
+
+  caf::error operator()(replica_leave& op) {
+    leave(self, op.worker);
+    return {};
+  }
+
+  caf::error operator()(replica_tune& op) {
+    return tune(self, op.key, op.value);
+  }
+
+  caf::error operator()(replica_forget& op) {
+    if (op.version >= 0)
+      self->state.block->forget_through(op.version);
+    return {};
+  }
+
+  caf::error operator()(replica_adopt&) {
+    adopt(self);
+    return {};
+  }
+};
+
+} // namespace
+
+caf::expected<push_ack> apply_replica_op(self_ptr self, replica_op& op) {
+  if (auto err = std::visit(replica_applier{self}, op.op))
+    return err;
+  return push_ack{self->state.block->version(), false};
 }
 
 } // namespace troupe::shard_ops

@@ -31,7 +31,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/chief_protocol.hpp"
 #include "models/click_batch.hpp"
 #include "models/external_step.hpp"
 #include "models/model.hpp"

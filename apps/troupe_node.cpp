@@ -22,15 +22,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/chief_process.hpp"
+#include "apps/launch/chief_process.hpp"
 #include "apps/command_line.hpp"
-#include "apps/device_choice.hpp"
+#include "apps/options/device_choice.hpp"
 #include "apps/exit_codes.hpp"
-#include "apps/link_options.hpp"
+#include "apps/launch/link_options.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
-#include "apps/node_process.hpp"
-#include "apps/run_overrides.hpp"
-#include "apps/stop_signals.hpp"
+#include "apps/launch/node_process.hpp"
+#include "apps/options/run_overrides.hpp"
+#include "apps/launch/stop_signals.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/net/sockets.hpp"
 #include "caf/all.hpp"
@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
     jo.device = device;
     jo.timeout_s = join_timeout;
     jo.links = links;
-    return troupe::run_joining_node(jo, signals);
+    auto failure = troupe::run_joining_node(jo, signals);
+    return failure ? fail(failure) : 0;
   }
   if (config_path.empty()) {
     std::cerr << "troupe-node: error: --config FILE or --join HOST:PORT is "
@@ -278,13 +279,17 @@ int main(int argc, char** argv) {
       return fail(at.error());
     metrics_at = *at;
   }
-  if (!node.empty() && node != cl.chief_node)
-    return troupe::run_member_node(*cfg, node, *guard, links, signals);
+  if (!node.empty() && node != cl.chief_node) {
+    auto failure = troupe::run_member_node(*cfg, node, *guard, links,
+                                           signals);
+    return failure ? fail(failure) : 0;
+  }
   troupe::chief_process what;
   what.config_path = config_path;
   what.config_text = std::move(text);
   what.listen = shell_at;
   what.metrics_at = metrics_at;
-  return troupe::run_chief_node(std::move(*cfg), std::move(what), *guard, links,
-                                signals);
+  auto summary = troupe::run_chief_node(std::move(*cfg), std::move(what),
+                                       *guard, links, signals);
+  return summary ? 0 : fail(summary.error());
 }

@@ -12,11 +12,11 @@
 
 #include "models/backend_factory.hpp"
 #include "apps/command_line.hpp"
-#include "apps/device_choice.hpp"
+#include "apps/options/device_choice.hpp"
 #include "apps/exit_codes.hpp"
 #include "apps/metrics/local_metrics.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
-#include "apps/run_overrides.hpp"
+#include "apps/options/run_overrides.hpp"
 #include "models/checkpoint_eval.hpp"
 #include "models/trainer.hpp"
 #include "runtime/config/config.hpp"

@@ -13,6 +13,7 @@
 #                  [PUBLIC_LIBS ...] [PRIVATE_LIBS ...]
 #                  [MAY_INCLUDE folder-or-file ...])
 #
+# INTERNAL: a library of the programs' own (apps/), not installed.
 # MAY_INCLUDE widens the check without a link: a header-only file another
 # layer owns, or a folder included under #if (gpu/ from models/ when CUDA
 # is built). troupe_program() applies the same check to an executable's
@@ -20,7 +21,7 @@
 # layers (troupe_runtime, troupe_actors) for the code above them. The global
 # property TROUPE_LIBRARIES lists every library made here.
 
-set(TROUPE_LAYER_ROOTS runtime models gpu actors apps bench tests)
+set(TROUPE_LAYER_ROOTS runtime models gpu actors apps bench tests python)
 
 function(_troupe_allowed_of out)
   set(allowed)
@@ -60,11 +61,13 @@ function(_troupe_check_layers name files allowed)
 endfunction()
 
 function(troupe_library name)
-  cmake_parse_arguments(A "" "FOLDER"
+  cmake_parse_arguments(A "INTERNAL" "FOLDER"
                         "SOURCES;USES;PUBLIC_LIBS;PRIVATE_LIBS;MAY_INCLUDE"
                         ${ARGN})
   add_library(${name} STATIC ${A_SOURCES})
-  set_property(GLOBAL APPEND PROPERTY TROUPE_LIBRARIES ${name})
+  if(NOT A_INTERNAL)
+    set_property(GLOBAL APPEND PROPERTY TROUPE_LIBRARIES ${name})
+  endif()
   target_link_libraries(${name} PUBLIC ${A_USES} ${A_PUBLIC_LIBS}
                                 PRIVATE ${A_PRIVATE_LIBS} troupe_warnings)
   _troupe_allowed_of(allowed ${A_USES})
@@ -84,6 +87,15 @@ function(troupe_program name)
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_USES} ${A_PRIVATE_LIBS}
                                         troupe_warnings)
+  troupe_check_sources(${name} SOURCES ${A_SOURCES} USES ${A_USES}
+                       MAY_INCLUDE ${A_MAY_INCLUDE})
+endfunction()
+
+# The check of troupe_program() for a target made another way (the Python
+# module, by pybind11_add_module): its own sources may include their own
+# folders and the layers it USES.
+function(troupe_check_sources name)
+  cmake_parse_arguments(A "" "" "SOURCES;USES;MAY_INCLUDE" ${ARGN})
   _troupe_allowed_of(allowed ${A_USES})
   # A program may include the headers of its own folder (apps/, apps/shell/).
   set(files)

@@ -25,12 +25,13 @@
 #include "actors/chief/chief.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/timing.hpp"
-#include "apps/chief_metrics.hpp"
-#include "apps/chief_process.hpp"
-#include "apps/link_options.hpp"
+#include "apps/launch/chief_metrics.hpp"
+#include "apps/launch/chief_process.hpp"
+#include "apps/launch/link_options.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
-#include "apps/node_process.hpp"
-#include "apps/stop_signals.hpp"
+#include "apps/launch/node_process.hpp"
+#include "apps/launch/stop_signals.hpp"
+#include "python/python_errors.hpp"
 #include "python/python_step.hpp"
 #include "runtime/base/build_config.hpp"
 #include "runtime/base/errc.hpp"
@@ -43,9 +44,7 @@ namespace py = pybind11;
 
 namespace {
 
-[[noreturn]] void raise(const caf::error& err) {
-  throw std::runtime_error(troupe::describe(err));
-}
+using troupe::python::raise;
 
 /// Refuses a `step` that cannot be called, before anything starts.
 void check_step(const py::object& step) {
@@ -103,7 +102,7 @@ external_run(const std::string& config_path, const py::object& step,
     raise(cfg.error());
   if (resume || args.fresh) {
     if (cfg->training.checkpoint.dir.empty())
-      throw std::runtime_error(
+      raise(errc::invalid_config,
         caller + ": " + (args.fresh ? "fresh=True" : "resume=True")
         + ": the run keeps no checkpoints (give /training/checkpoint/dir "
           "in " + config_path + ")");
@@ -115,7 +114,7 @@ external_run(const std::string& config_path, const py::object& step,
   if (!text)
     raise(text.error());
   if (cfg->model.type != model_config::kind::external)
-    throw std::runtime_error(config_path + ": /model/type: " + caller
+    raise(errc::invalid_config, config_path + ": /model/type: " + caller
                              + " runs workers whose step is a Python "
                                "function (\"external\"); troupe-node trains \""
                              + std::string{to_string(cfg->model.type)}
@@ -168,6 +167,23 @@ bool deliver_progress(const py::object& progress,
   return true;
 }
 
+/// What train() and the chief's run_node() return: the run's summary,
+/// with the test accuracy and loss when the run was evaluated.
+py::dict summary_dict(const troupe::cluster_summary& summary,
+                      bool evaluated) {
+  py::dict out;
+  out["steps"] = summary.steps;
+  out["epochs"] = summary.epochs;
+  out["seconds"] = summary.seconds;
+  out["examples_per_sec"] = summary.examples_per_sec;
+  out["restarts"] = summary.restarts;
+  if (evaluated) {
+    out["accuracy"] = summary.test_accuracy;
+    out["loss"] = summary.test_loss;
+  }
+  return out;
+}
+
 py::dict train(const std::string& config_path, py::object step,
                py::object evaluate, bool quiet, py::object resume,
                bool fresh, int64_t epochs, int64_t max_steps,
@@ -178,7 +194,7 @@ py::dict train(const std::string& config_path, py::object step,
   auto [text, cfg] = external_run(config_path, step, "train()", args);
   auto turn = std::make_shared<std::mutex>();
   if (cfg.cluster.distributed())
-    throw std::runtime_error(config_path
+    raise(errc::invalid_config, config_path
                              + ": /cluster/nodes: train() runs "
                                "the whole cluster in this process; leave "
                                "nodes out");
@@ -305,44 +321,37 @@ py::dict train(const std::string& config_path, py::object step,
     throw std::move(*progress_failed);
   if (!summary)
     raise(summary.error());
-  py::dict out;
-  out["steps"] = summary->steps;
-  out["epochs"] = summary->epochs;
-  out["seconds"] = summary->seconds;
-  out["examples_per_sec"] = summary->examples_per_sec;
-  out["restarts"] = summary->restarts;
-  if (opts_evaluated) {
-    out["accuracy"] = summary->test_accuracy;
-    out["loss"] = summary->test_loss;
-  }
-  return out;
+  return summary_dict(*summary, opts_evaluated);
 }
 
 /// Runs `serve` (a node's life, from its start to the end of the run) as
 /// troupe-node runs it: SIGINT and SIGTERM are taken by a watcher thread
 /// meanwhile (the first leaves the run, a second ends the process), and
-/// the interpreter's thread gets its signal mask back after.
-int serve_as_node(const std::function<int(troupe::stop_signals&)>& serve) {
+/// the interpreter's thread gets its signal mask back after. Returns what
+/// `serve` returned.
+template <class Result>
+Result serve_as_node(const std::function<Result(troupe::stop_signals&)>& serve) {
   sigset_t before;
   pthread_sigmask(SIG_SETMASK, nullptr, &before);
-  int code = 0;
+  std::optional<Result> result;
   {
     py::gil_scoped_release release;
     troupe::stop_signals signals{"python"};
     // The interpreter's threads and NumPy's BLAS pool came before it.
     signals.take_from_every_thread();
-    code = serve(signals);
+    result.emplace(serve(signals));
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  return code;
+  return std::move(*result);
 }
 
 /// Runs node `node` of the cluster file `config_path` in this process:
 /// its shards, and its workers calling `step`; on the chief's node, the
-/// run itself, evaluated by `evaluate`. Returns troupe-node's exit code:
-/// 0 when the run succeeded or the node left it, 1 when the run failed or
-/// the chief was lost, 2 for a bad config or key.
-int run_node(const std::string& config_path, const std::string& node,
+/// run itself, evaluated by `evaluate`. Returns the run's summary on the
+/// chief's node, None on another node once the run succeeded or the node
+/// left it; raises the class of the failure when the run failed, the
+/// chief was lost, or the config or key is bad.
+py::object run_node(const std::string& config_path, const std::string& node,
              py::object step, py::object evaluate, const std::string& key,
              bool insecure, const std::string& metrics_listen,
              py::object resume, bool fresh, int64_t epochs,
@@ -352,16 +361,16 @@ int run_node(const std::string& config_path, const std::string& node,
   auto [text, cfg] = external_run(config_path, step, "run_node()", args);
   auto& cl = cfg.cluster;
   if (!cl.distributed() || cl.node(node) == nullptr)
-    throw std::runtime_error(
+    raise(errc::invalid_config,
       config_path + ": no node \"" + node + "\" in /cluster/nodes"
       + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
                           : std::string{}));
   bool chief = node == cl.chief_node;
   if (!chief && !evaluate.is_none())
-    throw std::runtime_error("run_node(): evaluate runs on the chief's node ("
+    raise(errc::invalid_config, "run_node(): evaluate runs on the chief's node ("
                              + cl.chief_node + "), not on node " + node);
   if (!chief && !metrics_listen.empty())
-    throw std::runtime_error("run_node(): metrics_listen: the chief's node ("
+    raise(errc::invalid_config, "run_node(): metrics_listen: the chief's node ("
                              + cl.chief_node
                              + ") serves the run's metrics, not node " + node);
   chief_process what;
@@ -382,20 +391,33 @@ int run_node(const std::string& config_path, const std::string& node,
   what.config_text = std::move(text);
   what.words = python_words();
   what.evaluate = evaluator_of(std::move(evaluate), turn);
+  bool evaluated = static_cast<bool>(what.evaluate);
   what.external = python::python_steps(
     std::make_shared<python::held_object>(std::move(step)), turn);
-  return serve_as_node([&](troupe::stop_signals& signals) {
-    return chief ? run_chief_node(std::move(cfg), std::move(what), *guard,
-                                  links, signals)
-                 : run_member_node(cfg, node, *guard, links, signals,
-                                   std::move(what.external));
-  });
+  if (!chief) {
+    auto failure = serve_as_node<caf::error>([&](stop_signals& signals) {
+      return run_member_node(cfg, node, *guard, links, signals,
+                             std::move(what.external));
+    });
+    if (failure)
+      raise(failure);
+    return py::none();
+  }
+  auto summary = serve_as_node<caf::expected<cluster_summary>>(
+    [&](stop_signals& signals) {
+      return run_chief_node(std::move(cfg), std::move(what), *guard, links,
+                            signals);
+    });
+  if (!summary)
+    raise(summary.error());
+  return summary_dict(*summary, evaluated);
 }
 
 /// Adds `workers` workers calling `step` to the running cluster whose
-/// chief listens at `chief_address`, as troupe-node --join does; returns
-/// its exit code.
-int join(const std::string& chief_address, py::object step, int workers,
+/// chief listens at `chief_address`, as troupe-node --join does, until the
+/// run ends or the node leaves it; raises the class of the failure when
+/// the run failed or the chief was lost.
+void join(const std::string& chief_address, py::object step, int workers,
          const std::string& name, const std::string& key, bool insecure,
          double timeout) {
   using namespace troupe;
@@ -412,8 +434,10 @@ int join(const std::string& chief_address, py::object step, int workers,
   opts.external = python::python_steps(std::make_shared<python::held_object>(
                                          std::move(step)),
                                        std::make_shared<std::mutex>());
-  return serve_as_node(
+  auto failure = serve_as_node<caf::error>(
     [&](stop_signals& signals) { return run_joining_node(opts, signals); });
+  if (failure)
+    raise(failure);
 }
 
 } // namespace
@@ -421,6 +445,7 @@ int join(const std::string& chief_address, py::object step, int workers,
 PYBIND11_MODULE(_troupe, m) {
   m.doc() = "troupe's parameter servers with Python workers";
   m.attr("__version__") = TROUPE_VERSION;
+  troupe::python::add_error_classes(m);
   m.def("train", &train, py::arg("config"), py::arg("step"), py::kw_only(),
         py::arg("evaluate") = py::none(), py::arg("quiet") = false,
         py::arg("resume") = py::none(), py::arg("fresh") = false,
@@ -446,9 +471,10 @@ PYBIND11_MODULE(_troupe, m) {
         py::arg("max_steps") = -1,
         "Runs node `node` of the cluster file `config` in this process, "
         "its workers calling step(params, samples) and, on the chief's "
-        "node, the run's evaluations calling evaluate(params); returns "
-        "troupe-node's exit code (0: the run succeeded or the node left "
-        "it).");
+        "node, the run's evaluations calling evaluate(params). Returns "
+        "the run's summary on the chief's node (None on another, once the "
+        "run succeeded or the node left it); raises troupe.Error's class "
+        "of the failure otherwise (its exit_code: troupe-node's).");
   m.def(
     "epoch_order",
     [](int64_t samples, uint64_t seed, int64_t epoch) {
@@ -473,5 +499,6 @@ PYBIND11_MODULE(_troupe, m) {
         py::arg("insecure") = false, py::arg("timeout") = 10.0,
         "Adds `workers` workers calling step(params, samples) to the "
         "running cluster whose chief listens at `chief` (HOST:PORT), as "
-        "troupe-node --join does; returns its exit code.");
+        "troupe-node --join does, until the run ends or this node leaves "
+        "it; raises troupe.Error's class of the failure otherwise.");
 }

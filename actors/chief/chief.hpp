@@ -39,7 +39,7 @@
 #include <string>
 #include <utility>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/chief_protocol.hpp"
 #include "models/external_step.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/config/config.hpp"

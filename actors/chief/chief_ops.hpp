@@ -266,7 +266,8 @@ void start(chief_self self);
 
 // -- chief_registration.cpp ----------------------------------------------------
 
-/// A node process announces itself (node_registration in protocol.hpp).
+/// A node process announces itself (node_registration in
+/// node_agent_protocol.hpp).
 caf::result<std::string, std::string> on_register(chief_self self,
                                                   node_registration r);
 

@@ -29,7 +29,7 @@ void evaluate_external(chief_self self, std::vector<float> params,
     std::make_shared<const std::vector<float>>(std::move(params)));
   auto r = s.eval.external(whole);
   if (!r) {
-    auto err = make_error(errc::invalid_argument,
+    auto err = make_error(errc::bad_step,
                           fmt("the evaluation at step %lld failed: %s",
                               static_cast<long long>(s.eval.last_eval_step),
                               describe(r.error()).c_str()));

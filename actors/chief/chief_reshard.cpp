@@ -37,7 +37,7 @@ struct shard_move {
   std::vector<std::string> nodes; ///< the new shards' nodes, in order
   std::vector<flat_range> ranges; ///< and their slices
   std::vector<shard_actor> old;
-  std::vector<replica_op> images;           ///< of the new shards
+  std::vector<replica_image> images;        ///< of the new shards
   std::vector<std::vector<row_chunk>> rows; ///< of the new shards
   std::vector<int64_t> pushes; ///< the new shards' table push counts
   uint64_t row_count = 0;
@@ -133,35 +133,29 @@ void move_failed(chief_self self, const move_ptr& m, caf::error err) {
 
 /// The held row pushes of a sync update under way, spread over the new
 /// shards as the rows are (each shard holds those of its own rows).
-void spread_held_rows(const std::vector<replica_op>& old,
-                      std::vector<replica_op>& images) {
+void spread_held_rows(const std::vector<replica_image>& old,
+                      std::vector<replica_image>& images) {
   auto shards = static_cast<int32_t>(images.size());
-  // Per new shard: (worker, table) -> its index in that image's lists.
+  // Per new shard: (worker, table) -> its index in that image's list.
   std::vector<std::map<std::pair<int32_t, int32_t>, size_t>> at(images.size());
-  for (auto& op : old)
-    for (size_t h = 0; h < op.held_workers.size(); ++h) {
-      auto dim = op.held_ids[h].empty()
-                   ? 0
-                   : op.held_grads[h].size() / op.held_ids[h].size();
-      for (size_t r = 0; r < op.held_ids[h].size(); ++r) {
-        auto id = op.held_ids[h][r];
+  for (auto& image : old)
+    for (auto& h : image.held) {
+      auto dim = h.ids.empty() ? 0 : h.grads.size() / h.ids.size();
+      for (size_t r = 0; r < h.ids.size(); ++r) {
+        auto id = h.ids[r];
         auto s = static_cast<size_t>(shard_of_row(id, shards));
-        auto& img = images[s];
-        auto key = std::make_pair(op.held_workers[h], op.held_tables[h]);
+        auto& held = images[s].held;
+        auto key = std::make_pair(h.worker, h.table);
         auto it = at[s].find(key);
         if (it == at[s].end()) {
-          it = at[s].emplace(key, img.held_workers.size()).first;
-          img.held_workers.push_back(op.held_workers[h]);
-          img.held_tables.push_back(op.held_tables[h]);
-          img.held_tags.push_back(op.held_tags[h]);
-          img.held_ids.emplace_back();
-          img.held_grads.emplace_back();
+          it = at[s].emplace(key, held.size()).first;
+          held.push_back(held_push_copy{h.worker, h.table, h.tag, {}, {}});
         }
-        img.held_ids[it->second].push_back(id);
-        auto from = op.held_grads[h].begin() + static_cast<ptrdiff_t>(r * dim);
-        img.held_grads[it->second].insert(img.held_grads[it->second].end(),
-                                          from,
-                                          from + static_cast<ptrdiff_t>(dim));
+        auto& to = held[it->second];
+        to.ids.push_back(id);
+        auto from = h.grads.begin() + static_cast<ptrdiff_t>(r * dim);
+        to.grads.insert(to.grads.end(), from,
+                        from + static_cast<ptrdiff_t>(dim));
       }
     }
 }
@@ -216,7 +210,9 @@ void fill_new_shard(chief_self self, move_ptr m, size_t i,
                     std::function<void()> done) {
   auto h = self->state.shards.handles[i];
   auto fail = [=](caf::error& err) { move_failed(self, m, std::move(err)); };
-  self->request(h, timeout_of(self), replicate_atom_v, std::move(m->images[i]))
+  self
+    ->request(h, timeout_of(self), replicate_atom_v,
+              replica_op{std::move(m->images[i])})
     .then(
       [=](push_ack) {
         send_rows(self, m, i, 0, [=] {
@@ -278,15 +274,15 @@ void gather_rows(chief_self self, move_ptr m, size_t p, uint64_t first) {
 /// go on with their rows.
 void take_images(chief_self self, move_ptr m) {
   auto old = m->old;
-  ask_all<replica_op>(
+  ask_all<replica_image>(
     old.size(),
     [=](size_t i) {
       return self->request(old[i], timeout_of(self), image_atom_v);
     },
-    [=](std::vector<replica_op>& ops) {
+    [=](std::vector<replica_image>& images) {
       std::vector<block_image> parts;
-      for (auto& op : ops)
-        parts.push_back(op.block);
+      for (auto& image : images)
+        parts.push_back(image.block);
       std::vector<size_t> sizes;
       for (auto& r : m->ranges)
         sizes.push_back(r.size());
@@ -295,13 +291,9 @@ void take_images(chief_self self, move_ptr m) {
                            == cluster_config::mode::ssp);
       if (!cut)
         return move_failed(self, m, cut.error());
-      for (auto& img : *cut) {
-        replica_op op;
-        op.kind = replica_op::image;
-        op.block = std::move(img);
-        m->images.push_back(std::move(op));
-      }
-      spread_held_rows(ops, m->images);
+      for (auto& block : *cut)
+        m->images.push_back(replica_image{std::move(block), {}});
+      spread_held_rows(images, m->images);
       m->rows.resize(m->nodes.size());
       if (!has_tables(self))
         return start_new_shards(self, m);

@@ -1,6 +1,7 @@
 // What both ends of the data plane (actors/data_plane/data_link.hpp) write
 // frames with: a frame to send, the writer thread that sends them in order,
-// and each message's frame form, derived from its wire form (protocol.hpp).
+// and each message's frame form, derived from its wire form
+// (actors/protocol/shard_data_messages.hpp).
 // Private to actors/data_plane/data_server.cpp and data_client.cpp.
 #pragma once
 
@@ -185,12 +186,12 @@ private:
 // -- each message's frame, derived from its wire form -------------------------
 //
 // The frame form of every message the data plane carries. A data message's
-// fields and payload are those of its description in protocol.hpp (the
-// same one BASP's form comes from): its fields go into the header slots
-// the description names, its payload after the header. What is written
-// here is only the op code of each message, as a type ID is on BASP. The
-// client makes the requests and reads the replies; the server reads the
-// requests and makes the replies. A request's id and shard are set when
+// fields and payload are those of its description in
+// shard_data_messages.hpp (the same one BASP's form comes from): its
+// fields go into the header slots the description names, its payload
+// after the header. What is written here is only the op code of each
+// message, as a type ID is on BASP. The client makes the requests and
+// reads the replies; the server reads the requests and makes the replies. A request's id and shard are set when
 // the stub sends it; a reply echoes both.
 
 /// The op code of each described message.

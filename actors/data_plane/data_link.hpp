@@ -16,9 +16,9 @@
 // host, port from the kernel, announced to the chief at registration); a
 // worker node opens one data_client per shard node it needs and gives its
 // workers stub actors in place of the remote shards' handles: a worker
-// holds every shard as a shard_data_actor (protocol.hpp), the pulls and
-// pushes both a local shard and a stub answer, so the compiler checks what
-// a worker sends either way. A server session's reader thread puts each
+// holds every shard as a shard_data_actor (shard_protocol.hpp), the pulls
+// and pushes both a local shard and a stub answer, so the compiler checks
+// what a worker sends either way. A server session's reader thread puts each
 // request into the local shard actor's mailbox as a CAF request whose id
 // is the frame's, in arrival order; the shard's reply is written back from
 // the shard's thread (replies may come out of order: held pulls), matched
@@ -27,9 +27,9 @@
 // Frames: a 48-byte header (data_frame), then `count` floats (push,
 // values, rows), `count` row ids (row_pull; row_push, whose count x dim
 // floats come after them) or `count` bytes of error text. Host byte order
-// (little-endian, checked in protocol.hpp), as on the BASP path. A header
-// that fails check_frame closes the connection: a bad peer loses its own
-// link and nothing else. The port sits behind the front door
+// (little-endian, checked in shard_data_messages.hpp), as on the BASP
+// path. A header that fails check_frame closes the connection: a bad peer
+// loses its own link and nothing else. The port sits behind the front door
 // (actors/net/front_door.hpp), like every other: a peer proves the cluster
 // key, or its certificate, before its first frame is read.
 #pragma once
@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/shard_protocol.hpp"
 
 namespace troupe {
 

@@ -1,19 +1,23 @@
 // How float buffers travel: as one raw block (host byte order,
-// little-endian checked in protocol.hpp), not float by float, since CAF
-// 0.17's element-wise vector<float> serialization is about ten times
-// slower. protocol.hpp's inspect overloads of the payload-carrying messages
-// use these.
+// little-endian checked in shard_data_messages.hpp), not float by float,
+// since CAF 0.17's element-wise vector<float> serialization is about ten
+// times slower. The inspect overloads of the messages that carry floats
+// (shard_data_messages.hpp, replica_protocol.hpp, shard_protocol.hpp) use
+// these.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "caf/binary_deserializer.hpp"
 #include "caf/data_processor.hpp"
 #include "caf/deserializer.hpp"
 #include "caf/error.hpp"
+#include "caf/sec.hpp"
 #include "caf/serializer.hpp"
 #include "runtime/params/buffer_pool.hpp"
 
@@ -25,6 +29,24 @@ template <class Inspector>
 constexpr bool is_wire
   = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
     || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+
+/// Whether a wire inspector reads (a deserializer) rather than writes.
+template <class Inspector>
+constexpr bool is_reader
+  = std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+
+/// Makes alternative `index` of `v` its value (default-constructed); false
+/// when `v` has no such alternative (a kind byte from a bad peer).
+template <class Variant, size_t... Is>
+bool emplace_by_index(Variant& v, size_t index, std::index_sequence<Is...>) {
+  return ((index == Is ? (v.template emplace<Is>(), true) : false) || ...);
+}
+
+template <class Variant>
+bool emplace_by_index(Variant& v, size_t index) {
+  return emplace_by_index(v, index,
+                          std::make_index_sequence<std::variant_size_v<Variant>>{});
+}
 
 /// Whether `n` elements of at least `size` bytes each fit in what is left
 /// of the message: a length field from a peer (a buggy or compromised
@@ -102,22 +124,35 @@ inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
   return f.end_sequence();
 }
 
-/// Any vector of plain numbers as one raw block (a replica's copy of a
-/// shard: clocks, the applied log).
+// -- raw forms, written once for both directions --------------------------------
+//
+// A message whose BASP form holds vectors of plain numbers (a shard's
+// state, a replica's image, a checkpoint's rows) describes that form once
+// as the parts of a raw_form, in order; the same description writes it
+// with a serializer and reads it with a deserializer:
+//
+//   template <class Processor>
+//   caf::error raw_form_of(Processor& f, row_chunk& x) {
+//     return detail::raw_form{f}.fields(x.shard, x.table).raw(x.ids)
+//       .lists(x.slots).done();
+//   }
+
+/// Any vector of plain numbers as one raw block: written...
 template <class T>
-caf::error write_raw(caf::serializer& f, const std::vector<T>& v) {
+caf::error raw(caf::serializer& f, std::vector<T>& v) {
   static_assert(std::is_trivially_copyable<T>::value);
   auto n = v.size();
   if (auto err = f.begin_sequence(n))
     return err;
   if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(T), const_cast<T*>(v.data())))
+    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
       return err;
   return f.end_sequence();
 }
 
+/// ...and read, its length checked against what the message holds.
 template <class T>
-caf::error read_raw(caf::deserializer& f, std::vector<T>& v) {
+caf::error raw(caf::deserializer& f, std::vector<T>& v) {
   static_assert(std::is_trivially_copyable<T>::value);
   size_t n = 0;
   if (auto err = f.begin_sequence(n))
@@ -131,18 +166,19 @@ caf::error read_raw(caf::deserializer& f, std::vector<T>& v) {
   return f.end_sequence();
 }
 
-inline caf::error write_float_vectors(caf::serializer& f,
-                                      const std::vector<std::vector<float>>& v) {
+/// A list of such vectors: its length, then each as one raw block.
+template <class T>
+caf::error lists(caf::serializer& f, std::vector<std::vector<T>>& v) {
   if (auto err = f(static_cast<uint64_t>(v.size())))
     return err;
   for (auto& x : v)
-    if (auto err = write_floats(f, x.data(), x.size()))
+    if (auto err = raw(f, x))
       return err;
   return {};
 }
 
-inline caf::error read_float_vectors(caf::deserializer& f,
-                                     std::vector<std::vector<float>>& v) {
+template <class T>
+caf::error lists(caf::deserializer& f, std::vector<std::vector<T>>& v) {
   uint64_t n = 0;
   if (auto err = f(n))
     return err;
@@ -150,10 +186,55 @@ inline caf::error read_float_vectors(caf::deserializer& f,
     return err;
   v.resize(n);
   for (auto& x : v)
-    if (auto err = read_floats(f, x))
+    if (auto err = raw(f, x))
       return err;
   return {};
 }
+
+/// The parts of a message's raw form, applied in order until one fails.
+/// `Processor`: a caf::serializer or caf::deserializer (or a type derived
+/// from one).
+template <class Processor>
+class raw_form {
+public:
+  explicit raw_form(Processor& f) : f_(f) {}
+
+  /// Fields CAF writes and reads itself (numbers, strings, their vectors).
+  template <class... Ts>
+  raw_form& fields(Ts&... xs) {
+    if (!err_)
+      err_ = f_(xs...);
+    return *this;
+  }
+
+  template <class T>
+  raw_form& raw(std::vector<T>& v) {
+    if (!err_)
+      err_ = detail::raw(f_, v);
+    return *this;
+  }
+
+  template <class T>
+  raw_form& lists(std::vector<std::vector<T>>& v) {
+    if (!err_)
+      err_ = detail::lists(f_, v);
+    return *this;
+  }
+
+  /// A part that is a message of its own, in its own form.
+  template <class T>
+  raw_form& part(T& x) {
+    if (!err_)
+      err_ = inspect(f_, x);
+    return *this;
+  }
+
+  caf::error done() { return std::move(err_); }
+
+private:
+  Processor& f_;
+  caf::error err_;
+};
 
 } // namespace detail
 

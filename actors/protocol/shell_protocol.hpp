@@ -1,5 +1,6 @@
-// The shell's part of the protocol (actors/protocol/protocol.hpp includes it; its
-// atoms, type IDs and the chief's handlers are there): what troupe-shell
+// The shell's part of the protocol (the chief's interface, in
+// chief_protocol.hpp, takes these; the atoms are in ids.hpp, the type IDs
+// in the chief's block): what troupe-shell
 // names in a command, and the cluster view the chief answers `status`
 // with. troupe-shell parses the text and renders these (apps/shell/shell_*),
 // as CAF's distributed_calculator parses in its client; the chief only

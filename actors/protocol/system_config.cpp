@@ -10,6 +10,15 @@
 #include "runtime/params/buffer_pool.hpp"
 #include "runtime/base/errc.hpp"
 
+// Each role's block stays inside its range (ids.hpp).
+static_assert(caf::id_block::troupe_shard_data::end <= troupe::type_ids::replica);
+static_assert(caf::id_block::troupe_replica::end <= troupe::type_ids::shard);
+static_assert(caf::id_block::troupe_shard::end <= troupe::type_ids::feeder);
+static_assert(caf::id_block::troupe_feeder::end <= troupe::type_ids::worker);
+static_assert(caf::id_block::troupe_worker::end <= troupe::type_ids::node_agent);
+static_assert(caf::id_block::troupe_node_agent::end <= troupe::type_ids::chief);
+static_assert(caf::id_block::troupe_chief::end <= troupe::type_ids::end);
+
 namespace troupe {
 
 void init_config(caf::actor_system_config& cfg) {
@@ -18,8 +27,13 @@ void init_config(caf::actor_system_config& cfg) {
   // process): security_of finds the system's link security by it.
   static std::atomic<int64_t> next_system_id{1};
   caf::put(cfg.content, "troupe.system-id", next_system_id++);
-  cfg.add_message_types<caf::id_block::troupe>();
-  cfg.add_message_types<caf::id_block::troupe_cluster>();
+  cfg.add_message_types<caf::id_block::troupe_shard_data>();
+  cfg.add_message_types<caf::id_block::troupe_replica>();
+  cfg.add_message_types<caf::id_block::troupe_shard>();
+  cfg.add_message_types<caf::id_block::troupe_feeder>();
+  cfg.add_message_types<caf::id_block::troupe_worker>();
+  cfg.add_message_types<caf::id_block::troupe_node_agent>();
+  cfg.add_message_types<caf::id_block::troupe_chief>();
   cfg.add_error_category(caf::atom("troupe"),
                          [](uint8_t code, caf::atom_value,
                             const caf::message& ctx) {

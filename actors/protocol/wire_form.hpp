@@ -1,8 +1,8 @@
-// Each data message's wire form, written once: protocol.hpp describes
-// every message a worker and a shard exchange (gradient_push, float_block,
-// row_request, row_block, row_push, push_ack) as its fields in order, each
-// named by the slot of a data-plane frame header it takes, and its payload
-// (floats, or row ids then floats):
+// Each data message's wire form, written once: shard_data_messages.hpp
+// describes every message a worker and a shard exchange (gradient_push,
+// float_block, row_request, row_block, row_push, push_ack) as its fields
+// in order, each named by the slot of a data-plane frame header it takes,
+// and its payload (floats, or row ids then floats):
 //
 //   template <class Form>
 //   auto wire_form(Form& w, push_ack& x) {

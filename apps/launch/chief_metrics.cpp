@@ -1,4 +1,4 @@
-#include "apps/chief_metrics.hpp"
+#include "apps/launch/chief_metrics.hpp"
 
 #include "apps/metrics/prometheus_text.hpp"
 #include "caf/scoped_actor.hpp"

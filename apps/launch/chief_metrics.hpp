@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/chief_protocol.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "caf/actor_system.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/chief_process.hpp"
+#include "apps/launch/chief_process.hpp"
 
 #include <iostream>
 
@@ -7,23 +7,14 @@
 #include "actors/net/remote.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/timing.hpp"
-#include "apps/chief_metrics.hpp"
-#include "apps/exit_codes.hpp"
-#include "apps/node_process.hpp"
+#include "apps/launch/chief_metrics.hpp"
+#include "apps/launch/node_process.hpp"
 #include "caf/all.hpp"
 #include "runtime/data/dataset.hpp"
 
 namespace troupe {
 
-namespace {
-
-int fail(const caf::error& err) {
-  return report_failure("troupe-node", err);
-}
-
-} // namespace
-
-int run_chief_node(run_config cfg, chief_process what,
+caf::expected<cluster_summary> run_chief_node(run_config cfg, chief_process what,
                    std::shared_ptr<const link_guard> guard,
                    const link_options& links, stop_signals& signals) {
   const auto& cl = cfg.cluster;
@@ -32,7 +23,7 @@ int run_chief_node(run_config cfg, chief_process what,
   auto data = load_datasets(
     cfg.data, runs_workers ? data_needs{} : data_needs::scoring(cfg.data));
   if (!data)
-    return fail(data.error());
+    return data.error();
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   if (cl.distributed() || what.listen)
@@ -62,7 +53,7 @@ int run_chief_node(run_config cfg, chief_process what,
     auto* me = cl.node(cl.chief_node);
     auto data_plane = data_server::start(sys, me->listen_host(), me->data_port);
     if (!data_plane)
-      return fail(data_plane.error());
+      return data_plane.error();
     opts.data_plane = *data_plane;
     std::cout << "node " << me->name << ": listening on " << me->listen_host()
               << ":" << me->port << ", data plane on " << me->listen_host()
@@ -89,7 +80,7 @@ int run_chief_node(run_config cfg, chief_process what,
     auto started = serve_chief_metrics(sys, *what.metrics_at, slot,
                                        request_timeout(opts.cfg), &std::cout);
     if (!started)
-      return fail(started.error());
+      return started.error();
     metrics = std::move(*started);
   }
   // The first signal is the shell's "stop"; a second one exits at once.
@@ -105,9 +96,7 @@ int run_chief_node(run_config cfg, chief_process what,
   signals.on_first(nullptr); // likewise
   if (data_plane)
     data_plane->stop();
-  if (!summary)
-    return fail(summary.error());
-  return 0;
+  return summary;
 }
 
 } // namespace troupe

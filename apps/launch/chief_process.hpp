@@ -10,8 +10,10 @@
 #include <string>
 #include <utility>
 
-#include "apps/link_options.hpp"
-#include "apps/stop_signals.hpp"
+#include "apps/launch/link_options.hpp"
+#include "apps/launch/stop_signals.hpp"
+#include "actors/protocol/chief_protocol.hpp"
+#include "caf/expected.hpp"
 #include "models/external_step.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/config/config.hpp"
@@ -37,9 +39,10 @@ struct chief_process {
 
 /// Runs the run of `cfg` as its chief until it ends; the first signal
 /// caught by `signals` stops it (final checkpoint and summary). Returns
-/// the exit code: 0 when the run succeeded. `guard`: from load_link_guard
-/// (null: no links to guard or --insecure).
-int run_chief_node(run_config cfg, chief_process what,
+/// the run's summary, or why it failed (exit_code() makes troupe-node's
+/// exit code of it). `guard`: from load_link_guard (null: no links to
+/// guard or --insecure).
+caf::expected<cluster_summary> run_chief_node(run_config cfg, chief_process what,
                    std::shared_ptr<const link_guard> guard,
                    const link_options& links, stop_signals& signals);
 

@@ -1,4 +1,4 @@
-#include "apps/link_options.hpp"
+#include "apps/launch/link_options.hpp"
 
 #include <iostream>
 

@@ -1,4 +1,4 @@
-#include "apps/node_process.hpp"
+#include "apps/launch/node_process.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -10,19 +10,14 @@
 #include "actors/timing.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/protocol/system_config.hpp"
-#include "apps/device_choice.hpp"
-#include "apps/exit_codes.hpp"
-#include "apps/reach_chief.hpp"
+#include "apps/options/device_choice.hpp"
+#include "runtime/base/errc.hpp"
+#include "apps/launch/reach_chief.hpp"
 #include "runtime/config/run_identity.hpp"
 
 namespace troupe {
 
 namespace {
-
-int fail(const caf::error& err) {
-  return report_failure("troupe-node", err);
-}
-
 
 /// Asks the chief to let this node leave the run (its workers finish their
 /// steps and hand back their leases); true once it has, and the agent has
@@ -59,24 +54,27 @@ struct chief_place {
 /// How serving one chief ended.
 enum class served { run_over, left, chief_lost };
 
-/// The agent ended: with the run's error (code 1) or after a run that
-/// succeeded.
+/// The agent ended: with the run's error (kept in `failure`, its kind
+/// too) or after a run that succeeded.
 void report_agent_end(const caf::down_msg& dm, const std::string& name,
-                      int& code) {
+                      caf::error& failure) {
   if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
-    std::cerr << "troupe-node: error: node " << name
-              << ": the run failed: " << describe(dm.reason) << std::endl;
-    code = 1;
+    auto kind = dm.reason.category() == caf::atom("troupe")
+                  ? static_cast<errc>(dm.reason.code())
+                  : errc::actor_down;
+    failure = make_error(kind, "node " + name + ": the run failed: "
+                                 + describe(dm.reason));
   } else {
     std::cout << "node " << name << ": the run is over" << std::endl;
   }
 }
 
-/// Serves `chief` until the run is over (the agent ended: `code` says how),
+/// Serves `chief` until the run is over (the agent ended: `failure` says
+/// how),
 /// the node left it on a signal, or the chief is lost (its link broke).
 served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
                    const node_agent_actor& agent, const std::string& name,
-                   const run_config& cfg, int& code) {
+                   const run_config& cfg, caf::error& failure) {
   self->monitor(chief);
   for (;;) {
     std::optional<served> end;
@@ -88,7 +86,7 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
       },
       [&](caf::down_msg& dm) {
         if (dm.source == agent.address()) {
-          report_agent_end(dm, name, code);
+          report_agent_end(dm, name, failure);
           end = served::run_over;
         } else if (dm.source == chief.address()) {
           if (dm.reason && dm.reason != caf::exit_reason::user_shutdown) {
@@ -111,7 +109,7 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
         self->receive(
           [&](caf::down_msg& dm) {
             if (dm.source == agent.address()) {
-              report_agent_end(dm, name, code);
+              report_agent_end(dm, name, failure);
               end = served::run_over;
             }
           },
@@ -134,10 +132,10 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
 /// chief is waited for (node_timeout_s) at its address: the workers here
 /// stop, the shards keep their values, and the node registers with the
 /// chief that comes back (a restarted one, or the same one after a
-/// freeze), naming the run it served. Returns 0 when the run succeeded or
-/// the node left it on a signal, 1 when the run failed (the agent ends with
-/// the run's error) or no chief came back.
-int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
+/// freeze), naming the run it served. Returns no error when the run
+/// succeeded or the node left it on a signal, the run's error when it
+/// failed (the agent ends with it), or why no chief came back.
+caf::error serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
           node_agent_actor agent, std::string name, const std::string& host,
           uint16_t port, int32_t join_workers, uint16_t data_port,
           const run_config& cfg, stop_signals& signals) {
@@ -150,7 +148,7 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
     });
   auto identity = identity_text(training_identity(cfg));
   std::string run_id; // the run this node served, once it has
-  int code = 0;
+  caf::error failure;
   using clock = std::chrono::steady_clock;
   // Set while a lost chief is waited for: registering again is tried
   // until then (a chief just back from a freeze may let the first
@@ -177,14 +175,14 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
       // Not refused by a chief, only unanswered: connect again.
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     } else if (!registered) {
-      code = fail(refused);
+      failure = std::move(refused);
       self->send(agent, finish_atom_v, caf::error{});
       break;
     } else {
       deadline.reset();
       std::cout << "node " << name << ": registered with the chief (run "
                 << run_id << ")" << std::endl;
-      if (serve_chief(self, chief, agent, name, cfg, code)
+      if (serve_chief(self, chief, agent, name, cfg, failure)
           != served::chief_lost)
         break;
       self->send(agent, stop_atom_v);
@@ -200,7 +198,7 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
     auto again = reach_chief(sys, where.host, where.port,
                              std::max(left.count(), 0.2), where.who, true);
     if (!again) {
-      code = fail(again.error());
+      failure = again.error();
       self->request(agent, std::chrono::seconds(5), finish_atom_v,
                     again.error())
         .receive([](bool) {}, [](caf::error&) {});
@@ -209,7 +207,7 @@ int serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
     chief = *again;
   }
   signals.on_first(nullptr); // lets go of this actor's handle
-  return code;
+  return failure;
 }
 
 } // namespace
@@ -239,7 +237,7 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
             << std::endl;
 }
 
-int run_member_node(const run_config& cfg_in, const std::string& node,
+caf::error run_member_node(const run_config& cfg_in, const std::string& node,
                     std::shared_ptr<const link_guard> guard,
                     const link_options& links, stop_signals& signals,
                     external_step_factory external) {
@@ -256,7 +254,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   // was lost) serve workers on other nodes through it.
   auto data_plane = data_server::start(sys, me->listen_host(), me->data_port);
   if (!data_plane)
-    return fail(data_plane.error());
+    return data_plane.error();
   agent_options ao;
   ao.node = node;
   ao.cfg = cfg;
@@ -265,7 +263,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   if (me->workers > 0) { // else loaded if a worker is ever moved here
     auto data = load_datasets(cfg.data, data_needs::training());
     if (!data)
-      return fail(data.error());
+      return data.error();
     ao.data = std::make_shared<const train_test>(std::move(*data));
   }
   auto agent = sys.spawn(node_agent_impl, std::move(ao));
@@ -275,7 +273,7 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
   };
   if (auto port = publish_on(sys, agent, me->listen_host(), me->port); !port) {
     stop_agent();
-    return fail(port.error());
+    return port.error();
   }
   std::cout << "node " << node << ": listening on " << me->listen_host() << ":"
             << me->port << ", data plane on " << me->listen_host() << ":"
@@ -296,22 +294,22 @@ int run_member_node(const run_config& cfg_in, const std::string& node,
                            cfg.cluster.node_timeout_s, where.who);
   if (!chief) {
     stop_agent();
-    return fail(chief.error());
+    return chief.error();
   }
-  auto code = serve(sys, *chief, where, agent, node, me->host, me->port, -1,
-                    (*data_plane)->port(), cfg, signals);
+  auto failure = serve(sys, *chief, where, agent, node, me->host, me->port,
+                       -1, (*data_plane)->port(), cfg, signals);
   (*data_plane)->stop();
   sys.middleman().unpublish(agent);
-  return code;
+  return failure;
 }
 
-int run_joining_node(const join_options& opts, stop_signals& signals) {
+caf::error run_joining_node(const join_options& opts, stop_signals& signals) {
   auto addr = parse_address(opts.chief_address);
   if (!addr)
-    return fail(addr.error());
+    return addr.error();
   auto guard = load_link_guard(opts.links, nullptr, "", key_use::must_exist);
   if (!guard)
-    return fail(guard.error());
+    return guard.error();
   caf::actor_system_config sys_cfg;
   init_config(sys_cfg);
   init_network(sys_cfg, cluster_config{});
@@ -319,7 +317,7 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
   apply_link_security(sys, std::move(*guard), opts.links);
   auto chief = reach_chief(sys, addr->first, addr->second, opts.timeout_s);
   if (!chief)
-    return fail(chief.error());
+    return chief.error();
   std::string text;
   caf::error err;
   {
@@ -329,13 +327,13 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
                [&](caf::error& e) { err = std::move(e); });
   }
   if (err)
-    return fail(err);
+    return err;
   auto cfg = parse_run_config(text, "the chief's config");
   if (!cfg)
-    return fail(cfg.error());
+    return cfg.error();
   bool external = cfg->model.type == model_config::kind::external;
   if (external != static_cast<bool>(opts.external))
-    return fail(make_error(
+    return make_error(
       errc::invalid_config,
       external ? "the run at " + opts.chief_address
                    + " trains an external model, whose steps are a "
@@ -343,19 +341,19 @@ int run_joining_node(const join_options& opts, stop_signals& signals) {
                : "the run at " + opts.chief_address + " trains \""
                    + std::string{to_string(cfg->model.type)}
                    + "\", which troupe computes: join it with troupe-node "
-                     "--join"));
+                     "--join");
   if (opts.threads > 0)
     cfg->training.threads = opts.threads;
   settle_thread_split(sys, *cfg, opts.workers);
   if (auto device_err = choose_device(*cfg, "", opts.device))
-    return fail(device_err);
+    return device_err;
   agent_options ao;
   ao.node = opts.name;
   ao.cfg = *cfg;
   ao.external = opts.external;
   auto data = load_datasets(cfg->data, data_needs::training());
   if (!data)
-    return fail(data.error());
+    return data.error();
   ao.data = std::make_shared<const train_test>(std::move(*data));
   auto agent = sys.spawn(node_agent_impl, std::move(ao));
   // It does not listen: its address is the one the chief sees it at.

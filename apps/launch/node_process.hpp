@@ -6,10 +6,11 @@
 #include <optional>
 #include <string>
 
-#include "apps/link_options.hpp"
+#include "apps/launch/link_options.hpp"
+#include "caf/error.hpp"
 #include "caf/fwd.hpp"
 #include "models/external_step.hpp"
-#include "apps/stop_signals.hpp"
+#include "apps/launch/stop_signals.hpp"
 #include "runtime/config/config.hpp"
 
 namespace troupe {
@@ -25,12 +26,12 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 
 /// Starts this process's agent on `node`'s address, registers with the
 /// chief (waiting up to the config's node_timeout_s for it) and serves
-/// until the run ends. Returns the exit code: 0 when the run succeeded or
-/// the node left it (the first SIGINT/SIGTERM), 1 when the run failed or
-/// the chief was lost. `guard`: from load_link_guard (null: --insecure).
+/// until the run ends. Returns no error when the run succeeded or the node
+/// left it (the first SIGINT/SIGTERM); else why the run failed, or why the
+/// chief was lost (exit_code() makes troupe-node's exit code of it). `guard`: from load_link_guard (null: --insecure).
 /// `external`: the step of an external model's workers (the Python
 /// module's run_node); troupe-node has none.
-int run_member_node(const run_config& cfg, const std::string& node,
+caf::error run_member_node(const run_config& cfg, const std::string& node,
                     std::shared_ptr<const link_guard> guard,
                     const link_options& links, stop_signals& signals,
                     external_step_factory external = nullptr);
@@ -50,8 +51,8 @@ struct join_options {
 };
 
 /// Connects to the chief within timeout_s, takes the run config from it,
-/// checks the device and adds the workers in this process. Returns the
-/// exit code.
-int run_joining_node(const join_options& opts, stop_signals& signals);
+/// checks the device and adds the workers in this process. Returns what
+/// run_member_node does.
+caf::error run_joining_node(const join_options& opts, stop_signals& signals);
 
 } // namespace troupe

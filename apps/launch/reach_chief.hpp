@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/chief_protocol.hpp"
 #include "actors/net/remote.hpp"
 #include "runtime/base/errc.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/stop_signals.hpp"
+#include "apps/launch/stop_signals.hpp"
 
 #include <csignal>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "apps/device_choice.hpp"
+#include "apps/options/device_choice.hpp"
 
 #include "models/backend_factory.hpp"
 #include "runtime/base/errc.hpp"

@@ -1,4 +1,4 @@
-#include "apps/run_overrides.hpp"
+#include "apps/options/run_overrides.hpp"
 
 #include <cmath>
 #include <cstdlib>

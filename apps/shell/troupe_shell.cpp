@@ -18,13 +18,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/chief_protocol.hpp"
 #include "actors/net/remote.hpp"
 #include "runtime/base/errc.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "apps/command_line.hpp"
-#include "apps/link_options.hpp"
-#include "apps/reach_chief.hpp"
+#include "apps/launch/link_options.hpp"
+#include "apps/launch/reach_chief.hpp"
 #include "apps/shell/shell_command.hpp"
 #include "apps/shell/shell_render.hpp"
 

@@ -133,9 +133,13 @@ def main():
     step, evaluate = functions(train=a.node != "ps")
     key = os.path.join(os.path.dirname(os.path.abspath(a.config)),
                        "cluster.key")
-    sys.exit(troupe.run_node(a.config, a.node, step,
-                             evaluate=evaluate if a.node == "ps" else None,
-                             key=key))
+    try:
+        troupe.run_node(a.config, a.node, step,
+                        evaluate=evaluate if a.node == "ps" else None,
+                        key=key)
+    except troupe.Error as e:  # e.g. troupe.ConfigError, troupe.ClusterError
+        print(f"train.py: error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":

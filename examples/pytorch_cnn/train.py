@@ -98,8 +98,12 @@ def node(a):
 
     key = os.path.join(os.path.dirname(os.path.abspath(a.config)),
                        "cluster.key")
-    sys.exit(troupe.run_node(a.config, a.node, step or (lambda p, s: None),
-                             evaluate=evaluate, key=key, fresh=a.fresh))
+    try:
+        troupe.run_node(a.config, a.node, step or (lambda p, s: None),
+                        evaluate=evaluate, key=key, fresh=a.fresh)
+    except troupe.Error as e:  # e.g. troupe.ConfigError, troupe.ClusterError
+        print(f"train.py: error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
 
 
 def main():

@@ -24,7 +24,7 @@ running statistics), name it in a run config with
 or, for one node of a cluster file (each node a process, as with
 troupe-node --node; the chief's node evaluates with evaluate=),
 
-    troupe.run_node("cluster.json", "py0", step)  # troupe-node's exit code
+    troupe.run_node("cluster.json", "py0", step)  # the summary on the chief's
 
 or, to add workers to a running cluster (troupe-node --join),
 
@@ -37,6 +37,12 @@ load_state(model, params) copies params (buffers included) into it and
 step_result(model) is what a step returns after loss.backward().
 Checkpoints hold the tensors under the same names (read_checkpoint: a
 dict that load_state_dict(strict=True) takes).
+A failure raises a subclass of troupe.Error (a RuntimeError): ConfigError
+(the config, the cluster file or an argument), DataError (a file the run
+reads or writes), AuthError (the cluster key or certificates), StepError
+(what the step returned), TrainingError (NaN or infinite values),
+ClusterError (a node lost or unreachable, too many restarts); `code` names
+the kind and `exit_code` is troupe-node's exit code for it.
 The tensors are dense: rows of sparse embedding tables cannot be pulled
 or pushed from Python. epoch_order(N, seed, epoch) is the order in which
 the run leases the samples (training.seed), to train a reference on the
@@ -47,9 +53,13 @@ import json
 import struct
 
 from ._troupe import __version__, epoch_order, join, run_node, train  # noqa: F401
+from ._troupe import (AuthError, ClusterError, ConfigError,  # noqa: F401
+                      DataError, Error, StepError, TrainingError)
 
 __all__ = ["train", "run_node", "join", "write_parameters",
-           "read_checkpoint", "load_state", "step_result", "epoch_order"]
+           "read_checkpoint", "load_state", "step_result", "epoch_order",
+           "Error", "ConfigError", "DataError", "AuthError", "StepError",
+           "TrainingError", "ClusterError"]
 
 
 def _as_numpy(value):

@@ -31,7 +31,8 @@ enum class errc : uint8_t {
   unauthorized, ///< a peer did not prove the cluster's key, or we could not
   data_changed, ///< a dataset file changed or went missing while a run read it
   /// A user's step returned what its contract refuses (a gradient of the
-  /// wrong shape, dtype or name): every restart would fail alike.
+  /// wrong shape, dtype or name), or the user's evaluation failed: every
+  /// restart would fail alike.
   bad_step,
 };
 

@@ -461,8 +461,17 @@ BOOST_AUTO_TEST_CASE(a_length_field_cannot_make_a_node_allocate_more_than_was_se
     auto buf = announcing(uint64_t{1} << 60, true);
     caf::binary_deserializer source{sys, buf};
     std::vector<std::vector<float>> slots;
-    BOOST_TEST(static_cast<bool>(detail::read_float_vectors(source, slots)));
+    BOOST_TEST(static_cast<bool>(detail::lists(source, slots)));
     BOOST_TEST(slots.capacity() == 0u);
+  }
+  {
+    // A replica op of a kind there is none of.
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    BOOST_REQUIRE(!sink(uint8_t{std::variant_size_v<replica_op::any>}));
+    caf::binary_deserializer source{sys, buf};
+    replica_op op;
+    BOOST_TEST(static_cast<bool>(inspect(source, op)));
   }
   {
     // What fits is read as before.

@@ -1,7 +1,9 @@
 // Each data message's two wire forms, BASP's and the data plane's frame,
-// come from its one description in protocol.hpp: a message sent either way
-// arrives with every field and every payload byte it left with, and its
-// frame puts each field in the header slot the description names.
+// come from its one description in shard_data_messages.hpp: a message sent
+// either way arrives with every field and every payload byte it left
+// with, and its frame puts each field in the header slot the description
+// names. A replica's ops, written and read from one description each,
+// arrive as they left too.
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
@@ -121,9 +123,91 @@ void travels_both_ways(basp_fixture& fx, const Message& m) {
   BOOST_TEST(flatten(through_frame(m)) == sent);
 }
 
+/// `x` written by CAF's binary serializer (BASP's) and read back.
+template <class T>
+T through_bytes(T x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  BOOST_REQUIRE(!inspect(sink, x));
+  T back;
+  caf::binary_deserializer source{nullptr, buf};
+  BOOST_REQUIRE(!inspect(source, back));
+  BOOST_TEST(source.remaining() == 0u);
+  return back;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(wire_form, basp_fixture)
+
+BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
+  replica_image image;
+  auto& b = image.block;
+  b.values = {1.f, 2.f, 3.f};
+  b.slot_names = {"m", "v"};
+  b.slots = {{0.5f, 0.25f, 0.125f}, {4.f, 5.f, 6.f}};
+  b.version = 17;
+  b.learning_rate = 0.05;
+  b.workers = {0, 3};
+  b.clocks = {9, 11};
+  b.log = {4, 5, 6};
+  b.log_base = 2;
+  b.sum = {7.f, 8.f, 9.f};
+  b.pushed = {3};
+  b.last_update = {0, 3};
+  b.staleness_max = 4;
+  image.held.push_back({3, 1, 16, {10, 1ull << 40}, {0.1f, 0.2f, 0.3f, 0.4f}});
+  image.held.push_back({0, 0, 16, {}, {}});
+  auto got = std::get<replica_image>(through_bytes(replica_op{image}).op);
+  BOOST_TEST(got.block.values == b.values);
+  BOOST_TEST(got.block.slot_names == b.slot_names);
+  BOOST_TEST(got.block.slots == b.slots);
+  BOOST_TEST(got.block.version == b.version);
+  BOOST_TEST(got.block.learning_rate == b.learning_rate);
+  BOOST_TEST(got.block.workers == b.workers);
+  BOOST_TEST(got.block.clocks == b.clocks);
+  BOOST_TEST(got.block.log == b.log);
+  BOOST_TEST(got.block.log_base == b.log_base);
+  BOOST_TEST(got.block.sum == b.sum);
+  BOOST_TEST(got.block.pushed == b.pushed);
+  BOOST_TEST(got.block.last_update == b.last_update);
+  BOOST_TEST(got.block.staleness_max == b.staleness_max);
+  BOOST_REQUIRE(got.held.size() == 2u);
+  BOOST_TEST(got.held[0].worker == 3);
+  BOOST_TEST(got.held[0].table == 1);
+  BOOST_TEST(got.held[0].tag == 16);
+  BOOST_TEST(got.held[0].ids == image.held[0].ids);
+  BOOST_TEST(got.held[0].grads == image.held[0].grads);
+  BOOST_TEST(got.held[1].ids.empty());
+
+  row_chunk c{2, 1, 40, 7, {5, 6}, {1.f, 2.f}, {{3.f, 4.f}}};
+  auto rows = std::get<row_chunk>(through_bytes(replica_op{c}).op);
+  BOOST_TEST(rows.shard == 2);
+  BOOST_TEST(rows.rows == 40u);
+  BOOST_TEST(rows.pushes == 7);
+  BOOST_TEST(rows.ids == c.ids);
+  BOOST_TEST(rows.values == c.values);
+  BOOST_TEST(rows.slots == c.slots);
+
+  BOOST_TEST(std::get<replica_join>(through_bytes(replica_op{replica_join{4}})
+                                      .op)
+               .worker
+             == 4);
+  BOOST_TEST(std::get<replica_leave>(
+               through_bytes(replica_op{replica_leave{5}}).op)
+               .worker
+             == 5);
+  auto tune = std::get<replica_tune>(
+    through_bytes(replica_op{replica_tune{"lr", 0.25}}).op);
+  BOOST_TEST(tune.key == "lr");
+  BOOST_TEST(tune.value == 0.25);
+  BOOST_TEST(std::get<replica_forget>(
+               through_bytes(replica_op{replica_forget{12}}).op)
+               .version
+             == 12);
+  BOOST_TEST(std::holds_alternative<replica_adopt>(
+    through_bytes(replica_op{replica_adopt{}}).op));
+}
 
 BOOST_AUTO_TEST_CASE(
   every_data_message_arrives_as_it_left_on_basp_and_on_a_frame) {

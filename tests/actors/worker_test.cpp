@@ -73,7 +73,7 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       return true;
     },
     [=](promote_atom) -> int64_t { return 0; },
-    [=](image_atom) { return replica_op{}; },
+    [=](image_atom) { return replica_image{}; },
   };
 }
 

@@ -190,7 +190,7 @@ class Buffers(unittest.TestCase):
             grads = {n: p.grad for n, p in model.named_parameters()}
             return grads, loss.item() * len(samples)
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.StepError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("the gradients give no value for buffer "
                       "1.running_mean", str(caught.exception))
@@ -208,7 +208,7 @@ class Buffers(unittest.TestCase):
             out[0]["1.running_var"] = np.ones((2, 8), np.float32)
             return out
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.StepError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("the value of buffer 1.running_var has shape (2, 8), "
                       "expected (8,)", str(caught.exception))

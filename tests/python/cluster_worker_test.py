@@ -81,11 +81,10 @@ class ClusterWorker(unittest.TestCase):
             return {"w": grad}, float(0.5 * (err * err).sum())
 
         # The key file is made by whichever process comes first.
-        code = troupe.run_node(py_config, "py", step, key=key)
+        self.assertIsNone(troupe.run_node(py_config, "py", step, key=key))
         chief_code = chief.wait(timeout=60)
         chief_log.seek(0)
         log = chief_log.read()
-        self.assertEqual(code, 0, log)
         self.assertEqual(chief_code, 0, log)
         self.assertEqual(len(batches), 3 * SAMPLES // BATCH, log)
         w = w0.copy()
@@ -113,17 +112,17 @@ class ClusterWorker(unittest.TestCase):
                         {"name": "ps", "port": free_port(), "shards": 1},
                         {"name": "py", "port": free_port(), "workers": 1}]}},
                     f)
-            with self.assertRaises(RuntimeError) as caught:
+            with self.assertRaises(troupe.ConfigError) as caught:
                 troupe.run_node(config, "py", lambda p, s: None,
                                 evaluate=lambda p: (0, 0))
             self.assertIn("evaluate runs on the chief's node (ps), not on "
                           "node py", str(caught.exception))
-            with self.assertRaises(RuntimeError) as caught:
+            with self.assertRaises(troupe.ConfigError) as caught:
                 troupe.run_node(config, "py", lambda p, s: None,
                                 metrics_listen="127.0.0.1:0")
             self.assertIn("metrics_listen: the chief's node (ps) serves",
                           str(caught.exception))
-            with self.assertRaises(RuntimeError) as caught:
+            with self.assertRaises(troupe.ConfigError) as caught:
                 troupe.run_node(config, "nope", lambda p, s: None)
             self.assertIn('no node "nope"', str(caught.exception))
 

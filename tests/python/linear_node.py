@@ -31,6 +31,15 @@ def user_data(count, seed):
     return x, (x @ w + 0.5).astype(np.float32)
 
 
+def run(node):
+    """Runs a node as troupe-node would: its exit code, its error line."""
+    try:
+        node()
+    except troupe.Error as e:
+        print("linear_node.py: error: %s" % e, file=sys.stderr)
+        sys.exit(e.exit_code)
+
+
 def main():
     config, node, key = sys.argv[1:4]
     pause = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
@@ -56,12 +65,13 @@ def main():
         with open(config) as f:
             nodes = json.load(f)["cluster"]["nodes"]
         chief = [n for n in nodes if n["name"] == "chief"][0]
-        sys.exit(troupe.join("127.0.0.1:%d" % chief["port"], step, key=key,
-                             name="py2"))
+        run(lambda: troupe.join("127.0.0.1:%d" % chief["port"], step,
+                                key=key, name="py2"))
+        return
     is_chief = node == "chief"
-    sys.exit(troupe.run_node(config, node, step,
-                             evaluate=evaluate if is_chief else None,
-                             key=key))
+    run(lambda: troupe.run_node(config, node, step,
+                                evaluate=evaluate if is_chief else None,
+                                key=key))
 
 
 if __name__ == "__main__":

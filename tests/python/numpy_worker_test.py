@@ -182,7 +182,7 @@ class NumpyWorker(unittest.TestCase):
         def evaluate(params):
             raise KeyError("test set")
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.StepError) as caught:
             troupe.train(run.config, step, evaluate=evaluate, quiet=True)
         self.assertIn("the evaluation at step 50 failed: the evaluate "
                       "function raised KeyError: 'test set'",
@@ -191,7 +191,7 @@ class NumpyWorker(unittest.TestCase):
         self.assertTrue(os.path.exists(
             os.path.join(run.ckpt, "ckpt-50.safetensors")), os.listdir(run.ckpt)
             if os.path.isdir(run.ckpt) else "no checkpoint folder")
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.StepError) as caught:
             troupe.train(self.folder(epochs=1).config, step,
                          evaluate=lambda p: 0.5, quiet=True)
         self.assertIn("the evaluate function returned float; it returns "
@@ -210,7 +210,7 @@ class NumpyWorker(unittest.TestCase):
             return {"linear.weight": np.zeros((FEATURES, 1), np.float32),
                     "linear.bias": np.float32(0)}, 0.0
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.StepError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("the gradient of linear.weight has shape (6, 1), "
                       "expected (1, 6)", str(caught.exception))
@@ -235,7 +235,7 @@ class NumpyWorker(unittest.TestCase):
                 calls.append(1)
                 return grads, 0.0
 
-            with self.assertRaises(RuntimeError) as caught:
+            with self.assertRaises(troupe.StepError) as caught:
                 troupe.train(run.config, step, quiet=True)
             self.assertIn(text, str(caught.exception))
             self.assertEqual(len(calls), 1, text)
@@ -246,7 +246,7 @@ class NumpyWorker(unittest.TestCase):
         def step(params, samples):
             raise ValueError("the user's bug")
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.ClusterError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("ValueError: the user's bug", str(caught.exception))
 
@@ -276,7 +276,7 @@ class NumpyWorker(unittest.TestCase):
             return {"linear.weight": np.zeros((1, FEATURES), np.float32),
                     "linear.bias": np.float32(0)}, float("nan")
 
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.TrainingError) as caught:
             troupe.train(run.config, step, quiet=True)
         self.assertIn("the loss turned NaN", str(caught.exception))
 
@@ -301,7 +301,7 @@ class NumpyWorker(unittest.TestCase):
     def test_a_parameters_file_that_is_not_there_is_named(self):
         run = self.folder(epochs=1)
         os.remove(run.params)
-        with self.assertRaises(RuntimeError) as caught:
+        with self.assertRaises(troupe.DataError) as caught:
             troupe.train(run.config, lambda p, s: None, quiet=True)
         self.assertIn("/model/parameters: " + run.params + ": no such file",
                       str(caught.exception))
@@ -315,7 +315,7 @@ class NumpyWorker(unittest.TestCase):
             for call in (lambda: troupe.train(config, lambda p, s: None),
                          lambda: troupe.run_node(config, "py",
                                                  lambda p, s: None)):
-                with self.assertRaises(RuntimeError) as caught:
+                with self.assertRaises(troupe.ConfigError) as caught:
                     call()
                 self.assertIn("/model/type: ", str(caught.exception))
                 self.assertIn("runs workers whose step is a Python function "

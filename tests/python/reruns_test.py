@@ -67,8 +67,8 @@ SCRIPT = textwrap.dedent('''
     try:
         summary = troupe.train("run.json", step, **args)
         print("SUMMARY", json.dumps(summary))
-    except RuntimeError as e:
-        print("ERROR", e)
+    except troupe.Error as e:
+        print("ERROR", type(e).__name__, e)
 ''') % {"samples": SAMPLES, "batch": BATCH, "epochs": EPOCHS}
 
 STEPS = EPOCHS * SAMPLES // BATCH
@@ -136,7 +136,7 @@ class Reruns(unittest.TestCase):
         with open(self.script, "w") as f:
             f.write(other)
         _, log = self.run_script()
-        self.assertIn("ERROR no checkpoint in ", log)
+        self.assertIn("ERROR ConfigError no checkpoint in ", log)
         self.assertIn("to start over, fresh=True", log)
         summary, _ = self.run_script(fresh=True)
         self.assertEqual(summary["steps"], STEPS)
