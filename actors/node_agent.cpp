@@ -7,7 +7,7 @@
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/timing.hpp"
-#include "actors/worker.hpp"
+#include "actors/worker/worker.hpp"
 #include "runtime/base/errc.hpp"
 
 namespace troupe {

@@ -1,4 +1,4 @@
-// A worker's interface (actors/worker.hpp), and the report of its steps
+// A worker's interface (actors/worker/worker.hpp), and the report of its steps
 // that it sends the chief.
 #pragma once
 
@@ -40,7 +40,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
            x.read_seconds, x.read_bytes);
 }
 
-/// A worker (actors/worker.hpp).
+/// A worker (actors/worker/worker.hpp).
 using worker_actor = caf::typed_actor<
   // Runs the next training step (its own loop).
   caf::reacts_to<step_atom>,

@@ -32,7 +32,7 @@ caf::error choose_device(run_config& cfg, const std::string& node,
     where = "--device";
   }
   // A click model's worker keeps its batch's rows and the MLP's gradients
-  // in host memory (actors/worker.cpp): refused here, once, rather than by
+  // in host memory (actors/worker/worker.cpp): refused here, once, rather than by
   // every worker as it starts (and by the chief restarting them).
   if (cfg.model.type == model_config::kind::click
       && cfg.training.device.is_gpu())

@@ -4,7 +4,7 @@
 // goes on when they are applied (backpressure). On CAF's test coordinator:
 // the test runs every message until none is due, so "stops" means that the
 // worker has nothing more to do, not that it was quiet for a while.
-#include "actors/worker.hpp"
+#include "actors/worker/worker.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,13 +1,10 @@
-#include "actors/worker.hpp"
+#include "actors/worker/worker.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <numeric>
 
-#include "models/backend_factory.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
 #include "runtime/base/errc.hpp"
@@ -20,10 +17,6 @@ using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
 caf::timespan timeout_of(self_ptr self) {
   return request_timeout(self->state.opts.cfg);
-}
-
-bool is_easgd(self_ptr self) {
-  return self->state.opts.cfg.cluster.consistency == cluster_config::mode::easgd;
 }
 
 void fail(self_ptr self, caf::error err) {
@@ -53,14 +46,7 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
           return fail(self, make_error(errc::wrong_size,
                                        "pull from shard " + std::to_string(i)
                                          + " returned the wrong size"));
-        if (s.opts.external)
-          s.pulled.blocks[i] = b.values;
-        else if (is_easgd(self))
-          std::memcpy(s.host.data() + r.begin, b.values->data(),
-                      r.size() * sizeof(float));
-        else
-          s.backend->upload(s.replica->params() + r.begin, b.values->data(),
-                            r.size() * sizeof(float));
+        s.kind->take_values(i, r, b.values);
         s.versions[i] = b.version;
         one_done();
       },
@@ -71,8 +57,8 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
       });
 }
 
-/// Pulls every shard in parallel; `then` runs once all values are in
-/// state.host (easgd) or in the replica (the other modes).
+/// Pulls every shard in parallel; `then` runs once its kind has taken all
+/// the values.
 void pull_all(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
   auto placement = st.placement;
@@ -123,78 +109,39 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
     [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
-bool is_click(self_ptr self) {
-  return self->state.clicks != nullptr;
-}
-
-/// click: plans the leased batch's rows and pulls them, each from the
-/// shard that holds it (shards holding none of them are not asked); `then`
-/// runs once all are in.
+/// The rows of embedding tables the leased batch needs (its kind says
+/// which: a click model's), each asked of the shard that holds it; `then`
+/// runs once all are in, at once when the kind needs none.
 void pull_rows(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
-  auto& train = st.opts.data->train;
-  auto n = static_cast<int>(st.lease.samples.size());
-  if (train.click_parts) {
-    auto t0 = now_seconds();
-    click_read_stats cost;
-    auto rows = train.click_parts->read(st.lease.samples.data(), n, &cost);
-    st.read_seconds += now_seconds() - t0;
-    st.read_bytes += cost.file_bytes;
-    if (!rows) // a changed part keeps its kind: a restart cannot mend it
-      return fail(self, make_error(rows.error() == errc::data_changed
-                                     ? errc::data_changed
-                                     : errc::worker_failed,
-                                   "worker " + std::to_string(st.opts.id) + ": "
-                                     + describe(rows.error())));
-    st.click_rows = std::move(*rows);
-    st.click_order.resize(static_cast<size_t>(n));
-    std::iota(st.click_order.begin(), st.click_order.end(), 0u);
-    st.clicks->plan(st.click_rows, st.click_rows.numeric.data(),
-                    st.click_order.data(), n);
-  } else {
-    st.clicks->plan(*train.clicks, train.features.contiguous_floats(),
-                    st.lease.samples.data(), n);
-  }
-  auto asked = st.clicks->holding();
-  const auto dim = static_cast<size_t>(st.opts.cfg.model.table.dim);
+  auto needed = st.kind->rows_needed(st.lease, st.opts.id);
+  if (!needed)
+    return fail(self, needed.error());
+  if (needed->empty())
+    return then();
+  auto requests = std::make_shared<std::vector<row_request>>(
+    std::move(*needed));
   ask_all<row_block>(
-    asked.size(),
+    requests->size(),
     [=](size_t i) {
-      auto& s = self->state;
-      auto shard = asked[i];
-      return self->request(s.opts.shards[static_cast<size_t>(shard)],
-                           timeout_of(self), pull_atom_v,
-                           row_request{shard, 0, s.opts.id,
-                                       s.clicks->ids(shard)});
+      auto& r = (*requests)[i];
+      auto shard = static_cast<size_t>(r.shard);
+      return self->request(self->state.opts.shards[shard], timeout_of(self),
+                           pull_atom_v, std::move(r));
     },
     [=](std::vector<row_block>& blocks) {
-      auto& s = self->state;
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        auto want = s.clicks->ids(asked[i]).size() * dim;
-        if (!blocks[i].values || blocks[i].values->size() != want)
-          return fail(self, make_error(errc::wrong_size,
-                                       "rows from shard "
-                                         + std::to_string(asked[i])
-                                         + " are not the rows asked for"));
-        s.clicks->set_rows(asked[i], blocks[i].values->data());
-      }
+      if (auto err = self->state.kind->take_rows(blocks))
+        return fail(self, std::move(err));
       then();
     },
     [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
-/// click: pushes each shard the gradients of the rows it sent for this
-/// step (plan batch `batch`); `applied` runs once every shard took them.
-void push_rows(self_ptr self, int64_t batch, std::function<void()> applied) {
-  auto& st = self->state;
-  auto pushes = std::make_shared<std::vector<row_push>>();
-  // Tagged as the dense push that follows to the same shard (sync: the
-  // shard takes or drops both together).
-  for (auto s : st.clicks->holding())
-    pushes->push_back(row_push{
-      s, 0, st.opts.id, batch, st.versions[static_cast<size_t>(s)],
-      st.clicks->ids(s),
-      std::make_shared<const std::vector<float>>(st.clicks->row_grads(s))});
+/// Pushes each shard the row gradients of this step that are its own;
+/// `applied` runs once every shard took them.
+void push_rows(self_ptr self, std::vector<row_push> rows,
+               std::function<void()> applied) {
+  auto pushes = std::make_shared<std::vector<row_push>>(std::move(rows));
   ask_all<push_ack>(
     pushes->size(),
     [=](size_t i) {
@@ -243,10 +190,9 @@ std::function<void()> settle(self_ptr self) {
   r.loss_sum = st.loss.loss_sum;
   r.step_seconds = now_seconds() - st.step_start;
   r.clock = st.clock + 1;
-  r.read_seconds = st.read_seconds;
-  r.read_bytes = st.read_bytes;
-  st.read_seconds = 0;
-  st.read_bytes = 0;
+  auto cost = st.kind->take_read_cost();
+  r.read_seconds = cost.seconds;
+  r.read_bytes = cost.bytes;
   auto lease = st.lease.id;
   ++st.unsettled;
   return [=] {
@@ -294,86 +240,30 @@ std::shared_ptr<std::vector<float>> free_gradient_buffer(self_ptr self) {
       std::atomic_thread_fence(std::memory_order_acquire);
       return b;
     }
-  auto total = st.opts.external ? st.opts.layout->total()
-                                : st.replica->layout().total();
-  st.grad_pool.push_back(std::make_shared<std::vector<float>>(total));
+  st.grad_pool.push_back(
+    std::make_shared<std::vector<float>>(st.kind->flat_size()));
   return st.grad_pool.back();
 }
 
 bool check_finite(self_ptr self, int n);
 
-/// Forward/backward on the leased batch (or the external step); false
-/// after reporting a non-finite loss (the chief then stops the run) or
-/// failing.
+/// The step its kind computes on the leased batch; false after reporting
+/// a non-finite loss (the chief then stops the run) or failing.
 bool compute(self_ptr self) {
   auto& st = self->state;
   if (st.opts.fault_hook)
     st.opts.fault_hook(st.opts.id, st.clock);
-  int n = static_cast<int>(st.lease.samples.size());
-  if (st.opts.external) {
-    st.grads = free_gradient_buffer(self);
-    auto loss = st.opts.external->step(st.pulled, st.lease.samples,
-                                       st.grads->data());
-    if (!loss) {
-      // A result the step's contract refuses is kept as such: the chief
-      // ends the run instead of restarting the worker.
-      fail(self, make_error(loss.error() == errc::bad_step
-                              ? errc::bad_step
-                              : errc::worker_failed,
-                            "worker " + std::to_string(st.opts.id)
-                              + ": step " + std::to_string(st.clock) + ": "
-                              + describe(loss.error())));
-      return false;
-    }
-    st.loss = *loss;
-    return check_finite(self, n);
+  auto loss = st.kind->compute(st.lease, st.clock, [=] {
+    auto& s = self->state;
+    s.grads = free_gradient_buffer(self);
+    return s.grads->data();
+  });
+  if (!loss) {
+    fail(self, std::move(loss.error()));
+    return false;
   }
-  auto& train = st.opts.data->train;
-  if (train.click_parts) { // read with the batch's rows
-    for (int i = 0; i < n; ++i)
-      st.y.ints()[i] = st.click_rows.labels[static_cast<size_t>(i)] > 0.5f;
-  } else {
-    auto t0 = now_seconds();
-    // A dataset file replaced under the run: named, not read (a mapped
-    // file cut short would end the node with SIGBUS).
-    if (auto err = check_files(train, st.lease.samples.data(), n)) {
-      fail(self,
-           make_error(errc::data_changed, "worker " + std::to_string(st.opts.id)
-                                            + ": " + describe(err)));
-      return false;
-    }
-    gather_batch(train, st.lease.samples.data(), n, st.x.floats(), st.y.ints(),
-                 st.targets.data());
-    st.read_seconds += now_seconds() - t0;
-    if (!train.mapped.empty()) // read from the files' pages
-      st.read_bytes += static_cast<int64_t>(
-                         train.features.stored_bytes()
-                         / static_cast<uint64_t>(train.features.rows()))
-                       * n;
-  }
-  // The labels or float targets, as the model's loss reads them.
-  batch_targets y = st.targets.empty() ? batch_targets{st.y.ints()}
-                                       : batch_targets{st.targets.data()};
-  if (is_click(self)) {
-    // The host backend (checked at start): the gradients land in place.
-    st.grads = free_gradient_buffer(self);
-    (void) st.replica->bind_grads(st.grads->data());
-    st.input_grad.resize(static_cast<size_t>(n) * st.clicks->input_size());
-    st.loss = st.replica->forward_backward(st.clicks->inputs(), st.y.ints(),
-                                           n, st.input_grad.data());
-    st.clicks->backward(st.input_grad.data());
-  } else if (is_easgd(self)) {
-    st.loss = st.local->step(st.x.floats(), y, n);
-  } else {
-    st.grads = free_gradient_buffer(self);
-    bool in_place = st.backend->host_accessible();
-    if (in_place)
-      (void) st.replica->bind_grads(st.grads->data());
-    st.loss = st.replica->forward_backward(st.x.floats(), y, n);
-    if (!in_place)
-      st.replica->get_grads(st.grads->data());
-  }
-  return check_finite(self, n);
+  st.loss = *loss;
+  return check_finite(self, static_cast<int>(st.lease.samples.size()));
 }
 
 /// True when the step's loss is finite; else reports it to the chief,
@@ -397,10 +287,12 @@ void push_gradient(self_ptr self) {
   auto& st = self->state;
   auto applied = settle(self);
   auto batch = st.lease.batch;
-  if (is_click(self)) {
-    // Settled once the dense slices and the rows are all applied.
+  auto rows = st.kind->rows_to_push(st.opts.id, batch, st.versions);
+  if (!rows.empty()) {
+    // Settled once the dense slices and the rows are all applied; the
+    // rows go first (sync: a shard holds them for the dense push).
     auto both = countdown(2, std::move(applied));
-    push_rows(self, batch, both);
+    push_rows(self, std::move(rows), both);
     applied = both;
   }
   push_all(self, st.grads, batch, std::move(applied));
@@ -419,33 +311,24 @@ void push_gradient(self_ptr self) {
   next(self);
 }
 
-/// easgd: a local step; every tau steps the elastic exchange.
-void elastic_step(self_ptr self) {
+/// What a computed step sends the shards, as its kind says: its gradient
+/// (and rows); nothing (an elastic worker's local step); or the elastic
+/// exchange: the center pulled, the difference pushed.
+void send_step(self_ptr self) {
   auto& st = self->state;
-  if (!compute(self))
-    return;
-  int tau = st.opts.cfg.cluster.tau;
-  if ((st.clock + 1) % tau != 0) {
-    settle(self)();
-    return next(self);
+  switch (st.kind->push_after(st.clock)) {
+    case step_push::gradient:
+      return push_gradient(self);
+    case step_push::none:
+      settle(self)();
+      return next(self);
+    case step_push::elastic:
+      return pull_all(self, [=] {
+        push_all(self, self->state.kind->elastic_difference(), -1,
+                 settle(self));
+        next(self);
+      });
   }
-  auto local = std::make_shared<std::vector<float>>(st.host.size());
-  st.replica->get_params(local->data());
-  pull_all(self, [=] {
-    auto& s = self->state;
-    auto alpha = static_cast<float>(s.opts.cfg.cluster.elastic_rate());
-    // diff = local - center; local -= alpha * diff; the shard then does
-    // center += alpha * diff (TF's ElasticAverageOptimizer).
-    auto diff = std::make_shared<std::vector<float>>(local->size());
-    // (pushed below, then only read by the shards)
-    for (size_t i = 0; i < local->size(); ++i) {
-      (*diff)[i] = (*local)[i] - s.host[i];
-      (*local)[i] -= alpha * (*diff)[i];
-    }
-    s.replica->set_params(local->data());
-    push_all(self, diff, -1, settle(self));
-    next(self);
-  });
 }
 
 /// Leases a batch into state.lease and runs `then` with whether the
@@ -504,19 +387,18 @@ void next_step(self_ptr self) {
           == cluster_config::mode::async
         && self->state.opts.cfg.cluster.prefetch)
       next_step(self);
-    auto train = [=] {
+    pull_rows(self, [=] {
       if (compute(self))
-        push_gradient(self);
+        send_step(self);
       else
         self->state.halted = true;
-    };
-    if (is_click(self))
-      return pull_rows(self, train);
-    train();
+    });
   };
+  // An elastic worker computes on its own replica: it pulls every tau
+  // steps only (send_step).
+  if (!st.kind->pulls_each_step())
+    return lease_then(self, [=](bool) { work(); });
   switch (self->state.opts.cfg.cluster.consistency) {
-    case cluster_config::mode::easgd:
-      return lease_then(self, [=](bool) { elastic_step(self); });
     case cluster_config::mode::sync:
       // Nobody pushes while this lease is held (sync updates need every
       // worker), so the values pulled before it are still current.
@@ -540,15 +422,6 @@ void next_step(self_ptr self) {
       });
     }
   }
-}
-
-/// click: the batch planner for the worker's shards as they are now.
-std::unique_ptr<click_batch> make_clicks(self_ptr self) {
-  auto& st = self->state;
-  auto& cfg = st.opts.cfg;
-  return std::make_unique<click_batch>(
-    cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,
-    static_cast<int32_t>(st.opts.shards.size()));
 }
 
 /// The chief moves the shards (see worker_state::placement): with no map,
@@ -583,12 +456,7 @@ caf::result<bool> take_shard_map(self_ptr self,
   st.versions.assign(n, most(st.versions));
   if (!st.min_versions.empty())
     st.min_versions.assign(n, most(st.min_versions));
-  if (st.opts.external) {
-    st.pulled.ranges = st.opts.ranges;
-    st.pulled.blocks.assign(n, nullptr);
-  }
-  if (st.clicks)
-    st.clicks = make_clicks(self);
+  st.kind->take_ranges(st.opts.ranges);
   st.shards_moving = false;
   auto parked = std::move(st.parked);
   st.parked.clear();
@@ -609,11 +477,11 @@ worker_actor::behavior_type worker_behavior(self_ptr self) {
       auto& s = self->state;
       if (s.draining)
         return quit_when_settled(self);
-      if (s.initialised || !is_easgd(self))
+      if (s.initialised || !s.kind->starts_from_values())
         return next_step(self);
-      // easgd starts from the center.
+      // An elastic worker starts from the center.
       pull_all(self, [=] {
-        self->state.replica->set_params(self->state.host.data());
+        self->state.kind->start_from_values();
         self->state.initialised = true;
         next_step(self);
       });
@@ -653,73 +521,13 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
                         "worker " + id + " threw an unknown exception");
     }
   });
-  const auto& cfg = st.opts.cfg;
-  const auto& train = st.opts.data->train;
-  if (cfg.model.type == model_config::kind::external) {
-    if (!st.opts.external || !st.opts.layout) {
-      self->quit(make_error(
-        errc::invalid_config,
-        "worker " + std::to_string(st.opts.id) + ": an external model's "
-          + "workers run the user's step function (the Python module's "
-            "workers); this node has none to run"));
-      return inert(self);
-    }
-    st.pulled.layout = st.opts.layout.get();
-    st.pulled.ranges = st.opts.ranges;
-    st.pulled.blocks.resize(st.opts.shards.size());
-    st.versions.assign(st.opts.shards.size(), 0);
-    self->send(self, step_atom_v);
-    return worker_behavior(self);
-  }
-  // The model's device buffers are allocated here; a device that fails
-  // then (out of memory, say) ends the worker like a failure in a step.
-  auto made = [&]() -> caf::expected<std::unique_ptr<model>> {
-    auto backend = make_backend(cfg.training.device, cfg.training.threads);
-    if (!backend)
-      return backend.error();
-    st.backend = std::move(*backend);
-    try {
-      return make_model(cfg.model, train.height, train.width, train.channels,
-                        train.classes, *st.backend);
-    } catch (const std::exception& e) {
-      return make_error(errc::worker_failed,
-                        "worker " + std::to_string(st.opts.id)
-                          + " could not set up its model on "
-                          + st.backend->describe() + ": " + e.what());
-    }
-  }();
-  if (!made) {
-    self->quit(made.error());
+  auto kind = make_step_kind(st.opts);
+  if (!kind) {
+    self->quit(kind.error());
     return inert(self);
   }
-  st.replica = std::move(*made);
-  // Dropout masks of its own: workers of one seed would otherwise drop the
-  // same units in every step (troupe-train's model is stream 0).
-  st.replica->set_random_stream(static_cast<uint64_t>(st.opts.id) + 1);
-  if (cfg.model.type == model_config::kind::click) {
-    if (!st.backend->host_accessible()
-        || (!train.clicks && !train.click_parts)) {
-      self->quit(make_error(
-        errc::invalid_config,
-        "worker " + std::to_string(st.opts.id) + ": a click model trains on "
-          + (train.clicks || train.click_parts
-               ? "the CPU backend, not " + st.backend->describe()
-               : std::string{"click logs (data.format \"click\")"})));
-      return inert(self);
-    }
-    st.clicks = make_clicks(self);
-  }
-  const auto batch = static_cast<size_t>(cfg.training.batch_size);
-  st.x = st.backend->allocate_host(batch * train.sample_size() * sizeof(float));
-  st.y = st.backend->allocate_host(batch * sizeof(int32_t));
-  if (train.has_targets())
-    st.targets.resize(batch * static_cast<size_t>(train.classes));
+  st.kind = std::move(*kind);
   st.versions.assign(st.opts.shards.size(), 0);
-  if (cfg.cluster.consistency == cluster_config::mode::easgd) {
-    st.local = std::make_unique<local_trainer>(*st.replica,
-                                               cfg.training.optimizer);
-    st.host.resize(st.replica->layout().total());
-  }
   self->send(self, step_atom_v);
   return worker_behavior(self);
 }
