@@ -3,8 +3,9 @@
 //
 // The files call downward only, so they form no circle:
 //   chief_base (logging, ending the run, pulling the parameters)
-//   < chief_placement (where workers and shards go) and chief_progress
-//     (evaluations, checkpoints, reports, pause, stop, the final summary)
+//   < chief_placement (where workers and shards go), chief_checkpoints
+//     < chief_evaluation < chief_finish (the final checkpoint, evaluation
+//     and summary; a stop) < chief_progress (reports, pause)
 //   < chief_takeover (keeping the shards that outlived a chief or a link)
 //   < chief_replicas (each shard's replica: placed, in step, replaced)
 //   < chief_recovery (failed and leaving workers, lost shards)
@@ -130,17 +131,23 @@ void place_shard(chief_self self, size_t i, const std::string& node,
 /// that holds the fewest, else the chief's own.
 std::string shard_home(chief_self self, size_t i);
 
-// -- chief_progress.cpp --------------------------------------------------------
-
-/// Runs what waited for the evaluation under way to end (eval.when_done).
-void run_when_evaluated(chief_self self);
+// -- chief_checkpoints.cpp -----------------------------------------------------
 
 /// Pauses the feeder until every lease is acked, snapshots every shard at
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then);
 
-/// Stops feeding (pause) or feeds again (resume), for the shell.
-void set_user_pause(chief_self self, bool paused);
+// -- chief_evaluation.cpp ------------------------------------------------------
+
+/// Evaluates the current parameters on the test set, then runs `then`.
+/// One evaluation at a time: a request during one waits for it and then
+/// evaluates again unless no step has been trained since it began.
+void evaluate_now(chief_self self, std::function<void()> then);
+
+/// Runs what waited for the evaluation under way to end (eval.when_done).
+void run_when_evaluated(chief_self self);
+
+// -- chief_finish.cpp ----------------------------------------------------------
 
 /// When no worker runs or is being started, the ones waiting for their
 /// node are let go (nothing is left for them, or the run was stopped),
@@ -150,6 +157,11 @@ void release_waiting_if_idle(chief_self self);
 /// The feeder leases nothing more; the run ends after the last steps.
 /// `who` asked for it ("the shell", "SIGTERM").
 void stop_run(chief_self self, const std::string& who);
+
+// -- chief_progress.cpp --------------------------------------------------------
+
+/// Stops feeding (pause) or feeds again (resume), for the shell.
+void set_user_pause(chief_self self, bool paused);
 
 /// A worker's report: progress lines, metrics, and the evaluations and
 /// checkpoints that come due.

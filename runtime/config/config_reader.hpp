@@ -260,8 +260,35 @@ inline device_spec read_device(object_reader& r) {
   return *spec;
 }
 
-/// The "cluster" section (runtime/config/config_cluster.cpp).
+/// Refuses a path with a control character: a file's name goes into the
+/// training identity, one "key=value" line per setting.
+inline void check_path(const std::string& path, const std::string& pointer) {
+  if (has_control(path))
+    throw config_error{errc::invalid_config, pointer,
+                       "expected a path without control characters, found \""
+                         + path + "\""};
+}
+
+// The sections, each read by a file of its own.
+
+/// "model" (config_model.cpp).
+model_config read_model(object_reader r);
+
+/// "data" (config_data.cpp).
+data_config read_data(object_reader r);
+
+/// "training" (config_training.cpp).
+training_config read_training(object_reader r);
+
+/// "cluster" (config_cluster.cpp).
 cluster_config read_cluster(object_reader r);
+
+/// What the sections require of each other, once all are read
+/// (config_checks.cpp): a click model and click logs, an external model
+/// and the user's data, float targets and their losses.
+void check_click_run(run_config& cfg);
+void check_external_run(const run_config& cfg);
+void check_targets(run_config& cfg);
 
 /// /model/layers (config_layers.cpp): the layer list, every option
 /// checked and defaulted.

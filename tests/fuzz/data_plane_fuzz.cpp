@@ -42,7 +42,7 @@ constexpr uint64_t table_vocabulary = 1000;
 constexpr int row_dim = 4;
 
 /// One actor system, shard and data_server for the whole run: made once
-/// (as tests/actors/data_link_test.cpp does) and never destroyed, since
+/// (as tests/actors/data_plane/data_link_test.cpp does) and never destroyed, since
 /// libFuzzer exits without unwinding and the threads would outlive main.
 struct world {
   caf::actor_system_config cfg;

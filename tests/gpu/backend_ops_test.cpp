@@ -1,5 +1,5 @@
 // Every backend operation on the GPU against the CPU backend (itself
-// checked against plain loops in tests/runtime/cpu_backend_test.cpp), with
+// checked against plain loops in tests/runtime/compute/cpu_backend_test.cpp), with
 // edge sizes; and device failures as errors that name the call.
 #include <boost/test/unit_test.hpp>
 

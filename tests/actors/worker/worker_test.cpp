@@ -9,7 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/feeder.hpp"
-#include "fixture.hpp"
+#include "actors/fixture.hpp"
 #include "models/model.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 

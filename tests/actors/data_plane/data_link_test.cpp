@@ -14,7 +14,7 @@
 
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
-#include "fixture.hpp"
+#include "actors/fixture.hpp"
 #include "test_util.hpp"
 #include "runtime/base/errc.hpp"
 

@@ -30,7 +30,7 @@
 #include "actors/net/sockets.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "runtime/base/errc.hpp"
-#include "fixture.hpp"
+#include "actors/fixture.hpp"
 #include "raw_peer.hpp"
 #include "test_util.hpp"
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/checkpoint/checkpoint_assembly.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -81,6 +82,37 @@ BOOST_AUTO_TEST_CASE(buffers_and_their_dtypes_survive_a_round_trip) {
   BOOST_TEST(back->params[10] == 7.f);
   // The list of buffers is the file's, not a metadata key of the run's.
   BOOST_TEST(read_all(path).find("troupe.buffers") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_shards_slices_assemble_into_the_whole_vector) {
+  auto whole = sample();
+  // Two shards: [0, 5) and [5, 8) of the flat vector and of each slot.
+  std::vector<flat_range> ranges{{0, 5}, {5, 8}};
+  std::vector<std::vector<float>> values(2);
+  std::vector<std::vector<std::vector<float>>> slots(2);
+  for (size_t i = 0; i < 2; ++i) {
+    values[i] = slice_of(whole.params, ranges[i]);
+    for (auto& [name, slot] : whole.slots)
+      slots[i].push_back(slice_of(slot, ranges[i]));
+  }
+  std::vector<shard_slice> slices{{&values[0], &slots[0]},
+                                  {&values[1], &slots[1]}};
+  auto c = assemble_checkpoint(7, whole.layout, ranges, slices,
+                               {"adam_m", "adam_v"});
+  BOOST_REQUIRE_MESSAGE(c, troupe::test::why(c));
+  BOOST_TEST(c->step == 7);
+  BOOST_TEST(c->params == whole.params);
+  BOOST_REQUIRE(c->slots.size() == 2u);
+  BOOST_TEST(c->slots[1].first == "adam_v");
+  BOOST_TEST(c->slots[1].second == whole.slots[1].second);
+  // A shard without the run's second slot, or a slice of another size.
+  slots[1].pop_back();
+  auto short_slot = assemble_checkpoint(7, whole.layout, ranges, slices,
+                                        {"adam_m", "adam_v"});
+  BOOST_REQUIRE(!short_slot);
+  BOOST_TEST((short_slot.error() == errc::wrong_size));
+  values[0].pop_back();
+  BOOST_TEST(!assemble_checkpoint(7, whole.layout, ranges, slices, {}));
 }
 
 BOOST_AUTO_TEST_CASE(file_is_plain_safetensors) {

@@ -14,7 +14,7 @@
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/protocol/system_config.hpp"
-#include "fixture.hpp"
+#include "actors/fixture.hpp"
 #include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/chief/chief_state.hpp"
-#include "fixture.hpp"
+#include "actors/fixture.hpp"
 #include "runtime/base/errc.hpp"
 
 using namespace troupe;
