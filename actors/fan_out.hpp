@@ -61,8 +61,8 @@ void ask_all(size_t n, Make make, Done done, Failed failed) {
 template <class Reply, class Make, class Done>
 void ask_all_settled(size_t n, Make make, Done done) {
   using outcome = caf::expected<Reply>;
-  auto replies = std::make_shared<std::vector<outcome>>(
-    n, outcome{caf::error{}});
+  auto replies = std::make_shared<std::vector<outcome>>(n,
+                                                        outcome{caf::error{}});
   if (n == 0)
     return done(*replies);
   auto left = std::make_shared<size_t>(n);

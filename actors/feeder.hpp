@@ -47,7 +47,8 @@ struct feeder_state {
   struct held_lease {
     caf::typed_response_promise<lease_reply> promise;
     int32_t worker;
-    caf::actor_clock::time_point since; /// on the actor clock (a test drives it)
+    caf::actor_clock::time_point
+      since; /// on the actor clock (a test drives it)
   };
   std::vector<held_lease> held; ///< in arrival order
   caf::timespan hold{};

@@ -15,8 +15,8 @@ namespace troupe {
 /// Asks `self` for an expire_atom message when the oldest entry of `held`
 /// (kept in arrival order, each with a `since` time on the actor clock,
 /// which CAF's test coordinator drives in deterministic tests) will have
-/// waited `hold`. At most one such message is on its way: `pending` says so, and
-/// the expire handler clears it and calls this again.
+/// waited `hold`. At most one such message is on its way: `pending` says so,
+/// and the expire handler clears it and calls this again.
 template <class Self, class Held>
 void schedule_expiry(Self* self, const Held& held, caf::timespan hold,
                      bool& pending) {

@@ -187,7 +187,9 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       auto promise = self->make_response_promise<shard_actor>();
       self->request(h, request_timeout(cfg), restore_atom_v, std::move(s.state))
         .then([=](int64_t) mutable { promise.deliver(h); },
-              [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+              [=](caf::error& err) mutable {
+                promise.deliver(std::move(err));
+              });
       return promise;
     },
     [=](place_atom, worker_spawn& w) -> caf::result<worker_actor> {
@@ -203,8 +205,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       if (w.bounds.size() != w.shards.size() + 1)
         return make_error(errc::invalid_argument,
                           "worker placement: " + std::to_string(w.shards.size())
-                            + " shards but "
-                            + std::to_string(w.bounds.size()) + " bounds");
+                            + " shards but " + std::to_string(w.bounds.size())
+                            + " bounds");
       worker_options wo;
       wo.id = w.id;
       wo.cfg = st.opts.cfg;

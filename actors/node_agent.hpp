@@ -6,8 +6,9 @@
 // States: one. It keeps the handles of what it started until they end.
 // When its node loses the chief it stops the workers and keeps the shards
 // (a chief that comes back may take their values over, and replaces them
-// when it places shards of the same ids). On finish it stops them and quits with the run's error, if any, as its
-// exit reason (the node process then exits, with 1 for a failed run).
+// when it places shards of the same ids). On finish it stops them and quits
+// with the run's error, if any, as its exit reason (the node process then
+// exits, with 1 for a failed run).
 #pragma once
 
 #include <functional>

@@ -20,8 +20,8 @@ float_block answer(self_ptr self, int32_t worker) {
   auto& st = self->state;
   if (st.block->opts().mode == consistency_mode::ssp && worker >= 0) {
     ++st.ssp_pulls;
-    st.ssp_max_lead = std::max(st.ssp_max_lead, st.block->clock(worker)
-                                                  - st.block->min_clock());
+    st.ssp_max_lead = std::max(st.ssp_max_lead,
+                               st.block->clock(worker) - st.block->min_clock());
   }
   auto values = st.block->values();
   st.pulled_bytes += static_cast<int64_t>(values->size() * sizeof(float));
@@ -123,10 +123,10 @@ caf::error check_row_push(self_ptr self, const sparse_table& table,
   auto got = p.grads ? p.grads->size() : 0;
   if (got != expected)
     return make_error(errc::wrong_size,
-                      where() + " holds " + std::to_string(got)
-                        + " floats for " + std::to_string(p.ids.size())
-                        + " rows of " + std::to_string(table.dim())
-                        + " (expected " + std::to_string(expected) + ")");
+                      where() + " holds " + std::to_string(got) + " floats for "
+                        + std::to_string(p.ids.size()) + " rows of "
+                        + std::to_string(table.dim()) + " (expected "
+                        + std::to_string(expected) + ")");
   const float* g = got > 0 ? p.grads->data() : nullptr;
   for (size_t i = 0; i < got; ++i)
     if (!std::isfinite(g[i]))
@@ -252,7 +252,8 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
   self->state.block = std::make_unique<param_block>(opts.block,
                                                     std::move(opts.initial));
   for (auto& t : opts.tables)
-    self->state.tables.push_back(std::make_unique<sparse_table>(t, opts.sparse));
+    self->state.tables.push_back(
+      std::make_unique<sparse_table>(t, opts.sparse));
   return {
     [=](join_atom, int32_t worker) -> int64_t { return join(self, worker); },
     [=](leave_atom, int32_t worker) { leave(self, worker); },
@@ -290,14 +291,13 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         return std::move(table.error());
       auto values = pooled_floats(r.ids.size()
                                   * static_cast<size_t>((*table)->dim()));
-      auto err = r.peek ? (*table)->peek(r.ids.data(), r.ids.size(),
-                                         values->data())
-                        : (*table)->pull(r.ids.data(), r.ids.size(),
-                                         values->data());
+      auto err = r.peek
+                   ? (*table)->peek(r.ids.data(), r.ids.size(), values->data())
+                   : (*table)->pull(r.ids.data(), r.ids.size(), values->data());
       if (err)
         return err;
-      self->state.pulled_bytes
-        += static_cast<int64_t>(values->size() * sizeof(float));
+      self->state.pulled_bytes += static_cast<int64_t>(values->size()
+                                                       * sizeof(float));
       return row_block{self->state.id, r.table, std::move(values)};
     },
     [=](push_atom, row_push& push) -> caf::result<push_ack> {
@@ -372,9 +372,9 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;
       auto& b = *st.block;
-      shard_stats s{st.id,           b.version(),      b.stats().accepted,
+      shard_stats s{st.id,           b.version(),       b.stats().accepted,
                     b.stats().stale, b.stats().refused, st.ssp_pulls,
-                    st.ssp_max_lead, st.pulled_bytes,  st.pushed_bytes};
+                    st.ssp_max_lead, st.pulled_bytes,   st.pushed_bytes};
       for (auto& t : st.tables) {
         s.rows += static_cast<int64_t>(t->rows());
         s.row_bytes += static_cast<int64_t>(t->memory_bytes());

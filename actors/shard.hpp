@@ -1,15 +1,15 @@
-// The parameter shard actor: a thin shell around runtime/params/param_block and,
-// when the model has embedding tables, this shard's rows of each
+// The parameter shard actor: a thin shell around runtime/params/param_block
+// and, when the model has embedding tables, this shard's rows of each
 // (runtime/sparse/sparse_table; in sync mode held for their update by
 // runtime/sparse/sync_rows).
 //
 // States: one. It accepts joins, pulls, pushes, snapshots, restores, stats,
-// adoption by a new chief and a checkpoint's forget at any time. A pull that the consistency mode cannot answer yet (sync:
-// version not reached; ssp: the worker too far ahead) is parked and answered
-// by the push that makes it ready, or, once it has waited `hold` (a pause,
-// a worker waiting for its lost node), with "ask again" well within the
-// worker's request timeout: a waiting worker costs one small message per
-// `hold`, never a stream of pulls.
+// adoption by a new chief and a checkpoint's forget at any time. A pull that
+// the consistency mode cannot answer yet (sync: version not reached; ssp: the
+// worker too far ahead) is parked and answered by the push that makes it ready,
+// or, once it has waited `hold` (a pause, a worker waiting for its lost node),
+// with "ask again" well within the worker's request timeout: a waiting worker
+// costs one small message per `hold`, never a stream of pulls.
 #pragma once
 
 #include <algorithm>
@@ -97,7 +97,7 @@ struct replication {
                            return op.generation == generation;
                          });
   }
-  int64_t version = -1;       ///< the replica's, as of its last answer
+  int64_t version = -1; ///< the replica's, as of its last answer
   std::chrono::steady_clock::time_point began;
 };
 
@@ -107,7 +107,8 @@ struct shard_state {
     caf::typed_response_promise<float_block> promise;
     int32_t worker;
     int64_t min_version;
-    caf::actor_clock::time_point since; /// on the actor clock (a test drives it)
+    caf::actor_clock::time_point
+      since; /// on the actor clock (a test drives it)
   };
   int32_t id = 0;
   std::unique_ptr<param_block> block;
@@ -115,8 +116,8 @@ struct shard_state {
   std::vector<parked_pull> parked; ///< in arrival order
   caf::timespan hold{};
   bool expiry_pending = false; ///< an expire message is on its way
-  int64_t ssp_pulls = 0;    ///< ssp: worker pulls answered
-  int64_t ssp_max_lead = 0; ///< ssp: widest clock lead at an answered pull
+  int64_t ssp_pulls = 0;       ///< ssp: worker pulls answered
+  int64_t ssp_max_lead = 0;    ///< ssp: widest clock lead at an answered pull
   /// Parameter bytes sent in answered pulls, gradient bytes received in
   /// pushes (whatever became of them): what the shard moves, in values.
   int64_t pulled_bytes = 0, pushed_bytes = 0;

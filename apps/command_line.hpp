@@ -25,8 +25,7 @@ inline std::string version_text(const char* program) {
 /// stop now (0 after printing --help or --version, 2 after a bad flag),
 /// nullopt to go on.
 inline std::optional<int> parse_command_line(CLI::App& app, int argc,
-                                             char** argv,
-                                             const char* program) {
+                                             char** argv, const char* program) {
   app.set_version_flag("--version", version_text(program),
                        "Print the version and exit");
   try {

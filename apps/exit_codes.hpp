@@ -20,8 +20,7 @@ inline int exit_code(const caf::error& err) {
     case errc::layout_mismatch:
     case errc::unauthorized:
     case errc::data_changed: return 2;
-    default:
-      return 1;
+    default: return 1;
   }
 }
 

@@ -25,34 +25,32 @@ int main(int argc, char** argv) {
   CLI::App app{"Write click logs drawn from a planted model."};
   troupe::click_generator_config cfg;
   std::string out;
-  app.add_option("--out", out, "folder for train.tsv and test.tsv")
-    ->required();
+  app.add_option("--out", out, "folder for train.tsv and test.tsv")->required();
   app.add_option("--train", cfg.train, "training lines")
     ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   app.add_option("--test", cfg.test, "test lines")
     ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   app.add_option("--numeric", cfg.schema.numeric, "numeric fields")
     ->check(CLI::Range(0, 1000));
-  app.add_option("--categorical", cfg.schema.categorical,
-                 "categorical fields")
+  app.add_option("--categorical", cfg.schema.categorical, "categorical fields")
     ->check(CLI::Range(1, 1000));
-  app.add_option("--values", cfg.values_per_field,
-                 "distinct values per categorical field")
+  app
+    .add_option("--values", cfg.values_per_field,
+                "distinct values per categorical field")
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26));
   app.add_option("--zipf", cfg.zipf, "Zipf exponent of the values")
     ->check(CLI::Range(0.01, 10.0));
-  app.add_option("--multi-valued", cfg.multi_valued,
-                 "fields of 1 to 3 values per line (the first ones)")
+  app
+    .add_option("--multi-valued", cfg.multi_valued,
+                "fields of 1 to 3 values per line (the first ones)")
     ->check(CLI::Range(0, 1000));
   app.add_option("--seed", cfg.seed, "the planted model's and the draws'");
-  if (auto code = troupe::parse_command_line(app, argc, argv,
-                                             "troupe-clicks"))
+  if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-clicks"))
     return *code;
   if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
     return troupe::report_failure(
-      "troupe-clicks",
-      troupe::make_error(troupe::errc::io_error,
-                         out + ": cannot create the folder"));
+      "troupe-clicks", troupe::make_error(troupe::errc::io_error,
+                                          out + ": cannot create the folder"));
   auto train = out + "/train.tsv", test = out + "/test.tsv";
   auto scores = troupe::generate_click_logs(cfg, train, test);
   if (!scores)
@@ -62,11 +60,10 @@ int main(int argc, char** argv) {
               train.c_str(), static_cast<long long>(cfg.train), test.c_str(),
               static_cast<long long>(cfg.test), cfg.schema.numeric,
               cfg.schema.categorical,
-              static_cast<unsigned long long>(cfg.values_per_field),
-              cfg.zipf);
+              static_cast<unsigned long long>(cfg.values_per_field), cfg.zipf);
   std::printf("planted model: test log-loss %.4f, test AUC %.4f, training "
               "log-loss %.4f, test click rate %.4f\n",
-              scores->test_log_loss, scores->test_auc,
-              scores->train_log_loss, scores->test_click_rate);
+              scores->test_log_loss, scores->test_auc, scores->train_log_loss,
+              scores->test_click_rate);
   return 0;
 }

@@ -85,14 +85,16 @@ int main(int argc, char** argv) {
   uint16_t data_port = 0;
   int64_t max_steps = -1;
   double join_timeout = 10;
-  auto* config_opt
-    = app.add_option("-c,--config", config_path, "run config (JSON)");
-  app.add_option("--node", node,
-                 "run this node of the config's cluster (its \"nodes\")")
+  auto* config_opt = app.add_option("-c,--config", config_path,
+                                    "run config (JSON)");
+  app
+    .add_option("--node", node,
+                "run this node of the config's cluster (its \"nodes\")")
     ->needs(config_opt);
   auto* join_opt = app.add_option(
-    "--join", join, "add --workers workers to the cluster whose chief "
-                    "listens at HOST:PORT");
+    "--join", join,
+    "add --workers workers to the cluster whose chief "
+    "listens at HOST:PORT");
   join_opt->excludes(config_opt);
   troupe::run_overrides over;
   troupe::add_run_overrides(app, over,
@@ -101,8 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--data-port", data_port,
                  "this node's data-plane port (overrides the cluster file; "
                  "0: any free one)");
-  app.add_option("--timeout", join_timeout,
-                 "with --join: seconds to wait for the chief")
+  app
+    .add_option("--timeout", join_timeout,
+                "with --join: seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
   app.add_option("--workers", workers, "workers (overrides config)")
     ->check(CLI::Range(1, 1024));
@@ -112,11 +115,13 @@ int main(int argc, char** argv) {
     ->check(CLI::IsMember({"async", "sync", "ssp", "easgd"}));
   app.add_option("--epochs", epochs, "epochs (overrides config)")
     ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--max-steps", max_steps,
-                 "step limit, 0 for none (overrides config)")
+  app
+    .add_option("--max-steps", max_steps,
+                "step limit, 0 for none (overrides config)")
     ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads,
-                 "compute threads per worker (overrides config)")
+  app
+    .add_option("--threads", threads,
+                "compute threads per worker (overrides config)")
     ->check(CLI::Range(1, 256));
   troupe::link_options links;
   troupe::add_link_options(app, links);
@@ -165,8 +170,9 @@ int main(int argc, char** argv) {
   auto& cl = cfg->cluster;
   if (cl.distributed() && node.empty())
     return fail(troupe::make_error(troupe::errc::invalid_config,
-                                   config_path + " places actors on nodes; "
-                                   "start each with --node NAME (one of: "
+                                   config_path
+                                     + " places actors on nodes; "
+                                       "start each with --node NAME (one of: "
                                      + cl.node_names() + ")"));
   if (!node.empty()) {
     if (!cl.distributed())
@@ -175,8 +181,8 @@ int main(int argc, char** argv) {
         config_path + ": --node needs a cluster file with /cluster/nodes"));
     if (cl.node(node) == nullptr)
       return fail(troupe::make_error(troupe::errc::invalid_config,
-                                     "unknown node \"" + node + "\": "
-                                       + config_path + " lists "
+                                     "unknown node \"" + node
+                                       + "\": " + config_path + " lists "
                                        + cl.node_names()));
     if (workers > 0 || shards > 0 || !mode.empty())
       return fail(troupe::make_error(
@@ -245,10 +251,10 @@ int main(int argc, char** argv) {
       return fail(err);
   // Certificates and the key are checked before anything else starts; a
   // run that opens no port (embedded, no --listen) needs neither.
-  auto guard = troupe::load_link_guard(
-    links, &cl, node,
-    cl.distributed() || !listen.empty() ? troupe::key_use::make_if_missing
-                                        : troupe::key_use::none);
+  auto guard = troupe::load_link_guard(links, &cl, node,
+                                       cl.distributed() || !listen.empty()
+                                         ? troupe::key_use::make_if_missing
+                                         : troupe::key_use::none);
   if (!guard)
     return fail(guard.error());
   std::optional<std::pair<std::string, uint16_t>> shell_at;
@@ -263,8 +269,9 @@ int main(int argc, char** argv) {
     }
     auto at = troupe::parse_address(listen, 0);
     if (!at)
-      return fail(troupe::make_error(troupe::errc::invalid_config,
-                                     "--listen: " + troupe::describe(at.error())));
+      return fail(
+        troupe::make_error(troupe::errc::invalid_config,
+                           "--listen: " + troupe::describe(at.error())));
     shell_at = *at;
   }
   std::optional<std::pair<std::string, uint16_t>> metrics_at;
@@ -280,8 +287,7 @@ int main(int argc, char** argv) {
     metrics_at = *at;
   }
   if (!node.empty() && node != cl.chief_node) {
-    auto failure = troupe::run_member_node(*cfg, node, *guard, links,
-                                           signals);
+    auto failure = troupe::run_member_node(*cfg, node, *guard, links, signals);
     return failure ? fail(failure) : 0;
   }
   troupe::chief_process what;
@@ -290,6 +296,6 @@ int main(int argc, char** argv) {
   what.listen = shell_at;
   what.metrics_at = metrics_at;
   auto summary = troupe::run_chief_node(std::move(*cfg), std::move(what),
-                                       *guard, links, signals);
+                                        *guard, links, signals);
   return summary ? 0 : fail(summary.error());
 }

@@ -57,8 +57,7 @@ bool write_npy(const std::string& path, const char* descr,
   if (shape.size() == 1)
     dims += ",";
   std::string dict = std::string{"{'descr': '"} + descr
-                     + "', 'fortran_order': False, 'shape': (" + dims
-                     + "), }";
+                     + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   dict += std::string(63 - (10 + dict.size()) % 64, ' ') + "\n";
   std::ofstream out{path, std::ios::binary};
   out.write("\x93NUMPY\x01\x00", 8);
@@ -99,13 +98,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Predict classes with a troupe checkpoint."};
   std::string checkpoint_path, input, output, label_column;
   int batch = 256;
-  app.add_option("--checkpoint", checkpoint_path,
-                 "a ckpt-<step>.safetensors")->required();
-  app.add_option("--input", input,
-                 "samples: an .npy array of features, or a .csv table")
+  app.add_option("--checkpoint", checkpoint_path, "a ckpt-<step>.safetensors")
     ->required();
-  app.add_option("--output", output,
-                 "predictions: .csv (label and probabilities) or .npy")
+  app
+    .add_option("--input", input,
+                "samples: an .npy array of features, or a .csv table")
+    ->required();
+  app
+    .add_option("--output", output,
+                "predictions: .csv (label and probabilities) or .npy")
     ->required();
   app.add_option("--label-column", label_column,
                  "a .csv input's column to leave out (default: the columns "
@@ -121,9 +122,9 @@ int main(int argc, char** argv) {
                            "--output: " + output
                              + ": expected a .csv or .npy file name"));
   if (!ends_with(input, ".npy") && !ends_with(input, ".csv"))
-    return fail(make_error(errc::invalid_config,
-                           "--input: " + input
-                             + ": expected a .npy or .csv file name"));
+    return fail(
+      make_error(errc::invalid_config,
+                 "--input: " + input + ": expected a .npy or .csv file name"));
   auto ckpt = read_checkpoint(checkpoint_path);
   if (!ckpt)
     return fail(ckpt.error());
@@ -155,8 +156,7 @@ int main(int argc, char** argv) {
     if (!backend)
       return fail(backend.error());
     auto made = model_from_checkpoint(*ckpt, checkpoint_path, data->height,
-                                      data->width, data->channels,
-                                      **backend);
+                                      data->width, data->channels, **backend);
     if (!made)
       return fail(made.error());
     model& m = **made;

@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
                             "config)");
   app.add_option("--epochs", epochs, "epochs (overrides config)")
     ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--max-steps", max_steps,
-                 "step limit, 0 for none (overrides config)")
+  app
+    .add_option("--max-steps", max_steps,
+                "step limit, 0 for none (overrides config)")
     ->check(CLI::NonNegativeNumber);
   app.add_option("--evaluate", evaluate,
                  "score this checkpoint on the config's test set (accuracy, "
@@ -115,8 +116,8 @@ int main(int argc, char** argv) {
       std::cout << "metrics: " << metrics->url() << std::endl;
     }
     std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
-    auto summary = troupe::run_local_training(*cfg, *data, **backend,
-                                              std::cout, &status);
+    auto summary = troupe::run_local_training(*cfg, *data, **backend, std::cout,
+                                              &status);
     metrics.reset(); // before `status` goes
     if (!summary)
       return fail(summary.error());

@@ -1,5 +1,5 @@
-// ps-lite reference for apps/bench/bench_transfer.cpp: push+pull round trips of a
-// float buffer between one worker and one server through ps-lite's KV API
+// ps-lite reference for apps/bench/bench_transfer.cpp: push+pull round trips of
+// a float buffer between one worker and one server through ps-lite's KV API
 // (ZMQ van). One binary for every role; ps-lite reads the role from
 // DMLC_ROLE (scheduler, server, worker) and the cluster from the other
 // DMLC_* variables (scripts/bench-pslite.sh sets them). Built against
@@ -75,7 +75,8 @@ bool parse(int argc, char** argv, options& o) {
   }
   // ps-lite keeps message sizes in int (Meta::data_size, ZMQVan::SendMsg).
   if (o.floats > (size_t{1} << 28) || o.keys > o.floats) {
-    std::fprintf(stderr, "pslite_roundtrip: need 1 <= keys <= floats <= 2^28\n");
+    std::fprintf(stderr,
+                 "pslite_roundtrip: need 1 <= keys <= floats <= 2^28\n");
     return false;
   }
   return true;
@@ -108,9 +109,9 @@ struct store_handle {
     if (meta.pull) {
       CHECK(!vals.empty()) << "pull before the first push";
       CHECK_EQ(req.keys.size(), keys.size()) << "another key set";
-      res.keys = req.keys;  // shares the request's buffer
-      res.vals = vals;      // shares the store: no copy
-      res.lens = lens;      // empty unless the lengths differ
+      res.keys = req.keys; // shares the request's buffer
+      res.vals = vals;     // shares the store: no copy
+      res.lens = lens;     // empty unless the lengths differ
     }
     server->Response(meta, res);
   }
@@ -183,8 +184,8 @@ int main(int argc, char** argv) {
   // set_request_handle (its tests race the same way: "Check failed:
   // request_handle_" when the worker's first push wins); one more barrier
   // of all nodes keeps the worker back until the handle is in place.
-  ps::Postoffice::Get()->Barrier(
-      0, ps::kWorkerGroup + ps::kServerGroup + ps::kScheduler);
+  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup
+                                      + ps::kScheduler);
   int code = 0;
   if (ps::IsWorker())
     code = run_worker(o);

@@ -192,8 +192,8 @@ int main(int argc, char** argv) {
   }
   // As in pslite_roundtrip.cc: the worker waits until the server's handle
   // is in place.
-  ps::Postoffice::Get()->Barrier(
-      0, ps::kWorkerGroup + ps::kServerGroup + ps::kScheduler);
+  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup
+                                      + ps::kScheduler);
   int code = 0;
   if (ps::IsWorker())
     code = run_worker(o);

@@ -112,8 +112,8 @@ public:
       // Page-locked already: one DMA, no staging copy. The caller keeps
       // src unchanged until the next waiting call (backend.hpp).
       timed(true, [&] {
-        TROUPE_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                                    stream_));
+        TROUPE_CUDA(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
       });
       return;
     }
@@ -168,25 +168,22 @@ public:
   void bias_activation_forward(activation act, float* y, const float* bias,
                                int rows, int cols) override {
     device_scope scope{device_};
-    timed(false, [&] {
-      launch_bias_activation(act, y, bias, rows, cols, stream_);
-    });
+    timed(false,
+          [&] { launch_bias_activation(act, y, bias, rows, cols, stream_); });
   }
 
   void activation_backward(activation act, const float* y, float* dy,
                            size_t n) override {
     device_scope scope{device_};
-    timed(false,
-          [&] { launch_activation_backward(act, y, dy, n, stream_); });
+    timed(false, [&] { launch_activation_backward(act, y, dy, n, stream_); });
   }
 
   void bias_backward(const float* dy, float* db, int rows, int cols) override {
     device_scope scope{device_};
     auto* partial = static_cast<float*>(column_partials_.reserve(
       static_cast<size_t>(column_sum_blocks(rows)) * cols * sizeof(float)));
-    timed(false, [&] {
-      launch_column_sum(dy, db, rows, cols, partial, stream_);
-    });
+    timed(false,
+          [&] { launch_column_sum(dy, db, rows, cols, partial, stream_); });
   }
 
   batch_loss softmax_cross_entropy(const float* logits, const int32_t* labels,
@@ -226,9 +223,8 @@ public:
     timed(false, [&] { launch_col2im(dcols, s, dx, stream_); });
   }
 
-  void maxpool_forward(const float* x, int batch, int h, int w, int c,
-                       int size, int stride, float* y,
-                       int32_t* argmax) override {
+  void maxpool_forward(const float* x, int batch, int h, int w, int c, int size,
+                       int stride, float* y, int32_t* argmax) override {
     device_scope scope{device_};
     timed(false, [&] {
       launch_maxpool_forward(x, batch, h, w, c, size, stride, y, argmax,
@@ -239,9 +235,8 @@ public:
   void maxpool_backward(const float* dy, const int32_t* argmax, size_t n_y,
                         float* dx, size_t n_x) override {
     device_scope scope{device_};
-    timed(false, [&] {
-      launch_maxpool_backward(dy, argmax, n_y, dx, n_x, stream_);
-    });
+    timed(false,
+          [&] { launch_maxpool_backward(dy, argmax, n_y, dx, n_x, stream_); });
   }
 
   // -- gpu_backend ----------------------------------------------------------
@@ -428,9 +423,9 @@ caf::expected<std::unique_ptr<gpu_backend>> make_gpu_backend(int device) {
                         + cudaGetErrorString(status));
   if (device < 0 || device >= count)
     return make_error(errc::backend_unavailable,
-                      "gpu:" + std::to_string(device)
-                        + ": this machine has " + std::to_string(count)
-                        + " CUDA device" + (count == 1 ? "" : "s"));
+                      "gpu:" + std::to_string(device) + ": this machine has "
+                        + std::to_string(count) + " CUDA device"
+                        + (count == 1 ? "" : "s"));
   try {
     return std::unique_ptr<gpu_backend>{std::make_unique<cuda_backend>(device)};
   } catch (const backend_error& e) {

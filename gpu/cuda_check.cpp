@@ -12,7 +12,7 @@ namespace {
   // Clear a non-sticky error (an allocation that did not fit, a refused
   // argument), or the next launch_check would report it again. A sticky
   // one (a fault inside a kernel) stays: the context is lost for good.
-  (void) cudaGetLastError();
+  (void)cudaGetLastError();
   std::string where = file;
   // The path as the compiler saw it may be absolute; the file name is
   // enough to find the call.

@@ -55,8 +55,9 @@ private:
 
 } // namespace troupe::gpu
 
-#define TROUPE_CUDA(call) ::troupe::gpu::cuda_check((call), #call, __FILE__, __LINE__)
-#define TROUPE_CUBLAS(call) \
+#define TROUPE_CUDA(call)                                                      \
+  ::troupe::gpu::cuda_check((call), #call, __FILE__, __LINE__)
+#define TROUPE_CUBLAS(call)                                                    \
   ::troupe::gpu::cublas_check((call), #call, __FILE__, __LINE__)
-#define TROUPE_LAUNCHED(kernel) \
+#define TROUPE_LAUNCHED(kernel)                                                \
   ::troupe::gpu::launch_check(kernel, __FILE__, __LINE__)

@@ -23,8 +23,8 @@ device_probe probe_devices() {
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess)
       continue;
     out.names.push_back(std::string{prop.name} + " (sm_"
-                        + std::to_string(prop.major) + std::to_string(prop.minor)
-                        + ")");
+                        + std::to_string(prop.major)
+                        + std::to_string(prop.minor) + ")");
   }
   out.count = static_cast<int>(out.names.size());
   if (out.count == 0)

@@ -23,7 +23,8 @@
 
 namespace troupe::gpu {
 
-// -- gemm -----------------------------------------------------------------------
+// -- gemm
+// -----------------------------------------------------------------------
 
 /// The column-major gemm (cuBLAS's convention) that computes a row-major
 /// one. A row-major (rows, cols) matrix with row stride ld is the
@@ -46,7 +47,8 @@ inline col_major_gemm to_col_major(bool trans_a, bool trans_b, int m, int n,
   return {trans_b, trans_a, n, m, k, b, ldb, a, lda};
 }
 
-// -- element-wise ---------------------------------------------------------------
+// -- element-wise
+// ---------------------------------------------------------------
 
 /// act(v), with the CPU backend's formulas (runtime/compute/cpu_backend.cpp).
 TROUPE_HD inline float activate(activation act, float v) {
@@ -70,7 +72,8 @@ TROUPE_HD inline float activation_grad(activation act, float out, float dy) {
   return dy;
 }
 
-// -- softmax cross-entropy ------------------------------------------------------
+// -- softmax cross-entropy
+// ------------------------------------------------------
 
 /// One row: sets *loss (NaN for a label outside [0, classes)) and *hit,
 /// and d (classes) = scale * (softmax - onehot) when d is not null. The
@@ -100,7 +103,8 @@ TROUPE_HD inline void softmax_row(const float* z, int32_t label, int classes,
     d[0] = nanf("");
 }
 
-// -- convolution ------------------------------------------------------------------
+// -- convolution
+// ------------------------------------------------------------------
 
 /// conv_shape's fields and derived sizes, passed by value to kernels.
 struct conv_geometry {
@@ -135,8 +139,8 @@ TROUPE_HD inline float im2col_value(const float* x, const conv_geometry& g,
 /// im2col copied from that pixel. The CPU backend scatters in (oy, ox)
 /// order, and oy grows as ky falls: walking ky and kx downwards adds the
 /// same terms in the same order, so the two backends agree to the bit.
-TROUPE_HD inline float col2im_value(const float* dcols,
-                                    const conv_geometry& g, size_t i) {
+TROUPE_HD inline float col2im_value(const float* dcols, const conv_geometry& g,
+                                    size_t i) {
   const int ch = static_cast<int>(i % g.channels);
   const int ix = static_cast<int>((i / g.channels) % g.width);
   const int iy = static_cast<int>((i / g.channels / g.width) % g.height);
@@ -178,8 +182,8 @@ TROUPE_HD inline float maxpool_value(const float* x, const pool_geometry& g,
   *where = 0;
   for (int ky = 0; ky < g.size; ++ky)
     for (int kx = 0; kx < g.size; ++kx) {
-      const size_t in = ((b * g.h + oy * g.stride + ky) * g.w + ox * g.stride
-                         + kx) * g.c + ch;
+      const size_t in =
+        ((b * g.h + oy * g.stride + ky) * g.w + ox * g.stride + kx) * g.c + ch;
       if (x[in] > best) {
         best = x[in];
         *where = static_cast<int32_t>(in);

@@ -19,8 +19,8 @@ unsigned blocks_for(size_t n) {
   return static_cast<unsigned>(std::clamp<size_t>(blocks, 1, 8192));
 }
 
-#define TROUPE_GRID_STRIDE(i, n)                                              \
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; \
+#define TROUPE_GRID_STRIDE(i, n)                                               \
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;  \
        i < (n); i += static_cast<size_t>(gridDim.x) * blockDim.x)
 
 __global__ void fill_kernel(float* x, size_t n, float value) {
@@ -32,8 +32,7 @@ __global__ void axpy_kernel(size_t n, float alpha, const float* x, float* y) {
 }
 
 __global__ void bias_activation_kernel(activation act, float* y,
-                                       const float* bias, size_t n,
-                                       int cols) {
+                                       const float* bias, size_t n, int cols) {
   TROUPE_GRID_STRIDE(i, n) {
     float v = y[i];
     if (bias != nullptr)
@@ -53,8 +52,8 @@ __global__ void activation_backward_kernel(activation act, const float* y,
 // tree. No atomics, so every run adds in the same order.
 constexpr int sum_tile_cols = 32, sum_tile_rows = 8;
 
-__global__ void column_partial_kernel(const float* dy, float* partial,
-                                      int rows, int cols, int per_block) {
+__global__ void column_partial_kernel(const float* dy, float* partial, int rows,
+                                      int cols, int per_block) {
   __shared__ float lanes[sum_tile_rows][sum_tile_cols];
   const int first = blockIdx.x * per_block;
   const int last = min(rows, first + per_block);
@@ -76,8 +75,8 @@ __global__ void column_partial_kernel(const float* dy, float* partial,
   }
 }
 
-__global__ void column_total_kernel(const float* partial, float* db,
-                                    int blocks, int cols) {
+__global__ void column_total_kernel(const float* partial, float* db, int blocks,
+                                    int cols) {
   __shared__ float sums[threads_per_block];
   const int col = blockIdx.x;
   float sum = 0.f;
@@ -259,8 +258,8 @@ void launch_col2im(const float* dcols, const compute_backend::conv_shape& s,
 void launch_maxpool_forward(const float* x, int batch, int h, int w, int c,
                             int size, int stride, float* y, int32_t* argmax,
                             cudaStream_t stream) {
-  const pool_geometry g{h, w, c, size, stride, (h - size) / stride + 1,
-                        (w - size) / stride + 1};
+  const pool_geometry g{
+    h, w, c, size, stride, (h - size) / stride + 1, (w - size) / stride + 1};
   const size_t n = static_cast<size_t>(batch) * g.oh * g.ow * c;
   if (n == 0)
     return;
@@ -269,9 +268,8 @@ void launch_maxpool_forward(const float* x, int batch, int h, int w, int c,
   TROUPE_LAUNCHED("maxpool_forward_kernel");
 }
 
-void launch_maxpool_backward(const float* dy, const int32_t* argmax,
-                             size_t n_y, float* dx, size_t n_x,
-                             cudaStream_t stream) {
+void launch_maxpool_backward(const float* dy, const int32_t* argmax, size_t n_y,
+                             float* dx, size_t n_x, cudaStream_t stream) {
   if (n_x > 0)
     TROUPE_CUDA(cudaMemsetAsync(dx, 0, n_x * sizeof(float), stream));
   if (n_y == 0)

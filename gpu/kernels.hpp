@@ -77,8 +77,7 @@ void launch_maxpool_forward(const float* x, int batch, int h, int w, int c,
 /// dx (n_x) = 0, then dx[argmax[i]] += dy[i] for i < n_y (atomic: windows
 /// may overlap; with stride = size, as troupe's CNN uses, no two outputs
 /// share an input and the result is exact).
-void launch_maxpool_backward(const float* dy, const int32_t* argmax,
-                             size_t n_y, float* dx, size_t n_x,
-                             cudaStream_t stream);
+void launch_maxpool_backward(const float* dy, const int32_t* argmax, size_t n_y,
+                             float* dx, size_t n_x, cudaStream_t stream);
 
 } // namespace troupe::gpu

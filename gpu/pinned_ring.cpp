@@ -14,8 +14,8 @@ pinned_ring::pinned_ring(size_t slot_bytes, int slots)
       slot s;
       TROUPE_CUDA(cudaMallocHost(&s.host, slot_bytes));
       slots_.push_back(s);
-      TROUPE_CUDA(cudaEventCreateWithFlags(&slots_.back().done,
-                                           cudaEventDisableTiming));
+      TROUPE_CUDA(
+        cudaEventCreateWithFlags(&slots_.back().done, cudaEventDisableTiming));
     }
   } catch (...) {
     for (auto& s : slots_) {
@@ -53,8 +53,8 @@ void pinned_ring::upload(void* dst, const void* src, size_t bytes,
     slot& s = next_slot();
     std::memcpy(s.host, from + done, n);
     wrap([&] {
-      TROUPE_CUDA(cudaMemcpyAsync(to + done, s.host, n, cudaMemcpyHostToDevice,
-                                  stream));
+      TROUPE_CUDA(
+        cudaMemcpyAsync(to + done, s.host, n, cudaMemcpyHostToDevice, stream));
     });
     TROUPE_CUDA(cudaEventRecord(s.done, stream));
     done += n;

@@ -42,8 +42,8 @@ public:
 
   /// Enqueues DMAs from src (after everything already on `stream`) and
   /// returns when all of dst is written.
-  void download(void* dst, const void* src, size_t bytes,
-                cudaStream_t stream, const dma_wrapper& wrap);
+  void download(void* dst, const void* src, size_t bytes, cudaStream_t stream,
+                const dma_wrapper& wrap);
 
 private:
   struct slot {

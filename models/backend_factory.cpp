@@ -19,17 +19,20 @@ std::string gpu_problem(const device_spec& device) {
     return device.to_string() + " was asked for, but " + loaded.error;
   auto probe = loaded.module->probe();
   if (probe.count == 0)
-    return device.to_string() + " was asked for, but no CUDA device is "
-           "usable here: " + probe.error;
+    return device.to_string()
+           + " was asked for, but no CUDA device is "
+             "usable here: "
+           + probe.error;
   if (device.index >= probe.count)
     return device.to_string() + " was asked for, but this machine has "
            + std::to_string(probe.count) + " CUDA device"
-           + (probe.count == 1 ? "" : "s") + " (gpu:0 to gpu:"
-           + std::to_string(probe.count - 1) + ")";
+           + (probe.count == 1 ? "" : "s")
+           + " (gpu:0 to gpu:" + std::to_string(probe.count - 1) + ")";
   return "";
 #else
-  return device.to_string() + " was asked for, but this troupe was built "
-         "without CUDA (configure with CUDA's nvcc found to build gpu/)";
+  return device.to_string()
+         + " was asked for, but this troupe was built "
+           "without CUDA (configure with CUDA's nvcc found to build gpu/)";
 #endif
 }
 

@@ -47,7 +47,9 @@ caf::error evaluate_checkpoint(const run_config& cfg, const train_test& data,
       n += v;
     out << right(std::to_string(c), 5) << right(std::to_string(n), 9)
         << (n > 0 ? right(fixed(static_cast<double>(r.confusion[c][c])
-                                  / static_cast<double>(n), 4), 10)
+                                  / static_cast<double>(n),
+                                4),
+                          10)
                   : right("-", 10))
         << "\n";
   }

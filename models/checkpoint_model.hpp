@@ -20,7 +20,6 @@ namespace troupe {
 /// samples do not fit its first layer.
 caf::expected<std::unique_ptr<model>>
 model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
-                      int height, int width, int channels,
-                      compute_backend& be);
+                      int height, int width, int channels, compute_backend& be);
 
 } // namespace troupe

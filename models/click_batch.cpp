@@ -7,14 +7,10 @@
 namespace troupe {
 
 click_batch::click_batch(int numeric, int fields, int dim, int32_t shards)
-  : numeric_(numeric),
-    fields_(fields),
-    dim_(dim),
+  : numeric_(numeric), fields_(fields), dim_(dim),
     input_(static_cast<size_t>(numeric)
            + static_cast<size_t>(fields) * static_cast<size_t>(dim)),
-    ids_(static_cast<size_t>(std::max(shards, 1))),
-    members_(ids_.size()) {
-}
+    ids_(static_cast<size_t>(std::max(shards, 1))), members_(ids_.size()) {}
 
 void click_batch::plan(const click_data& logs, const float* numeric,
                        const uint32_t* idx, int n) {

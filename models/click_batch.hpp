@@ -23,8 +23,10 @@ namespace troupe {
 /// The click probability of a sample from the MLP's two logits (softmax
 /// of (l0, l1) is sigmoid(l1 - l0)).
 inline double click_probability(const float* logits) {
-  return 1.0 / (1.0 + std::exp(static_cast<double>(logits[0])
-                               - static_cast<double>(logits[1])));
+  return 1.0
+         / (1.0
+            + std::exp(static_cast<double>(logits[0])
+                       - static_cast<double>(logits[1])));
 }
 
 class click_batch {
@@ -35,8 +37,8 @@ public:
 
   /// Plans samples idx[0..n) of `logs`, whose numeric fields are the rows
   /// of `numeric` (count x numeric floats; the dataset's images).
-  void plan(const click_data& logs, const float* numeric,
-            const uint32_t* idx, int n);
+  void plan(const click_data& logs, const float* numeric, const uint32_t* idx,
+            int n);
 
   int samples() const { return n_; }
   /// The shards that hold at least one of the batch's rows: the only

@@ -53,7 +53,7 @@ void click_model::pull_rows(const click_data& d, const uint32_t* idx, int n) {
   auto& ids = batch_.ids(0);
   std::vector<float> rows(ids.size() * static_cast<size_t>(cfg_.dim));
   // Ids come from the reader, which hashed them below the vocabulary.
-  (void) table_->pull(ids.data(), ids.size(), rows.data());
+  (void)table_->pull(ids.data(), ids.size(), rows.data());
   batch_.set_rows(0, rows.data());
 }
 
@@ -65,14 +65,12 @@ double click_model::train_step(const click_data& d, const uint32_t* idx,
   for (int s = 0; s < n; ++s)
     labels_[static_cast<size_t>(s)] = d.labels[idx[s]] > 0.5f ? 1 : 0;
   input_grad_.resize(static_cast<size_t>(n) * batch_.input_size());
-  auto loss = mlp_->forward_backward(x, labels_.data(), n,
-                                     input_grad_.data());
+  auto loss = mlp_->forward_backward(x, labels_.data(), n, input_grad_.data());
   dense_opt_.apply(mlp_->params(), mlp_->grads(), steps_);
   // The pooled part of the input's gradient goes back to the rows.
   batch_.backward(input_grad_.data());
   auto grads = batch_.row_grads(0);
-  (void) table_->push(batch_.ids(0).data(), batch_.ids(0).size(),
-                      grads.data());
+  (void)table_->push(batch_.ids(0).data(), batch_.ids(0).size(), grads.data());
   ++steps_;
   return loss.loss_sum / n;
 }
@@ -85,8 +83,8 @@ click_scores click_model::evaluate(const click_data& d,
   // Evaluation pulls rows too: an unseen value gets its initial row, as
   // it would on the shards.
   for (int64_t first = 0; first < d.count; first += cfg_.batch_size) {
-    int n = static_cast<int>(std::min<int64_t>(cfg_.batch_size,
-                                               d.count - first));
+    int n = static_cast<int>(
+      std::min<int64_t>(cfg_.batch_size, d.count - first));
     idx.resize(static_cast<size_t>(n));
     for (int s = 0; s < n; ++s)
       idx[static_cast<size_t>(s)] = static_cast<uint32_t>(first + s);
@@ -94,8 +92,8 @@ click_scores click_model::evaluate(const click_data& d,
     logits.resize(static_cast<size_t>(n) * 2);
     mlp_->logits(batch_.inputs(), n, logits.data());
     for (int s = 0; s < n; ++s)
-      p[static_cast<size_t>(first + s)]
-        = click_probability(logits.data() + 2 * static_cast<size_t>(s));
+      p[static_cast<size_t>(first + s)] = click_probability(
+        logits.data() + 2 * static_cast<size_t>(s));
   }
   click_scores out;
   out.count = d.count;

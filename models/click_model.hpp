@@ -24,12 +24,12 @@
 namespace troupe {
 
 struct click_model_config {
-  int dim = 8;                      ///< embedding width
-  std::vector<int> hidden{64, 32};  ///< the MLP's hidden layers
+  int dim = 8;                     ///< embedding width
+  std::vector<int> hidden{64, 32}; ///< the MLP's hidden layers
   int batch_size = 256;
   uint64_t seed = 1;
-  optimizer_config dense;           ///< the MLP's (adam 0.001 by default)
-  sparse_optimizer_config sparse;   ///< the table's (adagrad 0.05 by default)
+  optimizer_config dense;         ///< the MLP's (adam 0.001 by default)
+  sparse_optimizer_config sparse; ///< the table's (adagrad 0.05 by default)
 
   click_model_config() {
     dense.type = optimizer_config::kind::adam;

@@ -26,8 +26,8 @@ void conv2d_layer::init(float* flat, const model_config& cfg,
                         splitmix64& rng) const {
   int fan_in = kernel_ * kernel_ * in_.channels;
   int fan_out = kernel_ * kernel_ * out_c_;
-  init_weights(flat + w_, static_cast<size_t>(fan_in) * out_c_, fan_in,
-               fan_out, cfg, rng);
+  init_weights(flat + w_, static_cast<size_t>(fan_in) * out_c_, fan_in, fan_out,
+               cfg, rng);
   std::fill(flat + b_, flat + b_ + out_c_, 0.f);
 }
 
@@ -62,14 +62,14 @@ void conv2d_layer::forward(compute_backend& be, const float* params,
   be.im2col(x, g, cols_.floats());
   // y (rows, out_c) = cols (rows, patch) * W (patch, out_c); rows are
   // (image, y, x), so y is NHWC.
-  be.gemm(false, false, rows, out_c_, g.patch(), 1.f, cols_.floats(),
-          g.patch(), params + w_, out_c_, 0.f, y, out_c_);
+  be.gemm(false, false, rows, out_c_, g.patch(), 1.f, cols_.floats(), g.patch(),
+          params + w_, out_c_, 0.f, y, out_c_);
   be.bias_activation_forward(act_, y, params + b_, rows, out_c_);
 }
 
 void conv2d_layer::backward(compute_backend& be, const float* params,
-                            const float*, const float* y, float* dy,
-                            float* dx, float* grads, int batch) {
+                            const float*, const float* y, float* dy, float* dx,
+                            float* grads, int batch) {
   auto g = geometry(batch);
   int rows = batch * g.out_height() * g.out_width();
   be.activation_backward(act_, y, dy, static_cast<size_t>(rows) * out_c_);
@@ -79,8 +79,8 @@ void conv2d_layer::backward(compute_backend& be, const float* params,
     return;
   }
   // dW (patch, out_c) = cols^T (patch, rows) * dz (rows, out_c); sets dW.
-  be.gemm(true, false, g.patch(), out_c_, rows, 1.f, cols_.floats(),
-          g.patch(), dy, out_c_, 0.f, grads + w_, out_c_);
+  be.gemm(true, false, g.patch(), out_c_, rows, 1.f, cols_.floats(), g.patch(),
+          dy, out_c_, 0.f, grads + w_, out_c_);
   be.bias_backward(dy, grads + b_, rows, out_c_);
   if (dx == nullptr)
     return;

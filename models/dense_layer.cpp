@@ -54,13 +54,13 @@ void dense_layer::forward(compute_backend& be, const float* params,
 }
 
 void dense_layer::backward(compute_backend& be, const float* params,
-                           const float* x, const float* y, float* dy,
-                           float* dx, float* grads, int batch) {
+                           const float* x, const float* y, float* dy, float* dx,
+                           float* grads, int batch) {
   // dz = dy * act'(y), in place.
   be.activation_backward(act_, y, dy, static_cast<size_t>(batch) * out_);
   // dW (in, out) = x^T (in, batch) * dz (batch, out); sets dW.
-  be.gemm(true, false, in_, out_, batch, 1.f, x, in_, dy, out_, 0.f,
-          grads + w_, out_);
+  be.gemm(true, false, in_, out_, batch, 1.f, x, in_, dy, out_, 0.f, grads + w_,
+          out_);
   // db (out) = column sums of dz; sets db.
   be.bias_backward(dy, grads + b_, batch, out_);
   // dx (batch, in) = dz (batch, out) * W^T (out, in); sets dx.

@@ -17,8 +17,7 @@ void plan_lookup(const click_data& d, const uint32_t* samples, int n,
       out.ids.insert(out.ids.end(), begin, end);
       out.bags.push_back(static_cast<uint32_t>(out.ids.size()));
     }
-  dedup_ids(out.ids.data(), out.ids.size(), scratch, out.unique,
-            out.position);
+  dedup_ids(out.ids.data(), out.ids.size(), scratch, out.unique, out.position);
 }
 
 void pool_forward(const bag_lookup& lookup, const float* rows, int dim,

@@ -11,7 +11,7 @@ struct eval_result {
   double loss = 0;     ///< mean
   double accuracy = 0; ///< classification (subset accuracy for several
                        ///< binary labels); 0 for a regression
-  int64_t count = 0; ///< samples scored; 0 when the user's code did not say
+  int64_t count = 0;   ///< samples scored; 0 when the user's code did not say
   /// A regression (mean squared error): loss is the mean squared error,
   /// and these say the rest.
   bool regression = false;

@@ -47,13 +47,12 @@ public:
   /// chief restarts the worker, counted against the restart intensity.
   virtual caf::expected<batch_loss> step(const pulled_params& params,
                                          const std::vector<uint32_t>& samples,
-                                         float* grads)
-    = 0;
+                                         float* grads) = 0;
 };
 
 /// Makes worker `id`'s step: each worker has its own.
-using external_step_factory
-  = std::function<std::shared_ptr<external_step>(int32_t worker)>;
+using external_step_factory =
+  std::function<std::shared_ptr<external_step>(int32_t worker)>;
 
 /// Scores the parameters with the user's own code (the Python module's
 /// evaluate function) on the user's own test set. The chief calls it

@@ -71,8 +71,8 @@ public:
   virtual void reserve(compute_backend& be, int batch) = 0;
 
   /// y (batch, output_size) = layer(x). Sets y.
-  virtual void forward(compute_backend& be, const float* params,
-                       const float* x, float* y, int batch) = 0;
+  virtual void forward(compute_backend& be, const float* params, const float* x,
+                       float* y, int batch) = 0;
 
   /// Given x, y of the last forward() and dy = dLoss/dy, sets this layer's
   /// slice of `grads` and, when dx is not null, dx = dLoss/dx. Clobbers dy.

@@ -11,13 +11,9 @@ namespace troupe {
 model::model(compute_backend& be, model_config cfg, std::string summary,
              param_layout layout, std::vector<std::unique_ptr<layer>> layers,
              size_t input_size, int classes)
-  : be_(be),
-    cfg_(std::move(cfg)),
-    summary_(std::move(summary)),
-    layout_(std::move(layout)),
-    layers_(std::move(layers)),
-    input_size_(input_size),
-    classes_(classes) {
+  : be_(be), cfg_(std::move(cfg)), summary_(std::move(summary)),
+    layout_(std::move(layout)), layers_(std::move(layers)),
+    input_size_(input_size), classes_(classes) {
   params_ = be_.allocate(layout_.total() * sizeof(float));
   grads_ = be_.allocate(layout_.total() * sizeof(float));
   be_.fill(grads_.floats(), layout_.total(), 0.f);
@@ -66,7 +62,8 @@ caf::error model::bind_grads(float* external) {
   if (external != nullptr && !be_.host_accessible())
     return make_error(errc::backend_unavailable,
                       "gradients can only be bound to host memory on a host "
-                      "backend, not on " + be_.describe());
+                      "backend, not on "
+                        + be_.describe());
   grads_view_ = external;
   return {};
 }
@@ -77,8 +74,8 @@ void model::reserve(int batch) {
   outputs_.clear();
   size_t widest = static_cast<size_t>(classes_);
   for (auto& l : layers_) {
-    outputs_.push_back(
-      be_.allocate(static_cast<size_t>(batch) * l->output_size() * sizeof(float)));
+    outputs_.push_back(be_.allocate(static_cast<size_t>(batch)
+                                    * l->output_size() * sizeof(float)));
     widest = std::max(widest, l->output_size());
     l->reserve(be_, batch);
   }
@@ -193,12 +190,12 @@ batch_loss model::train_pass(const float* x, batch_targets y, int batch,
     float* layer_dx = i == 0 ? input_grad : dx;
     if (sgd_lr != nullptr)
       layers_[i]->backward_sgd(be_, params_.floats(), layer_in,
-                               outputs_[i].floats(), dy, layer_dx,
-                               grads_out(), *sgd_lr, batch);
+                               outputs_[i].floats(), dy, layer_dx, grads_out(),
+                               *sgd_lr, batch);
     else
       layers_[i]->backward(be_, params_.floats(), layer_in,
-                           outputs_[i].floats(), dy, layer_dx,
-                           grads_out(), batch);
+                           outputs_[i].floats(), dy, layer_dx, grads_out(),
+                           batch);
     std::swap(dy, dx);
   }
   return result;

@@ -49,7 +49,9 @@ public:
   /// Backend pointers to the parameters and to the gradients of the last
   /// forward_backward(); both layout.total() floats.
   float* params() { return params_.floats(); }
-  const float* grads() const { return grads_view_ ? grads_view_ : grads_.floats(); }
+  const float* grads() const {
+    return grads_view_ ? grads_view_ : grads_.floats();
+  }
   /// Host backends: the gradients of the next passes go to `external`
   /// (layout.total() floats) instead of the model's own buffer, so a worker
   /// can hand them to the shards without a copy; nullptr goes back to the
@@ -121,9 +123,9 @@ private:
   backend_buffer params_, grads_;
   float* grads_view_ = nullptr; // see bind_grads
   float* grads_out() { return grads_view_ ? grads_view_ : grads_.floats(); }
-  std::vector<backend_buffer> outputs_; // one per layer
-  backend_buffer delta_a_, delta_b_;    // ping-pong dLoss/d(activation)
-  backend_buffer x_stage_, y_stage_;    // inputs, for non-host backends
+  std::vector<backend_buffer> outputs_;     // one per layer
+  backend_buffer delta_a_, delta_b_;        // ping-pong dLoss/d(activation)
+  backend_buffer x_stage_, y_stage_;        // inputs, for non-host backends
   std::vector<float> host_out_, host_grad_; // float-target losses, ditto
   int capacity_ = 0;
   bool training_ = true;
@@ -132,8 +134,9 @@ private:
 /// Builds the model of `cfg` for samples of the given shape (NHWC) and class
 /// count. errc::invalid_config when the architecture does not fit the data
 /// (e.g. a CNN on samples too small for two 2x2 pools).
-caf::expected<std::unique_ptr<model>>
-make_model(const model_config& cfg, int height, int width, int channels,
-           int classes, compute_backend& be);
+caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg,
+                                                 int height, int width,
+                                                 int channels, int classes,
+                                                 compute_backend& be);
 
 } // namespace troupe

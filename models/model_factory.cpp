@@ -48,9 +48,10 @@ std::string shorthand_summary(const model_config& cfg, image_shape in,
 
 } // namespace
 
-caf::expected<std::unique_ptr<model>>
-make_model(const model_config& cfg, int height, int width, int channels,
-           int classes, compute_backend& be) {
+caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg,
+                                                 int height, int width,
+                                                 int channels, int classes,
+                                                 compute_backend& be) {
   using mk = model_config::kind;
   if (cfg.type == mk::external)
     return make_error(errc::invalid_config,

@@ -78,8 +78,8 @@ caf::error local_trainer::restore(const checkpoint& ckpt,
     return make_error(errc::bad_format,
                       origin + ": optimizer state (" + names(ckpt.slots)
                         + ") does not match the configured optimizer "
-                        + to_string(opt_.config().type) + " ("
-                        + names(slots) + ")");
+                        + to_string(opt_.config().type) + " (" + names(slots)
+                        + ")");
   }
   model_.set_params(ckpt.params.data());
   if (!host_params_.empty())
@@ -186,7 +186,8 @@ detailed_eval evaluate_per_class(model& m, const dataset& data,
     m.logits(batch.data(), n, logits.data());
     for (int i = 0; i < n; ++i) {
       const float* z = logits.data() + static_cast<size_t>(i) * classes;
-      auto label = static_cast<size_t>(data.labels[static_cast<size_t>(first + i)]);
+      auto label = static_cast<size_t>(
+        data.labels[static_cast<size_t>(first + i)]);
       auto row = read_logits(z, classes);
       loss += row.log_sum - (static_cast<double>(z[label]) - z[row.best]);
       correct += row.best == label ? 1 : 0;
@@ -265,8 +266,7 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
       << (data.validation.count > 0
             ? std::to_string(data.validation.count) + " validation, "
             : std::string{})
-      << data.test.count << " test samples from " << data.train.source
-      << "\n"
+      << data.test.count << " test samples from " << data.train.source << "\n"
       << "training: batch " << tc.batch_size << ", " << spe
       << " steps per epoch, " << last_step << " steps, optimizer "
       << to_string(tc.optimizer.type) << " lr " << tc.optimizer.learning_rate
@@ -275,8 +275,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   run_stamp stamp{new_run_id(), training_identity(cfg)};
   if (!tc.checkpoint.dir.empty()) {
     if (mkdir(tc.checkpoint.dir.c_str(), 0755) != 0 && errno != EEXIST)
-      return make_error(errc::io_error, tc.checkpoint.dir
-                                          + ": cannot create checkpoint dir");
+      return make_error(errc::io_error,
+                        tc.checkpoint.dir + ": cannot create checkpoint dir");
     if (tc.checkpoint.resume) {
       auto found = load_newest(tc.checkpoint.dir, stamp,
                                checkpoint_pick::compatible, m.layout());
@@ -313,8 +313,8 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
 
   metrics_log metrics;
   if (!cfg.cluster.metrics_dir.empty()) {
-    metrics_run mr{cfg.name, stamp.run_id, "local", "shared", 1,
-                   trainer.global_step()};
+    metrics_run mr{cfg.name, stamp.run_id,         "local", "shared",
+                   1,        trainer.global_step()};
     mr.score = score_name(cfg.model.loss);
     if (auto err = metrics.open(cfg.cluster.metrics_dir, mr))
       return err;
@@ -436,8 +436,9 @@ caf::expected<run_summary> run_local_training(const run_config& cfg,
   summary.steps = trainer.global_step();
   summary.epochs = summary.steps / spe;
   summary.seconds = train_seconds;
-  summary.examples_per_sec = train_seconds > 0 ? trained_examples / train_seconds
-                                               : 0;
+  summary.examples_per_sec = train_seconds > 0
+                               ? trained_examples / train_seconds
+                               : 0;
   log << "done: " << summary.steps << " steps (" << summary.epochs
       << " epochs) in " << fixed(summary.seconds, 1) << " s of training, "
       << fixed(summary.examples_per_sec, 1) << " examples/sec, test "

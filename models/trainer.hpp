@@ -71,14 +71,13 @@ struct detailed_eval {
   eval_result overall;
   std::vector<std::vector<int64_t>> confusion;
 };
-detailed_eval evaluate_per_class(model& m, const dataset& data,
-                                 int batch_size);
+detailed_eval evaluate_per_class(model& m, const dataset& data, int batch_size);
 
 /// What a finished run reports.
 struct run_summary {
   int64_t steps = 0;
-  int64_t epochs = 0;   ///< completed epochs
-  double seconds = 0;   ///< training wall time, evaluation excluded
+  int64_t epochs = 0; ///< completed epochs
+  double seconds = 0; ///< training wall time, evaluation excluded
   double examples_per_sec = 0;
   eval_result test; ///< the test set, at the end
 };

@@ -114,8 +114,8 @@ void add_error_classes(py::module_& m) {
 void raise(const caf::error& err) {
   bool ours = err.category() == caf::atom("troupe");
   auto code = ours ? static_cast<errc>(err.code()) : errc::actor_down;
-  raise_as(class_of(code), ours ? to_string(code) : "caf",
-           exit_code(err), describe(err));
+  raise_as(class_of(code), ours ? to_string(code) : "caf", exit_code(err),
+           describe(err));
 }
 
 void raise(errc code, const std::string& what) {

@@ -34,9 +34,8 @@ std::string shape_text(const shape& dims) {
 /// The NumPy dtype of a buffer's safetensors dtype.
 py::dtype numpy_dtype(const std::string& dtype) {
   static const std::pair<const char*, const char*> names[] = {
-    {"F64", "float64"}, {"F32", "float32"}, {"I64", "int64"},
-    {"I32", "int32"},   {"I16", "int16"},   {"I8", "int8"},
-    {"U8", "uint8"},    {"BOOL", "bool"}};
+    {"F64", "float64"}, {"F32", "float32"}, {"I64", "int64"}, {"I32", "int32"},
+    {"I16", "int16"},   {"I8", "int8"},     {"U8", "uint8"},  {"BOOL", "bool"}};
   for (auto& [st, np] : names)
     if (dtype == st)
       return py::dtype(np);
@@ -141,8 +140,8 @@ std::string take_buffer(py::handle value, const tensor_slot& t,
   if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
     return what + " has dtype " + std::string{py::str(a.dtype())}
            + ", not a number";
-  auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::
-    ensure(a);
+  auto d =
+    py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
   const double* now = d.data();
   for (size_t i = 0; i < t.size; ++i)
     out[i] = static_cast<float>(static_cast<double>(before[i]) - now[i]);
@@ -199,12 +198,12 @@ public:
       std::vector<float> scratch;
       for (auto& t : p.layout->tensors()) {
         if (!given.contains(py::str(t.name)))
-          return refuse(t.buffer ? "the gradients give no value for buffer "
-                                     + t.name
-                                     + " (a buffer's entry is its value "
-                                       "after the step: add "
-                                       "dict(model.named_buffers()))"
-                                 : "the gradients name no tensor " + t.name);
+          return refuse(t.buffer
+                          ? "the gradients give no value for buffer " + t.name
+                              + " (a buffer's entry is its value "
+                                "after the step: add "
+                                "dict(model.named_buffers()))"
+                          : "the gradients name no tensor " + t.name);
         auto value = given[py::str(t.name)];
         auto why = t.buffer ? take_buffer(value, t, p.tensor(t, scratch),
                                           grads + t.offset)

@@ -63,8 +63,8 @@ struct run_arguments {
 
 /// The hints' words for a Python caller: its arguments, not the flags.
 troupe::restart_words python_words() {
-  return {"fresh=True", "epochs= or max_steps=",
-          "another /training/checkpoint/dir"};
+  return {"fresh=True",
+          "epochs= or max_steps=", "another /training/checkpoint/dir"};
 }
 
 /// What train() and run_node() both start from: a callable `step`, and
@@ -77,8 +77,9 @@ external_run(const std::string& config_path, const py::object& step,
   check_step(step);
   bool resume = !args.resume.is_none() && args.resume.cast<bool>();
   if (resume && args.fresh)
-    throw py::value_error(caller + ": resume=True and fresh=True exclude "
-                                   "each other");
+    throw py::value_error(caller
+                          + ": resume=True and fresh=True exclude "
+                            "each other");
   if (args.epochs == 0 || args.epochs < -1)
     throw py::value_error(caller + ": epochs must be at least 1, got "
                           + std::to_string(args.epochs));
@@ -92,8 +93,7 @@ external_run(const std::string& config_path, const py::object& step,
   if (args.epochs > 0)
     settings.push_back({"/training/epochs", std::to_string(args.epochs)});
   if (args.max_steps >= 0)
-    settings.push_back({"/training/max_steps",
-                        std::to_string(args.max_steps)});
+    settings.push_back({"/training/max_steps", std::to_string(args.max_steps)});
   text = apply_settings(*text, config_path, settings);
   if (!text)
     raise(text.error());
@@ -103,9 +103,10 @@ external_run(const std::string& config_path, const py::object& step,
   if (resume || args.fresh) {
     if (cfg->training.checkpoint.dir.empty())
       raise(errc::invalid_config,
-        caller + ": " + (args.fresh ? "fresh=True" : "resume=True")
-        + ": the run keeps no checkpoints (give /training/checkpoint/dir "
-          "in " + config_path + ")");
+            caller + ": " + (args.fresh ? "fresh=True" : "resume=True")
+              + ": the run keeps no checkpoints (give /training/checkpoint/dir "
+                "in "
+              + config_path + ")");
     cfg->training.checkpoint.resume = resume;
   } else if (!args.resume.is_none()) { // resume=False: as fresh=True
     cfg->training.checkpoint.resume = false;
@@ -114,11 +115,11 @@ external_run(const std::string& config_path, const py::object& step,
   if (!text)
     raise(text.error());
   if (cfg->model.type != model_config::kind::external)
-    raise(errc::invalid_config, config_path + ": /model/type: " + caller
-                             + " runs workers whose step is a Python "
-                               "function (\"external\"); troupe-node trains \""
-                             + std::string{to_string(cfg->model.type)}
-                             + "\" itself");
+    raise(errc::invalid_config,
+          config_path + ": /model/type: " + caller
+            + " runs workers whose step is a Python "
+              "function (\"external\"); troupe-node trains \""
+            + std::string{to_string(cfg->model.type)} + "\" itself");
   return {std::move(*text), std::move(*cfg)};
 }
 
@@ -169,8 +170,7 @@ bool deliver_progress(const py::object& progress,
 
 /// What train() and the chief's run_node() return: the run's summary,
 /// with the test accuracy and loss when the run was evaluated.
-py::dict summary_dict(const troupe::cluster_summary& summary,
-                      bool evaluated) {
+py::dict summary_dict(const troupe::cluster_summary& summary, bool evaluated) {
   py::dict out;
   out["steps"] = summary.steps;
   out["epochs"] = summary.epochs;
@@ -185,19 +185,19 @@ py::dict summary_dict(const troupe::cluster_summary& summary,
 }
 
 py::dict train(const std::string& config_path, py::object step,
-               py::object evaluate, bool quiet, py::object resume,
-               bool fresh, int64_t epochs, int64_t max_steps,
-               const std::string& listen, const std::string& metrics_listen,
-               const std::string& key, py::object progress) {
+               py::object evaluate, bool quiet, py::object resume, bool fresh,
+               int64_t epochs, int64_t max_steps, const std::string& listen,
+               const std::string& metrics_listen, const std::string& key,
+               py::object progress) {
   using namespace troupe;
   run_arguments args{std::move(resume), fresh, epochs, max_steps};
   auto [text, cfg] = external_run(config_path, step, "train()", args);
   auto turn = std::make_shared<std::mutex>();
   if (cfg.cluster.distributed())
     raise(errc::invalid_config, config_path
-                             + ": /cluster/nodes: train() runs "
-                               "the whole cluster in this process; leave "
-                               "nodes out");
+                                  + ": /cluster/nodes: train() runs "
+                                    "the whole cluster in this process; leave "
+                                    "nodes out");
   if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
     throw py::type_error("progress must be callable: progress(record), "
                          "record a dict");
@@ -301,8 +301,7 @@ py::dict train(const std::string& config_path, py::object step,
       ready.swap(records);
       finished = done;
     }
-    if (!ready.empty()
-        && !deliver_progress(progress, ready, progress_failed))
+    if (!ready.empty() && !deliver_progress(progress, ready, progress_failed))
       stop("the progress function's exception");
     if (finished)
       break;
@@ -330,7 +329,8 @@ py::dict train(const std::string& config_path, py::object step,
 /// the interpreter's thread gets its signal mask back after. Returns what
 /// `serve` returned.
 template <class Result>
-Result serve_as_node(const std::function<Result(troupe::stop_signals&)>& serve) {
+Result
+serve_as_node(const std::function<Result(troupe::stop_signals&)>& serve) {
   sigset_t before;
   pthread_sigmask(SIG_SETMASK, nullptr, &before);
   std::optional<Result> result;
@@ -352,27 +352,28 @@ Result serve_as_node(const std::function<Result(troupe::stop_signals&)>& serve) 
 /// left it; raises the class of the failure when the run failed, the
 /// chief was lost, or the config or key is bad.
 py::object run_node(const std::string& config_path, const std::string& node,
-             py::object step, py::object evaluate, const std::string& key,
-             bool insecure, const std::string& metrics_listen,
-             py::object resume, bool fresh, int64_t epochs,
-             int64_t max_steps) {
+                    py::object step, py::object evaluate,
+                    const std::string& key, bool insecure,
+                    const std::string& metrics_listen, py::object resume,
+                    bool fresh, int64_t epochs, int64_t max_steps) {
   using namespace troupe;
   run_arguments args{std::move(resume), fresh, epochs, max_steps};
   auto [text, cfg] = external_run(config_path, step, "run_node()", args);
   auto& cl = cfg.cluster;
   if (!cl.distributed() || cl.node(node) == nullptr)
     raise(errc::invalid_config,
-      config_path + ": no node \"" + node + "\" in /cluster/nodes"
-      + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
-                          : std::string{}));
+          config_path + ": no node \"" + node + "\" in /cluster/nodes"
+            + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
+                                : std::string{}));
   bool chief = node == cl.chief_node;
   if (!chief && !evaluate.is_none())
-    raise(errc::invalid_config, "run_node(): evaluate runs on the chief's node ("
-                             + cl.chief_node + "), not on node " + node);
+    raise(errc::invalid_config,
+          "run_node(): evaluate runs on the chief's node (" + cl.chief_node
+            + "), not on node " + node);
   if (!chief && !metrics_listen.empty())
-    raise(errc::invalid_config, "run_node(): metrics_listen: the chief's node ("
-                             + cl.chief_node
-                             + ") serves the run's metrics, not node " + node);
+    raise(errc::invalid_config,
+          "run_node(): metrics_listen: the chief's node (" + cl.chief_node
+            + ") serves the run's metrics, not node " + node);
   chief_process what;
   if (!metrics_listen.empty()) {
     auto at = parse_metrics_listen(metrics_listen);
@@ -418,8 +419,8 @@ py::object run_node(const std::string& config_path, const std::string& node,
 /// run ends or the node leaves it; raises the class of the failure when
 /// the run failed or the chief was lost.
 void join(const std::string& chief_address, py::object step, int workers,
-         const std::string& name, const std::string& key, bool insecure,
-         double timeout) {
+          const std::string& name, const std::string& key, bool insecure,
+          double timeout) {
   using namespace troupe;
   check_step(step);
   if (workers < 1)

@@ -38,6 +38,8 @@ troupe_test_packages=(
   # The Prometheus test (tests/prometheus) scrapes a run with prometheus and
   # checks the endpoint's text with promtool.
   prometheus
+  # .ci/run checks that every C++ file follows .clang-format.
+  clang-format
 )
 # The main job's programs.
 troupe_run_targets=(troupe-node troupe-shell)

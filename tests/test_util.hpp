@@ -122,13 +122,12 @@ inline void write_user_safetensors(const std::string& path,
   size_t at = 0;
   std::string data;
   for (auto& t : tensors) {
-    auto bytes = t.raw.empty() ? t.values.size() * sizeof(float)
-                               : t.raw.size();
+    auto bytes = t.raw.empty() ? t.values.size() * sizeof(float) : t.raw.size();
     if (header.size() > 1)
       header += ",";
-    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":"
-              + t.shape + ",\"data_offsets\":[" + std::to_string(at) + ","
-              + std::to_string(at + bytes) + "]}";
+    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype
+              + "\",\"shape\":" + t.shape + ",\"data_offsets\":["
+              + std::to_string(at) + "," + std::to_string(at + bytes) + "]}";
     if (t.raw.empty())
       data.append(reinterpret_cast<const char*>(t.values.data()), bytes);
     else

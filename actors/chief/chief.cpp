@@ -25,17 +25,20 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     auto& st = self->state;
     if (st.ended())
       return;
-    if (auto it = st.members.worker_of.find(dm.source); it != st.members.worker_of.end()) {
+    if (auto it = st.members.worker_of.find(dm.source);
+        it != st.members.worker_of.end()) {
       auto id = it->second;
       st.members.worker_of.erase(it);
       return on_worker_down(self, id, dm.reason);
     }
-    if (auto it = st.members.agent_of.find(dm.source); it != st.members.agent_of.end()) {
+    if (auto it = st.members.agent_of.find(dm.source);
+        it != st.members.agent_of.end()) {
       auto name = it->second;
       st.members.agent_of.erase(it);
       return node_lost(self, name, describe(dm.reason));
     }
-    if (auto it = st.shards.index_of.find(dm.source); it != st.shards.index_of.end())
+    if (auto it = st.shards.index_of.find(dm.source);
+        it != st.shards.index_of.end())
       return on_shard_down(self, it->second, dm.reason);
     if (auto it = st.shards.replica_index_of.find(dm.source);
         it != st.shards.replica_index_of.end())
@@ -80,7 +83,8 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
     [=](restore_atom, int64_t generation) {
       auto& st = self->state;
-      if (!st.recovery.waiting_for_shard_nodes || generation != st.recovery.generation)
+      if (!st.recovery.waiting_for_shard_nodes
+          || generation != st.recovery.generation)
         return;
       st.recovery.shard_wait_over = true;
       restore_after_loss(self);
@@ -111,7 +115,8 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       // since then has started the worker again; else it failed.
       auto& st = self->state;
       auto it = st.members.workers.find(id);
-      if (st.ended() || st.recovery.recovering || st.recovery.generation != generation
+      if (st.ended() || st.recovery.recovering
+          || st.recovery.generation != generation
           || it == st.members.workers.end() || it->second.handle
           || it->second.placing)
         return;

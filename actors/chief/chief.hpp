@@ -80,7 +80,8 @@ struct chief_options {
   /// Called at the end of a successful run with the final parameters (the
   /// whole flat vector) and every shard's counters; for tests.
   std::function<void(const std::vector<float>&,
-                     const std::vector<shard_stats>&)> on_finish;
+                     const std::vector<shard_stats>&)>
+    on_finish;
   /// Each metrics record as it is made (metrics_log::set_listener), on
   /// the chief's thread; null: none.
   std::function<void(const std::string&)> on_record;

@@ -31,9 +31,8 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   std::vector<shard_slice> slices;
   for (auto& p : parts)
     slices.push_back(shard_slice{&p.values, &p.slots});
-  auto assembled = assemble_checkpoint(position, s.eval.layout,
-                                       s.shards.ranges, slices,
-                                       parts[0].slot_names);
+  auto assembled = assemble_checkpoint(position, s.eval.layout, s.shards.ranges,
+                                       slices, parts[0].slot_names);
   if (!assembled)
     return assembled.error();
   auto& ckpt = *assembled;
@@ -126,13 +125,14 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
   self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
     .then(
       [=](feeder_position& position) {
-        if (self->state.recovery.generation != gen || self->state.recovery.recovering)
+        if (self->state.recovery.generation != gen
+            || self->state.recovery.recovering)
           return lost();
         ask_all_shards<shard_state_msg>(
           self,
           [=](size_t i) {
-            return self->request(self->state.shards.handles[i], timeout_of(self),
-                                 snapshot_atom_v);
+            return self->request(self->state.shards.handles[i],
+                                 timeout_of(self), snapshot_atom_v);
           },
           [=](std::vector<shard_state_msg>& gathered) {
             auto parts = std::make_shared<std::vector<shard_state_msg>>(
@@ -145,17 +145,16 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
             auto& dir = self->state.opts.cfg.training.checkpoint.dir;
             std::error_code ec; // a failure shows in the write's own error
             std::filesystem::create_directories(dir, ec);
-            write_tables(self, tables_path_of(checkpoint_path(self, position.step)),
-                         [=](caf::error err) {
-                           if (err)
-                             return fail_run(self, std::move(err));
-                           write_checkpoint_files(self, position, *parts,
-                                                  finished, then);
-                         },
-                         lost);
+            write_tables(
+              self, tables_path_of(checkpoint_path(self, position.step)),
+              [=](caf::error err) {
+                if (err)
+                  return fail_run(self, std::move(err));
+                write_checkpoint_files(self, position, *parts, finished, then);
+              },
+              lost);
           },
           lost);
-
       },
       [=](caf::error& err) { fail_run(self, std::move(err)); });
 }

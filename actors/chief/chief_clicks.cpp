@@ -42,15 +42,14 @@ void finish(const std::shared_ptr<click_eval>& e) {
   int64_t hits = 0;
   for (size_t i = 0; i < e->p.size(); ++i)
     hits += (e->p[i] > 0.5) == (labels[i] > 0.5f);
-  r.accuracy = r.count > 0 ? static_cast<double>(hits)
-                               / static_cast<double>(r.count)
-                           : 0;
+  r.accuracy = r.count > 0
+                 ? static_cast<double>(hits) / static_cast<double>(r.count)
+                 : 0;
   e->done(r, roc_auc(e->p, labels));
 }
 
 /// Scores samples [first, first + eval_batch), then goes on.
-void score_from(chief_self self, std::shared_ptr<click_eval> e,
-                int64_t first) {
+void score_from(chief_self self, std::shared_ptr<click_eval> e, int64_t first) {
   auto count = e->data->count;
   if (first >= count)
     return finish(e);
@@ -64,10 +63,9 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
     self,
     [=](size_t i) {
       auto shard = static_cast<int32_t>(i);
-      return self->request(self->state.shards.handles[i], timeout_of(self),
-                           pull_atom_v,
-                           row_request{shard, 0, -1, e->batch->ids(shard),
-                                       true});
+      return self->request(
+        self->state.shards.handles[i], timeout_of(self), pull_atom_v,
+        row_request{shard, 0, -1, e->batch->ids(shard), true});
     },
     [=](std::vector<row_block>& blocks) {
       for (size_t i = 0; i < blocks.size(); ++i) {
@@ -75,17 +73,17 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e,
         auto want = e->batch->ids(shard).size() * dim;
         auto got = blocks[i].values ? blocks[i].values->size() : 0;
         if (got != want)
-          return fail_run(self,
-                          make_error(errc::wrong_size,
-                                     "shard " + std::to_string(i)
-                                       + " answered " + std::to_string(got)
-                                       + " floats of rows for "
-                                       + std::to_string(want)));
+          return fail_run(
+            self, make_error(errc::wrong_size,
+                             "shard " + std::to_string(i) + " answered "
+                               + std::to_string(got) + " floats of rows for "
+                               + std::to_string(want)));
         if (want > 0)
           e->batch->set_rows(shard, blocks[i].values->data());
       }
       e->logits.resize(static_cast<size_t>(n) * 2);
-      self->state.eval.evaluator->logits(e->batch->inputs(), n, e->logits.data());
+      self->state.eval.evaluator->logits(e->batch->inputs(), n,
+                                         e->logits.data());
       for (int s = 0; s < n; ++s)
         e->p[static_cast<size_t>(first + s)] = click_probability(
           e->logits.data() + 2 * static_cast<size_t>(s));
@@ -108,8 +106,8 @@ void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
     return done(w->finish());
   auto gen = self->state.recovery.generation;
   self
-    ->request(self->state.shards.handles[part], timeout_of(self), snapshot_atom_v,
-              int32_t{0}, first, table_piece_rows)
+    ->request(self->state.shards.handles[part], timeout_of(self),
+              snapshot_atom_v, int32_t{0}, first, table_piece_rows)
     .then(
       [=](row_chunk& c) {
         table_piece piece;
@@ -268,8 +266,8 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
   auto path = cfg.training.checkpoint.dir + "/" + it->second;
   if (it->second.empty() || it->second.find('/') != std::string::npos)
     return done(make_error(errc::bad_format,
-                           "a checkpoint names its tables file \""
-                             + it->second + "\", not a file beside it"));
+                           "a checkpoint names its tables file \"" + it->second
+                             + "\", not a file beside it"));
   auto r = table_file_reader::open(path);
   if (!r)
     return done(r.error());
@@ -279,9 +277,8 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
       || info.optimizer != to_string(cfg.training.sparse_optimizer.type))
     return done(make_error(errc::layout_mismatch,
                            path + ": a table of dim " + std::to_string(info.dim)
-                             + ", vocabulary "
-                             + std::to_string(info.vocabulary) + " and "
-                             + info.optimizer + ", not this run's"));
+                             + ", vocabulary " + std::to_string(info.vocabulary)
+                             + " and " + info.optimizer + ", not this run's"));
   // Adam's bias correction counts a shard's pushes: the same shards get
   // their own counts back; re-spread rows the most any shard had.
   auto shards = self->state.shards.handles.size();

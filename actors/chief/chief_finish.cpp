@@ -55,11 +55,12 @@ void print_summary(chief_self self, const cluster_summary& r) {
   // "-" where the run was not evaluated, as in the progress lines.
   std::string acc = r.test_accuracy == -1 ? std::string{"-"}
                                           : fmt("%.4f", r.test_accuracy);
-  say(self, fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9s %8d",
-                c.name.c_str(), to_string(c.cluster.consistency),
-                self->state.members.workers.size(), c.cluster.shards,
-                static_cast<long long>(r.steps), r.epochs, r.seconds,
-                r.examples_per_sec, acc.c_str(), r.restarts),
+  say(self,
+      fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9s %8d",
+          c.name.c_str(), to_string(c.cluster.consistency),
+          self->state.members.workers.size(), c.cluster.shards,
+          static_cast<long long>(r.steps), r.epochs, r.seconds,
+          r.examples_per_sec, acc.c_str(), r.restarts),
       false);
 }
 
@@ -95,8 +96,9 @@ void finish_run(chief_self self) {
           auto t = evaluate(*s.eval.evaluator, s.opts.data->test,
                             std::max(s.opts.cfg.training.batch_size, 256));
           auto validated = is_regression(s.opts.cfg.model.loss)
-                             ? fmt("validation r2 = %.4f, validation mse = %.4g",
-                                   r.test_accuracy, r.test_loss)
+                             ? fmt(
+                               "validation r2 = %.4f, validation mse = %.4g",
+                               r.test_accuracy, r.test_loss)
                              : fmt("validation accuracy = %.4f, validation "
                                    "loss = %.4f",
                                    r.test_accuracy, r.test_loss);
@@ -110,8 +112,8 @@ void finish_run(chief_self self) {
         ask_all_shards<shard_stats>(
           self,
           [=](size_t i) {
-            return self->request(self->state.shards.handles[i], timeout_of(self),
-                                 stats_atom_v);
+            return self->request(self->state.shards.handles[i],
+                                 timeout_of(self), stats_atom_v);
           },
           [=](std::vector<shard_stats>& stats) {
             auto summary = r;
@@ -138,7 +140,8 @@ void finish_run(chief_self self) {
             auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
               std::move(stats));
             self
-              ->request(self->state.shards.feeder, timeout_of(self), stats_atom_v)
+              ->request(self->state.shards.feeder, timeout_of(self),
+                        stats_atom_v)
               .then(
                 [=](feeder_stats& fs) {
                   auto done = summary;
@@ -195,8 +198,9 @@ void release_waiting_if_idle(chief_self self) {
 
 void stop_run(chief_self self, const std::string& who) {
   auto& st = self->state;
-  say(self, "stop requested by " + who + "; finishing after the steps in "
-            "flight");
+  say(self, "stop requested by " + who
+              + "; finishing after the steps in "
+                "flight");
   self->send(st.shards.feeder, finish_atom_v);
   if (st.progress.user_paused)
     set_user_pause(self, false);

@@ -27,7 +27,8 @@
 
 namespace troupe::chief_ops {
 
-// -- chief_base.cpp ------------------------------------------------------------
+// -- chief_base.cpp
+// ------------------------------------------------------------
 
 /// A request's timeout in this run (cluster.request_timeout_ms).
 caf::timespan timeout_of(chief_self self);
@@ -73,7 +74,8 @@ void when_recovered(chief_self self, std::function<void()> f);
 /// Workers not finished.
 int live_workers(chief_self self);
 
-// -- chief_placement.cpp -------------------------------------------------------
+// -- chief_placement.cpp
+// -------------------------------------------------------
 
 /// A node's process is gone (its agent's link broke, or a request to it
 /// failed): nothing more is placed there until it registers again.
@@ -131,13 +133,15 @@ void place_shard(chief_self self, size_t i, const std::string& node,
 /// that holds the fewest, else the chief's own.
 std::string shard_home(chief_self self, size_t i);
 
-// -- chief_checkpoints.cpp -----------------------------------------------------
+// -- chief_checkpoints.cpp
+// -----------------------------------------------------
 
 /// Pauses the feeder until every lease is acked, snapshots every shard at
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then);
 
-// -- chief_evaluation.cpp ------------------------------------------------------
+// -- chief_evaluation.cpp
+// ------------------------------------------------------
 
 /// Evaluates the current parameters on the test set, then runs `then`.
 /// One evaluation at a time: a request during one waits for it and then
@@ -147,7 +151,8 @@ void evaluate_now(chief_self self, std::function<void()> then);
 /// Runs what waited for the evaluation under way to end (eval.when_done).
 void run_when_evaluated(chief_self self);
 
-// -- chief_finish.cpp ----------------------------------------------------------
+// -- chief_finish.cpp
+// ----------------------------------------------------------
 
 /// When no worker runs or is being started, the ones waiting for their
 /// node are let go (nothing is left for them, or the run was stopped),
@@ -158,7 +163,8 @@ void release_waiting_if_idle(chief_self self);
 /// `who` asked for it ("the shell", "SIGTERM").
 void stop_run(chief_self self, const std::string& who);
 
-// -- chief_progress.cpp --------------------------------------------------------
+// -- chief_progress.cpp
+// --------------------------------------------------------
 
 /// Stops feeding (pause) or feeds again (resume), for the shell.
 void set_user_pause(chief_self self, bool paused);
@@ -167,7 +173,8 @@ void set_user_pause(chief_self self, bool paused);
 /// checkpoints that come due.
 void on_report(chief_self self, const worker_report& r);
 
-// -- chief_takeover.cpp --------------------------------------------------------
+// -- chief_takeover.cpp
+// --------------------------------------------------------
 
 /// The live shards on the up nodes, adopted by this chief, with the node
 /// of each and the verdict on keeping them (runtime/rules/takeover).
@@ -193,8 +200,7 @@ void adopt_live_shards(chief_self self, int64_t since,
 /// log says so); the feeder goes on from the checkpoint's `position` with
 /// their batches done and the step count follows; then `then`.
 void keep_live_shards(chief_self self, live_found& found,
-                      feeder_position position,
-                      std::function<void()> then);
+                      feeder_position position, std::function<void()> then);
 
 // -- chief_replicas.cpp
 // --------------------------------------------------------
@@ -216,7 +222,8 @@ void on_replica_news(chief_self self, int32_t shard, int64_t version,
 /// recovery under way is over).
 void on_replica_down(chief_self self, size_t i, const caf::error& reason);
 
-// -- chief_recovery.cpp --------------------------------------------------------
+// -- chief_recovery.cpp
+// --------------------------------------------------------
 
 /// Restarts worker `id` after a failure: counted against the restart
 /// intensity, its leases back to the feeder, started again.
@@ -264,7 +271,8 @@ void after_workers_stopped(chief_self self);
 /// A shard went down: stop every worker, then after_workers_stopped.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason);
 
-// -- chief_start.cpp -----------------------------------------------------------
+// -- chief_start.cpp
+// -----------------------------------------------------------
 
 /// The nodes that have not registered yet, as "name (host:port)".
 std::string missing_nodes(chief_self self);
@@ -276,7 +284,8 @@ void start_when_nodes_ready(chief_self self);
 /// Reads the newest checkpoint when resuming; sets up the nodes.
 void start(chief_self self);
 
-// -- chief_registration.cpp ----------------------------------------------------
+// -- chief_registration.cpp
+// ----------------------------------------------------
 
 /// A node process announces itself (node_registration in
 /// node_agent_protocol.hpp).
@@ -294,7 +303,8 @@ void on_stop_request(chief_self self, const std::string& who);
 /// shards would have nowhere to go without losing steps.
 caf::result<bool> on_leave(chief_self self, const std::string& name);
 
-// -- chief_shell.cpp (the shell's typed requests; see chief_actor) -------------
+// -- chief_shell.cpp (the shell's typed requests; see chief_actor)
+// -------------
 
 /// A steering request the chief does not carry out, and why (the shell
 /// prints `what`; the run goes on as it was).
@@ -322,7 +332,8 @@ caf::result<std::string> shell_add_shard(chief_self self,
 /// lower).
 caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard);
 
-// -- click models (chief_clicks) ------------------------------------------------
+// -- click models (chief_clicks)
+// ------------------------------------------------
 
 /// Whether the run's model has embedding tables on the shards.
 bool has_tables(chief_self self);
@@ -361,7 +372,8 @@ std::vector<row_chunk> spread_rows(const std::vector<uint64_t>& ids,
 void restore_tables(chief_self self, const checkpoint& ckpt,
                     std::function<void(caf::error)> done);
 
-// -- fan-out to the shards (chief_base) ----------------------------------------
+// -- fan-out to the shards (chief_base)
+// ----------------------------------------
 
 /// Requests `make(i)` from every shard; `done` gets the replies in shard
 /// order once all are in. An error fails the run, unless the shards were
@@ -371,13 +383,14 @@ void ask_all_shards(chief_self self, Make make,
                     std::function<void(std::vector<Reply>&)> done,
                     std::function<void()> lost = nullptr) {
   auto gen = self->state.recovery.generation;
-  ask_all<Reply>(self->state.shards.handles.size(), std::move(make), std::move(done),
-                 [=](caf::error& err) {
-                   auto& st = self->state;
-                   if (lost && (st.recovery.recovering || st.recovery.generation != gen))
-                     return lost();
-                   fail_run(self, std::move(err));
-                 });
+  ask_all<Reply>(
+    self->state.shards.handles.size(), std::move(make), std::move(done),
+    [=](caf::error& err) {
+      auto& st = self->state;
+      if (lost && (st.recovery.recovering || st.recovery.generation != gen))
+        return lost();
+      fail_run(self, std::move(err));
+    });
 }
 
 } // namespace troupe::chief_ops

@@ -31,8 +31,8 @@ std::string least_loaded_node(chief_self self) {
       ++load[w.node];
   std::vector<node_slot> slots;
   for (auto& [name, n] : st.members.nodes)
-    slots.push_back({name, n.up, n.planned_workers > 0 || n.joined,
-                     load[name]});
+    slots.push_back(
+      {name, n.up, n.planned_workers > 0 || n.joined, load[name]});
   return least_loaded(slots, fallback::any_node);
 }
 
@@ -45,7 +45,8 @@ std::vector<std::string> data_links(chief_self self, const std::string& node) {
   std::vector<std::string> out;
   for (auto& home : st.shards.node_of) {
     auto it = st.members.nodes.find(home);
-    if (home == node || it == st.members.nodes.end() || it->second.data_port == 0)
+    if (home == node || it == st.members.nodes.end()
+        || it->second.data_port == 0)
       out.emplace_back();
     else
       out.push_back(it->second.host + ":"
@@ -58,7 +59,9 @@ std::vector<uint64_t> shard_bounds(chief_self self) {
   std::vector<uint64_t> b;
   for (auto& r : self->state.shards.ranges)
     b.push_back(r.begin);
-  b.push_back(self->state.shards.ranges.empty() ? 0 : self->state.shards.ranges.back().end);
+  b.push_back(self->state.shards.ranges.empty()
+                ? 0
+                : self->state.shards.ranges.back().end);
   return b;
 }
 
@@ -83,19 +86,19 @@ void place_worker(chief_self self, int32_t id) {
   else if (st.opts.cfg.cluster.on_node_loss
            == cluster_config::node_loss::wait) {
     w.state = worker_phase::waiting;
-    say(self, fmt("worker %d waits for node %s to come back", id,
-                  w.node.c_str()));
+    say(self,
+        fmt("worker %d waits for node %s to come back", id, w.node.c_str()));
     return;
   } else
     node = least_loaded_node(self);
   if (node.empty())
-    return fail_run(self, make_error(errc::node_unreachable,
-                                     fmt("no node is up to run worker %d",
-                                         id)));
+    return fail_run(self,
+                    make_error(errc::node_unreachable,
+                               fmt("no node is up to run worker %d", id)));
   if (node != w.node) {
-    say(self, fmt("worker %d moves from node %s to node %s%s", id,
-                  w.node.c_str(), node.c_str(),
-                  node == w.home ? " (its own, back)" : ""));
+    say(self,
+        fmt("worker %d moves from node %s to node %s%s", id, w.node.c_str(),
+            node.c_str(), node == w.home ? " (its own, back)" : ""));
     w.node = node;
   }
   w.state = worker_phase::starting;
@@ -118,8 +121,9 @@ void place_worker(chief_self self, int32_t id) {
     }
   }
   auto gen = st.recovery.generation;
-  self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
-                std::move(ws))
+  self
+    ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
+              std::move(ws))
     .then(
       [=](worker_actor& h) {
         auto& s = self->state;
@@ -133,7 +137,8 @@ void place_worker(chief_self self, int32_t id) {
         e.handle = h;
         e.state = worker_phase::running;
         s.members.worker_of[h.address()] = id;
-        if (s.members.nodes[node].leaving) { // it started as its node began to leave
+        if (s.members.nodes[node]
+              .leaving) { // it started as its node began to leave
           e.state = worker_phase::leaving;
           self->send(h, finish_atom_v);
         }
@@ -199,8 +204,9 @@ void retune_aggregate(chief_self self) {
   say(self, fmt("sync: replicas to aggregate is now %d", n));
   for (auto& s : self->state.shards.handles)
     if (s)
-      self->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
-                    static_cast<double>(n))
+      self
+        ->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
+                  static_cast<double>(n))
         .then([](bool) {}, [](caf::error&) {});
 }
 
@@ -220,8 +226,8 @@ std::vector<int32_t> add_workers(chief_self self, const std::string& node,
                                  int n) {
   std::vector<int32_t> ids;
   new_worker_ids(self, node, n, ids);
-  say(self, fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s",
-                node.c_str()));
+  say(self,
+      fmt("adding %d worker%s on node %s", n, n == 1 ? "" : "s", node.c_str()));
   join_on_feeder(self, ids, [=] {
     join_on_shards(self, ids, [=] {
       retune_aggregate(self);
@@ -251,8 +257,9 @@ void place_shard(chief_self self, size_t i, const std::string& node,
   sp.aggregate = aggregate_now(self);
   sp.state = std::move(state);
   sp.buffers = buffer_bounds(self, i);
-  self->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
-                std::move(sp))
+  self
+    ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
+              std::move(sp))
     .then(
       [=](shard_actor& h) {
         auto& s = self->state;
@@ -265,8 +272,7 @@ void place_shard(chief_self self, size_t i, const std::string& node,
       [=](caf::error& err) {
         fail_run(self, make_error(errc::actor_down,
                                   fmt("cannot start shard %zu on node %s: %s",
-                                      i, node.c_str(),
-                                      describe(err).c_str())));
+                                      i, node.c_str(), describe(err).c_str())));
       });
 }
 

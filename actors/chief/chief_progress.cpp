@@ -37,12 +37,13 @@ void on_report(chief_self self, const worker_report& r) {
   if (st.ended())
     return;
   if (!std::isfinite(r.loss_sum))
-    return fail_run(self, make_error(errc::non_finite,
-                                     fmt("the loss turned %s at step %lld "
-                                         "(worker %d); stopping the run",
-                                         std::isnan(r.loss_sum) ? "NaN" : "Inf",
-                                         static_cast<long long>(st.progress.steps),
-                                         r.worker)));
+    return fail_run(self,
+                    make_error(errc::non_finite,
+                               fmt("the loss turned %s at step %lld "
+                                   "(worker %d); stopping the run",
+                                   std::isnan(r.loss_sum) ? "NaN" : "Inf",
+                                   static_cast<long long>(st.progress.steps),
+                                   r.worker)));
   // A report covers a few steps (a worker sends one per 8 steps or 50
   // ms): a line names the multiple of log_every_steps that a report
   // crosses, and the report's share of steps up to it counts in that
@@ -131,7 +132,8 @@ void on_report(chief_self self, const worker_report& r) {
   }
   if (st.stopping())
     return;
-  if (!st.eval.evaluating && st.progress.schedule->take_eval(st.progress.steps)) {
+  if (!st.eval.evaluating
+      && st.progress.schedule->take_eval(st.progress.steps)) {
     evaluate_now(self, [=] {
       auto& s = self->state;
       auto target = s.opts.cfg.cluster.target_accuracy;

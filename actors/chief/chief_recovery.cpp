@@ -68,12 +68,12 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
     return fail_run(self, reason);
   }
   if (!st.members.restarts->allow(now_seconds()))
-    return fail_run(self,
-                    make_error(errc::restart_limit,
-                               fmt("worker %d failed and the restart limit is "
-                                   "reached (%d restarts within %.0f s): %s",
-                                   id, st.members.restarts->max_restarts(),
-                                   st.members.restarts->window(), why.c_str())));
+    return fail_run(
+      self, make_error(errc::restart_limit,
+                       fmt("worker %d failed and the restart limit is "
+                           "reached (%d restarts within %.0f s): %s",
+                           id, st.members.restarts->max_restarts(),
+                           st.members.restarts->window(), why.c_str())));
   ++w.restarts;
   w.last_error = why;
   w.state = worker_phase::starting;
@@ -144,11 +144,11 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   if ((reason == errc::node_unreachable || reason == errc::actor_down)
       && !st.recovery.recovering) {
     w.state = worker_phase::starting;
-    say(self, fmt("worker %d lost a shard (%s); waiting %.1f s for the "
-                  "chief to see it",
-                  id, describe(reason).c_str(),
-                  std::chrono::duration<double>(shard_loss_grace(self))
-                    .count()));
+    say(self,
+        fmt("worker %d lost a shard (%s); waiting %.1f s for the "
+            "chief to see it",
+            id, describe(reason).c_str(),
+            std::chrono::duration<double>(shard_loss_grace(self)).count()));
     self->delayed_send(self, shard_loss_grace(self), place_atom_v, id,
                        st.recovery.generation, reason);
     return;
@@ -197,8 +197,9 @@ caf::expected<int64_t> version_of(const checkpoint& ck,
   auto v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end != '\0' || errno != 0 || v < 0)
     return make_error(errc::bad_format,
-                      path + ": metadata \"shard_version\" is not a "
-                             "non-negative integer: \""
+                      path
+                        + ": metadata \"shard_version\" is not a "
+                          "non-negative integer: \""
                         + it->second + "\"");
   return v;
 }
@@ -253,8 +254,9 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
     restore_tables(self, *ck, [=](caf::error tables_err) {
       if (tables_err)
         return fail_run(self, std::move(tables_err));
-      self->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                    position, plan, std::vector<int64_t>{})
+      self
+        ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
+                  position, plan, std::vector<int64_t>{})
         .then(
           [=](int64_t) {
             auto& s = self->state;
@@ -274,8 +276,9 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
   for (size_t i = 0; i < st.shards.handles.size(); ++i) {
     auto state = slice_of(self, *ck, i, version);
     if (st.shards.handles[i]) {
-      self->request(st.shards.handles[i], timeout_of(self), restore_atom_v,
-                    std::move(state))
+      self
+        ->request(st.shards.handles[i], timeout_of(self), restore_atom_v,
+                  std::move(state))
         .then([=](int64_t) { one_done(); },
               [=](caf::error& err) { fail_run(self, std::move(err)); });
     } else {
@@ -292,11 +295,12 @@ void restore_after_loss(chief_self self) {
       !down.empty() && !st.recovery.shard_wait_over) {
     if (!st.recovery.waiting_for_shard_nodes) {
       st.recovery.waiting_for_shard_nodes = true;
-      say(self, fmt("waiting up to %.1f s for node %s to come back with its "
-                    "shards",
-                    std::chrono::duration<double>(shard_node_wait(st.opts.cfg))
-                      .count(),
-                    down.c_str()));
+      say(
+        self,
+        fmt("waiting up to %.1f s for node %s to come back with its "
+            "shards",
+            std::chrono::duration<double>(shard_node_wait(st.opts.cfg)).count(),
+            down.c_str()));
       self->delayed_send(self, shard_node_wait(st.opts.cfg), restore_atom_v,
                          st.recovery.generation);
     }
@@ -307,8 +311,7 @@ void restore_after_loss(chief_self self) {
   // Only this run's own checkpoints: a folder may hold another run's,
   // newer ones included.
   auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
-                           checkpoint_pick::this_run,
-                           st.eval.layout);
+                           checkpoint_pick::this_run, st.eval.layout);
   if (!found)
     return fail_run(self, found.error());
   if (!*found)
@@ -328,8 +331,8 @@ void restore_after_loss(chief_self self) {
     if (live.verdict.keep_live)
       return keep_live_shards(self, live, feeder_position_of(*shared),
                               [=] { resume_after_recovery(self); });
-    say(self, fmt("cannot keep the live shards (%s)",
-                  live.verdict.why_not.c_str()));
+    say(self,
+        fmt("cannot keep the live shards (%s)", live.verdict.why_not.c_str()));
     restore_from_checkpoint(self, shared, since, path);
   });
 }

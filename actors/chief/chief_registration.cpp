@@ -7,8 +7,7 @@ namespace troupe::chief_ops {
 
 /// Why a registration's own fields are out of bounds, or "": whatever a
 /// peer sends is bounded before anything is allocated for it.
-std::string check_registration(const std::string& name,
-                               const std::string& host,
+std::string check_registration(const std::string& name, const std::string& host,
                                int32_t join_workers,
                                const std::string& identity,
                                const std::string& served_run) {
@@ -21,17 +20,14 @@ std::string check_registration(const std::string& name,
   if (host.empty() || host.size() > 255)
     return "a host of " + std::to_string(host.size()) + " characters";
   if (join_workers > max_join_workers)
-    return "a join with " + std::to_string(join_workers)
-           + " workers (at most " + std::to_string(max_join_workers)
-           + " at once)";
+    return "a join with " + std::to_string(join_workers) + " workers (at most "
+           + std::to_string(max_join_workers) + " at once)";
   if (join_workers < -1)
     return "a join with " + std::to_string(join_workers) + " workers";
   if (identity.size() > max_identity_bytes)
-    return "a config identity of " + std::to_string(identity.size())
-           + " bytes";
+    return "a config identity of " + std::to_string(identity.size()) + " bytes";
   if (served_run.size() > max_run_id)
-    return "a run id of " + std::to_string(served_run.size())
-           + " characters";
+    return "a run id of " + std::to_string(served_run.size()) + " characters";
   return {};
 }
 
@@ -51,7 +47,8 @@ caf::result<std::string, std::string> on_register(chief_self self,
                                     served_run);
       !why.empty())
     return make_error(errc::invalid_argument, "refused: " + why);
-  if (join_workers > 0 && st.members.workers.size() + join_workers > max_workers)
+  if (join_workers > 0
+      && st.members.workers.size() + join_workers > max_workers)
     return make_error(errc::invalid_argument,
                       "refused: the cluster would have more than "
                         + std::to_string(max_workers) + " workers");
@@ -59,9 +56,10 @@ caf::result<std::string, std::string> on_register(chief_self self,
     auto it = st.members.nodes.find(name);
     if (it == st.members.nodes.end() || it->second.joined)
       return make_error(errc::invalid_config,
-                        "unknown node \"" + name + "\" (the cluster file's "
-                        "nodes are: " + st.opts.cfg.cluster.node_names()
-                          + ")");
+                        "unknown node \"" + name
+                          + "\" (the cluster file's "
+                            "nodes are: "
+                          + st.opts.cfg.cluster.node_names() + ")");
     if (name == st.opts.cfg.cluster.chief_node)
       return make_error(errc::invalid_config,
                         "node \"" + name + "\" is the chief's own node");
@@ -119,7 +117,8 @@ caf::result<std::string, std::string> on_register(chief_self self,
     return {name, st.run_id};
   }
   // A shard recovery waits for this node's shards.
-  if (st.recovery.waiting_for_shard_nodes && lost_shard_nodes_down(self).empty())
+  if (st.recovery.waiting_for_shard_nodes
+      && lost_shard_nodes_down(self).empty())
     restore_after_loss(self);
   // A node back after a crash: its waiting workers start there again,
   // and those that moved away come back once their steps in flight end
@@ -151,9 +150,9 @@ void on_stop_request(chief_self self, const std::string& who) {
   if (st.ended() || st.stopping())
     return;
   if (!st.training())
-    return fail_run(self, make_error(errc::stopped,
-                                     "stopped by " + who
-                                       + " before training began"));
+    return fail_run(self,
+                    make_error(errc::stopped,
+                               "stopped by " + who + " before training began"));
   stop_run(self, who);
 }
 
@@ -166,8 +165,9 @@ caf::result<bool> on_leave(chief_self self, const std::string& name) {
   auto& st = self->state;
   auto it = st.members.nodes.find(name);
   if (it == st.members.nodes.end() || !it->second.up)
-    return make_error(errc::invalid_argument,
-                      "node "" + name + "" is not up in this run");
+    return make_error(errc::invalid_argument, "node "
+                                              " + name + "
+                                              " is not up in this run");
   if (name == st.own_node())
     return make_error(errc::invalid_argument,
                       "the chief's own node cannot leave; stop the run");

@@ -43,7 +43,8 @@ run_view run_of(chief_self self) {
   r.optimizer = to_string(c.training.optimizer.type);
   r.steps = st.progress.steps;
   r.samples = st.progress.samples;
-  r.epoch = static_cast<double>(st.progress.steps) / static_cast<double>(st.progress.per_epoch);
+  r.epoch = static_cast<double>(st.progress.steps)
+            / static_cast<double>(st.progress.per_epoch);
   r.seconds = st.training() ? st.progress.training_seconds(now_seconds()) : 0;
   r.examples_per_sec = r.seconds > 0
                          ? static_cast<double>(st.progress.samples) / r.seconds
@@ -54,12 +55,13 @@ run_view run_of(chief_self self) {
                       : st.eval.last_accuracy;
   r.total_steps = st.progress.total_steps;
   auto opt = c.training.optimizer;
-  opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr : opt.learning_rate;
+  opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr
+                                              : opt.learning_rate;
   r.learning_rate = learning_rate_at(opt, st.progress.steps);
   r.loss = st.progress.recent_loss;
   if (r.examples_per_sec > 0)
-    r.eta_seconds = static_cast<double>(std::max<int64_t>(
-                      0, r.total_steps - st.progress.steps))
+    r.eta_seconds = static_cast<double>(
+                      std::max<int64_t>(0, r.total_steps - st.progress.steps))
                     * c.training.batch_size / r.examples_per_sec;
   r.paused = st.progress.user_paused;
   r.recovering = st.recovery.recovering;
@@ -95,8 +97,7 @@ std::vector<node_view> nodes_of(chief_self self) {
   return out;
 }
 
-worker_view worker_view_of(chief_self self, int32_t id,
-                      const worker_entry& w) {
+worker_view worker_view_of(chief_self self, int32_t id, const worker_entry& w) {
   worker_view v;
   v.id = id;
   v.node = w.node;
@@ -203,7 +204,8 @@ caf::result<cluster_view> shell_status(chief_self self) {
     auto& nodes = view->nodes;
     for (size_t i = 0; i < nodes.size(); ++i) {
       auto it = self->state.members.nodes.find(nodes[i].name);
-      if (it != self->state.members.nodes.end() && it->second.up && it->second.agent)
+      if (it != self->state.members.nodes.end() && it->second.up
+          && it->second.agent)
         agents.emplace_back(i, it->second.agent);
       else if (nodes[i].chief)
         take_usage(nodes[i], own_process_usage());
@@ -266,8 +268,8 @@ shell_add_workers(chief_self self, int32_t n, std::string node) {
                    + std::to_string(n));
   if (node.size() > max_node_name)
     return refused("add-worker: a node name of " + std::to_string(node.size())
-                   + " characters (at most "
-                   + std::to_string(max_node_name) + ")");
+                   + " characters (at most " + std::to_string(max_node_name)
+                   + ")");
   if (!node.empty()) {
     auto it = st.members.nodes.find(node);
     if (it == st.members.nodes.end() || !it->second.up)
@@ -301,8 +303,7 @@ caf::result<bool> shell_kill(chief_self self, const actor_ref& target) {
       self->send_exit(st.shards.handles[static_cast<size_t>(index)],
                       caf::exit_reason::kill);
       break;
-    default:
-      return refused("usage: kill worker:N | shard:N");
+    default: return refused("usage: kill worker:N | shard:N");
   }
   say(self, "shell: kill " + to_string(target));
   return true;

@@ -60,26 +60,32 @@ void start_workers(chief_self self) {
   } else {
     new_worker_ids(self, st.own_node(), st.opts.cfg.cluster.workers, ids);
   }
-  join_on_feeder(self, ids, [=] { join_on_shards(self, ids, [=] {
-    auto& s = self->state;
-    s.progress.metrics.set_listener(s.opts.on_record);
-    if (auto& dir = s.opts.cfg.cluster.metrics_dir; !dir.empty()) {
-      const auto& c = s.opts.cfg;
-      metrics_run m{c.name, s.run_id, to_string(c.cluster.consistency),
-                    to_string(c.training.partition),
-                    static_cast<int>(s.members.workers.size()), s.progress.steps};
-      m.score = score_name(c.model.loss);
-      if (auto err = s.progress.metrics.open(dir, m))
-        return fail_run(self, std::move(err));
-      say(self, "metrics: " + s.progress.metrics.base() + ".{jsonl,csv,progress.csv}");
-    }
-    s.enter(run_phase::training);
-    s.progress.t0 = now_seconds();
-    s.progress.window_start = s.progress.t0;
-    retune_aggregate(self);
-    for (auto id : ids)
-      place_worker(self, id);
-  }); });
+  join_on_feeder(self, ids, [=] {
+    join_on_shards(self, ids, [=] {
+      auto& s = self->state;
+      s.progress.metrics.set_listener(s.opts.on_record);
+      if (auto& dir = s.opts.cfg.cluster.metrics_dir; !dir.empty()) {
+        const auto& c = s.opts.cfg;
+        metrics_run m{c.name,
+                      s.run_id,
+                      to_string(c.cluster.consistency),
+                      to_string(c.training.partition),
+                      static_cast<int>(s.members.workers.size()),
+                      s.progress.steps};
+        m.score = score_name(c.model.loss);
+        if (auto err = s.progress.metrics.open(dir, m))
+          return fail_run(self, std::move(err));
+        say(self, "metrics: " + s.progress.metrics.base()
+                    + ".{jsonl,csv,progress.csv}");
+      }
+      s.enter(run_phase::training);
+      s.progress.t0 = now_seconds();
+      s.progress.window_start = s.progress.t0;
+      retune_aggregate(self);
+      for (auto id : ids)
+        place_worker(self, id);
+    });
+  });
 }
 
 /// Shards (through the agents, resumed ones with their state), the
@@ -116,8 +122,9 @@ void start_shards(chief_self self) {
     restore_tables(self, *ck, [=](caf::error tables_err) {
       if (tables_err)
         return fail_run(self, std::move(tables_err));
-      self->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                    position, from.plan, std::vector<int64_t>{})
+      self
+        ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
+                  position, from.plan, std::vector<int64_t>{})
         .then([=](int64_t) { start_workers(self); },
               [=](caf::error& err) { fail_run(self, std::move(err)); });
     });
@@ -170,12 +177,11 @@ caf::error set_aside_earlier_runs(chief_self self) {
 void adopt_run(chief_self self, std::function<void()> restore) {
   auto& st = self->state;
   const auto& ckpt = st.opts.cfg.training.checkpoint;
-  int64_t since = 0;    // the shards' version at the checkpoint
+  int64_t since = 0;        // the shards' version at the checkpoint
   feeder_position position; // the feeder's
   if (!ckpt.dir.empty()) {
     auto found = load_newest(ckpt.dir, stamp_of(self),
-                             checkpoint_pick::this_run,
-                             st.eval.layout);
+                             checkpoint_pick::this_run, st.eval.layout);
     if (!found)
       return fail_run(self, found.error());
     if (*found) {
@@ -188,7 +194,8 @@ void adopt_run(chief_self self, std::function<void()> restore) {
       say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
                     st.run_id.c_str(), (*found)->path.c_str(),
                     static_cast<long long>(st.takeover.adopted_from_step)));
-      st.shards.resume_from = std::make_shared<checkpoint>(std::move((*found)->ckpt));
+      st.shards.resume_from = std::make_shared<checkpoint>(
+        std::move((*found)->ckpt));
       st.checkpoints.set_aside_pending = false;
     }
   }
@@ -283,8 +290,7 @@ void start(chief_self self) {
     declared_values = std::move(declared->values);
     st.eval.parameters_digest = values_digest(declared_values);
     st.eval.external = st.opts.evaluate;
-    say(self, "model: " + st.eval.summary + " from "
-                + cfg.model.parameters);
+    say(self, "model: " + st.eval.summary + " from " + cfg.model.parameters);
   } else {
     st.eval.backend = make_cpu_backend(cfg.training.threads);
     auto m = make_model(cfg.model, train.height, train.width, train.channels,
@@ -295,8 +301,7 @@ void start(chief_self self) {
     st.eval.layout = st.eval.evaluator->layout();
     st.eval.summary = st.eval.evaluator->summary();
   }
-  auto split = st.eval.layout.split(
-    static_cast<size_t>(cfg.cluster.shards));
+  auto split = st.eval.layout.split(static_cast<size_t>(cfg.cluster.shards));
   if (!split)
     return fail_run(self, split.error());
   st.shards.ranges = *split;
@@ -307,14 +312,15 @@ void start(chief_self self) {
       initial_workers += n.workers;
   }
   st.progress.per_epoch = plan_steps_per_epoch(cfg.training.partition,
-                                      static_cast<size_t>(train.count),
-                                      cfg.training.batch_size,
-                                      initial_workers);
+                                               static_cast<size_t>(train.count),
+                                               cfg.training.batch_size,
+                                               initial_workers);
   st.progress.total_steps = st.progress.per_epoch * cfg.training.epochs;
   if (cfg.training.max_steps > 0)
-    st.progress.total_steps = std::min(st.progress.total_steps, cfg.training.max_steps);
-  st.members.restarts = std::make_unique<restart_limit>(cfg.cluster.max_restarts,
-                                                cfg.cluster.restart_window_s);
+    st.progress.total_steps = std::min(st.progress.total_steps,
+                                       cfg.training.max_steps);
+  st.members.restarts = std::make_unique<restart_limit>(
+    cfg.cluster.max_restarts, cfg.cluster.restart_window_s);
   // The files are named by the run's id, known once the nodes are up (a
   // taken-over run keeps its own); the folder is checked now.
   if (!cfg.cluster.metrics_dir.empty())
@@ -324,8 +330,8 @@ void start(chief_self self) {
   // version and feeder position.
   if (cfg.training.checkpoint.resume) {
     auto found = load_newest(cfg.training.checkpoint.dir, stamp_of(self),
-                             checkpoint_pick::compatible,
-                             st.eval.layout, st.opts.words);
+                             checkpoint_pick::compatible, st.eval.layout,
+                             st.opts.words);
     if (!found)
       return fail_run(self, found.error());
     if (*found) {
@@ -352,11 +358,11 @@ void start(chief_self self) {
                       "on this run's "
                     + shards);
       if (ck->step >= st.progress.total_steps)
-        say(self, fmt("the run had reached its last step (%lld): nothing "
-                      "is left to train; %s train further, %s starts over",
-                      static_cast<long long>(st.progress.total_steps),
-                      st.opts.words.further.c_str(),
-                      st.opts.words.fresh.c_str()));
+        say(self,
+            fmt("the run had reached its last step (%lld): nothing "
+                "is left to train; %s train further, %s starts over",
+                static_cast<long long>(st.progress.total_steps),
+                st.opts.words.further.c_str(), st.opts.words.fresh.c_str()));
       if (cfg.model.type == model_config::kind::external)
         warn_if_parameters_rewritten(self, *ck, path);
       st.shards.resume_from = std::make_shared<checkpoint>(std::move(*ck));
@@ -401,11 +407,11 @@ void start(chief_self self) {
       e.planned_shards = n.shards;
       e.planned_workers = n.workers;
     }
-    self->delayed_send(self,
-                       std::chrono::duration_cast<caf::timespan>(
-                         std::chrono::duration<double>(
-                           cfg.cluster.node_timeout_s)),
-                       deadline_atom_v);
+    self->delayed_send(
+      self,
+      std::chrono::duration_cast<caf::timespan>(
+        std::chrono::duration<double>(cfg.cluster.node_timeout_s)),
+      deadline_atom_v);
   } else {
     auto& e = st.members.nodes[st.own_node()];
     e.planned_shards = cfg.cluster.shards;

@@ -35,8 +35,13 @@ constexpr size_t max_run_id = 64;
 /// it finishes its steps in flight, after which its leases go back and it
 /// is placed again; finished: it ended with the feeder done, or the run no
 /// longer needs it.
-enum class worker_phase : uint8_t { starting, running, waiting, leaving,
-                                    finished };
+enum class worker_phase : uint8_t {
+  starting,
+  running,
+  waiting,
+  leaving,
+  finished
+};
 
 inline const char* to_string(worker_phase p) {
   switch (p) {
@@ -55,8 +60,13 @@ inline const char* to_string(worker_phase p) {
 /// workers train; the last steps settle, then the final checkpoint,
 /// evaluation and summary; over (succeeded or failed). A shard recovery
 /// is not a phase: it happens while training or finishing.
-enum class run_phase : uint8_t { waiting_for_nodes, starting, training,
-                                 finishing, ended };
+enum class run_phase : uint8_t {
+  waiting_for_nodes,
+  starting,
+  training,
+  finishing,
+  ended
+};
 
 inline const char* to_string(run_phase p) {
   switch (p) {
@@ -75,13 +85,13 @@ struct worker_entry {
   /// The node it was placed on first: it goes back there when that node
   /// returns after it moved away (on_node_loss "move").
   std::string home;
-  worker_actor handle;   ///< null while (re)starting or waiting
+  worker_actor handle; ///< null while (re)starting or waiting
   worker_phase state = worker_phase::starting;
   int restarts = 0;
-  bool placing = false;  ///< an agent is starting it
+  bool placing = false; ///< an agent is starting it
   int64_t steps = 0, samples = 0, clock = 0;
-  int64_t staleness = 0; ///< of its last report
-  double seconds = 0;    ///< compute wall time of its steps
+  int64_t staleness = 0;   ///< of its last report
+  double seconds = 0;      ///< compute wall time of its steps
   double read_seconds = 0; ///< of which reading samples (worker_report)
   int64_t read_bytes = 0;
   double last_loss = 0;
@@ -98,7 +108,7 @@ struct node_entry {
   uint16_t data_port = 0; ///< its data plane's; 0: none
   node_agent_actor agent; ///< null while down
   bool up = false;
-  bool joined = false;    ///< added to a running cluster
+  bool joined = false; ///< added to a running cluster
   /// It asked to leave the run: answered once its workers are down.
   std::optional<caf::typed_response_promise<bool>> leaving;
   int planned_shards = 0, planned_workers = 0;
@@ -148,8 +158,8 @@ struct replica_entry {
 /// chief_takeover.cpp keeps a lost chief's.
 struct chief_shards {
   std::vector<flat_range> ranges;
-  std::vector<float> initial;   ///< a fresh run's initial parameters
-  int64_t initial_version = 0;  ///< the shards' version at the start
+  std::vector<float> initial;              ///< a fresh run's initial parameters
+  int64_t initial_version = 0;             ///< the shards' version at the start
   std::shared_ptr<checkpoint> resume_from; ///< until the shards have it
   std::vector<shard_actor> handles;
   std::vector<std::string> node_of; ///< each shard's node
@@ -175,12 +185,12 @@ struct chief_shards {
 struct chief_progress {
   metrics_log metrics;
   double t0 = 0;
-  int64_t steps = 0;         ///< batches trained (reports), resumed included
+  int64_t steps = 0; ///< batches trained (reports), resumed included
   int64_t samples = 0;
   /// Steps of one epoch of every worker: the whole set once (shared,
   /// sharded) or once per worker the run started with (replicated).
   int64_t per_epoch = 1;
-  int64_t total_steps = 0;   ///< the feeder's plan, as of the last join
+  int64_t total_steps = 0; ///< the feeder's plan, as of the last join
   std::unique_ptr<run_schedule> schedule; ///< evaluations, checkpoints, logs
   // The progress window since the last log line.
   int64_t window_samples = 0;
@@ -230,7 +240,7 @@ struct chief_evaluation {
   /// short of pushes, applied as the workers leave) makes the final
   /// evaluation score again.
   int64_t last_eval_version = -1;
-  double began = 0;            ///< when it began (now_seconds())
+  double began = 0; ///< when it began (now_seconds())
   std::vector<std::function<void()>> waiters;
   /// What waits for the evaluation under way to end, not to run another
   /// (a move of the shards: an evaluation pulls from them in rounds).
@@ -280,7 +290,7 @@ struct chief_takeover {
   /// The id its nodes named when they registered again, and what taking
   /// it over cost.
   std::string adopted_run;
-  int64_t adopted_from_step = -1; ///< its checkpoint's step; -1: none
+  int64_t adopted_from_step = -1;   ///< its checkpoint's step; -1: none
   int64_t adoption_lost_steps = -1; ///< -1: not known (no live shard)
 };
 

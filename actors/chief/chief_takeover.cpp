@@ -100,8 +100,8 @@ void adopt_live_shards(chief_self self, int64_t since,
     });
 }
 
-void keep_live_shards(chief_self self, live_found& found,
-                      feeder_position from, std::function<void()> then) {
+void keep_live_shards(chief_self self, live_found& found, feeder_position from,
+                      std::function<void()> then) {
   auto position = from.step;
   auto& st = self->state;
   auto n = st.shards.ranges.size();
@@ -120,12 +120,13 @@ void keep_live_shards(chief_self self, live_found& found,
   }
   auto done = found.verdict.done;
   auto kept = static_cast<int64_t>(done.size());
-  say(self, fmt("kept the live shards: they hold the %lld steps trained "
-                "since step %lld, each once; 0 steps lost",
-                static_cast<long long>(kept),
-                static_cast<long long>(position)));
-  self->request(st.shards.feeder, timeout_of(self), restore_atom_v, position,
-                from.plan, std::move(done))
+  say(self,
+      fmt("kept the live shards: they hold the %lld steps trained "
+          "since step %lld, each once; 0 steps lost",
+          static_cast<long long>(kept), static_cast<long long>(position)));
+  self
+    ->request(st.shards.feeder, timeout_of(self), restore_atom_v, position,
+              from.plan, std::move(done))
     .then(
       [=](int64_t) {
         auto& s = self->state;

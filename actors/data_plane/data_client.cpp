@@ -25,26 +25,23 @@ using namespace data_wire;
 /// A stub: the shard's data requests, which it sends on the connection,
 /// and what the connection's reader thread hands it (a reply by request
 /// id, or the news that the connection broke).
-using stub_actor = shard_data_actor::extend<
-  caf::reacts_to<data_atom, uint64_t, float_block>,
-  caf::reacts_to<data_atom, uint64_t, row_block>,
-  caf::reacts_to<data_atom, uint64_t, push_ack>,
-  caf::reacts_to<data_atom, uint64_t, caf::error>,
-  caf::reacts_to<data_atom, caf::error>>;
+using stub_actor =
+  shard_data_actor::extend<caf::reacts_to<data_atom, uint64_t, float_block>,
+                           caf::reacts_to<data_atom, uint64_t, row_block>,
+                           caf::reacts_to<data_atom, uint64_t, push_ack>,
+                           caf::reacts_to<data_atom, uint64_t, caf::error>,
+                           caf::reacts_to<data_atom, caf::error>>;
 
-// -- the client -------------------------------------------------------------------
+// -- the client
+// -------------------------------------------------------------------
 
 class data_client_impl {
 public:
   data_client_impl(caf::actor_system& sys, std::string host, uint16_t port,
                    caf::timespan timeout,
                    std::shared_ptr<const link_guard> guard)
-    : sys_(sys),
-      host_(std::move(host)),
-      port_(port),
-      timeout_(timeout),
-      guard_(std::move(guard)) {
-  }
+    : sys_(sys), host_(std::move(host)), port_(port), timeout_(timeout),
+      guard_(std::move(guard)) {}
 
   void begin() {
     reader_ = std::thread([this] { run(); });
@@ -197,9 +194,13 @@ private:
         // Nobody waiting (row_floats 0) means no rows were asked for.
         if (f.count != row_floats)
           return fail_all("bad frame from the shard node: "
-                          + std::to_string(f.count) + " floats of rows for "
-                          "request " + std::to_string(f.id) + ", which asked "
-                          "for " + std::to_string(row_floats));
+                          + std::to_string(f.count)
+                          + " floats of rows for "
+                            "request "
+                          + std::to_string(f.id)
+                          + ", which asked "
+                            "for "
+                          + std::to_string(row_floats));
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
@@ -403,8 +404,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
       if (r.ids.size() > max_frame_rows)
         return make_error(errc::invalid_argument,
                           "a pull of " + std::to_string(r.ids.size())
-                            + " rows (at most "
-                            + std::to_string(max_frame_rows)
+                            + " rows (at most " + std::to_string(max_frame_rows)
                             + " per request)");
       auto row_floats = r.ids.size() * dim;
       return send_request<row_block>(self, *link, shard, request_frame(r),
@@ -450,8 +450,7 @@ std::shared_ptr<data_client> data_client::open(caf::actor_system& sys,
 }
 
 data_client::data_client(std::shared_ptr<data_client_impl> impl)
-  : impl_(std::move(impl)) {
-}
+  : impl_(std::move(impl)) {}
 
 data_client::~data_client() {
   close();

@@ -30,7 +30,7 @@ struct outgoing {
   data_frame head;
   std::shared_ptr<const std::vector<float>> keep;
   const float* data = nullptr;
-  size_t floats = 0; ///< at `data`
+  size_t floats = 0;         ///< at `data`
   std::vector<uint64_t> ids; ///< row_pull, row_push: sent before the floats
   std::string text;
   size_t done = 0; ///< bytes of header and payload written so far
@@ -39,8 +39,7 @@ struct outgoing {
   std::string prefix;
 
   size_t bytes() const {
-    return text.size() + ids.size() * sizeof(uint64_t)
-           + floats * sizeof(float);
+    return text.size() + ids.size() * sizeof(uint64_t) + floats * sizeof(float);
   }
 };
 
@@ -191,8 +190,8 @@ private:
 // fields go into the header slots the description names, its payload
 // after the header. What is written here is only the op code of each
 // message, as a type ID is on BASP. The client makes the requests and
-// reads the replies; the server reads the requests and makes the replies. A request's id and shard are set when
-// the stub sends it; a reply echoes both.
+// reads the replies; the server reads the requests and makes the replies. A
+// request's id and shard are set when the stub sends it; a reply echoes both.
 
 /// The op code of each described message.
 template <class Message>
@@ -341,8 +340,7 @@ inline pull_request pull_of(const data_frame& f) {
 
 /// An error, the reply to anything: troupe's error code in the flag (0:
 /// another category), its text after the header.
-inline outgoing error_frame(uint64_t id, int32_t shard,
-                            const caf::error& err) {
+inline outgoing error_frame(uint64_t id, int32_t shard, const caf::error& err) {
   outgoing o;
   o.head.op = data_frame::error;
   o.head.id = id;

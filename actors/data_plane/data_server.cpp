@@ -65,7 +65,8 @@ std::string check_frame(const data_frame& f, bool from_client) {
 
 namespace {
 
-// -- the server -------------------------------------------------------------------
+// -- the server
+// -------------------------------------------------------------------
 
 /// The shards a server answers for, their sizes and their tables' widths.
 class shard_registry {
@@ -185,9 +186,8 @@ struct request_gate {
   /// ends instead.
   bool admit(frame_writer& writer) {
     std::unique_lock<std::mutex> guard{mtx};
-    cv.wait(guard, [&] {
-      return open < max_open || closing || writer.failed();
-    });
+    cv.wait(guard,
+            [&] { return open < max_open || closing || writer.failed(); });
     if (closing || writer.failed())
       return false;
     ++open;
@@ -257,8 +257,8 @@ bool read_rows(session& s, const data_frame& f) {
   if (f.op == data_frame::row_push && f.count * dim > max_frame_floats) {
     std::cerr << "troupe: data plane: closing the connection from "
               << s.sock->peer() << ": a row push of " << f.count << " rows of "
-              << dim << " floats (at most " << max_frame_floats
-              << " floats)" << std::endl;
+              << dim << " floats (at most " << max_frame_floats << " floats)"
+              << std::endl;
     return false;
   }
   // The ids arrive in pieces, and the buffer grows with what came: a
@@ -345,8 +345,8 @@ void serve_connection(session& s) {
     if (auto size = s.shards->size(f.shard); f.count > size) {
       std::cerr << "troupe: data plane: closing the connection from "
                 << s.sock->peer() << ": a push of " << f.count
-                << " floats for shard " << f.shard << ", which holds "
-                << size << std::endl;
+                << " floats for shard " << f.shard << ", which holds " << size
+                << std::endl;
       break;
     }
     auto values = pooled_floats(f.count);
@@ -498,8 +498,7 @@ data_server::start(caf::actor_system& sys, const std::string& host,
 }
 
 data_server::data_server(std::unique_ptr<data_server_impl> impl)
-  : impl_(std::move(impl)) {
-}
+  : impl_(std::move(impl)) {}
 
 data_server::~data_server() {
   stop();

@@ -72,9 +72,8 @@ std::string basp_check::check_header() {
   // The message is made only for a refusal: this runs for every message
   // a link carries.
   auto refuse = [&](const std::string& why) {
-    return "BASP header " + std::to_string(messages_ + 1) + " ("
-           + op_name(op) + ", payload " + std::to_string(payload)
-           + " bytes): " + why;
+    return "BASP header " + std::to_string(messages_ + 1) + " (" + op_name(op)
+           + ", payload " + std::to_string(payload) + " bytes): " + why;
   };
   if (op > heartbeat)
     return refuse("operation " + std::to_string(op) + " is not BASP's");
@@ -98,19 +97,11 @@ std::string basp_check::check_header() {
   // both handshakes: CAF reads one without checking that it came.
   bool ok = true;
   switch (op) {
-    case server_handshake:
-      ok = op_data != 0 && payload > 0;
-      break;
-    case client_handshake:
-      ok = source == 0 && dest == 0 && payload > 0;
-      break;
+    case server_handshake: ok = op_data != 0 && payload > 0; break;
+    case client_handshake: ok = source == 0 && dest == 0 && payload > 0; break;
     case direct_message:
-    case routed_message:
-      ok = dest != 0 && payload > 0;
-      break;
-    case monitor_message:
-      ok = payload > 0 && op_data == 0;
-      break;
+    case routed_message: ok = dest != 0 && payload > 0; break;
+    case monitor_message: ok = payload > 0 && op_data == 0; break;
     case down_message:
       ok = source != 0 && dest == 0 && payload > 0 && op_data == 0;
       break;

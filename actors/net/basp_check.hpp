@@ -36,8 +36,7 @@ public:
   static constexpr size_t header_size = 32;
 
   explicit basp_check(side s, uint32_t max_payload = default_max_payload)
-    : side_(s), max_payload_(max_payload) {
-  }
+    : side_(s), max_payload_(max_payload) {}
 
   /// Takes the next `n` bytes the peer sent. Empty, or why the stream is
   /// refused (then every later call refuses too).

@@ -59,7 +59,7 @@ std::string folder_of(const std::string& path) {
 bool make_folders(const std::string& dir) {
   if (dir.empty())
     return true;
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) == 0)
     return S_ISDIR(st.st_mode);
   if (!make_folders(folder_of(dir)))
@@ -93,15 +93,14 @@ std::string default_key_path() {
 }
 
 caf::expected<cluster_key> load_key(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT)
-      return key_error(path,
-                       "no such file. The first node of a run makes it on "
-                       "its host; on another host copy it from there, e.g. "
-                       "scp FIRST-HOST:"
-                         + path + " " + path
-                         + " (or name a copy with --key FILE)");
+      return key_error(
+        path, "no such file. The first node of a run makes it on "
+              "its host; on another host copy it from there, e.g. "
+              "scp FIRST-HOST:"
+                + path + " " + path + " (or name a copy with --key FILE)");
     return key_error(path, std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode))
@@ -112,8 +111,7 @@ caf::expected<cluster_key> load_key(const std::string& path) {
                              + "): a key must be its user's own");
   if ((st.st_mode & 077) != 0)
     return key_error(path, "group or others may read it (mode "
-                             + octal_mode(st.st_mode) + "): chmod 600 "
-                             + path);
+                             + octal_mode(st.st_mode) + "): chmod 600 " + path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return key_error(path, std::strerror(errno));
@@ -123,8 +121,8 @@ caf::expected<cluster_key> load_key(const std::string& path) {
   if (got < 0)
     return key_error(path, std::strerror(errno));
   size_t n = static_cast<size_t>(got);
-  while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'
-                   || text[n - 1] == ' '))
+  while (n > 0
+         && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
     --n;
   auto bad = [&] {
     return key_error(path, "expected 64 hex digits (256 bits) and a "
@@ -146,7 +144,7 @@ caf::expected<cluster_key> load_key(const std::string& path) {
 caf::expected<cluster_key> load_or_make_key(const std::string& path,
                                             bool& made) {
   made = false;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0 || errno != ENOENT)
     return load_key(path);
   if (!make_folders(folder_of(path)))
@@ -161,8 +159,7 @@ caf::expected<cluster_key> load_or_make_key(const std::string& path,
   auto tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
-    return key_error(path, "cannot write " + tmp + ": "
-                             + std::strerror(errno));
+    return key_error(path, "cannot write " + tmp + ": " + std::strerror(errno));
   auto text = to_hex(secret.data(), secret.size()) + "\n";
   bool written = ::write(fd, text.data(), text.size())
                    == static_cast<ssize_t>(text.size())

@@ -38,7 +38,8 @@ namespace net = caf::io::network;
 using net::rw_state;
 using default_mpx = net::default_multiplexer;
 
-// -- reading and writing an established session --------------------------------
+// -- reading and writing an established session
+// --------------------------------
 
 /// The stream policy of a proven connection for CAF's multiplexer: plain
 /// TCP, or an established TLS session (the handshake is over when CAF gets
@@ -47,8 +48,7 @@ using default_mpx = net::default_multiplexer;
 /// socket is ready). Every byte read passes basp_check first.
 struct guarded_stream_policy {
   guarded_stream_policy(ssl_ptr s, basp_check::side side)
-    : ssl(std::move(s)), check(side) {
-  }
+    : ssl(std::move(s)), check(side) {}
 
   rw_state read_some(size_t& result, net::native_socket fd, void* buf,
                      size_t len) {
@@ -60,8 +60,8 @@ struct guarded_stream_policy {
     auto why = check.feed(static_cast<const uint8_t*>(buf), result);
     if (why.empty())
       return state;
-    std::cerr << "troupe: closing the link with " << peer_of(fd) << ": "
-              << why << std::endl;
+    std::cerr << "troupe: closing the link with " << peer_of(fd) << ": " << why
+              << std::endl;
     result = 0;
     return rw_state::failure;
   }
@@ -91,11 +91,8 @@ struct guarded_stream_policy {
     }
     switch (SSL_get_error(ssl.get(), ret)) {
       case SSL_ERROR_WANT_READ:
-      case SSL_ERROR_WANT_WRITE:
-        return rw_state::success;
-      default:
-        ERR_clear_error();
-        return rw_state::failure;
+      case SSL_ERROR_WANT_WRITE: return rw_state::success;
+      default: ERR_clear_error(); return rw_state::failure;
     }
   }
 
@@ -110,8 +107,7 @@ public:
   guarded_scribe(default_mpx& mpx, net::native_socket fd, ssl_ptr ssl,
                  basp_check::side side)
     : scribe(net::conn_hdl_from_socket(fd)),
-      stream_(mpx, fd, std::move(ssl), side) {
-  }
+      stream_(mpx, fd, std::move(ssl), side) {}
 
   void configure_read(caf::io::receive_policy::config config) override {
     if (!launched_)
@@ -152,7 +148,8 @@ private:
   net::stream_impl<guarded_stream_policy> stream_;
 };
 
-// -- accepting -------------------------------------------------------------------
+// -- accepting
+// -------------------------------------------------------------------
 
 /// Proven connections from the front door's thread, waiting for
 /// the multiplexer. One byte on the wake socket per connection makes the
@@ -215,8 +212,7 @@ private:
 /// connection the front door has finished.
 struct handoff_policy {
   explicit handoff_policy(std::shared_ptr<ready_queue> q)
-    : queue(std::move(q)) {
-  }
+    : queue(std::move(q)) {}
 
   bool try_accept(net::native_socket& result, net::native_socket fd) {
     char byte;
@@ -234,12 +230,10 @@ struct handoff_policy {
 class guarded_doorman : public caf::io::doorman {
 public:
   guarded_doorman(default_mpx& mpx, int wake_read,
-              std::shared_ptr<ready_queue> queue, std::string addr)
+                  std::shared_ptr<ready_queue> queue, std::string addr)
     : doorman(net::accept_hdl_from_socket(wake_read)),
-      acceptor_(mpx, wake_read, queue),
-      queue_(std::move(queue)),
-      addr_(std::move(addr)) {
-  }
+      acceptor_(mpx, wake_read, queue), queue_(std::move(queue)),
+      addr_(std::move(addr)) {}
 
   /// The front door starts after the doorman exists: it feeds queue_.
   void attach(std::unique_ptr<front_door> door) { door_ = std::move(door); }
@@ -257,8 +251,8 @@ public:
     ssl_ptr ssl;
     if (!queue_->take(fd, ssl))
       return false;
-    auto scribe = caf::make_counted<guarded_scribe>(
-      mpx, fd, std::move(ssl), basp_check::side::accepted);
+    auto scribe = caf::make_counted<guarded_scribe>(mpx, fd, std::move(ssl),
+                                                    basp_check::side::accepted);
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
@@ -284,15 +278,15 @@ private:
   std::string addr_;
 };
 
-// -- the middleman actor -----------------------------------------------------------
+// -- the middleman actor
+// -----------------------------------------------------------
 
 class guarded_middleman_impl : public caf::io::middleman_actor_impl {
 public:
   guarded_middleman_impl(caf::actor_config& cfg, caf::actor basp,
                          std::shared_ptr<const link_guard> guard)
     : caf::io::middleman_actor_impl(cfg, std::move(basp)),
-      guard_(std::move(guard)) {
-  }
+      guard_(std::move(guard)) {}
 
   const char* name() const override { return "troupe_guarded_middleman"; }
 
@@ -305,10 +299,9 @@ protected:
                                              uint16_t port) override {
     auto where = host + ":" + std::to_string(port);
     auto tcp_timeout = guard_->admits_anyone()
-                         ? caf::get_or(system().config(),
-                                       "middleman.connection-timeout",
-                                       caf::defaults::middleman::
-                                         connection_timeout)
+                         ? caf::get_or(
+                           system().config(), "middleman.connection-timeout",
+                           caf::defaults::middleman::connection_timeout)
                          : caf::timespan{guard_->timeout()};
     std::string why;
     int fd = connect_within(host, port, tcp_timeout, why);
@@ -329,8 +322,8 @@ protected:
         return make_error(errc::unauthorized, guard_->handshake() + " with "
                                                 + where + " failed: " + why);
       return make_error(errc::node_unreachable,
-                        guard_->handshake() + " with " + where + " failed: "
-                          + why + " (" + guard_->hint() + ")");
+                        guard_->handshake() + " with " + where
+                          + " failed: " + why + " (" + guard_->hint() + ")");
     }
     return caf::make_counted<guarded_scribe>(mpx(), fd, proof->take_session(),
                                              basp_check::side::connected);
@@ -382,7 +375,9 @@ make_guarded_middleman(caf::actor_system& sys,
   // It lives as long as the BASP broker it feeds, which holds it here (no
   // other strong reference exists) and ends it when the middleman stops.
   caf::actor_cast<caf::abstract_actor*>(basp)->attach_functor(
-    [mm](const caf::error&) { caf::anon_send_exit(mm, caf::exit_reason::kill); });
+    [mm](const caf::error&) {
+      caf::anon_send_exit(mm, caf::exit_reason::kill);
+    });
   return caf::actor_cast<caf::io::middleman_actor>(mm);
 }
 

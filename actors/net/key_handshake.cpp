@@ -51,16 +51,11 @@ key_exchange::key_exchange(const cluster_key& key, role r,
 
 size_t key_exchange::wants() const {
   switch (state_) {
-    case state::magic:
-      return 8;
-    case state::hello:
-      return id_size + nonce_size;
-    case state::proof:
-      return mac_size;
-    case state::answer:
-      return id_size + nonce_size + mac_size;
-    default:
-      return 0;
+    case state::magic: return 8;
+    case state::hello: return id_size + nonce_size;
+    case state::proof: return mac_size;
+    case state::answer: return id_size + nonce_size + mac_size;
+    default: return 0;
   }
 }
 
@@ -129,8 +124,7 @@ std::string key_exchange::take(const uint8_t* data) {
       }
       std::memcpy(server_nonce_.data(), data + id_size, nonce_size);
       auto expected = mac("troupe server");
-      if (CRYPTO_memcmp(expected.data(), data + id_size + nonce_size,
-                        mac_size)
+      if (CRYPTO_memcmp(expected.data(), data + id_size + nonce_size, mac_size)
           != 0)
         return fail("the peer's answer does not prove the cluster key "
                     "(not a troupe node holding "
@@ -155,8 +149,7 @@ std::array<uint8_t, key_exchange::nonce_size> key_exchange::random_nonce() {
 
 key_handshake::key_handshake(const cluster_key& key, key_exchange::role r,
                              int fd)
-  : role_(r), fd_(fd), exchange_(key, r, key_exchange::random_nonce()) {
-}
+  : role_(r), fd_(fd), exchange_(key, r, key_exchange::random_nonce()) {}
 
 int key_handshake::step(short& events, std::string& why) {
   for (;;) {

@@ -33,8 +33,7 @@ private:
 class tls_guard : public link_guard {
 public:
   explicit tls_guard(std::shared_ptr<const tls_context> tls)
-    : tls_(std::move(tls)) {
-  }
+    : tls_(std::move(tls)) {}
 
   std::unique_ptr<peer_proof> accept(int fd, bool bulk) const override {
     return std::make_unique<tls_proof>(tls_->session(fd, true, bulk));
@@ -64,8 +63,7 @@ private:
 class key_proof : public peer_proof {
 public:
   key_proof(const cluster_key& key, key_exchange::role r, int fd)
-    : handshake_(key, r, fd) {
-  }
+    : handshake_(key, r, fd) {}
 
   int step(short& events, std::string& why) override {
     return handshake_.step(events, why);
@@ -80,8 +78,7 @@ private:
 class key_guard : public link_guard {
 public:
   key_guard(cluster_key key, std::chrono::milliseconds timeout)
-    : key_(std::move(key)), timeout_(timeout) {
-  }
+    : key_(std::move(key)), timeout_(timeout) {}
 
   std::unique_ptr<peer_proof> accept(int fd, bool) const override {
     return std::make_unique<key_proof>(key_, key_exchange::role::server, fd);
@@ -137,7 +134,9 @@ public:
 
   std::string handshake() const override { return "connection"; }
 
-  std::string hint() const override { return "does the peer use a key or TLS?"; }
+  std::string hint() const override {
+    return "does the peer use a key or TLS?";
+  }
 };
 
 } // namespace

@@ -82,8 +82,8 @@ bool link_socket::read_exact(void* data, size_t n) {
     {
       std::lock_guard<std::mutex> guard{ssl_mtx_};
       ERR_clear_error();
-      got = SSL_read(ssl_.get(), p, static_cast<int>(std::min<size_t>(
-                                      n, 1 << 30)));
+      got = SSL_read(ssl_.get(), p,
+                     static_cast<int>(std::min<size_t>(n, 1 << 30)));
       err = got > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_.get(), got);
     }
     if (got > 0) {
@@ -102,9 +102,8 @@ bool link_socket::read_exact(void* data, size_t n) {
   return true;
 }
 
-written link_socket::write(const void* head, size_t head_len,
-                           const void* body, size_t body_len, size_t& done,
-                           bool wait) {
+written link_socket::write(const void* head, size_t head_len, const void* body,
+                           size_t body_len, size_t& done, bool wait) {
   return ssl_ ? write_tls(head, head_len, body, body_len, done, wait)
               : write_plain(head, head_len, body, body_len, done, wait);
 }
@@ -141,8 +140,8 @@ written link_socket::write_plain(const void* head, size_t head_len,
 }
 
 written link_socket::write_tls(const void* head, size_t head_len,
-                               const void* body, size_t body_len,
-                               size_t& done, bool wait) {
+                               const void* body, size_t body_len, size_t& done,
+                               bool wait) {
   // The header goes in the first record with as much payload as fits (a
   // record of its own would cost a second record's overhead and, for a
   // small frame, a second segment). The staging copy is at most one

@@ -59,8 +59,8 @@ void guard_links(caf::actor_system& sys,
   auto s = std::make_shared<link_security>();
   s->insecure = insecure;
   if (sys.has_middleman()) // embedded runs have none
-    s->middleman = caf::actor_cast<caf::actor_addr>(make_guarded_middleman(
-      sys, guard ? guard : make_open_guard()));
+    s->middleman = caf::actor_cast<caf::actor_addr>(
+      make_guarded_middleman(sys, guard ? guard : make_open_guard()));
   s->guard = std::move(guard);
   auto& r = registry();
   std::lock_guard<std::mutex> lock{r.mtx};

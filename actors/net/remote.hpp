@@ -31,8 +31,7 @@ struct link_security {
 
   /// Why this process may not listen on `host` for `what`, or none:
   /// without a guard only loopback addresses, unless --insecure.
-  caf::error may_listen(const std::string& host,
-                        const std::string& what) const;
+  caf::error may_listen(const std::string& host, const std::string& what) const;
 
   /// "mutual TLS", "cluster key ... in PATH", "plaintext, loopback only"
   /// or "INSECURE: plaintext".
@@ -69,8 +68,7 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
   caf::expected<Handle> result{caf::sec::cannot_connect_to_node};
   auto where = host + ":" + std::to_string(port);
   self
-    ->request(middleman_of(sys), timeout, caf::connect_atom::value, host,
-              port)
+    ->request(middleman_of(sys), timeout, caf::connect_atom::value, host, port)
     .receive(
       [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
           const std::set<std::string>& ifs) {
@@ -78,9 +76,11 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
           result = caf::make_error(caf::sec::no_actor_published_at_port,
                                    "nothing published at " + where);
         else if (!sys.assignable<Handle>(ifs))
-          result = caf::make_error(caf::sec::unexpected_actor_messaging_interface,
-                                   where + " is not a troupe node of this "
-                                           "kind (or of another version)");
+          result = caf::make_error(
+            caf::sec::unexpected_actor_messaging_interface,
+            where
+              + " is not a troupe node of this "
+                "kind (or of another version)");
         else
           result = caf::actor_cast<Handle>(std::move(ptr));
       },
@@ -95,9 +95,9 @@ caf::expected<Handle> connect_to(caf::actor_system& sys,
 /// and each try gets at most 3 s (a peer coming back from a crash or a
 /// freeze may close or stall the first handshakes).
 template <class Handle>
-caf::expected<Handle> connect_retrying(caf::actor_system& sys,
-                                       const std::string& host, uint16_t port,
-                                       double deadline_s, bool patient = false) {
+caf::expected<Handle>
+connect_retrying(caf::actor_system& sys, const std::string& host, uint16_t port,
+                 double deadline_s, bool patient = false) {
   using clock = std::chrono::steady_clock;
   auto end = clock::now() + std::chrono::duration<double>(deadline_s);
   for (;;) {
@@ -145,6 +145,5 @@ caf::expected<uint16_t> publish_on(caf::actor_system& sys, Handle handle,
 /// what a node that does not listen on a configured address reports as
 /// its own. The host name when that fails.
 std::string local_address_toward(const std::string& host, uint16_t port);
-
 
 } // namespace troupe

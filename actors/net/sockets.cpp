@@ -93,9 +93,9 @@ caf::expected<int> listen_on(const std::string& host, uint16_t port,
                              bool reuse) {
   auto bind_host = bind_address(host);
   auto fail = [&](const std::string& why) {
-    return make_error(errc::node_unreachable,
-                      "cannot listen on " + host + ":" + std::to_string(port)
-                        + ": " + why);
+    return make_error(errc::node_unreachable, "cannot listen on " + host + ":"
+                                                + std::to_string(port) + ": "
+                                                + why);
   };
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

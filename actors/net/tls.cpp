@@ -49,7 +49,7 @@ caf::error bad_file(const std::string& what, const std::string& path,
 
 /// Empty when `path` names a readable regular file, else why not.
 std::string check_readable(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return std::strerror(errno);
   if (!S_ISREG(st.st_mode))
@@ -115,8 +115,7 @@ tls_context::load(const tls_files& files) {
   if (SSL_CTX_use_certificate_chain_file(ctx, files.certificate.c_str()) != 1)
     return bad_file("certificate", files.certificate,
                     "not a PEM certificate (" + ssl_errors("?") + ")");
-  if (SSL_CTX_use_PrivateKey_file(ctx, files.key.c_str(), SSL_FILETYPE_PEM)
-        != 1
+  if (SSL_CTX_use_PrivateKey_file(ctx, files.key.c_str(), SSL_FILETYPE_PEM) != 1
       || SSL_CTX_check_private_key(ctx) != 1) {
     auto why = ssl_errors("?");
     return bad_file("key", files.key,
@@ -138,8 +137,8 @@ tls_context::load(const tls_files& files) {
   X509_STORE_CTX_free(check);
   if (!signed_by_ca)
     return bad_file("certificate", files.certificate,
-                    std::string{"not accepted by the CA in "} + files.ca
-                      + " (" + why + ")");
+                    std::string{"not accepted by the CA in "} + files.ca + " ("
+                      + why + ")");
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                      nullptr);
   ERR_clear_error();
@@ -170,19 +169,13 @@ int handshake_step(ssl_st* ssl, short& events, std::string& why) {
   if (rc == 1)
     return 1;
   switch (SSL_get_error(ssl, rc)) {
-    case SSL_ERROR_WANT_READ:
-      events = POLLIN;
-      return 0;
-    case SSL_ERROR_WANT_WRITE:
-      events = POLLOUT;
-      return 0;
+    case SSL_ERROR_WANT_READ: events = POLLIN; return 0;
+    case SSL_ERROR_WANT_WRITE: events = POLLOUT; return 0;
     case SSL_ERROR_SYSCALL:
       why = ssl_errors(errno != 0 ? std::strerror(errno)
                                   : "the peer closed the connection");
       return -1;
-    default:
-      why = ssl_errors("TLS handshake failed");
-      return -1;
+    default: why = ssl_errors("TLS handshake failed"); return -1;
   }
 }
 

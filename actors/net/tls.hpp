@@ -29,7 +29,9 @@ struct tls_files {
   std::string certificate; ///< this node's certificate (chain), CA-signed
   std::string key;         ///< its private key, unencrypted
 
-  bool empty() const { return ca.empty() && certificate.empty() && key.empty(); }
+  bool empty() const {
+    return ca.empty() && certificate.empty() && key.empty();
+  }
 };
 
 /// Frees an SSL session.

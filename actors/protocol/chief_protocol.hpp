@@ -16,14 +16,14 @@ namespace troupe {
 
 /// How a run ended.
 struct cluster_summary {
-  int64_t steps = 0;       ///< batches trained, all workers together
+  int64_t steps = 0; ///< batches trained, all workers together
   double epochs = 0;
   double seconds = 0;
   double examples_per_sec = 0;
   double test_accuracy = 0;
   double test_loss = 0;
   int32_t restarts = 0;
-  int64_t version = 0;     ///< shard 0's version at the end
+  int64_t version = 0; ///< shard 0's version at the end
   int64_t pushes_accepted = 0, pushes_stale = 0, pushes_refused = 0;
   std::vector<int64_t> epoch_samples; ///< samples trained per epoch
   std::vector<worker_epochs> workers; ///< per worker, per epoch
@@ -31,10 +31,10 @@ struct cluster_summary {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_summary& x) {
-  return f(caf::meta::type_name("cluster_summary"), x.steps, x.epochs, x.seconds,
-           x.examples_per_sec, x.test_accuracy, x.test_loss, x.restarts,
-           x.version, x.pushes_accepted, x.pushes_stale, x.pushes_refused,
-           x.epoch_samples, x.workers);
+  return f(caf::meta::type_name("cluster_summary"), x.steps, x.epochs,
+           x.seconds, x.examples_per_sec, x.test_accuracy, x.test_loss,
+           x.restarts, x.version, x.pushes_accepted, x.pushes_stale,
+           x.pushes_refused, x.epoch_samples, x.workers);
 }
 
 /// The chief supervisor (actors/chief/chief.hpp).
@@ -60,14 +60,14 @@ using chief_actor = caf::typed_actor<
   // leases go back; the reply comes once they are all down (an error: it
   // cannot leave, e.g. it holds shards that have nowhere to go).
   caf::replies_to<leave_atom, std::string>::with<bool>,
-  // -- troupe-shell (actors/protocol/shell_protocol.hpp; errors leave the run as
-  // it is) --
-  // The cluster as the chief sees it; the shards and the feeder are asked
-  // for their counters (5 s at most; one that does not answer is down).
+  // -- troupe-shell (actors/protocol/shell_protocol.hpp; errors leave the run
+  // as it is) -- The cluster as the chief sees it; the shards and the feeder
+  // are asked for their counters (5 s at most; one that does not answer is
+  // down).
   caf::replies_to<stats_atom>::with<cluster_view>,
   // N more workers on a node (empty: the least loaded); their ids, node.
-  caf::replies_to<join_atom, int32_t, std::string>::with<
-    std::vector<int32_t>, std::string>,
+  caf::replies_to<join_atom, int32_t, std::string>::with<std::vector<int32_t>,
+                                                         std::string>,
   // Kills a worker or a shard (a fault drill).
   caf::replies_to<kill_atom, actor_ref>::with<bool>,
   // Writes a checkpoint now; replies with its path.

@@ -45,8 +45,8 @@ struct feeder_position {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
-  return f(caf::meta::type_name("lease_grant"), x.id, x.epoch, x.index,
-           x.batch, x.samples);
+  return f(caf::meta::type_name("lease_grant"), x.id, x.epoch, x.index, x.batch,
+           x.samples);
 }
 
 template <class Inspector>
@@ -61,8 +61,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_epochs& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feeder_stats& x) {
-  return f(caf::meta::type_name("feeder_stats"), x.acked, x.position,
-           x.total, x.epoch_samples, x.workers);
+  return f(caf::meta::type_name("feeder_stats"), x.acked, x.position, x.total,
+           x.epoch_samples, x.workers);
 }
 
 template <class Inspector>

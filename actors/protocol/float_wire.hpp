@@ -26,14 +26,14 @@ namespace troupe {
 namespace detail {
 
 template <class Inspector>
-constexpr bool is_wire
-  = std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
-    || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+constexpr bool is_wire =
+  std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value
+  || std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
 
 /// Whether a wire inspector reads (a deserializer) rather than writes.
 template <class Inspector>
-constexpr bool is_reader
-  = std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
+constexpr bool is_reader =
+  std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value;
 
 /// Makes alternative `index` of `v` its value (default-constructed); false
 /// when `v` has no such alternative (a kind byte from a bad peer).
@@ -44,8 +44,8 @@ bool emplace_by_index(Variant& v, size_t index, std::index_sequence<Is...>) {
 
 template <class Variant>
 bool emplace_by_index(Variant& v, size_t index) {
-  return emplace_by_index(v, index,
-                          std::make_index_sequence<std::variant_size_v<Variant>>{});
+  return emplace_by_index(
+    v, index, std::make_index_sequence<std::variant_size_v<Variant>>{});
 }
 
 /// Whether `n` elements of at least `size` bytes each fit in what is left
@@ -124,7 +124,8 @@ inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
   return f.end_sequence();
 }
 
-// -- raw forms, written once for both directions --------------------------------
+// -- raw forms, written once for both directions
+// --------------------------------
 //
 // A message whose BASP form holds vectors of plain numbers (a shard's
 // state, a replica's image, a checkpoint's rows) describes that form once

@@ -38,11 +38,11 @@ struct shard_spawn {
 /// vector). The chief goes as an untyped pointer: the chief's interface
 /// names the agent's, so the agent's cannot name the chief's.
 ///
-/// `data_links[i]` is the "host:port" of the data plane (actors/data_plane/data_link)
-/// of the node that holds shard i, empty when the worker reaches that
-/// shard as an actor in its own process. The worker's pulls and pushes
-/// then go on the data plane's own connection between the two nodes, never
-/// as CAF messages: CAF 0.17 routes a message to a node it has no
+/// `data_links[i]` is the "host:port" of the data plane
+/// (actors/data_plane/data_link) of the node that holds shard i, empty when the
+/// worker reaches that shard as an actor in its own process. The worker's pulls
+/// and pushes then go on the data plane's own connection between the two nodes,
+/// never as CAF messages: CAF 0.17 routes a message to a node it has no
 /// connection to through the node that introduced the handle, i.e. through
 /// the chief.
 struct worker_spawn {
@@ -74,8 +74,7 @@ struct shard_map {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_map& x) {
-  return f(caf::meta::type_name("shard_map"), x.shards, x.bounds,
-           x.data_links);
+  return f(caf::meta::type_name("shard_map"), x.shards, x.bounds, x.data_links);
 }
 
 /// The shards of a node that a new chief adopts (node_agent_actor's

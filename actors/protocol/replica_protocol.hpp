@@ -78,9 +78,9 @@ struct replica_adopt {};
 /// One change a primary sends its replica, in the order the primary made
 /// it, between the pushes it forwards. Its type says which.
 struct replica_op {
-  using any = std::variant<replica_image, row_chunk, replica_join,
-                           replica_leave, replica_tune, replica_forget,
-                           replica_adopt>;
+  using any =
+    std::variant<replica_image, row_chunk, replica_join, replica_leave,
+                 replica_tune, replica_forget, replica_adopt>;
   any op;
 };
 
@@ -88,7 +88,8 @@ struct replica_op {
 /// the primary acknowledges has reached it).
 enum class replica_state : int8_t { none = 0, copying = 1, in_step = 2 };
 
-// -- BASP forms -----------------------------------------------------------------
+// -- BASP forms
+// -----------------------------------------------------------------
 
 template <class Processor>
 caf::error raw_form_of(Processor& f, row_chunk& x) {
@@ -183,8 +184,8 @@ caf::error raw_form_of(Processor& f, replica_op& x) {
 // other inspectors (to_string).
 
 template <class Inspector>
-std::enable_if_t<detail::is_wire<Inspector>, caf::error>
-inspect(Inspector& f, row_chunk& x) {
+std::enable_if_t<detail::is_wire<Inspector>, caf::error> inspect(Inspector& f,
+                                                                 row_chunk& x) {
   return raw_form_of(f, x);
 }
 

@@ -54,22 +54,28 @@ struct gradient_push {
   uint64_t offset = 0;
   uint64_t size = 0;
 
-  const float* data() const { return buffer ? buffer->data() + offset : nullptr; }
+  const float* data() const {
+    return buffer ? buffer->data() + offset : nullptr;
+  }
 
   /// A push that owns its values.
   static gradient_push of(int32_t shard, int32_t worker, int64_t tag,
                           std::vector<float> values, int64_t batch = -1) {
     auto n = values.size();
-    return {shard, worker, tag, batch,
-            std::make_shared<const std::vector<float>>(std::move(values)), 0,
+    return {shard,
+            worker,
+            tag,
+            batch,
+            std::make_shared<const std::vector<float>>(std::move(values)),
+            0,
             n};
   }
 };
 
 /// A sparse pull: rows `ids` of embedding table `table` (an index into the
-/// run's tables) that one shard holds (runtime/sparse/sparse_table.hpp). A worker
-/// asks each shard only for the distinct ids of its batch that live there
-/// (shard_of_row), and the reply carries exactly those rows, in that
+/// run's tables) that one shard holds (runtime/sparse/sparse_table.hpp). A
+/// worker asks each shard only for the distinct ids of its batch that live
+/// there (shard_of_row), and the reply carries exactly those rows, in that
 /// order: the ids do not travel back, the asker knows them.
 struct row_request {
   int32_t shard = 0;

@@ -56,20 +56,20 @@ inline const char* to_string(tune_key k) {
 /// The run, as the chief sees it.
 struct run_view {
   std::string name, run_id, config_digest, mode, phase;
-  std::string own_node;        ///< the chief's node ("local": embedded)
+  std::string own_node; ///< the chief's node ("local": embedded)
   std::string optimizer;
   int64_t steps = 0;
-  int64_t samples = 0;         ///< trained, all workers together
+  int64_t samples = 0; ///< trained, all workers together
   double epoch = 0;
-  double seconds = 0;          ///< since training began
+  double seconds = 0; ///< since training began
   double examples_per_sec = 0;
-  double test_accuracy = -1;   ///< -1: no evaluation yet
+  double test_accuracy = -1; ///< -1: no evaluation yet
   /// The steps the run ends at (epochs, or the step limit if lower).
   int64_t total_steps = 0;
   /// The shards' learning rate now: the base (as the config, or as the
   /// shell last set it) through the schedule at this step.
   double learning_rate = 0;
-  double loss = -1;            ///< recent training loss; -1: none yet
+  double loss = -1; ///< recent training loss; -1: none yet
   /// The seconds left at this chief's rate so far; -1: no rate yet.
   double eta_seconds = -1;
   bool paused = false, recovering = false, stopping = false;
@@ -114,11 +114,11 @@ struct worker_view {
 
 struct shard_view {
   int32_t id = 0;
-  std::string node, state; ///< running, restoring or down
+  std::string node, state;     ///< running, restoring or down
   uint64_t begin = 0, end = 0; ///< its range of the flat vector
-  bool answered = false; ///< the counters below came from the shard
+  bool answered = false;       ///< the counters below came from the shard
   int64_t version = 0, accepted = 0, stale = 0, refused = 0;
-  int64_t ssp_pulls = -1, ssp_max_lead = -1; ///< -1: not an ssp run
+  int64_t ssp_pulls = -1, ssp_max_lead = -1;  ///< -1: not an ssp run
   int64_t pulled_bytes = 0, pushed_bytes = 0; ///< see shard_stats
   /// Embedding tables (see shard_stats); rows -1: the model has none.
   int64_t rows = -1, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
@@ -152,9 +152,9 @@ typename Inspector::result_type inspect(Inspector& f, actor_ref& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_view& x) {
-  return f(caf::meta::type_name("run_view"), x.name, x.run_id,
-           x.config_digest, x.mode, x.phase, x.own_node, x.optimizer, x.steps,
-           x.samples, x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
+  return f(caf::meta::type_name("run_view"), x.name, x.run_id, x.config_digest,
+           x.mode, x.phase, x.own_node, x.optimizer, x.steps, x.samples,
+           x.epoch, x.seconds, x.examples_per_sec, x.test_accuracy,
            x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
            x.recovering, x.stopping, x.restarts, x.shard_recoveries,
            x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,
@@ -187,8 +187,8 @@ typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feeder_view& x) {
-  return f(caf::meta::type_name("feeder_view"), x.answered, x.acked,
-           x.position, x.epoch_samples);
+  return f(caf::meta::type_name("feeder_view"), x.answered, x.acked, x.position,
+           x.epoch_samples);
 }
 
 template <class Inspector>

@@ -11,11 +11,13 @@
 #include "runtime/base/errc.hpp"
 
 // Each role's block stays inside its range (ids.hpp).
-static_assert(caf::id_block::troupe_shard_data::end <= troupe::type_ids::replica);
+static_assert(caf::id_block::troupe_shard_data::end
+              <= troupe::type_ids::replica);
 static_assert(caf::id_block::troupe_replica::end <= troupe::type_ids::shard);
 static_assert(caf::id_block::troupe_shard::end <= troupe::type_ids::feeder);
 static_assert(caf::id_block::troupe_feeder::end <= troupe::type_ids::worker);
-static_assert(caf::id_block::troupe_worker::end <= troupe::type_ids::node_agent);
+static_assert(caf::id_block::troupe_worker::end
+              <= troupe::type_ids::node_agent);
 static_assert(caf::id_block::troupe_node_agent::end <= troupe::type_ids::chief);
 static_assert(caf::id_block::troupe_chief::end <= troupe::type_ids::end);
 
@@ -34,16 +36,13 @@ void init_config(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::troupe_worker>();
   cfg.add_message_types<caf::id_block::troupe_node_agent>();
   cfg.add_message_types<caf::id_block::troupe_chief>();
-  cfg.add_error_category(caf::atom("troupe"),
-                         [](uint8_t code, caf::atom_value,
-                            const caf::message& ctx) {
-                           std::string out = "troupe::"
-                                             + to_string(static_cast<errc>(code));
-                           if (ctx.size() == 1
-                               && ctx.match_element<std::string>(0))
-                             out += ": " + ctx.get_as<std::string>(0);
-                           return out;
-                         });
+  cfg.add_error_category(caf::atom("troupe"), [](uint8_t code, caf::atom_value,
+                                                 const caf::message& ctx) {
+    std::string out = "troupe::" + to_string(static_cast<errc>(code));
+    if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+      out += ": " + ctx.get_as<std::string>(0);
+    return out;
+  });
   cfg.set("scheduler.policy", caf::atom("sharing"));
   // One scheduler thread per hardware thread, not CAF's default of at least
   // four: workers compute inside their handlers, and on a 2-core machine

@@ -9,9 +9,10 @@
 namespace troupe {
 
 /// Keeps freed memory in the process (keep_freed_memory, before any actor
-/// thread starts), registers the protocol's message types and the "troupe" error renderer,
-/// and picks the 'sharing' scheduler (2-4x faster request/response than
-/// 'stealing' on small machines) with one thread per hardware thread.
+/// thread starts), registers the protocol's message types and the "troupe"
+/// error renderer, and picks the 'sharing' scheduler (2-4x faster
+/// request/response than 'stealing' on small machines) with one thread per
+/// hardware thread.
 void init_config(caf::actor_system_config& cfg);
 
 /// Loads the middleman and turns its heartbeats on: CAF 0.17 leaves them

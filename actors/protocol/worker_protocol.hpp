@@ -16,8 +16,8 @@ namespace troupe {
 /// for every batch.
 struct worker_report {
   int32_t worker = 0;
-  int32_t epoch = 0;       ///< of the last step
-  int32_t steps = 0;       ///< steps covered
+  int32_t epoch = 0; ///< of the last step
+  int32_t steps = 0; ///< steps covered
   int32_t samples = 0;
   int32_t hits = 0;
   double loss_sum = 0;

@@ -24,8 +24,8 @@ public:
     clicks_ = planner(static_cast<int32_t>(ranges.size()));
   }
 
-  caf::expected<std::vector<row_request>>
-  rows_needed(const lease_grant& lease, int32_t worker) override {
+  caf::expected<std::vector<row_request>> rows_needed(const lease_grant& lease,
+                                                      int32_t worker) override {
     auto n = static_cast<int>(lease.samples.size());
     if (train_.click_parts) {
       auto t0 = now_seconds();
@@ -58,9 +58,9 @@ public:
     for (size_t i = 0; i < blocks.size(); ++i) {
       auto want = clicks_->ids(asked_[i]).size() * dim;
       if (!blocks[i].values || blocks[i].values->size() != want)
-        return make_error(errc::wrong_size,
-                          "rows from shard " + std::to_string(asked_[i])
-                            + " are not the rows asked for");
+        return make_error(errc::wrong_size, "rows from shard "
+                                              + std::to_string(asked_[i])
+                                              + " are not the rows asked for");
       clicks_->set_rows(asked_[i], blocks[i].values->data());
     }
     return {};
@@ -76,7 +76,7 @@ public:
       return err;
     }
     // The host backend (checked at start): the gradients land in place.
-    (void) replica_->bind_grads(grads());
+    (void)replica_->bind_grads(grads());
     input_grad_.resize(static_cast<size_t>(n) * clicks_->input_size());
     auto loss = replica_->forward_backward(clicks_->inputs(), batch_.labels(),
                                            n, input_grad_.data());
@@ -84,16 +84,15 @@ public:
     return loss;
   }
 
-  std::vector<row_push> rows_to_push(int32_t worker, int64_t batch,
-                                     const std::vector<int64_t>& versions)
-    override {
+  std::vector<row_push>
+  rows_to_push(int32_t worker, int64_t batch,
+               const std::vector<int64_t>& versions) override {
     // Tagged as the dense push that follows to the same shard (sync: the
     // shard takes or drops both together).
     std::vector<row_push> out;
     for (auto s : clicks_->holding())
       out.push_back(row_push{
-        s, 0, worker, batch, versions[static_cast<size_t>(s)],
-        clicks_->ids(s),
+        s, 0, worker, batch, versions[static_cast<size_t>(s)], clicks_->ids(s),
         std::make_shared<const std::vector<float>>(clicks_->row_grads(s))});
     return out;
   }
@@ -101,9 +100,9 @@ public:
 private:
   /// The batch planner for `shards` shards.
   std::unique_ptr<click_batch> planner(int32_t shards) const {
-    return std::make_unique<click_batch>(
-      cfg_.data.click_numeric, cfg_.model.table_fields, cfg_.model.table.dim,
-      shards);
+    return std::make_unique<click_batch>(cfg_.data.click_numeric,
+                                         cfg_.model.table_fields,
+                                         cfg_.model.table.dim, shards);
   }
 
   std::unique_ptr<click_batch> clicks_;
@@ -118,8 +117,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<step_kind> make_click_step(model_parts parts,
-                                           int32_t shards) {
+std::unique_ptr<step_kind> make_click_step(model_parts parts, int32_t shards) {
   return std::make_unique<click_step>(std::move(parts), shards);
 }
 

@@ -19,7 +19,7 @@ public:
     // On a host backend the gradient lands in the pushed buffer itself.
     bool in_place = backend_->host_accessible();
     if (in_place)
-      (void) replica_->bind_grads(g);
+      (void)replica_->bind_grads(g);
     auto loss = replica_->forward_backward(batch_.inputs(), batch_.targets(),
                                            n);
     if (!in_place)

@@ -15,14 +15,13 @@ namespace {
 class elastic_step : public model_step {
 public:
   explicit elastic_step(model_parts parts)
-    : model_step(std::move(parts)),
-      local_(*replica_, cfg_.training.optimizer),
+    : model_step(std::move(parts)), local_(*replica_, cfg_.training.optimizer),
       center_(replica_->layout().total()) {}
 
   /// The pulled values are the center; the replica stays as it trained.
-  void take_values(size_t, const flat_range& r,
-                   const std::shared_ptr<const std::vector<float>>& values)
-    override {
+  void take_values(
+    size_t, const flat_range& r,
+    const std::shared_ptr<const std::vector<float>>& values) override {
     std::memcpy(center_.data() + r.begin, values->data(),
                 r.size() * sizeof(float));
   }

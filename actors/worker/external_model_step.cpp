@@ -21,9 +21,9 @@ public:
 
   size_t flat_size() const override { return pulled_.layout->total(); }
 
-  void take_values(size_t i, const flat_range&,
-                   const std::shared_ptr<const std::vector<float>>& values)
-    override {
+  void take_values(
+    size_t i, const flat_range&,
+    const std::shared_ptr<const std::vector<float>>& values) override {
     pulled_.blocks[i] = values;
   }
 
@@ -39,11 +39,10 @@ public:
       return loss;
     // A result the step's contract refuses is kept as such: the chief
     // ends the run instead of restarting the worker.
-    return make_error(loss.error() == errc::bad_step ? errc::bad_step
-                                                     : errc::worker_failed,
-                      "worker " + std::to_string(worker_) + ": step "
-                        + std::to_string(clock) + ": "
-                        + describe(loss.error()));
+    return make_error(
+      loss.error() == errc::bad_step ? errc::bad_step : errc::worker_failed,
+      "worker " + std::to_string(worker_) + ": step " + std::to_string(clock)
+        + ": " + describe(loss.error()));
   }
 
 private:
@@ -54,7 +53,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<step_kind> make_external_model_step(const worker_options& opts) {
+std::unique_ptr<step_kind>
+make_external_model_step(const worker_options& opts) {
   return std::make_unique<external_model_step>(opts);
 }
 

@@ -30,9 +30,9 @@ public:
   size_t flat_size() const override { return replica_->layout().total(); }
 
   /// The pulled values go into the replica's parameters on its backend.
-  void take_values(size_t, const flat_range& r,
-                   const std::shared_ptr<const std::vector<float>>& values)
-    override {
+  void take_values(
+    size_t, const flat_range& r,
+    const std::shared_ptr<const std::vector<float>>& values) override {
     backend_->upload(replica_->params() + r.begin, values->data(),
                      r.size() * sizeof(float));
   }
@@ -56,8 +56,7 @@ protected:
 };
 
 std::unique_ptr<step_kind> make_dense_step(model_parts parts);
-std::unique_ptr<step_kind> make_click_step(model_parts parts,
-                                           int32_t shards);
+std::unique_ptr<step_kind> make_click_step(model_parts parts, int32_t shards);
 std::unique_ptr<step_kind> make_elastic_step(model_parts parts);
 
 } // namespace troupe

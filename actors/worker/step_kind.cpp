@@ -21,9 +21,10 @@ make_step_kind(const worker_options& opts) {
   if (cfg.model.type == model_config::kind::external) {
     if (!opts.external || !opts.layout)
       return make_error(errc::invalid_config,
-                        who + ": an external model's workers run the user's "
-                              "step function (the Python module's workers); "
-                              "this node has none to run");
+                        who
+                          + ": an external model's workers run the user's "
+                            "step function (the Python module's workers); "
+                            "this node has none to run");
     return make_external_model_step(opts);
   }
   // The model's device buffers are allocated here; a device that fails
@@ -37,8 +38,8 @@ make_step_kind(const worker_options& opts) {
     return backend.error();
   parts.backend = std::move(*backend);
   try {
-    auto made = make_model(cfg.model, train.height, train.width,
-                           train.channels, train.classes, *parts.backend);
+    auto made = make_model(cfg.model, train.height, train.width, train.channels,
+                           train.classes, *parts.backend);
     if (!made)
       return made.error();
     parts.replica = std::move(*made);

@@ -60,10 +60,9 @@ public:
   virtual size_t flat_size() const = 0;
 
   /// Shard i's values, pulled: [r.begin, r.end) of the flat vector.
-  virtual void take_values(size_t i, const flat_range& r,
-                           const std::shared_ptr<const std::vector<float>>&
-                             values)
-    = 0;
+  virtual void
+  take_values(size_t i, const flat_range& r,
+              const std::shared_ptr<const std::vector<float>>& values) = 0;
 
   /// The shards moved and now own `ranges`.
   virtual void take_ranges(const std::vector<flat_range>&) {}
@@ -94,8 +93,7 @@ public:
   /// error names the worker).
   virtual caf::expected<batch_loss> compute(const lease_grant& lease,
                                             int64_t clock,
-                                            const gradient_buffer& grads)
-    = 0;
+                                            const gradient_buffer& grads) = 0;
 
   /// What the step just computed sends the shards; `clock`: the worker's
   /// steps before it.

@@ -317,11 +317,8 @@ void push_gradient(self_ptr self) {
 void send_step(self_ptr self) {
   auto& st = self->state;
   switch (st.kind->push_after(st.clock)) {
-    case step_push::gradient:
-      return push_gradient(self);
-    case step_push::none:
-      settle(self)();
-      return next(self);
+    case step_push::gradient: return push_gradient(self);
+    case step_push::none: settle(self)(); return next(self);
     case step_push::elastic:
       return pull_all(self, [=] {
         push_all(self, self->state.kind->elastic_difference(), -1,
@@ -383,8 +380,7 @@ void next_step(self_ptr self) {
     // (the chief puts it back).
     if (self->state.draining)
       return quit_when_settled(self);
-    if (self->state.opts.cfg.cluster.consistency
-          == cluster_config::mode::async
+    if (self->state.opts.cfg.cluster.consistency == cluster_config::mode::async
         && self->state.opts.cfg.cluster.prefetch)
       next_step(self);
     pull_rows(self, [=] {

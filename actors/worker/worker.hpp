@@ -72,7 +72,7 @@ struct worker_state {
   std::vector<std::shared_ptr<std::vector<float>>> grad_pool;
   std::shared_ptr<std::vector<float>> grads; ///< this step's buffer
   lease_grant lease;
-  int64_t clock = 0;     ///< steps done by this worker
+  int64_t clock = 0; ///< steps done by this worker
   /// sync: the version the next pull of each shard waits for (empty: 0).
   /// Per shard: after a replica took a lost shard over, that shard may be
   /// an update behind the others (its last update had not reached the
@@ -85,13 +85,13 @@ struct worker_state {
   uint64_t placement = 0;
   bool shards_moving = false;
   std::vector<std::function<void()>> parked;
-  bool initialised = false;  ///< its kind started from the shards' values
-  int unsettled = 0;         ///< pushed steps whose pushes are not all applied
+  bool initialised = false;   ///< its kind started from the shards' values
+  int unsettled = 0;          ///< pushed steps whose pushes are not all applied
   bool step_deferred = false; ///< a step waits for unsettled to drop
-  bool feeder_done = false;  ///< quit once nothing is unsettled
-  bool draining = false;     ///< told to finish: no new step, then quit
-  bool halted = false;       ///< after a non-finite loss
-  worker_report report;      ///< settled steps not yet reported
+  bool feeder_done = false;   ///< quit once nothing is unsettled
+  bool draining = false;      ///< told to finish: no new step, then quit
+  bool halted = false;        ///< after a non-finite loss
+  worker_report report;       ///< settled steps not yet reported
   double last_report = 0;
   double step_start = 0;
   batch_loss loss;

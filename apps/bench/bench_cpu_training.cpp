@@ -36,15 +36,15 @@ public:
 
   std::string describe() const override { return in_.describe(); }
   bool host_accessible() const override { return in_.host_accessible(); }
-  backend_buffer allocate(size_t bytes) override {
-    return in_.allocate(bytes);
-  }
+  backend_buffer allocate(size_t bytes) override { return in_.allocate(bytes); }
   void release(void* p) noexcept override { in_.release(p); }
   backend_buffer allocate_host(size_t bytes) override {
     return in_.allocate_host(bytes);
   }
   void release_host(void* p) noexcept override { in_.release_host(p); }
-  void upload(void* d, const void* s, size_t n) override { in_.upload(d, s, n); }
+  void upload(void* d, const void* s, size_t n) override {
+    in_.upload(d, s, n);
+  }
   void download(void* d, const void* s, size_t n) override {
     in_.download(d, s, n);
   }
@@ -59,8 +59,8 @@ public:
   void axpy(size_t n, float a, const float* x, float* y) override {
     in_.axpy(n, a, x, y);
   }
-  void bias_activation_forward(activation act, float* y, const float* b,
-                               int r, int c) override {
+  void bias_activation_forward(activation act, float* y, const float* b, int r,
+                               int c) override {
     in_.bias_activation_forward(act, y, b, r, c);
   }
   void activation_backward(activation act, const float* y, float* dy,
@@ -84,8 +84,8 @@ public:
                        int st, float* y, int32_t* a) override {
     in_.maxpool_forward(x, b, h, w, c, s, st, y, a);
   }
-  void maxpool_backward(const float* dy, const int32_t* a, size_t ny,
-                        float* dx, size_t nx) override {
+  void maxpool_backward(const float* dy, const int32_t* a, size_t ny, float* dx,
+                        size_t nx) override {
     in_.maxpool_backward(dy, a, ny, dx, nx);
   }
   size_t conv_workspace(const conv_shape& s, int out_c) const override {
@@ -180,8 +180,7 @@ result measure(const spec& sp, int batch, int threads, double seconds) {
     v = static_cast<int32_t>(rng.below(10));
   auto step = [&](int64_t i) {
     size_t slot = static_cast<size_t>(i % pool);
-    trainer.step(x.data() + slot * batch * 784, y.data() + slot * batch,
-                 batch);
+    trainer.step(x.data() + slot * batch * 784, y.data() + slot * batch, batch);
   };
   be.recording = true;
   step(0);
@@ -209,7 +208,8 @@ result measure(const spec& sp, int batch, int threads, double seconds) {
   std::vector<std::vector<float>> a, b, c;
   double recorded_flops = 0;
   for (auto& call : be.calls) {
-    size_t rows_a = call.ta ? call.k : call.m, rows_b = call.tb ? call.n : call.k;
+    size_t rows_a = call.ta ? call.k : call.m,
+           rows_b = call.tb ? call.n : call.k;
     a.emplace_back(rows_a * static_cast<size_t>(call.lda), 0.5f);
     b.emplace_back(rows_b * static_cast<size_t>(call.ldb), 0.25f);
     c.emplace_back(static_cast<size_t>(call.m) * call.ldc, 0.f);
@@ -270,20 +270,20 @@ int main(int argc, char** argv) {
   if (model == "cnn" || model == "all")
     runs.emplace_back(cnn_spec(), 64);
   for (auto& [s, batch] : runs)
-      for (int t : threads) {
-        auto r = measure(s, batch, t, seconds);
-        if (json)
-          std::printf("{\"impl\":\"troupe\",\"kernels\":\"%s\",\"model\":\"%s\","
-                      "\"batch\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"
-                      "\"loop_gflops\":%.2f,\"sgemm_gflops\":%.2f}\n",
-                      lib.core.c_str(), r.model.c_str(), r.batch, r.threads,
-                      r.samples_per_sec, r.loop_gflops, r.sgemm_gflops);
-        else
-          std::printf("%-22s %5d %7d %12.0f %11.1f %12.1f %6.0f%%\n",
-                      r.model.c_str(), r.batch, r.threads, r.samples_per_sec,
-                      r.loop_gflops, r.sgemm_gflops,
-                      100 * r.loop_gflops / r.sgemm_gflops);
-        std::fflush(stdout);
-      }
+    for (int t : threads) {
+      auto r = measure(s, batch, t, seconds);
+      if (json)
+        std::printf("{\"impl\":\"troupe\",\"kernels\":\"%s\",\"model\":\"%s\","
+                    "\"batch\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"
+                    "\"loop_gflops\":%.2f,\"sgemm_gflops\":%.2f}\n",
+                    lib.core.c_str(), r.model.c_str(), r.batch, r.threads,
+                    r.samples_per_sec, r.loop_gflops, r.sgemm_gflops);
+      else
+        std::printf("%-22s %5d %7d %12.0f %11.1f %12.1f %6.0f%%\n",
+                    r.model.c_str(), r.batch, r.threads, r.samples_per_sec,
+                    r.loop_gflops, r.sgemm_gflops,
+                    100 * r.loop_gflops / r.sgemm_gflops);
+      std::fflush(stdout);
+    }
   return 0;
 }

@@ -134,23 +134,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!json)
-    std::printf("%s\n%-44s %6s %11s %8s %10s %8s\n",
-                (*be)->describe().c_str(), "model", "batch", "samples/s",
-                "step ms", "kernel ms", "copy ms");
+    std::printf("%s\n%-44s %6s %11s %8s %10s %8s\n", (*be)->describe().c_str(),
+                "model", "batch", "samples/s", "step ms", "kernel ms",
+                "copy ms");
   for (auto& name : models)
     for (int batch : batches) {
       try {
         auto r = measure(**be, name, batch, seconds);
         if (json)
-          std::printf("{\"impl\":\"troupe\",\"model\":\"%s\",\"batch\":%d,"
-                      "\"samples_per_sec\":%.1f,\"step_ms\":%.4f,"
-                      "\"kernel_ms\":%.4f,\"copy_ms\":%.4f,\"device\":\"%s\"}\n",
-                      name.c_str(), r.batch, r.samples_per_sec, r.step_ms,
-                      r.kernel_ms, r.copy_ms, r.device.c_str());
+          std::printf(
+            "{\"impl\":\"troupe\",\"model\":\"%s\",\"batch\":%d,"
+            "\"samples_per_sec\":%.1f,\"step_ms\":%.4f,"
+            "\"kernel_ms\":%.4f,\"copy_ms\":%.4f,\"device\":\"%s\"}\n",
+            name.c_str(), r.batch, r.samples_per_sec, r.step_ms, r.kernel_ms,
+            r.copy_ms, r.device.c_str());
         else
-          std::printf("%-44s %6d %11.0f %8.3f %10.3f %8.3f\n",
-                      r.model.c_str(), r.batch, r.samples_per_sec, r.step_ms,
-                      r.kernel_ms, r.copy_ms);
+          std::printf("%-44s %6d %11.0f %8.3f %10.3f %8.3f\n", r.model.c_str(),
+                      r.batch, r.samples_per_sec, r.step_ms, r.kernel_ms,
+                      r.copy_ms);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "bench-gpu-training: %s batch %d: %s\n",
                      name.c_str(), batch, e.what());

@@ -67,7 +67,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   ::close(ready_fd);
   (*data)->serve(0, shard, 1, {o.dim});
   char byte;
-  (void) ::read(stop_fd, &byte, 1); // EOF: the parent is done
+  (void)::read(stop_fd, &byte, 1); // EOF: the parent is done
   (*data)->stop();
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
   return 0;

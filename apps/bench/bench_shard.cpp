@@ -1,7 +1,7 @@
 // bench-shard: how fast one parameter shard applies pushes, next to a
 // memcpy of the same bytes, and how many minor page faults each update
-// costs. Runs runtime/params/param_block (the shard's rules without the actor), in
-// two cases per size: no pull holding the values (the update is in place),
+// costs. Runs runtime/params/param_block (the shard's rules without the actor),
+// in two cases per size: no pull holding the values (the update is in place),
 // and a pull holding them during every push (async workers pull while
 // others push: the shard clones its values first, copy on write). The
 // process's malloc is either glibc's default or set as every troupe
@@ -13,7 +13,8 @@
 // --zero-gradients F zeroes a fraction of the gradient, in runs of 256
 // floats, after the slots have filled, as blank input pixels and dead
 // units do in real training; their slots then decay into denormals, which
-// the optimizer flushes unless --keep-denormals (runtime/base/flush_denormals.hpp).
+// the optimizer flushes unless --keep-denormals
+// (runtime/base/flush_denormals.hpp).
 //
 //   bench-shard [--optimizer adam|sgd|momentum] [--sizes 58786,235146]
 //               [--updates N] [--keep-freed-memory] [--zero-gradients F]
@@ -45,8 +46,8 @@ long minor_faults() {
 }
 
 struct figure {
-  double us = 0;      ///< per update
-  double faults = 0;  ///< minor faults per update
+  double us = 0;     ///< per update
+  double faults = 0; ///< minor faults per update
 };
 
 /// Times `updates` calls of `step` after a warm-up of a tenth as many, in
@@ -72,8 +73,8 @@ figure measure(int updates, Step step) {
       best_us = us;
   }
   auto f1 = minor_faults();
-  return {best_us,
-          static_cast<double>(f1 - f0) / (static_cast<double>(chunks) * per_chunk)};
+  return {best_us, static_cast<double>(f1 - f0)
+                     / (static_cast<double>(chunks) * per_chunk)};
 }
 
 std::vector<size_t> parse_sizes(const std::string& text) {
@@ -103,9 +104,10 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-freed-memory", keep_freed,
                "malloc as every troupe process sets it (one arena, "
                "never trimmed, no mmap'd blocks; without: glibc's defaults)");
-  app.add_option("--zero-gradients", zero_fraction,
-                 "fraction of the gradient that turns zero after the "
-                 "optimizer's slots have filled")
+  app
+    .add_option("--zero-gradients", zero_fraction,
+                "fraction of the gradient that turns zero after the "
+                "optimizer's slots have filled")
     ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--keep-denormals", keep_denormals,
                "run the update without flushing denormals to zero");

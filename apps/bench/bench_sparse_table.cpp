@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   for (uint64_t k = 0; k < rows; ++k) {
     uint64_t id = mix64(k) >> 24;
     auto s = static_cast<size_t>(shard_of_row(id, shards));
-    (void) tables[s]->pull(&id, 1, row.data());
+    (void)tables[s]->pull(&id, 1, row.data());
     ids_of[s].push_back(id);
   }
   double fill = seconds_since(fill_start);
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     std::printf("  shard %d: %zu rows, %.2f GiB (values, accumulator, "
                 "index)\n",
                 s, tables[static_cast<size_t>(s)]->rows(),
-                static_cast<double>(tables[static_cast<size_t>(s)]
-                                      ->memory_bytes())
+                static_cast<double>(
+                  tables[static_cast<size_t>(s)]->memory_bytes())
                   / (1 << 30));
   std::printf("%-10s %-6s %14s %14s\n", "batch", "shard", "pull rows/s",
               "push rows/s");
@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
         std::copy_n(have.begin() + static_cast<ptrdiff_t>(first), n,
                     ids.begin());
         auto t0 = clock_type::now();
-        (void) table.pull(ids.data(), n, values.data());
+        (void)table.pull(ids.data(), n, values.data());
         auto t1 = clock_type::now();
-        (void) table.push(ids.data(), n, grads.data());
+        (void)table.push(ids.data(), n, grads.data());
         auto t2 = clock_type::now();
         pull_s += std::chrono::duration<double>(t1 - t0).count();
         push_s += std::chrono::duration<double>(t2 - t1).count();

@@ -15,8 +15,8 @@ namespace troupe {
 
 /// Null without a DIR; exits with 2, naming `program` and what is wrong,
 /// on bad files (a benchmark has nothing to fall back on).
-inline std::shared_ptr<const tls_context>
-load_bench_tls(const std::string& dir, const char* program) {
+inline std::shared_ptr<const tls_context> load_bench_tls(const std::string& dir,
+                                                         const char* program) {
   if (dir.empty())
     return nullptr;
   auto ctx = tls_context::load(

@@ -1,8 +1,8 @@
 // bench-transfer: pull+push round trips between two processes on
 // 127.0.0.1, through a real shard actor. The process forks: the child
 // hosts one shard of --floats values (plain SGD), served on the data plane
-// (actors/data_plane/data_link, what workers on other nodes use) and published for
-// BASP on free ports; the parent pulls the values and pushes a gradient of
+// (actors/data_plane/data_link, what workers on other nodes use) and published
+// for BASP on free ports; the parent pulls the values and pushes a gradient of
 // the same size, --rounds times after the warm-up rounds, through a
 // data-plane stub (--via data, the default) or the BASP proxy (--via
 // basp), and prints MB/s (bytes moved in both directions per second) and
@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   app.add_option("--rounds", rounds, "timed round trips")
     ->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", warmup,
-                 "untimed round trips first (connection, heap growth)")
+  app
+    .add_option("--warmup", warmup,
+                "untimed round trips first (connection, heap growth)")
     ->check(CLI::Range(1, 1000));
   app.add_option("--via", via, "data (the data plane) or basp")
     ->check(CLI::IsMember({"data", "basp"}));
@@ -111,10 +112,9 @@ int main(int argc, char** argv) {
     auto c0 = std::chrono::steady_clock::now();
     auto shard = connect_to<shard_actor>(sys, "127.0.0.1", ports[0],
                                          std::chrono::seconds(10));
-    std::printf("connect: %.3f ms\n",
-                std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - c0)
-                  .count());
+    std::printf("connect: %.3f ms\n", std::chrono::duration<double, std::milli>(
+                                        std::chrono::steady_clock::now() - c0)
+                                        .count());
     if (!shard) {
       std::cerr << "bench-transfer: error: " << describe(shard.error())
                 << std::endl;
@@ -132,8 +132,9 @@ int main(int argc, char** argv) {
     caf::scoped_actor self{sys};
     auto round = [&] {
       bool ok = true;
-      self->request(target, std::chrono::seconds(120), pull_atom_v, int32_t{0},
-                    int64_t{0})
+      self
+        ->request(target, std::chrono::seconds(120), pull_atom_v, int32_t{0},
+                  int64_t{0})
         .receive([&](float_block& b) { ok = b.values->size() == floats; },
                  [&](caf::error&) { ok = false; });
       gradient_push g{0, 0, 0, -1, grad, 0, floats};

@@ -29,11 +29,9 @@ metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
   };
 }
 
-caf::expected<std::unique_ptr<metrics_endpoint>>
-serve_chief_metrics(caf::actor_system& sys,
-                    const std::pair<std::string, uint16_t>& at,
-                    std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    std::ostream* log) {
+caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
+  caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
+  std::shared_ptr<chief_slot> slot, caf::timespan timeout, std::ostream* log) {
   auto started = metrics_endpoint::start(
     at.first, at.second, chief_metrics(sys, std::move(slot), timeout));
   if (started && log)

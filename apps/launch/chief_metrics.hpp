@@ -42,10 +42,8 @@ metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
 
 /// Serves chief_metrics at `at`, bound now (before the run starts, so a
 /// taken port fails at once), and says where on `log` (null: nowhere).
-caf::expected<std::unique_ptr<metrics_endpoint>>
-serve_chief_metrics(caf::actor_system& sys,
-                    const std::pair<std::string, uint16_t>& at,
-                    std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    std::ostream* log);
+caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
+  caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
+  std::shared_ptr<chief_slot> slot, caf::timespan timeout, std::ostream* log);
 
 } // namespace troupe

@@ -14,9 +14,10 @@
 
 namespace troupe {
 
-caf::expected<cluster_summary> run_chief_node(run_config cfg, chief_process what,
-                   std::shared_ptr<const link_guard> guard,
-                   const link_options& links, stop_signals& signals) {
+caf::expected<cluster_summary>
+run_chief_node(run_config cfg, chief_process what,
+               std::shared_ptr<const link_guard> guard,
+               const link_options& links, stop_signals& signals) {
   const auto& cl = cfg.cluster;
   bool runs_workers = !cl.distributed() || cl.node(cl.chief_node)->workers > 0;
   // Without workers of its own, the chief reads the samples it scores.

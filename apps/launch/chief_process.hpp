@@ -42,8 +42,9 @@ struct chief_process {
 /// the run's summary, or why it failed (exit_code() makes troupe-node's
 /// exit code of it). `guard`: from load_link_guard (null: no links to
 /// guard or --insecure).
-caf::expected<cluster_summary> run_chief_node(run_config cfg, chief_process what,
-                   std::shared_ptr<const link_guard> guard,
-                   const link_options& links, stop_signals& signals);
+caf::expected<cluster_summary>
+run_chief_node(run_config cfg, chief_process what,
+               std::shared_ptr<const link_guard> guard,
+               const link_options& links, stop_signals& signals);
 
 } // namespace troupe

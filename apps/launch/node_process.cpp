@@ -62,8 +62,8 @@ void report_agent_end(const caf::down_msg& dm, const std::string& name,
     auto kind = dm.reason.category() == caf::atom("troupe")
                   ? static_cast<errc>(dm.reason.code())
                   : errc::actor_down;
-    failure = make_error(kind, "node " + name + ": the run failed: "
-                                 + describe(dm.reason));
+    failure = make_error(kind, "node " + name
+                                 + ": the run failed: " + describe(dm.reason));
   } else {
     std::cout << "node " << name << ": the run is over" << std::endl;
   }
@@ -94,8 +94,9 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
             return;
           }
           // It ended the run without releasing this node: stop here too.
-          self->request(agent, std::chrono::seconds(5), finish_atom_v,
-                        caf::error{})
+          self
+            ->request(agent, std::chrono::seconds(5), finish_atom_v,
+                      caf::error{})
             .receive([](bool) {}, [](caf::error&) {});
         }
       });
@@ -135,10 +136,11 @@ served serve_chief(caf::scoped_actor& self, const chief_actor& chief,
 /// freeze), naming the run it served. Returns no error when the run
 /// succeeded or the node left it on a signal, the run's error when it
 /// failed (the agent ends with it), or why no chief came back.
-caf::error serve(caf::actor_system& sys, chief_actor chief, const chief_place& where,
-          node_agent_actor agent, std::string name, const std::string& host,
-          uint16_t port, int32_t join_workers, uint16_t data_port,
-          const run_config& cfg, stop_signals& signals) {
+caf::error serve(caf::actor_system& sys, chief_actor chief,
+                 const chief_place& where, node_agent_actor agent,
+                 std::string name, const std::string& host, uint16_t port,
+                 int32_t join_workers, uint16_t data_port,
+                 const run_config& cfg, stop_signals& signals) {
   caf::scoped_actor self{sys};
   self->monitor(agent);
   // The first signal asks to leave; serve_chief takes it.
@@ -187,9 +189,9 @@ caf::error serve(caf::actor_system& sys, chief_actor chief, const chief_place& w
         break;
       self->send(agent, stop_atom_v);
       std::cout << "node " << name << ": its workers stop; its shards keep "
-                << "their values; waiting up to "
-                << cfg.cluster.node_timeout_s << " s for a chief at "
-                << where.host << ":" << where.port << std::endl;
+                << "their values; waiting up to " << cfg.cluster.node_timeout_s
+                << " s for a chief at " << where.host << ":" << where.port
+                << std::endl;
       deadline = clock::now()
                  + std::chrono::duration_cast<clock::duration>(
                    std::chrono::duration<double>(cfg.cluster.node_timeout_s));
@@ -199,8 +201,8 @@ caf::error serve(caf::actor_system& sys, chief_actor chief, const chief_place& w
                              std::max(left.count(), 0.2), where.who, true);
     if (!again) {
       failure = again.error();
-      self->request(agent, std::chrono::seconds(5), finish_atom_v,
-                    again.error())
+      self
+        ->request(agent, std::chrono::seconds(5), finish_atom_v, again.error())
         .receive([](bool) {}, [](caf::error&) {});
       break;
     }
@@ -219,8 +221,8 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
   cfg.training.threads = each;
   if (workers_here == 0)
     return;
-  const int cores
-    = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = static_cast<int>(
+    std::max(1u, std::thread::hardware_concurrency()));
   const int compute = workers_here * each;
   // Workers compute inside their handlers on the actor threads, each
   // helped by each - 1 threads of its backend's pool.
@@ -231,16 +233,16 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
             << " here" << (automatic ? ", auto" : "") << ")"
             << (each > 1 && compute > cores
                   ? "; more compute threads than cores: /training/threads "
-                    + std::to_string(std::max(1, cores / workers_here))
-                    + " (or \"auto\") would fit"
+                      + std::to_string(std::max(1, cores / workers_here))
+                      + " (or \"auto\") would fit"
                   : std::string{})
             << std::endl;
 }
 
 caf::error run_member_node(const run_config& cfg_in, const std::string& node,
-                    std::shared_ptr<const link_guard> guard,
-                    const link_options& links, stop_signals& signals,
-                    external_step_factory external) {
+                           std::shared_ptr<const link_guard> guard,
+                           const link_options& links, stop_signals& signals,
+                           external_step_factory external) {
   run_config cfg = cfg_in;
   auto* me = cfg.cluster.node(node);
   auto* chief_node = cfg.cluster.node(cfg.cluster.chief_node);
@@ -296,8 +298,8 @@ caf::error run_member_node(const run_config& cfg_in, const std::string& node,
     stop_agent();
     return chief.error();
   }
-  auto failure = serve(sys, *chief, where, agent, node, me->host, me->port,
-                       -1, (*data_plane)->port(), cfg, signals);
+  auto failure = serve(sys, *chief, where, agent, node, me->host, me->port, -1,
+                       (*data_plane)->port(), cfg, signals);
   (*data_plane)->stop();
   sys.middleman().unpublish(agent);
   return failure;
@@ -359,7 +361,8 @@ caf::error run_joining_node(const join_options& opts, stop_signals& signals) {
   // It does not listen: its address is the one the chief sees it at.
   auto host = local_address_toward(addr->first, addr->second);
   std::cout << "joining the cluster at " << opts.chief_address << " with "
-            << opts.workers << (opts.workers == 1 ? " worker on " : " workers on ")
+            << opts.workers
+            << (opts.workers == 1 ? " worker on " : " workers on ")
             << cfg->training.device.to_string() << std::endl;
   // It holds no shards, so it serves no data plane.
   chief_place where{addr->first, addr->second,

@@ -28,20 +28,20 @@ void settle_thread_split(caf::actor_system& sys, run_config& cfg,
 /// chief (waiting up to the config's node_timeout_s for it) and serves
 /// until the run ends. Returns no error when the run succeeded or the node
 /// left it (the first SIGINT/SIGTERM); else why the run failed, or why the
-/// chief was lost (exit_code() makes troupe-node's exit code of it). `guard`: from load_link_guard (null: --insecure).
-/// `external`: the step of an external model's workers (the Python
-/// module's run_node); troupe-node has none.
+/// chief was lost (exit_code() makes troupe-node's exit code of it). `guard`:
+/// from load_link_guard (null: --insecure). `external`: the step of an external
+/// model's workers (the Python module's run_node); troupe-node has none.
 caf::error run_member_node(const run_config& cfg, const std::string& node,
-                    std::shared_ptr<const link_guard> guard,
-                    const link_options& links, stop_signals& signals,
-                    external_step_factory external = nullptr);
+                           std::shared_ptr<const link_guard> guard,
+                           const link_options& links, stop_signals& signals,
+                           external_step_factory external = nullptr);
 
 /// What troupe-node --join was asked for.
 struct join_options {
   std::string chief_address; ///< HOST:PORT
   int workers = 1;
-  std::string name;   ///< this node's name; empty: the chief picks one
-  int threads = 0;    ///< 0: the run config's
+  std::string name; ///< this node's name; empty: the chief picks one
+  int threads = 0;  ///< 0: the run config's
   std::optional<device_spec> device; ///< --device; empty: the config's
   double timeout_s = 10;
   link_options links; ///< --key, --tls-* and --insecure

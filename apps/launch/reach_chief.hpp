@@ -17,9 +17,9 @@ namespace troupe {
 /// When a node agent listens at host:port (an address of a cluster file
 /// other than the chief's): "H:P is node NAME of a troupe cluster, not its
 /// chief; the chief is at C". Nothing: something else listens there.
-inline std::optional<std::string>
-node_listening_at(caf::actor_system& sys, const std::string& host,
-                  uint16_t port) {
+inline std::optional<std::string> node_listening_at(caf::actor_system& sys,
+                                                    const std::string& host,
+                                                    uint16_t port) {
   // The connection is open already (the first try got as far as the
   // interface), so a short deadline is plenty.
   auto agent = connect_to<node_agent_actor>(sys, host, port,
@@ -45,11 +45,9 @@ node_listening_at(caf::actor_system& sys, const std::string& host,
 /// The error (errc::node_unreachable) reads "cannot reach <who> within
 /// <timeout_s> s: <cause>"; `who` defaults to "the chief at host:port".
 /// `patient`: see connect_retrying (a chief that comes back).
-inline caf::expected<chief_actor> reach_chief(caf::actor_system& sys,
-                                              const std::string& host,
-                                              uint16_t port, double timeout_s,
-                                              std::string who = "",
-                                              bool patient = false) {
+inline caf::expected<chief_actor>
+reach_chief(caf::actor_system& sys, const std::string& host, uint16_t port,
+            double timeout_s, std::string who = "", bool patient = false) {
   auto chief = connect_retrying<chief_actor>(sys, host, port, timeout_s,
                                              patient);
   if (chief)

@@ -22,9 +22,8 @@ sigset_t stop_set() {
 /// actor system may be in any state), the code says which signal it was.
 [[noreturn]] void exit_now(const std::string& program, int signo,
                            const char* why) {
-  auto line = program + ": " + signal_name(signo) + why
-              + ": exiting at once\n";
-  (void) !::write(2, line.data(), line.size());
+  auto line = program + ": " + signal_name(signo) + why + ": exiting at once\n";
+  (void)!::write(2, line.data(), line.size());
   ::_exit(128 + signo);
 }
 
@@ -32,12 +31,9 @@ sigset_t stop_set() {
 
 std::string signal_name(int signo) {
   switch (signo) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    default:
-      return "signal " + std::to_string(signo);
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "signal " + std::to_string(signo);
   }
 }
 

@@ -12,7 +12,9 @@ std::string number(double x) {
   return number_text(x, digits::float_exact);
 }
 
-std::string number(int64_t x) { return std::to_string(x); }
+std::string number(int64_t x) {
+  return std::to_string(x);
+}
 
 /// The text being written, and the labels every series of it carries:
 /// the run's name and id, so that the series of two runs scraped by one
@@ -27,8 +29,8 @@ class family {
 public:
   family(page& out, const char* name, const char* type, const char* help)
     : out_(out), name_(name) {
-    out_.text += std::string{"# HELP "} + name + " " + help + "\n# TYPE "
-                 + name + " " + type + "\n";
+    out_.text += std::string{"# HELP "} + name + " " + help + "\n# TYPE " + name
+                 + " " + type + "\n";
   }
 
   template <class T>
@@ -87,8 +89,7 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
          "Samples trained, all workers together (rate() is samples per "
          "second).")
     .sample(r.samples);
-  family(out, "troupe_planned_steps", "gauge",
-         "The steps the run ends at.")
+  family(out, "troupe_planned_steps", "gauge", "The steps the run ends at.")
     .sample(r.total_steps);
   family(out, "troupe_epoch", "gauge", "Epochs trained (fractional).")
     .sample(r.epoch);
@@ -103,8 +104,7 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
          "The shards' learning rate now (schedule and shell included).")
     .sample(r.learning_rate);
   if (r.loss >= 0)
-    family(out, "troupe_loss", "gauge", "Recent training loss.")
-      .sample(r.loss);
+    family(out, "troupe_loss", "gauge", "Recent training loss.").sample(r.loss);
   if (r.test_accuracy >= 0)
     family(out, "troupe_test_accuracy", "gauge",
            "Test accuracy of the last evaluation.")
@@ -131,8 +131,8 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   {
     family f(out, "troupe_node_up", "gauge", "1 while a node is up.");
     for (auto& n : v.nodes)
-      f.sample(int64_t{n.up ? 1 : 0}, label("node", n.name) + ","
-                                        + label("address", n.address));
+      f.sample(int64_t{n.up ? 1 : 0},
+               label("node", n.name) + "," + label("address", n.address));
   }
   {
     family f(out, "troupe_worker_steps_total", "counter",

@@ -24,16 +24,15 @@ caf::error choose_device(run_config& cfg, const std::string& node,
   for (size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].name == node && nodes[i].device) {
       cfg.training.device = *nodes[i].device;
-      where = cfg.origin + ": /cluster/nodes/" + std::to_string(i)
-              + "/device";
+      where = cfg.origin + ": /cluster/nodes/" + std::to_string(i) + "/device";
     }
   if (flag) {
     cfg.training.device = *flag;
     where = "--device";
   }
   // A click model's worker keeps its batch's rows and the MLP's gradients
-  // in host memory (actors/worker/worker.cpp): refused here, once, rather than by
-  // every worker as it starts (and by the chief restarting them).
+  // in host memory (actors/worker/worker.cpp): refused here, once, rather than
+  // by every worker as it starts (and by the chief restarting them).
   if (cfg.model.type == model_config::kind::click
       && cfg.training.device.is_gpu())
     return make_error(errc::invalid_config,

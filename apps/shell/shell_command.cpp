@@ -27,8 +27,8 @@ std::vector<std::string> words(const std::string& line) {
 
 /// "worker:3", "worker 3" -> worker 3; "feeder" -> the feeder. Nothing
 /// for an unknown role or a number that is not one.
-bool parse_actor(const std::vector<std::string>& w, size_t at,
-                 actor_ref& out, bool& known_role) {
+bool parse_actor(const std::vector<std::string>& w, size_t at, actor_ref& out,
+                 bool& known_role) {
   known_role = false;
   if (w.size() <= at)
     return false;
@@ -198,8 +198,7 @@ caf::expected<shell_command> parse_shell_command(const std::string& line) {
         return usage("set lr: expected a number > 0, got \"" + w[2] + "\"");
       return c;
     }
-    default:
-      return c;
+    default: return c;
   }
 }
 

@@ -1,6 +1,6 @@
 // troupe-shell's command language: the line a person types, parsed into
-// what the chief's typed requests take (actors/protocol/shell_protocol.hpp). The
-// chief never sees text.
+// what the chief's typed requests take (actors/protocol/shell_protocol.hpp).
+// The chief never sees text.
 #pragma once
 
 #include <cstdint>
@@ -31,13 +31,13 @@ struct shell_command {
     drain
   };
   verb what = verb::help;
-  std::string word;    ///< the command as typed ("add-worker")
-  actor_ref target;    ///< inspect, kill, drain
-  int32_t count = 1;   ///< add-worker: how many
-  std::string node;    ///< add-worker: where ("": the least loaded node);
-                       ///< add-shard: where
+  std::string word;  ///< the command as typed ("add-worker")
+  actor_ref target;  ///< inspect, kill, drain
+  int32_t count = 1; ///< add-worker: how many
+  std::string node;  ///< add-worker: where ("": the least loaded node);
+                     ///< add-shard: where
   tune_key key = tune_key::lr; ///< set
-  double value = 0;    ///< set
+  double value = 0;            ///< set
 };
 
 /// The longest command line.

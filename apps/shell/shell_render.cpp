@@ -54,8 +54,9 @@ std::string binary_size(double bytes) {
   return buf;
 }
 
-std::string table(const json& rows,
-                  const std::vector<std::pair<std::string, std::string>>& cols) {
+std::string
+table(const json& rows,
+      const std::vector<std::pair<std::string, std::string>>& cols) {
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> width;
   for (auto& [key, head] : cols)
@@ -65,7 +66,7 @@ std::string table(const json& rows,
     for (size_t c = 0; c < cols.size(); ++c) {
       auto& key = cols[c].first;
       // "step" shows a shard's version, so one column serves both.
-      auto v = r.contains(key) ? r[key]
+      auto v = r.contains(key)                          ? r[key]
                : key == "step" && r.contains("version") ? r["version"]
                                                         : json{};
       line.push_back(cell(v));
@@ -92,16 +93,21 @@ std::string table(const json& rows,
 }
 
 const std::vector<std::pair<std::string, std::string>> actor_cols = {
-  {"id", "ACTOR"},   {"role", "ROLE"},
-  {"node", "NODE"},  {"state", "STATE"},
-  {"step", "STEP/VERSION"}, {"examples_per_sec", "EXAMPLES/S"},
-  {"staleness", "STALENESS"}, {"restarts", "RESTARTS"}};
+  {"id", "ACTOR"},
+  {"role", "ROLE"},
+  {"node", "NODE"},
+  {"state", "STATE"},
+  {"step", "STEP/VERSION"},
+  {"examples_per_sec", "EXAMPLES/S"},
+  {"staleness", "STALENESS"},
+  {"restarts", "RESTARTS"}};
 
 /// `workers` adds each one's process (a user's Python worker process
 /// shows as its interpreter) and why it last failed.
 std::vector<std::pair<std::string, std::string>> worker_cols() {
   auto cols = actor_cols;
-  cols.insert(cols.end(), {{"pid", "PID"}, {"host", "HOST"},
+  cols.insert(cols.end(), {{"pid", "PID"},
+                           {"host", "HOST"},
                            {"program", "PROGRAM"},
                            {"last_error", "LAST_ERROR"}});
   return cols;
@@ -122,7 +128,6 @@ std::string lines(const json& j, const std::string& indent = "") {
   }
   return out.str();
 }
-
 
 /// "1h02m", "3m05s", "42s"; "-" when unknown.
 std::string duration(const json& seconds) {
@@ -152,10 +157,10 @@ std::string for_people(const std::string& command, const json& j) {
          << ", ETA " << duration(r["eta_seconds"]) << ", "
          << cell(r["examples_per_sec"]) << " examples/s, lr "
          << cell(r["learning_rate"]) << ", loss " << cell(r["loss"])
-         << ", test accuracy "
-         << cell(r["test_accuracy"]) << (r["paused"].get<bool>() ? ", PAUSED" : "")
-         << (r["recovering"].get<bool>() ? ", RECOVERING" : "")
-         << ", restarts " << cell(r["restarts"]) << ", shard recoveries "
+         << ", test accuracy " << cell(r["test_accuracy"])
+         << (r["paused"].get<bool>() ? ", PAUSED" : "")
+         << (r["recovering"].get<bool>() ? ", RECOVERING" : "") << ", restarts "
+         << cell(r["restarts"]) << ", shard recoveries "
          << cell(r["shard_recoveries"]) << " (" << cell(r["lost_steps"])
          << " steps lost)\n";
     return head.str() + table(j["actors"], actor_cols);
@@ -200,8 +205,8 @@ json taken_over_json(const run_view& r) {
   if (!r.taken_over)
     return nullptr;
   return {{"from_step", r.taken_from_step},
-          {"lost_steps", r.taken_lost_steps >= 0 ? json(r.taken_lost_steps)
-                                                 : json(nullptr)}};
+          {"lost_steps",
+           r.taken_lost_steps >= 0 ? json(r.taken_lost_steps) : json(nullptr)}};
 }
 
 json percent_done(const run_view& r) {
@@ -222,12 +227,12 @@ json run_json(const run_view& r) {
           {"examples_per_sec", r.examples_per_sec},
           // null, not a -1 a script could average in, before the first
           // evaluation.
-          {"test_accuracy", r.test_accuracy >= 0 ? json(r.test_accuracy)
-                                                 : json(nullptr)},
+          {"test_accuracy",
+           r.test_accuracy >= 0 ? json(r.test_accuracy) : json(nullptr)},
           {"total_steps", r.total_steps},
           {"percent_done", percent_done(r)},
-          {"eta_seconds", r.eta_seconds >= 0 ? json(r.eta_seconds)
-                                             : json(nullptr)},
+          {"eta_seconds",
+           r.eta_seconds >= 0 ? json(r.eta_seconds) : json(nullptr)},
           {"learning_rate", r.learning_rate},
           {"loss", r.loss >= 0 ? json(r.loss) : json(nullptr)},
           {"paused", r.paused},
@@ -395,11 +400,11 @@ caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
           j["optimizer"] = v.run.optimizer;
           return j;
         }
-      return no_such("no shard " + std::to_string(a.index)
-                     + (v.shards.empty()
-                          ? std::string{" (the shards have not started)"}
-                          : " (shards: 0-"
-                              + std::to_string(v.shards.size() - 1) + ")"));
+      return no_such(
+        "no shard " + std::to_string(a.index)
+        + (v.shards.empty()
+             ? std::string{" (the shards have not started)"}
+             : " (shards: 0-" + std::to_string(v.shards.size() - 1) + ")"));
   }
   return no_such("unknown actor");
 }
@@ -418,12 +423,8 @@ caf::expected<std::string> render_view(const shell_command& c,
     case verb::help:
       return raw_json ? json{{"help", shell_help}}.dump() + "\n"
                       : std::string{shell_help} + "\n";
-    case verb::status:
-      j = status_json(v);
-      break;
-    case verb::nodes:
-      j = nodes_json(v);
-      break;
+    case verb::status: j = status_json(v); break;
+    case verb::nodes: j = nodes_json(v); break;
     case verb::workers:
       j = json::array();
       for (auto& w : v.workers)

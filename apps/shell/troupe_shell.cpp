@@ -4,7 +4,8 @@
 //   troupe-shell --connect HOST:PORT -c "status"  one command, for scripts
 //                                 [--json]        the chief's JSON as is
 //                                 [--run ID]      only if the chief runs ID
-//                                 [--key F | --tls-ca F --tls-cert F --tls-key F]
+//                                 [--key F | --tls-ca F --tls-cert F --tls-key
+//                                 F]
 // Exit codes: 0 done; 1 the command failed or the chief is unreachable;
 // 2 bad command line.
 #include <chrono>
@@ -42,8 +43,7 @@ constexpr auto answer_patience = std::chrono::seconds(60);
 /// Prints `text` and returns 0, or prints the error and returns 1.
 int report(const caf::expected<std::string>& text) {
   if (!text) {
-    std::cerr << "troupe-shell: error: " << describe(text.error())
-              << std::endl;
+    std::cerr << "troupe-shell: error: " << describe(text.error()) << std::endl;
     return 1;
   }
   std::cout << *text << std::flush;
@@ -65,8 +65,8 @@ using answer_slot = std::shared_ptr<std::promise<caf::expected<std::string>>>;
 /// A handler of the answer's types (a typed response handler needs them
 /// spelled out) that hands what `render` makes of it to `slot`.
 template <class Render, class... Args>
-auto render_into(caf::event_based_actor* self, answer_slot slot,
-                 Render render, caf::detail::type_list<Args...>) {
+auto render_into(caf::event_based_actor* self, answer_slot slot, Render render,
+                 caf::detail::type_list<Args...>) {
   return [self, slot, render](Args... answer) mutable {
     self->quit();
     slot->set_value(render(std::forward<Args>(answer)...));
@@ -96,14 +96,13 @@ int ask(const session& s, Render render, Ts... request) {
     });
     self->monitor(s.chief);
     self->request(s.chief, answer_patience, request...)
-      .then(render_into(self, slot, render, args{}),
-            [=](caf::error& err) {
-              self->quit();
-              if (err == caf::sec::request_timeout)
-                slot->set_value(make_error(errc::node_unreachable, silent));
-              else
-                slot->set_value(std::move(err));
-            });
+      .then(render_into(self, slot, render, args{}), [=](caf::error& err) {
+        self->quit();
+        if (err == caf::sec::request_timeout)
+          slot->set_value(make_error(errc::node_unreachable, silent));
+        else
+          slot->set_value(std::move(err));
+      });
   });
   return report(answer.get());
 }
@@ -117,8 +116,7 @@ int execute(const session& s, const std::string& line, bool raw_json) {
   auto c = std::move(*parsed);
   using verb = shell_command::verb;
   switch (c.what) {
-    case verb::help:
-      return report(render_view(c, cluster_view{}, raw_json));
+    case verb::help: return report(render_view(c, cluster_view{}, raw_json));
     case verb::add_worker:
       return ask(
         s,
@@ -128,8 +126,7 @@ int execute(const session& s, const std::string& line, bool raw_json) {
         join_atom_v, c.count, c.node);
     case verb::kill:
       return ask(
-        s,
-        [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
+        s, [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
         c.target);
     case verb::add_shard:
     case verb::drain: {
@@ -142,13 +139,11 @@ int execute(const session& s, const std::string& line, bool raw_json) {
     }
     case verb::checkpoint:
       return ask(
-        s,
-        [&](std::string& path) { return render_checkpoint(path, raw_json); },
+        s, [&](std::string& path) { return render_checkpoint(path, raw_json); },
         snapshot_atom_v);
     case verb::tune:
       return ask(
-        s,
-        [&](double value) { return render_tuned(c.key, value, raw_json); },
+        s, [&](double value) { return render_tuned(c.key, value, raw_json); },
         tune_atom_v, c.key, c.value);
     case verb::pause:
     case verb::resume: {
@@ -160,12 +155,10 @@ int execute(const session& s, const std::string& line, bool raw_json) {
     }
     case verb::stop:
       return ask(
-        s, [&](bool) { return render_stopping(raw_json); },
-        stop_atom_v);
+        s, [&](bool) { return render_stopping(raw_json); }, stop_atom_v);
     default: // answered from the cluster view
       return ask(
-        s,
-        [&](cluster_view& v) { return render_view(c, v, raw_json); },
+        s, [&](cluster_view& v) { return render_view(c, v, raw_json); },
         stats_atom_v);
   }
 }
@@ -174,8 +167,8 @@ int execute(const session& s, const std::string& line, bool raw_json) {
 // Completion. The first word completes to a command; later words to an
 // actor: the roles, and the shards' and workers' ids as the chief lists
 // them at that moment (asked with a short timeout on each Tab).
-const std::vector<std::string> actor_roles{"chief", "feeder", "shard:",
-                                           "worker:"};
+const std::vector<std::string> actor_roles{"chief", "feeder",
+                                           "shard:", "worker:"};
 
 struct completion_source {
   caf::actor_system* sys = nullptr;
@@ -314,7 +307,8 @@ int main(int argc, char** argv) {
   double timeout_s = 5;
   app.add_option("--connect", address, "the chief's HOST:PORT")->required();
   app.add_option("-c,--command", command, "run one command and exit");
-  app.add_flag("--json", raw_json, "print the chief's JSON replies as they are");
+  app.add_flag("--json", raw_json,
+               "print the chief's JSON replies as they are");
   app.add_option("--timeout", timeout_s, "seconds to wait for the chief")
     ->check(CLI::PositiveNumber);
   std::string expected_run;
@@ -354,9 +348,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!expected_run.empty() && run->first != expected_run) {
-    std::cerr << "troupe-shell: error: the chief at " << address
-              << " runs run " << run->first << ", not " << expected_run
-              << std::endl;
+    std::cerr << "troupe-shell: error: the chief at " << address << " runs run "
+              << run->first << ", not " << expected_run << std::endl;
     return 1;
   }
   if (!command.empty())

@@ -44,30 +44,25 @@ std::string describe(const caf::error& err) {
     switch (static_cast<caf::exit_reason>(err.code())) {
       case caf::exit_reason::remote_link_unreachable:
         return "its process was lost (the connection to its node broke)";
-      case caf::exit_reason::kill:
-        return "it was killed";
-      case caf::exit_reason::user_shutdown:
-        return "it was stopped";
+      case caf::exit_reason::kill: return "it was killed";
+      case caf::exit_reason::user_shutdown: return "it was stopped";
       case caf::exit_reason::unhandled_exception:
         return "it raised an exception it did not handle";
       case caf::exit_reason::unreachable:
         return "it could no longer be reached";
       case caf::exit_reason::out_of_workers:
         return "its process had no threads left to run it";
-      default:
-        break;
+      default: break;
     }
   }
   if (err.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(err.code())) {
-      case caf::sec::request_timeout:
-        return "it gave no answer in time";
+      case caf::sec::request_timeout: return "it gave no answer in time";
       case caf::sec::request_receiver_down:
         return "it was gone before it answered";
       case caf::sec::cannot_connect_to_node:
         return "its node cannot be connected to";
-      default:
-        break;
+      default: break;
     }
   }
   return to_string(err);

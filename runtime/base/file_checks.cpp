@@ -37,8 +37,7 @@ caf::expected<std::string> read_whole_file(const std::string& path,
   if (size > max_bytes)
     return make_error(errc::bad_format,
                       path + ": a file of " + std::to_string(size)
-                        + " bytes (at most " + std::to_string(max_bytes)
-                        + ")");
+                        + " bytes (at most " + std::to_string(max_bytes) + ")");
   std::string out(static_cast<size_t>(size), '\0');
   in.read(out.data(), static_cast<std::streamsize>(size));
   if (static_cast<uint64_t>(in.gcount()) != size)

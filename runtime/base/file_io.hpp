@@ -1,6 +1,7 @@
 // What the writers and readers of checkpoint files share: an owned file
 // descriptor, a write that finishes or fails, and errors that name the
-// file. Inline, for runtime/checkpoint/checkpoint.cpp and runtime/sparse/table_file.cpp.
+// file. Inline, for runtime/checkpoint/checkpoint.cpp and
+// runtime/sparse/table_file.cpp.
 #pragma once
 
 #include <cerrno>
@@ -22,7 +23,8 @@ inline caf::error io_error(const std::string& path, const std::string& what) {
 
 /// `what` may quote names and values of the file (a tensor's key, the
 /// step): escaped, so the error stays one line.
-inline caf::error format_error(const std::string& path, const std::string& what) {
+inline caf::error format_error(const std::string& path,
+                               const std::string& what) {
   return make_error(errc::bad_format, path + ": " + printable(what));
 }
 

@@ -33,7 +33,7 @@ public:
       restore_ = true;
     }
 #else
-    (void) enable;
+    (void)enable;
 #endif
   }
 

@@ -1,6 +1,6 @@
 // What the readers of JSON files (runtime/config/config.cpp, the checkpoint
-// header in runtime/checkpoint/checkpoint.cpp) do before and after nlohmann parses:
-// bound the nesting, and keep messages that quote the file on one line.
+// header in runtime/checkpoint/checkpoint.cpp) do before and after nlohmann
+// parses: bound the nesting, and keep messages that quote the file on one line.
 #pragma once
 
 #include <cstddef>

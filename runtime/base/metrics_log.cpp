@@ -46,8 +46,8 @@ caf::error metrics_log::open(const std::string& dir, const metrics_run& run) {
   if (auto err = prepare(dir))
     return err;
   base_ = dir + "/" + run.name + "-" + run.run_id;
-  auto label = "# run=" + run.name + " run_id=" + run.run_id + " mode="
-               + run.mode + " workers=" + std::to_string(run.workers)
+  auto label = "# run=" + run.name + " run_id=" + run.run_id
+               + " mode=" + run.mode + " workers=" + std::to_string(run.workers)
                + " data_partition=" + run.partition + "\n";
   auto open_one = [&](file& f, const std::string& path,
                       const char* header) -> caf::error {
@@ -110,8 +110,8 @@ void metrics_log::progress(double seconds, int64_t step, double epoch,
   std::fflush(progress_csv_.get());
 }
 
-void metrics_log::worker(int32_t id, double seconds, int64_t step,
-                         double loss, double examples_per_sec) {
+void metrics_log::worker(int32_t id, double seconds, int64_t step, double loss,
+                         double examples_per_sec) {
   if (!jsonl_ && !listener_)
     return;
   char line[256];

@@ -11,10 +11,9 @@ process_usage own_process_usage() {
   process_usage u;
   rusage r{};
   if (getrusage(RUSAGE_SELF, &r) == 0)
-    u.cpu_seconds = static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec)
-                    + static_cast<double>(r.ru_utime.tv_usec
-                                          + r.ru_stime.tv_usec)
-                        * 1e-6;
+    u.cpu_seconds =
+      static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec)
+      + static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
   std::ifstream statm{"/proc/self/statm"};
   int64_t size = 0, resident = 0;
   if (statm >> size >> resident)

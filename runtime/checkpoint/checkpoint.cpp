@@ -39,9 +39,10 @@ using namespace file_io;
 caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
   const size_t total = ckpt.layout.total();
   if (ckpt.params.size() != total)
-    return make_error(errc::wrong_size,
-                      path + ": params have " + std::to_string(ckpt.params.size())
-                        + " values, layout needs " + std::to_string(total));
+    return make_error(errc::wrong_size, path + ": params have "
+                                          + std::to_string(ckpt.params.size())
+                                          + " values, layout needs "
+                                          + std::to_string(total));
   for (auto& [name, values] : ckpt.slots)
     if (values.size() != total)
       return make_error(errc::wrong_size,
@@ -91,7 +92,8 @@ caf::error write_checkpoint(const std::string& path, const checkpoint& ckpt) {
       size_t bytes = t.size * sizeof(float);
       header[prefix + "/" + t.name] = {{"dtype", "F32"},
                                        {"shape", t.dims},
-                                       {"data_offsets", {offset, offset + bytes}}};
+                                       {"data_offsets",
+                                        {offset, offset + bytes}}};
       offset += bytes;
     }
   std::vector<const std::vector<float>*> data;
@@ -133,8 +135,9 @@ caf::error read_metadata(const json& header, const std::string& path,
                               "not \"troupe-checkpoint\")");
   if (meta.value("version", "") != format_version)
     return format_error(path, "unsupported checkpoint version \""
-                                + meta.value("version", "") + "\", this "
-                                "build reads version 1");
+                                + meta.value("version", "")
+                                + "\", this "
+                                  "build reads version 1");
   for (auto& [key, value] : meta.items())
     if (key != "format" && key != "version" && key != "step")
       out.metadata[key] = value.get<std::string>();
@@ -191,8 +194,8 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
         return format_error(path, "tensor " + key + " is not an object");
       auto dtype = value.at("dtype");
       if (!dtype.is_string() || dtype.get<std::string>() != "F32")
-        return format_error(path, "tensor " + key + " has dtype "
-                                    + dtype.dump() + ", expected F32");
+        return format_error(path, "tensor " + key + " has dtype " + dtype.dump()
+                                    + ", expected F32");
       auto extent = read_f32_extent(path, key, value, data_size);
       if (!extent)
         return extent.error();
@@ -208,8 +211,8 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       if (entries[i].begin < entries[i - 1].end)
         return format_error(path, "tensors " + entries[i - 1].prefix + "/"
                                     + entries[i - 1].name + " and "
-                                    + entries[i].prefix + "/"
-                                    + entries[i].name + " overlap");
+                                    + entries[i].prefix + "/" + entries[i].name
+                                    + " overlap");
     std::map<std::string, const entry*> by_key;
     for (auto& e : entries)
       by_key[e.prefix + "/" + e.name] = &e;
@@ -256,8 +259,9 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       }
       for (size_t i = 0; i < dst.size(); ++i)
         if (!std::isfinite(dst[i]))
-          return format_error(path, prefix + " holds a NaN or infinite "
-                                             "value (element "
+          return format_error(path, prefix
+                                      + " holds a NaN or infinite "
+                                        "value (element "
                                       + std::to_string(i) + ")");
       return caf::none;
     };
@@ -280,8 +284,8 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
                                   + " tensors fit no parameter of the "
                                     "checkpoint's layout");
   } catch (const json::exception& e) {
-    return format_error(path, std::string{"corrupt safetensors header: "}
-                                + e.what());
+    return format_error(path,
+                        std::string{"corrupt safetensors header: "} + e.what());
   } catch (const std::invalid_argument& e) {
     return format_error(path, e.what());
   }

@@ -55,7 +55,7 @@ std::vector<checkpoint_file> list_checkpoints(const std::string& dir) {
                         [](char c) { return c >= '0' && c <= '9'; }))
       continue;
     auto path = dir + "/" + name;
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
       continue;
     out.push_back({path, std::stoll(digits)});
@@ -89,8 +89,8 @@ load_newest(const std::string& dir, const run_stamp& stamp,
     auto run = meta(*head, "run_id");
     auto digest = meta(*head, "config_digest");
     if (pick == checkpoint_pick::this_run && run != stamp.run_id) {
-      pass(f, run.empty() ? "written by no run of this troupe"
-                          : "of run " + run);
+      pass(f,
+           run.empty() ? "written by no run of this troupe" : "of run " + run);
       continue;
     }
     // A file written before resume digests matches its whole config.

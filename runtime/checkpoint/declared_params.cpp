@@ -50,10 +50,10 @@ struct buffer_dtype {
 };
 
 constexpr buffer_dtype buffer_dtypes[] = {
-  {"F64", 8, read_element<double>},   {"F32", 4, read_element<float>},
-  {"I64", 8, read_element<int64_t>},  {"I32", 4, read_element<int32_t>},
-  {"I16", 2, read_element<int16_t>},  {"I8", 1, read_element<int8_t>},
-  {"U8", 1, read_element<uint8_t>},   {"BOOL", 1, read_element<uint8_t>}};
+  {"F64", 8, read_element<double>},  {"F32", 4, read_element<float>},
+  {"I64", 8, read_element<int64_t>}, {"I32", 4, read_element<int32_t>},
+  {"I16", 2, read_element<int16_t>}, {"I8", 1, read_element<int8_t>},
+  {"U8", 1, read_element<uint8_t>},  {"BOOL", 1, read_element<uint8_t>}};
 
 /// `dtype`'s entry, or null for a dtype a buffer cannot have.
 const buffer_dtype* find_buffer_dtype(const std::string& dtype) {
@@ -91,8 +91,9 @@ declared_buffers(const std::string& path, const nlohmann::json& header) {
                                   "and dtypes in a string");
   for (auto& [name, dtype] : names.items()) {
     if (!dtype.is_string())
-      return format_error(path, "buffer " + name + " has a dtype that is "
-                                  "not a string in __metadata__/"
+      return format_error(path, "buffer " + name
+                                  + " has a dtype that is "
+                                    "not a string in __metadata__/"
                                   + buffers_key);
     out[name] = dtype.get<std::string>();
   }
@@ -154,12 +155,14 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                                   "control characters");
       if (!value.is_object() || !value.contains("dtype")
           || !value.contains("shape") || !value.contains("data_offsets"))
-        return format_error(path, "tensor " + key + " is not an object with "
-                                  "dtype, shape and data_offsets");
+        return format_error(path, "tensor " + key
+                                    + " is not an object with "
+                                      "dtype, shape and data_offsets");
       auto& dtype_json = value.at("dtype");
       if (!dtype_json.is_string())
-        return format_error(path, "tensor " + key + " has a dtype that is "
-                                  "not a string");
+        return format_error(path, "tensor " + key
+                                    + " has a dtype that is "
+                                      "not a string");
       auto dtype = dtype_json.get<std::string>();
       bool buffer = buffers->count(key) > 0;
       const buffer_dtype* stored = buffer ? find_buffer_dtype(dtype) : nullptr;
@@ -177,13 +180,15 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
                                     buffer ? stored->bytes : sizeof(float));
       if (!extent)
         return extent.error();
-      entry e{key, std::move(extent->dims), extent->begin, extent->end,
-              dtype, buffer ? buffers->at(key) : dtype, buffer};
+      entry e{key,           std::move(extent->dims),
+              extent->begin, extent->end,
+              dtype,         buffer ? buffers->at(key) : dtype,
+              buffer};
       entries.push_back(std::move(e));
     }
   } catch (const json::exception& e) {
-    return format_error(path, std::string{"corrupt safetensors header: "}
-                                + e.what());
+    return format_error(path,
+                        std::string{"corrupt safetensors header: "} + e.what());
   }
   if (entries.empty())
     return format_error(path, "holds no tensors");
@@ -213,8 +218,9 @@ caf::expected<declared_params> read_declared_params(const std::string& path) {
       double v = stored->read(src, j);
       dst[j] = static_cast<float>(v);
       if (!std::isfinite(dst[j]))
-        return format_error(path, "tensor " + t.name + " holds a NaN or "
-                                  "infinite value (element "
+        return format_error(path, "tensor " + t.name
+                                    + " holds a NaN or "
+                                      "infinite value (element "
                                     + std::to_string(j) + ")");
       if (integer && std::fabs(v) > exact_integers)
         return format_error(path, "buffer " + t.name + " holds "
@@ -262,8 +268,8 @@ std::string values_digest(const std::vector<float>& values) {
 }
 
 std::string describe_declared(const param_layout& layout) {
-  return "external (" + std::to_string(layout.tensors().size())
-         + " tensors, " + std::to_string(layout.total()) + " floats)";
+  return "external (" + std::to_string(layout.tensors().size()) + " tensors, "
+         + std::to_string(layout.total()) + " floats)";
 }
 
 } // namespace troupe

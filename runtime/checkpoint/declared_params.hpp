@@ -2,10 +2,11 @@
 // (model.type "external"): a safetensors file of F32 tensors, such as the
 // one the Python module writes from a PyTorch model's state_dict(), and
 // of buffers (tensor_slot::buffer: BatchNorm's running statistics, its
-// int64 num_batches_tracked) that the metadata names (buffers_key, safetensors_file.hpp). Its
-// tensors, in the order of their data in the file, are the run's layout
-// (the shards split it by size as any other), and its values the
-// parameters the run starts from. Checkpoints then hold the same names
+// int64 num_batches_tracked) that the metadata names (buffers_key,
+// safetensors_file.hpp). Its tensors, in the order of their data in the file,
+// are the run's layout (the shards split it by size as any other), and its
+// values the parameters the run starts from. Checkpoints then hold the same
+// names
 // ("params/<name>", checkpoint.hpp).
 #pragma once
 

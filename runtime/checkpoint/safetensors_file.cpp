@@ -71,17 +71,15 @@ caf::expected<safetensors_file> read_safetensors_file(const std::string& path,
   try {
     out.header = json::parse(text, text + len);
   } catch (const json::exception& e) {
-    return format_error(path, std::string{"corrupt safetensors header: "}
-                                + e.what());
+    return format_error(path,
+                        std::string{"corrupt safetensors header: "} + e.what());
   }
   return out;
 }
 
-caf::expected<tensor_extent> read_f32_extent(const std::string& path,
-                                             const std::string& key,
-                                             const json& value,
-                                             uint64_t data_size,
-                                             size_t element_bytes) {
+caf::expected<tensor_extent>
+read_f32_extent(const std::string& path, const std::string& key,
+                const json& value, uint64_t data_size, size_t element_bytes) {
   if (!value.is_object() || !value.contains("shape")
       || !value.contains("data_offsets"))
     return format_error(path, "tensor " + key

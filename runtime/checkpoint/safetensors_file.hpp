@@ -53,12 +53,10 @@ struct tensor_extent {
 /// data (so no count overflows), data_offsets spanning exactly that many
 /// elements, inside the data. errc::bad_format naming `path` and the
 /// tensor otherwise.
-caf::expected<tensor_extent> read_f32_extent(const std::string& path,
-                                             const std::string& key,
-                                             const nlohmann::json& value,
-                                             uint64_t data_size,
-                                             size_t element_bytes
-                                             = sizeof(float));
+caf::expected<tensor_extent>
+read_f32_extent(const std::string& path, const std::string& key,
+                const nlohmann::json& value, uint64_t data_size,
+                size_t element_bytes = sizeof(float));
 
 /// Reads `path`'s header, and with `whole` the whole file. Errors name the
 /// file: errc::file_not_found, errc::io_error, errc::bad_format (not a

@@ -26,9 +26,9 @@ const char* to_string(activation act);
 
 /// Loss and accuracy of one batch.
 struct batch_loss {
-  double loss_sum = 0;  ///< sum over rows of -log p(label) (or the row's
-                        ///< mean loss, runtime/compute/losses.hpp)
-  int64_t correct = 0;  ///< rows whose arg-max equals the label
+  double loss_sum = 0;    ///< sum over rows of -log p(label) (or the row's
+                          ///< mean loss, runtime/compute/losses.hpp)
+  int64_t correct = 0;    ///< rows whose arg-max equals the label
   double abs_err_sum = 0; ///< mean squared error: sum over rows of the
                           ///< mean absolute error
 };
@@ -198,8 +198,8 @@ public:
   /// workspace, given dy after the activation's derivative: sets dw, db
   /// and, when dx is not null, dx.
   virtual void conv2d_backward(const conv_shape& s, const float* w, int out_c,
-                               const float* dy, float* dw, float* db,
-                               float* dx, float* workspace);
+                               const float* dy, float* dw, float* db, float* dx,
+                               float* workspace);
 };
 
 inline backend_buffer::~backend_buffer() {

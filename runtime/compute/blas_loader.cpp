@@ -38,8 +38,9 @@ library load() {
   const std::string inherited = had_coretype ? inherited_ptr : "";
   const char* policy_ptr = std::getenv("TROUPE_BLAS_KERNELS");
   const std::string policy = policy_ptr != nullptr ? policy_ptr : "auto";
-  const std::string from_env
-    = had_coretype ? " (OPENBLAS_CORETYPE=" + inherited + ")" : "";
+  const std::string from_env = had_coretype
+                                 ? " (OPENBLAS_CORETYPE=" + inherited + ")"
+                                 : "";
   std::string coretype; // what we ask for, or "" to leave the env alone
   if (policy == "auto" || policy.empty()) {
     if (cpu_runs_avx512_kernels()) {
@@ -68,13 +69,14 @@ library load() {
   // CNN with 2 threads). Read in the constructor: set here, OpenBLAS starts
   // no threads at all; the call after loading covers builds that ignore it.
   const char* inherited_threads_ptr = std::getenv("OPENBLAS_NUM_THREADS");
-  const std::string inherited_threads
-    = inherited_threads_ptr != nullptr ? inherited_threads_ptr : "";
+  const std::string inherited_threads = inherited_threads_ptr != nullptr
+                                          ? inherited_threads_ptr
+                                          : "";
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   void* handle = dlopen(TROUPE_OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
-    throw std::runtime_error(std::string{"cannot load "} + TROUPE_OPENBLAS_SONAME
-                             + ": " + dlerror()
+    throw std::runtime_error(std::string{"cannot load "}
+                             + TROUPE_OPENBLAS_SONAME + ": " + dlerror()
                              + " (install libopenblas0 or libopenblas-dev)");
   lib.sgemm = symbol<sgemm_fn>(handle, "cblas_sgemm");
   lib.set_num_threads = symbol<void (*)(int)>(handle,

@@ -23,8 +23,8 @@ struct library {
   sgemm_fn sgemm = nullptr;
   void (*set_num_threads)(int) = nullptr;
   int (*get_num_threads)() = nullptr;
-  std::string core;    ///< OpenBLAS's kernel family, e.g. "SkylakeX"
-  std::string choice;  ///< why: "auto: AVX-512 usable", "OPENBLAS_CORETYPE", ...
+  std::string core;   ///< OpenBLAS's kernel family, e.g. "SkylakeX"
+  std::string choice; ///< why: "auto: AVX-512 usable", "OPENBLAS_CORETYPE", ...
 };
 
 /// Loads OpenBLAS on first use (thread-safe) and returns it. Kernel policy,

@@ -7,7 +7,8 @@ namespace {
 
 /// The pixel of the padded batch where output row m's window starts.
 const float* window(const padded_images& x, int64_t m) {
-  const int64_t per_image = static_cast<int64_t>(x.out_height()) * x.out_width();
+  const int64_t per_image = static_cast<int64_t>(x.out_height())
+                            * x.out_width();
   const int64_t image = m / per_image, rest = m % per_image;
   const int64_t oy = rest / x.out_width(), ox = rest % x.out_width();
   return x.data + static_cast<size_t>(image) * x.image_floats()
@@ -41,16 +42,18 @@ void filter_grad(const padded_images& x, const float* dy, int n,
                  int64_t batch_rows, int b0, int b1, float* dw) {
   const int run = x.kernel * x.channels, patch = x.patch();
   const size_t row_stride = static_cast<size_t>(x.width) * x.channels;
-  const int64_t per_image = static_cast<int64_t>(x.out_height()) * x.out_width();
+  const int64_t per_image = static_cast<int64_t>(x.out_height())
+                            * x.out_width();
   for (int64_t m = b0 * per_image; m < b1 * per_image; ++m) {
     const float* pix = window(x, m);
     for (int q = 0; q < patch; ++q) {
       const float a = pix[(q / run) * row_stride + q % run];
       for (int j = 0; j < n; ++j)
-        dw[static_cast<size_t>(q) * n + j]
-          += a * dy[(static_cast<size_t>(j / panel_width) * batch_rows + m)
-                        * panel_width
-                    + j % panel_width];
+        dw[static_cast<size_t>(q) * n + j] +=
+          a
+          * dy[(static_cast<size_t>(j / panel_width) * batch_rows + m)
+                 * panel_width
+               + j % panel_width];
     }
   }
 }
@@ -63,8 +66,8 @@ const kernels& generic_kernels() {
 }
 
 const kernels& best_kernels() {
-  static const kernels& best
-    = avx2_kernels() != nullptr ? *avx2_kernels() : generic_kernels();
+  static const kernels& best = avx2_kernels() != nullptr ? *avx2_kernels()
+                                                         : generic_kernels();
   return best;
 }
 

@@ -152,9 +152,10 @@ void filter_grad(const padded_images& x, const float* dy, int n,
     for (int p = 0; p < panels(n); ++p) {
       // This image's rows of dy's panel p: (per_image, 16), read once per
       // 6 filter rows, so it stays in L1 (12.5 KB for a 14x14 output).
-      const float* d = dy + (static_cast<size_t>(p) * batch_rows
-                             + static_cast<size_t>(b) * per_image)
-                              * panel_width;
+      const float* d = dy
+                       + (static_cast<size_t>(p) * batch_rows
+                          + static_cast<size_t>(b) * per_image)
+                           * panel_width;
       for (int q = 0; q < patch; q += tile_rows) {
         const int rows = std::min(tile_rows, patch - q);
         size_t offset[tile_rows];
@@ -197,7 +198,9 @@ const kernels* avx2_kernels() {
 #else
 
 namespace troupe::conv {
-const kernels* avx2_kernels() { return nullptr; }
+const kernels* avx2_kernels() {
+  return nullptr;
+}
 } // namespace troupe::conv
 
 #endif

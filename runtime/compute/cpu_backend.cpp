@@ -207,14 +207,14 @@ public:
 
   void col2im(const float* dcols, const conv_shape& s, float* dx) override {
     const int oh = s.out_height(), ow = s.out_width(), patch = s.patch();
-    std::fill(dx, dx + static_cast<size_t>(s.batch) * s.height * s.width
-                         * s.channels,
-              0.f);
+    std::fill(
+      dx, dx + static_cast<size_t>(s.batch) * s.height * s.width * s.channels,
+      0.f);
     for (int b = 0; b < s.batch; ++b)
       for (int oy = 0; oy < oh; ++oy)
         for (int ox = 0; ox < ow; ++ox) {
-          const float* src
-            = dcols + ((static_cast<size_t>(b) * oh + oy) * ow + ox) * patch;
+          const float* src =
+            dcols + ((static_cast<size_t>(b) * oh + oy) * ow + ox) * patch;
           for (int ky = 0; ky < s.kernel; ++ky) {
             int iy = oy * s.stride - s.pad + ky;
             for (int kx = 0; kx < s.kernel; ++kx, src += s.channels) {
@@ -229,9 +229,8 @@ public:
         }
   }
 
-  void maxpool_forward(const float* x, int batch, int h, int w, int c,
-                       int size, int stride, float* y,
-                       int32_t* argmax) override {
+  void maxpool_forward(const float* x, int batch, int h, int w, int c, int size,
+                       int stride, float* y, int32_t* argmax) override {
     const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
     for (int b = 0; b < batch; ++b)
       for (int oy = 0; oy < oh; ++oy)

@@ -14,11 +14,15 @@ using conv::panel_width;
 using conv::panels;
 
 /// Regions start on 16-float (64-byte) boundaries.
-size_t round_up(size_t floats) { return (floats + 15) / 16 * 16; }
+size_t round_up(size_t floats) {
+  return (floats + 15) / 16 * 16;
+}
 
 /// The zero border around dy that turns the input gradient into a
 /// convolution: kernel - 1 - pad on each side.
-int dx_border(const shape& s) { return s.kernel - 1 - s.pad; }
+int dx_border(const shape& s) {
+  return s.kernel - 1 - s.pad;
+}
 
 /// Where each array lives in the workspace, in floats.
 struct layout {
@@ -79,8 +83,7 @@ void pad_images(const float* x, int h, int w, int c, int border, float* out,
 void pack_filters(const float* w, int rows, int n, float* packed) {
   for (int p = 0; p < panels(n); ++p)
     for (int q = 0; q < rows; ++q) {
-      float* dst = packed
-                   + (static_cast<size_t>(p) * rows + q) * panel_width;
+      float* dst = packed + (static_cast<size_t>(p) * rows + q) * panel_width;
       for (int j = 0; j < panel_width; ++j) {
         const int col = p * panel_width + j;
         dst[j] = col < n ? w[static_cast<size_t>(q) * n + col] : 0.f;
@@ -98,12 +101,12 @@ void pack_flipped_filters(const float* w, int kernel, int channels, int out_c,
       for (int kx = 0; kx < kernel; ++kx)
         for (int o = 0; o < out_c; ++o) {
           const int q = (ky * kernel + kx) * out_c + o;
-          const float* src
-            = w + static_cast<size_t>(((kernel - 1 - ky) * kernel
-                                       + (kernel - 1 - kx))
-                                      * channels)
-                    * out_c
-              + o;
+          const float* src = w
+                             + static_cast<size_t>(((kernel - 1 - ky) * kernel
+                                                    + (kernel - 1 - kx))
+                                                   * channels)
+                                 * out_c
+                             + o;
           float* dst = packed
                        + (static_cast<size_t>(p) * rows + q) * panel_width;
           for (int j = 0; j < panel_width; ++j) {
@@ -123,9 +126,8 @@ int row_parts(thread_pool& pool, int64_t rows) {
 /// Runs the forward loop over all rows of x's convolution, split by rows
 /// at multiples of the 6-row tile.
 void forward_rows(const conv::kernels& k, thread_pool& pool,
-                  const conv::padded_images& x, int batch,
-                  const float* filters, int n, const float* bias, bool relu,
-                  float* y) {
+                  const conv::padded_images& x, int batch, const float* filters,
+                  int n, const float* bias, bool relu, float* y) {
   const int64_t rows = static_cast<int64_t>(batch) * x.out_height()
                        * x.out_width();
   const int parts = row_parts(pool, rows);
@@ -187,8 +189,8 @@ void forward(const conv::kernels& k, thread_pool& pool, const float* x,
 }
 
 void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
-              const float* w, int out_c, const float* dy, float* dw,
-              float* db, float* dx, float* workspace) {
+              const float* w, int out_c, const float* dy, float* dw, float* db,
+              float* dx, float* workspace) {
   const int threads = pool.size();
   const layout l = regions(s, out_c, threads);
   const int64_t per_image = static_cast<int64_t>(s.out_height())
@@ -196,7 +198,9 @@ void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
   const int64_t rows = per_image * s.batch;
   const size_t dw_floats = static_cast<size_t>(s.patch()) * out_c;
   float* packed = workspace + l.dy_packed;
-  auto partial = [&](int i) { return workspace + l.partials + i * l.partial_floats; };
+  auto partial = [&](int i) {
+    return workspace + l.partials + i * l.partial_floats;
+  };
   // Each part packs its images' rows of dy into panels, sums their bias
   // gradient, and adds their filter gradient into its own partial sums.
   by_images(pool, s.batch, threads, [&](int64_t b0, int64_t b1, int i) {
@@ -208,16 +212,14 @@ void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
       for (int j = 0; j < out_c; ++j)
         part_db[j] += row[j];
       for (int p = 0; p < panels(out_c); ++p) {
-        float* dst = packed
-                     + (static_cast<size_t>(p) * rows + m) * panel_width;
+        float* dst = packed + (static_cast<size_t>(p) * rows + m) * panel_width;
         const int cols = std::min(panel_width, out_c - p * panel_width);
         std::memcpy(dst, row + p * panel_width, cols * sizeof(float));
         std::fill(dst + cols, dst + panel_width, 0.f);
       }
     }
     const conv::padded_images x_pad{workspace + l.x_pad, s.height + 2 * s.pad,
-                                    s.width + 2 * s.pad, s.channels,
-                                    s.kernel};
+                                    s.width + 2 * s.pad, s.channels, s.kernel};
     k.filter_grad(x_pad, packed, out_c, rows, static_cast<int>(b0),
                   static_cast<int>(b1), part_dw);
   });
@@ -234,8 +236,7 @@ void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
     return;
   const int q = dx_border(s);
   float* dy_pad = workspace + l.dy_pad;
-  pad_batch(pool, dy, s.batch, s.out_height(), s.out_width(), out_c, q,
-            dy_pad);
+  pad_batch(pool, dy, s.batch, s.out_height(), s.out_width(), out_c, q, dy_pad);
   float* filters = workspace + l.filters;
   pack_flipped_filters(w, s.kernel, s.channels, out_c, filters);
   const conv::padded_images padded{dy_pad, s.out_height() + 2 * q,

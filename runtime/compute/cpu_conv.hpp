@@ -45,8 +45,8 @@ void forward(const conv::kernels& k, thread_pool& pool, const float* x,
 /// dx is not null, dx (x's shape). `workspace` must hold what the last
 /// forward() of this shape left in it.
 void backward(const conv::kernels& k, thread_pool& pool, const shape& s,
-              const float* w, int out_c, const float* dy, float* dw,
-              float* db, float* dx, float* workspace);
+              const float* w, int out_c, const float* dy, float* dw, float* db,
+              float* dx, float* workspace);
 
 } // namespace cpu_conv
 } // namespace troupe

@@ -81,8 +81,8 @@ std::optional<device_spec> parse_device(const std::string& text) {
 }
 
 std::string bad_device_message(const std::string& text) {
-  return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \""
-         + printable(text) + "\"";
+  return "expected \"cpu\", \"gpu\" or \"gpu:N\", found \"" + printable(text)
+         + "\"";
 }
 
 const char* to_string(cluster_config::mode m) {
@@ -143,30 +143,27 @@ caf::expected<run_config> parse_run_config(const std::string& text,
   // file cannot exhaust the stack of the code that walks it.
   if (nested_deeper_than(text.data(), text.data() + text.size(),
                          max_config_depth))
-    return make_error(errc::invalid_config,
-                      origin + ": nested deeper than "
-                        + std::to_string(max_config_depth) + " levels");
+    return make_error(errc::invalid_config, origin + ": nested deeper than "
+                                              + std::to_string(max_config_depth)
+                                              + " levels");
   try {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("parse error");
-    return make_error(errc::invalid_config,
-                      origin + ": invalid JSON at " + position(text, e.byte)
-                        + ": "
-                        + printable(pos == std::string::npos
-                                      ? what
-                                      : what.substr(pos)));
+    return make_error(
+      errc::invalid_config,
+      origin + ": invalid JSON at " + position(text, e.byte) + ": "
+        + printable(pos == std::string::npos ? what : what.substr(pos)));
   } catch (const json::exception& e) {
     // A number beyond double's range (1e400) is out_of_range, not a parse
     // error.
     std::string what = e.what();
     auto pos = what.find("] ");
-    return make_error(errc::invalid_config,
-                      origin + ": invalid JSON: "
-                        + printable(pos == std::string::npos
-                                      ? what
-                                      : what.substr(pos + 2)));
+    return make_error(
+      errc::invalid_config,
+      origin + ": invalid JSON: "
+        + printable(pos == std::string::npos ? what : what.substr(pos + 2)));
   }
   try {
     run_config cfg;
@@ -246,8 +243,7 @@ caf::expected<std::string> read_config_text(const std::string& path) {
   if (!in) {
     struct stat st;
     if (stat(path.c_str(), &st) != 0)
-      return make_error(errc::file_not_found,
-                        path + ": config file not found");
+      return make_error(errc::file_not_found, path + ": config file not found");
     return make_error(errc::io_error, path + ": cannot read config file");
   }
   std::ostringstream text;
@@ -265,8 +261,8 @@ caf::expected<run_config> load_run_config(const std::string& path) {
 int compute_threads(int configured, int workers_here) {
   if (configured > 0)
     return configured;
-  const int cores
-    = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = static_cast<int>(
+    std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, workers_here));
 }
 

@@ -5,8 +5,8 @@
 // Shape of a file (see config/ for complete examples):
 //   { "name": "...",
 //     "model":    { "type": "mlp", "hidden": [256, 128], ... },
-//     "data":     { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
-//     "training": { "batch_size": 128, "epochs": 10,
+//     "data":     { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist"
+//     }, "training": { "batch_size": 128, "epochs": 10,
 //                   "optimizer": { "type": "adam", "learning_rate": 0.001 },
 //                   "checkpoint": { "dir": "ckpt", "every_steps": 1000 } } }
 #pragma once
@@ -66,8 +66,8 @@ struct model_config {
 };
 
 struct checkpoint_config {
-  std::string dir;          ///< empty: no checkpoints
-  int64_t every_steps = 0;  ///< 0: only at the end of the run
+  std::string dir;         ///< empty: no checkpoints
+  int64_t every_steps = 0; ///< 0: only at the end of the run
   /// Continue from the newest checkpoint in dir of the same config (and
   /// refuse a folder holding only other configs' checkpoints), or start
   /// from step 0 when it holds none, as TensorFlow's MonitoredTrainingSession
@@ -106,9 +106,9 @@ constexpr int64_t streamed_block = 4096;
 
 struct training_config {
   int batch_size = 128;
-  int epochs = 10;           ///< stop after this many epochs
-  int64_t max_steps = 0;     ///< 0: no step limit
-  uint64_t seed = 1;         ///< epoch shuffling seed
+  int epochs = 10;       ///< stop after this many epochs
+  int64_t max_steps = 0; ///< 0: no step limit
+  uint64_t seed = 1;     ///< epoch shuffling seed
   /// How workers divide the training set (runtime/data/data_partition.hpp).
   data_partition partition = data_partition::shared;
   /// Epochs shuffle blocks of this many consecutive samples, and the
@@ -119,7 +119,7 @@ struct training_config {
   /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
   /// the config's default: compute_threads() splits the node's cores.
   int threads = 0;
-  device_spec device;        ///< the workers' backend ("device"); cpu
+  device_spec device; ///< the workers' backend ("device"); cpu
   int64_t log_every_steps = 100;
   int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
   optimizer_config optimizer;

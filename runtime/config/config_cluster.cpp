@@ -14,7 +14,7 @@ namespace troupe::config_detail {
 constexpr size_t max_nodes = 1024;
 
 std::vector<node_config> read_nodes(const json& v, const std::string& at,
-                                   const std::string& base) {
+                                    const std::string& base) {
   if (!v.is_array() || v.empty())
     fail(at, "a non-empty array of nodes", v);
   if (v.size() > max_nodes)
@@ -30,8 +30,7 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at,
     auto name = r.require("name");
     if (!name.is_string() || name.get<std::string>().empty()
         || has_control(name.get<std::string>()))
-      fail(r.at("name"), "a non-empty string without control characters",
-           name);
+      fail(r.at("name"), "a non-empty string without control characters", name);
     n.name = name.get<std::string>();
     for (auto& m : nodes)
       if (m.name == n.name)
@@ -84,8 +83,7 @@ cluster_tls read_tls(object_reader r, const std::vector<node_config>& nodes) {
     every_node_has_own = every_node_has_own && !n.certificate.empty();
   t.certificate = path("certificate", !every_node_has_own);
   t.key = path("key", !every_node_has_own);
-  t.handshake_timeout_ms = r.integer("handshake_timeout_ms", 5000, 100,
-                                     600000);
+  t.handshake_timeout_ms = r.integer("handshake_timeout_ms", 5000, 100, 600000);
   r.finish();
   return t;
 }
@@ -102,8 +100,7 @@ cluster_config read_cluster(object_reader r) {
     }
     // Counts, where also given, must agree with the placement.
     auto agree = [&](const char* key, int sum) {
-      if (r.find(key) != nullptr
-          && r.integer(key, sum, 0) != sum)
+      if (r.find(key) != nullptr && r.integer(key, sum, 0) != sum)
         throw config_error{errc::invalid_config, r.at(key),
                            "must equal the " + std::string{key}
                              + " of the nodes (" + std::to_string(sum)
@@ -146,8 +143,10 @@ cluster_config read_cluster(object_reader r) {
                            + std::to_string(holders)};
   }
   c.consistency = r.choice("mode", mk::async,
-                           {{"async", mk::async}, {"sync", mk::sync},
-                            {"ssp", mk::ssp}, {"easgd", mk::easgd}});
+                           {{"async", mk::async},
+                            {"sync", mk::sync},
+                            {"ssp", mk::ssp},
+                            {"easgd", mk::easgd}});
   c.replicas_to_aggregate = static_cast<int>(
     r.integer("replicas_to_aggregate", 0, 0, 1024));
   if (c.replicas_to_aggregate > c.workers)
@@ -173,8 +172,7 @@ cluster_config read_cluster(object_reader r) {
   c.request_timeout_ms = r.integer("request_timeout_ms", 30000, 1);
   c.metrics_dir = r.path("metrics_dir", "");
   c.node_timeout_s = r.number("node_timeout_s", 30, 0, 1e6, true);
-  c.heartbeat_interval_ms = r.integer("heartbeat_interval_ms", 500, 1,
-                                      3600000);
+  c.heartbeat_interval_ms = r.integer("heartbeat_interval_ms", 500, 1, 3600000);
   c.connection_timeout_ms = r.integer("connection_timeout_ms", 3000, 1,
                                       3600000);
   if (c.connection_timeout_ms <= c.heartbeat_interval_ms)

@@ -108,10 +108,14 @@ data_config read_data(object_reader r) {
   using dk = data_config::kind;
   data_config d;
   d.format = r.choice<dk>("format", dk::idx,
-                          {{"idx", dk::idx}, {"cifar10", dk::cifar10},
-                           {"synthetic", dk::synthetic}, {"npy", dk::npy},
-                           {"npz", dk::npz}, {"csv", dk::csv},
-                           {"click", dk::click}, {"external", dk::external}},
+                          {{"idx", dk::idx},
+                           {"cifar10", dk::cifar10},
+                           {"synthetic", dk::synthetic},
+                           {"npy", dk::npy},
+                           {"npz", dk::npz},
+                           {"csv", dk::csv},
+                           {"click", dk::click},
+                           {"external", dk::external}},
                           true);
   if (d.format == dk::idx || d.format == dk::npy || d.format == dk::npz
       || d.format == dk::csv)

@@ -66,8 +66,9 @@ model_config read_model(object_reader r) {
                                   {"sigmoid", activation::sigmoid},
                                   {"tanh", activation::tanh}});
   }
-  m.init = r.choice<ik>("init", ik::he,
-                        {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
+  m.init = r.choice<ik>(
+    "init", ik::he,
+    {{"normal", ik::normal}, {"xavier", ik::xavier}, {"he", ik::he}});
   m.init_stddev = r.number("init_stddev", 1.0, 0, 1e6, true);
   if (m.type == mk::cnn) {
     m.conv_channels = r.int_list("conv_channels", {32, 64}, 1, 4096);

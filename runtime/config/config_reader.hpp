@@ -45,8 +45,8 @@ inline std::string found(const json& j) {
   }
 }
 
-[[noreturn]] inline void fail(const std::string& pointer, const std::string& expected,
-                       const json& got) {
+[[noreturn]] inline void fail(const std::string& pointer,
+                              const std::string& expected, const json& got) {
   throw config_error{errc::invalid_config, pointer,
                      "expected " + expected + ", found " + found(got)};
 }
@@ -67,7 +67,8 @@ inline std::string key_pattern(const std::string& pointer) {
       end = pointer.size();
     auto segment = pointer.substr(i + 1, end - i - 1);
     bool index = !segment.empty()
-                 && segment.find_first_not_of("0123456789") == std::string::npos;
+                 && segment.find_first_not_of("0123456789")
+                      == std::string::npos;
     out += "/" + (index ? std::string{"*"} : segment);
     i = end;
   }
@@ -130,8 +131,8 @@ public:
     return v == nullptr ? fallback : integer_value(*v, at(key), min, max);
   }
 
-  double number(const std::string& key, double fallback, double min,
-                double max, bool min_exclusive = false) {
+  double number(const std::string& key, double fallback, double min, double max,
+                bool min_exclusive = false) {
     auto* v = find(key);
     if (v == nullptr)
       return fallback;
@@ -195,8 +196,8 @@ public:
            *v);
     std::vector<int> out;
     for (size_t i = 0; i < v->size(); ++i)
-      out.push_back(static_cast<int>(integer_value(
-        (*v)[i], at(key) + "/" + std::to_string(i), min, max)));
+      out.push_back(static_cast<int>(
+        integer_value((*v)[i], at(key) + "/" + std::to_string(i), min, max)));
     return out;
   }
 
@@ -233,11 +234,10 @@ private:
       expected += " <= " + std::to_string(max);
     if (!v.is_number_integer())
       fail(pointer, expected, v);
-    auto x = v.is_number_unsigned()
-               ? static_cast<int64_t>(std::min<uint64_t>(
-                 v.get<uint64_t>(),
-                 static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
-               : v.get<int64_t>();
+    auto x = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(
+               v.get<uint64_t>(),
+               static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+                                    : v.get<int64_t>();
     if (x < min || x > max)
       fail(pointer, expected, v);
     return x;

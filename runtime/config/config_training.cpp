@@ -12,11 +12,11 @@ namespace troupe::config_detail {
 optimizer_config read_optimizer(object_reader r) {
   using ok = optimizer_config::kind;
   optimizer_config o;
-  o.type = r.choice<ok>("type", ok::sgd,
-                        {{"sgd", ok::sgd}, {"momentum", ok::momentum}, {"adam", ok::adam}});
-  o.learning_rate = r.number("learning_rate",
-                             o.type == ok::adam ? 0.001 : 0.01, 0,
-                             std::numeric_limits<double>::max(), true);
+  o.type = r.choice<ok>(
+    "type", ok::sgd,
+    {{"sgd", ok::sgd}, {"momentum", ok::momentum}, {"adam", ok::adam}});
+  o.learning_rate = r.number("learning_rate", o.type == ok::adam ? 0.001 : 0.01,
+                             0, std::numeric_limits<double>::max(), true);
   if (o.type == ok::momentum) {
     o.momentum = r.number("momentum", 0.9, 0, 1);
     o.nesterov = r.boolean("nesterov", false);
@@ -33,8 +33,8 @@ optimizer_config read_optimizer(object_reader r) {
     auto sr = r.inner(*s, "schedule");
     using sk = lr_schedule::kind;
     o.schedule.type = sr.choice<sk>(
-      "type", sk::constant, {{"constant", sk::constant}, {"exponential", sk::exponential}},
-      true);
+      "type", sk::constant,
+      {{"constant", sk::constant}, {"exponential", sk::exponential}}, true);
     if (o.schedule.type == sk::exponential) {
       o.schedule.decay_steps = static_cast<double>(
         sr.integer("decay_steps", 1000, 1));
@@ -50,15 +50,13 @@ optimizer_config read_optimizer(object_reader r) {
 sparse_optimizer_config read_sparse_optimizer(object_reader r) {
   using sk = sparse_optimizer_config::kind;
   sparse_optimizer_config o;
-  o.type = r.choice<sk>("type", sk::adagrad,
-                        {{"sgd", sk::sgd}, {"adagrad", sk::adagrad},
-                         {"adam", sk::adam}});
-  o.learning_rate = r.number("learning_rate",
-                             o.type == sk::adam ? 0.001 : 0.05, 0,
-                             std::numeric_limits<double>::max(), true);
+  o.type = r.choice<sk>(
+    "type", sk::adagrad,
+    {{"sgd", sk::sgd}, {"adagrad", sk::adagrad}, {"adam", sk::adam}});
+  o.learning_rate = r.number("learning_rate", o.type == sk::adam ? 0.001 : 0.05,
+                             0, std::numeric_limits<double>::max(), true);
   if (o.type == sk::adagrad)
-    o.initial_accumulator = r.number("initial_accumulator", 0.1, 0, 1e6,
-                                     true);
+    o.initial_accumulator = r.number("initial_accumulator", 0.1, 0, 1e6, true);
   if (o.type == sk::adam) {
     o.beta1 = r.number("beta1", 0.9, 0, 1);
     o.beta2 = r.number("beta2", 0.999, 0, 1);
@@ -100,8 +98,7 @@ training_config read_training(object_reader r) {
   if (auto* o = r.find("optimizer"))
     t.optimizer = read_optimizer(r.inner(*o, "optimizer"));
   if (auto* o = r.find("sparse_optimizer"))
-    t.sparse_optimizer = read_sparse_optimizer(
-      r.inner(*o, "sparse_optimizer"));
+    t.sparse_optimizer = read_sparse_optimizer(r.inner(*o, "sparse_optimizer"));
   if (auto* c = r.find("checkpoint")) {
     auto cr = r.inner(*c, "checkpoint");
     t.checkpoint.dir = cr.path("dir", "");

@@ -52,9 +52,10 @@ identity_map training_identity(const run_config& cfg) {
   m["/model/seed"] = std::to_string(md.seed);
   if (md.type == model_config::kind::click) {
     m["/model/embedding/dim"] = std::to_string(md.table.dim);
-    m["/model/embedding/rows"]
-      = md.table.create == embedding_table_config::rows::fixed ? "fixed"
-                                                              : "on_touch";
+    m["/model/embedding/rows"] = md.table.create
+                                     == embedding_table_config::rows::fixed
+                                   ? "fixed"
+                                   : "on_touch";
     m["/model/embedding/init_scale"] = num(md.table.init_scale);
   }
   auto& d = cfg.data;
@@ -85,8 +86,8 @@ identity_map training_identity(const run_config& cfg) {
       return slash == std::string::npos ? p : p.substr(slash + 1);
     };
     std::vector<std::string> files;
-    for (auto* f : {&d.train_images, &d.train_labels, &d.test_images,
-                    &d.test_labels})
+    for (auto* f :
+         {&d.train_images, &d.train_labels, &d.test_images, &d.test_labels})
       if (!f->empty())
         files.push_back(base(*f));
     for (auto* list : {&d.train_files, &d.train_label_files, &d.test_files,
@@ -131,8 +132,8 @@ identity_map training_identity(const run_config& cfg) {
     m["/training/sparse_optimizer/type"] = to_string(so.type);
     m["/training/sparse_optimizer/learning_rate"] = num(so.learning_rate);
     if (so.type == sparse_optimizer_config::kind::adagrad)
-      m["/training/sparse_optimizer/initial_accumulator"]
-        = num(so.initial_accumulator);
+      m["/training/sparse_optimizer/initial_accumulator"] = num(
+        so.initial_accumulator);
     if (so.type == sparse_optimizer_config::kind::adam) {
       m["/training/sparse_optimizer/beta1"] = num(so.beta1);
       m["/training/sparse_optimizer/beta2"] = num(so.beta2);
@@ -152,18 +153,18 @@ identity_map training_identity(const run_config& cfg) {
     m["/training/optimizer/beta2"] = num(o.beta2);
     m["/training/optimizer/epsilon"] = num(o.epsilon);
   }
-  m["/training/optimizer/schedule"]
-    = o.schedule.type == lr_schedule::kind::constant
-        ? std::string{"constant"}
-        : "exponential " + num(o.schedule.decay_steps) + " "
-            + num(o.schedule.decay_rate)
-            + (o.schedule.staircase ? " staircase" : "");
+  m["/training/optimizer/schedule"] =
+    o.schedule.type == lr_schedule::kind::constant
+      ? std::string{"constant"}
+      : "exponential " + num(o.schedule.decay_steps) + " "
+          + num(o.schedule.decay_rate)
+          + (o.schedule.staircase ? " staircase" : "");
   auto& c = cfg.cluster;
   m["/cluster/mode"] = to_string(c.consistency);
   switch (c.consistency) {
     case cluster_config::mode::sync:
-      m["/cluster/replicas_to_aggregate"]
-        = std::to_string(c.replicas_to_aggregate);
+      m["/cluster/replicas_to_aggregate"] = std::to_string(
+        c.replicas_to_aggregate);
       break;
     case cluster_config::mode::ssp:
       m["/cluster/staleness"] = std::to_string(c.staleness);
@@ -173,16 +174,15 @@ identity_map training_identity(const run_config& cfg) {
       m["/cluster/beta"] = num(c.beta);
       m["/cluster/moving_rate"] = num(c.moving_rate);
       break;
-    default:
-      break;
+    default: break;
   }
   m["/cluster/shards"] = std::to_string(c.shards);
   m["/cluster/chief"] = c.chief_node;
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     auto& n = c.nodes[i];
-    m["/cluster/nodes/" + std::to_string(i)]
-      = n.name + " " + n.host + ":" + std::to_string(n.port) + " shards "
-        + std::to_string(n.shards) + " workers " + std::to_string(n.workers);
+    m["/cluster/nodes/" + std::to_string(i)] =
+      n.name + " " + n.host + ":" + std::to_string(n.port) + " shards "
+      + std::to_string(n.shards) + " workers " + std::to_string(n.workers);
   }
   return m;
 }

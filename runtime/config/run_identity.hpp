@@ -47,8 +47,7 @@ std::string identity_digest(const identity_map& m);
 std::string identity_difference(const identity_map& a,
                                 const std::string& a_name,
                                 const identity_map& b,
-                                const std::string& b_name,
-                                size_t max_keys = 5);
+                                const std::string& b_name, size_t max_keys = 5);
 
 /// A new run's id: 16 random hex digits.
 std::string new_run_id();

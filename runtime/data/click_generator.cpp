@@ -39,8 +39,8 @@ private:
 /// field, value) alone: its weight, then its embedding.
 void planted_value(uint64_t seed, int field, uint64_t value, int dim,
                    double* out) {
-  splitmix64 rng{mix64(seed ^ mix64((static_cast<uint64_t>(field) << 40)
-                                    ^ value))};
+  splitmix64 rng{
+    mix64(seed ^ mix64((static_cast<uint64_t>(field) << 40) ^ value))};
   out[0] = 0.5 * rng.normal();
   for (int j = 0; j < dim; ++j)
     out[1 + j] = 0.3 * rng.normal();
@@ -94,8 +94,9 @@ generate_click_logs(const click_generator_config& cfg,
       std::fill(pooled.begin(), pooled.end(), 0.0);
       for (int f = 0; f < F; ++f) {
         int count = f < cfg.multi_valued
-                      ? 1 + static_cast<int>(rng.below(
-                              static_cast<uint64_t>(cfg.max_values)))
+                      ? 1
+                          + static_cast<int>(
+                            rng.below(static_cast<uint64_t>(cfg.max_values)))
                       : 1;
         line += '\t';
         double* pool = pooled.data() + static_cast<size_t>(f) * (1 + dim);
@@ -114,8 +115,10 @@ generate_click_logs(const click_generator_config& cfg,
       }
       for (int f = 0; f < F; ++f)
         for (int g = f + 1; g < F; ++g) {
-          const double* a = pooled.data() + static_cast<size_t>(f) * (1 + dim) + 1;
-          const double* b = pooled.data() + static_cast<size_t>(g) * (1 + dim) + 1;
+          const double* a = pooled.data() + static_cast<size_t>(f) * (1 + dim)
+                            + 1;
+          const double* b = pooled.data() + static_cast<size_t>(g) * (1 + dim)
+                            + 1;
           for (int j = 0; j < dim; ++j)
             logit += a[j] * b[j];
         }
@@ -135,8 +138,9 @@ generate_click_logs(const click_generator_config& cfg,
     } else {
       scores.test_log_loss = log_loss(p, y);
       scores.test_auc = roc_auc(p, y);
-      scores.test_click_rate
-        = n > 0 ? std::accumulate(y.begin(), y.end(), 0.0) / n : 0;
+      scores.test_click_rate = n > 0
+                                 ? std::accumulate(y.begin(), y.end(), 0.0) / n
+                                 : 0;
     }
   }
   return scores;

@@ -18,12 +18,9 @@ enum class data_partition { shared, replicated, sharded };
 
 inline const char* to_string(data_partition p) {
   switch (p) {
-    case data_partition::replicated:
-      return "replicated";
-    case data_partition::sharded:
-      return "sharded";
-    default:
-      return "shared";
+    case data_partition::replicated: return "replicated";
+    case data_partition::sharded: return "sharded";
+    default: return "shared";
   }
 }
 

@@ -158,7 +158,8 @@ dataset make_synthetic(int64_t count, int height, int width, int channels,
   std::vector<float> values(static_cast<size_t>(count) * size);
   out.labels.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    auto label = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
+    auto label = static_cast<int32_t>(
+      rng.below(static_cast<uint64_t>(classes)));
     out.labels[static_cast<size_t>(i)] = label;
     const float* c = centres.data() + static_cast<size_t>(label) * size;
     float* x = values.data() + static_cast<size_t>(i) * size;

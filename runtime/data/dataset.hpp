@@ -248,8 +248,7 @@ struct train_test {
 /// puts first, into the returned set (both keep the file's order; their
 /// features stay where they are, each set naming its rows).
 /// errc::invalid_config when that leaves either set empty.
-caf::expected<dataset> hold_out(dataset& train, double fraction,
-                                uint64_t seed);
+caf::expected<dataset> hold_out(dataset& train, double fraction, uint64_t seed);
 
 /// Loads (or, for "synthetic", makes) the training and test sets that `cfg`
 /// names, their features as `needs` says (formats read whole, CSV and

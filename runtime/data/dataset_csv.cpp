@@ -111,8 +111,8 @@ caf::expected<dataset> load_csv(const std::string& path,
   while (std::getline(in, line)) {
     ++number;
     if (line.size() > max_line)
-      return bad(number, "a line of more than " + std::to_string(max_line)
-                           + " bytes");
+      return bad(number,
+                 "a line of more than " + std::to_string(max_line) + " bytes");
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (trimmed(line).empty())
@@ -146,12 +146,14 @@ caf::expected<dataset> load_csv(const std::string& path,
       continue;
     }
     if (fields.size() != header.size())
-      return bad(number, std::to_string(fields.size()) + " fields, the header "
-                           "names " + std::to_string(header.size()));
+      return bad(number, std::to_string(fields.size())
+                           + " fields, the header "
+                             "names "
+                           + std::to_string(header.size()));
     if ((values.size() + out.targets.size() + header.size())
         > max_dataset_values)
-      return bad(number, "more than " + std::to_string(max_dataset_values)
-                           + " values");
+      return bad(number,
+                 "more than " + std::to_string(max_dataset_values) + " values");
     const size_t row_targets = out.targets.size();
     if (!classes)
       out.targets.resize(row_targets + label_columns.size());
@@ -179,8 +181,8 @@ caf::expected<dataset> load_csv(const std::string& path,
       } else if (target_of[c] >= 0) {
         long long v = std::strtoll(text.c_str(), &end, 10);
         if (*end != '\0' || errno == ERANGE)
-          return bad(number, where + ": label \"" + text
-                               + "\" is not an integer");
+          return bad(number,
+                     where + ": label \"" + text + "\" is not an integer");
         if (v < 0 || v >= max_classes)
           return bad(number, where + ": label " + text + " (labels are 0.."
                                + std::to_string(max_classes - 1) + ")");
@@ -201,8 +203,9 @@ caf::expected<dataset> load_csv(const std::string& path,
   if (in.bad())
     return make_error(errc::io_error, path + ": read error");
   if (header.empty())
-    return make_error(errc::bad_format, path + ": empty (expected a header "
-                                               "row naming the columns)");
+    return make_error(errc::bad_format, path
+                                          + ": empty (expected a header "
+                                            "row naming the columns)");
   auto features = header.size() - label_columns.size();
   if (values.empty())
     return make_error(errc::bad_format, path + ": a header but no samples");

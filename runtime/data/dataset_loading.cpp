@@ -219,18 +219,18 @@ dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts) {
 caf::expected<dataset> hold_out(dataset& train, double fraction,
                                 uint64_t seed) {
   auto n = train.count;
-  auto k = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
+  auto k = static_cast<int64_t>(
+    std::llround(fraction * static_cast<double>(n)));
   if (k < 1 || k >= n)
-    return make_error(errc::invalid_config,
-                      "data.validation_split " + std::to_string(fraction)
-                        + " of the " + std::to_string(n)
-                        + " training samples of " + train.source
-                        + " leaves " + (k < 1 ? "no validation" : "no training")
-                        + " sample");
+    return make_error(
+      errc::invalid_config,
+      "data.validation_split " + std::to_string(fraction) + " of the "
+        + std::to_string(n) + " training samples of " + train.source
+        + " leaves " + (k < 1 ? "no validation" : "no training") + " sample");
   // The epochs' seeded shuffle, under a seed of its own ("validate"):
   // the same split in every process.
-  auto order = epoch_order(static_cast<size_t>(n),
-                           seed ^ 0x76616c6964617465ull, 0);
+  auto order = epoch_order(static_cast<size_t>(n), seed ^ 0x76616c6964617465ull,
+                           0);
   std::vector<char> held(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < k; ++i)
     held[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1;

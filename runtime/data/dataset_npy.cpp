@@ -219,19 +219,22 @@ caf::expected<npy_header> read_header(std::string_view b,
     return bad(path, *err);
   if (!has_descr || !has_fortran || !has_shape)
     return bad(path, std::string{"the header lacks '"}
-                       + (!has_descr ? "descr" : !has_fortran ? "fortran_order"
-                                                              : "shape")
+                       + (!has_descr     ? "descr"
+                          : !has_fortran ? "fortran_order"
+                                         : "shape")
                        + "'");
   if (fortran)
     return bad(path, "the array is in Fortran order; save it with "
                      "numpy.ascontiguousarray(a) first");
   if (!descr.empty() && descr[0] == '>')
-    return bad(path, "big-endian data ('" + descr + "'); save it with "
-                     "a.astype(a.dtype.newbyteorder('<')) first");
+    return bad(path, "big-endian data ('" + descr
+                       + "'); save it with "
+                         "a.astype(a.dtype.newbyteorder('<')) first");
   auto e = element_of(descr);
   if (!e)
-    return bad(path, "dtype '" + descr + "' is not read (features: float32, "
-                     "float64 or uint8; labels: an integer type)");
+    return bad(path, "dtype '" + descr
+                       + "' is not read (features: float32, "
+                         "float64 or uint8; labels: an integer type)");
   h.type = e->first;
   h.item_size = e->second;
   return h;
@@ -270,7 +273,8 @@ std::optional<int64_t> label_at(element e, const unsigned char* p,
     case element::i8: return little_endian_at<int64_t>(p);
     case element::u8: {
       auto v = little_endian_at<uint64_t>(p);
-      too_large = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+      too_large = v
+                  > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
       return static_cast<int64_t>(too_large ? 0 : v);
     }
     default: return std::nullopt;
@@ -432,8 +436,8 @@ dataset_from_npy(const npy_bytes& features, const std::string& features_name,
     return out;
   }
   if (h->shape.size() != 1)
-    return bad(labels_name, "labels of shape " + shape_text(h->shape)
-                              + " (expected (N,))");
+    return bad(labels_name,
+               "labels of shape " + shape_text(h->shape) + " (expected (N,))");
   if (h->type == element::f4 || h->type == element::f8)
     return bad(labels_name, "labels must be integers, not floats");
   if (h->shape[0] != static_cast<uint64_t>(out.count))
@@ -450,12 +454,11 @@ dataset_from_npy(const npy_bytes& features, const std::string& features_name,
     bool too_large = false;
     auto v = label_at(h->type, *raw + i * h->item_size, too_large);
     if (too_large || *v < 0 || *v >= max_classes)
-      return bad(labels_name,
-                 "label of sample " + std::to_string(i) + " is "
-                   + (too_large ? std::string{"above 2^63"}
-                                : std::to_string(*v))
-                   + " (labels are 0.." + std::to_string(max_classes - 1)
-                   + ")");
+      return bad(labels_name, "label of sample " + std::to_string(i) + " is "
+                                + (too_large ? std::string{"above 2^63"}
+                                             : std::to_string(*v))
+                                + " (labels are 0.."
+                                + std::to_string(max_classes - 1) + ")");
     out.labels[i] = static_cast<int32_t>(*v);
     largest = std::max(largest, *v);
   }

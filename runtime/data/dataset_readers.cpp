@@ -21,9 +21,11 @@ constexpr uint64_t max_pixels = max_dataset_values;
 /// `where`: "after the labels", "before any record".
 caf::error cut_short(const std::string& path, const std::string& where) {
   return make_error(errc::bad_format,
-                    path + ": corrupt compressed data: the gzip stream ends "
-                           "early (its trailer with the CRC-32 is missing or "
-                           "cut) " + where);
+                    path
+                      + ": corrupt compressed data: the gzip stream ends "
+                        "early (its trailer with the CRC-32 is missing or "
+                        "cut) "
+                      + where);
 }
 
 /// After the last byte a format has, the file must end: reading on makes
@@ -34,8 +36,10 @@ caf::error check_end(gz_file& f, const std::string& path, const char* what) {
   auto got = f.read(&extra, 1);
   if (got < 0)
     return make_error(errc::bad_format,
-                      path + ": corrupt compressed data (CRC or length "
-                             "mismatch) after " + what);
+                      path
+                        + ": corrupt compressed data (CRC or length "
+                          "mismatch) after "
+                        + what);
   if (got > 0)
     return make_error(errc::bad_format,
                       path + ": more data than its header announces after "
@@ -50,17 +54,17 @@ uint32_t big_endian(const unsigned char* p) {
          | uint32_t{p[3]};
 }
 
-caf::error read_exact(gz_file& f, const std::string& path, void* dst,
-                      size_t n, const char* what) {
+caf::error read_exact(gz_file& f, const std::string& path, void* dst, size_t n,
+                      const char* what) {
   auto got = f.read(dst, n);
   if (got < 0)
     return make_error(errc::bad_format,
                       path + ": corrupt compressed data while reading " + what);
   if (static_cast<size_t>(got) != n)
-    return make_error(errc::bad_format,
-                      path + ": truncated: " + what + " needs "
-                        + std::to_string(n) + " bytes, file has "
-                        + std::to_string(got));
+    return make_error(errc::bad_format, path + ": truncated: " + what
+                                          + " needs " + std::to_string(n)
+                                          + " bytes, file has "
+                                          + std::to_string(got));
   return caf::none;
 }
 
@@ -255,8 +259,9 @@ caf::expected<dataset> load_idx(const std::string& images_path,
       return err;
     if (big_endian(header) != 0x801)
       return make_error(errc::bad_format,
-                        labels_path + ": not an IDX label file (expected magic "
-                                      "0x801)");
+                        labels_path
+                          + ": not an IDX label file (expected magic "
+                            "0x801)");
     int64_t n = big_endian(header + 4);
     if (n != out.count)
       return make_error(errc::bad_format,
@@ -305,9 +310,9 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
       auto got = f.read(rec.data(), record);
       if (got == 0) {
         if (f.ended_early())
-          return cut_short(path, i == 0 ? std::string{"before any record"}
-                                        : "after record "
-                                            + std::to_string(i - 1));
+          return cut_short(path, i == 0
+                                   ? std::string{"before any record"}
+                                   : "after record " + std::to_string(i - 1));
         // As an IDX file without images: a dataset of nothing is a
         // mistake, not something to train on.
         if (i == 0)
@@ -317,13 +322,14 @@ caf::expected<dataset> load_cifar10(const std::vector<std::string>& paths) {
       }
       if (got < 0)
         return make_error(errc::bad_format,
-                          path + ": corrupt compressed data (CRC or length "
-                                 "mismatch) in record "
+                          path
+                            + ": corrupt compressed data (CRC or length "
+                              "mismatch) in record "
                             + std::to_string(i));
       if (pixels.size() + planes * plane > max_pixels)
-        return make_error(errc::bad_format,
-                          path + ": more than " + std::to_string(max_pixels)
-                            + " pixels of CIFAR-10 records");
+        return make_error(errc::bad_format, path + ": more than "
+                                              + std::to_string(max_pixels)
+                                              + " pixels of CIFAR-10 records");
       if (got != static_cast<int64_t>(record))
         return make_error(errc::bad_format,
                           path + ": truncated CIFAR-10 record "

@@ -28,11 +28,11 @@ struct optimizer_config {
   enum class kind { sgd, momentum, adam };
   kind type = kind::sgd;
   double learning_rate = 0.01;
-  double momentum = 0.9;  ///< momentum only
-  bool nesterov = false;  ///< momentum only
-  double beta1 = 0.9;     ///< adam only
-  double beta2 = 0.999;   ///< adam only
-  double epsilon = 1e-8;  ///< adam only
+  double momentum = 0.9; ///< momentum only
+  bool nesterov = false; ///< momentum only
+  double beta1 = 0.9;    ///< adam only
+  double beta2 = 0.999;  ///< adam only
+  double epsilon = 1e-8; ///< adam only
   /// L2 penalty: grad += weight_decay * param before the update (coupled
   /// decay, as a tf.nn.l2_loss term in the loss would do). 0 disables it.
   double weight_decay = 0;

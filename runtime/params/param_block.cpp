@@ -16,8 +16,8 @@ namespace {
 /// Whether no value is NaN or Inf: one branch-free pass (exponent bits all
 /// ones means NaN or Inf) that the compiler vectorises, since every push is
 /// checked before it touches the shard.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-bool all_finite(const float* data, size_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool
+all_finite(const float* data, size_t n) {
   uint32_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits;
@@ -120,8 +120,7 @@ stale_adjust param_block::adjust_for_staleness(int64_t tag) {
   // own staleness switched it back and forth with 2 workers (stale 0 to
   // 3) and cost up to 6 points there.
   stale_mean_ += (static_cast<double>(stale) - stale_mean_) / 32.0;
-  if (opts_.stale_momentum == stale_momentum_rule::reduce
-      && stale_mean_ > 1.0)
+  if (opts_.stale_momentum == stale_momentum_rule::reduce && stale_mean_ > 1.0)
     adjust.implicit_momentum = 1.0 - 1.0 / stale_mean_;
   if (stale <= 1)
     return adjust;
@@ -155,9 +154,10 @@ void param_block::log_update(int64_t batch) {
                  batch);
 }
 
-caf::expected<param_block::outcome>
-param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
-                  int64_t batch) {
+caf::expected<param_block::outcome> param_block::push(int32_t worker,
+                                                      int64_t tag,
+                                                      const float* data,
+                                                      size_t n, int64_t batch) {
   auto refuse = [&](errc code, std::string what) {
     ++stats_.refused;
     return make_error(code, std::move(what));
@@ -175,10 +175,9 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
     size_t i = 0;
     while (std::isfinite(data[i]))
       ++i;
-    return refuse(errc::non_finite,
-                  "push from worker " + std::to_string(worker)
-                    + " holds a non-finite value at offset "
-                    + std::to_string(i));
+    return refuse(errc::non_finite, "push from worker " + std::to_string(worker)
+                                      + " holds a non-finite value at offset "
+                                      + std::to_string(i));
   };
   if (opts_.mode != consistency_mode::sync) {
     if (!all_finite(data, n))
@@ -241,8 +240,7 @@ param_block::push(int32_t worker, int64_t tag, const float* data, size_t n,
   ++stats_.accepted;
   if (pushed_.empty())
     return outcome::applied;
-  return apply_aggregate_if_complete() ? outcome::applied
-                                       : outcome::aggregated;
+  return apply_aggregate_if_complete() ? outcome::applied : outcome::aggregated;
 }
 
 size_t param_block::updates_needed() const {
@@ -292,12 +290,10 @@ caf::error param_block::set_aggregate(int aggregate) {
 
 bool param_block::pull_ready(int32_t worker, int64_t min_version) const {
   switch (opts_.mode) {
-    case consistency_mode::sync:
-      return version_ >= min_version;
+    case consistency_mode::sync: return version_ >= min_version;
     case consistency_mode::ssp:
       return clock(worker) - min_clock() <= opts_.staleness;
-    default:
-      return true;
+    default: return true;
   }
 }
 
@@ -347,9 +343,8 @@ param_block::applied_since(int64_t version) const {
 void param_block::forget_through(int64_t version) {
   if (version <= log_base_)
     return;
-  auto n = static_cast<size_t>(std::min<int64_t>(version - log_base_,
-                                                 static_cast<int64_t>(
-                                                   log_.size())));
+  auto n = static_cast<size_t>(
+    std::min<int64_t>(version - log_base_, static_cast<int64_t>(log_.size())));
   std::vector<int64_t> gone(log_.begin(),
                             log_.begin() + static_cast<std::ptrdiff_t>(n));
   std::sort(gone.begin(), gone.end());

@@ -84,14 +84,13 @@ public:
   struct options {
     consistency_mode mode = consistency_mode::async;
     optimizer_config optimizer;
-    int aggregate = 1;        ///< sync: pushes per update
-    int staleness = 0;        ///< ssp
-    double elastic_rate = 0;  ///< easgd: moving rate
+    int aggregate = 1;       ///< sync: pushes per update
+    int staleness = 0;       ///< ssp
+    double elastic_rate = 0; ///< easgd: moving rate
     /// async, ssp: the learning rate of stale pushes.
     stale_rate stale_lr = stale_rate::none;
     /// async, ssp: the momentum of stale pushes.
-    stale_momentum_rule stale_momentum
-      = stale_momentum_rule::none;
+    stale_momentum_rule stale_momentum = stale_momentum_rule::none;
     /// The parts of the block that buffers hold (tensor_slot::buffer),
     /// relative to its start: an update subtracts the pushed change there
     /// as it is (the mean of a sync update's changes), without the
@@ -193,10 +192,10 @@ public:
   /// Replaces values, optimizer slots and version (a restore from a
   /// checkpoint). errc::wrong_size / errc::layout_mismatch when they do not
   /// fit this block; the block is unchanged then.
-  caf::error restore(std::vector<float> values,
-                     const std::vector<std::pair<std::string,
-                                                 std::vector<float>>>& slots,
-                     int64_t version);
+  caf::error
+  restore(std::vector<float> values,
+          const std::vector<std::pair<std::string, std::vector<float>>>& slots,
+          int64_t version);
 
   /// A copy of everything the block holds (see block_image).
   block_image image() const;

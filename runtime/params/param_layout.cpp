@@ -80,8 +80,7 @@ caf::expected<std::vector<flat_range>> param_layout::split(size_t n) const {
   if (n < 1 || n > total_)
     return make_error(errc::invalid_argument,
                       "cannot split " + std::to_string(total_)
-                        + " parameters into " + std::to_string(n)
-                        + " shards");
+                        + " parameters into " + std::to_string(n) + " shards");
   std::vector<flat_range> out(n);
   for (size_t i = 0; i < n; ++i) {
     out[i].begin = total_ * i / n;

@@ -14,7 +14,9 @@ using namespace plan_numbers;
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// Part `j` of `parts` of an order of `samples`: [j*n/P, (j+1)*n/P).
 std::pair<size_t, size_t> part_span(size_t samples, size_t j, size_t parts) {
@@ -62,8 +64,7 @@ const std::vector<int32_t>& batch_plan::members_of(int32_t epoch) const {
   return std::prev(it)->members;
 }
 
-std::vector<batch_plan::segment>
-batch_plan::segments(const stream& s) const {
+std::vector<batch_plan::segment> batch_plan::segments(const stream& s) const {
   std::vector<segment> out;
   if (s.first_epoch >= epochs_)
     return out;
@@ -80,9 +81,8 @@ batch_plan::segments(const stream& s) const {
     part p;
     auto it = std::lower_bound(members.begin(), members.end(), s.worker);
     if (it != members.end() && *it == s.worker) {
-      auto [a, b] = part_span(samples_,
-                              static_cast<size_t>(it - members.begin()),
-                              members.size());
+      auto [a, b] = part_span(
+        samples_, static_cast<size_t>(it - members.begin()), members.size());
       p = {a, b, ceil_div(static_cast<int64_t>(b - a), batch_)};
     }
     out.push_back({first, end, p});
@@ -107,8 +107,8 @@ batch_plan::batch_ref batch_plan::locate(const stream& s, int64_t k) const {
     batch_ref b;
     b.epoch = first + static_cast<int32_t>(place / p.batches);
     b.index = place % p.batches;
-    b.first = p.first + static_cast<size_t>(b.index)
-                          * static_cast<size_t>(batch_);
+    b.first = p.first
+              + static_cast<size_t>(b.index) * static_cast<size_t>(batch_);
     b.last = std::min(b.first + static_cast<size_t>(batch_), p.last);
     return b;
   };
@@ -215,8 +215,8 @@ void batch_plan::join(int32_t worker) {
       oldest.push_back(
         o.requeued.empty()
           ? o.next
-          : std::min(o.next, *std::min_element(o.requeued.begin(),
-                                               o.requeued.end())));
+          : std::min(o.next,
+                     *std::min_element(o.requeued.begin(), o.requeued.end())));
     for (auto& [id, lease] : out_)
       oldest[lease.stream] = std::min(oldest[lease.stream], lease.k);
     int32_t slowest = epochs_;
@@ -236,8 +236,7 @@ void batch_plan::add_stream(stream s) {
   streams_.push_back(std::move(s));
 }
 
-std::optional<lease_grant> batch_plan::lease(int32_t worker,
-                                             bool new_batches) {
+std::optional<lease_grant> batch_plan::lease(int32_t worker, bool new_batches) {
   join(worker);
   auto* s = stream_of(worker);
   if (s == nullptr)

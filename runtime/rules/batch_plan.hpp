@@ -43,8 +43,8 @@ namespace troupe {
 
 struct lease_grant {
   int64_t id = 0;
-  int32_t epoch = 0;   ///< 0-based
-  int64_t index = 0;   ///< batch index within the epoch (of its part)
+  int32_t epoch = 0; ///< 0-based
+  int64_t index = 0; ///< batch index within the epoch (of its part)
   /// The batch's number in the whole plan: the same whoever trains it and
   /// however often it is leased, so the shards can tell a batch they
   /// applied before. shared: epoch * batches per epoch + index; otherwise
@@ -161,7 +161,7 @@ private:
     int32_t first_epoch = 0; ///< its batch 0 is in this epoch
     int64_t next = 0;        ///< its next new batch
     std::deque<int64_t> requeued;
-    int64_t out = 0;         ///< its leases out
+    int64_t out = 0;                         ///< its leases out
     std::map<int32_t, int64_t> samples_done; ///< by epoch
   };
   /// One of a stream's epochs: where its part lies in the epoch's order.
@@ -231,14 +231,14 @@ private:
   size_t shuffle_block_;
   std::vector<size_t> read_parts_;
   int64_t per_epoch_;
-  int64_t handed_ = 0;  ///< new batches handed out, all streams
+  int64_t handed_ = 0; ///< new batches handed out, all streams
   int64_t next_id_ = 1;
   int64_t acked_ = 0;
-  std::vector<stream> streams_;           ///< shared: exactly one
+  std::vector<stream> streams_;            ///< shared: exactly one
   std::map<int32_t, size_t> stream_index_; ///< worker -> stream
-  std::vector<int32_t> known_;            ///< workers with a stream, ascending
-  std::vector<member_run> runs_;          ///< sharded
-  int32_t decided_through_ = -1;          ///< sharded: members fixed up to it
+  std::vector<int32_t> known_;             ///< workers with a stream, ascending
+  std::vector<member_run> runs_;           ///< sharded
+  int32_t decided_through_ = -1;           ///< sharded: members fixed up to it
   std::map<int64_t, out_lease> out_;
   std::map<int32_t, std::map<int32_t, int64_t>> worker_done_;
   std::vector<cached_order> cache_;

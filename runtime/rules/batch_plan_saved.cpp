@@ -20,8 +20,8 @@ std::string batch_plan::save() const {
   out << "troupe-plan 1 " << to_string(partition_) << ' ' << acked_ << ' '
       << handed_ << '\n';
   for (auto& s : streams_) {
-    out << "stream " << s.worker << ' ' << s.first_epoch << ' ' << s.next
-        << ' ' << s.requeued.size();
+    out << "stream " << s.worker << ' ' << s.first_epoch << ' ' << s.next << ' '
+        << s.requeued.size();
     for (auto k : s.requeued)
       out << ' ' << k;
     out << '\n';
@@ -129,16 +129,15 @@ caf::error batch_plan::restore_streams(int64_t position,
     bool queued = s != nullptr
                   && std::find(s->requeued.begin(), s->requeued.end(), k)
                        != s->requeued.end();
-    if (s == nullptr || (k < s->next && !queued)
-        || k >= next.stream_total(*s))
+    if (s == nullptr || (k < s->next && !queued) || k >= next.stream_total(*s))
       return make_error(errc::invalid_argument,
                         "feeder restore: batch " + std::to_string(number)
                           + " is not one the checkpoint left to do");
     auto index = static_cast<size_t>(s - next.streams_.data());
     if (!done[index].insert(k).second)
-      return make_error(errc::invalid_argument,
-                        "feeder restore: batch " + std::to_string(number)
-                          + " is named twice");
+      return make_error(errc::invalid_argument, "feeder restore: batch "
+                                                  + std::to_string(number)
+                                                  + " is named twice");
   }
   for (auto& [index, ks] : done) {
     auto& s = next.streams_[index];

@@ -8,10 +8,8 @@ run_schedule::run_schedule(int64_t per_epoch, int64_t eval_every,
                            int64_t checkpoint_every, int64_t log_every)
   : eval_every_(eval_every > 0 ? eval_every : std::max<int64_t>(1, per_epoch)),
     checkpoint_every_(std::max<int64_t>(0, checkpoint_every)),
-    log_every_(std::max<int64_t>(1, log_every)),
-    next_eval_(eval_every_),
-    next_checkpoint_(checkpoint_every_) {
-}
+    log_every_(std::max<int64_t>(1, log_every)), next_eval_(eval_every_),
+    next_checkpoint_(checkpoint_every_) {}
 
 void run_schedule::resume_at(int64_t step) {
   next_eval_ = step + (eval_every_ - step % eval_every_);

@@ -11,8 +11,8 @@ class run_schedule {
 public:
   /// `eval_every` 0: once per epoch (`per_epoch` steps); `checkpoint_every`
   /// 0: never by steps; `log_every` >= 1.
-  run_schedule(int64_t per_epoch, int64_t eval_every,
-               int64_t checkpoint_every, int64_t log_every);
+  run_schedule(int64_t per_epoch, int64_t eval_every, int64_t checkpoint_every,
+               int64_t log_every);
 
   /// Continues a run resumed at `step`: the next evaluation at the next
   /// multiple of its interval, the next checkpoint one interval on.

@@ -46,8 +46,8 @@ takeover_verdict judge_takeover(size_t shards, int64_t since,
                     + num(since));
     if (h->version != since + static_cast<int64_t>(h->batches.size()))
       return refuse("shard " + id + " is at update " + num(h->version)
-                    + " but names " + num(static_cast<int64_t>(
-                                        h->batches.size()))
+                    + " but names "
+                    + num(static_cast<int64_t>(h->batches.size()))
                     + " batches since update " + num(since));
     if (!std::is_sorted(h->batches.begin(), h->batches.end())
         || std::adjacent_find(h->batches.begin(), h->batches.end())
@@ -58,10 +58,9 @@ takeover_verdict judge_takeover(size_t shards, int64_t since,
     if (by_id[i]->batches != by_id[0]->batches)
       return refuse("shards 0 and " + num(static_cast<int64_t>(i))
                     + " applied different batches since update " + num(since)
-                    + " (" + num(static_cast<int64_t>(
-                               by_id[0]->batches.size()))
-                    + " and " + num(static_cast<int64_t>(
-                                  by_id[i]->batches.size()))
+                    + " (" + num(static_cast<int64_t>(by_id[0]->batches.size()))
+                    + " and "
+                    + num(static_cast<int64_t>(by_id[i]->batches.size()))
                     + "): a push reached one and not the other");
   v.keep_live = true;
   if (shards > 0)

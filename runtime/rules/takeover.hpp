@@ -2,8 +2,8 @@
 // shards' values instead of rewinding every shard to the newest
 // checkpoint: only when it can prove that no step is lost or doubled.
 //
-// The proof rests on the shards' applied logs (runtime/params/param_block): each
-// shard names the batches it applied since the checkpoint's version. When
+// The proof rests on the shards' applied logs (runtime/params/param_block):
+// each shard names the batches it applied since the checkpoint's version. When
 // every shard of the run is alive, each log reaches back to that version,
 // and all name the same batches, then the shards hold exactly the
 // checkpoint plus those batches, each applied once everywhere. The feeder
@@ -24,18 +24,18 @@ namespace troupe {
 /// chief that takes its run over).
 struct shard_history {
   int32_t shard = 0;
-  int64_t version = 0;       ///< the shard's version now
-  int64_t since = 0;         ///< the version asked about
-  bool complete = false;     ///< the log reaches back to `since`
+  int64_t version = 0;          ///< the shard's version now
+  int64_t since = 0;            ///< the version asked about
+  bool complete = false;        ///< the log reaches back to `since`
   std::vector<int64_t> batches; ///< applied after `since`, ascending
   uint64_t size = 0;            ///< the floats of its slice
 };
 
 struct takeover_verdict {
-  bool keep_live = false;       ///< the live shards' values are kept
-  std::string why_not;          ///< when not: the reason, for the log
-  std::vector<int64_t> done;    ///< when kept: batches done since, ascending
-  int64_t newest_version = -1;  ///< the most updates a live shard applied
+  bool keep_live = false;      ///< the live shards' values are kept
+  std::string why_not;         ///< when not: the reason, for the log
+  std::vector<int64_t> done;   ///< when kept: batches done since, ascending
+  int64_t newest_version = -1; ///< the most updates a live shard applied
 };
 
 /// Judges the live shards of a run of `shards` shards against a

@@ -77,8 +77,8 @@ void dedup_ids(const uint64_t* ids, size_t n, id_index& scratch,
   position.resize(n);
   for (size_t i = 0; i < n; ++i) {
     bool inserted = false;
-    auto at = scratch.find_or_insert(ids[i], static_cast<uint32_t>(unique.size()),
-                                     inserted);
+    auto at = scratch.find_or_insert(
+      ids[i], static_cast<uint32_t>(unique.size()), inserted);
     if (inserted)
       unique.push_back(ids[i]);
     position[i] = at;

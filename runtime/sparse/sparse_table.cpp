@@ -93,8 +93,7 @@ void sparse_table::initial_row(uint64_t id, float* out) const {
     out[j] = static_cast<float>((rng.uniform01() * 2 - 1) * scale);
 }
 
-caf::error sparse_table::peek(const uint64_t* ids, size_t n,
-                              float* out) const {
+caf::error sparse_table::peek(const uint64_t* ids, size_t n, float* out) const {
   if (auto err = check(ids, n))
     return err;
   const auto dim = static_cast<size_t>(table_.dim);
@@ -124,8 +123,7 @@ size_t sparse_table::slot_of(uint64_t id) {
   if (table_.create == embedding_table_config::rows::fixed)
     return static_cast<size_t>(id);
   bool inserted = false;
-  auto slot = index_.find_or_insert(id, static_cast<uint32_t>(rows_),
-                                    inserted);
+  auto slot = index_.find_or_insert(id, static_cast<uint32_t>(rows_), inserted);
   if (inserted) {
     ids_.push_back(id);
     make_row(slot, id);

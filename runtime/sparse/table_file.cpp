@@ -79,8 +79,8 @@ std::string check_info(const table_file_info& info) {
   if (info.part_rows.size() > max_parts
       || info.part_pushes.size() != info.part_rows.size())
     return std::to_string(info.part_rows.size()) + " parts with "
-           + std::to_string(info.part_pushes.size())
-           + " push counts (at most " + std::to_string(max_parts) + ")";
+           + std::to_string(info.part_pushes.size()) + " push counts (at most "
+           + std::to_string(max_parts) + ")";
   for (auto& s : info.slots)
     if (s != "accumulator" && s != "m" && s != "v")
       return "unknown optimizer slot \"" + s + "\"";
@@ -148,7 +148,8 @@ std::string tables_path_of(const std::string& checkpoint_path) {
   return stem + ".tables" + tail;
 }
 
-// -- writer ----------------------------------------------------------------------
+// -- writer
+// ----------------------------------------------------------------------
 
 class table_file_writer::impl {
 public:
@@ -186,8 +187,7 @@ table_file_writer::create(const std::string& path, table_file_info info) {
 }
 
 table_file_writer::table_file_writer(std::unique_ptr<impl> p)
-  : impl_(std::move(p)) {
-}
+  : impl_(std::move(p)) {}
 
 table_file_writer::~table_file_writer() {
   if (impl_->fd >= 0)
@@ -214,8 +214,8 @@ caf::error table_file_writer::append(const table_piece& piece) {
     fits = fits && s.size() == n * dim;
   if (!fits)
     return make_error(errc::invalid_argument,
-                      p.path + ": the piece given is not " + head.name
-                        + " (" + std::to_string(n) + " rows)");
+                      p.path + ": the piece given is not " + head.name + " ("
+                        + std::to_string(n) + " rows)");
   bool ok = write_all(p.fd, piece.ids.data(), n * 8)
             && write_all(p.fd, piece.values.data(), n * dim * sizeof(float));
   for (auto& s : piece.slots)
@@ -246,7 +246,8 @@ caf::error table_file_writer::finish() {
   return caf::none;
 }
 
-// -- reader ----------------------------------------------------------------------
+// -- reader
+// ----------------------------------------------------------------------
 
 class table_file_reader::impl {
 public:
@@ -287,20 +288,20 @@ public:
     info.optimizer = text("optimizer");
     if (!parse_counts(text("dim"), one) || one.size() != 1
         || one[0] > static_cast<uint64_t>(max_dim))
-      return bad("metadata dim is not a width up to "
-                 + std::to_string(max_dim) + ": \"" + text("dim") + "\"");
+      return bad("metadata dim is not a width up to " + std::to_string(max_dim)
+                 + ": \"" + text("dim") + "\"");
     info.dim = static_cast<int>(one[0]);
     if (!parse_counts(text("vocabulary"), one) || one.size() != 1)
-      return bad("metadata vocabulary is not a count: \""
-                 + text("vocabulary") + "\"");
+      return bad("metadata vocabulary is not a count: \"" + text("vocabulary")
+                 + "\"");
     info.vocabulary = one[0];
     if (!parse_counts(text("parts"), info.part_rows)
         || info.part_rows.size() > max_parts)
       return bad("metadata parts is not a list of row counts: \""
                  + text("parts") + "\"");
     if (!parse_counts(text("pushes"), pushes))
-      return bad("metadata pushes is not a list of counts: \""
-                 + text("pushes") + "\"");
+      return bad("metadata pushes is not a list of counts: \"" + text("pushes")
+                 + "\"");
     info.part_pushes.assign(pushes.begin(), pushes.end());
     info.slots.clear();
     std::stringstream slots{text("slots")};
@@ -369,9 +370,11 @@ table_file_reader::open(const std::string& path) {
                  + " tensors, the metadata makes "
                  + std::to_string(expected.size() - 1));
   for (auto& [key, value] : expected.items())
-    if (key != "__metadata__" && (!header.contains(key) || header[key] != value))
-      return q.bad("tensor " + key + " is missing or not where its "
-                   "metadata puts it");
+    if (key != "__metadata__"
+        && (!header.contains(key) || header[key] != value))
+      return q.bad("tensor " + key
+                   + " is missing or not where its "
+                     "metadata puts it");
   q.data_start = 8 + len;
   auto end = q.layout.empty() ? 0 : q.layout.back().end;
   if (q.data_start + end != size)
@@ -381,8 +384,7 @@ table_file_reader::open(const std::string& path) {
 }
 
 table_file_reader::table_file_reader(std::unique_ptr<impl> p)
-  : impl_(std::move(p)) {
-}
+  : impl_(std::move(p)) {}
 
 table_file_reader::~table_file_reader() {
   if (impl_->fd >= 0)

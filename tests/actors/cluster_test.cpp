@@ -53,7 +53,8 @@ void check_close(const std::vector<float>& a, const std::vector<float>& b,
 std::vector<float> plain_sgd(const run_config& cfg, int batch) {
   reference ref{cfg};
   local_trainer trainer{*ref.m, cfg.training.optimizer};
-  std::vector<float> x(static_cast<size_t>(batch) * ref.data.train.sample_size());
+  std::vector<float> x(static_cast<size_t>(batch)
+                       * ref.data.train.sample_size());
   std::vector<int32_t> y(static_cast<size_t>(batch));
   for (int epoch = 0; epoch < cfg.training.epochs; ++epoch) {
     auto order = epoch_order(256, cfg.training.seed, epoch);

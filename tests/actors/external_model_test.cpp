@@ -45,9 +45,8 @@ struct user_data {
 
   /// Mean squared error's gradient over `batch` at (w, b): what the user's
   /// own code computes; returns the loss sum.
-  double gradient(const float* w, float b,
-                  const std::vector<uint32_t>& batch, float* gw,
-                  float* gb) const {
+  double gradient(const float* w, float b, const std::vector<uint32_t>& batch,
+                  float* gw, float* gb) const {
     double loss = 0;
     std::fill(gw, gw + features, 0.f);
     *gb = 0;
@@ -125,7 +124,8 @@ run_config external_run(const std::string& params_file) {
 
 BOOST_AUTO_TEST_SUITE(external_model)
 
-BOOST_AUTO_TEST_CASE(an_external_model_trains_as_a_plain_sgd_loop_over_the_same_batches) {
+BOOST_AUTO_TEST_CASE(
+  an_external_model_trains_as_a_plain_sgd_loop_over_the_same_batches) {
   temp_dir dir;
   auto params = dir.file("model.safetensors");
   // The weight vector is cut by the two shards' split (6 floats: 3 and 3):
@@ -192,11 +192,13 @@ BOOST_AUTO_TEST_CASE(an_external_step_that_returns_nan_stops_the_run) {
   f.external = linear_steps(data, mtx, batches, true);
   auto r = f.run(external_run(params));
   BOOST_REQUIRE(!r);
-  BOOST_TEST(describe(r.error()).find("the loss turned NaN") != std::string::npos,
+  BOOST_TEST(describe(r.error()).find("the loss turned NaN")
+               != std::string::npos,
              describe(r.error()));
 }
 
-BOOST_AUTO_TEST_CASE(a_node_without_a_step_function_cannot_run_an_external_model) {
+BOOST_AUTO_TEST_CASE(
+  a_node_without_a_step_function_cannot_run_an_external_model) {
   temp_dir dir;
   auto params = dir.file("model.safetensors");
   test::write_user_safetensors(params, {{"w", "[5]", {0, 0, 0, 0, 0}},

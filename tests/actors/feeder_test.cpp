@@ -41,8 +41,8 @@ BOOST_AUTO_TEST_CASE(a_paused_feeder_holds_a_lease_and_grants_it_on_resume) {
   cluster_fixture f;
   auto feeder = small_feeder(f, 30s);
   caf::scoped_actor self{*f.sys};
-  self->request(feeder, 5s, pause_atom_v).receive([](feeder_position&) {},
-                                                  [](caf::error&) {});
+  self->request(feeder, 5s, pause_atom_v)
+    .receive([](feeder_position&) {}, [](caf::error&) {});
   self->send(feeder, lease_atom_v, int32_t{0});
   BOOST_TEST(!reply_within(self, 200ms)); // held, not refused
   self->send(feeder, resume_atom_v);
@@ -54,7 +54,8 @@ BOOST_AUTO_TEST_CASE(a_paused_feeder_holds_a_lease_and_grants_it_on_resume) {
   self->send_exit(feeder, caf::exit_reason::user_shutdown);
 }
 
-BOOST_AUTO_TEST_CASE(a_lease_held_while_every_batch_is_out_gets_what_comes_first) {
+BOOST_AUTO_TEST_CASE(
+  a_lease_held_while_every_batch_is_out_gets_what_comes_first) {
   cluster_fixture f;
   auto feeder = small_feeder(f, 30s);
   caf::scoped_actor self{*f.sys};
@@ -89,12 +90,13 @@ BOOST_AUTO_TEST_CASE(a_lease_held_while_every_batch_is_out_gets_what_comes_first
   self->send_exit(feeder, caf::exit_reason::user_shutdown);
 }
 
-BOOST_AUTO_TEST_CASE(a_held_lease_is_answered_wait_after_its_hold_and_not_before) {
+BOOST_AUTO_TEST_CASE(
+  a_held_lease_is_answered_wait_after_its_hold_and_not_before) {
   cluster_fixture f;
   auto feeder = small_feeder(f, 400ms);
   caf::scoped_actor self{*f.sys};
-  self->request(feeder, 5s, pause_atom_v).receive([](feeder_position&) {},
-                                                  [](caf::error&) {});
+  self->request(feeder, 5s, pause_atom_v)
+    .receive([](feeder_position&) {}, [](caf::error&) {});
   auto sent = std::chrono::steady_clock::now();
   self->send(feeder, lease_atom_v, int32_t{0});
   auto r = reply_within(self, 10s);

@@ -60,8 +60,8 @@ inline caf::expected<float_block> pull_values(caf::actor_system& sys,
                                               const shard_data_actor& h) {
   caf::scoped_actor self{sys};
   caf::expected<float_block> out{caf::sec::none};
-  self->request(h, std::chrono::seconds(10), pull_atom_v, int32_t{0},
-                int64_t{0})
+  self
+    ->request(h, std::chrono::seconds(10), pull_atom_v, int32_t{0}, int64_t{0})
     .receive([&](float_block& b) { out = std::move(b); },
              [&](caf::error& e) { out = std::move(e); });
   return out;

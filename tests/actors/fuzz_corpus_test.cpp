@@ -60,8 +60,7 @@ std::map<std::string, front_door_outcome> replay(const std::string& target,
   size_t admitted = 0;
   for (auto& f : files) {
     auto bytes = contents(f);
-    auto o = run(reinterpret_cast<const uint8_t*>(bytes.data()),
-                 bytes.size());
+    auto o = run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     BOOST_TEST(o.broken.empty(), f.filename() << ": " << o.broken);
     BOOST_TEST(o.refused.find('\n') == std::string::npos,
                f.filename() << ": a refusal of several lines: " << o.refused);

@@ -20,8 +20,8 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
   auto s = f.sys->spawn(shard_impl, o);
   caf::scoped_actor self{*f.sys};
   auto t = std::chrono::seconds(10);
-  self->request(s, t, join_atom_v, int32_t{0}).receive([](int64_t) {},
-                                                       [](caf::error&) {});
+  self->request(s, t, join_atom_v, int32_t{0})
+    .receive([](int64_t) {}, [](caf::error&) {});
   auto push = [&](gradient_push g) {
     caf::error result;
     self->request(s, t, push_atom_v, std::move(g))
@@ -36,8 +36,8 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
     0, 0, 0, {1.f, std::numeric_limits<float>::infinity(), 1.f}));
   BOOST_TEST((err == errc::non_finite));
   shard_stats stats;
-  self->request(s, t, stats_atom_v).receive([&](shard_stats& x) { stats = x; },
-                                            [](caf::error&) {});
+  self->request(s, t, stats_atom_v)
+    .receive([&](shard_stats& x) { stats = x; }, [](caf::error&) {});
   BOOST_TEST(stats.refused == 3);
   BOOST_TEST(stats.version == 0);
   float_block values;
@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(a_pull_that_is_not_ready_is_held_then_answered_ask_again) {
   caf::scoped_actor self{*f.sys};
   auto t = std::chrono::seconds(10);
   for (int32_t w : {0, 1})
-    self->request(s, t, join_atom_v, w).receive([](int64_t) {},
-                                                [](caf::error&) {});
+    self->request(s, t, join_atom_v, w)
+      .receive([](int64_t) {}, [](caf::error&) {});
   auto next_block = [&](caf::timespan within) {
     std::optional<float_block> out;
     self->receive([&](float_block& b) { out = b; },

@@ -236,9 +236,9 @@ struct sync_shard {
   caf::expected<push_ack> rows(int32_t worker, int64_t tag,
                                std::vector<uint64_t> ids,
                                std::vector<float> grads) {
-    return ask(row_push{0, 0, worker, -1, tag, std::move(ids),
-                        std::make_shared<const std::vector<float>>(
-                          std::move(grads))});
+    return ask(
+      row_push{0, 0, worker, -1, tag, std::move(ids),
+               std::make_shared<const std::vector<float>>(std::move(grads))});
   }
   caf::expected<push_ack> dense(int32_t worker, int64_t tag) {
     return ask(gradient_push::of(0, worker, tag, {1.f}));
@@ -247,10 +247,8 @@ struct sync_shard {
     caf::scoped_actor self{*t.f.sys};
     std::vector<float> out;
     self
-      ->request(t.handles[0], 5s, pull_atom_v,
-                row_request{0, 0, 0, {id}, true})
-      .receive([&](row_block& b) { out = *b.values; },
-               [](caf::error&) {});
+      ->request(t.handles[0], 5s, pull_atom_v, row_request{0, 0, 0, {id}, true})
+      .receive([&](row_block& b) { out = *b.values; }, [](caf::error&) {});
     return out;
   }
 };
@@ -279,9 +277,7 @@ void sync_rows_go_with_their_dense_push(bool wire) {
   sync_shard t{wire};
   auto r1 = t.row(1), r2 = t.row(2), r3 = t.row(3);
   BOOST_REQUIRE_EQUAL(r1.size(), static_cast<size_t>(dim));
-  auto ok = [](const caf::expected<push_ack>& a) {
-    return a && !a->stale;
-  };
+  auto ok = [](const caf::expected<push_ack>& a) { return a && !a->stale; };
   // Workers 0 and 1 push rows 1, 2 and 2, 3 for version 0: held.
   BOOST_TEST(ok(t.rows(0, 0, {1, 2}, {1, 2, 3, 4, 5, 6, 7, 8})));
   BOOST_TEST(ok(t.rows(1, 0, {2, 3}, {-1, -1, -1, -1, 2, 2, 2, 2})));
@@ -292,7 +288,7 @@ void sync_rows_go_with_their_dense_push(bool wire) {
   // second dense push would be); its first rows stay.
   auto again = t.rows(0, 0, {1}, {9, 9, 9, 9});
   BOOST_TEST((again && again->stale));
-  auto applied = t.dense(1, 0);  // the update of version 0
+  auto applied = t.dense(1, 0); // the update of version 0
   BOOST_REQUIRE(ok(applied));
   BOOST_TEST(applied->version == 1);
   // Each row steps once on its gradients summed over the update's pushes
@@ -301,8 +297,7 @@ void sync_rows_go_with_their_dense_push(bool wire) {
              < 1e-6);
   BOOST_TEST(max_difference(t.row(2), adagrad_step(r2, {2, 2.5f, 3, 3.5f}))
              < 1e-6);
-  BOOST_TEST(max_difference(t.row(3), adagrad_step(r3, {1, 1, 1, 1}))
-             < 1e-6);
+  BOOST_TEST(max_difference(t.row(3), adagrad_step(r3, {1, 1, 1, 1})) < 1e-6);
   // Worker 2, late for version 0: its rows and its push are stale.
   auto after = t.row(1);
   auto late = t.rows(2, 0, {1}, {9, 9, 9, 9});
@@ -334,8 +329,7 @@ int connect_to(uint16_t port) {
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a))
-                == 0);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   return fd;
@@ -480,10 +474,12 @@ BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
   BOOST_TEST(rows_of(copy, true) == rows_of(t.actors[0], true));
   // Adam's state and push count came along: one more push moves both alike.
   for (auto& h : {t.actors[0], copy})
-    self->request(h, 5s, push_atom_v,
-                  row_push{0, 0, 0, -1, 0, ids,
-                           std::make_shared<const std::vector<float>>(g)})
-      .receive([](push_ack&) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    self
+      ->request(h, 5s, push_atom_v,
+                row_push{0, 0, 0, -1, 0, ids,
+                         std::make_shared<const std::vector<float>>(g)})
+      .receive([](push_ack&) {},
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
   BOOST_TEST(rows_of(copy, true) == rows_of(t.actors[0], true));
   // A peek at rows nobody made reads their initial values and makes none.
   std::vector<uint64_t> unseen;
@@ -491,8 +487,8 @@ BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
     if (shard_of_row(id, shards) == 1)
       unseen.push_back(id);
   row_block peeked;
-  self->request(t.actors[1], 5s, pull_atom_v,
-                row_request{1, 0, -1, unseen, true})
+  self
+    ->request(t.actors[1], 5s, pull_atom_v, row_request{1, 0, -1, unseen, true})
     .receive([&](row_block& b) { peeked = std::move(b); },
              [](caf::error& e) { BOOST_FAIL(describe(e)); });
   BOOST_TEST(peeked.values->size() == unseen.size() * dim);

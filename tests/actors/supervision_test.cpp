@@ -86,7 +86,8 @@ BOOST_AUTO_TEST_CASE(reaching_the_target_accuracy_ends_the_run_early) {
   BOOST_TEST(r->test_accuracy > 0.5);
   BOOST_TEST(r->steps < 50 * 16);
   BOOST_TEST(f.log.str().find("target accuracy 0.9000 reached; finishing")
-               != std::string::npos, f.log.str());
+               != std::string::npos,
+             f.log.str());
 }
 
 BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
@@ -188,7 +189,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_shard_count_bitwise) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_stream_plan_resumes_where_the_checkpoint_left_it) {
+BOOST_AUTO_TEST_CASE(
+  a_worker_stream_plan_resumes_where_the_checkpoint_left_it) {
   // As above in replicated and sharded mode: the checkpoint carries the
   // feeder's plan text (each worker's place in its stream), and a resumed
   // run trains the batches the straight run trained after that point.
@@ -219,7 +221,8 @@ BOOST_AUTO_TEST_CASE(a_worker_stream_plan_resumes_where_the_checkpoint_left_it) 
       BOOST_REQUIRE(head);
       BOOST_TEST(head->metadata["feeder_plan"].find(
                    std::string{"troupe-plan 1 "} + to_string(partition))
-                 == 0u, head->metadata["feeder_plan"]);
+                   == 0u,
+                 head->metadata["feeder_plan"]);
       cfg.training.checkpoint.resume = true;
       cfg.training.max_steps = 20;
       cluster_fixture f;
@@ -270,8 +273,9 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_with_a_bad_version_is_refused_by_name) {
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::bad_format));
   BOOST_TEST(describe(r.error())
-             == path + ": metadata \"shard_version\" is not a "
-                       "non-negative integer: \"4x\"");
+             == path
+                  + ": metadata \"shard_version\" is not a "
+                    "non-negative integer: \"4x\"");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -62,10 +62,16 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
   silent.name = "w0";
   v.nodes = {up, silent};
   auto text = troupe::prometheus_text(v, process_usage{});
-  BOOST_TEST(text.find("\ntroupe_node_resident_memory_bytes{run=\"\",run_id=\"\",node=\"ps0\"} "
-                       "123456789\n") != std::string::npos, text);
-  BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{run=\"\",run_id=\"\",node=\"ps0\"} 2.5\n")
-               != std::string::npos, text);
+  BOOST_TEST(
+    text.find(
+      "\ntroupe_node_resident_memory_bytes{run=\"\",run_id=\"\",node=\"ps0\"} "
+      "123456789\n")
+      != std::string::npos,
+    text);
+  BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{run=\"\",run_id=\"\","
+                       "node=\"ps0\"} 2.5\n")
+               != std::string::npos,
+             text);
   BOOST_TEST(text.find("node=\"w0\"} ") == std::string::npos, text);
   BOOST_TEST(text.find("-1") == std::string::npos, text);
 }
@@ -84,12 +90,16 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
   v.shards[0].rows_pulled = 7000;
   v.shards[0].rows_pushed = 6000;
   text = troupe::prometheus_text(v, process_usage{});
-  for (auto* line : {"troupe_shard_rows{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} 1500\n",
-                     "troupe_shard_row_memory_bytes{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
+  for (auto* line : {"troupe_shard_rows{run=\"\",run_id=\"\",shard=\"1\",node="
+                     "\"ps0\"} 1500\n",
+                     "troupe_shard_row_memory_bytes{run=\"\",run_id=\"\",shard="
+                     "\"1\",node=\"ps0\"} "
                      "98304\n",
-                     "troupe_shard_rows_pulled_total{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
+                     "troupe_shard_rows_pulled_total{run=\"\",run_id=\"\","
+                     "shard=\"1\",node=\"ps0\"} "
                      "7000\n",
-                     "troupe_shard_rows_pushed_total{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\"} "
+                     "troupe_shard_rows_pushed_total{run=\"\",run_id=\"\","
+                     "shard=\"1\",node=\"ps0\"} "
                      "6000\n",
                      "# TYPE troupe_shard_rows gauge\n"})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);

@@ -103,21 +103,30 @@ BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
   };
   for (auto& word : shell_command_words())
     BOOST_TEST(names(word), word + " is missing from help");
-  BOOST_TEST(refusal("frobnicate") == "unknown command \"frobnicate\"; try help");
-  BOOST_TEST(refusal("set lr -1") == "set lr: expected a number > 0, got \"-1\"");
-  BOOST_TEST(refusal("set lr nan") == "set lr: expected a number > 0, got \"nan\"");
+  BOOST_TEST(refusal("frobnicate")
+             == "unknown command \"frobnicate\"; try help");
+  BOOST_TEST(refusal("set lr -1")
+             == "set lr: expected a number > 0, got \"-1\"");
+  BOOST_TEST(refusal("set lr nan")
+             == "set lr: expected a number > 0, got \"nan\"");
   BOOST_TEST(refusal("set momentum 0.5") == "usage: set lr VALUE");
-  BOOST_TEST(refusal("add-worker 0") == "add-worker: N must be 1..1024, got \"0\"");
-  BOOST_TEST(refusal("add-worker 2x") == "add-worker: N must be 1..1024, got \"2x\"");
+  BOOST_TEST(refusal("add-worker 0")
+             == "add-worker: N must be 1..1024, got \"0\"");
+  BOOST_TEST(refusal("add-worker 2x")
+             == "add-worker: N must be 1..1024, got \"2x\"");
   BOOST_TEST(refusal("kill feeder") == "usage: kill worker:N | shard:N");
   BOOST_TEST(refusal("add-shard") == "usage: add-shard NODE");
   BOOST_TEST(refusal("add-shard ps1 ps2") == "usage: add-shard NODE");
   BOOST_TEST(refusal("drain worker:1") == "usage: drain shard:N");
   BOOST_TEST(refusal("drain shard:") == "usage: drain shard:N");
   BOOST_TEST(refusal("kill worker:") == "usage: kill worker:N | shard:N");
-  BOOST_TEST(refusal("inspect") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
-  BOOST_TEST(refusal("inspect worker:-1") == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
-  BOOST_TEST(refusal("inspect gremlin:1") == "unknown actor \"gremlin:1\" (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(refusal("inspect")
+             == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(refusal("inspect worker:-1")
+             == "usage: inspect ACTOR (chief, feeder, shard:N, worker:N)");
+  BOOST_TEST(
+    refusal("inspect gremlin:1")
+    == "unknown actor \"gremlin:1\" (chief, feeder, shard:N, worker:N)");
   BOOST_TEST(refusal("status now") == "status takes no arguments, got \"now\"");
   BOOST_TEST(refusal("status " + std::string(5000, 'x'))
              == "a command line of 5007 characters (at most 4096)");
@@ -133,8 +142,8 @@ BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
   BOOST_TEST(j["run"]["taken_over"]["lost_steps"] == 0);
   // No evaluation yet: null, in JSON and "-" in the table, never -1.
   BOOST_TEST(j["run"]["test_accuracy"].is_null());
-  BOOST_TEST(render_view(parsed("status"), v, false)
-                 ->find("test accuracy -,") != std::string::npos);
+  BOOST_TEST(render_view(parsed("status"), v, false)->find("test accuracy -,")
+             != std::string::npos);
   BOOST_TEST(j["run"]["loss"].is_null());
   BOOST_TEST(j["run"]["eta_seconds"].is_null());
   v.run.test_accuracy = 0.5;
@@ -143,14 +152,18 @@ BOOST_AUTO_TEST_CASE(the_json_keeps_the_shape_scripts_read) {
   v.run.eta_seconds = 125;
   v.run.learning_rate = 0.002;
   v.run.loss = 0.25;
-  auto evaluated = nlohmann::json::parse(*render_view(parsed("status"), v, true));
+  auto evaluated = nlohmann::json::parse(
+    *render_view(parsed("status"), v, true));
   BOOST_TEST(evaluated["run"]["test_accuracy"] == 0.5);
   BOOST_TEST(evaluated["run"]["percent_done"] == 25.0);
   BOOST_TEST(evaluated["run"]["eta_seconds"] == 125.0);
   auto line = *render_view(parsed("status"), v, false);
-  BOOST_TEST(line.find("step 50 of 200 (25%), epoch ") != std::string::npos, line);
+  BOOST_TEST(line.find("step 50 of 200 (25%), epoch ") != std::string::npos,
+             line);
   BOOST_TEST(line.find("ETA 2m05s") != std::string::npos, line);
-  BOOST_TEST(line.find("lr 0.002, loss 0.25, test accuracy 0.5") != std::string::npos, line);
+  BOOST_TEST(line.find("lr 0.002, loss 0.25, test accuracy 0.5")
+               != std::string::npos,
+             line);
   v.run.test_accuracy = -1;
   BOOST_TEST(j["actors"][0]["id"] == "chief");
   BOOST_TEST(j["actors"][1]["id"] == "feeder");

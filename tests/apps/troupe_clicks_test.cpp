@@ -14,11 +14,14 @@ BOOST_AUTO_TEST_SUITE(troupe_clicks)
 BOOST_AUTO_TEST_CASE(writes_logs_the_reader_takes_and_prints_the_floor) {
   temp_dir tmp;
   auto o = run_app(tmp, "troupe-clicks",
-                   "--out " + tmp.file("logs") + " --train 2000 --test 500 "
-                   "--numeric 1 --categorical 3 --values 100 --seed 4");
+                   "--out " + tmp.file("logs")
+                     + " --train 2000 --test 500 "
+                       "--numeric 1 --categorical 3 --values 100 --seed 4");
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("1 numeric and 3 categorical fields, 100 values "
-                        "each") != std::string::npos, o.out);
+                        "each")
+               != std::string::npos,
+             o.out);
   auto at = o.out.find("planted model: test log-loss ");
   BOOST_REQUIRE_MESSAGE(at != std::string::npos, o.out);
   double floor = std::stod(o.out.substr(at + 30));
@@ -40,17 +43,19 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_one_line_and_exit_2) {
   temp_dir tmp;
   auto o = run_app(tmp, "troupe-clicks", "--train 10");
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err.find("troupe-clicks: error: --out is required")
-               == 0u, o.err);
-  o = run_app(tmp, "troupe-clicks", "--out " + tmp.file("x") +
-                                       " --categorical 0");
+  BOOST_TEST(o.err.find("troupe-clicks: error: --out is required") == 0u,
+             o.err);
+  o = run_app(tmp, "troupe-clicks",
+              "--out " + tmp.file("x") + " --categorical 0");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("--categorical") != std::string::npos, o.err);
   troupe::test::write_file(tmp.file("file"), "not a folder");
   o = run_app(tmp, "troupe-clicks", "--out " + tmp.file("file/logs"));
   BOOST_TEST(o.code == 1);
-  BOOST_TEST(o.err == "troupe-clicks: error: " + tmp.file("file/logs")
-                        + ": cannot create the folder\n", o.err);
+  BOOST_TEST(o.err
+               == "troupe-clicks: error: " + tmp.file("file/logs")
+                    + ": cannot create the folder\n",
+             o.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,7 +35,8 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
                      + tmp.file("runs"));
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("sync, 2 workers, 2 shards, embedded")
-               != std::string::npos, o.out);
+               != std::string::npos,
+             o.out);
   // threads "auto" (the default): the cores split between the 2 workers.
   const int each = troupe::compute_threads(0, 2);
   BOOST_TEST(o.out.find(" actor threads, " + std::to_string(each)
@@ -46,7 +47,8 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(o.out.find("worker 1: step ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find(", loss = ") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("step 26, epoch 2.00: test accuracy = ")
-               != std::string::npos, o.out);
+               != std::string::npos,
+             o.out);
   // The files are named by the run and its id, which the log names.
   auto at = o.out.find("metrics: " + tmp.file("runs/node-test-"));
   BOOST_REQUIRE_MESSAGE(at != std::string::npos, o.out);
@@ -55,18 +57,21 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
   BOOST_TEST(csv.find("# run=node-test run_id=") == 0, csv);
   BOOST_TEST(csv.find(" mode=sync workers=2 data_partition=shared\n"
                       "seconds,step,epoch,test_accuracy,test_loss\n")
-               != std::string::npos, csv);
+               != std::string::npos,
+             csv);
   BOOST_TEST(csv.find(",26,2.0000,") != std::string::npos, csv);
   auto progress = troupe::test::slurp(base + ".progress.csv");
   BOOST_TEST(progress.find("seconds,step,epoch,loss,examples_per_sec\n")
-               != std::string::npos, progress);
+               != std::string::npos,
+             progress);
   auto jsonl = troupe::test::slurp(base + ".jsonl");
-  BOOST_TEST(jsonl.find(R"({"event":"run","name":"node-test","run_id":)")
-               == 0, jsonl);
+  BOOST_TEST(jsonl.find(R"({"event":"run","name":"node-test","run_id":)") == 0,
+             jsonl);
   BOOST_TEST(jsonl.find(R"({"event":"progress","seconds":)")
-               != std::string::npos, jsonl);
-  BOOST_TEST(jsonl.find(R"({"event":"worker","worker":1,)")
-               != std::string::npos, jsonl);
+               != std::string::npos,
+             jsonl);
+  BOOST_TEST(
+    jsonl.find(R"({"event":"worker","worker":1,)") != std::string::npos, jsonl);
   // A second run into the same folder gets files of its own.
   auto again = run_app(tmp, "troupe-node",
                        "--config " + tmp.file("cfg.json") + " --metrics-dir "
@@ -79,7 +84,8 @@ BOOST_AUTO_TEST_CASE(runs_the_embedded_cluster_and_writes_metrics) {
 
 // The cluster watches the validation split while it trains (every worker
 // trains on the rest alone) and scores the test set at the end.
-BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last) {
+BOOST_AUTO_TEST_CASE(
+  a_validation_split_is_watched_and_the_test_set_scored_last) {
   temp_dir tmp;
   std::string text = small_cluster;
   auto pos = text.find(R"("test_samples": 100)");
@@ -92,7 +98,8 @@ BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last)
   auto last = o.out.find("step 20, epoch 2.00: validation accuracy = ");
   BOOST_TEST(last != std::string::npos, o.out);
   BOOST_TEST(o.out.find("final: validation accuracy = ", last)
-               != std::string::npos, o.out);
+               != std::string::npos,
+             o.out);
   BOOST_TEST(o.out.find("; test accuracy = ", last) != std::string::npos,
              o.out);
   BOOST_TEST(o.out.find("test accuracy = ") > last, o.out);
@@ -236,8 +243,9 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_exit_2) {
   troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
   auto o = run_app(tmp, "troupe-node", "--config " + tmp.file("nope.json"));
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err == "troupe-node: error: " + tmp.file("nope.json")
-                        + ": config file not found\n");
+  BOOST_TEST(o.err
+             == "troupe-node: error: " + tmp.file("nope.json")
+                  + ": config file not found\n");
   o = run_app(tmp, "troupe-node",
               "--config " + tmp.file("cfg.json") + " --mode downpour");
   BOOST_TEST(o.code == 2);
@@ -250,15 +258,17 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_and_exit_2) {
   o = run_app(tmp, "troupe-node",
               "--config " + tmp.file("agg.json") + " --workers 1");
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err == "troupe-node: error: --workers 1 is below the config's "
-                      "/cluster/replicas_to_aggregate (2)\n");
+  BOOST_TEST(o.err
+             == "troupe-node: error: --workers 1 is below the config's "
+                "/cluster/replicas_to_aggregate (2)\n");
   text = small_cluster;
   text.replace(text.find(R"("shards": 2)"), 11, R"("shards": "two")");
   troupe::test::write_file(tmp.file("type.json"), text);
   o = run_app(tmp, "troupe-node", "--config " + tmp.file("type.json"));
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("/cluster/shards: expected a positive integer")
-               != std::string::npos, o.err);
+               != std::string::npos,
+             o.err);
   // A data port is a node's: the embedded cluster has none to give it.
   o = run_app(tmp, "troupe-node",
               "--config " + tmp.file("cfg.json") + " --data-port 23456");
@@ -287,7 +297,9 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_stops_the_node_at_start) {
                    "--config " + tmp.file("cfg.json") + " --device gpu:99");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-node: error: --device: gpu:99 was asked for, "
-                        "but ") == 0, o.err);
+                        "but ")
+               == 0,
+             o.err);
   // A worker node of a cluster file that gives it a device of its own.
   std::string text = small_cluster;
   text.replace(text.find(R"("shards": 2, "workers": 2, )"), 26,
@@ -301,7 +313,9 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_stops_the_node_at_start) {
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-node: error: " + tmp.file("nodes.json")
                         + ": /cluster/nodes/1/device: gpu:99 was asked for, "
-                          "but ") == 0, o.err);
+                          "but ")
+               == 0,
+             o.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_click_model_on_a_gpu_is_refused_before_anything_starts) {
@@ -312,7 +326,8 @@ BOOST_AUTO_TEST_CASE(a_click_model_on_a_gpu_is_refused_before_anything_starts) {
   std::string text = R"({
     "name": "clicks-on-gpu",
     "model": { "type": "click", "hidden": [8] },
-    "data": { "format": "click", "dir": ")" + tmp.file("") + R"(",
+    "data": { "format": "click", "dir": ")"
+                     + tmp.file("") + R"(",
               "train": "train.tsv", "test": "test.tsv", "numeric": 1,
               "categorical": 1 },
     "training": { "batch_size": 2, "device": "gpu" },
@@ -324,13 +339,16 @@ BOOST_AUTO_TEST_CASE(a_click_model_on_a_gpu_is_refused_before_anything_starts) {
   BOOST_TEST(o.err.find("troupe-node: error: " + tmp.file("cfg.json")
                         + ": /training/device: gpu:0 was asked for, but a "
                           "click model's workers train on the CPU")
-               == 0, o.err);
+               == 0,
+             o.err);
   BOOST_TEST(o.out.find("step") == std::string::npos, o.out);
   o = run_app(tmp, "troupe-node",
               "--config " + tmp.file("cfg.json") + " --device gpu:1");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-node: error: --device: gpu:1 was asked for, "
-                        "but a click model's") == 0, o.err);
+                        "but a click model's")
+               == 0,
+             o.err);
   // --device cpu overrides the file, and the run trains.
   o = run_app(tmp, "troupe-node",
               "--config " + tmp.file("cfg.json") + " --device cpu");
@@ -345,13 +363,13 @@ BOOST_AUTO_TEST_CASE(a_malformed_device_is_refused_before_anything_starts) {
   auto o = run_app(tmp, "troupe-node",
                    "--join 127.0.0.1:9 --workers 1 --device gpu:x", 20);
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err == "troupe-node: error: --device: expected \"cpu\", "
-                      "\"gpu\" or \"gpu:N\", found \"gpu:x\" (see --help)\n");
+  BOOST_TEST(o.err
+             == "troupe-node: error: --device: expected \"cpu\", "
+                "\"gpu\" or \"gpu:N\", found \"gpu:x\" (see --help)\n");
 }
 
-BOOST_AUTO_TEST_CASE(runs_gpu_workers,
-                     *boost::unit_test::precondition(
-                       troupe::test::has_cuda_device)) {
+BOOST_AUTO_TEST_CASE(runs_gpu_workers, *boost::unit_test::precondition(
+                                         troupe::test::has_cuda_device)) {
   temp_dir tmp;
   troupe::test::write_file(tmp.file("cfg.json"), small_cluster);
   auto o = run_app(tmp, "troupe-node",
@@ -359,7 +377,8 @@ BOOST_AUTO_TEST_CASE(runs_gpu_workers,
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("workers on gpu:0") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("samples trained per epoch: 400 400")
-               != std::string::npos, o.out);
+               != std::string::npos,
+             o.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

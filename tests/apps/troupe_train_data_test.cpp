@@ -40,10 +40,11 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_as_npy_trains_as_idx_does) {
                     "optimizer": { "type": "sgd", "learning_rate": 0.1 } } })";
   };
   troupe::test::write_file(tmp.file("idx.json"),
-                           config(R"({ "format": "idx", "dir": ")" + src + "\" }"));
-  troupe::test::write_file(
-    tmp.file("npy.json"),
-    config(R"({ "format": "npy", "dir": ")" + tmp.path() + R"(",
+                           config(R"({ "format": "idx", "dir": ")" + src
+                                  + "\" }"));
+  troupe::test::write_file(tmp.file("npy.json"),
+                           config(R"({ "format": "npy", "dir": ")" + tmp.path()
+                                  + R"(",
                 "train": "train_x.npy", "train_labels": "train_y.npy",
                 "test": "test_x.npy", "test_labels": "test_y.npy" })"));
   auto idx = run_train(tmp, "--config " + tmp.file("idx.json"));
@@ -104,7 +105,8 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
   troupe::test::write_file(tmp.file("test.csv"), table(150, 2));
   troupe::test::write_file(tmp.file("cfg.json"), R"({
     "model": { "type": "mlp", "hidden": [16] },
-    "data": { "format": "csv", "dir": ")" + tmp.path() + R"(",
+    "data": { "format": "csv", "dir": ")" + tmp.path()
+                                                   + R"(",
               "train": "train.csv", "test": "test.csv",
               "label_column": "kind" },
     "training": { "batch_size": 20, "epochs": 5,
@@ -116,8 +118,9 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
                            "f0,f1,kind,f2\n0,0,1,0\n0,zero,2,0\n");
   o = run_train(tmp, "--config " + tmp.file("cfg.json"));
   BOOST_TEST(o.code == 2, o.err);
-  BOOST_TEST(o.err == "troupe-train: error: " + tmp.file("test.csv")
-                        + ":3: column \"f1\": \"zero\" is not a number\n");
+  BOOST_TEST(o.err
+             == "troupe-train: error: " + tmp.file("test.csv")
+                  + ":3: column \"f1\": \"zero\" is not a number\n");
 }
 
 // Several labels per sample (binary cross-entropy on two CSV columns):
@@ -227,7 +230,8 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
     "data": { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
     "training": { "batch_size": 100, "epochs": 1, "log_every_steps": 1000,
                   "optimizer": { "type": "sgd", "learning_rate": 0.1 },
-                  "checkpoint": { "dir": ")" + tmp.file("ckpt") + R"(" } } })");
+                  "checkpoint": { "dir": ")" + tmp.file("ckpt")
+                                                   + R"(" } } })");
   auto trained = run_train(tmp, "--config " + tmp.file("cfg.json"));
   BOOST_REQUIRE_MESSAGE(trained.code == 0, trained.err);
   auto ckpt = tmp.file("ckpt/ckpt-600.safetensors");
@@ -236,9 +240,11 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   auto o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
                             + ckpt);
   BOOST_TEST(o.code == 0, o.err);
-  BOOST_TEST(o.out.find("evaluate: " + ckpt + " (step 600, softmax 784-10) "
-                        "on 10000 test samples")
-               == 0, o.out);
+  BOOST_TEST(o.out.find("evaluate: " + ckpt
+                        + " (step 600, softmax 784-10) "
+                          "on 10000 test samples")
+               == 0,
+             o.out);
   // The accuracy the run reported at its end.
   auto acc = accuracy_after_done(trained);
   auto line = o.out.find("test accuracy = ");
@@ -248,7 +254,8 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   // test set's samples per class), the diagonal as accurate as reported.
   auto at = o.out.find("confusion (rows: label, columns: predicted)\n");
   BOOST_REQUIRE(at != std::string::npos);
-  std::istringstream rows{o.out.substr(o.out.find('\n', o.out.find('\n', at) + 1) + 1)};
+  std::istringstream rows{
+    o.out.substr(o.out.find('\n', o.out.find('\n', at) + 1) + 1)};
   int64_t total = 0, diagonal = 0;
   for (int label = 0; label < 10; ++label) {
     int row_label = -1;
@@ -283,7 +290,7 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
                        "example is not run");
   } else {
     auto page = troupe::test::slurp(std::string{TROUPE_SOURCE_DIR}
-                                      + "/docs/checkpoints.md");
+                                    + "/docs/checkpoints.md");
     auto marker = page.find("<!-- numpy-example -->\n```python\n");
     BOOST_REQUIRE(marker != std::string::npos);
     auto begin = page.find('\n', page.find("```python", marker)) + 1;
@@ -337,7 +344,8 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
   p = predict("--input " + tmp.file("test_x.npy") + " --output "
               + tmp.file("pred.npy"));
   BOOST_TEST(p.code == 0, p.err);
-  struct stat probs {}, labels {};
+  struct stat probs {
+  }, labels{};
   BOOST_TEST(stat(tmp.file("pred.npy").c_str(), &probs) == 0);
   BOOST_TEST(stat(tmp.file("pred.labels.npy").c_str(), &labels) == 0);
   BOOST_TEST(probs.st_size == 128 + 10000 * 10 * 4);
@@ -348,25 +356,30 @@ BOOST_AUTO_TEST_CASE(evaluate_and_predict_with_a_checkpoint) {
               + tmp.file("p.csv"));
   BOOST_TEST(p.code == 2);
   BOOST_TEST(p.err.find("(samples of 1x3x1 do not fit the model it holds, "
-                        "softmax)\n") != std::string::npos, p.err);
+                        "softmax)\n")
+               != std::string::npos,
+             p.err);
   p = predict("--input " + tmp.file("test_x.npy") + " --output "
               + tmp.file("p.txt"));
   BOOST_TEST(p.code == 2);
-  BOOST_TEST(p.err == "troupe-predict: error: --output: " + tmp.file("p.txt")
-                        + ": expected a .csv or .npy file name\n");
+  BOOST_TEST(p.err
+             == "troupe-predict: error: --output: " + tmp.file("p.txt")
+                  + ": expected a .csv or .npy file name\n");
 
   // Bad input: exit 2 with one line naming what is wrong.
   o = run_train(tmp, "--config " + tmp.file("cfg.json") + " --evaluate "
                        + tmp.file("none.safetensors"));
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err == "troupe-train: error: " + tmp.file("none.safetensors")
-                        + ": no such file\n");
+  BOOST_TEST(o.err
+             == "troupe-train: error: " + tmp.file("none.safetensors")
+                  + ": no such file\n");
   troupe::test::write_file(tmp.file("mlp.json"), R"({
     "model": { "type": "mlp", "hidden": [8] },
     "data": { "format": "idx", "dir": "/usr/share/datasets/fashion-mnist" },
     "training": { "batch_size": 100, "epochs": 1,
                   "optimizer": { "type": "sgd", "learning_rate": 0.1 } } })");
-  o = run_train(tmp, "--config " + tmp.file("mlp.json") + " --evaluate " + ckpt);
+  o = run_train(tmp,
+                "--config " + tmp.file("mlp.json") + " --evaluate " + ckpt);
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-train: error: " + ckpt) == 0, o.err);
 }
@@ -376,23 +389,28 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
   // CUDA, with and without a device; only the reason after "but" differs.
   temp_dir tmp;
   auto cfg = tmp.file("cfg.json");
-  troupe::test::write_file(
-    cfg, with(R"("batch_size": 32)", R"("batch_size": 32, "device": "gpu:99")"));
+  troupe::test::write_file(cfg,
+                           with(R"("batch_size": 32)",
+                                R"("batch_size": 32, "device": "gpu:99")"));
   auto o = run_train(tmp, "--config " + cfg);
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-train: error: " + cfg
                         + ": /training/device: gpu:99 was asked for, but ")
-               == 0, o.err);
+               == 0,
+             o.err);
   BOOST_TEST(o.out.empty(), o.out); // nothing started
   troupe::test::write_file(cfg, good);
   o = run_train(tmp, "--config " + cfg + " --device gpu:99");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-train: error: --device: gpu:99 was asked "
-                        "for, but ") == 0, o.err);
+                        "for, but ")
+               == 0,
+             o.err);
   o = run_train(tmp, "--config " + cfg + " --device tpu");
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err == "troupe-train: error: --device: expected \"cpu\", "
-                      "\"gpu\" or \"gpu:N\", found \"tpu\" (see --help)\n");
+  BOOST_TEST(o.err
+             == "troupe-train: error: --device: expected \"cpu\", "
+                "\"gpu\" or \"gpu:N\", found \"tpu\" (see --help)\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_gpu_module_that_is_missing_or_broken_is_named) {
@@ -424,13 +442,12 @@ BOOST_AUTO_TEST_CASE(a_gpu_module_that_is_missing_or_broken_is_named) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(trains_on_the_gpu,
-                     *boost::unit_test::precondition(
-                       troupe::test::has_cuda_device)) {
+BOOST_AUTO_TEST_CASE(trains_on_the_gpu, *boost::unit_test::precondition(
+                                          troupe::test::has_cuda_device)) {
   temp_dir tmp;
   troupe::test::write_file(tmp.file("cfg.json"), good);
-  auto o = run_train(tmp, "--config " + tmp.file("cfg.json")
-                            + " --device gpu:0");
+  auto o = run_train(tmp,
+                     "--config " + tmp.file("cfg.json") + " --device gpu:0");
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("backend gpu:0 (") != std::string::npos, o.out);
   BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos,

@@ -23,7 +23,8 @@ BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
   auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("model: mlp 12-16-4 relu") != std::string::npos, o.out);
-  BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos, o.out);
+  BOOST_TEST(o.out.find("done: 26 steps (2 epochs)") != std::string::npos,
+             o.out);
   BOOST_TEST(o.err.empty());
   // threads "auto" (the default): one worker, all of the cores.
   const int cores = troupe::compute_threads(0, 1);
@@ -35,7 +36,8 @@ BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
 
 // With a validation split the run watches the held-out samples and scores
 // the test set once, at the end.
-BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last) {
+BOOST_AUTO_TEST_CASE(
+  a_validation_split_is_watched_and_the_test_set_scored_last) {
   temp_dir tmp;
   troupe::test::write_file(tmp.file("cfg.json"),
                            with(R"("test_samples": 100 })",
@@ -44,7 +46,8 @@ BOOST_AUTO_TEST_CASE(a_validation_split_is_watched_and_the_test_set_scored_last)
   auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(o.out.find("data: 300 training, 100 validation, 100 test samples")
-               != std::string::npos, o.out);
+               != std::string::npos,
+             o.out);
   // 300 samples in batches of 32: 10 steps an epoch.
   auto last = o.out.find("step 20, epoch 2.00: validation accuracy = ");
   BOOST_TEST(last != std::string::npos, o.out);
@@ -97,8 +100,9 @@ BOOST_AUTO_TEST_CASE(a_layer_list_trains_and_a_bad_one_names_its_layer) {
 }
 
 BOOST_AUTO_TEST_CASE(wrong_type) {
-  expect_bad(with(R"("batch_size": 32)", R"("batch_size": 3.5)"),
-             "/training/batch_size: expected a positive integer <= 1048576, found 3.5");
+  expect_bad(
+    with(R"("batch_size": 32)", R"("batch_size": 3.5)"),
+    "/training/batch_size: expected a positive integer <= 1048576, found 3.5");
 }
 
 BOOST_AUTO_TEST_CASE(missing_required_key) {
@@ -123,8 +127,8 @@ BOOST_AUTO_TEST_CASE(config_file_and_flags) {
   temp_dir tmp;
   auto o = run_train(tmp, "--config /nonexistent.json");
   BOOST_TEST(o.code == 2);
-  BOOST_TEST(o.err
-             == "troupe-train: error: /nonexistent.json: config file not found\n");
+  BOOST_TEST(
+    o.err == "troupe-train: error: /nonexistent.json: config file not found\n");
   o = run_train(tmp, "--config x --threads 0");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("--threads") != std::string::npos, o.err);

@@ -36,16 +36,21 @@ BOOST_AUTO_TEST_CASE(node_flags_that_do_not_fit_the_file) {
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_cluster(dir, spec);
   // Placement comes from the file, not from flags.
-  process p{dir, "p", "troupe-node",
+  process p{dir,
+            "p",
+            "troupe-node",
             {"--config", cfg, "--node", "chief", "--workers", "3"}};
   BOOST_TEST(p.wait(20) == 2);
   BOOST_TEST(has(p.err(), "--workers, --shards and --mode come from the "
-                          "cluster file"), p.err());
+                          "cluster file"),
+             p.err());
   // --node needs a file that has nodes.
   auto j = nlohmann::json::parse(read_all(cfg));
   j["cluster"] = {{"shards", 1}, {"workers", 1}};
   write_file(dir.file("plain.json"), j.dump());
-  process q{dir, "q", "troupe-node",
+  process q{dir,
+            "q",
+            "troupe-node",
             {"--config", dir.file("plain.json"), "--node", "chief"}};
   BOOST_TEST(q.wait(20) == 2);
   BOOST_TEST(has(q.err(), "--node needs a cluster file with /cluster/nodes"),
@@ -63,13 +68,16 @@ BOOST_AUTO_TEST_CASE(a_node_the_chiefs_file_does_not_list) {
   auto j = nlohmann::json::parse(read_all(cfg));
   j["cluster"]["nodes"][2]["name"] = "w9";
   write_file(dir.file("other.json"), j.dump());
-  process chief{dir, "chief", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
-  process stray{dir, "stray", "troupe-node",
+  process chief{
+    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
+  process stray{dir,
+                "stray",
+                "troupe-node",
                 {"--config", dir.file("other.json"), "--node", "w9"}};
   BOOST_TEST(stray.wait(30) == 2);
   BOOST_TEST(has(stray.err(), "unknown node \"w9\" (the cluster file's "
-                              "nodes are: chief, ps0, w0)"), stray.err());
+                              "nodes are: chief, ps0, w0)"),
+             stray.err());
   chief.kill9();
 }
 
@@ -85,10 +93,14 @@ BOOST_AUTO_TEST_CASE(a_member_with_another_optimizer_is_refused) {
   auto j = nlohmann::json::parse(read_all(cfg));
   j["training"]["optimizer"] = {{"type", "sgd"}, {"learning_rate", 0.001}};
   write_file(dir.file("other.json"), j.dump());
-  process chief{dir, "chief", "troupe-node",
+  process chief{dir,
+                "chief",
+                "troupe-node",
                 {"--config", cfg, "--node", "chief", "--max-steps", "100"}};
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
-  process stray{dir, "stray", "troupe-node",
+  process stray{dir,
+                "stray",
+                "troupe-node",
                 {"--config", dir.file("other.json"), "--node", "w0"}};
   BOOST_TEST(stray.wait(30) == 2);
   BOOST_TEST(has(stray.err(), "its config differs from the chief's: "
@@ -113,7 +125,9 @@ BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
   cluster_spec spec;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg_path = write_cluster(dir, spec);
-  process chief{dir, "chief", "troupe-node",
+  process chief{dir,
+                "chief",
+                "troupe-node",
                 {"--config", cfg_path, "--node", "chief", "--max-steps",
                  "300"}};
   auto members = start_members(dir, cfg_path, spec);
@@ -149,8 +163,8 @@ BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
     std::string reply;
     self
       ->request(*h, std::chrono::seconds(10), troupe::register_atom_v,
-                troupe::node_registration{a.name, "127.0.0.1", 0, {},
-                                          a.workers, 0, identity, a.run})
+                troupe::node_registration{
+                  a.name, "127.0.0.1", 0, {}, a.workers, 0, identity, a.run})
       .receive([&](std::string&, std::string&) { reply = "accepted"; },
                [&](caf::error& e) { reply = troupe::describe(e); });
     BOOST_TEST(has(reply, a.says), reply);
@@ -191,8 +205,8 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
   spec.nodes[0].port = spec.nodes[1].port; // the chief's port, too
   spec.nodes[1].port = 0;
   cfg = write_cluster(dir, spec);
-  process chief{dir, "chief", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
+  process chief{
+    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
   BOOST_TEST(chief.wait(20) == 2);
   BOOST_TEST(has(chief.err(), "cannot listen on"), chief.err());
   BOOST_TEST(chief.err().find("cannot listen on")
@@ -201,7 +215,9 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
   // A fixed data-plane port that another program holds: the same.
   spec.nodes[0].port = 0;
   cfg = write_cluster(dir, spec);
-  process w0{dir, "w0", "troupe-node",
+  process w0{dir,
+             "w0",
+             "troupe-node",
              {"--config", cfg, "--node", "w0", "--data-port",
               std::to_string(held.port())}};
   BOOST_TEST(w0.wait(20) == 2);
@@ -226,13 +242,14 @@ BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {
     std::string value;
     std::string says;
   } cases[] = {
-    {{{"key", other + "/cluster.key"}}, other + "/cluster.key",
+    {{{"key", other + "/cluster.key"}},
+     other + "/cluster.key",
      "does not belong to certificate"},
-    {{{"certificate", other + "/cluster.pem"},
-      {"key", other + "/cluster.key"}},
+    {{{"certificate", other + "/cluster.pem"}, {"key", other + "/cluster.key"}},
      other + "/cluster.pem",
      "not accepted by the CA"},
-    {{{"ca", dir.file("nowhere.pem")}}, dir.file("nowhere.pem"),
+    {{{"ca", dir.file("nowhere.pem")}},
+     dir.file("nowhere.pem"),
      "No such file"},
   };
   for (auto& c : cases) {
@@ -240,15 +257,17 @@ BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {
     for (auto& [key, value] : c.set)
       k["cluster"]["tls"][key] = value;
     write_file(dir.file("bad.json"), k.dump());
-    process p{dir, "p", "troupe-node",
+    process p{dir,
+              "p",
+              "troupe-node",
               {"--config", dir.file("bad.json"), "--node", "ps0"}};
     BOOST_TEST(p.wait(20) == 2, c.says);
     BOOST_TEST(has(p.err(), c.value), p.err());
     BOOST_TEST(has(p.err(), c.says), p.err());
   }
   // --insecure and TLS together make no sense.
-  process q{dir, "q", "troupe-node",
-            {"--config", cfg, "--node", "ps0", "--insecure"}};
+  process q{
+    dir, "q", "troupe-node", {"--config", cfg, "--node", "ps0", "--insecure"}};
   BOOST_TEST(q.wait(20) == 2);
   BOOST_TEST(has(q.err(), "--insecure and TLS exclude each other"), q.err());
 }
@@ -261,12 +280,16 @@ BOOST_AUTO_TEST_CASE(on_every_interface_a_node_listens_behind_the_cluster_key) {
   spec.nodes = {{"chief", 1, 1}};
   spec.nodes[0].host = "0.0.0.0"; // every interface
   auto cfg = write_cluster(dir, spec);
-  process p{dir, "p", "troupe-node",
+  process p{dir,
+            "p",
+            "troupe-node",
             {"--config", cfg, "--node", "chief", "--max-steps", "50"}};
   BOOST_REQUIRE_MESSAGE(p.wait(120) == 0, p.err() + p.out());
   BOOST_TEST(has(p.out(), "links: cluster key "), p.out());
   // --insecure says so on every line of the run's log.
-  process q{dir, "q", "troupe-node",
+  process q{dir,
+            "q",
+            "troupe-node",
             {"--config", cfg, "--node", "chief", "--insecure", "--max-steps",
              "150"}};
   BOOST_REQUIRE_MESSAGE(q.wait(120) == 0, q.err() + q.out());
@@ -283,8 +306,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_cluster(dir, spec);
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
-  process chief{dir, "chief", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
+  process chief{
+    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
   BOOST_TEST(chief.wait(40) == 1);
   BOOST_TEST(has(chief.err(), "did not come up within 6 s: w0 (127.0.0.1:"
                                 + std::to_string(spec.nodes[2].port) + ")"),
@@ -295,16 +318,20 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
                             "come up within 6 s"),
              ps0.err());
   // A member whose chief never comes up gives up after the same timeout.
-  process lonely{dir, "lonely", "troupe-node", {"--config", cfg, "--node", "w0"}};
+  process lonely{
+    dir, "lonely", "troupe-node", {"--config", cfg, "--node", "w0"}};
   BOOST_TEST(lonely.wait(30) == 1);
   BOOST_TEST(has(lonely.err(), "cannot reach the chief (node chief at "
-                                 "127.0.0.1:"), lonely.err());
+                               "127.0.0.1:"),
+             lonely.err());
 }
 
 BOOST_AUTO_TEST_CASE(join_with_an_unreachable_chief) {
   temp_dir dir;
   auto where = "127.0.0.1:" + std::to_string(free_port());
-  process p{dir, "p", "troupe-node",
+  process p{dir,
+            "p",
+            "troupe-node",
             {"--join", where, "--workers", "1", "--timeout", "1"}};
   BOOST_TEST(p.wait(20) == 1);
   BOOST_TEST(has(p.err(), "cannot reach the chief at " + where), p.err());

@@ -84,10 +84,10 @@ kill9_and_run_again(const temp_dir& dir, cluster_spec& spec,
 /// member.
 void expect_clean_end(chief_run_again& c) {
   auto code = c.again->wait(240);
-  BOOST_REQUIRE_MESSAGE(code == 0, "exit " << code << ": " << c.again->err()
-                                           << c.again->out()
-                                           << cluster_outputs(*c.again,
-                                                              c.members));
+  BOOST_REQUIRE_MESSAGE(code == 0, "exit "
+                                     << code << ": " << c.again->err()
+                                     << c.again->out()
+                                     << cluster_outputs(*c.again, c.members));
   for (auto& m : c.members)
     BOOST_TEST(m->wait(20) == 0, m->err() + m->out());
 }
@@ -128,8 +128,9 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   // since the checkpoint: it is kept, and nothing is trained again.
   BOOST_TEST(has(out, "kept the live shards"), out);
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost << " ("
-                     << line_with(out, "kept the live shards") << ")");
+  BOOST_TEST_MESSAGE("steps lost to the chief's restart: "
+                     << lost << " (" << line_with(out, "kept the live shards")
+                     << ")");
   BOOST_TEST(lost == 0, out);
   // Every sample trained once per epoch, under the old run's id.
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
@@ -138,7 +139,8 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   BOOST_TEST(test_accuracy(out) > 0.70, out);
   for (auto& m : c.members)
     BOOST_TEST(count_of(m->out(), "registered with the chief (run " + run)
-                 == 2u, m->out());
+                 == 2u,
+               m->out());
 }
 
 BOOST_AUTO_TEST_CASE(a_chief_run_again_keeps_shards_added_before_it_was_lost) {
@@ -163,7 +165,8 @@ BOOST_AUTO_TEST_CASE(a_chief_run_again_keeps_shards_added_before_it_was_lost) {
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
-BOOST_AUTO_TEST_CASE(a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint) {
+BOOST_AUTO_TEST_CASE(
+  a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint) {
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 2;
@@ -179,7 +182,8 @@ BOOST_AUTO_TEST_CASE(a_shard_that_died_with_its_chief_rewinds_to_the_checkpoint)
   // Restored from the checkpoint: at most checkpoint.every_steps lost
   // (plus the steps of one report per worker).
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's restart: " << lost << " ("
+  BOOST_TEST_MESSAGE("steps lost to the chief's restart: "
+                     << lost << " ("
                      << line_with(out, "cannot keep the live shards") << ")");
   BOOST_TEST(lost >= 0, out);
   BOOST_TEST(lost <= 200 + 2 * 8, out);
@@ -240,12 +244,12 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   BOOST_TEST(has(out, "kept the live shards"), out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>(8, 60000)), out);
   auto lost = steps_lost(out);
-  BOOST_TEST_MESSAGE("steps lost to the chief's freeze: " << lost << " ("
-                     << line_with(out, "kept the live shards") << ")");
+  BOOST_TEST_MESSAGE("steps lost to the chief's freeze: "
+                     << lost << " (" << line_with(out, "kept the live shards")
+                     << ")");
   BOOST_TEST(lost == 0, out);
   for (auto& m : cluster.members())
-    BOOST_TEST(count_of(m->out(), "registered with the chief") == 2u,
-               m->out());
+    BOOST_TEST(count_of(m->out(), "registered with the chief") == 2u, m->out());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -61,7 +61,8 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   auto worker_bytes = tcp_bytes(cluster.node("w0").pid())
                       + tcp_bytes(cluster.node("w1").pid()) - worker_before;
   BOOST_TEST_MESSAGE("workers' sockets " << worker_bytes / 1e6
-                     << " MB, the chief's " << chief_bytes / 1e6 << " MB");
+                                         << " MB, the chief's "
+                                         << chief_bytes / 1e6 << " MB");
   BOOST_TEST(worker_bytes > 0);
   BOOST_TEST(chief_bytes < worker_bytes / 20);
   // The shard view shows each shard's part of the table.
@@ -78,8 +79,9 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   auto loss = last_value(out, "test loss = ");
   auto auc = last_value(out, "test AUC = ");
   BOOST_TEST_MESSAGE("test log-loss " << loss << " (planted "
-                     << planted.test_log_loss << "), AUC " << auc
-                     << " (planted " << planted.test_auc << ")");
+                                      << planted.test_log_loss << "), AUC "
+                                      << auc << " (planted " << planted.test_auc
+                                      << ")");
   // Four epochs, not the six of docs/sparse.md (within 2% and 0.01
   // there), and a test set of 20k, whose AUC varies by a few thousandths.
   BOOST_TEST(loss > 0);
@@ -87,8 +89,7 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   BOOST_TEST(auc > planted.test_auc - 0.015, out);
   // The summary names each shard's part of the table.
   for (int s = 0; s < 3; ++s)
-    BOOST_TEST(last_value(out, "shard " + std::to_string(s) + ": ") > 100,
-               out);
+    BOOST_TEST(last_value(out, "shard " + std::to_string(s) + ": ") > 100, out);
 }
 
 BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
@@ -107,9 +108,9 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   // end are those of the checkpoint the shards come back from.
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
   cluster.node("ps1").kill9(); // ps1, with shard 2
-  BOOST_REQUIRE_MESSAGE(
-    chief.wait_for_output("steps lost, to be trained again", 60),
-    cluster.logs());
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("steps lost, to be trained again",
+                                              60),
+                        cluster.logs());
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
   BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
   for (size_t i : {0, 2})
@@ -127,14 +128,14 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   BOOST_REQUIRE_MESSAGE(written != std::string::npos && written < restored,
                         out);
   // Its line says how long training stood still and the tables' size.
-  BOOST_TEST(out.substr(written, out.find('\n', written) - written)
-                 .find(" s, tables ")
-               != std::string::npos,
-             out);
+  BOOST_TEST(
+    out.substr(written, out.find('\n', written) - written).find(" s, tables ")
+      != std::string::npos,
+    out);
   auto loss_there = last_value(out.substr(0, written), "test loss = ");
   auto loss_end = last_value(out, "test loss = ");
-  BOOST_TEST_MESSAGE("test log-loss at the checkpoint (step " << step
-                     << ") " << loss_there << ", after the restore "
+  BOOST_TEST_MESSAGE("test log-loss at the checkpoint (step "
+                     << step << ") " << loss_there << ", after the restore "
                      << loss_end);
   // Workers were stopped when the restore began, so at most the steps in
   // flight then may differ. A table started afresh scores about 0.59.
@@ -153,8 +154,8 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
   auto files = troupe::list_checkpoints(dir.file("ckpt"));
   BOOST_REQUIRE(!files.empty());
   std::error_code ec;
-  BOOST_TEST(std::filesystem::file_size(troupe::tables_path_of(files[0].path),
-                                        ec) > 0u);
+  BOOST_TEST(
+    std::filesystem::file_size(troupe::tables_path_of(files[0].path), ec) > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {
@@ -226,9 +227,9 @@ BOOST_AUTO_TEST_CASE(a_table_trains_over_tls_as_in_plaintext) {
   double entropy = click_rate_entropy(planted);
   auto tls_loss = last_value(tls_out, "test loss = ");
   auto plain_loss = last_value(plain_out, "test loss = ");
-  BOOST_TEST_MESSAGE("sync test log-loss with TLS " << tls_loss
-                     << ", without " << plain_loss << "; click-rate entropy "
-                     << entropy);
+  BOOST_TEST_MESSAGE("sync test log-loss with TLS "
+                     << tls_loss << ", without " << plain_loss
+                     << "; click-rate entropy " << entropy);
   BOOST_TEST(tls_loss > 0);
   BOOST_TEST(tls_loss < entropy - 0.02, tls_out);
   BOOST_TEST(std::fabs(tls_loss - plain_loss) < 0.002, tls_out + plain_out);
@@ -242,7 +243,9 @@ BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
   spec.mode = "easgd";
   spec.nodes = {{"chief"}, {"w0", 0, 1}};
   auto cluster = write_cluster(dir, spec);
-  process run{dir, "easgd", "troupe-node",
+  process run{dir,
+              "easgd",
+              "troupe-node",
               {"--config", write_embedded(dir, cluster, 1, 1)}};
   BOOST_TEST(run.wait(60) == 2, run.err());
   BOOST_TEST(has(run.err(), "/cluster/mode: easgd is not supported "

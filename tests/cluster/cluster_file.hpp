@@ -25,7 +25,7 @@ struct node_spec {
   std::string name;
   int shards = 0;
   int workers = 0;
-  uint16_t port = 0; ///< 0: a free port
+  uint16_t port = 0;    ///< 0: a free port
   std::string device{}; ///< the node's "device"; empty: none given
   std::string host = "127.0.0.1";
   /// A command the node runs under (process.hpp), as a memory cgroup's.
@@ -34,8 +34,8 @@ struct node_spec {
 
 /// Bytes of the test model's parameters (784-256-128-10 MLP): what one
 /// pull, or one push, of all shards together moves.
-constexpr double mlp_param_bytes
-  = 4.0 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+constexpr double mlp_param_bytes =
+  4.0 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 
 struct cluster_spec {
   std::vector<node_spec> nodes; ///< the first is the chief's
@@ -62,10 +62,10 @@ struct cluster_spec {
   /// training set's files (globs) are these.
   std::string npy_dir;
   std::string npy_train = "train_x.npy", npy_train_labels = "train_y.npy";
-  int64_t shuffle_block = 1; ///< /training/shuffle_block
-  std::string on_file_change; ///< /data/on_file_change, when not empty
-  std::string cache_dir;      ///< /data/cache_dir (IDX), when not empty
-  int shard_replicas = 0;     ///< /cluster/shard_replicas, when > 0
+  int64_t shuffle_block = 1;     ///< /training/shuffle_block
+  std::string on_file_change;    ///< /data/on_file_change, when not empty
+  std::string cache_dir;         ///< /data/cache_dir (IDX), when not empty
+  int shard_replicas = 0;        ///< /cluster/shard_replicas, when > 0
   int replicas_to_aggregate = 0; ///< /cluster/replicas_to_aggregate, when > 0
 
   /// The flags that give a shell or a joiner the cluster's client
@@ -73,8 +73,9 @@ struct cluster_spec {
   std::vector<std::string> client_flags() const {
     if (tls_dir.empty())
       return {};
-    return {"--tls-ca", tls_dir + "/ca.pem", "--tls-cert",
-            tls_dir + "/client.pem", "--tls-key", tls_dir + "/client.key"};
+    return {"--tls-ca",   tls_dir + "/ca.pem",
+            "--tls-cert", tls_dir + "/client.pem",
+            "--tls-key",  tls_dir + "/client.key"};
   }
 };
 
@@ -133,7 +134,9 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
   if (!spec.cache_dir.empty())
     data["cache_dir"] = spec.cache_dir;
   if (!spec.click_dir.empty()) {
-    model = {{"type", "click"}, {"hidden", {64, 32}}, {"seed", 1},
+    model = {{"type", "click"},
+             {"hidden", {64, 32}},
+             {"seed", 1},
              {"embedding", {{"dim", 8}}}};
     data = {{"format", "click"},
             {"dir", spec.click_dir},
@@ -308,14 +311,12 @@ inline std::unique_ptr<process> start_chief(const temp_dir& dir,
 class cluster_outputs {
 public:
   cluster_outputs(const process& chief, const procs& members)
-    : chief_(chief), members_(members) {
-  }
+    : chief_(chief), members_(members) {}
 
-  friend std::ostream& operator<<(std::ostream& out,
-                                  const cluster_outputs& c) {
+  friend std::ostream& operator<<(std::ostream& out, const cluster_outputs& c) {
     auto one = [&out](const std::string& name, const process& p) {
-      out << "--- " << name << " (pid " << p.pid() << ", "
-          << p.how_it_ended() << ")\n"
+      out << "--- " << name << " (pid " << p.pid() << ", " << p.how_it_ended()
+          << ")\n"
           << p.err() << p.out();
     };
     one("chief", c.chief_);

@@ -37,9 +37,10 @@ std::string run_with_a_kill_and_an_add(const std::string& partition) {
   for (auto& m : cluster.members()) {
     auto code = m->wait(20);
     auto out = m->out();
-    BOOST_TEST(code == 0, m->how_it_ended() << ": " << m->err() << "\n"
-                            << out.substr(out.size() > 3000 ? out.size() - 3000
-                                                            : 0));
+    BOOST_TEST(code == 0,
+               m->how_it_ended()
+                 << ": " << m->err() << "\n"
+                 << out.substr(out.size() > 3000 ? out.size() - 3000 : 0));
   }
   auto out = chief.out();
   BOOST_TEST(has(out, "worker 0 failed"), out);
@@ -63,7 +64,7 @@ BOOST_AUTO_TEST_CASE(shared_trains_each_sample_once_per_epoch_across_workers) {
   auto out = run_with_a_kill_and_an_add("shared");
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
-  BOOST_TEST(has(out, "worker 2: step"), out); // the added one trained
+  BOOST_TEST(has(out, "worker 2: step"), out);     // the added one trained
   BOOST_TEST(worker_samples(out, 0).empty(), out); // no per-worker promise
 }
 

@@ -53,8 +53,9 @@ usage usage_of(const process& p) {
 /// idle: no node may grow its memory by more than 10% or 50 MB, use more
 /// than 5% of a core, or move more than 1 MB over TCP (heartbeats and the
 /// shell's own queries are a few KB).
-void check_idle(const std::vector<std::pair<std::string, const process*>>& nodes,
-                double seconds) {
+void check_idle(
+  const std::vector<std::pair<std::string, const process*>>& nodes,
+  double seconds) {
   std::vector<usage> before;
   for (auto& [name, p] : nodes)
     before.push_back(usage_of(*p));
@@ -94,7 +95,8 @@ void check_cluster_idle(
 
 BOOST_AUTO_TEST_SUITE(data_plane)
 
-BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relays_nothing) {
+BOOST_AUTO_TEST_CASE(
+  workers_reach_every_shard_node_directly_and_the_chief_relays_nothing) {
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 3;
@@ -129,10 +131,12 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
                       + tcp_bytes(cluster.node("w1").pid()) - worker_before;
   auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
   BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
-                     << moved / 1e6 << " MB of parameters ("
-                     << worker_bytes / 1e6 << " MB on their sockets); the "
-                     "chief's sockets " << chief_bytes / 1e6 << " MB, "
-                     << 100 * chief_bytes / moved << "%");
+                             << moved / 1e6 << " MB of parameters ("
+                             << worker_bytes / 1e6
+                             << " MB on their sockets); the "
+                                "chief's sockets "
+                             << chief_bytes / 1e6 << " MB, "
+                             << 100 * chief_bytes / moved << "%");
   BOOST_TEST(chief_bytes >= 0);
   BOOST_TEST(chief_bytes < 0.02 * moved);
   BOOST_TEST(static_cast<double>(worker_bytes) > 0.9 * moved);
@@ -142,7 +146,8 @@ BOOST_AUTO_TEST_CASE(workers_reach_every_shard_node_directly_and_the_chief_relay
              chief.out());
 }
 
-BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resume) {
+BOOST_AUTO_TEST_CASE(
+  a_paused_cluster_is_idle_and_trains_every_sample_after_resume) {
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 2;
@@ -163,7 +168,8 @@ BOOST_AUTO_TEST_CASE(a_paused_cluster_is_idle_and_trains_every_sample_after_resu
              chief.out());
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns) {
+BOOST_AUTO_TEST_CASE(
+  a_worker_waiting_for_its_lost_node_is_idle_until_it_returns) {
   // sync: worker 0's pull is held at the shard while worker 1 is gone
   // (an update needs both), and the shard answers "ask again" every hold
   // (10 s here) instead of being asked again and again.
@@ -183,7 +189,9 @@ BOOST_AUTO_TEST_CASE(a_worker_waiting_for_its_lost_node_is_idle_until_it_returns
                       {"ps0", cluster.members()[0].get()},
                       {"w0", cluster.members()[1].get()}},
                      12);
-  process again{dir, "w1-again", "troupe-node",
+  process again{dir,
+                "w1-again",
+                "troupe-node",
                 {"--config", cluster.config(), "--node", "w1"}};
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(again.wait(20) == 0, again.err());
@@ -205,7 +213,7 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
   // second of training, heaptrack).
   temp_dir dir;
   cluster_spec spec;
-  spec.epochs = 50; // ended by "stop"
+  spec.epochs = 50;               // ended by "stop"
   spec.checkpoint_every = 100000; // a checkpoint dir, for "checkpoint"
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
   running_cluster cluster{dir, spec};
@@ -239,7 +247,8 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
 
 /// Network namespaces can be made here (root, iproute2).
 struct namespaces_available {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result
+  operator()(boost::unit_test::test_unit_id) {
     auto why = netns_lab::unavailable();
     boost::test_tools::assertion_result r{why.empty()};
     r.message() << "no network namespaces here: " << why;
@@ -271,16 +280,17 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
       dir, spec.nodes[i].name, "troupe-node",
       std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
       "", lab.exec_prefix(i)));
-  process chief{dir, "chief", "troupe-node",
-                {"--config", cfg, "--node", "chief"}, "", lab.exec_prefix(0)};
+  process chief{
+    dir, "chief",           "troupe-node", {"--config", cfg, "--node", "chief"},
+    "",  lab.exec_prefix(0)};
   BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120),
                         cluster_outputs(chief, members));
-  std::vector<std::string> join_args{"--join", chief_address(spec),
-                                     "--workers", "1", "--name", "late"};
+  std::vector<std::string> join_args{
+    "--join", chief_address(spec), "--workers", "1", "--name", "late"};
   for (auto& f : spec.client_flags())
     join_args.push_back(f);
-  process joiner{dir, "joiner", "troupe-node", join_args, "",
-                 lab.exec_prefix(3)};
+  process joiner{dir,       "joiner", "troupe-node",
+                 join_args, "",       lab.exec_prefix(3)};
   BOOST_REQUIRE_MESSAGE(
     chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
   auto shard_port = data_port_of(*members[0]);
@@ -293,8 +303,8 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
     BOOST_TEST(m->wait(20) == 0, m->err());
   auto out = chief.out();
   // The joined node is known by the address it reached the chief from.
-  BOOST_TEST(out.find("node late (" + lab.ip(3) + ") is up")
-               != std::string::npos, out);
+  BOOST_TEST(
+    out.find("node late (" + lab.ip(3) + ") is up") != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }

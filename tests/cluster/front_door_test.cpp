@@ -98,18 +98,19 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
   for (size_t i = 1; i < names.size(); ++i)
     nodes.push_back(std::make_unique<process>(
       dir, names[i], "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", names[i],
-                               "--epochs", "5"}));
+      std::vector<std::string>{"--config", cfg, "--node", names[i], "--epochs",
+                               "5"}));
   auto chief = std::make_unique<process>(
     dir, "chief", "troupe-node",
     std::vector<std::string>{"--config", cfg, "--node", "chief", "--epochs",
                              "5"});
   auto listen_port = free_port();
-  process embedded{dir, "embedded", "troupe-node",
-                   {"--config",
-                    std::string{TROUPE_SOURCE_DIR} + "/config/local.json",
-                    "--epochs", "6", "--listen",
-                    "127.0.0.1:" + std::to_string(listen_port)}};
+  process embedded{
+    dir,
+    "embedded",
+    "troupe-node",
+    {"--config", std::string{TROUPE_SOURCE_DIR} + "/config/local.json",
+     "--epochs", "6", "--listen", "127.0.0.1:" + std::to_string(listen_port)}};
   BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 180),
                         cluster_outputs(*chief, nodes));
   BOOST_REQUIRE_MESSAGE(embedded.wait_for_output("\nstep ", 180),
@@ -184,13 +185,11 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
   BOOST_REQUIRE_MESSAGE(chief->wait(300) == 0, cluster_outputs(*chief, nodes));
   for (auto& n : nodes)
     BOOST_TEST(n->wait(60) == 0, n->err());
-  BOOST_TEST(epoch_samples(chief->out())
-               == (std::vector<long>(5, 60000)),
+  BOOST_TEST(epoch_samples(chief->out()) == (std::vector<long>(5, 60000)),
              chief->out());
   BOOST_REQUIRE_MESSAGE(embedded.wait(300) == 0,
                         embedded.err() + embedded.out());
-  BOOST_TEST(epoch_samples(embedded.out())
-               == (std::vector<long>(6, 60000)),
+  BOOST_TEST(epoch_samples(embedded.out()) == (std::vector<long>(6, 60000)),
              embedded.out());
   // What the log says: each refusal with the peer and the reason, where
   // the key is, and the member whose header was malformed.
@@ -199,8 +198,7 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
                         + ": refused 127.0.0.1:"),
              err);
   BOOST_TEST(has(err, "sent no key handshake (plaintext CAF (BASP)"), err);
-  BOOST_TEST(has(err, "wrong key proof (a replayed or forged handshake)"),
-             err);
+  BOOST_TEST(has(err, "wrong key proof (a replayed or forged handshake)"), err);
   BOOST_TEST(has(err, "members prove the key in " + key->path()), err);
   BOOST_TEST(has(err, "BASP header 1 (client handshake, payload 0 bytes): "
                       "its fields do not fit the operation"),
@@ -223,8 +221,8 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
   auto address = chief_address(spec);
   auto shell = [&](std::vector<std::string> flags,
                    std::vector<std::string> prefix = {}) {
-    std::vector<std::string> args{"--connect", address, "-c", "status",
-                                  "--timeout", "5"};
+    std::vector<std::string> args{"--connect", address,     "-c",
+                                  "status",    "--timeout", "5"};
     args.insert(args.end(), flags.begin(), flags.end());
     process p{dir, "shell", "troupe-shell", args, "", std::move(prefix)};
     int code = p.wait(30);
@@ -236,8 +234,8 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
   // No key where this user's would be: exit 2 before connecting, naming
   // the file and how to get it.
   auto elsewhere = dir.file("home/.config");
-  auto [none_code, none_out] = shell(
-    {}, {"/usr/bin/env", "XDG_CONFIG_HOME=" + elsewhere});
+  auto [none_code,
+        none_out] = shell({}, {"/usr/bin/env", "XDG_CONFIG_HOME=" + elsewhere});
   BOOST_TEST(none_code == 2, none_out);
   BOOST_TEST(has(none_out, "cluster key " + elsewhere
                              + "/troupe/cluster.key: no such file"),
@@ -250,8 +248,8 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
   auto [other_code, other_out] = shell({"--key", other->path()});
   BOOST_TEST(other_code != 0, other_out);
   BOOST_TEST(has(other_out, "the peer holds another cluster key (id "
-                              + key->id() + ") than key " + other->id()
-                              + " in " + other->path()),
+                              + key->id() + ") than key " + other->id() + " in "
+                              + other->path()),
              other_out);
   // Plaintext (--insecure): cut off before CAF's handshake, and told the
   // chief wants the key, and where it is.
@@ -262,25 +260,29 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
                               + key->path()),
              plain_out);
   // A joiner with another key: exit 2, same words; with none: the file.
-  process joiner{dir, "joiner", "troupe-node",
-                 {"--join", address, "--workers", "1", "--key",
-                  other->path()}};
+  process joiner{dir,
+                 "joiner",
+                 "troupe-node",
+                 {"--join", address, "--workers", "1", "--key", other->path()}};
   auto joiner_code = joiner.wait(30);
   BOOST_TEST(joiner_code == 2, joiner_code << joiner.err() << joiner.out());
   BOOST_TEST(has(joiner.err(), "another cluster key (id " + key->id() + ")"),
              joiner.err());
-  process keyless{dir, "keyless", "troupe-node",
+  process keyless{dir,
+                  "keyless",
+                  "troupe-node",
                   {"--join", address, "--workers", "1"},
                   "",
                   {"/usr/bin/env", "XDG_CONFIG_HOME=" + elsewhere}};
   BOOST_TEST(keyless.wait(30) == 2, keyless.err());
-  BOOST_TEST(has(keyless.err(), elsewhere + "/troupe/cluster.key: no such "
-                                            "file"),
+  BOOST_TEST(has(keyless.err(), elsewhere
+                                  + "/troupe/cluster.key: no such "
+                                    "file"),
              keyless.err());
   // The chief logged the other key's refusals and trains on; the user's
   // shell stops it.
-  BOOST_TEST(has(chief.err(), "holds another cluster key (id "
-                                 + other->id() + ")"),
+  BOOST_TEST(has(chief.err(),
+                 "holds another cluster key (id " + other->id() + ")"),
              chief.err());
   auto [done_code, done_out] = run_shell(dir, spec, "stop", false);
   BOOST_TEST(done_code == 0, done_out);

@@ -27,16 +27,16 @@ BOOST_AUTO_TEST_CASE(gpu_worker_nodes_reach_the_accuracy_of_cpu_workers) {
   cluster.require_finished();
   auto& chief = cluster.chief();
   auto& g0 = cluster.node("g0");
-  BOOST_TEST(g0.out().find("workers on gpu:0") != std::string::npos,
-             g0.out());
+  BOOST_TEST(g0.out().find("workers on gpu:0") != std::string::npos, g0.out());
   // The same run with CPU workers in one process.
-  process embedded{dir, "embedded", "troupe-node",
+  process embedded{dir,
+                   "embedded",
+                   "troupe-node",
                    {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
-  double gpu = test_accuracy(chief.out()),
-         cpu = test_accuracy(embedded.out());
-  BOOST_TEST_MESSAGE("test accuracy: GPU worker nodes " << gpu
-                     << ", CPU workers in one process " << cpu);
+  double gpu = test_accuracy(chief.out()), cpu = test_accuracy(embedded.out());
+  BOOST_TEST_MESSAGE("test accuracy: GPU worker nodes "
+                     << gpu << ", CPU workers in one process " << cpu);
   BOOST_TEST(gpu > 0.80);
   BOOST_TEST(std::abs(gpu - cpu) <= 0.01);
   BOOST_TEST(epoch_samples(chief.out()) == (std::vector<long>{60000, 60000}),
@@ -52,12 +52,12 @@ BOOST_AUTO_TEST_CASE(gpu_workers_in_one_process_reach_the_accuracy_of_cpu) {
   auto embedded = write_embedded(dir, write_cluster(dir, spec), 2, 2);
   process cpu{dir, "cpu", "troupe-node", {"--config", embedded}};
   BOOST_REQUIRE_MESSAGE(cpu.wait(240) == 0, cpu.err());
-  process gpu{dir, "gpu", "troupe-node",
-              {"--config", embedded, "--device", "gpu:0"}};
+  process gpu{
+    dir, "gpu", "troupe-node", {"--config", embedded, "--device", "gpu:0"}};
   BOOST_REQUIRE_MESSAGE(gpu.wait(240) == 0, gpu.err());
   double on_gpu = test_accuracy(gpu.out()), on_cpu = test_accuracy(cpu.out());
-  BOOST_TEST_MESSAGE("test accuracy: GPU workers " << on_gpu
-                                                   << ", CPU workers " << on_cpu);
+  BOOST_TEST_MESSAGE("test accuracy: GPU workers " << on_gpu << ", CPU workers "
+                                                   << on_cpu);
   BOOST_REQUIRE(on_gpu >= 0);
   BOOST_REQUIRE(on_cpu >= 0);
   BOOST_TEST(std::abs(on_gpu - on_cpu) <= 0.01);

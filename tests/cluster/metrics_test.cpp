@@ -37,8 +37,7 @@ exposition without_run_labels(const exposition& e) {
                           "no run labels: " << key);
     auto rest = key.substr(id_end + 1); // "}" or ",more}"
     out.samples[key.substr(0, brace)
-                + (rest == "}" ? std::string{} : "{" + rest.substr(1))]
-      = value;
+                + (rest == "}" ? std::string{} : "{" + rest.substr(1))] = value;
   }
   return out;
 }
@@ -74,14 +73,17 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   spec.epochs = 6;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 2}};
   auto cfg = write_embedded(dir, write_cluster(dir, spec), 2, 2);
-  process node{dir, "node", "troupe-node",
+  process node{dir,
+               "node",
+               "troupe-node",
                {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}};
   BOOST_REQUIRE_MESSAGE(node.wait_for_output("metrics: http://", 60),
                         node.out() + node.err());
   auto port = metrics_port(node);
   BOOST_REQUIRE(port > 0);
   BOOST_REQUIRE_MESSAGE(node.wait_for_step(100, 120), node.out());
-  const std::string worker0 = R"(troupe_worker_steps_total{worker="0",node="local"})";
+  const std::string worker0 =
+    R"(troupe_worker_steps_total{worker="0",node="local"})";
   auto first = scrape(port, worker0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   auto second = scrape(port, worker0);
@@ -104,8 +106,9 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(
     second.at(R"(troupe_worker_read_bytes_total{worker="0",node="local"})")
     == 0);
-  BOOST_TEST(second.at(R"(troupe_shard_updates_total{shard="0",node="local"})")
-             > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
+  BOOST_TEST(
+    second.at(R"(troupe_shard_updates_total{shard="0",node="local"})")
+    > first.at(R"(troupe_shard_updates_total{shard="0",node="local"})"));
   BOOST_TEST(second.at("process_cpu_seconds_total")
              > first.at("process_cpu_seconds_total"));
   // Bytes through the shards: every push carries its shard's whole range,
@@ -119,8 +122,9 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
     BOOST_TEST(second.at(pulled) > first.at(pulled));
     double pushes = 0;
     for (auto outcome : {"accepted", "stale", "refused"})
-      pushes += second.at("troupe_shard_pushes_total{shard=\"" + std::string{shard}
-                          + "\",node=\"local\",outcome=\"" + outcome + "\"}");
+      pushes += second.at("troupe_shard_pushes_total{shard=\""
+                          + std::string{shard} + "\",node=\"local\",outcome=\""
+                          + outcome + "\"}");
     BOOST_REQUIRE(pushes > 0);
     bytes_per_push += second.at(pushed) / pushes;
   }
@@ -161,14 +165,17 @@ BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
   spec.epochs = 6;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
-  process train{dir, "train", "troupe-train",
+  process train{dir,
+                "train",
+                "troupe-train",
                 {"--config", cfg, "--metrics-listen", "127.0.0.1:0",
                  "--metrics-dir", dir.file("runs")}};
   BOOST_REQUIRE_MESSAGE(train.wait_for_output("metrics: http://", 60),
                         train.out() + train.err());
   auto port = metrics_port(train);
   BOOST_REQUIRE(port > 0);
-  const std::string worker0 = R"(troupe_worker_steps_total{worker="0",node="local"})";
+  const std::string worker0 =
+    R"(troupe_worker_steps_total{worker="0",node="local"})";
   auto first = scrape(port, "troupe_loss");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto second = scrape(port, "troupe_loss");
@@ -196,7 +203,9 @@ BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
   {
-    process node{dir, "node", "troupe-node",
+    process node{dir,
+                 "node",
+                 "troupe-node",
                  {"--config", cfg, "--metrics-listen", "localhost"}};
     BOOST_TEST(node.wait(60) == 2);
     BOOST_TEST(has(node.err(), "--metrics-listen"), node.err());
@@ -205,7 +214,9 @@ BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
   held_port held;
   BOOST_REQUIRE(held.port() > 0);
   auto taken = std::to_string(held.port());
-  process node{dir, "node2", "troupe-node",
+  process node{dir,
+               "node2",
+               "troupe-node",
                {"--config", cfg, "--metrics-listen", "127.0.0.1:" + taken}};
   BOOST_TEST(node.wait(60) == 2);
   BOOST_TEST(has(node.err(), "cannot listen at 127.0.0.1:" + taken),

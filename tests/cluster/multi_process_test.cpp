@@ -19,8 +19,8 @@ using clock_type = std::chrono::steady_clock;
 
 /// The chief's line for node `i` of `spec` going down.
 std::string down_line(const cluster_spec& spec, size_t i) {
-  return "node " + spec.nodes[i].name + " (127.0.0.1:"
-         + std::to_string(spec.nodes[i].port) + ") is down";
+  return "node " + spec.nodes[i].name
+         + " (127.0.0.1:" + std::to_string(spec.nodes[i].port) + ") is down";
 }
 
 double seconds_since(clock_type::time_point t) {
@@ -55,12 +55,14 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   auto out = chief.out();
   BOOST_TEST(out.find("all 5 nodes are up") != std::string::npos, out);
   // The same run in one process: the file without its nodes.
-  process embedded{dir, "embedded", "troupe-node",
+  process embedded{dir,
+                   "embedded",
+                   "troupe-node",
                    {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
   auto multi = test_accuracy(out), single = test_accuracy(embedded.out());
-  BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi
-                     << ", one process " << single);
+  BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi << ", one process "
+                                                   << single);
   BOOST_TEST(multi > 0.80);
   BOOST_TEST(std::abs(multi - single) <= 0.01);
 }
@@ -86,9 +88,11 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
-               != std::string::npos, out);
+               != std::string::npos,
+             out);
   BOOST_TEST(out.find("worker 2 moves from node w1 to node w0")
-               != std::string::npos, out);
+               != std::string::npos,
+             out);
   // Every sample trained once per epoch: the lost leases went back.
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
@@ -114,7 +118,8 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
-               != std::string::npos, out);
+               != std::string::npos,
+             out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
 }
 
@@ -132,7 +137,9 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   // Paused until the node is back: an idle machine trains the rest of the
   // run faster than a node process starts.
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
-  process again{dir, "w1-again", "troupe-node",
+  process again{dir,
+                "w1-again",
+                "troupe-node",
                 {"--config", cluster.config(), "--node", "w1"}};
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
             + ") is up";
@@ -209,8 +216,8 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   small.layout.add("dense1/b", {10});
   small.params.assign(small.layout.total(), 0.5f);
   small.metadata["run_id"] = "small-run";
-  BOOST_REQUIRE(!troupe::write_checkpoint(
-    dir.file("ckpt/ckpt-14070.safetensors"), small));
+  BOOST_REQUIRE(
+    !troupe::write_checkpoint(dir.file("ckpt/ckpt-14070.safetensors"), small));
   cluster.node("ps1").kill9(); // ps1, with shard 1
   BOOST_REQUIRE(chief.wait_for_output("steps lost, to be trained again", 60));
   // Shard 1 lives on ps0 now; w0's pulls and pushes still go there
@@ -220,24 +227,25 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
                          data_port_of(cluster.node("ps0"))));
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   auto out = chief.out();
-  BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos,
-             out);
+  BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos, out);
   BOOST_TEST(out.find("starting shard 1 on node ps0") != std::string::npos,
              out);
   BOOST_TEST(out.find("steps lost, to be trained again") != std::string::npos,
              out);
   BOOST_TEST(out.find("shard recoveries: 1") != std::string::npos, out);
   BOOST_TEST(out.find("shards restored from " + dir.file("ckpt/ckpt-99999"))
-               == std::string::npos, out);
+               == std::string::npos,
+             out);
   BOOST_TEST(out.find("shards restored from " + dir.file("ckpt/ckpt-14070"))
-               == std::string::npos, out);
+               == std::string::npos,
+             out);
   // The other run's files are left alone (retention too keeps its hands
   // off them).
   BOOST_TEST(troupe::list_checkpoints(dir.file("ckpt")).size() >= 3u);
   // The workers were stopped for the recovery, not counted as failed.
   BOOST_TEST(summary_field(out, 9) == "0", out); // restarts
-  BOOST_TEST_MESSAGE("test accuracy after the recovery: "
-                     << test_accuracy(out));
+  BOOST_TEST_MESSAGE(
+    "test accuracy after the recovery: " << test_accuracy(out));
   BOOST_TEST(test_accuracy(out) > 0.85, out); // 0.8634 undisturbed
   // The feeder rewound to the checkpoint: the steps after it were trained
   // again, and each sample still counts once per epoch.
@@ -252,7 +260,9 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   running_cluster cluster{dir, spec};
   cluster.require_step(200);
   auto& chief = cluster.chief();
-  process joiner{dir, "joiner", "troupe-node",
+  process joiner{dir,
+                 "joiner",
+                 "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1", "--name",
                   "late"}};
   BOOST_REQUIRE(chief.wait_for_output("adding 1 worker on node late", 30));
@@ -268,7 +278,8 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   BOOST_TEST(summary_field(out, 2) == "2", out); // workers
   // One shard, async: a push accepted for every step of either worker.
   BOOST_TEST(out.find("pushes accepted " + summary_field(out, 4) + ",")
-               != std::string::npos, out);
+               != std::string::npos,
+             out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
 }
@@ -284,13 +295,15 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   running_cluster cluster{dir, spec};
   cluster.require_step(100);
   auto& chief = cluster.chief();
-  process joiner{dir, "joiner", "troupe-node",
+  process joiner{dir,
+                 "joiner",
+                 "troupe-node",
                  {"--join", chief_address(spec), "--workers", "1"}};
   BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
   auto out = chief.out();
-  BOOST_TEST(out.find("sync: replicas to aggregate is now 2")
-               != std::string::npos, out);
+  BOOST_TEST(
+    out.find("sync: replicas to aggregate is now 2") != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);

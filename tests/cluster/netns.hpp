@@ -25,7 +25,7 @@ namespace netns_detail {
 constexpr const char* ip_binary = "/usr/sbin/ip";
 
 struct run_result {
-  int code = -1; ///< exit code, -1 if it could not run or was killed
+  int code = -1;      ///< exit code, -1 if it could not run or was killed
   std::string output; ///< stdout and stderr together, for error messages
 };
 
@@ -65,8 +65,7 @@ inline run_result run(std::vector<std::string> argv) {
   }
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   while (!r.output.empty() && r.output.back() == '\n')
     r.output.pop_back();
@@ -110,8 +109,7 @@ public:
   }
 
   /// A lab with a prefix unique to this process and this lab.
-  explicit netns_lab(size_t nodes) : netns_lab(unique_prefix(), nodes) {
-  }
+  explicit netns_lab(size_t nodes) : netns_lab(unique_prefix(), nodes) {}
 
   ~netns_lab() {
     // Node namespaces first: deleting one removes its eth0 and with it
@@ -188,15 +186,13 @@ private:
     std::string why;
     auto veth = netns_detail::ip({"-n", name, "link", "add", "name", "va",
                                   "type", "veth", "peer", "name", "vb"});
-    auto bridge = veth.empty()
-                    ? netns_detail::ip({"-n", name, "link", "add", "name",
-                                        "br", "type", "bridge"})
-                    : std::string{};
-    auto exec = veth.empty() && bridge.empty()
-                  ? netns_detail::ip({"netns", "exec", name,
-                                      netns_detail::ip_binary, "link", "set",
-                                      "lo", "up"})
-                  : std::string{};
+    auto bridge = veth.empty() ? netns_detail::ip(
+                    {"-n", name, "link", "add", "name", "br", "type", "bridge"})
+                               : std::string{};
+    auto exec = veth.empty() && bridge.empty() ? netns_detail::ip(
+                  {"netns", "exec", name, netns_detail::ip_binary, "link",
+                   "set", "lo", "up"})
+                                               : std::string{};
     if (!veth.empty())
       why = "veth pair failed: " + veth;
     else if (!bridge.empty())
@@ -232,8 +228,8 @@ private:
     }
     auto sw = switch_ns();
     bool good = add_ns(sw)
-                && step({"-n", sw, "link", "add", "name", "br0", "type",
-                        "bridge"})
+                && step(
+                  {"-n", sw, "link", "add", "name", "br0", "type", "bridge"})
                 && step({"-n", sw, "link", "set", "br0", "up"});
     for (size_t i = 0; good && i < nodes; ++i) {
       auto node = ns(i);
@@ -245,8 +241,7 @@ private:
                       "peer", "name", "eth0", "netns", node})
              && step({"-n", sw, "link", "set", port, "master", "br0"})
              && step({"-n", sw, "link", "set", port, "up"})
-             && step({"-n", node, "addr", "add", ip(i) + "/24", "dev",
-                      "eth0"})
+             && step({"-n", node, "addr", "add", ip(i) + "/24", "dev", "eth0"})
              && step({"-n", node, "link", "set", "eth0", "up"});
     }
     if (!good) {

@@ -44,8 +44,7 @@ inline std::set<unsigned long> socket_inodes(pid_t pid) {
     if (e->d_name[0] == '.')
       continue;
     char buf[64];
-    auto n = ::readlink((dir + "/" + e->d_name).c_str(), buf,
-                        sizeof(buf) - 1);
+    auto n = ::readlink((dir + "/" + e->d_name).c_str(), buf, sizeof(buf) - 1);
     if (n <= 0)
       continue;
     buf[n] = '\0';
@@ -108,8 +107,8 @@ inline void read_tcp_table(const std::string& path,
     std::istringstream row{line};
     std::string sl, local, remote, st, queues, timer, retr, uid, timeout;
     unsigned long inode = 0;
-    if (!(row >> sl >> local >> remote >> st >> queues >> timer >> retr
-          >> uid >> timeout >> inode))
+    if (!(row >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid
+          >> timeout >> inode))
       continue;
     if (st != state || inodes.count(inode) == 0)
       continue;

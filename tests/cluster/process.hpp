@@ -36,7 +36,8 @@ inline std::string read_all(const std::string& path) {
 /// connection of a test running beside this one. Candidates start at a
 /// point picked by the process id, and no port is handed out twice.
 inline uint16_t free_port() {
-  static uint16_t next = static_cast<uint16_t>(20000 + (::getpid() * 977) % 12000);
+  static uint16_t next = static_cast<uint16_t>(20000
+                                               + (::getpid() * 977) % 12000);
   for (int tries = 0; tries < 12000; ++tries) {
     uint16_t port = next;
     next = next + 1 >= 32000 ? 20000 : next + 1;
@@ -106,10 +107,8 @@ public:
     posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (!stdin_path.empty())
-      posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY,
-                                       0);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ)
-        != 0)
+      posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0)
       pid_ = -1;
     posix_spawn_file_actions_destroy(&fa);
   }
@@ -143,7 +142,9 @@ public:
       return "exit " + std::to_string(code_);
     siginfo_t info{};
     if (::waitid(P_PID, static_cast<id_t>(pid_), &info,
-                 WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+                 WEXITED | WNOHANG | WNOWAIT)
+          != 0
+        || info.si_pid == 0)
       return "running";
     if (info.si_code == CLD_EXITED)
       return "exit " + std::to_string(info.si_status);

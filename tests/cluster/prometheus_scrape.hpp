@@ -21,9 +21,8 @@ namespace troupe::test {
 
 /// GET `path` from 127.0.0.1:`port` as HTTP/1.0; returns (status, body), or
 /// (0, why) when no answer came within `timeout_ms` in all.
-inline std::pair<int, std::string> http_get(uint16_t port,
-                                            const std::string& path,
-                                            int timeout_ms = 10000) {
+inline std::pair<int, std::string>
+http_get(uint16_t port, const std::string& path, int timeout_ms = 10000) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -105,9 +104,8 @@ inline exposition parse_exposition(const std::string& text) {
         if (!typed.insert(name).second || finished.count(name) > 0
             || name == current)
           return fail("TYPE twice or after the family's samples");
-        static const std::set<std::string> types{"counter", "gauge",
-                                                 "histogram", "summary",
-                                                 "untyped"};
+        static const std::set<std::string> types{
+          "counter", "gauge", "histogram", "summary", "untyped"};
         if (types.count(type) == 0)
           return fail("unknown type");
         if (type == "counter"

@@ -44,8 +44,7 @@ public:
       // Its history file goes to a HOME of its own; the cluster key stays
       // where the nodes of the user found it.
       if (const char* home = getenv("HOME"); home != nullptr)
-        setenv("XDG_CONFIG_HOME", (std::string{home} + "/.config").c_str(),
-               0);
+        setenv("XDG_CONFIG_HOME", (std::string{home} + "/.config").c_str(), 0);
       setenv("HOME", dir.path().c_str(), 1);
       std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-shell";
       execl(exe.c_str(), "troupe-shell", "--connect", address.c_str(),
@@ -127,8 +126,8 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   auto cfg = write_cluster(dir, spec);
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
   process w0{dir, "w0", "troupe-node", {"--config", cfg, "--node", "w0"}};
-  process chief{dir, "chief", "troupe-node",
-                {"--config", cfg, "--node", "chief"}};
+  process chief{
+    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
   BOOST_REQUIRE(chief.wait_for_step(100, 120));
 
   auto [code, out] = run_shell(dir, spec, "status");
@@ -166,11 +165,12 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   // where the chief is.
   {
     auto w0_address = "127.0.0.1:" + std::to_string(spec.nodes[2].port);
-    process wrong{dir, "wrong", "troupe-shell",
-                  {"--connect", w0_address, "-c", "status"}};
+    process wrong{
+      dir, "wrong", "troupe-shell", {"--connect", w0_address, "-c", "status"}};
     BOOST_TEST(wrong.wait(30) == 1);
-    BOOST_TEST(wrong.err().find(w0_address + " is node w0 of a troupe "
-                                "cluster, not its chief; the chief is at "
+    BOOST_TEST(wrong.err().find(w0_address
+                                + " is node w0 of a troupe "
+                                  "cluster, not its chief; the chief is at "
                                 + chief_address(spec))
                  != std::string::npos,
                wrong.err());
@@ -234,13 +234,14 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   auto run_now = json::parse(after_set)["run"];
   BOOST_TEST(run_now["learning_rate"] == 0.0005);
   BOOST_TEST(run_now["loss"].get<double>() > 0);
-  BOOST_TEST(run_now["total_steps"].get<int64_t>() > run_now["steps"].get<int64_t>());
+  BOOST_TEST(run_now["total_steps"].get<int64_t>()
+             > run_now["steps"].get<int64_t>());
   BOOST_TEST(run_now["percent_done"].get<double>() > 0);
   BOOST_TEST(run_now["eta_seconds"].get<double>() > 0);
   auto [ccode, ck] = run_shell(dir, spec, "checkpoint");
   BOOST_TEST(ccode == 0, ck);
   BOOST_TEST(json::parse(ck)["checkpoint"].get<std::string>().find("/ckpt-")
-               != std::string::npos);
+             != std::string::npos);
   auto [icode, inspect] = run_shell(dir, spec, "inspect worker:0");
   BOOST_TEST(icode == 0, inspect);
   BOOST_TEST(json::parse(inspect)["node"] == "w0");
@@ -272,7 +273,8 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   auto [bcode, bad] = run_shell(dir, spec, "inspect shard:7");
   BOOST_TEST(bcode == 1);
   BOOST_TEST(bad.find("no shard 7") != std::string::npos, bad);
-  for (auto [command, message] : std::vector<std::pair<std::string, std::string>>{
+  for (auto [command, message] :
+       std::vector<std::pair<std::string, std::string>>{
          {"set lr -1", "set lr: expected a number > 0, got \"-1\""},
          {"set momentum 0.5", "usage: set lr VALUE"},
          {"add-worker 0", "add-worker: N must be 1..1024, got \"0\""},
@@ -289,12 +291,16 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   }
   auto [ucode, unknown] = run_shell(dir, spec, "frobnicate");
   BOOST_TEST(ucode == 1);
-  BOOST_TEST(unknown.find("unknown command \"frobnicate\"") != std::string::npos,
+  BOOST_TEST(unknown.find("unknown command \"frobnicate\"")
+               != std::string::npos,
              unknown);
 
   // Interactive, lines from a pipe: each command answered, "quit" leaves.
   write_file(dir.file("lines"), "nodes\nbogus\nworkers\nquit\nstatus\n");
-  process repl{dir, "repl", "troupe-shell", {"--connect", chief_address(spec)},
+  process repl{dir,
+               "repl",
+               "troupe-shell",
+               {"--connect", chief_address(spec)},
                dir.file("lines")};
   BOOST_TEST(repl.wait(30) == 0);
   BOOST_TEST(repl.out().find("\nps0 ") != std::string::npos, repl.out());
@@ -324,8 +330,7 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
     std::string history{std::istreambuf_iterator<char>{in}, {}};
     // libedit writes a space in its history file as \040.
     BOOST_TEST((history.find("inspect worker:0\n") != std::string::npos
-                || history.find("inspect\\040worker:0\n")
-                     != std::string::npos),
+                || history.find("inspect\\040worker:0\n") != std::string::npos),
                history);
   }
 
@@ -357,7 +362,9 @@ BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
   spec.nodes = {{"chief", 1, 1}};
   auto cluster = write_cluster(dir, spec);
   auto embedded = write_embedded(dir, cluster, 2, 2);
-  process node{dir, "node", "troupe-node",
+  process node{dir,
+               "node",
+               "troupe-node",
                {"--config", embedded, "--epochs", "50", "--listen",
                 "127.0.0.1:0"}};
   const std::string said = "shell: troupe-shell --connect 127.0.0.1:";
@@ -381,14 +388,17 @@ BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
   BOOST_TEST(node.wait(60) == 0, node.err());
 
   // A cluster's chief listens at its node's address, not at --listen.
-  process both{dir, "both", "troupe-node",
+  process both{dir,
+               "both",
+               "troupe-node",
                {"--config", cluster, "--node", "chief", "--listen",
                 "127.0.0.1:0"}};
   BOOST_TEST(both.wait(30) == 2);
   BOOST_TEST(both.err().find("--listen is for the embedded mode")
-               != std::string::npos, both.err());
-  process bad{dir, "bad", "troupe-node",
-              {"--config", embedded, "--listen", "127.0.0.1"}};
+               != std::string::npos,
+             both.err());
+  process bad{
+    dir, "bad", "troupe-node", {"--config", embedded, "--listen", "127.0.0.1"}};
   BOOST_TEST(bad.wait(30) == 2);
   BOOST_TEST(bad.err().find("--listen: ") != std::string::npos, bad.err());
 }
@@ -398,12 +408,15 @@ BOOST_AUTO_TEST_CASE(an_unreachable_chief_is_a_clear_error) {
   cluster_spec spec;
   spec.nodes = {{"chief"}};
   spec.nodes[0].port = free_port();
-  process p{dir, "shell", "troupe-shell",
+  process p{dir,
+            "shell",
+            "troupe-shell",
             {"--connect", chief_address(spec), "-c", "status", "--timeout",
              "1"}};
   BOOST_TEST(p.wait(20) == 1);
   BOOST_TEST(p.err().find("cannot reach the chief at " + chief_address(spec))
-               != std::string::npos, p.err());
+               != std::string::npos,
+             p.err());
   process bad{dir, "bad", "troupe-shell", {"--connect", "nocolon"}};
   BOOST_TEST(bad.wait(20) == 2);
   BOOST_TEST(bad.err().find("expected HOST:PORT") != std::string::npos,

@@ -29,7 +29,8 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
     BOOST_TEST(m->wait(20) == 0, m->err());
   auto out = chief.out();
   BOOST_TEST(has(out, "stop requested by SIGTERM; finishing after the steps "
-                      "in flight"), out);
+                      "in flight"),
+             out);
   // After the stop: a checkpoint, the final evaluation and the summary.
   auto stop = out.find("stop requested by SIGTERM");
   BOOST_TEST(out.find(": checkpoint ", stop) != std::string::npos, out);
@@ -51,7 +52,9 @@ BOOST_AUTO_TEST_CASE(sigint_to_the_embedded_process_stops_the_run_cleanly) {
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_cluster(dir, spec);
-  process embedded{dir, "embedded", "troupe-node",
+  process embedded{dir,
+                   "embedded",
+                   "troupe-node",
                    {"--config", write_embedded(dir, cfg, 2, 1)}};
   BOOST_REQUIRE_MESSAGE(embedded.wait_for_step(200, 120),
                         embedded.out() + embedded.err());
@@ -94,7 +97,8 @@ BOOST_AUTO_TEST_CASE(sigterm_to_a_worker_node_hands_back_its_leases) {
   BOOST_TEST(summary_field(out, 9) == "0", out); // restarts
 }
 
-BOOST_AUTO_TEST_CASE(a_shard_node_refuses_to_leave_and_a_second_signal_ends_it) {
+BOOST_AUTO_TEST_CASE(
+  a_shard_node_refuses_to_leave_and_a_second_signal_ends_it) {
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 1;
@@ -108,7 +112,8 @@ BOOST_AUTO_TEST_CASE(a_shard_node_refuses_to_leave_and_a_second_signal_ends_it) 
   for (int i = 0; i < 200 && !has(ps0.err(), "cannot leave"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   BOOST_TEST(has(ps0.err(), "node ps0 cannot leave: node ps0 holds shard(s) 0 "
-                            "and cannot leave a running run"), ps0.err());
+                            "and cannot leave a running run"),
+             ps0.err());
   BOOST_TEST(ps0.running()); // still serving its shard
   ps0.signal(SIGINT);
   BOOST_TEST(ps0.wait(10) == 128 + SIGINT);

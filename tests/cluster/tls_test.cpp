@@ -56,7 +56,7 @@ struct tls_cluster {
 std::pair<int, std::string> shell_with(const tls_cluster& c,
                                        std::vector<std::string> flags) {
   std::vector<std::string> args{"--connect", chief_address(c.spec), "-c",
-                                "status", "--timeout", "3"};
+                                "status",    "--timeout",           "3"};
   args.insert(args.end(), flags.begin(), flags.end());
   process p{c.dir, "stranger", "troupe-shell", args};
   int code = p.wait(30);
@@ -66,8 +66,9 @@ std::pair<int, std::string> shell_with(const tls_cluster& c,
 std::vector<std::string> tls_flags(const std::string& folder,
                                    const std::string& ca_folder = "") {
   auto ca = (ca_folder.empty() ? folder : ca_folder) + "/ca.pem";
-  return {"--tls-ca", ca, "--tls-cert", folder + "/client.pem", "--tls-key",
-          folder + "/client.key"};
+  return {"--tls-ca",   ca,
+          "--tls-cert", folder + "/client.pem",
+          "--tls-key",  folder + "/client.key"};
 }
 
 } // namespace
@@ -100,14 +101,14 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
   auto [other_code, other_out] = shell_with(c, run_flags);
   BOOST_TEST(other_code == 1, other_out);
   BOOST_TEST(other_out.find("runs run " + run_id + ", not 0123456789abcdef")
-               != std::string::npos, other_out);
+               != std::string::npos,
+             other_out);
 
   // Plaintext: CAF's handshake is cut off, and the shell says TLS may be
   // why.
   auto [plain_code, plain_out] = shell_with(c, {});
   BOOST_TEST(plain_code != 0, plain_out);
-  BOOST_TEST(plain_out.find("it may use TLS") != std::string::npos,
-             plain_out);
+  BOOST_TEST(plain_out.find("it may use TLS") != std::string::npos, plain_out);
   // A certificate of another CA: the chief refuses it, and the shell
   // refuses the chief's (each trusts its own CA only).
   auto [rogue_code, rogue_out] = shell_with(c, tls_flags(c.rogue));
@@ -116,15 +117,15 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
              rogue_out);
   // Trusting the cluster's CA but holding another's certificate: caught
   // before connecting, exit 2.
-  auto [mixed_code, mixed_out]
-    = shell_with(c, tls_flags(c.rogue, c.spec.tls_dir));
+  auto [mixed_code, mixed_out] = shell_with(c,
+                                            tls_flags(c.rogue, c.spec.tls_dir));
   BOOST_TEST(mixed_code == 2, mixed_out);
   BOOST_TEST(mixed_out.find("not accepted by the CA") != std::string::npos,
              mixed_out);
   // A joiner from another CA, and one without certificates.
   for (auto flags : {tls_flags(c.rogue), std::vector<std::string>{}}) {
-    std::vector<std::string> args{"--join", chief_address(c.spec),
-                                  "--workers", "1", "--timeout", "3"};
+    std::vector<std::string> args{"--join", chief_address(c.spec), "--workers",
+                                  "1",      "--timeout",           "3"};
     args.insert(args.end(), flags.begin(), flags.end());
     process joiner{c.dir, "joiner", "troupe-node", args};
     BOOST_TEST(joiner.wait(30) != 0, joiner.out());
@@ -149,8 +150,7 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_trains_and_refuses_strangers) {
   running_cluster plain{plain_dir, plain_spec};
   BOOST_REQUIRE_MESSAGE(plain.chief().wait(240) == 0, plain.logs());
   auto plain_accuracy = test_accuracy(plain.chief().out());
-  BOOST_TEST_MESSAGE("test accuracy with TLS " << tls_accuracy
-                                               << ", without "
+  BOOST_TEST_MESSAGE("test accuracy with TLS " << tls_accuracy << ", without "
                                                << plain_accuracy);
   BOOST_TEST(tls_accuracy > 0.8);
   BOOST_TEST(std::abs(tls_accuracy - plain_accuracy) < 0.01);
@@ -225,18 +225,18 @@ BOOST_AUTO_TEST_CASE(idle_connections_and_stalled_handshakes_cost_nothing) {
   size_t closed = 0;
   for (int fd : held) {
     auto left = 4.0
-                - std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
+                - std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                                - t0)
                     .count();
     closed += closed_by_peer(fd, std::max(left, 0.1)) ? 1 : 0;
   }
   BOOST_TEST(closed == held.size());
   // Hold them for 30 s all told: the nodes sleep meanwhile.
-  sleep_s(30 - std::chrono::duration<double>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count());
-  auto seconds = std::chrono::duration<double>(
-                   std::chrono::steady_clock::now() - t0)
+  sleep_s(30
+          - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count());
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                               - t0)
                    .count();
   for (int fd : held)
     ::close(fd);

@@ -1,5 +1,6 @@
-// libFuzzer target for both faces of the data plane (actors/data_plane/data_link):
-// the first input byte picks the face, the rest is what a peer sends.
+// libFuzzer target for both faces of the data plane
+// (actors/data_plane/data_link): the first input byte picks the face, the rest
+// is what a peer sends.
 //   even: the server face: bytes sent to a data_server, as a client would
 //         (its shard holds one embedding table too);
 //   1, 3 (mod 4): the client face: bytes sent back to a data_client, as a
@@ -42,8 +43,8 @@ constexpr uint64_t table_vocabulary = 1000;
 constexpr int row_dim = 4;
 
 /// One actor system, shard and data_server for the whole run: made once
-/// (as tests/actors/data_plane/data_link_test.cpp does) and never destroyed, since
-/// libFuzzer exits without unwinding and the threads would outlive main.
+/// (as tests/actors/data_plane/data_link_test.cpp does) and never destroyed,
+/// since libFuzzer exits without unwinding and the threads would outlive main.
 struct world {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -172,9 +173,9 @@ void fuzz_client(const uint8_t* data, size_t size, bool rows) {
   caf::scoped_actor self{*w.sys};
   auto answer_with_input = [&] {
     pollfd p{lfd, POLLIN, 0};
-    int fd = ::poll(&p, 1, 1000) == 1 ? ::accept4(lfd, nullptr, nullptr,
-                                                  SOCK_CLOEXEC)
-                                      : -1;
+    int fd = ::poll(&p, 1, 1000) == 1
+               ? ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC)
+               : -1;
     ::close(lfd);
     if (fd < 0)
       return;
@@ -183,7 +184,7 @@ void fuzz_client(const uint8_t* data, size_t size, bool rows) {
     // a reset, which could discard the input before the client reads it.
     char request[sizeof(data_frame) + 2 * sizeof(uint64_t)];
     auto request_size = sizeof(data_frame) + (rows ? 2 * sizeof(uint64_t) : 0);
-    (void) ::recv(fd, request, request_size, MSG_WAITALL);
+    (void)::recv(fd, request, request_size, MSG_WAITALL);
     send_all(fd, data, size);
     ::close(fd); // no drain: the client sends nothing but that request
   };

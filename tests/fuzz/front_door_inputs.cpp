@@ -24,8 +24,7 @@ using role = key_exchange::role;
 
 constexpr size_t hello_size = 8 + key_exchange::id_size
                               + key_exchange::nonce_size;
-constexpr size_t answer_size = key_exchange::id_size
-                               + key_exchange::nonce_size
+constexpr size_t answer_size = key_exchange::id_size + key_exchange::nonce_size
                                + key_exchange::mac_size;
 constexpr size_t proof_size = key_exchange::mac_size;
 
@@ -162,8 +161,8 @@ front_door_outcome client_face(const uint8_t* data, size_t size) {
     return o;
   }
   key_exchange s{the_key(), role::server, server_nonce};
-  (void) s.take(hello.data());
-  (void) s.take(hello.data() + 8);
+  (void)s.take(hello.data());
+  (void)s.take(hello.data() + 8);
   if (!s.take(c.to_send().data()).empty() || !s.done())
     o.broken = "the server refuses the proof of a client it answered";
   return o;
@@ -201,8 +200,9 @@ struct direction {
     uint8_t buf[256];
     for (;;) {
       auto n = ::recv(from, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK
-                     && errno != EINTR)) {
+      if (n == 0
+          || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK
+              && errno != EINTR)) {
         sender_closed = true;
         return true;
       }
@@ -252,8 +252,7 @@ struct peer {
   bool refused = false;
   std::string why;
 
-  peer(role r, int socket) : fd(socket), shake(the_key(), r, socket) {
-  }
+  peer(role r, int socket) : fd(socket), shake(the_key(), r, socket) {}
   peer(const peer&) = delete;
   peer& operator=(const peer&) = delete;
   ~peer() {
@@ -460,8 +459,7 @@ std::string check_counted(const uint8_t* stream, size_t size,
   if (refused && !complete_header_left)
     return "refused a header the stream does not hold yet";
   if (!refused && complete_header_left)
-    return "left header " + std::to_string(check.messages() + 1)
-           + " unchecked";
+    return "left header " + std::to_string(check.messages() + 1) + " unchecked";
   return {};
 }
 
@@ -478,12 +476,9 @@ front_door_outcome run_key_handshake(const uint8_t* data, size_t size) {
   if (size == 0)
     return {};
   switch (data[0] % 3) {
-    case 0:
-      return server_face(data + 1, size - 1);
-    case 1:
-      return client_face(data + 1, size - 1);
-    default:
-      return relay_face(data + 1, size - 1);
+    case 0: return server_face(data + 1, size - 1);
+    case 1: return client_face(data + 1, size - 1);
+    default: return relay_face(data + 1, size - 1);
   }
 }
 

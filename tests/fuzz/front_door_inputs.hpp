@@ -1,10 +1,10 @@
 // Turns arbitrary bytes into what troupe's front door meets on a new
 // connection and runs the front door's checks on them: the key handshake
-// (actors/net/key_handshake.hpp) and the BASP check (actors/net/basp_check.hpp).
-// The libFuzzer targets key_handshake_fuzz and basp_check_fuzz call these
-// functions, and so does tests/actors/fuzz_corpus_test.cpp in the default
-// build, so an input of tests/fuzz/corpus/ replays there exactly as the
-// fuzzer ran it.
+// (actors/net/key_handshake.hpp) and the BASP check
+// (actors/net/basp_check.hpp). The libFuzzer targets key_handshake_fuzz and
+// basp_check_fuzz call these functions, and so does
+// tests/actors/fuzz_corpus_test.cpp in the default build, so an input of
+// tests/fuzz/corpus/ replays there exactly as the fuzzer ran it.
 //
 // Besides crashes and sanitizer reports, each function checks what the
 // front door promises (a stranger never gets through, any change to a
@@ -60,12 +60,12 @@ front_door_outcome run_key_handshake(const uint8_t* data, size_t size);
 /// made); bit 1 bounds payloads at 1 MiB (else basp_check's default);
 /// bits 2-5: how many of the bytes after byte 0 are chunk sizes (0-255
 /// each, taken in turn; 0 is an empty feed; none, or all 0: a byte at a
-/// time). The rest is the BASP stream, fed to one basp_check whole and to another in those chunks:
-/// both must give the same verdict, text and messages() count, refusals
-/// must stick, and every header counted must be complete and keep the
-/// rules CAF 0.17 relies on (a BASP operation, zero padding, the payload
-/// within the bound and present for a handshake, the right handshake
-/// first); no complete header may go unchecked.
+/// time). The rest is the BASP stream, fed to one basp_check whole and to
+/// another in those chunks: both must give the same verdict, text and
+/// messages() count, refusals must stick, and every header counted must be
+/// complete and keep the rules CAF 0.17 relies on (a BASP operation, zero
+/// padding, the payload within the bound and present for a handshake, the right
+/// handshake first); no complete header may go unchecked.
 front_door_outcome run_basp_check(const uint8_t* data, size_t size);
 
 /// For the fuzz targets: a broken promise is printed and trapped, so

@@ -357,8 +357,10 @@ void run_or_trap(outcome (*read)(const uint8_t*, size_t), const uint8_t* data,
                  size_t size) {
   auto o = read(data, size);
   if (!o.broken.empty()) {
-    std::fprintf(stderr, "troupe fuzz: a successful read broke an "
-                         "invariant: %s\n", o.broken.c_str());
+    std::fprintf(stderr,
+                 "troupe fuzz: a successful read broke an "
+                 "invariant: %s\n",
+                 o.broken.c_str());
     __builtin_trap();
   }
 }

@@ -1,7 +1,7 @@
 // Turns arbitrary bytes into the files troupe's readers take and reads them:
 // the libFuzzer targets of this folder call these functions, and so does
-// tests/runtime/data/reader_corpus_test.cpp in the default build, so an input of
-// tests/fuzz/corpus/ replays there exactly as the fuzzer ran it.
+// tests/runtime/data/reader_corpus_test.cpp in the default build, so an input
+// of tests/fuzz/corpus/ replays there exactly as the fuzzer ran it.
 //
 // What a successful read must satisfy (sizes match the header, labels are
 // below the class count, values are finite, a checkpoint rewrites to itself,

@@ -69,7 +69,7 @@ outcome read_feeder_plan(const uint8_t* data, size_t size) {
   if (size < 1)
     return o;
   auto mode = (data[0] & 1) != 0 ? data_partition::sharded
-                                  : data_partition::replicated;
+                                 : data_partition::replicated;
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   constexpr size_t samples = 97;
   constexpr int epochs = 4;
@@ -100,9 +100,9 @@ outcome read_feeder_plan(const uint8_t* data, size_t size) {
   for (size_t at = 0; (at = saved.find("stream ", at)) != std::string::npos;
        at += 7)
     workers.push_back(static_cast<int32_t>(std::atol(saved.c_str() + at + 7)));
-  workers.push_back(workers.empty() ? 0 : *std::max_element(
-                                            workers.begin(), workers.end())
-                                            + 1);
+  workers.push_back(workers.empty()
+                      ? 0
+                      : *std::max_element(workers.begin(), workers.end()) + 1);
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   for (int round = 0; !plan.complete(); ++round) {
@@ -184,7 +184,8 @@ outcome read_safetensors(const uint8_t* data, size_t size) {
   auto again_path = s.file("ckpt-2.safetensors");
   if (auto err = write_checkpoint(again_path, *full)) {
     o.broken = "write_checkpoint refuses a checkpoint read_checkpoint "
-               "accepted: " + describe(err);
+               "accepted: "
+               + describe(err);
     return o;
   }
   auto again = read_checkpoint(again_path);

@@ -82,7 +82,7 @@ private:
 
 /// Writes `n` bytes to `path`, through zlib's gzip writer when `gz`.
 inline void write_file(const std::string& path, const uint8_t* data, size_t n,
-                bool gz) {
+                       bool gz) {
   if (gz) {
     gzFile f = gzopen(path.c_str(), "wb");
     if (f == nullptr)
@@ -92,8 +92,7 @@ inline void write_file(const std::string& path, const uint8_t* data, size_t n,
     gzclose(f);
     return;
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0600);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     std::abort();
   while (n > 0) {
@@ -129,17 +128,16 @@ inline std::string checkpoint_broken(const checkpoint& c) {
   return {};
 }
 
-inline bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+inline bool same_floats(const std::vector<float>& a,
+                        const std::vector<float>& b) {
   return a.size() == b.size()
          && (a.empty()
-             || std::memcmp(a.data(), b.data(), a.size() * sizeof(float))
-                  == 0);
+             || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 inline bool same_checkpoint(const checkpoint& a, const checkpoint& b) {
-  if (a.step != b.step || a.metadata != b.metadata
-      || a.layout.compare(b.layout) || !same_floats(a.params, b.params)
-      || a.slots.size() != b.slots.size())
+  if (a.step != b.step || a.metadata != b.metadata || a.layout.compare(b.layout)
+      || !same_floats(a.params, b.params) || a.slots.size() != b.slots.size())
     return false;
   for (size_t i = 0; i < a.slots.size(); ++i)
     if (a.slots[i].first != b.slots[i].first

@@ -1,6 +1,6 @@
 // Every backend operation on the GPU against the CPU backend (itself
-// checked against plain loops in tests/runtime/compute/cpu_backend_test.cpp), with
-// edge sizes; and device failures as errors that name the call.
+// checked against plain loops in tests/runtime/compute/cpu_backend_test.cpp),
+// with edge sizes; and device failures as errors that name the call.
 #include <boost/test/unit_test.hpp>
 
 #include "cuda_device.hpp"
@@ -59,9 +59,9 @@ struct twin {
   }
 };
 
-const std::array<activation, 4> activations{
-  activation::identity, activation::sigmoid, activation::tanh,
-  activation::relu};
+const std::array<activation, 4> activations{activation::identity,
+                                            activation::sigmoid,
+                                            activation::tanh, activation::relu};
 
 } // namespace
 
@@ -103,8 +103,8 @@ BOOST_AUTO_TEST_CASE(uploads_from_host_buffers_skip_the_staging_copy) {
   BOOST_TEST(t.gpu->profile().copy_ops == 1);
   t.gpu->set_profiling(false);
   auto back = t.get(dev, 5000);
-  BOOST_TEST((back == std::vector<float>(values.begin() + 1000,
-                                         values.begin() + 6000)));
+  BOOST_TEST(
+    (back == std::vector<float>(values.begin() + 1000, values.begin() + 6000)));
 }
 
 BOOST_AUTO_TEST_CASE(fill_and_axpy) {
@@ -124,9 +124,14 @@ BOOST_AUTO_TEST_CASE(fill_and_axpy) {
 
 BOOST_AUTO_TEST_CASE(gemm_all_transposes_strides_and_edge_sizes) {
   twin t;
-  for (auto [m, n, k] : std::vector<std::array<int, 3>>{
-         {1, 1, 1}, {3, 5, 7}, {17, 1, 9}, {0, 4, 3}, {4, 0, 3}, {4, 3, 0},
-         {33, 65, 129}, {128, 256, 784}})
+  for (auto [m, n, k] : std::vector<std::array<int, 3>>{{1, 1, 1},
+                                                        {3, 5, 7},
+                                                        {17, 1, 9},
+                                                        {0, 4, 3},
+                                                        {4, 0, 3},
+                                                        {4, 3, 0},
+                                                        {33, 65, 129},
+                                                        {128, 256, 784}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (float beta : {0.f, 1.f, 0.25f}) {
@@ -138,14 +143,14 @@ BOOST_AUTO_TEST_CASE(gemm_all_transposes_strides_and_edge_sizes) {
           if (beta == 0.f && !c.empty())
             c[0] = std::numeric_limits<float>::quiet_NaN(); // must not leak
           auto ga = t.put(a), gb = t.put(b), gc = t.put(c);
-          t.cpu->gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb,
-                      beta, c.data(), ldc);
-          t.gpu->gemm(ta, tb, m, n, k, 0.5f, ga.floats(), lda, gb.floats(),
-                      ldb, beta, gc.floats(), ldc);
+          t.cpu->gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta,
+                      c.data(), ldc);
+          t.gpu->gemm(ta, tb, m, n, k, 0.5f, ga.floats(), lda, gb.floats(), ldb,
+                      beta, gc.floats(), ldc);
           check_close(t.get(gc, c.size()), c, 1e-5f,
                       "gemm m=" + std::to_string(m) + " n=" + std::to_string(n)
-                        + " k=" + std::to_string(k) + " ta=" + std::to_string(ta)
-                        + " tb=" + std::to_string(tb)
+                        + " k=" + std::to_string(k) + " ta="
+                        + std::to_string(ta) + " tb=" + std::to_string(tb)
                         + " beta=" + std::to_string(beta));
         }
 }
@@ -207,12 +212,14 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_loss_hits_and_gradient) {
       auto gl = t.put(logits), gd = t.put(d);
       auto glabels = t.put(labels);
       float scale = rows > 0 ? 1.f / static_cast<float>(rows) : 1.f;
-      auto want = t.cpu->softmax_cross_entropy(
-        logits.data(), labels.data(), rows, classes,
-        with_grad ? d.data() : nullptr, scale);
-      auto got = t.gpu->softmax_cross_entropy(
-        gl.floats(), glabels.ints(), rows, classes,
-        with_grad ? gd.floats() : nullptr, scale);
+      auto want = t.cpu->softmax_cross_entropy(logits.data(), labels.data(),
+                                               rows, classes,
+                                               with_grad ? d.data() : nullptr,
+                                               scale);
+      auto got = t.gpu->softmax_cross_entropy(gl.floats(), glabels.ints(), rows,
+                                              classes,
+                                              with_grad ? gd.floats() : nullptr,
+                                              scale);
       BOOST_TEST(got.correct == want.correct);
       BOOST_TEST(std::fabs(got.loss_sum - want.loss_sum)
                    <= 1e-9 * (1 + std::fabs(want.loss_sum)),
@@ -248,12 +255,11 @@ BOOST_AUTO_TEST_CASE(im2col_and_col2im_every_geometry) {
     auto gx = t.put(x), gcols = t.put(cols);
     t.cpu->im2col(x.data(), s, cols.data());
     t.gpu->im2col(gx.floats(), s, gcols.floats());
-    std::string geometry = std::to_string(s.batch) + "x" + std::to_string(s.height)
-                           + "x" + std::to_string(s.width) + "x"
-                           + std::to_string(s.channels) + " k"
-                           + std::to_string(s.kernel) + " s"
-                           + std::to_string(s.stride) + " p"
-                           + std::to_string(s.pad);
+    std::string geometry =
+      std::to_string(s.batch) + "x" + std::to_string(s.height) + "x"
+      + std::to_string(s.width) + "x" + std::to_string(s.channels) + " k"
+      + std::to_string(s.kernel) + " s" + std::to_string(s.stride) + " p"
+      + std::to_string(s.pad);
     check_close(t.get(gcols, n_cols), cols, 0.f, "im2col " + geometry);
     auto dcols = random_vector(n_cols, 11);
     std::vector<float> dx(n_x, 5.f);
@@ -302,12 +308,11 @@ BOOST_AUTO_TEST_CASE(profiling_splits_kernel_and_copy_time) {
   t.gpu->set_profiling(true);
   auto buf = t.put(host);
   t.gpu->axpy(host.size(), 2.f, buf.floats(), buf.floats());
-  (void) t.get(buf, host.size());
+  (void)t.get(buf, host.size());
   auto split = t.gpu->profile();
-  BOOST_TEST_MESSAGE("kernels " << split.kernel_ms << " ms in "
-                                << split.kernel_ops << ", copies "
-                                << split.copy_ms << " ms in "
-                                << split.copy_ops);
+  BOOST_TEST_MESSAGE(
+    "kernels " << split.kernel_ms << " ms in " << split.kernel_ops
+               << ", copies " << split.copy_ms << " ms in " << split.copy_ops);
   BOOST_TEST(split.kernel_ops == 1);
   BOOST_TEST(split.copy_ops == 2);
   BOOST_TEST(split.kernel_ms > 0);
@@ -329,7 +334,7 @@ BOOST_AUTO_TEST_CASE(a_failing_call_is_an_error_that_names_it) {
   }
   // More memory than any GPU has.
   try {
-    (void) t.gpu->allocate(size_t{1} << 50);
+    (void)t.gpu->allocate(size_t{1} << 50);
     BOOST_ERROR("a 1 PiB allocation succeeded");
   } catch (const backend_error& e) {
     BOOST_TEST_MESSAGE(e.what());

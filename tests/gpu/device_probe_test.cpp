@@ -19,9 +19,8 @@ BOOST_AUTO_TEST_CASE(probe_never_fails_hard) {
   BOOST_TEST((probe.count > 0 || !probe.error.empty()));
 }
 
-BOOST_AUTO_TEST_CASE(devices_have_names,
-                     *boost::unit_test::precondition(
-                       troupe::test::has_cuda_device)) {
+BOOST_AUTO_TEST_CASE(devices_have_names, *boost::unit_test::precondition(
+                                           troupe::test::has_cuda_device)) {
   auto probe = troupe::gpu::probe_devices();
   for (auto& name : probe.names)
     BOOST_TEST_MESSAGE("device: " << name);

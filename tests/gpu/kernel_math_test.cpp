@@ -47,14 +47,15 @@ BOOST_AUTO_TEST_CASE(the_column_major_gemm_computes_the_row_major_one) {
                    g.first, g.ld_first, g.second, g.ld_second, 0.25f,
                    got.data(), ldc);
         check_close(got, want, 1e-6f,
-                    "gemm ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+                    "gemm ta=" + std::to_string(ta)
+                      + " tb=" + std::to_string(tb));
       }
 }
 
 BOOST_AUTO_TEST_CASE(activations_and_their_gradients) {
   auto cpu = make_cpu_backend(1);
-  for (auto act : {activation::identity, activation::sigmoid,
-                   activation::tanh, activation::relu}) {
+  for (auto act : {activation::identity, activation::sigmoid, activation::tanh,
+                   activation::relu}) {
     auto y = random_vector(999, 4, -6, 6);
     auto got = y;
     cpu->bias_activation_forward(act, y.data(), nullptr, 1, 999);
@@ -92,8 +93,7 @@ BOOST_AUTO_TEST_CASE(softmax_rows_match_the_cpu_backend) {
       loss_sum += loss;
       hits += hit;
     }
-    BOOST_TEST(loss_sum == total.loss_sum,
-               boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(loss_sum == total.loss_sum, boost::test_tools::tolerance(1e-12));
     BOOST_TEST(hits == total.correct);
     check_close(got, want, 0.f, "dlogits");
   }
@@ -123,7 +123,8 @@ BOOST_AUTO_TEST_CASE(im2col_and_col2im_elements_every_geometry) {
     std::string label = std::to_string(s.height) + "x" + std::to_string(s.width)
                         + "x" + std::to_string(s.channels) + " k"
                         + std::to_string(s.kernel) + " s"
-                        + std::to_string(s.stride) + " p" + std::to_string(s.pad);
+                        + std::to_string(s.stride) + " p"
+                        + std::to_string(s.pad);
     check_close(got, want, 0.f, "im2col " + label);
     auto dcols = random_vector(n_cols, 8);
     std::vector<float> dwant(n_x), dgot(n_x);
@@ -141,7 +142,11 @@ BOOST_AUTO_TEST_CASE(maxpool_elements_and_their_argmax) {
   };
   for (pool p : {pool{1, 2, 2, 1, 2, 2}, pool{3, 28, 28, 32, 2, 2},
                  pool{2, 7, 9, 3, 3, 2}}) {
-    pool_geometry g{p.h, p.w, p.c, p.size, p.stride,
+    pool_geometry g{p.h,
+                    p.w,
+                    p.c,
+                    p.size,
+                    p.stride,
                     (p.h - p.size) / p.stride + 1,
                     (p.w - p.size) / p.stride + 1};
     size_t n_x = static_cast<size_t>(p.batch) * p.h * p.w * p.c;

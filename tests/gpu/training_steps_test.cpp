@@ -94,8 +94,8 @@ struct twin_models {
 
 void same_step(const model_config& cfg, int batch) {
   twin_models t{cfg};
-  BOOST_TEST_MESSAGE(t.on_gpu->summary() << ", batch " << batch << " on "
-                                         << t.gpu->describe());
+  BOOST_TEST_MESSAGE(t.on_gpu->summary()
+                     << ", batch " << batch << " on " << t.gpu->describe());
   BOOST_TEST(worst(t.params(*t.on_gpu), t.params(*t.on_cpu)) == 0.0);
   auto b = make_batch(batch, 3);
   auto want = t.on_cpu->forward_backward(b.x.data(), b.y.data(), batch);
@@ -133,13 +133,17 @@ void same_sgd_steps(const model_config& cfg, int batch, int steps) {
 BOOST_AUTO_TEST_SUITE(training_steps,
                       *boost::unit_test::precondition(test::has_cuda_device))
 
-BOOST_AUTO_TEST_CASE(mlp_gradients_match_the_cpu) { same_step(mlp(), 128); }
+BOOST_AUTO_TEST_CASE(mlp_gradients_match_the_cpu) {
+  same_step(mlp(), 128);
+}
 
 BOOST_AUTO_TEST_CASE(mlp_odd_batch_gradients_match_the_cpu) {
   same_step(mlp(), 37);
 }
 
-BOOST_AUTO_TEST_CASE(cnn_gradients_match_the_cpu) { same_step(cnn(), 16); }
+BOOST_AUTO_TEST_CASE(cnn_gradients_match_the_cpu) {
+  same_step(cnn(), 16);
+}
 
 BOOST_AUTO_TEST_CASE(mlp_sgd_steps_match_the_cpu) {
   same_sgd_steps(mlp(), 128, 5);

@@ -53,9 +53,9 @@ BOOST_AUTO_TEST_CASE(learns_the_planted_model_to_within_a_few_percent) {
     }
   }
   auto after = model.evaluate(*test);
-  BOOST_TEST_MESSAGE("click model: test log-loss " << after.log_loss
-                     << " (planted " << planted->test_log_loss << ", before "
-                     << before.log_loss << "), AUC " << after.auc
+  BOOST_TEST_MESSAGE("click model: test log-loss "
+                     << after.log_loss << " (planted " << planted->test_log_loss
+                     << ", before " << before.log_loss << "), AUC " << after.auc
                      << " (planted " << planted->test_auc << ")");
   BOOST_TEST(after.log_loss < planted->test_log_loss * 1.025);
   BOOST_TEST(after.auc > planted->test_auc - 0.02);

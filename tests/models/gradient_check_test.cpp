@@ -20,7 +20,7 @@ using namespace troupe;
 namespace {
 
 void check_gradients(model_config cfg, int h, int w, int c, int classes,
-                    const std::string& label) {
+                     const std::string& label) {
   auto be = make_cpu_backend(1);
   cfg.init = model_config::init_kind::xavier;
   auto made = make_model(cfg, h, w, c, classes, *be);

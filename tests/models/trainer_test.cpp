@@ -190,11 +190,12 @@ BOOST_AUTO_TEST_CASE(resume_continues_bitwise) {
   BOOST_TEST(a->step == 40);
   BOOST_TEST(b->step == 40);
   BOOST_REQUIRE(a->params.size() == b->params.size());
-  BOOST_TEST(std::memcmp(a->params.data(), b->params.data(),
-                         a->params.size() * 4) == 0);
+  BOOST_TEST(
+    std::memcmp(a->params.data(), b->params.data(), a->params.size() * 4) == 0);
   BOOST_REQUIRE(a->slots.size() == 2u);
   BOOST_TEST(a->slots[1].second == b->slots[1].second);
-  BOOST_TEST(newest_checkpoint(split.path()) == split.file("ckpt-40.safetensors"));
+  BOOST_TEST(newest_checkpoint(split.path())
+             == split.file("ckpt-40.safetensors"));
 }
 
 BOOST_AUTO_TEST_CASE(resume_refuses_another_model_or_optimizer) {
@@ -217,14 +218,16 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_model_or_optimizer) {
              describe(r.error()));
   BOOST_TEST(describe(r.error()).find("/model/hidden (checkpoint: [16], this "
                                       "run: [17])")
-             != std::string::npos, describe(r.error()));
+               != std::string::npos,
+             describe(r.error()));
   other = cfg;
   other.training.optimizer.type = optimizer_config::kind::sgd;
   r = run_local_training(other, *data, *be, log);
   BOOST_REQUIRE(!r);
   BOOST_TEST(describe(r.error()).find(
                "/training/optimizer/type (checkpoint: adam, this run: sgd)")
-             != std::string::npos, describe(r.error()));
+               != std::string::npos,
+             describe(r.error()));
 }
 
 BOOST_AUTO_TEST_CASE(nan_loss_stops_the_run) {
@@ -237,9 +240,9 @@ BOOST_AUTO_TEST_CASE(nan_loss_stops_the_run) {
   auto r = run_local_training(cfg, *data, *be, log);
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::non_finite));
-  BOOST_TEST(describe(r.error()).find("loss became ") == 0, describe(r.error()));
+  BOOST_TEST(describe(r.error()).find("loss became ") == 0,
+             describe(r.error()));
 }
-
 
 namespace {
 

@@ -21,11 +21,9 @@ struct layer {
 
 /// Lower ranks are called by higher ones; equal ranks not at all.
 const std::vector<layer> layers{
-  {"chief_base", 0},       {"chief_placement", 1},
-  {"chief_progress", 1},   {"chief_takeover", 2},
-  {"chief_recovery", 3},   {"chief_start", 4},
-  {"chief_registration", 5}, {"chief_shell", 6},
-  {"chief", 7},
+  {"chief_base", 0},         {"chief_placement", 1}, {"chief_progress", 1},
+  {"chief_takeover", 2},     {"chief_recovery", 3},  {"chief_start", 4},
+  {"chief_registration", 5}, {"chief_shell", 6},     {"chief", 7},
 };
 
 std::string source_of(const std::string& file) {
@@ -48,8 +46,7 @@ std::set<std::string> defined_in(const std::string& text) {
       end = text.size();
     auto line = text.substr(at, end - at);
     std::smatch m;
-    if (!line.empty() && line.back() != ';'
-        && std::regex_search(line, m, def))
+    if (!line.empty() && line.back() != ';' && std::regex_search(line, m, def))
       out.insert(m[1]);
     at = end + 1;
   }
@@ -65,8 +62,8 @@ BOOST_AUTO_TEST_CASE(the_chief_files_call_downward_only) {
   std::map<std::string, std::set<std::string>> defines;
   for (auto& l : layers) {
     text[l.file] = source_of(l.file);
-    BOOST_REQUIRE_MESSAGE(!text[l.file].empty(), "actors/chief/" << l.file
-                                                   << ".cpp is missing");
+    BOOST_REQUIRE_MESSAGE(!text[l.file].empty(),
+                          "actors/chief/" << l.file << ".cpp is missing");
     defines[l.file] = defined_in(text[l.file]);
   }
   // A sanity check of the reading itself.
@@ -84,8 +81,8 @@ BOOST_AUTO_TEST_CASE(the_chief_files_call_downward_only) {
         std::regex call{"[^\\w.>]" + fn + "\\("};
         ++checked;
         BOOST_TEST(!std::regex_search(text[caller.file], call),
-                   caller.file << ".cpp calls " << fn << " of "
-                               << callee.file << ".cpp, which is not below it");
+                   caller.file << ".cpp calls " << fn << " of " << callee.file
+                               << ".cpp, which is not below it");
       }
     }
   BOOST_TEST(checked > 50u);

@@ -90,11 +90,13 @@ BOOST_AUTO_TEST_CASE(a_run_goes_through_every_phase_in_order) {
   BOOST_TEST((seen == expected));
   c.sched->run();
   bool replied = false;
-  self->receive([&](cluster_summary& s) {
-    replied = true;
-    BOOST_TEST(s.steps == 32); // 256 samples, batches of 16, 2 epochs
-    BOOST_TEST(s.epoch_samples == (std::vector<int64_t>{256, 256}));
-  }, [&](caf::error& err) { BOOST_ERROR(describe(err)); });
+  self->receive(
+    [&](cluster_summary& s) {
+      replied = true;
+      BOOST_TEST(s.steps == 32); // 256 samples, batches of 16, 2 epochs
+      BOOST_TEST(s.epoch_samples == (std::vector<int64_t>{256, 256}));
+    },
+    [&](caf::error& err) { BOOST_ERROR(describe(err)); });
   BOOST_TEST(replied);
 }
 
@@ -124,7 +126,8 @@ BOOST_AUTO_TEST_CASE(a_stop_while_training_finishes_after_the_steps_in_flight) {
                   },
                   [&](caf::error& err) { BOOST_ERROR(describe(err)); });
   BOOST_TEST(answers == 2);
-  BOOST_TEST(c.log.str().find("stop requested by the shell") != std::string::npos,
+  BOOST_TEST(c.log.str().find("stop requested by the shell")
+               != std::string::npos,
              c.log.str());
 }
 

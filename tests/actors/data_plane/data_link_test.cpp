@@ -49,7 +49,8 @@ struct served_shard {
 };
 
 /// The reply to a pull through `h`: values, or the error.
-caf::expected<float_block> pull(caf::scoped_actor& self, const shard_data_actor& h) {
+caf::expected<float_block> pull(caf::scoped_actor& self,
+                                const shard_data_actor& h) {
   caf::expected<float_block> out{caf::sec::none};
   self->request(h, 5s, pull_atom_v, int32_t{0}, int64_t{0})
     .receive([&](float_block& b) { out = std::move(b); },
@@ -92,7 +93,8 @@ BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
   BOOST_REQUIRE(!missing);
   BOOST_TEST((missing.error() == errc::invalid_argument));
   BOOST_TEST(describe(missing.error()).find("no shard 7 on this node")
-               != std::string::npos, describe(missing.error()));
+               != std::string::npos,
+             describe(missing.error()));
   client->close();
 }
 
@@ -166,7 +168,8 @@ BOOST_AUTO_TEST_CASE(a_lost_server_fails_the_stubs_requests) {
   auto missing = pull(self, nowhere->stub(0, 3));
   BOOST_REQUIRE(!missing);
   BOOST_TEST(describe(missing.error()).find("127.0.0.1:" + std::to_string(port))
-               != std::string::npos, describe(missing.error()));
+               != std::string::npos,
+             describe(missing.error()));
   nowhere->close();
 }
 
@@ -223,10 +226,12 @@ BOOST_AUTO_TEST_CASE(a_host_that_is_not_this_machines_is_named_in_the_error) {
   BOOST_TEST((s.error() == errc::invalid_config)); // bad input: exit 2
   BOOST_TEST(describe(s.error()).find("cannot listen for the data plane on "
                                       "192.0.2.1: ")
-               != std::string::npos, describe(s.error()));
+               != std::string::npos,
+             describe(s.error()));
 }
 
-BOOST_AUTO_TEST_CASE(with_no_key_and_no_tls_only_loopback_addresses_are_served) {
+BOOST_AUTO_TEST_CASE(
+  with_no_key_and_no_tls_only_loopback_addresses_are_served) {
   cluster_fixture f;
   for (auto host : {"0.0.0.0", "192.0.2.1", "cluster-head"}) {
     auto s = data_server::start(*f.sys, host, 0);
@@ -266,7 +271,7 @@ BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
   f.op = 99;
   f.count = 0;
   BOOST_TEST(check_frame(f, true).find("unexpected operation 99")
-               != std::string::npos);
+             != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

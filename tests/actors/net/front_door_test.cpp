@@ -62,8 +62,8 @@ std::string key_error(const std::string& path) {
 /// failure's text, or "" when both are done.
 std::string run_exchange(key_exchange& client, key_exchange& server) {
   for (int round = 0; round < 8; ++round) {
-    for (auto pair : {std::make_pair(&client, &server),
-                       std::make_pair(&server, &client)}) {
+    for (auto pair :
+         {std::make_pair(&client, &server), std::make_pair(&server, &client)}) {
       auto& out = pair.first->to_send();
       std::vector<uint8_t> bytes(out.begin(), out.end());
       out.clear();
@@ -156,14 +156,15 @@ bool prove(int fd, const cluster_key& key) {
 
 BOOST_AUTO_TEST_SUITE(front_door)
 
-BOOST_AUTO_TEST_CASE(the_first_node_makes_a_private_key_that_every_later_process_reads) {
+BOOST_AUTO_TEST_CASE(
+  the_first_node_makes_a_private_key_that_every_later_process_reads) {
   temp_dir dir;
   auto path = dir.file("a/b/troupe/cluster.key");
   bool made = false;
   auto key = load_or_make_key(path, made);
   BOOST_REQUIRE_MESSAGE(key, troupe::test::why(key));
   BOOST_TEST(made);
-  struct stat st{};
+  struct stat st {};
   BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   BOOST_REQUIRE(::stat(dir.file("a/b/troupe").c_str(), &st) == 0);
@@ -195,9 +196,9 @@ BOOST_AUTO_TEST_CASE(the_first_node_makes_a_private_key_that_every_later_process
   auto k1 = load_key(raced);
   BOOST_REQUIRE_MESSAGE(k1, troupe::test::why(k1));
   // No temporary file is left beside it.
-  BOOST_TEST(std::system(("test $(ls " + dir.file("race") + " | wc -l) = 1")
-                           .c_str())
-             == 0);
+  BOOST_TEST(
+    std::system(("test $(ls " + dir.file("race") + " | wc -l) = 1").c_str())
+    == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_key_file_that_is_missing_open_or_malformed_is_named) {
@@ -228,7 +229,8 @@ BOOST_AUTO_TEST_CASE(a_key_file_that_is_missing_open_or_malformed_is_named) {
   BOOST_TEST(contains(why, "not a regular file"), why);
 }
 
-BOOST_AUTO_TEST_CASE(the_handshake_proves_the_key_both_ways_and_names_another_key) {
+BOOST_AUTO_TEST_CASE(
+  the_handshake_proves_the_key_both_ways_and_names_another_key) {
   temp_dir dir;
   auto key = make_key(dir, "k1");
   auto other = make_key(dir, "k2");
@@ -246,8 +248,7 @@ BOOST_AUTO_TEST_CASE(the_handshake_proves_the_key_both_ways_and_names_another_ke
     key_exchange c{other, key_exchange::role::client, fixed_nonce(1)};
     key_exchange s{key, key_exchange::role::server, fixed_nonce(2)};
     auto why = run_exchange(c, s);
-    BOOST_TEST(contains(why, "another cluster key (id " + key.id() + ")"),
-               why);
+    BOOST_TEST(contains(why, "another cluster key (id " + key.id() + ")"), why);
     BOOST_TEST(contains(why, other.path()), why);
     BOOST_TEST(!s.done());
   }
@@ -346,7 +347,8 @@ BOOST_AUTO_TEST_CASE(the_basp_check_refuses_the_headers_that_crash_caf) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) {
+BOOST_AUTO_TEST_CASE(
+  remoting_and_the_data_plane_admit_only_holders_of_the_key) {
   temp_dir dir;
   auto key = make_key(dir, "cluster.key");
   auto other = make_key(dir, "other.key");
@@ -373,8 +375,8 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   BOOST_TEST((refused.error() == errc::unauthorized));
   auto why = describe(refused.error());
   BOOST_TEST(contains(why, "another cluster key (id " + key.id()), why);
-  auto dclient = data_client::open(*stranger.sys, "127.0.0.1",
-                                   s.server->port(), 5s);
+  auto dclient = data_client::open(*stranger.sys, "127.0.0.1", s.server->port(),
+                                   5s);
   auto db = pull_values(*stranger.sys, dclient->stub(0, 3));
   BOOST_REQUIRE(!db);
   BOOST_TEST(contains(describe(db.error()), "key handshake failed"),
@@ -396,8 +398,8 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   }
   // A peer that proves the key, then sends the crashing header: only its
   // connection closes.
-  for (auto bytes : {basp_header(1, 0), basp_header(1, 0xfffffff0u),
-                     basp_header(6, 0)}) {
+  for (auto bytes :
+       {basp_header(1, 0), basp_header(1, 0xfffffff0u), basp_header(6, 0)}) {
     int fd = stranger_at(s.port);
     BOOST_REQUIRE(prove(fd, key));
     BOOST_TEST(!closed_by_peer(fd, 0.3)); // proven: the node waits for BASP
@@ -416,7 +418,8 @@ BOOST_AUTO_TEST_CASE(remoting_and_the_data_plane_admit_only_holders_of_the_key) 
   BOOST_TEST(static_cast<bool>(b), troupe::test::why(b));
 }
 
-BOOST_AUTO_TEST_CASE(a_length_field_cannot_make_a_node_allocate_more_than_was_sent) {
+BOOST_AUTO_TEST_CASE(
+  a_length_field_cannot_make_a_node_allocate_more_than_was_sent) {
   // A member's message whose float, id or vector count announces far more
   // than its payload holds: refused before anything is allocated (a count
   // could ask for up to 16 GiB of floats, or make resize() throw and end

@@ -173,8 +173,8 @@ struct published_shard {
 /// Connects `client` to the shard through a relay that holds the server's
 /// BASP handshake for 400 ms (eight heartbeats), then pulls the shard's
 /// values through the link.
-void connects_through_a_slow_handshake(
-  const published_shard& server, std::shared_ptr<const tls_context> tls) {
+void connects_through_a_slow_handshake(const published_shard& server,
+                                       std::shared_ptr<const tls_context> tls) {
   slow_relay relay{server.port, 400ms, tls != nullptr};
   BOOST_REQUIRE(relay.port() != 0);
   net_system client;

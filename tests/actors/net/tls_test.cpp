@@ -183,7 +183,8 @@ BOOST_AUTO_TEST_CASE(the_data_plane_runs_over_mutual_tls) {
   client->close();
 }
 
-BOOST_AUTO_TEST_CASE(a_data_plane_peer_without_the_clusters_certificate_is_refused) {
+BOOST_AUTO_TEST_CASE(
+  a_data_plane_peer_without_the_clusters_certificate_is_refused) {
   auto& c = test_certs();
   tls_served_shard s{load_ok(c.files()), 3};
   // Plaintext, then another CA's certificate: both refused.
@@ -207,7 +208,8 @@ BOOST_AUTO_TEST_CASE(a_data_plane_peer_without_the_clusters_certificate_is_refus
   client->close();
 }
 
-BOOST_AUTO_TEST_CASE(a_tls_client_to_a_plaintext_data_plane_names_the_handshake) {
+BOOST_AUTO_TEST_CASE(
+  a_tls_client_to_a_plaintext_data_plane_names_the_handshake) {
   auto& c = test_certs();
   tls_served_shard s{nullptr, 3};
   net_system member;

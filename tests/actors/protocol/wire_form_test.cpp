@@ -189,22 +189,21 @@ BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
   BOOST_TEST(rows.values == c.values);
   BOOST_TEST(rows.slots == c.slots);
 
-  BOOST_TEST(std::get<replica_join>(through_bytes(replica_op{replica_join{4}})
-                                      .op)
-               .worker
-             == 4);
-  BOOST_TEST(std::get<replica_leave>(
-               through_bytes(replica_op{replica_leave{5}}).op)
-               .worker
-             == 5);
+  BOOST_TEST(
+    std::get<replica_join>(through_bytes(replica_op{replica_join{4}}).op).worker
+    == 4);
+  BOOST_TEST(
+    std::get<replica_leave>(through_bytes(replica_op{replica_leave{5}}).op)
+      .worker
+    == 5);
   auto tune = std::get<replica_tune>(
     through_bytes(replica_op{replica_tune{"lr", 0.25}}).op);
   BOOST_TEST(tune.key == "lr");
   BOOST_TEST(tune.value == 0.25);
-  BOOST_TEST(std::get<replica_forget>(
-               through_bytes(replica_op{replica_forget{12}}).op)
-               .version
-             == 12);
+  BOOST_TEST(
+    std::get<replica_forget>(through_bytes(replica_op{replica_forget{12}}).op)
+      .version
+    == 12);
   BOOST_TEST(std::holds_alternative<replica_adopt>(
     through_bytes(replica_op{replica_adopt{}}).op));
 }

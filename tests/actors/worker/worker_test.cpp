@@ -123,9 +123,9 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
     caf::anon_send(shard, tune_atom_v, std::string{"release"}, 0.0);
     d.run();
     BOOST_TEST(pushes() == 2 * bound, what);
-    for (auto h : {caf::actor_cast<caf::actor>(w),
-                   caf::actor_cast<caf::actor>(shard),
-                   caf::actor_cast<caf::actor>(feeder)})
+    for (auto h :
+         {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(shard),
+          caf::actor_cast<caf::actor>(feeder)})
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     d.run();
   }

@@ -43,9 +43,8 @@ void write(const temp_dir& dir, int64_t step, const run_stamp& s,
   c.layout = layout(n);
   c.params.assign(static_cast<size_t>(n), value);
   stamp_checkpoint(c, s);
-  auto err = write_checkpoint(dir.file("ckpt-" + std::to_string(step)
-                                       + ".safetensors"),
-                              c);
+  auto err = write_checkpoint(
+    dir.file("ckpt-" + std::to_string(step) + ".safetensors"), c);
   BOOST_REQUIRE(!err);
 }
 
@@ -75,8 +74,8 @@ BOOST_AUTO_TEST_CASE(a_recovery_loads_its_own_runs_checkpoint) {
   // Newer, of another run, and one of another model.
   write(dir, 14070, stamp("theirs"), 9.f);
   write(dir, 30000, stamp("small", "adam", "[2]"), 9.f, 2);
-  auto found = load_newest(dir.path(), stamp("mine"),
-                           checkpoint_pick::this_run, layout());
+  auto found = load_newest(dir.path(), stamp("mine"), checkpoint_pick::this_run,
+                           layout());
   BOOST_REQUIRE_MESSAGE(found, troupe::test::why(found));
   BOOST_REQUIRE(found->has_value());
   BOOST_TEST((*found)->ckpt.step == 20);
@@ -85,9 +84,11 @@ BOOST_AUTO_TEST_CASE(a_recovery_loads_its_own_runs_checkpoint) {
   auto none = load_newest(dir.path(), stamp("new"), checkpoint_pick::this_run,
                           layout());
   BOOST_REQUIRE(!none);
-  BOOST_TEST(describe(none.error()).find("ckpt-14070.safetensors (of run "
-                                         "theirs)")
-               != std::string::npos, describe(none.error()));
+  BOOST_TEST(describe(none.error())
+                 .find("ckpt-14070.safetensors (of run "
+                       "theirs)")
+               != std::string::npos,
+             describe(none.error()));
   // An empty folder is no error.
   temp_dir empty;
   auto nothing = load_newest(empty.path(), stamp("x"),
@@ -116,7 +117,8 @@ BOOST_AUTO_TEST_CASE(a_resume_loads_the_newest_compatible_checkpoint) {
     why.find("ckpt-50.safetensors (resume digest ") != std::string::npos, why);
   BOOST_TEST(why.find("/training/optimizer/type (checkpoint: sgd, this run: "
                       "momentum)")
-               != std::string::npos, why);
+               != std::string::npos,
+             why);
 }
 
 // A resume matches the resume identity: a checkpoint of another shard

@@ -124,8 +124,11 @@ BOOST_AUTO_TEST_CASE(file_is_plain_safetensors) {
   std::memcpy(&len, bytes.data(), 8);
   BOOST_TEST(len % 8 == 0u);
   std::string header = bytes.substr(8, len);
-  BOOST_TEST(header.find(R"("params/dense0/w":{"data_offsets":[0,24],"dtype":"F32","shape":[3,2]})")
-             != std::string::npos, header);
+  BOOST_TEST(
+    header.find(
+      R"("params/dense0/w":{"data_offsets":[0,24],"dtype":"F32","shape":[3,2]})")
+      != std::string::npos,
+    header);
   BOOST_TEST(bytes.size() == 8 + len + 3 * 8 * 4);
 }
 
@@ -154,7 +157,8 @@ BOOST_AUTO_TEST_CASE(truncated_and_corrupt_files_are_refused) {
 BOOST_AUTO_TEST_CASE(foreign_files_and_other_versions_are_refused) {
   temp_dir tmp;
   auto path = tmp.file("x.safetensors");
-  std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string header =
+    R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   uint64_t len = header.size();
   std::string bytes(reinterpret_cast<char*>(&len), 8);
   test::write_file(path, bytes + header + std::string(4, '\0'));
@@ -166,8 +170,9 @@ BOOST_AUTO_TEST_CASE(foreign_files_and_other_versions_are_refused) {
   text[pos + 11] = '9';
   test::write_file(path, text);
   BOOST_TEST(error_of(path)
-             == path + ": unsupported checkpoint version \"9\", this build "
-                       "reads version 1");
+             == path
+                  + ": unsupported checkpoint version \"9\", this build "
+                    "reads version 1");
 }
 
 BOOST_AUTO_TEST_CASE(layout_mismatch_names_the_file) {
@@ -228,9 +233,11 @@ std::string floats(std::vector<float> v) {
 }
 
 /// A one-tensor checkpoint header with `step` and extra tensors.
-std::string header_with(const std::string& step, const std::string& extra = "") {
+std::string header_with(const std::string& step,
+                        const std::string& extra = "") {
   return R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":")"
-         + step + R"("},"params/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"
+         + step
+         + R"("},"params/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"
          + extra + "}";
 }
 
@@ -256,30 +263,33 @@ BOOST_AUTO_TEST_CASE(a_step_is_a_plain_non_negative_integer) {
 
 BOOST_AUTO_TEST_CASE(nan_overlaps_and_odd_shapes_are_refused) {
   temp_dir tmp;
-  auto why = error_of(hand_made(tmp, "nan", header_with("1"),
-                                floats({1, std::nanf("")})));
+  auto why = error_of(
+    hand_made(tmp, "nan", header_with("1"), floats({1, std::nanf("")})));
   BOOST_TEST(why.find("params holds a NaN or infinite value (element 1)")
-               != std::string::npos, why);
-  why = error_of(hand_made(tmp, "inf", header_with("1"),
-                           floats({HUGE_VALF, 1})));
+               != std::string::npos,
+             why);
+  why = error_of(
+    hand_made(tmp, "inf", header_with("1"), floats({HUGE_VALF, 1})));
   BOOST_TEST(why.find("NaN or infinite") != std::string::npos, why);
   // An optimizer slot whose bytes are the parameters' own.
   why = error_of(hand_made(
     tmp, "alias",
-    header_with("1", R"(,"adam_m/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"),
+    header_with(
+      "1", R"(,"adam_m/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})"),
     floats({1, 2})));
   BOOST_TEST(why.find("overlap") != std::string::npos, why);
-  for (auto shape : {"[0]", "[-2]", "[1.5]", "[4294967296,4294967296]",
-                     R"(["2"])"}) {
+  for (auto shape :
+       {"[0]", "[-2]", "[1.5]", "[4294967296,4294967296]", R"(["2"])"}) {
     why = error_of(hand_made(
       tmp, "shape",
       R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},)"
-      R"("params/w":{"dtype":"F32","shape":)" + std::string{shape}
-        + R"(,"data_offsets":[0,8]}})",
+      R"("params/w":{"dtype":"F32","shape":)"
+        + std::string{shape} + R"(,"data_offsets":[0,8]}})",
       floats({1, 2})));
     BOOST_TEST(why.find("tensor params/w has") != std::string::npos, why);
   }
-  why = error_of(hand_made(tmp, "dtype",
+  why = error_of(hand_made(
+    tmp, "dtype",
     R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},)"
     R"("params/w":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})",
     floats({1, 2})));
@@ -287,16 +297,17 @@ BOOST_AUTO_TEST_CASE(nan_overlaps_and_odd_shapes_are_refused) {
   // A tensor that is no parameter's and no slot's.
   why = error_of(hand_made(
     tmp, "stray",
-    header_with("1", R"(,"adam_m/x":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})"),
+    header_with(
+      "1", R"(,"adam_m/x":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})"),
     floats({1, 2, 3, 4})));
   BOOST_TEST(why.find("adam_m/w is missing") != std::string::npos, why);
   // Nesting deeper than any safetensors header.
-  std::string deep = R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},"x":)";
+  std::string deep =
+    R"({"__metadata__":{"format":"troupe-checkpoint","version":"1","step":"1"},"x":)";
   for (int i = 0; i < 5000; ++i)
     deep += "[";
   why = error_of(hand_made(tmp, "deep", deep, ""));
-  BOOST_TEST(why.find("corrupt safetensors header") != std::string::npos,
-             why);
+  BOOST_TEST(why.find("corrupt safetensors header") != std::string::npos, why);
 }
 
 BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {

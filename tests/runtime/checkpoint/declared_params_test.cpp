@@ -80,13 +80,15 @@ BOOST_AUTO_TEST_CASE(a_tensor_troupe_cannot_hold_is_refused_by_name) {
   temp_dir dir;
   auto path = dir.file("bad.safetensors");
   // BatchNorm's counter, as a state_dict has it (8 bytes: 2 floats' worth).
-  write_user_safetensors(path, {{"bn.weight", "[2]", {1, 1}},
-                                {"bn.num_batches_tracked", "[]", {0, 0}, "I64"}});
+  write_user_safetensors(path,
+                         {{"bn.weight", "[2]", {1, 1}},
+                          {"bn.num_batches_tracked", "[]", {0, 0}, "I64"}});
   auto why = refusal(path);
   BOOST_TEST(says(why, "bad.safetensors"), why);
   BOOST_TEST(says(why, "tensor bn.num_batches_tracked has dtype I64"), why);
   BOOST_TEST(says(why, "is a buffer: write the file with "
-                       "write_parameters(path, model)"), why);
+                       "write_parameters(path, model)"),
+             why);
 
   write_user_safetensors(path, {{"w", "[2]", {1, 1}, "F64"}});
   why = refusal(path);
@@ -180,9 +182,9 @@ BOOST_AUTO_TEST_CASE(buffers_troupe_cannot_hold_are_refused_by_name) {
                          buffers(R"({\"w\":\"C64\"})"));
   BOOST_TEST(says(refusal(path), "buffer w has dtype C64"));
   // A counter past 2^24 would lose steps as a float.
-  write_user_safetensors(path, {{"n", "[]", {}, "I64",
-                                 int64_bytes({(int64_t{1} << 24) + 1})}},
-                         buffers(R"({\"n\":\"I64\"})"));
+  write_user_safetensors(
+    path, {{"n", "[]", {}, "I64", int64_bytes({(int64_t{1} << 24) + 1})}},
+    buffers(R"({\"n\":\"I64\"})"));
   BOOST_TEST(says(refusal(path), "buffer n holds 16777217 (element 0)"));
   // Data of the wrong size for its dtype.
   write_user_safetensors(path, {{"n", "[2]", {}, "I64", int64_bytes({1})}},

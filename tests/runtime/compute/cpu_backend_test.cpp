@@ -19,32 +19,39 @@ BOOST_AUTO_TEST_CASE(gemm_all_transposes_and_edge_sizes) {
   // 3 threads: the sizes past ~2 MFLOP are split by rows ({130, 70, 120}),
   // by columns (C with few rows: {5, 700, 400}) or not at all.
   for (int threads : {1, 3}) {
-  auto be = make_cpu_backend(threads);
-  for (auto [m, n, k] : std::vector<std::array<int, 3>>{
-         {1, 1, 1}, {3, 5, 7}, {17, 1, 9}, {0, 4, 3}, {4, 0, 3}, {4, 3, 0}, {33, 65, 129},
-         {130, 70, 120}, {5, 700, 400}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        auto a = random_vector(static_cast<size_t>(m * k), 1);
-        auto b = random_vector(static_cast<size_t>(k * n), 2);
-        auto c = random_vector(static_cast<size_t>(m * n), 3);
-        auto want = c;
-        for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j) {
-            double s = 0;
-            for (int p = 0; p < k; ++p)
-              s += double(ta ? a[p * m + i] : a[i * k + p])
-                   * double(tb ? b[j * k + p] : b[p * n + j]);
-            want[i * n + j] = static_cast<float>(0.5 * s + 0.25 * c[i * n + j]);
-          }
-        be->gemm(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(),
-                 tb ? k : n, 0.25f, c.data(), n);
-        check_close(c, want, 1e-5f,
-                    "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x"
-                      + std::to_string(k) + (ta ? " A^T" : "")
-                      + (tb ? " B^T" : "") + ", " + std::to_string(threads)
-                      + " threads");
-      }
+    auto be = make_cpu_backend(threads);
+    for (auto [m, n, k] : std::vector<std::array<int, 3>>{{1, 1, 1},
+                                                          {3, 5, 7},
+                                                          {17, 1, 9},
+                                                          {0, 4, 3},
+                                                          {4, 0, 3},
+                                                          {4, 3, 0},
+                                                          {33, 65, 129},
+                                                          {130, 70, 120},
+                                                          {5, 700, 400}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          auto a = random_vector(static_cast<size_t>(m * k), 1);
+          auto b = random_vector(static_cast<size_t>(k * n), 2);
+          auto c = random_vector(static_cast<size_t>(m * n), 3);
+          auto want = c;
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) {
+              double s = 0;
+              for (int p = 0; p < k; ++p)
+                s += double(ta ? a[p * m + i] : a[i * k + p])
+                     * double(tb ? b[j * k + p] : b[p * n + j]);
+              want[i * n + j] = static_cast<float>(0.5 * s
+                                                   + 0.25 * c[i * n + j]);
+            }
+          be->gemm(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(),
+                   tb ? k : n, 0.25f, c.data(), n);
+          check_close(c, want, 1e-5f,
+                      "gemm " + std::to_string(m) + "x" + std::to_string(n)
+                        + "x" + std::to_string(k) + (ta ? " A^T" : "")
+                        + (tb ? " B^T" : "") + ", " + std::to_string(threads)
+                        + " threads");
+        }
   }
 }
 
@@ -185,7 +192,9 @@ BOOST_AUTO_TEST_CASE(maxpool_forward_and_backward) {
           for (int ky = 0; ky < 2; ++ky)
             for (int kx = 0; kx < 2; ++kx) {
               size_t i = ((static_cast<size_t>(n) * h + oy * 2 + ky) * w
-                          + ox * 2 + kx) * c + ch;
+                          + ox * 2 + kx)
+                           * c
+                         + ch;
               if (x[i] > best) {
                 best = x[i];
                 where = i;

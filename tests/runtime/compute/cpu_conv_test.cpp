@@ -43,8 +43,8 @@ conv_result through_im2col(const shape& s, int out_c, activation act,
   be->gemm(true, false, s.patch(), out_c, rows, 1.f, cols.data(), s.patch(),
            dy.data(), out_c, 0.f, r.dw.data(), out_c);
   be->bias_backward(dy.data(), r.db.data(), rows, out_c);
-  be->gemm(false, true, rows, s.patch(), out_c, 1.f, dy.data(), out_c,
-           w.data(), out_c, 0.f, cols.data(), s.patch());
+  be->gemm(false, true, rows, s.patch(), out_c, 1.f, dy.data(), out_c, w.data(),
+           out_c, 0.f, cols.data(), s.patch());
   r.dx.resize(x.size());
   be->col2im(cols.data(), s, r.dx.data());
   return r;
@@ -81,9 +81,8 @@ std::vector<const conv::kernels*> kernel_sets() {
 void check_shape(const shape& s, int out_c, activation act) {
   const size_t rows = static_cast<size_t>(s.batch) * s.out_height()
                       * s.out_width();
-  auto x = random_vector(static_cast<size_t>(s.batch) * s.height * s.width
-                           * s.channels,
-                         1);
+  auto x = random_vector(
+    static_cast<size_t>(s.batch) * s.height * s.width * s.channels, 1);
   auto w = random_vector(static_cast<size_t>(s.patch()) * out_c, 2);
   auto bias = random_vector(static_cast<size_t>(out_c), 3);
   auto dy = random_vector(rows * out_c, 4);

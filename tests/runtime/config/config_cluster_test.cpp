@@ -41,8 +41,9 @@ BOOST_AUTO_TEST_CASE(cluster_section) {
                 "of workers (3), got 5");
   text = replace(synthetic_config, R"("name": "t",)",
                  R"("name": "t", "cluster": { "mode": "downpour" },)");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /cluster/mode: expected one of async|sync|ssp|easgd, found "downpour")");
+  BOOST_TEST(
+    error_of(text)
+    == R"(cfg.json: /cluster/mode: expected one of async|sync|ssp|easgd, found "downpour")");
   text = replace(synthetic_config, R"("name": "t",)",
                  R"("name": "t", "cluster": { "worker": 2 },)");
   BOOST_TEST(error_of(text)
@@ -68,9 +69,9 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
   BOOST_TEST(c.node("w")->port == 7001);
   BOOST_TEST((c.on_node_loss == cluster_config::node_loss::wait));
   BOOST_TEST((c.stale_lr == cluster_config::stale_rate::divide)); // default
-  BOOST_TEST((c.stale_momentum
-              == cluster_config::stale_momentum_rule::none)); // default
-  BOOST_TEST(!c.prefetch);                                         // default
+  BOOST_TEST(
+    (c.stale_momentum == cluster_config::stale_momentum_rule::none)); // default
+  BOOST_TEST(!c.prefetch);                                            // default
 }
 
 BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
@@ -80,8 +81,9 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
   };
   auto ok_nodes = std::string{R"([ { "name": "a", "port": 7000, "shards": 1 },
                                    { "name": "b", "port": 7001, "workers": 1 } ])"};
-  BOOST_TEST(with(R"({ "nodes": [] })").find("/cluster/nodes: expected a "
-                                             "non-empty array")
+  BOOST_TEST(with(R"({ "nodes": [] })")
+               .find("/cluster/nodes: expected a "
+                     "non-empty array")
              != std::string::npos);
   BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                                   { "name": "a", "port": 7001, "workers": 1 } ] })")
@@ -93,7 +95,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
                      "\"a\"'s")
              != std::string::npos);
   BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 70000 } ] })")
-               .find("/cluster/nodes/0/port") != std::string::npos);
+               .find("/cluster/nodes/0/port")
+             != std::string::npos);
   // Data-plane ports: given, or the control port plus an offset; none
   // may take another port of its host.
   BOOST_TEST(with(R"({ "data_port_offset": 1, "nodes": )" + ok_nodes + " }")
@@ -123,25 +126,30 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
     BOOST_TEST(cfg->cluster.node("a")->data_port == 7100);
     BOOST_TEST(cfg->cluster.node("b")->data_port == 9000);
   }
-  BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "workers": 1 } ] })")
-               .find("no node holds a shard") != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "nodes": [ { "name": "a", "port": 7000, "workers": 1 } ] })")
+      .find("no node holds a shard")
+    != std::string::npos);
   BOOST_TEST(with(R"({ "chief": "z", "nodes": )" + ok_nodes + " }")
                .find("/cluster/chief: unknown node \"z\" (the nodes are: a, b)")
              != std::string::npos);
-  BOOST_TEST(with(R"({ "workers": 4, "nodes": )" + ok_nodes + " }")
-               .find("/cluster/workers: must equal the workers of the nodes (1)")
-             != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "workers": 4, "nodes": )" + ok_nodes + " }")
+      .find("/cluster/workers: must equal the workers of the nodes (1)")
+    != std::string::npos);
   BOOST_TEST(with(R"({ "chief": "a" })").find("/cluster/chief: needs \"nodes\"")
              != std::string::npos);
-  BOOST_TEST(with(R"({ "stale_lr": "sqrt" })")
-               .find("/cluster/stale_lr") != std::string::npos);
-  BOOST_TEST(with(R"({ "stale_momentum": "halve" })")
-               .find("/cluster/stale_momentum") != std::string::npos);
-  BOOST_TEST(with(R"({ "prefetch": "yes" })")
-               .find("/cluster/prefetch") != std::string::npos);
-  BOOST_TEST(with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")
-               .find("/cluster/connection_timeout_ms: must exceed")
+  BOOST_TEST(with(R"({ "stale_lr": "sqrt" })").find("/cluster/stale_lr")
              != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "stale_momentum": "halve" })").find("/cluster/stale_momentum")
+    != std::string::npos);
+  BOOST_TEST(with(R"({ "prefetch": "yes" })").find("/cluster/prefetch")
+             != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")
+      .find("/cluster/connection_timeout_ms: must exceed")
+    != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(cluster_tls_names_the_files_of_each_node) {
@@ -187,24 +195,27 @@ BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
   e = with(nodes, R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key",
                        "cipher": "x" })");
   BOOST_TEST(has(e, "/cluster/tls/cipher: unknown key"), e);
-  e = with(R"([ { "name": "a", "port": 7000, "shards": 1, "certificate": "a.pem" },
+  e = with(
+    R"([ { "name": "a", "port": 7000, "shards": 1, "certificate": "a.pem" },
                 { "name": "b", "port": 7001, "workers": 1 } ])",
-           R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key" })");
+    R"({ "ca": "ca.pem", "certificate": "n.pem", "key": "n.key" })");
   BOOST_TEST(has(e, "/cluster/nodes/0/key: a node's own certificate needs its "
-                    "key"), e);
+                    "key"),
+             e);
   e = with(R"([ { "name": "a", "port": 7000, "shards": 1,
                   "certificate": "a.pem", "key": "a.key" },
-                { "name": "b", "port": 7001, "workers": 1 } ])", "");
+                { "name": "b", "port": 7001, "workers": 1 } ])",
+           "");
   BOOST_TEST(has(e, "/cluster/nodes/0/certificate: needs /cluster/tls"), e);
   // Every node with its own certificate: the cluster-wide one is optional.
-  auto ok = parse_run_config(
-    replace(synthetic_config, R"("training")", R"("cluster": { "nodes": [
+  auto ok = parse_run_config(replace(synthetic_config, R"("training")",
+                                     R"("cluster": { "nodes": [
       { "name": "a", "port": 7000, "shards": 1,
         "certificate": "a.pem", "key": "a.key" },
       { "name": "b", "port": 7001, "workers": 1,
         "certificate": "b.pem", "key": "b.key" } ],
       "tls": { "ca": "ca.pem" } }, "training")"),
-    "cfg.json");
+                             "cfg.json");
   BOOST_TEST(static_cast<bool>(ok), troupe::test::why(ok));
 }
 

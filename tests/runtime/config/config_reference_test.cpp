@@ -43,8 +43,8 @@ void read_recording(const json& cfg, const std::string& what,
   config_detail::keys_looked_up = &keys;
   auto parsed = parse_run_config(cfg.dump(), what);
   config_detail::keys_looked_up = nullptr;
-  BOOST_REQUIRE_MESSAGE(parsed, what << ": "
-                                     << (parsed ? "" : describe(parsed.error())));
+  BOOST_REQUIRE_MESSAGE(
+    parsed, what << ": " << (parsed ? "" : describe(parsed.error())));
 }
 
 /// A small valid run: an MLP on synthetic data.
@@ -60,9 +60,9 @@ json base_config() {
 /// Configs that together take every branch of the reader. Dataset files
 /// are empty files in `dir`: the reader only checks that they exist.
 std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
-  for (auto name : {"x.npy", "y.npy", "t.csv", "a.npz", "train.tsv",
-                    "test.tsv", "b1.bin", "b2.bin", "tr-img", "tr-lab",
-                    "te-img", "te-lab", "model.safetensors"})
+  for (auto name :
+       {"x.npy", "y.npy", "t.csv", "a.npz", "train.tsv", "test.tsv", "b1.bin",
+        "b2.bin", "tr-img", "tr-lab", "te-img", "te-lab", "model.safetensors"})
     test::write_file(dir + "/" + name, "");
   std::vector<std::pair<std::string, json>> out;
   auto add = [&](const std::string& what, json cfg) {
@@ -74,10 +74,13 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     auto c = base_config();
     c["model"] = {{"type", "softmax"}};
     add("softmax", c);
-    c["model"] = {{"type", "cnn"}, {"conv_channels", {2, 4}},
-                  {"kernel_size", 3}};
-    c["data"] = {{"format", "synthetic"}, {"height", 8}, {"width", 8},
-                 {"channels", 1}, {"classes", 3}};
+    c["model"] = {
+      {"type", "cnn"}, {"conv_channels", {2, 4}}, {"kernel_size", 3}};
+    c["data"] = {{"format", "synthetic"},
+                 {"height", 8},
+                 {"width", 8},
+                 {"channels", 1},
+                 {"classes", 3}};
     add("cnn", c);
     // Every layer type, with every option.
     c["model"] = {
@@ -101,22 +104,25 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
   // Data formats.
   {
     auto c = base_config();
-    c["data"] = {{"format", "idx"}, {"dir", dir},
+    c["data"] = {{"format", "idx"},          {"dir", dir},
                  {"train_images", "tr-img"}, {"train_labels", "tr-lab"},
-                 {"test_images", "te-img"}, {"test_labels", "te-lab"}};
+                 {"test_images", "te-img"},  {"test_labels", "te-lab"}};
     add("idx", c);
-    c["data"] = {{"format", "npy"}, {"dir", dir}, {"train", "x.npy"},
-                 {"train_labels", "y.npy"}, {"test", "x.npy"},
-                 {"test_labels", "y.npy"}, {"classes", 3}};
+    c["data"] = {{"format", "npy"},  {"dir", dir},
+                 {"train", "x.npy"}, {"train_labels", "y.npy"},
+                 {"test", "x.npy"},  {"test_labels", "y.npy"},
+                 {"classes", 3}};
     add("npy", c);
     c["data"] = {{"format", "npz"}, {"dir", dir}, {"file", "a.npz"}};
     add("npz", c);
-    c["data"] = {{"format", "csv"}, {"dir", dir}, {"train", "t.csv"},
-                 {"test", "t.csv"}, {"label_column", "y"},
-                 {"validation_split", 0.1}};
+    c["data"] = {{"format", "csv"},     {"dir", dir},
+                 {"train", "t.csv"},    {"test", "t.csv"},
+                 {"label_column", "y"}, {"validation_split", 0.1}};
     add("csv", c);
-    c["data"] = {{"format", "cifar10"}, {"dir", dir},
-                 {"train_files", {"b1.bin"}}, {"test_files", {"b2.bin"}}};
+    c["data"] = {{"format", "cifar10"},
+                 {"dir", dir},
+                 {"train_files", {"b1.bin"}},
+                 {"test_files", {"b2.bin"}}};
     add("cifar10", c);
   }
   // The click model on click logs, with each sparse optimizer.
@@ -124,7 +130,7 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     auto c = base_config();
     c["model"] = {{"type", "click"},
                   {"embedding", {{"dim", 4}, {"rows", "on_touch"}}}};
-    c["data"] = {{"format", "click"}, {"dir", dir}, {"train", "train.tsv"},
+    c["data"] = {{"format", "click"},  {"dir", dir},   {"train", "train.tsv"},
                  {"test", "test.tsv"}, {"numeric", 2}, {"categorical", 3}};
     c["training"]["sparse_optimizer"] = {{"type", sparse}};
     add(std::string{"click, sparse "} + sparse, c);
@@ -134,8 +140,8 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     auto c = base_config();
     c["model"] = {{"type", "external"},
                   {"parameters", dir + "/model.safetensors"}};
-    c["data"] = {{"format", "external"}, {"train_samples", 100},
-                 {"test_samples", 10}};
+    c["data"] = {
+      {"format", "external"}, {"train_samples", 100}, {"test_samples", 10}};
     add("external", c);
   }
   // Optimizers, the schedule, checkpoints and the other training keys.
@@ -160,11 +166,14 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
       {"nodes",
        {{{"name", "chief"}, {"port", 7400}},
         {{"name", "ps0"}, {"port", 7401}, {"shards", 1}},
-        {{"name", "w0"}, {"port", 7402}, {"workers", 1}, {"device", "cpu"},
-         {"certificate", "w0.pem"}, {"key", "w0.key"}}}},
+        {{"name", "w0"},
+         {"port", 7402},
+         {"workers", 1},
+         {"device", "cpu"},
+         {"certificate", "w0.pem"},
+         {"key", "w0.key"}}}},
       {"chief", "chief"},
-      {"tls",
-       {{"ca", "ca.pem"}, {"certificate", "c.pem"}, {"key", "c.key"}}}};
+      {"tls", {{"ca", "ca.pem"}, {"certificate", "c.pem"}, {"key", "c.key"}}}};
     add("a cluster of nodes with TLS", c);
   }
   return out;
@@ -180,16 +189,16 @@ BOOST_AUTO_TEST_CASE(every_key_the_reader_accepts_has_a_row_and_no_other) {
   for (auto& [what, cfg] : every_branch(dir.path()))
     read_recording(cfg, what, read);
   auto documented = documented_keys();
-  BOOST_TEST_MESSAGE(read.size() << " keys read, " << documented.size()
-                                 << " documented");
+  BOOST_TEST_MESSAGE(read.size()
+                     << " keys read, " << documented.size() << " documented");
   for (auto& key : read)
     BOOST_TEST(documented.count(key) == 1,
                "the reader accepts " << key
                                      << ", docs/configuration.md has no row");
   for (auto& key : documented)
-    BOOST_TEST(read.count(key) == 1,
-               "docs/configuration.md has a row for "
-                 << key << ", which the reader never looks up");
+    BOOST_TEST(read.count(key) == 1, "docs/configuration.md has a row for "
+                                       << key
+                                       << ", which the reader never looks up");
 }
 
 BOOST_AUTO_TEST_CASE(the_recorder_writes_array_indices_as_a_star) {

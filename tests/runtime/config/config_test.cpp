@@ -34,24 +34,29 @@ BOOST_AUTO_TEST_CASE(a_valid_file_fills_the_structs) {
 BOOST_AUTO_TEST_CASE(wrong_type_names_path_expectation_and_value) {
   auto text = replace(synthetic_config, R"("batch_size": 16)",
                       R"("batch_size": "abc")");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
+  BOOST_TEST(
+    error_of(text)
+    == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
   text = replace(synthetic_config, R"("hidden": [8])", R"("hidden": [8, -1])");
   BOOST_TEST(error_of(text)
-             == "cfg.json: /model/hidden/1: expected a positive integer <= 65536, found -1");
+             == "cfg.json: /model/hidden/1: expected a positive integer <= "
+                "65536, found -1");
   text = replace(synthetic_config, R"("type": "momentum")",
                  R"("type": "adamw")");
+  BOOST_TEST(
+    error_of(text)
+    == R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")");
+  text = replace(synthetic_config, R"("staircase": true)", R"("staircase": 1)");
   BOOST_TEST(error_of(text)
-             == R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")");
-  text = replace(synthetic_config, R"("staircase": true)",
-                 R"("staircase": 1)");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /training/optimizer/schedule/staircase: expected true or false, found 1");
+             == "cfg.json: /training/optimizer/schedule/staircase: expected "
+                "true or false, found 1");
 }
 
 BOOST_AUTO_TEST_CASE(missing_required_key) {
-  auto text = replace(synthetic_config, R"("model": { "type": "mlp", "hidden": [8] },)", "");
-  BOOST_TEST(error_of(text) == R"(cfg.json: /model: missing required key "model")");
+  auto text = replace(synthetic_config,
+                      R"("model": { "type": "mlp", "hidden": [8] },)", "");
+  BOOST_TEST(error_of(text)
+             == R"(cfg.json: /model: missing required key "model")");
   text = replace(synthetic_config, R"("format": "synthetic", )", "");
   BOOST_TEST(error_of(text)
              == R"(cfg.json: /data/format: missing required key "format")");
@@ -62,12 +67,14 @@ BOOST_AUTO_TEST_CASE(unknown_keys_are_refused) {
                       R"("batch_size": 16, "batchsize": 32)");
   BOOST_TEST(error_of(text)
              == R"(cfg.json: /training/batchsize: unknown key "batchsize")");
-  text = replace(synthetic_config, R"("name": "t",)", R"("name": "t", "x": 1,)");
+  text = replace(synthetic_config, R"("name": "t",)",
+                 R"("name": "t", "x": 1,)");
   BOOST_TEST(error_of(text) == R"(cfg.json: /x: unknown key "x")");
 }
 
 BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
-  auto text = replace(synthetic_config, R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+  auto text = replace(synthetic_config,
+                      R"({ "format": "synthetic", "width": 4, "classes": 3 })",
                       R"({ "format": "idx", "dir": "/nonexistent/fmnist" })");
   auto cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE(!cfg);
@@ -145,8 +152,9 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
                          "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   BOOST_TEST(cfg->data.archive == dir.file("d.npz"));
-  BOOST_TEST(cfg->data.arrays == (std::vector<std::string>{
-                                   "x_train", "y_train", "x_val", "y_test"}));
+  BOOST_TEST(
+    cfg->data.arrays
+    == (std::vector<std::string>{"x_train", "y_train", "x_val", "y_test"}));
   BOOST_TEST(error_of(data(R"({ "format": "npz", "dir": ")" + dir.path()
                            + R"(", "file": "d.npz", "train_labels": "" })"))
              == "cfg.json: /data/train_labels: expected the name of an array "
@@ -163,7 +171,8 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
                                 "label_column": "" })"))
              == "cfg.json: /data/label_column: expected a column name");
   BOOST_TEST(error_of(data(R"({ "format": "idx", "classes": 1 })"))
-               .find("cfg.json: /data/classes: ") == 0);
+               .find("cfg.json: /data/classes: ")
+             == 0);
 }
 
 // The loss says what the labels are; float targets come from npy, npz or
@@ -308,11 +317,12 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_TEST(cfg->training.sparse_optimizer.beta1 == 0.8);
   BOOST_TEST(embedding_dims(cfg->model) == (std::vector<int>{4}));
   // What does not fit is named by its key.
-  BOOST_TEST(error_of(replace(synthetic_config,
-                              R"({ "format": "synthetic", "width": 4, "classes": 3 })",
-                              click_data))
-             == "cfg.json: /data/format: click logs train a click model "
-                "(model.type \"click\"), found model.type \"mlp\"");
+  BOOST_TEST(
+    error_of(replace(synthetic_config,
+                     R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+                     click_data))
+    == "cfg.json: /data/format: click logs train a click model "
+       "(model.type \"click\"), found model.type \"mlp\"");
   BOOST_TEST(error_of(replace(synthetic_config, R"("type": "mlp")",
                               R"("type": "click")"))
              == "cfg.json: /model/type: a click model trains on click logs "
@@ -329,8 +339,9 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
                .find("cfg.json: /data/validation_split: not supported for "
                      "click logs yet")
              == 0);
-  BOOST_TEST(error_of(replace(text, R"("categorical": 5,)", ""))
-             == R"(cfg.json: /data/categorical: missing required key "categorical")");
+  BOOST_TEST(
+    error_of(replace(text, R"("categorical": 5,)", ""))
+    == R"(cfg.json: /data/categorical: missing required key "categorical")");
   BOOST_TEST(error_of(replace(replace(text, R"("vocabulary": 1000)",
                                       R"("vocabulary": 100000000)"),
                               R"("dim": 4,)", R"("dim": 4, "rows": "fixed",)"))
@@ -338,7 +349,8 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
                      "100000000 rows")
              == 0);
   BOOST_TEST(error_of(replace(text, R"("type": "adam",
-                    "learning_rate": 0.002)", R"("type": "rmsprop")"))
+                    "learning_rate": 0.002)",
+                              R"("type": "rmsprop")"))
                .find("cfg.json: /training/sparse_optimizer/type: ")
              == 0);
 }
@@ -348,7 +360,8 @@ BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
   auto params = dir.file("model.safetensors");
   troupe::test::write_file(params, "");
   auto text = R"({ "name": "t",
-    "model": { "type": "external", "parameters": ")" + params + R"(" },
+    "model": { "type": "external", "parameters": ")"
+              + params + R"(" },
     "data": { "format": "external", "train_samples": 600, "test_samples": 100 } })";
   auto cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
@@ -361,8 +374,9 @@ BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
                .find("cfg.json: /model/type: an external model trains on "
                      "the user's own data")
              == 0);
-  BOOST_TEST(error_of(replace(text, R"("train_samples": 600, )", ""))
-             == R"(cfg.json: /data/train_samples: missing required key "train_samples")");
+  BOOST_TEST(
+    error_of(replace(text, R"("train_samples": 600, )", ""))
+    == R"(cfg.json: /data/train_samples: missing required key "train_samples")");
   BOOST_TEST(error_of(replace(text, R"("type": "external", )",
                               R"("type": "external", "hidden": [8], )"))
                .find("cfg.json: /model/hidden:")
@@ -373,34 +387,37 @@ BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
     parse_run_config(replace(text, params, dir.file("absent.safetensors")),
                      "cfg.json")
       .engaged());
-  BOOST_TEST(error_of(replace(text, R"("name": "t",)",
-                              R"("name": "t", "cluster": { "mode": "easgd" },)"))
-               .find("cfg.json: /cluster/mode: easgd is not supported for an "
-                     "external model")
-             == 0);
+  BOOST_TEST(
+    error_of(replace(text, R"("name": "t",)",
+                     R"("name": "t", "cluster": { "mode": "easgd" },)"))
+      .find("cfg.json: /cluster/mode: easgd is not supported for an "
+            "external model")
+    == 0);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
   auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
-  BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0,
-             msg);
+  BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0, msg);
 }
 
 BOOST_AUTO_TEST_CASE(value_checks_beyond_types) {
   auto text = replace(synthetic_config, R"("learning_rate": 0.1)",
                       R"("learning_rate": 0)");
   BOOST_TEST(error_of(text)
-             == "cfg.json: /training/optimizer/learning_rate: expected a number > 0, found 0");
+             == "cfg.json: /training/optimizer/learning_rate: expected a "
+                "number > 0, found 0");
   text = replace(synthetic_config, R"("type": "mlp", "hidden": [8])",
                  R"("type": "softmax", "hidden": [8])");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /model/hidden: softmax regression has no hidden layers");
+  BOOST_TEST(
+    error_of(text)
+    == "cfg.json: /model/hidden: softmax regression has no hidden layers");
 }
 
 BOOST_AUTO_TEST_CASE(missing_config_file) {
   auto cfg = load_run_config("/nonexistent/run.json");
   BOOST_REQUIRE(!cfg);
-  BOOST_TEST(describe(cfg.error()) == "/nonexistent/run.json: config file not found");
+  BOOST_TEST(describe(cfg.error())
+             == "/nonexistent/run.json: config file not found");
 }
 
 // Every example in config/ must load: they are documentation that runs.
@@ -442,21 +459,25 @@ BOOST_AUTO_TEST_CASE(data_partition_is_a_training_key) {
 
 BOOST_AUTO_TEST_CASE(numbers_sizes_and_nesting_beyond_limits) {
   // Each was an abort or a bare bad_alloc: now one line naming the path.
-  auto e = error_of(replace(synthetic_config, R"("batch_size": 16)",
-                            R"("batch_size": 1e400)"));
+  auto e = error_of(
+    replace(synthetic_config, R"("batch_size": 16)", R"("batch_size": 1e400)"));
   BOOST_TEST(e.find("cfg.json: invalid JSON: number overflow parsing '1e400'")
-               != std::string::npos, e);
+               != std::string::npos,
+             e);
   e = error_of(replace(synthetic_config, R"("width": 4)",
                        R"("width": 4, "train_samples": 1000000000)"));
   BOOST_TEST(e.find("/data/train_samples: 1000000000 samples of 4 values: more "
-                    "than 2^30 values") != std::string::npos, e);
+                    "than 2^30 values")
+               != std::string::npos,
+             e);
   e = error_of(replace(synthetic_config, R"("width": 4)",
                        R"("width": 4096, "height": 4096, "channels": 4096)"));
   BOOST_TEST(e.find("/data/height: samples of") != std::string::npos, e);
-  e = error_of(replace(synthetic_config, R"("hidden": [8])",
-                       R"("hidden": [2147483647])"));
+  e = error_of(
+    replace(synthetic_config, R"("hidden": [8])", R"("hidden": [2147483647])"));
   BOOST_TEST(e.find("/model/hidden/0: expected a positive integer <= 65536")
-               != std::string::npos, e);
+               != std::string::npos,
+             e);
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   e = error_of(replace(synthetic_config, R"("name": "t",)",
                        R"("name": "t", "x": )" + deep + ","));
@@ -483,10 +504,10 @@ BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
 
 BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
   auto threads_of = [](const std::string& value) {
-    auto cfg = parse_run_config(
-      replace(synthetic_config, R"("batch_size": 16)",
-              R"("batch_size": 16, "threads": )" + value),
-      "cfg.json");
+    auto cfg = parse_run_config(replace(synthetic_config, R"("batch_size": 16)",
+                                        R"("batch_size": 16, "threads": )"
+                                          + value),
+                                "cfg.json");
     BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
     return cfg->training.threads;
   };
@@ -498,15 +519,16 @@ BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
   for (const char* bad : {R"("four")", R"("")", "0", "257", "1.5", "true"}) {
     auto text = replace(synthetic_config, R"("batch_size": 16)",
                         std::string{R"("batch_size": 16, "threads": )"} + bad);
-    BOOST_TEST(error_of(text).find("/training/threads")
-                 != std::string::npos,
+    BOOST_TEST(error_of(text).find("/training/threads") != std::string::npos,
                bad << " was accepted or not named");
   }
   BOOST_TEST(error_of(replace(synthetic_config, R"("batch_size": 16)",
                               R"("batch_size": 16, "threads": "all")"))
-               .find(R"(or "auto")") != std::string::npos);
+               .find(R"(or "auto")")
+             != std::string::npos);
   // auto: the hardware threads split among the process's workers.
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int cores = static_cast<int>(
+    std::max(1u, std::thread::hardware_concurrency()));
   BOOST_TEST(compute_threads(0, 1) == cores);
   BOOST_TEST(compute_threads(0, 0) == cores); // no workers: the chief's eval
   BOOST_TEST(compute_threads(0, cores) == 1);
@@ -524,13 +546,14 @@ BOOST_AUTO_TEST_CASE(a_bad_device_names_the_path_and_the_value) {
   text = replace(synthetic_config, R"("batch_size": 16)",
                  R"("batch_size": 16, "device": 0)");
   BOOST_TEST(error_of(text).find("/training/device: expected a string")
-               != std::string::npos);
+             != std::string::npos);
   text = replace(synthetic_config, R"("training")", R"("cluster": {
     "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                { "name": "b", "port": 7001, "workers": 1, "device": "gpu:x" } ] },
   "training")");
   BOOST_TEST(error_of(text).find("/cluster/nodes/1/device: expected")
-               != std::string::npos, error_of(text));
+               != std::string::npos,
+             error_of(text));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

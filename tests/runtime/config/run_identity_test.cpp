@@ -36,8 +36,8 @@ BOOST_AUTO_TEST_SUITE(run_identity)
 
 BOOST_AUTO_TEST_CASE(defaults_stated_or_left_out_agree) {
   auto a = identity_of(base);
-  auto b = identity_of(with(R"("type": "adam")",
-                            R"("type": "adam", "beta1": 0.9)"));
+  auto b = identity_of(
+    with(R"("type": "adam")", R"("type": "adam", "beta1": 0.9)"));
   BOOST_TEST(identity_difference(a, "a", b, "b").empty());
   BOOST_TEST(identity_digest(a) == identity_digest(b));
   BOOST_TEST(identity_digest(a).size() == 16u);

@@ -106,9 +106,9 @@ BOOST_AUTO_TEST_CASE(log_loss_and_auc_by_hand) {
   BOOST_TEST(roc_auc({0.1, 0.4, 0.35, 0.8}, y) == 0.75);
   BOOST_TEST(roc_auc({0.5, 0.5, 0.5, 0.5}, y) == 0.5); // ties count half
   BOOST_TEST(roc_auc({0.9, 0.8, 0.1, 0.2}, y) == 0.0);
-  BOOST_TEST(roc_auc({0.1, 0.2}, {1, 1}) == 0.5);       // one class
-  double expected = -(std::log(0.9) + std::log(0.8) + std::log(0.7)
-                      + std::log(0.4)) / 4;
+  BOOST_TEST(roc_auc({0.1, 0.2}, {1, 1}) == 0.5); // one class
+  double expected =
+    -(std::log(0.9) + std::log(0.8) + std::log(0.7) + std::log(0.4)) / 4;
   BOOST_TEST(log_loss({0.1, 0.2, 0.7, 0.4}, y) == expected,
              boost::test_tools::tolerance(1e-12));
   // Certainty that is wrong costs log(1e7), not infinity.
@@ -132,29 +132,37 @@ BOOST_AUTO_TEST_CASE(bad_click_logs_name_the_file_line_and_column) {
   BOOST_TEST(refused(good + "yes\t0.5\tx\ty\n")
              == path + ":2: column 1 (label): expected 0 or 1, found \"yes\"");
   BOOST_TEST(refused(good + good + "1\t0.5\tx\n")
-             == path + ":3: 3 columns, expected 4 (1 label, 1 numeric, 2 "
-                       "categorical)");
+             == path
+                  + ":3: 3 columns, expected 4 (1 label, 1 numeric, 2 "
+                    "categorical)");
   BOOST_TEST(refused("1\t0.5\tx\ty\tz\n")
-             == path + ":1: more than 4 tab-separated columns (1 label, 1 "
-                       "numeric, 2 categorical)");
+             == path
+                  + ":1: more than 4 tab-separated columns (1 label, 1 "
+                    "numeric, 2 categorical)");
   BOOST_TEST(refused("1\tabc\tx\ty\n")
-             == path + ":1: column 2 (numeric field 1): \"abc\" is not a "
-                       "number");
+             == path
+                  + ":1: column 2 (numeric field 1): \"abc\" is not a "
+                    "number");
   BOOST_TEST(refused("1\t0.5x\tx\ty\n")
-             == path + ":1: column 2 (numeric field 1): \"0.5x\" is not a "
-                       "number");
+             == path
+                  + ":1: column 2 (numeric field 1): \"0.5x\" is not a "
+                    "number");
   BOOST_TEST(refused("1\t1e99\tx\ty\n")
-             == path + ":1: column 2 (numeric field 1): \"1e99\" is not a "
-                       "number");
+             == path
+                  + ":1: column 2 (numeric field 1): \"1e99\" is not a "
+                    "number");
   BOOST_TEST(refused("1\tnan\tx\ty\n")
-             == path + ":1: column 2 (numeric field 1): \"nan\" is not "
-                       "finite");
+             == path
+                  + ":1: column 2 (numeric field 1): \"nan\" is not "
+                    "finite");
   BOOST_TEST(refused("1\t0.5\ta,,b\ty\n")
-             == path + ":1: column 3 (categorical field 1): an empty value "
-                       "in \"a,,b\"");
+             == path
+                  + ":1: column 3 (categorical field 1): an empty value "
+                    "in \"a,,b\"");
   BOOST_TEST(refused("1\t0.5\tx\ty,\n")
-             == path + ":1: column 4 (categorical field 2): an empty value "
-                       "in \"y,\"");
+             == path
+                  + ":1: column 4 (categorical field 2): an empty value "
+                    "in \"y,\"");
   BOOST_TEST(refused("1\t0.5\tx\t" + std::string(size_t{1} << 20, 'z') + "\n")
              == path + ":1: a line of more than 1 MiB");
   auto missing = load_click_log(dir.file("none.tsv"), small);

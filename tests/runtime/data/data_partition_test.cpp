@@ -15,7 +15,8 @@ using namespace troupe;
 namespace {
 
 /// Samples trained (acked), by worker and epoch, each with its count.
-using trained_map = std::map<int32_t, std::map<int32_t, std::multiset<uint32_t>>>;
+using trained_map =
+  std::map<int32_t, std::map<int32_t, std::multiset<uint32_t>>>;
 
 /// Drives `plan` the way workers do: each round every live worker leases
 /// one batch and acks the one it leased the round before (one step in
@@ -69,11 +70,13 @@ bool once_each(const std::multiset<uint32_t>& got,
 BOOST_AUTO_TEST_SUITE(data_partition)
 
 BOOST_AUTO_TEST_CASE(steps_per_epoch_follow_the_partition) {
-  BOOST_TEST(plan_steps_per_epoch(troupe::data_partition::shared, 103, 10, 3) == 11);
-  BOOST_TEST(plan_steps_per_epoch(troupe::data_partition::replicated, 103, 10, 3)
-             == 33);
+  BOOST_TEST(plan_steps_per_epoch(troupe::data_partition::shared, 103, 10, 3)
+             == 11);
+  BOOST_TEST(
+    plan_steps_per_epoch(troupe::data_partition::replicated, 103, 10, 3) == 33);
   // Parts of 34, 34 and 35 samples: 4 batches each.
-  BOOST_TEST(plan_steps_per_epoch(troupe::data_partition::sharded, 103, 10, 3) == 12);
+  BOOST_TEST(plan_steps_per_epoch(troupe::data_partition::sharded, 103, 10, 3)
+             == 12);
 }
 
 BOOST_AUTO_TEST_CASE(replicated_workers_each_run_every_epoch_over_the_set) {
@@ -114,7 +117,8 @@ BOOST_AUTO_TEST_CASE(replicated_workers_visit_the_set_in_their_own_orders) {
   BOOST_TEST(b->batch == (int64_t{2} << 40));
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_added_to_a_replicated_run_starts_at_the_slowest_epoch) {
+BOOST_AUTO_TEST_CASE(
+  a_worker_added_to_a_replicated_run_starts_at_the_slowest_epoch) {
   batch_plan plan{50, 10, 1, 4, 0, troupe::data_partition::replicated};
   plan.join(0);
   plan.join(1);
@@ -161,7 +165,8 @@ BOOST_AUTO_TEST_CASE(sharded_workers_each_train_their_own_part_of_every_epoch) {
   BOOST_TEST(plan.epoch_samples() == (std::vector<int64_t>{103, 103, 103}));
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_added_to_a_sharded_run_takes_a_part_from_the_next_epoch) {
+BOOST_AUTO_TEST_CASE(
+  a_worker_added_to_a_sharded_run_takes_a_part_from_the_next_epoch) {
   batch_plan plan{90, 5, 7, 4, 0, troupe::data_partition::sharded};
   plan.join(0);
   plan.join(1);
@@ -201,7 +206,8 @@ BOOST_AUTO_TEST_CASE(a_worker_added_to_a_sharded_run_takes_a_part_from_the_next_
 }
 
 BOOST_AUTO_TEST_CASE(a_saved_plan_goes_on_as_the_original) {
-  for (auto mode : {troupe::data_partition::replicated, troupe::data_partition::sharded}) {
+  for (auto mode :
+       {troupe::data_partition::replicated, troupe::data_partition::sharded}) {
     BOOST_TEST_CONTEXT(to_string(mode)) {
       batch_plan a{77, 6, 2, 3, 0, mode};
       a.join(0);

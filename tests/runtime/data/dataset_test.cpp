@@ -109,7 +109,8 @@ BOOST_AUTO_TEST_CASE(idx_errors_name_file_and_problem) {
   // truncated pixel data
   test::write_file(img, idx_images(4).substr(0, 16 + 20));
   BOOST_TEST(error_text(load_idx(img, lbl))
-             == img + ": truncated: the pixel data needs 24 bytes, file has 20");
+             == img
+                  + ": truncated: the pixel data needs 24 bytes, file has 20");
   // truncated gzip stream
   {
     write_gz(img + ".gz", idx_images(4));
@@ -122,8 +123,8 @@ BOOST_AUTO_TEST_CASE(idx_errors_name_file_and_problem) {
     BOOST_TEST((d.error() == errc::bad_format));
   }
   // wrong magic: the label file given as images
-  BOOST_TEST(error_text(load_idx(lbl, lbl))
-                 .find(lbl + ": truncated") == 0); // 8-byte file, 16-byte header
+  BOOST_TEST(error_text(load_idx(lbl, lbl)).find(lbl + ": truncated")
+             == 0); // 8-byte file, 16-byte header
   test::write_file(img, idx_labels(4) + std::string(8, '\0'));
   BOOST_TEST(error_text(load_idx(img, lbl))
              == img + ": not an IDX image file (magic 0x801, expected 0x803)");
@@ -183,7 +184,9 @@ BOOST_AUTO_TEST_CASE(idx_headers_are_checked_before_anything_is_allocated) {
   // 0xFFFFFFFF images of 28x28 (an abort once), 4096x4096 images (idem).
   auto why = claim(0xFFFFFFFFu, 28, 28);
   BOOST_TEST(why.find("announces 4294967295 images of 28x28 (more than "
-                      "1073741824 pixels)") != std::string::npos, why);
+                      "1073741824 pixels)")
+               != std::string::npos,
+             why);
   why = claim(100, 4096, 4096);
   BOOST_TEST(why.find("announces 100 images of 4096x4096") != std::string::npos,
              why);
@@ -191,15 +194,17 @@ BOOST_AUTO_TEST_CASE(idx_headers_are_checked_before_anything_is_allocated) {
   // the claim (the slices read only what is there).
   why = claim(1000000, 28, 28);
   BOOST_TEST(why.find("truncated: the pixel data needs 784000000 bytes, file "
-                      "has 24") != std::string::npos, why);
+                      "has 24")
+               != std::string::npos,
+             why);
   why = claim(0, 28, 28);
   BOOST_TEST(why.find("holds no images") != std::string::npos, why);
   // More data than announced.
   auto img = tmp.file("long");
   test::write_file(img, idx_images(4) + "xx");
   why = error_text(load_idx(img, lbl));
-  BOOST_TEST(why.find("more data than its header announces") != std::string::npos,
-             why);
+  BOOST_TEST(
+    why.find("more data than its header announces") != std::string::npos, why);
 }
 
 BOOST_AUTO_TEST_CASE(a_gzip_crc_error_is_caught_even_where_reading_stops) {
@@ -263,10 +268,13 @@ BOOST_AUTO_TEST_CASE(test_samples_must_be_shaped_like_training_samples) {
   auto d = load_datasets(cfg);
   BOOST_REQUIRE(!d);
   auto why = describe(d.error());
-  BOOST_TEST(why.find(tmp.file("test-img") + ": test samples are 3x2x1 in 10 "
-                      "classes, but " + tmp.file("train-img")
+  BOOST_TEST(why.find(tmp.file("test-img")
+                      + ": test samples are 3x2x1 in 10 "
+                        "classes, but "
+                      + tmp.file("train-img")
                       + " has training samples of 2x3x1 in 10")
-               != std::string::npos, why);
+               != std::string::npos,
+             why);
 }
 
 BOOST_AUTO_TEST_CASE(epoch_order_is_a_seeded_permutation) {

@@ -65,8 +65,8 @@ counts replay(const std::string& reader) {
       BOOST_TEST(e.find('\n') == std::string::npos,
                  f.filename() << ": an error of several lines: " << e);
       BOOST_TEST(e.find(o.names) != std::string::npos,
-                 f.filename() << ": an error not naming " << o.names << ": "
-                              << e);
+                 f.filename()
+                   << ": an error not naming " << o.names << ": " << e);
     }
     failed += o.errors.empty() ? 0 : 1;
   }
@@ -159,8 +159,8 @@ BOOST_AUTO_TEST_CASE(many_objects_parse_in_linear_time) {
     std::chrono::duration<double> took = std::chrono::steady_clock::now()
                                          - start;
     BOOST_TEST(!o.errors.empty());
-    BOOST_TEST_MESSAGE(input->size() << " bytes: " << took.count() << " s: "
-                                     << o.errors.back());
+    BOOST_TEST_MESSAGE(input->size() << " bytes: " << took.count()
+                                     << " s: " << o.errors.back());
     BOOST_TEST(took.count() < 10.0);
   }
 }

@@ -20,8 +20,8 @@ BOOST_AUTO_TEST_SUITE(user_data)
 
 BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
   temp_dir dir;
-  auto d = read_csv(dir, "\"a\",class,\"b, c\"\r\n1.5,2,-3\r\n\r\n\"4\",0,5e-1\r\n",
-                    "class");
+  auto d = read_csv(
+    dir, "\"a\",class,\"b, c\"\r\n1.5,2,-3\r\n\r\n\"4\",0,5e-1\r\n", "class");
   BOOST_REQUIRE_MESSAGE(d, why(d));
   BOOST_TEST(d->count == 2);
   BOOST_TEST(d->width == 2);
@@ -41,18 +41,25 @@ BOOST_AUTO_TEST_CASE(csv_with_quotes_crlf_and_the_label_in_the_middle) {
 
 BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {
   temp_dir dir;
-  auto at = [&](int line) { return dir.file("d.csv") + ":" + std::to_string(line) + ": "; };
+  auto at = [&](int line) {
+    return dir.file("d.csv") + ":" + std::to_string(line) + ": ";
+  };
   auto cases = std::vector<std::pair<std::string, std::string>>{
-    {"", dir.file("d.csv") + ": empty (expected a header row naming the columns)"},
+    {"",
+     dir.file("d.csv") + ": empty (expected a header row naming the columns)"},
     {"x,label\n", dir.file("d.csv") + ": a header but no samples"},
-    {"x,y\n1,2\n", at(1) + "no column named \"label\" for the labels (data.label_column)"},
+    {"x,y\n1,2\n",
+     at(1) + "no column named \"label\" for the labels (data.label_column)"},
     {"label\n1\n", at(1) + "no feature columns beside the labels"},
     {"x,x,label\n1,2,0\n", at(1) + "column \"x\" is named twice"},
     {"x,label\n1,0\n2,1,3\n", at(3) + "3 fields, the header names 2"},
-    {"x,label\n1,0\n\nabc,1\n", at(4) + "column \"x\": \"abc\" is not a number"},
+    {"x,label\n1,0\n\nabc,1\n",
+     at(4) + "column \"x\": \"abc\" is not a number"},
     {"x,label\n,0\n", at(2) + "column \"x\" is empty"},
-    {"x,label\n1,0.5\n", at(2) + "column \"label\": label \"0.5\" is not an integer"},
-    {"x,label\n1,-2\n", at(2) + "column \"label\": label -2 (labels are 0..65535)"},
+    {"x,label\n1,0.5\n",
+     at(2) + "column \"label\": label \"0.5\" is not an integer"},
+    {"x,label\n1,-2\n",
+     at(2) + "column \"label\": label -2 (labels are 0..65535)"},
     {"x,label\n1,70000\n", at(2) + "column \"label\": label 70000"},
     {"x,label\nnan,1\n", at(2) + "column \"x\": \"nan\" is not finite"},
     {"x,label\n1e39,1\n", at(2) + "column \"x\": \"1e39\" is not finite"},
@@ -62,7 +69,8 @@ BOOST_AUTO_TEST_CASE(bad_csv_files_name_the_file_line_and_column) {
   };
   for (auto& [text, expected] : cases)
     BOOST_TEST(has(csv_error(dir, text), expected), expected + " <- " + text);
-  BOOST_TEST(has(why(load_csv(dir.file("none.csv"), "label")), ": no such file"));
+  BOOST_TEST(
+    has(why(load_csv(dir.file("none.csv"), "label")), ": no such file"));
 }
 
 // Float targets (mean squared error, binary cross-entropy): (N,) or (N, K)
@@ -317,10 +325,12 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
              != sets->validation.features.to_floats());
   // A fraction that leaves a set empty is refused, naming the file.
   cfg.validation_split = 0.001;
-  BOOST_TEST(why(load_datasets(cfg)).find(
-               "data.validation_split 0.001000 of the 100 training samples of "
-               + dir.file("train.csv") + " leaves no validation sample")
-             != std::string::npos, why(load_datasets(cfg)));
+  BOOST_TEST(
+    why(load_datasets(cfg))
+        .find("data.validation_split 0.001000 of the 100 training samples of "
+              + dir.file("train.csv") + " leaves no validation sample")
+      != std::string::npos,
+    why(load_datasets(cfg)));
   // Without a split the test set is watched.
   cfg.validation_split = 0;
   auto plain = load_datasets(cfg);

@@ -20,7 +20,8 @@ BOOST_AUTO_TEST_SUITE(user_data)
 
 BOOST_AUTO_TEST_CASE(npy_float_features_and_int64_labels) {
   temp_dir dir;
-  auto d = read_npy(dir, npy("<f4", "(2, 3)", bytes_of<float>({1, 2, 3, 4, 5, -6})),
+  auto d = read_npy(dir,
+                    npy("<f4", "(2, 3)", bytes_of<float>({1, 2, 3, 4, 5, -6})),
                     npy("<i8", "(2,)", bytes_of<int64_t>({4, 0})));
   BOOST_REQUIRE_MESSAGE(d, why(d));
   BOOST_TEST(d->count == 2);
@@ -36,7 +37,8 @@ BOOST_AUTO_TEST_CASE(npy_float_features_and_int64_labels) {
 BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
   temp_dir dir;
   // (N, H, W): one channel; uint8 scaled by 1/255 as the image readers do.
-  auto d = read_npy(dir, npy("|u1", "(1, 2, 2)", std::string("\x00\xff\x33\x66", 4)),
+  auto d = read_npy(dir,
+                    npy("|u1", "(1, 2, 2)", std::string("\x00\xff\x33\x66", 4)),
                     npy("|u1", "(1,)", std::string(1, '\x01')));
   BOOST_REQUIRE_MESSAGE(d, why(d));
   BOOST_TEST(d->height == 2);
@@ -46,7 +48,10 @@ BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
   BOOST_TEST(d->features.to_floats()[2] == 0.2f,
              boost::test_tools::tolerance(1e-6f));
   // (N, H, W, C), float64, int32 labels, a version 2 header.
-  d = read_npy(dir, npy("<f8", "(2, 1, 2, 3)", bytes_of<double>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), false, 2),
+  d = read_npy(dir,
+               npy("<f8", "(2, 1, 2, 3)",
+                   bytes_of<double>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}),
+                   false, 2),
                npy("<i4", "(2,)", bytes_of<int32_t>({1, 2})));
   BOOST_REQUIRE_MESSAGE(d, why(d));
   BOOST_TEST(d->height == 1);
@@ -56,9 +61,12 @@ BOOST_AUTO_TEST_CASE(npy_uint8_images_scale_and_keep_their_shape) {
   BOOST_TEST(d->classes == 3);
   // Every integer label type.
   for (auto [descr, raw] : std::vector<std::pair<std::string, std::string>>{
-         {"|i1", bytes_of<int8_t>({3})}, {"<i2", bytes_of<int16_t>({3})},
-         {"<u2", bytes_of<uint16_t>({3})}, {"<u4", bytes_of<uint32_t>({3})},
-         {"<u8", bytes_of<uint64_t>({3})}, {"=i8", bytes_of<int64_t>({3})}}) {
+         {"|i1", bytes_of<int8_t>({3})},
+         {"<i2", bytes_of<int16_t>({3})},
+         {"<u2", bytes_of<uint16_t>({3})},
+         {"<u4", bytes_of<uint32_t>({3})},
+         {"<u8", bytes_of<uint64_t>({3})},
+         {"=i8", bytes_of<int64_t>({3})}}) {
     d = read_npy(dir, npy("<f4", "(1, 1)", bytes_of<float>({0})),
                  npy(descr, "(1,)", raw));
     BOOST_TEST((d && d->labels[0] == 3 && d->classes == 4), descr + why(d));
@@ -80,23 +88,30 @@ BOOST_AUTO_TEST_CASE(bad_npy_files_name_the_file_and_the_reason) {
     {std::string("\x93NUMPY\x01\x00\x08\x00[1, 2]  ", 18), y,
      xs + "the header is not a Python dict"},
     {npy("<f4", "(2, 1)", bytes_of<float>({0, 1}), true), y,
-     xs + "the array is in Fortran order; save it with numpy.ascontiguousarray(a) first"},
-    {npy(">f4", "(2, 1)", bytes_of<float>({0, 1})), y, xs + "big-endian data ('>f4')"},
-    {npy("|O", "(2, 1)", bytes_of<float>({0, 1})), y, xs + "dtype '|O' is not read"},
+     xs
+       + "the array is in Fortran order; save it with "
+         "numpy.ascontiguousarray(a) first"},
+    {npy(">f4", "(2, 1)", bytes_of<float>({0, 1})), y,
+     xs + "big-endian data ('>f4')"},
+    {npy("|O", "(2, 1)", bytes_of<float>({0, 1})), y,
+     xs + "dtype '|O' is not read"},
     {npy("<i4", "(2, 1)", bytes_of<int32_t>({0, 1})), y,
      xs + "features must be float32, float64 or uint8"},
     {npy("<f4", "(2,)", bytes_of<float>({0, 1})), y,
-     xs + "features of shape (2,) (expected (N, F), (N, H, W) or (N, H, W, C))"},
+     xs
+       + "features of shape (2,) (expected (N, F), (N, H, W) or (N, H, W, C))"},
     {npy("<f4", "(0, 3)", ""), y, xs + "no samples (shape (0, 3))"},
     {npy("<f4", "(2, 1)", bytes_of<float>({0})), y,
      xs + "truncated: the data needs 8 bytes, the file has 4"},
     {x + "junk", y, xs + "more data than its shape announces"},
-    {npy("<f4", "(100000, 100000)", ""), y, xs + "shape (100000, 100000) holds more than"},
+    {npy("<f4", "(100000, 100000)", ""), y,
+     xs + "shape (100000, 100000) holds more than"},
     {npy("<f4", "(2, 1)", bytes_of<float>({0, 1.f / 0.f})), y,
      xs + "value 0 of sample 1 is not finite"},
     {x, npy("<i8", "(3,)", bytes_of<int64_t>({0, 1, 2})),
      ys + "3 labels for 2 samples in " + dir.file("x.npy")},
-    {x, npy("<f4", "(2,)", bytes_of<float>({0, 1})), ys + "labels must be integers, not floats"},
+    {x, npy("<f4", "(2,)", bytes_of<float>({0, 1})),
+     ys + "labels must be integers, not floats"},
     {x, npy("<i8", "(2, 1)", bytes_of<int64_t>({0, 1})),
      ys + "labels of shape (2, 1) (expected (N,))"},
     {x, npy("<i8", "(2,)", bytes_of<int64_t>({0, -1})),
@@ -114,12 +129,13 @@ BOOST_AUTO_TEST_CASE(bad_npy_files_name_the_file_and_the_reason) {
   BOOST_TEST(has(npy_error(dir, odd + dict, y), "unknown key 'extra'"));
   dict = "{'descr': '<f4', 'shape': (2, 1)}\n";
   odd[8] = static_cast<char>(dict.size());
-  BOOST_TEST(has(npy_error(dir, odd + dict, y), "the header lacks 'fortran_order'"));
+  BOOST_TEST(
+    has(npy_error(dir, odd + dict, y), "the header lacks 'fortran_order'"));
   // Missing files and folders.
   BOOST_TEST(has(why(load_npy(dir.file("none.npy"), dir.file("y.npy"))),
                  dir.file("none.npy") + ": no such file"));
-  BOOST_TEST(has(why(load_npy(dir.path(), dir.file("y.npy"))),
-                 "not a regular file"));
+  BOOST_TEST(
+    has(why(load_npy(dir.path(), dir.file("y.npy"))), "not a regular file"));
 }
 
 // A set of many .npy files: a glob (in name order) or a list, each part's
@@ -231,23 +247,28 @@ BOOST_AUTO_TEST_CASE(npz_archives_stored_and_deflated) {
   BOOST_TEST(error(zip_of({{"x_train.npy", x}}, false))
              == at + "no member y_train.npy (it holds x_train.npy)");
   BOOST_TEST(error("not a zip at all")
-             == at + "not a NumPy .npz (zip) file: no end of central directory");
+             == at
+                  + "not a NumPy .npz (zip) file: no end of central directory");
   BOOST_TEST(has(error(good.substr(0, good.size() - 30)), at));
   auto flipped = good;
   flipped[55] = static_cast<char>(flipped[55] ^ 0x55); // inside x's data
   auto e = error(flipped);
   BOOST_TEST((has(e, "corrupt deflate data") || has(e, "CRC-32 mismatch")
-              || has(e, "inflates")), e);
+              || has(e, "inflates")),
+             e);
   auto method = zip_of({{"x_train.npy", x}, {"y_train.npy", y}}, false);
   method[8] = 12; // bzip2, in the local header
   auto central = method.find(std::string("\x50\x4b\x01\x02", 4));
   method[central + 10] = 12;
-  BOOST_TEST(error(method) == at + "x_train.npy: compression method 12 "
-                                   "(stored and deflate are read)");
+  BOOST_TEST(error(method)
+             == at
+                  + "x_train.npy: compression method 12 "
+                    "(stored and deflate are read)");
   // A member that is no .npy is named with the archive.
   BOOST_TEST(error(zip_of({{"x_train.npy", "junk"}, {"y_train.npy", y}}, false))
-             == at.substr(0, at.size() - 2) + ":x_train: not a NumPy .npy "
-                                              "file (bad magic)");
+             == at.substr(0, at.size() - 2)
+                  + ":x_train: not a NumPy .npy "
+                    "file (bad magic)");
 }
 
 // A deflated member inflated once into a cache folder and mapped from

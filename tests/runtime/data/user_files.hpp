@@ -18,8 +18,8 @@ namespace troupe::test {
 
 /// An .npy file as np.save writes it (test_util.hpp's npy_header).
 inline std::string npy(const std::string& descr, const std::string& shape,
-                const std::string& data, bool fortran = false,
-                int major = 1) {
+                       const std::string& data, bool fortran = false,
+                       int major = 1) {
   return troupe::test::npy_header(descr, shape, fortran, major) + data;
 }
 
@@ -36,9 +36,12 @@ inline std::string bytes_of(std::initializer_list<T> values) {
 
 /// A zip archive of `members` (name, bytes) as np.savez writes it, each
 /// stored or deflated (np.savez_compressed), with CRC-32s.
-inline std::string zip_of(const std::vector<std::pair<std::string, std::string>>& members,
-                   bool deflated) {
-  auto u16 = [](uint32_t v) { return bytes_of<uint16_t>({static_cast<uint16_t>(v)}); };
+inline std::string
+zip_of(const std::vector<std::pair<std::string, std::string>>& members,
+       bool deflated) {
+  auto u16 = [](uint32_t v) {
+    return bytes_of<uint16_t>({static_cast<uint16_t>(v)});
+  };
   auto u32 = [](uint32_t v) { return bytes_of<uint32_t>({v}); };
   std::string out, dir;
   for (auto& [name, data] : members) {
@@ -77,28 +80,29 @@ inline std::string zip_of(const std::vector<std::pair<std::string, std::string>>
 }
 
 /// Writes features and labels; returns load_npy's answer.
-inline caf::expected<dataset> read_npy(const temp_dir& dir, const std::string& x,
-                                const std::string& y) {
+inline caf::expected<dataset>
+read_npy(const temp_dir& dir, const std::string& x, const std::string& y) {
   write_file(dir.file("x.npy"), x);
   write_file(dir.file("y.npy"), y);
   return load_npy(dir.file("x.npy"), dir.file("y.npy"));
 }
 
 inline std::string npy_error(const temp_dir& dir, const std::string& x,
-                      const std::string& y) {
+                             const std::string& y) {
   auto d = read_npy(dir, x, y);
   BOOST_TEST(!d);
   return why(d);
 }
 
-inline caf::expected<dataset> read_csv(const temp_dir& dir, const std::string& text,
-                                const std::string& label = "label") {
+inline caf::expected<dataset> read_csv(const temp_dir& dir,
+                                       const std::string& text,
+                                       const std::string& label = "label") {
   write_file(dir.file("d.csv"), text);
   return load_csv(dir.file("d.csv"), label);
 }
 
 inline std::string csv_error(const temp_dir& dir, const std::string& text,
-                      const std::string& label = "label") {
+                             const std::string& label = "label") {
   auto d = read_csv(dir, text, label);
   BOOST_TEST(!d);
   return why(d);

@@ -19,8 +19,10 @@ BOOST_AUTO_TEST_CASE(sgd_with_weight_decay) {
   float g[2] = {0.2f, 0.4f};
   opt.apply(p, g, 0);
   // p -= 0.5 * (g + 0.1 p)
-  BOOST_TEST(p[0] == 1.f - 0.5f * (0.2f + 0.1f), boost::test_tools::tolerance(1e-6f));
-  BOOST_TEST(p[1] == -2.f - 0.5f * (0.4f - 0.2f), boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(p[0] == 1.f - 0.5f * (0.2f + 0.1f),
+             boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(p[1] == -2.f - 0.5f * (0.4f - 0.2f),
+             boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(opt.slots().empty());
 }
 
@@ -34,7 +36,8 @@ BOOST_AUTO_TEST_CASE(momentum_matches_tf_update) {
   opt.apply(&p, &g, 0); // acc = 1, p = 0.9
   opt.apply(&p, &g, 1); // acc = 1.9, p = 0.71
   BOOST_TEST(p == 0.71f, boost::test_tools::tolerance(1e-6f));
-  BOOST_TEST((*opt.slots()[0].second)[0] == 1.9f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST((*opt.slots()[0].second)[0] == 1.9f,
+             boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_CASE(adam_matches_hand_computation) {
@@ -123,8 +126,10 @@ BOOST_AUTO_TEST_CASE(exponential_decay_like_tf1) {
   BOOST_TEST(learning_rate_at(cfg, 150) == 0.1 * std::pow(0.5, 1.5),
              boost::test_tools::tolerance(1e-12));
   cfg.schedule.staircase = true;
-  BOOST_TEST(learning_rate_at(cfg, 150) == 0.05, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(learning_rate_at(cfg, 200) == 0.025, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(learning_rate_at(cfg, 150) == 0.05,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(learning_rate_at(cfg, 200) == 0.025,
+             boost::test_tools::tolerance(1e-12));
   cfg.schedule.type = lr_schedule::kind::constant;
   BOOST_TEST(learning_rate_at(cfg, 1000) == 0.1);
 }

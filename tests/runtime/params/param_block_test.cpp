@@ -13,8 +13,7 @@ using block = troupe::param_block;
 namespace {
 
 block make_block(mode m, int aggregate = 1, int staleness = 0,
-                 stale_rate stale_lr
-                 = stale_rate::none) {
+                 stale_rate stale_lr = stale_rate::none) {
   block::options o;
   o.mode = m;
   o.stale_lr = stale_lr;
@@ -149,16 +148,20 @@ BOOST_AUTO_TEST_CASE(steering_changes_lr_and_aggregate_or_nothing) {
   auto b = make_block(mode::sync, 2);
   std::vector<float> g{2.f, 2.f, 2.f};
   BOOST_TEST((*b.push(0, 0, g.data(), 3) == block::outcome::aggregated));
-  BOOST_TEST(static_cast<bool>(b.set_aggregate(0))); // an error, nothing changed
+  BOOST_TEST(
+    static_cast<bool>(b.set_aggregate(0))); // an error, nothing changed
   BOOST_TEST(b.version() == 0);
-  BOOST_TEST(!static_cast<bool>(b.set_aggregate(1))); // the push in is now a whole update
+  BOOST_TEST(!static_cast<bool>(
+    b.set_aggregate(1))); // the push in is now a whole update
   BOOST_TEST(b.version() == 1);
   BOOST_TEST(values_of(b) == (std::vector<float>{0.f, 1.f, 2.f}));
   BOOST_TEST(static_cast<bool>(b.set_learning_rate(-1)));
-  BOOST_TEST(static_cast<bool>(b.set_learning_rate(std::numeric_limits<double>::quiet_NaN())));
+  BOOST_TEST(static_cast<bool>(
+    b.set_learning_rate(std::numeric_limits<double>::quiet_NaN())));
   BOOST_TEST(!static_cast<bool>(b.set_learning_rate(0.25)));
   BOOST_TEST(b.opts().optimizer.learning_rate == 0.25);
-  BOOST_TEST(!static_cast<bool>(b.set_aggregate(3))); // workers were added: wait for three
+  BOOST_TEST(!static_cast<bool>(
+    b.set_aggregate(3))); // workers were added: wait for three
   BOOST_TEST((*b.push(0, 1, g.data(), 3) == block::outcome::aggregated));
   BOOST_TEST((*b.push(1, 1, g.data(), 3) == block::outcome::aggregated));
   BOOST_TEST(b.version() == 1);
@@ -207,8 +210,8 @@ BOOST_AUTO_TEST_CASE(restore_checks_sizes_and_slots) {
   block b{o, {1.f, 2.f}};
   BOOST_TEST(static_cast<bool>(b.restore({1.f}, {}, 3)));
   BOOST_TEST(static_cast<bool>(b.restore({1.f, 1.f}, {}, 3)));
-  BOOST_TEST(static_cast<bool>(
-    b.restore({1.f, 1.f}, {{"adam_m", {0.f, 0.f}}}, 3)));
+  BOOST_TEST(
+    static_cast<bool>(b.restore({1.f, 1.f}, {{"adam_m", {0.f, 0.f}}}, 3)));
   BOOST_TEST(b.version() == 0);
   BOOST_TEST(!b.restore({5.f, 6.f}, {{"momentum", {0.1f, 0.2f}}}, 3));
   BOOST_TEST(b.version() == 3);
@@ -222,8 +225,8 @@ BOOST_AUTO_TEST_CASE(a_batch_is_applied_once_whoever_pushes_it) {
   BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 7) == block::outcome::applied));
   auto before = values_of(b);
   // Worker 0 was lost after this push; worker 1 trains batch 7 again.
-  BOOST_TEST((*b.push(1, 0, g.data(), g.size(), 7)
-              == block::outcome::duplicate));
+  BOOST_TEST(
+    (*b.push(1, 0, g.data(), g.size(), 7) == block::outcome::duplicate));
   BOOST_TEST(values_of(b) == before);
   BOOST_TEST(b.version() == 1);
   BOOST_TEST(b.stats().stale == 1);
@@ -250,10 +253,9 @@ BOOST_AUTO_TEST_CASE(the_applied_log_names_the_batches_since_a_version) {
   b.forget_through(2);
   BOOST_TEST(!b.applied_since(1));
   BOOST_TEST(*b.applied_since(2) == (std::vector<int64_t>{3, 9}));
-  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3)
-              == block::outcome::duplicate));
-  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 4)
-              == block::outcome::applied));
+  BOOST_TEST(
+    (*b.push(0, 0, g.data(), g.size(), 3) == block::outcome::duplicate));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 4) == block::outcome::applied));
   // A push without a batch: the log cannot vouch for the updates up to it.
   b.push(0, 0, g.data(), g.size());
   BOOST_TEST(!b.applied_since(2));
@@ -263,8 +265,7 @@ BOOST_AUTO_TEST_CASE(the_applied_log_names_the_batches_since_a_version) {
   BOOST_REQUIRE(!b.restore(v, {}, 40));
   BOOST_TEST(b.applied_since(40)->empty());
   BOOST_TEST(!b.applied_since(39));
-  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3)
-              == block::outcome::applied));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3) == block::outcome::applied));
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_easgd_keep_no_log) {
@@ -329,8 +330,8 @@ BOOST_AUTO_TEST_CASE(reduce_lowers_momentum_by_the_mean_staleness) {
     b.add_worker(0);
     std::vector<float> g{1.f};
     for (int i = 0; i < 100; ++i)
-      BOOST_REQUIRE(b.push(0, std::max<int64_t>(0, b.version() - 4),
-                           g.data(), 1));
+      BOOST_REQUIRE(
+        b.push(0, std::max<int64_t>(0, b.version() - 4), g.data(), 1));
     return values_of(b)[0];
   };
   double mean = 0, acc = 0, reduced = 0, kept = 0, kept_acc = 0;
@@ -342,11 +343,9 @@ BOOST_AUTO_TEST_CASE(reduce_lowers_momentum_by_the_mean_staleness) {
     kept_acc = 0.9 * kept_acc + 1;
     kept -= kept_acc;
   }
-  BOOST_TEST(run(stale_momentum_rule::reduce)
-               == static_cast<float>(reduced),
+  BOOST_TEST(run(stale_momentum_rule::reduce) == static_cast<float>(reduced),
              boost::test_tools::tolerance(1e-4f));
-  BOOST_TEST(run(stale_momentum_rule::none)
-               == static_cast<float>(kept),
+  BOOST_TEST(run(stale_momentum_rule::none) == static_cast<float>(kept),
              boost::test_tools::tolerance(1e-4f));
   BOOST_TEST(reduced > kept / 2); // the rule made a difference
 }

@@ -46,7 +46,8 @@ BOOST_AUTO_TEST_CASE(split_refuses_impossible_counts) {
   layout.add("w", {4});
   auto zero = layout.split(0);
   BOOST_REQUIRE(!zero);
-  BOOST_TEST(describe(zero.error()) == "cannot split 4 parameters into 0 shards");
+  BOOST_TEST(describe(zero.error())
+             == "cannot split 4 parameters into 0 shards");
   BOOST_TEST(!layout.split(5));
 }
 
@@ -90,10 +91,10 @@ BOOST_AUTO_TEST_CASE(gather_refuses_parts_that_do_not_fit) {
 
 BOOST_AUTO_TEST_CASE(buffers_within_a_range_are_relative_to_its_start) {
   troupe::param_layout l;
-  l.add("w", {4});                   // [0, 4)
-  l.add_buffer("mean", {3}, "F32");  // [4, 7)
-  l.add_buffer("count", {}, "I64");  // [7, 8)
-  l.add("b", {2});                   // [8, 10)
+  l.add("w", {4});                  // [0, 4)
+  l.add_buffer("mean", {3}, "F32"); // [4, 7)
+  l.add_buffer("count", {}, "I64"); // [7, 8)
+  l.add("b", {2});                  // [8, 10)
   BOOST_TEST(l.has_buffers());
   BOOST_TEST(l.tensors()[2].dtype == "I64");
   auto whole = l.buffers_within(flat_range{0, 10});

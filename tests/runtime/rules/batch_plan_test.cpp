@@ -16,14 +16,16 @@ BOOST_AUTO_TEST_CASE(batches_follow_the_epoch_order) {
   auto order = epoch_order(10, 7, 0);
   auto a = plan.lease(0);
   BOOST_REQUIRE(a);
-  BOOST_TEST(a->samples == std::vector<uint32_t>(order.begin(), order.begin() + 4));
+  BOOST_TEST(a->samples
+             == std::vector<uint32_t>(order.begin(), order.begin() + 4));
   plan.lease(1);
   auto c = plan.lease(0);
   BOOST_TEST(c->samples.size() == 2u); // the short last batch
   auto d = plan.lease(1);
   BOOST_TEST(d->epoch == 1);
   auto order1 = epoch_order(10, 7, 1);
-  BOOST_TEST(d->samples == std::vector<uint32_t>(order1.begin(), order1.begin() + 4));
+  BOOST_TEST(d->samples
+             == std::vector<uint32_t>(order1.begin(), order1.begin() + 4));
 }
 
 BOOST_AUTO_TEST_CASE(skipped_samples_leave_every_batch_leased_after) {

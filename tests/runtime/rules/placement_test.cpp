@@ -22,9 +22,8 @@ BOOST_AUTO_TEST_CASE(a_meant_node_beats_any_load_of_the_others) {
 }
 
 BOOST_AUTO_TEST_CASE(other_nodes_take_it_only_when_allowed) {
-  std::vector<node_slot> nodes{{"chief", true, false, 2},
-                               {"ps0", true, false, 1},
-                               {"w0", false, true, 0}};
+  std::vector<node_slot> nodes{
+    {"chief", true, false, 2}, {"ps0", true, false, 1}, {"w0", false, true, 0}};
   BOOST_TEST(least_loaded(nodes, fallback::any_node) == "ps0");
   BOOST_TEST(least_loaded(nodes, fallback::meant_only).empty());
 }

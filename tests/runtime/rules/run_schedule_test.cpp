@@ -2,8 +2,6 @@
 
 #include <boost/test/unit_test.hpp>
 
-
-
 BOOST_AUTO_TEST_SUITE(run_schedule)
 
 BOOST_AUTO_TEST_CASE(evaluations_come_once_per_crossed_interval) {

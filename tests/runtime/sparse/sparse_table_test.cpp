@@ -1,7 +1,7 @@
-// Sparse embedding tables (runtime/sparse/sparse_table): pulls and pushes against
-// a dense reference, the row-wise optimizers against hand-computed updates,
-// rows made from their id alone, refused ids, hash placement, and a table
-// copied row by row (what a checkpoint streams).
+// Sparse embedding tables (runtime/sparse/sparse_table): pulls and pushes
+// against a dense reference, the row-wise optimizers against hand-computed
+// updates, rows made from their id alone, refused ids, hash placement, and a
+// table copied row by row (what a checkpoint streams).
 #include "runtime/sparse/sparse_table.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -19,8 +19,8 @@ using namespace troupe;
 namespace {
 
 embedding_table_config small_table(uint64_t vocabulary, int dim,
-                                   embedding_table_config::rows create
-                                   = embedding_table_config::rows::on_touch) {
+                                   embedding_table_config::rows create =
+                                     embedding_table_config::rows::on_touch) {
   embedding_table_config t;
   t.name = "users";
   t.vocabulary = vocabulary;
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(sparse_pull_push_matches_a_dense_reference) {
       std::vector<uint64_t> ids(8);
       for (auto& id : ids)
         id = rng.below(vocabulary / 2) * 2; // odd rows are never touched
-      ids[1] = ids[0]; // a duplicate in every push
+      ids[1] = ids[0];                      // a duplicate in every push
       std::vector<float> pulled(ids.size() * dim);
       BOOST_REQUIRE(!lazy.pull(ids.data(), ids.size(), pulled.data()));
       for (size_t i = 0; i < ids.size(); ++i)
@@ -186,13 +186,15 @@ BOOST_AUTO_TEST_CASE(adagrad_and_adam_rows_match_hand_computed_updates) {
       double alpha1 = 0.01 * std::sqrt(1 - b2) / (1 - b1);
       double m = (1 - b1) * ga[j], v = (1 - b2) * ga[j] * ga[j];
       // To 1e-6 absolute: the table computes in float.
-      BOOST_TEST(std::abs(after_a[j] - (wa[j] - alpha1 * m / (std::sqrt(v) + eps)))
-                 < 1e-6);
+      BOOST_TEST(
+        std::abs(after_a[j] - (wa[j] - alpha1 * m / (std::sqrt(v) + eps)))
+        < 1e-6);
       double alpha2 = 0.01 * std::sqrt(1 - b2 * b2) / (1 - b1 * b1);
       m = (1 - b1) * gb[j];
       v = (1 - b2) * gb[j] * gb[j];
-      BOOST_TEST(std::abs(t.row(b)[j] - (wb[j] - alpha2 * m / (std::sqrt(v) + eps)))
-                 < 1e-6);
+      BOOST_TEST(
+        std::abs(t.row(b)[j] - (wb[j] - alpha2 * m / (std::sqrt(v) + eps)))
+        < 1e-6);
     }
     BOOST_TEST((t.slot_names() == std::vector<std::string>{"m", "v"}));
   }
@@ -280,10 +282,11 @@ BOOST_AUTO_TEST_CASE(a_table_copied_row_by_row_trains_on_alike) {
     push_some(a, rng.next());
   troupe::sparse_table b{small_table(1000, 3), opt};
   size_t streamed = 0;
-  a.for_each_row([&](uint64_t id, const float* values, const float* const* slots) {
-    BOOST_REQUIRE(!b.restore_row(id, values, slots));
-    ++streamed;
-  });
+  a.for_each_row(
+    [&](uint64_t id, const float* values, const float* const* slots) {
+      BOOST_REQUIRE(!b.restore_row(id, values, slots));
+      ++streamed;
+    });
   b.set_pushes(a.pushes());
   BOOST_TEST(streamed == a.rows());
   BOOST_TEST(b.rows() == a.rows());

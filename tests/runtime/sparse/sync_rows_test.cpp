@@ -52,10 +52,10 @@ struct sync_shard {
   caf::expected<bool> hold_at(int32_t worker, int64_t tag, uint64_t id,
                               std::vector<float> grad = {1.f, 1.f},
                               int32_t shard = 0) {
-    return rows.hold(block, *tables[0],
-                     {worker, 0, tag, {id},
-                      std::make_shared<const std::vector<float>>(grad)},
-                     shard);
+    return rows.hold(
+      block, *tables[0],
+      {worker, 0, tag, {id}, std::make_shared<const std::vector<float>>(grad)},
+      shard);
   }
 
   /// A push of row `id` by `worker` for the update under way.

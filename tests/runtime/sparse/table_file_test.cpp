@@ -1,6 +1,6 @@
-// An embedding table's checkpoint file (runtime/sparse/table_file): tables spread
-// over parts written piece by piece read back row for row, slots and push
-// counts included; bad files and bad pieces are refused, naming the file
+// An embedding table's checkpoint file (runtime/sparse/table_file): tables
+// spread over parts written piece by piece read back row for row, slots and
+// push counts included; bad files and bad pieces are refused, naming the file
 // and what is wrong; an unfinished file leaves nothing behind.
 #include "runtime/sparse/table_file.hpp"
 
@@ -124,7 +124,8 @@ BOOST_AUTO_TEST_CASE(a_table_in_parts_reads_back_row_for_row) {
   BOOST_TEST(info.part_rows == (std::vector<uint64_t>{a.rows(), 0, b.rows()}));
   BOOST_TEST(info.part_pushes == (std::vector<int64_t>{1, 0, 2}));
   BOOST_TEST(info.slots == (std::vector<std::string>{"accumulator"}));
-  sparse_table a2{table_of(1 << 20, 4), adagrad}, b2{table_of(1 << 20, 4), adagrad};
+  sparse_table a2{table_of(1 << 20, 4), adagrad},
+    b2{table_of(1 << 20, 4), adagrad};
   sparse_table* into[] = {&a2, nullptr, &b2};
   table_piece piece;
   size_t pieces = 0;
@@ -151,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_table_in_parts_reads_back_row_for_row) {
     from->for_each_row([&](uint64_t id, const float* v, const float* const* s) {
       const float* w = to->row(id);
       same = same && w && std::equal(v, v + 4, w);
-      (void) s;
+      (void)s;
     });
     BOOST_TEST(same);
   }
