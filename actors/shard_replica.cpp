@@ -217,9 +217,7 @@ replica_image image_of(self_ptr self) {
   replica_image image;
   image.block = st.block->image();
   for (auto& [worker, p] : st.sync.held_pushes())
-    image.held.push_back(
-      held_push_copy{p.worker, p.table, p.tag, p.ids,
-                     p.grads ? *p.grads : std::vector<float>{}});
+    image.held.push_back(p); // the gradients shared, not copied
   return image;
 }
 
@@ -304,9 +302,7 @@ struct replica_applier {
       t = std::make_unique<sparse_table>(t->table(), t->optimizer());
     st.sync.clear();
     for (auto& h : op.held)
-      st.sync.put(
-        {h.worker, h.table, h.tag, std::move(h.ids),
-         std::make_shared<const std::vector<float>>(std::move(h.grads))});
+      st.sync.put(std::move(h));
     st.follower = true;
     return {};
   }

@@ -25,24 +25,14 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     auto& st = self->state;
     if (st.ended())
       return;
-    if (auto it = st.members.worker_of.find(dm.source);
-        it != st.members.worker_of.end()) {
-      auto id = it->second;
-      st.members.worker_of.erase(it);
-      return on_worker_down(self, id, dm.reason);
-    }
-    if (auto it = st.members.agent_of.find(dm.source);
-        it != st.members.agent_of.end()) {
-      auto name = it->second;
-      st.members.agent_of.erase(it);
-      return node_lost(self, name, describe(dm.reason));
-    }
-    if (auto it = st.shards.index_of.find(dm.source);
-        it != st.shards.index_of.end())
-      return on_shard_down(self, it->second, dm.reason);
-    if (auto it = st.shards.replica_index_of.find(dm.source);
-        it != st.shards.replica_index_of.end())
-      return on_replica_down(self, it->second, dm.reason);
+    if (auto id = st.members.forget_worker(dm.source))
+      return on_worker_down(self, *id, dm.reason);
+    if (auto name = st.members.forget_agent(dm.source))
+      return node_lost(self, *name, describe(dm.reason));
+    if (auto i = st.shards.shard_of(dm.source))
+      return on_shard_down(self, *i, dm.reason);
+    if (auto i = st.shards.replica_of(dm.source))
+      return on_replica_down(self, *i, dm.reason);
     fail_run(self, make_error(errc::actor_down,
                               "the feeder stopped: " + describe(dm.reason)));
   });
@@ -59,10 +49,10 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       auto i = static_cast<size_t>(shard);
       // Only a current primary's news: one a move stopped is no longer
       // shard `shard`.
-      if (st.ended() || shard < 0 || i >= st.shards.handles.size()
-          || !st.shards.handles[i]
+      if (st.ended() || shard < 0 || i >= st.shards.count()
+          || !st.shards.handles()[i]
           || caf::actor_cast<caf::actor_addr>(self->current_sender())
-               != st.shards.handles[i].address())
+               != st.shards.handles()[i].address())
         return;
       on_replica_news(self, shard, version, text);
     },
@@ -83,10 +73,10 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
     [=](restore_atom, int64_t generation) {
       auto& st = self->state;
-      if (!st.recovery.waiting_for_shard_nodes
-          || generation != st.recovery.generation)
+      if (!st.recovery.waiting_for_shard_nodes()
+          || generation != st.recovery.generation())
         return;
-      st.recovery.shard_wait_over = true;
+      st.recovery.shard_wait_expired();
       restore_after_loss(self);
     },
     [=](leave_atom, const std::string& node) -> caf::result<bool> {
@@ -114,11 +104,9 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       // The grace after a lost data-plane connection is over: a recovery
       // since then has started the worker again; else it failed.
       auto& st = self->state;
-      auto it = st.members.workers.find(id);
-      if (st.ended() || st.recovery.recovering
-          || st.recovery.generation != generation
-          || it == st.members.workers.end() || it->second.handle
-          || it->second.placing)
+      auto* w = st.members.find_worker(id);
+      if (st.ended() || st.recovery.stale(generation) || w == nullptr
+          || w->handle || w->placing)
         return;
       restart_worker(self, id, reason);
     },

@@ -52,10 +52,10 @@ feeder_position feeder_position_of(const checkpoint& ck) {
 /// Stops every actor of the run, then the chief.
 void shut_down(chief_self self) {
   auto& st = self->state;
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.handle)
       self->send_exit(w.handle, caf::exit_reason::user_shutdown);
-  for (auto& s : st.shards.handles)
+  for (auto& s : st.shards.handles())
     if (s)
       self->send_exit(s, caf::exit_reason::user_shutdown);
   if (st.shards.feeder)
@@ -71,7 +71,7 @@ void release_nodes(chief_self self, const caf::error& reason,
                    std::function<void()> then) {
   auto& st = self->state;
   std::vector<node_agent_actor> agents;
-  for (auto& [name, n] : st.members.nodes)
+  for (auto& [name, n] : st.members.nodes())
     if (n.up && n.agent)
       agents.push_back(n.agent);
   ask_all_settled<bool>(
@@ -103,8 +103,7 @@ void pull_params(chief_self self,
   ask_all_shards<float_block>(
     self,
     [=](size_t i) {
-      return self->request(self->state.shards.handles[i], timeout_of(self),
-                           pull_atom_v, int32_t{-1}, int64_t{0});
+      return ask_shard(self, i, pull_atom_v, int32_t{-1}, int64_t{0});
     },
     [=](std::vector<float_block>& blocks) {
       std::vector<const std::vector<float>*> parts;
@@ -120,17 +119,10 @@ void pull_params(chief_self self,
 
 /// Runs `f` now, or after the shard recovery in progress.
 void when_recovered(chief_self self, std::function<void()> f) {
-  if (self->state.recovery.recovering)
-    self->state.recovery.after.push_back(std::move(f));
+  if (self->state.recovery.recovering())
+    self->state.recovery.when_over(std::move(f));
   else
     f();
-}
-
-int live_workers(chief_self self) {
-  int n = 0;
-  for (auto& [id, w] : self->state.members.workers)
-    n += w.state != worker_phase::finished;
-  return n;
 }
 
 } // namespace troupe::chief_ops

@@ -84,8 +84,9 @@ void write_checkpoint_files(chief_self self, const feeder_position& position,
   // The file holds these versions now: the shards' applied logs need
   // reach back no further (runtime/rules/takeover.hpp).
   for (size_t i = 0; i < parts.size(); ++i)
-    self->send(self->state.shards.handles[i], forget_atom_v, parts[i].version);
-  if (!self->state.progress.user_paused)
+    self->send(self->state.shards.handles()[i], forget_atom_v,
+               parts[i].version);
+  if (!self->state.progress.user_paused())
     self->send(self->state.shards.feeder, resume_atom_v);
   finished();
   then();
@@ -97,12 +98,12 @@ void write_checkpoint_files(chief_self self, const feeder_position& position,
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then) {
   auto& st = self->state;
-  if (st.checkpoints.taking || st.recovery.recovering) { // one at a time
+  if (st.checkpoints.taking || st.recovery.recovering()) { // one at a time
     auto again = [=] { checkpoint_now(self, then); };
     if (st.checkpoints.taking)
       st.checkpoints.waiters.push_back(again);
     else
-      st.recovery.after.push_back(again);
+      st.recovery.when_over(again);
     return;
   }
   st.checkpoints.taking = true;
@@ -121,19 +122,15 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
     finished();
     when_recovered(self, [=] { checkpoint_now(self, then); });
   };
-  auto gen = st.recovery.generation;
+  auto gen = st.recovery.generation();
   self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
     .then(
       [=](feeder_position& position) {
-        if (self->state.recovery.generation != gen
-            || self->state.recovery.recovering)
+        if (self->state.recovery.generation() != gen
+            || self->state.recovery.recovering())
           return lost();
         ask_all_shards<shard_state_msg>(
-          self,
-          [=](size_t i) {
-            return self->request(self->state.shards.handles[i],
-                                 timeout_of(self), snapshot_atom_v);
-          },
+          self, [=](size_t i) { return ask_shard(self, i, snapshot_atom_v); },
           [=](std::vector<shard_state_msg>& gathered) {
             auto parts = std::make_shared<std::vector<shard_state_msg>>(
               std::move(gathered));

@@ -63,9 +63,8 @@ void score_from(chief_self self, std::shared_ptr<click_eval> e, int64_t first) {
     self,
     [=](size_t i) {
       auto shard = static_cast<int32_t>(i);
-      return self->request(
-        self->state.shards.handles[i], timeout_of(self), pull_atom_v,
-        row_request{shard, 0, -1, e->batch->ids(shard), true});
+      return ask_shard(self, i, pull_atom_v,
+                       row_request{shard, 0, -1, e->batch->ids(shard), true});
     },
     [=](std::vector<row_block>& blocks) {
       for (size_t i = 0; i < blocks.size(); ++i) {
@@ -104,9 +103,9 @@ void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
   }
   if (part == rows.size())
     return done(w->finish());
-  auto gen = self->state.recovery.generation;
+  auto gen = self->state.recovery.generation();
   self
-    ->request(self->state.shards.handles[part], timeout_of(self),
+    ->request(self->state.shards.handles()[part], timeout_of(self),
               snapshot_atom_v, int32_t{0}, first, table_piece_rows)
     .then(
       [=](row_chunk& c) {
@@ -122,7 +121,7 @@ void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
       },
       [=](caf::error& err) {
         auto& st = self->state;
-        if (st.recovery.recovering || st.recovery.generation != gen)
+        if (st.recovery.stale(gen))
           return lost();
         done(std::move(err));
       });
@@ -167,8 +166,7 @@ void restore_lane(chief_self self, std::shared_ptr<table_restore> t) {
   ask_all<uint64_t>(
     chunks->size(),
     [=](size_t i) {
-      return self->request(self->state.shards.handles[i], timeout_of(self),
-                           restore_atom_v, std::move((*chunks)[i]));
+      return ask_shard(self, i, restore_atom_v, std::move((*chunks)[i]));
     },
     [=](std::vector<uint64_t>&) { restore_lane(self, t); },
     [=](caf::error& err) { finish_lane(std::move(err)); });
@@ -230,9 +228,8 @@ void write_tables(chief_self self, const std::string& path,
   ask_all_shards<row_chunk>(
     self,
     [=](size_t i) {
-      return self->request(self->state.shards.handles[i], timeout_of(self),
-                           snapshot_atom_v, int32_t{0}, uint64_t{0},
-                           uint64_t{0});
+      return ask_shard(self, i, snapshot_atom_v, int32_t{0}, uint64_t{0},
+                       uint64_t{0});
     },
     [=](std::vector<row_chunk>& heads) {
       auto& cfg = self->state.opts.cfg;
@@ -281,7 +278,7 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
                              + " and " + info.optimizer + ", not this run's"));
   // Adam's bias correction counts a shard's pushes: the same shards get
   // their own counts back; re-spread rows the most any shard had.
-  auto shards = self->state.shards.handles.size();
+  auto shards = self->state.shards.count();
   std::vector<int64_t> pushes(shards, 0);
   int64_t most = 0;
   for (auto p : info.part_pushes)
@@ -318,7 +315,7 @@ void evaluate_clicks(chief_self self, const dataset& data,
   e->data = &data;
   e->batch = std::make_unique<click_batch>(
     cfg.data.click_numeric, cfg.model.table_fields, cfg.model.table.dim,
-    static_cast<int32_t>(st.shards.handles.size()));
+    static_cast<int32_t>(st.shards.count()));
   e->p.assign(static_cast<size_t>(data.count), 0.5);
   e->done = std::move(done);
   e->lost = std::move(lost);

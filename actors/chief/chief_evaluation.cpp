@@ -59,17 +59,17 @@ void evaluate_now(chief_self self, std::function<void()> then) {
     st.eval.waiters.push_back(std::move(then));
     return;
   }
-  if (st.recovery.recovering) {
-    st.recovery.after.push_back([=] { evaluate_now(self, then); });
+  if (st.recovery.recovering()) {
+    st.recovery.when_over([=] { evaluate_now(self, then); });
     return;
   }
   // An external model is scored by the user's evaluation function, when
   // the run was given one.
-  if (st.eval.last_eval_step == st.progress.steps
+  if (st.eval.last_eval_step == st.progress.steps()
       || (!st.eval.evaluator && !st.eval.external))
     return then();
   st.eval.evaluating = true;
-  st.eval.last_eval_step = st.progress.steps;
+  st.eval.last_eval_step = st.progress.steps();
   st.eval.began = now_seconds();
   auto retry = [=] { // a shard was lost meanwhile: again after recovery
     auto& s = self->state;

@@ -33,17 +33,17 @@ void print_summary(chief_self self, const cluster_summary& r) {
                 static_cast<long long>(r.pushes_accepted),
                 static_cast<long long>(r.pushes_stale),
                 static_cast<long long>(r.pushes_refused)));
-  if (self->state.recovery.recoveries > 0)
+  if (self->state.recovery.recoveries() > 0)
     say(self,
         fmt("shard recoveries: %d (of which replicas took over: %d), "
             "steps lost and retrained: %lld",
-            self->state.recovery.recoveries, self->state.recovery.takeovers,
-            static_cast<long long>(self->state.recovery.lost_steps)));
-  if (self->state.recovery.moves > 0)
+            self->state.recovery.recoveries(), self->state.recovery.takeovers(),
+            static_cast<long long>(self->state.recovery.lost_steps())));
+  if (self->state.recovery.moves() > 0)
     say(self,
         fmt("shards added or drained: %d, leasing paused %.3f s for "
             "them in all",
-            self->state.recovery.moves, self->state.recovery.move_seconds));
+            self->state.recovery.moves(), self->state.recovery.move_seconds()));
   // The table comes last: scripts read its row from the final line.
   say(self,
       fmt("%-24s %-6s %7s %6s %8s %7s %8s %11s %9s %8s", "run", "mode",
@@ -58,7 +58,7 @@ void print_summary(chief_self self, const cluster_summary& r) {
   say(self,
       fmt("%-24s %-6s %7zu %6d %8lld %7.2f %8.1f %11.1f %9s %8d",
           c.name.c_str(), to_string(c.cluster.consistency),
-          self->state.members.workers.size(), c.cluster.shards,
+          self->state.members.workers().size(), c.cluster.shards,
           static_cast<long long>(r.steps), r.epochs, r.seconds,
           r.examples_per_sec, acc.c_str(), r.restarts),
       false);
@@ -84,10 +84,11 @@ void finish_run(chief_self self) {
       evaluate_now(self, [=] {
         auto& s = self->state;
         cluster_summary r;
-        r.steps = s.progress.steps;
-        r.epochs = epoch_of(self, s.progress.steps);
+        r.steps = s.progress.steps();
+        r.epochs = epoch_of(self, s.progress.steps());
         r.seconds = seconds;
-        r.examples_per_sec = static_cast<double>(s.progress.samples) / seconds;
+        r.examples_per_sec = static_cast<double>(s.progress.samples())
+                             / seconds;
         r.test_accuracy = s.eval.last_accuracy;
         r.test_loss = s.eval.last_loss;
         if (s.opts.data->validation.count > 0) {
@@ -108,13 +109,9 @@ void finish_run(chief_self self) {
           r.test_accuracy = headline(t);
           r.test_loss = t.loss;
         }
-        r.restarts = s.members.restarts->total();
+        r.restarts = s.members.total_restarts();
         ask_all_shards<shard_stats>(
-          self,
-          [=](size_t i) {
-            return self->request(self->state.shards.handles[i],
-                                 timeout_of(self), stats_atom_v);
-          },
+          self, [=](size_t i) { return ask_shard(self, i, stats_atom_v); },
           [=](std::vector<shard_stats>& stats) {
             auto summary = r;
             summary.version = version;
@@ -179,17 +176,17 @@ void finish_run(chief_self self) {
 
 void release_waiting_if_idle(chief_self self) {
   auto& st = self->state;
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.state == worker_phase::running || w.state == worker_phase::starting
         || w.state == worker_phase::leaving)
       return;
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.state == worker_phase::waiting) {
       say(self, fmt("worker %d: nothing left to train; it no longer waits "
                     "for node %s",
                     id, w.node.c_str()));
       w.state = worker_phase::finished;
-      for (auto& s : st.shards.handles)
+      for (auto& s : st.shards.handles())
         if (s)
           self->send(s, leave_atom_v, id);
     }
@@ -202,7 +199,7 @@ void stop_run(chief_self self, const std::string& who) {
               + "; finishing after the steps in "
                 "flight");
   self->send(st.shards.feeder, finish_atom_v);
-  if (st.progress.user_paused)
+  if (st.progress.user_paused())
     set_user_pause(self, false);
   // Workers waiting for a node will not come back to end on their own.
   release_waiting_if_idle(self);

@@ -71,9 +71,6 @@ void pull_params(chief_self self,
 /// Runs `f` now, or after the shard recovery in progress.
 void when_recovered(chief_self self, std::function<void()> f);
 
-/// Workers not finished.
-int live_workers(chief_self self);
-
 // -- chief_placement.cpp
 // -------------------------------------------------------
 
@@ -81,10 +78,6 @@ int live_workers(chief_self self);
 /// failed): nothing more is placed there until it registers again.
 void node_lost(chief_self self, const std::string& name,
                const std::string& why);
-
-/// Picks the up node that holds the fewest workers, preferring nodes the
-/// cluster file gives workers (runtime/rules/placement); empty when none is up.
-std::string least_loaded_node(chief_self self);
 
 /// Starts worker `id` through the agent of its node, or of another node
 /// when its own is down (on_node_loss "move"), or leaves it waiting for
@@ -117,13 +110,19 @@ std::vector<int32_t> add_workers(chief_self self, const std::string& node,
                                  int n);
 
 /// Per shard, where a worker on `node` reaches it on the data plane
-/// ("host:port"; empty: in the worker's own process), and the shards'
-/// bounds in the flat vector (shard i owns [b[i], b[i+1])).
+/// ("host:port"; empty: in the worker's own process).
 std::vector<std::string> data_links(chief_self self, const std::string& node);
-std::vector<uint64_t> shard_bounds(chief_self self);
 /// The parts of shard `i`'s slice that the model's buffers hold, as
 /// begin, end pairs from the slice's start (shard_spawn::buffers).
 std::vector<uint64_t> buffer_bounds(chief_self self, size_t i);
+
+/// Asks the agent of `node` to start what `spawn` describes (a worker, a
+/// shard or a replica); the request, to be answered with its handle.
+template <class Spawn>
+auto place_on(chief_self self, const std::string& node, Spawn spawn) {
+  return self->request(self->state.members.node(node).agent, timeout_of(self),
+                       place_atom_v, std::move(spawn));
+}
 
 /// Starts shard `i` on `node` through its agent with `state`.
 void place_shard(chief_self self, size_t i, const std::string& node,
@@ -375,6 +374,13 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
 // -- fan-out to the shards (chief_base)
 // ----------------------------------------
 
+/// Sends shard `i` the request `xs...`; the request, to be answered.
+template <class... Ts>
+auto ask_shard(chief_self self, size_t i, Ts&&... xs) {
+  return self->request(self->state.shards.handles()[i], timeout_of(self),
+                       std::forward<Ts>(xs)...);
+}
+
 /// Requests `make(i)` from every shard; `done` gets the replies in shard
 /// order once all are in. An error fails the run, unless the shards were
 /// replaced meanwhile (a recovery) and `lost` is given: then `lost` runs.
@@ -382,15 +388,14 @@ template <class Reply, class Make>
 void ask_all_shards(chief_self self, Make make,
                     std::function<void(std::vector<Reply>&)> done,
                     std::function<void()> lost = nullptr) {
-  auto gen = self->state.recovery.generation;
-  ask_all<Reply>(
-    self->state.shards.handles.size(), std::move(make), std::move(done),
-    [=](caf::error& err) {
-      auto& st = self->state;
-      if (lost && (st.recovery.recovering || st.recovery.generation != gen))
-        return lost();
-      fail_run(self, std::move(err));
-    });
+  auto gen = self->state.recovery.generation();
+  ask_all<Reply>(self->state.shards.count(), std::move(make), std::move(done),
+                 [=](caf::error& err) {
+                   auto& st = self->state;
+                   if (lost && st.recovery.stale(gen))
+                     return lost();
+                   fail_run(self, std::move(err));
+                 });
 }
 
 } // namespace troupe::chief_ops

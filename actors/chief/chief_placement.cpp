@@ -14,26 +14,11 @@ namespace troupe::chief_ops {
 /// failed): nothing more is placed there until it registers again.
 void node_lost(chief_self self, const std::string& name,
                const std::string& why) {
-  auto it = self->state.members.nodes.find(name);
-  if (it == self->state.members.nodes.end() || !it->second.up)
+  auto& members = self->state.members;
+  if (!members.mark_down(name))
     return;
-  it->second.up = false;
-  it->second.agent = node_agent_actor{};
   say(self, fmt("node %s (%s) is down: %s", name.c_str(),
-                it->second.address().c_str(), why.c_str()));
-}
-
-std::string least_loaded_node(chief_self self) {
-  auto& st = self->state;
-  std::map<std::string, int> load;
-  for (auto& [id, w] : st.members.workers)
-    if (w.state != worker_phase::finished)
-      ++load[w.node];
-  std::vector<node_slot> slots;
-  for (auto& [name, n] : st.members.nodes)
-    slots.push_back(
-      {name, n.up, n.planned_workers > 0 || n.joined, load[name]});
-  return least_loaded(slots, fallback::any_node);
+                members.node(name).address().c_str(), why.c_str()));
 }
 
 /// Per shard, where a worker on `node` reaches it on the data plane:
@@ -43,9 +28,9 @@ std::string least_loaded_node(chief_self self) {
 std::vector<std::string> data_links(chief_self self, const std::string& node) {
   auto& st = self->state;
   std::vector<std::string> out;
-  for (auto& home : st.shards.node_of) {
-    auto it = st.members.nodes.find(home);
-    if (home == node || it == st.members.nodes.end()
+  for (auto& home : st.shards.nodes()) {
+    auto it = st.members.nodes().find(home);
+    if (home == node || it == st.members.nodes().end()
         || it->second.data_port == 0)
       out.emplace_back();
     else
@@ -55,33 +40,23 @@ std::vector<std::string> data_links(chief_self self, const std::string& node) {
   return out;
 }
 
-std::vector<uint64_t> shard_bounds(chief_self self) {
-  std::vector<uint64_t> b;
-  for (auto& r : self->state.shards.ranges)
-    b.push_back(r.begin);
-  b.push_back(self->state.shards.ranges.empty()
-                ? 0
-                : self->state.shards.ranges.back().end);
-  return b;
-}
-
 /// Starts worker `id` through the agent of its node, or of another node
 /// when its own is down (on_node_loss "move"), or leaves it waiting for
 /// its node to come back ("wait").
 void place_worker(chief_self self, int32_t id) {
   auto& st = self->state;
-  if (st.ended() || st.recovery.recovering)
+  if (st.ended() || st.recovery.recovering())
     return;
-  auto& w = st.members.workers[id];
+  auto& w = st.members.worker(id);
   if (w.handle || w.placing) // running, or being placed
     return;
   // Its own node first (back there after a move), else where it ran.
-  auto home = st.members.nodes.find(w.home);
-  auto last = st.members.nodes.find(w.node);
+  auto home = st.members.nodes().find(w.home);
+  auto last = st.members.nodes().find(w.node);
   std::string node;
-  if (home != st.members.nodes.end() && home->second.up)
+  if (home != st.members.nodes().end() && home->second.up)
     node = w.home;
-  else if (last != st.members.nodes.end() && last->second.up)
+  else if (last != st.members.nodes().end() && last->second.up)
     node = w.node;
   else if (st.opts.cfg.cluster.on_node_loss
            == cluster_config::node_loss::wait) {
@@ -90,7 +65,7 @@ void place_worker(chief_self self, int32_t id) {
         fmt("worker %d waits for node %s to come back", id, w.node.c_str()));
     return;
   } else
-    node = least_loaded_node(self);
+    node = self->state.members.least_loaded_node();
   if (node.empty())
     return fail_run(self,
                     make_error(errc::node_unreachable,
@@ -106,8 +81,8 @@ void place_worker(chief_self self, int32_t id) {
   worker_spawn ws;
   ws.id = id;
   ws.feeder = st.shards.feeder;
-  ws.shards = st.shards.handles;
-  ws.bounds = shard_bounds(self);
+  ws.shards = st.shards.handles();
+  ws.bounds = self->state.shards.bounds();
   ws.chief = caf::actor_cast<caf::strong_actor_ptr>(self);
   ws.data_links = data_links(self, node);
   if (st.opts.cfg.model.type == model_config::kind::external) {
@@ -120,31 +95,27 @@ void place_worker(chief_self self, int32_t id) {
         ws.buffer_dtypes.push_back(t.buffer ? t.dtype : std::string{});
     }
   }
-  auto gen = st.recovery.generation;
-  self
-    ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
-              std::move(ws))
+  auto gen = st.recovery.generation();
+  place_on(self, node, std::move(ws))
     .then(
       [=](worker_actor& h) {
         auto& s = self->state;
-        s.members.workers[id].placing = false;
-        if (s.ended() || s.recovery.generation != gen) {
+        s.members.worker(id).placing = false;
+        if (s.ended() || s.recovery.generation() != gen) {
           self->send_exit(h, caf::exit_reason::user_shutdown);
           return;
         }
         self->monitor(h);
-        auto& e = s.members.workers[id];
-        e.handle = h;
-        e.state = worker_phase::running;
-        s.members.worker_of[h.address()] = id;
-        if (s.members.nodes[node]
+        s.members.worker_started(id, h);
+        auto& e = s.members.worker(id);
+        if (s.members.node(node)
               .leaving) { // it started as its node began to leave
           e.state = worker_phase::leaving;
           self->send(h, finish_atom_v);
         }
       },
       [=](caf::error& err) {
-        self->state.members.workers[id].placing = false;
+        self->state.members.worker(id).placing = false;
         node_lost(self, node, "placing worker failed: " + describe(err));
         place_worker(self, id);
       });
@@ -154,7 +125,7 @@ void place_worker(chief_self self, int32_t id) {
 void join_now(chief_self self, std::vector<int32_t> ids,
               std::function<void()> then) {
   auto& st = self->state;
-  auto shards = st.shards.handles;
+  auto shards = st.shards.handles();
   ask_all<int64_t>(
     ids.size() * shards.size(),
     [=](size_t k) {
@@ -181,8 +152,8 @@ void join_on_feeder(chief_self self, std::vector<int32_t> ids,
 /// starts every worker it knows, these included).
 void join_on_shards(chief_self self, std::vector<int32_t> ids,
                     std::function<void()> then) {
-  if (self->state.recovery.recovering)
-    return self->state.recovery.after.push_back(
+  if (self->state.recovery.recovering())
+    return self->state.recovery.when_over(
       [=] { join_on_shards(self, ids, then); });
   join_now(self, std::move(ids), std::move(then));
 }
@@ -191,7 +162,8 @@ void join_on_shards(chief_self self, std::vector<int32_t> ids,
 /// workers") the workers there are now.
 int aggregate_now(chief_self self) {
   auto configured = self->state.opts.cfg.cluster.replicas_to_aggregate;
-  return configured > 0 ? configured : std::max(1, live_workers(self));
+  return configured > 0 ? configured
+                        : std::max(1, self->state.members.live_workers());
 }
 
 /// sync with replicas_to_aggregate 0: the count follows the workers.
@@ -202,7 +174,7 @@ void retune_aggregate(chief_self self) {
     return;
   auto n = aggregate_now(self);
   say(self, fmt("sync: replicas to aggregate is now %d", n));
-  for (auto& s : self->state.shards.handles)
+  for (auto& s : self->state.shards.handles())
     if (s)
       self
         ->request(s, timeout_of(self), tune_atom_v, std::string{"aggregate"},
@@ -215,10 +187,7 @@ void new_worker_ids(chief_self self, const std::string& node, int n,
                     std::vector<int32_t>& ids) {
   auto& st = self->state;
   for (int k = 0; k < n; ++k) {
-    auto id = st.members.next_worker++;
-    st.members.workers[id].node = node;
-    st.members.workers[id].home = node;
-    ids.push_back(id);
+    ids.push_back(st.members.add_worker(node));
   }
 }
 
@@ -251,22 +220,17 @@ std::vector<uint64_t> buffer_bounds(chief_self self, size_t i) {
 /// Starts shard `i` on `node` through its agent with `state`.
 void place_shard(chief_self self, size_t i, const std::string& node,
                  shard_state_msg state, std::function<void()> then) {
-  auto& st = self->state;
   shard_spawn sp;
   sp.id = static_cast<int32_t>(i);
   sp.aggregate = aggregate_now(self);
   sp.state = std::move(state);
   sp.buffers = buffer_bounds(self, i);
-  self
-    ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
-              std::move(sp))
+  place_on(self, node, std::move(sp))
     .then(
       [=](shard_actor& h) {
         auto& s = self->state;
         self->monitor(h);
-        s.shards.handles[i] = h;
-        s.shards.node_of[i] = node;
-        s.shards.index_of[h.address()] = i;
+        s.shards.started(i, h, node);
         then();
       },
       [=](caf::error& err) {
@@ -280,14 +244,11 @@ void place_shard(chief_self self, size_t i, const std::string& node,
 /// that holds the fewest, else the chief's own.
 std::string shard_home(chief_self self, size_t i) {
   auto& st = self->state;
-  if (st.members.nodes[st.shards.node_of[i]].up)
-    return st.shards.node_of[i];
-  std::map<std::string, int> load;
-  for (size_t k = 0; k < st.shards.handles.size(); ++k)
-    if (st.shards.handles[k])
-      ++load[st.shards.node_of[k]];
+  if (st.members.is_up(st.shards.node_of(i)))
+    return st.shards.node_of(i);
+  auto load = st.shards.live_per_node();
   std::vector<node_slot> slots;
-  for (auto& [name, n] : st.members.nodes)
+  for (auto& [name, n] : st.members.nodes())
     slots.push_back({name, n.up, n.planned_shards > 0, load[name]});
   auto best = least_loaded(slots, fallback::meant_only);
   return best.empty() ? st.own_node() : best;

@@ -12,23 +12,13 @@ namespace troupe::chief_ops {
 
 void set_user_pause(chief_self self, bool paused) {
   auto& st = self->state;
-  if (st.progress.user_paused == paused)
+  if (!st.progress.set_user_paused(paused, now_seconds()))
     return;
-  st.progress.user_paused = paused;
   say(self, paused ? "paused by the shell" : "resumed by the shell");
-  double now = now_seconds();
-  if (paused) {
-    st.progress.paused_since = now;
-  } else if (st.progress.paused_since >= 0) {
-    // The progress window's rate leaves the pause out too.
-    st.progress.paused_seconds += now - st.progress.paused_since;
-    st.progress.window_start += now - st.progress.paused_since;
-    st.progress.paused_since = -1;
-  }
   if (paused)
     self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
       .then([](feeder_position&) {}, [](caf::error&) {});
-  else if (!st.checkpoints.taking && !st.recovery.recovering)
+  else if (!st.checkpoints.taking && !st.recovery.recovering())
     self->send(st.shards.feeder, resume_atom_v);
 }
 
@@ -42,98 +32,49 @@ void on_report(chief_self self, const worker_report& r) {
                                fmt("the loss turned %s at step %lld "
                                    "(worker %d); stopping the run",
                                    std::isnan(r.loss_sum) ? "NaN" : "Inf",
-                                   static_cast<long long>(st.progress.steps),
+                                   static_cast<long long>(st.progress.steps()),
                                    r.worker)));
-  // A report covers a few steps (a worker sends one per 8 steps or 50
-  // ms): a line names the multiple of log_every_steps that a report
-  // crosses, and the report's share of steps up to it counts in that
-  // line's window, the rest in the next (a few steps at most, assumed
-  // alike).
+  auto* w = st.members.find_worker(r.worker);
+  if (w == nullptr) // not a worker of this run
+    return;
   auto& schedule = *st.progress.schedule;
-  const int64_t run_before = st.progress.steps;
-  st.progress.steps += r.steps;
-  st.progress.samples += r.samples;
-  if (r.samples > 0) {
-    double mean = r.loss_sum / static_cast<double>(r.samples);
-    st.progress.recent_loss = st.progress.recent_loss < 0
-                                ? mean
-                                : 0.9 * st.progress.recent_loss + 0.1 * mean;
-  }
-  auto share_up_to = [&](int64_t before, int64_t logged) {
-    return logged == 0 || r.steps == 0 ? 1.0
-                                       : static_cast<double>(logged - before)
-                                           / static_cast<double>(r.steps);
-  };
-  auto& w = st.members.workers[r.worker];
-  w.clock = r.clock;
-  w.staleness = r.staleness;
-  w.seconds += r.step_seconds;
-  w.read_seconds += r.read_seconds;
-  w.read_bytes += r.read_bytes;
-  w.last_loss = r.samples > 0 ? r.loss_sum / r.samples : w.last_loss;
-  const int64_t worker_before = w.steps;
-  w.steps += r.steps;
-  w.samples += r.samples;
-  if (auto logged = schedule.log_step(worker_before, w.steps)) {
-    const double in = share_up_to(worker_before, logged);
-    const auto in_samples = std::llround(static_cast<double>(r.samples) * in);
-    w.window_steps += logged - worker_before;
-    w.window_samples += in_samples;
-    w.window_loss += r.loss_sum * in;
-    w.window_seconds += r.step_seconds * in;
+  auto run_line = st.progress.count(r, now_seconds());
+  if (auto line = w->count(r, [&](int64_t before, int64_t after) {
+        return schedule.log_step(before, after);
+      })) {
+    const auto& window = line->window;
     say(self, fmt("worker %d: step %lld, loss = %.4f (%.1f examples/sec; "
                   "%.4f sec/batch)",
-                  r.worker, static_cast<long long>(logged),
-                  w.window_loss / static_cast<double>(w.window_samples),
-                  static_cast<double>(w.window_samples) / w.window_seconds,
-                  w.window_seconds / static_cast<double>(w.window_steps)));
-    st.progress.metrics.worker(
-      r.worker, st.progress.training_seconds(now_seconds()), logged,
-      w.window_loss / static_cast<double>(w.window_samples),
-      static_cast<double>(w.window_samples) / w.window_seconds);
-    w.window_steps = w.steps - logged;
-    w.window_samples = r.samples - in_samples;
-    w.window_loss = r.loss_sum * (1 - in);
-    w.window_seconds = r.step_seconds * (1 - in);
-  } else {
-    w.window_steps += r.steps;
-    w.window_samples += r.samples;
-    w.window_loss += r.loss_sum;
-    w.window_seconds += r.step_seconds;
+                  r.worker, static_cast<long long>(line->step),
+                  window.mean_loss(), window.samples_per_second(),
+                  window.seconds / static_cast<double>(window.steps)));
+    st.progress.metrics.worker(r.worker,
+                               st.progress.training_seconds(now_seconds()),
+                               line->step, window.mean_loss(),
+                               window.samples_per_second());
   }
-  if (auto logged = schedule.log_step(run_before, st.progress.steps)) {
-    const double in = share_up_to(run_before, logged);
-    const auto in_samples = std::llround(static_cast<double>(r.samples) * in);
-    st.progress.window_samples += in_samples;
-    st.progress.window_loss += r.loss_sum * in;
-    double now = now_seconds();
-    double rate = static_cast<double>(st.progress.window_samples)
-                  / (now - st.progress.window_start);
-    double loss = st.progress.window_loss
-                  / static_cast<double>(st.progress.window_samples);
+  if (run_line) {
+    const auto logged = run_line->step;
+    const auto& window = run_line->window;
+    double rate = static_cast<double>(window.samples) / window.seconds;
     std::string acc = st.eval.last_accuracy == -1
                         ? std::string{"-"}
                         : fmt("%.4f", st.eval.last_accuracy);
-    const int live = live_workers(self);
-    say(self,
-        fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
-            "%d worker%s, %s %s = %s",
-            static_cast<long long>(logged), epoch_of(self, logged), loss, rate,
-            live, live == 1 ? "" : "s", st.opts.data->watched_name(),
-            score_name(st.opts.cfg.model.loss), acc.c_str()));
-    st.progress.metrics.progress(st.progress.training_seconds(now), logged,
-                                 epoch_of(self, logged), loss, rate);
-    st.progress.window_samples = r.samples - in_samples;
-    st.progress.window_loss = r.loss_sum * (1 - in);
-    st.progress.window_start = now;
-  } else {
-    st.progress.window_samples += r.samples;
-    st.progress.window_loss += r.loss_sum;
+    const int live = self->state.members.live_workers();
+    say(self, fmt("step %lld, epoch %.2f, loss = %.4f, %.1f examples/sec, "
+                  "%d worker%s, %s %s = %s",
+                  static_cast<long long>(logged), epoch_of(self, logged),
+                  window.mean_loss(), rate, live, live == 1 ? "" : "s",
+                  st.opts.data->watched_name(),
+                  score_name(st.opts.cfg.model.loss), acc.c_str()));
+    st.progress.metrics.progress(st.progress.training_seconds(now_seconds()),
+                                 logged, epoch_of(self, logged),
+                                 window.mean_loss(), rate);
   }
   if (st.stopping())
     return;
   if (!st.eval.evaluating
-      && st.progress.schedule->take_eval(st.progress.steps)) {
+      && st.progress.schedule->take_eval(st.progress.steps())) {
     evaluate_now(self, [=] {
       auto& s = self->state;
       auto target = s.opts.cfg.cluster.target_accuracy;
@@ -144,7 +85,7 @@ void on_report(chief_self self, const worker_report& r) {
     });
   }
   if (!st.checkpoints.taking && !st.opts.cfg.training.checkpoint.dir.empty()
-      && st.progress.schedule->take_checkpoint(st.progress.steps))
+      && st.progress.schedule->take_checkpoint(st.progress.steps()))
     checkpoint_now(self, [] {});
 }
 

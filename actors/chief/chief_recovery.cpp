@@ -30,10 +30,10 @@ void skip_changed_file(chief_self self, int32_t id, const caf::error& reason) {
       hit = &f;
   if (hit == nullptr)
     return fail_run(self, reason);
-  auto& w = st.members.workers[id];
+  auto& w = st.members.worker(id);
   w.last_error = why;
   w.state = worker_phase::starting;
-  if (st.members.skipped_files.insert(hit->path).second)
+  if (st.members.skip_file(hit->path))
     say(self, fmt("skipping %s (data.on_file_change \"skip\"): %s; its "
                   "%lld samples are left out from now on",
                   hit->path.c_str(), why.c_str(),
@@ -53,7 +53,7 @@ void skip_changed_file(chief_self self, int32_t id, const caf::error& reason) {
 /// intensity, its leases back to the feeder, started again.
 void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
-  auto& w = st.members.workers[id];
+  auto& w = st.members.worker(id);
   auto why = describe(reason);
   // A dataset file that changed under the run would fail it again: the
   // run stops, or trains on without it.
@@ -67,21 +67,21 @@ void restart_worker(chief_self self, int32_t id, const caf::error& reason) {
     w.last_error = why;
     return fail_run(self, reason);
   }
-  if (!st.members.restarts->allow(now_seconds()))
+  if (!st.members.restarts().allow(now_seconds()))
     return fail_run(
       self, make_error(errc::restart_limit,
                        fmt("worker %d failed and the restart limit is "
                            "reached (%d restarts within %.0f s): %s",
-                           id, st.members.restarts->max_restarts(),
-                           st.members.restarts->window(), why.c_str())));
+                           id, st.members.restarts().max_restarts(),
+                           st.members.restarts().window(), why.c_str())));
   ++w.restarts;
   w.last_error = why;
   w.state = worker_phase::starting;
-  say(self,
-      fmt("worker %d failed (%s); restarting it (%d of at most %d "
-          "within %.0f s)",
-          id, why.c_str(), st.members.restarts->recent(),
-          st.members.restarts->max_restarts(), st.members.restarts->window()));
+  say(self, fmt("worker %d failed (%s); restarting it (%d of at most %d "
+                "within %.0f s)",
+                id, why.c_str(), st.members.restarts().recent(),
+                st.members.restarts().max_restarts(),
+                st.members.restarts().window()));
   self->request(st.shards.feeder, timeout_of(self), requeue_atom_v, id)
     .then([=](int32_t) { place_worker(self, id); },
           [=](caf::error& err) { fail_run(self, std::move(err)); });
@@ -102,10 +102,10 @@ caf::timespan shard_loss_grace(chief_self self) {
 /// worker there is, the node is answered and may go.
 void finish_leave_if_done(chief_self self, const std::string& name) {
   auto& st = self->state;
-  auto it = st.members.nodes.find(name);
-  if (it == st.members.nodes.end() || !it->second.leaving)
+  auto it = st.members.nodes().find(name);
+  if (it == st.members.nodes().end() || !it->second.leaving)
     return;
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.node == name && w.state == worker_phase::leaving)
       return;
   say(self, fmt("node %s has left the run", name.c_str()));
@@ -118,7 +118,7 @@ void finish_leave_if_done(chief_self self, const std::string& name) {
 /// placement puts it (another node, or waiting for this one to return).
 void replace_leaving_worker(chief_self self, int32_t id) {
   auto& st = self->state;
-  if (st.recovery.recovering) // the recovery rewinds the feeder and starts it
+  if (st.recovery.recovering()) // the recovery rewinds the feeder and starts it
     return;
   self->request(st.shards.feeder, timeout_of(self), requeue_atom_v, id)
     .then([=](int32_t) { place_worker(self, id); },
@@ -127,22 +127,22 @@ void replace_leaving_worker(chief_self self, int32_t id) {
 
 void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
-  auto& w = st.members.workers[id];
+  auto& w = st.members.worker(id);
   w.handle = worker_actor{};
   bool was_leaving = w.state == worker_phase::leaving;
   if (was_leaving) {
     w.state = worker_phase::starting;
     finish_leave_if_done(self, w.node);
   }
-  if (st.recovery.recycling.erase(id) > 0) { // stopped for a shard recovery
-    if (st.recovery.recycling.empty())
+  if (st.recovery.stopped(id)) { // stopped for a shard recovery
+    if (st.recovery.all_stopped())
       after_workers_stopped(self);
     return;
   }
   if (was_leaving) // however it ended, its node sent it away
     return replace_leaving_worker(self, id);
   if ((reason == errc::node_unreachable || reason == errc::actor_down)
-      && !st.recovery.recovering) {
+      && !st.recovery.recovering()) {
     w.state = worker_phase::starting;
     say(self,
         fmt("worker %d lost a shard (%s); waiting %.1f s for the "
@@ -150,13 +150,13 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
             id, describe(reason).c_str(),
             std::chrono::duration<double>(shard_loss_grace(self)).count()));
     self->delayed_send(self, shard_loss_grace(self), place_atom_v, id,
-                       st.recovery.generation, reason);
+                       st.recovery.generation(), reason);
     return;
   }
   if (!reason || reason == caf::exit_reason::user_shutdown) {
     w.state = worker_phase::finished;
     // It will push no more: ssp stops waiting for its clock.
-    for (auto& s : st.shards.handles)
+    for (auto& s : st.shards.handles())
       self->send(s, leave_atom_v, id);
     // A worker ends normally only once the feeder has nothing left, so
     // workers still waiting for their node have nothing left to train.
@@ -165,7 +165,7 @@ void on_worker_down(chief_self self, int32_t id, const caf::error& reason) {
   }
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, w.node, describe(reason));
-  if (st.recovery.recovering) // the recovery starts it again with the others
+  if (st.recovery.recovering()) // the recovery starts it again with the others
     return;
   restart_worker(self, id, reason);
 }
@@ -208,9 +208,9 @@ caf::expected<int64_t> version_of(const checkpoint& ck,
 std::string lost_shard_nodes_down(chief_self self) {
   auto& st = self->state;
   std::set<std::string> down;
-  for (size_t i = 0; i < st.shards.handles.size(); ++i)
-    if (!st.shards.handles[i] && !st.members.nodes[st.shards.node_of[i]].up)
-      down.insert(st.shards.node_of[i]);
+  for (size_t i = 0; i < st.shards.count(); ++i)
+    if (!st.shards.handles()[i] && !st.members.is_up(st.shards.node_of(i)))
+      down.insert(st.shards.node_of(i));
   std::string out;
   for (auto& n : down)
     out += (out.empty() ? "" : ", ") + n;
@@ -222,21 +222,16 @@ std::string lost_shard_nodes_down(chief_self self) {
 /// recovery runs.
 void resume_after_recovery(chief_self self) {
   auto& st = self->state;
-  std::vector<int32_t> ids;
-  for (auto& [id, w] : st.members.workers)
-    if (w.state != worker_phase::finished)
-      ids.push_back(id);
+  auto ids = st.members.live_ids();
   join_now(self, ids, [=] {
     auto& s = self->state;
     s.eval.last_eval_step = -1;
-    if (!s.progress.user_paused)
+    if (!s.progress.user_paused())
       self->send(s.shards.feeder, resume_atom_v);
-    s.recovery.recovering = false;
+    s.recovery.end();
     for (auto id : ids)
       place_worker(self, id);
-    auto later = std::move(s.recovery.after);
-    s.recovery.after.clear();
-    for (auto& f : later)
+    for (auto& f : s.recovery.take_waiting())
       f();
     place_replicas(self); // for the shards that lost theirs
   });
@@ -260,9 +255,9 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
         .then(
           [=](int64_t) {
             auto& s = self->state;
-            auto lost = std::max<int64_t>(0, s.progress.steps - position);
-            s.recovery.lost_steps += lost;
-            s.progress.steps = position;
+            auto lost = std::max<int64_t>(0, s.progress.steps() - position);
+            s.recovery.lose_steps(lost);
+            s.progress.set_steps(position);
             say(self, fmt("shards restored from %s at step %lld; %lld steps "
                           "lost, to be trained again",
                           path.c_str(), static_cast<long long>(position),
@@ -272,13 +267,11 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
           [=](caf::error& err) { fail_run(self, std::move(err)); });
     });
   };
-  auto one_done = countdown(st.shards.handles.size(), all_restored);
-  for (size_t i = 0; i < st.shards.handles.size(); ++i) {
+  auto one_done = countdown(st.shards.count(), all_restored);
+  for (size_t i = 0; i < st.shards.count(); ++i) {
     auto state = slice_of(self, *ck, i, version);
-    if (st.shards.handles[i]) {
-      self
-        ->request(st.shards.handles[i], timeout_of(self), restore_atom_v,
-                  std::move(state))
+    if (st.shards.handles()[i]) {
+      ask_shard(self, i, restore_atom_v, std::move(state))
         .then([=](int64_t) { one_done(); },
               [=](caf::error& err) { fail_run(self, std::move(err)); });
     } else {
@@ -292,9 +285,8 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
 void restore_after_loss(chief_self self) {
   auto& st = self->state;
   if (auto down = lost_shard_nodes_down(self);
-      !down.empty() && !st.recovery.shard_wait_over) {
-    if (!st.recovery.waiting_for_shard_nodes) {
-      st.recovery.waiting_for_shard_nodes = true;
+      !down.empty() && !st.recovery.shard_wait_over()) {
+    if (st.recovery.wait_for_shard_nodes()) {
       say(
         self,
         fmt("waiting up to %.1f s for node %s to come back with its "
@@ -302,12 +294,11 @@ void restore_after_loss(chief_self self) {
             std::chrono::duration<double>(shard_node_wait(st.opts.cfg)).count(),
             down.c_str()));
       self->delayed_send(self, shard_node_wait(st.opts.cfg), restore_atom_v,
-                         st.recovery.generation);
+                         st.recovery.generation());
     }
     return;
   }
-  st.recovery.waiting_for_shard_nodes = false;
-  st.recovery.shard_wait_over = false;
+  st.recovery.end_shard_wait();
   // Only this run's own checkpoints: a folder may hold another run's,
   // newer ones included.
   auto found = load_newest(st.opts.cfg.training.checkpoint.dir, stamp_of(self),
@@ -342,12 +333,9 @@ void restore_after_loss(chief_self self) {
 /// is a duplicate there when it comes again), and the run goes on.
 void go_on_after_takeover(chief_self self) {
   auto& st = self->state;
-  std::vector<int32_t> ids;
-  for (auto& [id, w] : st.members.workers)
-    if (w.state != worker_phase::finished)
-      ids.push_back(id);
+  auto ids = st.members.live_ids();
   auto all_back = countdown(ids.size(), [=] {
-    ++self->state.recovery.takeovers;
+    self->state.recovery.count_takeover();
     say(self, "the replicas hold every step the shards acknowledged: 0 "
               "steps lost");
     resume_after_recovery(self);
@@ -361,11 +349,10 @@ void go_on_after_takeover(chief_self self) {
 void after_workers_stopped(chief_self self) {
   auto& st = self->state;
   std::vector<size_t> lost, promotable;
-  for (size_t i = 0; i < st.shards.handles.size(); ++i)
-    if (!st.shards.handles[i]) {
+  for (size_t i = 0; i < st.shards.count(); ++i)
+    if (!st.shards.handles()[i]) {
       lost.push_back(i);
-      if (replicated(self) && i < st.shards.replicas.size()
-          && st.shards.replicas[i].handle)
+      if (replicated(self) && st.shards.has_replica(i))
         promotable.push_back(i);
     }
   if (promotable.empty())
@@ -383,30 +370,25 @@ void after_workers_stopped(chief_self self) {
     restore_after_loss(self);
   });
   for (auto i : promotable) {
-    auto h = st.shards.replicas[i].handle;
-    auto node = st.shards.replicas[i].node;
-    bool was_in_step = st.shards.replicas[i].in_step;
+    auto h = st.shards.replicas()[i].handle;
+    auto node = st.shards.replicas()[i].node;
+    bool was_in_step = st.shards.replicas()[i].in_step;
     if (!was_in_step)
       *in_step = false;
-    auto& n = st.members.nodes[node];
-    if (!n.up || !n.agent) {
+    auto* n = st.members.find_node(node);
+    if (n == nullptr || !n->up || !n->agent) {
       *in_step = false;
       all_done();
       continue;
     }
     self
-      ->request(n.agent, timeout_of(self), promote_atom_v,
+      ->request(n->agent, timeout_of(self), promote_atom_v,
                 static_cast<int32_t>(i))
       .then(
         [=](int64_t version) {
           auto& s = self->state;
-          s.shards.replica_index_of.erase(h.address());
-          if (s.shards.replicas[i].handle == h)
-            s.shards.replicas[i].handle = shard_actor{};
-          s.shards.replicas[i].in_step = false;
-          s.shards.handles[i] = h;
-          s.shards.node_of[i] = node;
-          s.shards.index_of[h.address()] = i;
+          s.shards.replica_took_over(i, h);
+          s.shards.started(i, h, node);
           say(self, fmt("shard %zu: its replica on node %s took over at "
                         "version %lld%s",
                         i, node.c_str(), static_cast<long long>(version),
@@ -430,13 +412,11 @@ void after_workers_stopped(chief_self self) {
 void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
   auto& st = self->state;
   auto why = describe(reason);
-  auto node = st.shards.node_of[i];
-  st.shards.index_of.erase(st.shards.handles[i].address());
-  st.shards.handles[i] = shard_actor{};
+  auto node = st.shards.node_of(i);
+  st.shards.lost(i);
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, node, why);
-  bool has_replica = replicated(self) && i < st.shards.replicas.size()
-                     && st.shards.replicas[i].handle;
+  bool has_replica = replicated(self) && st.shards.has_replica(i);
   if (!has_replica && st.opts.cfg.training.checkpoint.dir.empty())
     return fail_run(self, make_error(errc::actor_down,
                                      fmt("shard %zu on node %s stopped (%s) "
@@ -445,24 +425,22 @@ void on_shard_down(chief_self self, size_t i, const caf::error& reason) {
                                          "it from",
                                          i, node.c_str(), why.c_str())));
   if (has_replica)
-    say(self,
-        fmt("shard %zu on node %s stopped (%s); its replica on node "
-            "%s takes over",
-            i, node.c_str(), why.c_str(), st.shards.replicas[i].node.c_str()));
+    say(self, fmt("shard %zu on node %s stopped (%s); its replica on node "
+                  "%s takes over",
+                  i, node.c_str(), why.c_str(),
+                  st.shards.replicas()[i].node.c_str()));
   else
     say(self, fmt("shard %zu on node %s stopped (%s); recovering the shards", i,
                   node.c_str(), why.c_str()));
-  if (st.recovery.recovering) // the recovery under way restarts it too
+  if (st.recovery.recovering()) // the recovery under way restarts it too
     return;
-  st.recovery.recovering = true;
-  ++st.recovery.generation;
-  ++st.recovery.recoveries;
-  for (auto& [id, w] : st.members.workers)
+  st.recovery.begin_recovery();
+  for (auto& [id, w] : st.members.workers())
     if (w.handle) {
-      st.recovery.recycling.insert(id);
+      st.recovery.stopping(id);
       self->send_exit(w.handle, caf::exit_reason::user_shutdown);
     }
-  if (st.recovery.recycling.empty())
+  if (st.recovery.all_stopped())
     after_workers_stopped(self);
 }
 

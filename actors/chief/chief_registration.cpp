@@ -48,13 +48,13 @@ caf::result<std::string, std::string> on_register(chief_self self,
       !why.empty())
     return make_error(errc::invalid_argument, "refused: " + why);
   if (join_workers > 0
-      && st.members.workers.size() + join_workers > max_workers)
+      && st.members.workers().size() + join_workers > max_workers)
     return make_error(errc::invalid_argument,
                       "refused: the cluster would have more than "
                         + std::to_string(max_workers) + " workers");
   if (join_workers < 0) {
-    auto it = st.members.nodes.find(name);
-    if (it == st.members.nodes.end() || it->second.joined)
+    auto it = st.members.nodes().find(name);
+    if (it == st.members.nodes().end() || it->second.joined)
       return make_error(errc::invalid_config,
                         "unknown node \"" + name
                           + "\" (the cluster file's "
@@ -80,11 +80,11 @@ caf::result<std::string, std::string> on_register(chief_self self,
   }
   if (join_workers >= 0) {
     if (name.empty())
-      name = "joined-" + std::to_string(st.members.nodes.size());
-    if (st.members.nodes.count(name) > 0 && st.members.nodes[name].up)
+      name = "joined-" + std::to_string(st.members.nodes().size());
+    if (st.members.is_up(name))
       return make_error(errc::invalid_argument,
                         "a node named \"" + name + "\" is already up");
-    auto& e = st.members.nodes[name];
+    auto& e = st.members.add_node(name);
     e.joined = true;
     e.planned_workers = join_workers;
   }
@@ -98,14 +98,11 @@ caf::result<std::string, std::string> on_register(chief_self self,
     say(self, "node " + name + " served run " + served_run
                 + ", whose chief was lost: this chief takes it over");
   }
-  auto& e = st.members.nodes[name];
+  auto& e = st.members.register_agent(name, r.agent);
   e.host = r.host;
   e.port = r.port;
   e.data_port = r.data_port;
-  e.agent = r.agent;
-  e.up = true;
   self->monitor(r.agent);
-  st.members.agent_of[r.agent.address()] = name;
   say(self,
       fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
           join_workers >= 0 ? fmt(", joining with %d worker%s", join_workers,
@@ -117,13 +114,13 @@ caf::result<std::string, std::string> on_register(chief_self self,
     return {name, st.run_id};
   }
   // A shard recovery waits for this node's shards.
-  if (st.recovery.waiting_for_shard_nodes
+  if (st.recovery.waiting_for_shard_nodes()
       && lost_shard_nodes_down(self).empty())
     restore_after_loss(self);
   // A node back after a crash: its waiting workers start there again,
   // and those that moved away come back once their steps in flight end
   // (they hand back their leases as a leaving node's do).
-  for (auto& [id, w] : st.members.workers) {
+  for (auto& [id, w] : st.members.workers()) {
     if (w.state == worker_phase::waiting && w.node == name)
       place_worker(self, id);
     else if (w.home == name && w.node != name && st.training()
@@ -138,7 +135,7 @@ caf::result<std::string, std::string> on_register(chief_self self,
   if (join_workers > 0 && st.training())
     add_workers(self, name, join_workers);
   // A shard that had nowhere to keep its replica may have now.
-  if (st.training() && !st.recovery.recovering)
+  if (st.training() && !st.recovery.recovering())
     place_replicas(self);
   return {name, st.run_id};
 }
@@ -163,8 +160,8 @@ void on_stop_request(chief_self self, const std::string& who) {
 /// shards would have nowhere to go without losing steps.
 caf::result<bool> on_leave(chief_self self, const std::string& name) {
   auto& st = self->state;
-  auto it = st.members.nodes.find(name);
-  if (it == st.members.nodes.end() || !it->second.up)
+  auto it = st.members.nodes().find(name);
+  if (it == st.members.nodes().end() || !it->second.up)
     return make_error(errc::invalid_argument, "node "
                                               " + name + "
                                               " is not up in this run");
@@ -174,8 +171,8 @@ caf::result<bool> on_leave(chief_self self, const std::string& name) {
   if (st.ended() || st.stopping()) // the run releases every node soon
     return true;
   std::string held;
-  for (size_t i = 0; i < st.shards.node_of.size(); ++i)
-    if (st.shards.node_of[i] == name)
+  for (size_t i = 0; i < st.shards.nodes().size(); ++i)
+    if (st.shards.node_of(i) == name)
       held += (held.empty() ? "" : ", ") + std::to_string(i);
   if (!held.empty())
     return make_error(errc::invalid_argument,
@@ -187,7 +184,7 @@ caf::result<bool> on_leave(chief_self self, const std::string& name) {
   node.up = false; // nothing more is placed there
   node.leaving = self->make_response_promise<bool>();
   int finishing = 0;
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.node == name
         && (w.state == worker_phase::running
             || w.state == worker_phase::starting)

@@ -25,23 +25,23 @@ constexpr int max_replica_failures = 3;
 std::string replica_home(chief_self self, size_t i) {
   auto& st = self->state;
   std::map<std::string, int> replicas;
-  for (size_t k = 0; k < st.shards.handles.size(); ++k)
+  for (size_t k = 0; k < st.shards.count(); ++k)
     if (k != i
-        && (st.shards.replicas[k].handle || st.shards.replicas[k].placing))
-      ++replicas[st.shards.replicas[k].node];
+        && (st.shards.replicas()[k].handle || st.shards.replicas()[k].placing))
+      ++replicas[st.shards.replicas()[k].node];
   std::vector<std::string> order; // file order, then nodes that joined
   for (auto& n : st.opts.cfg.cluster.nodes)
     order.push_back(n.name);
-  auto at = std::find(order.begin(), order.end(), st.shards.node_of[i]);
+  auto at = std::find(order.begin(), order.end(), st.shards.node_of(i));
   auto from = at == order.end() ? 0 : at - order.begin();
   std::string best;
   long best_distance = 0;
   for (long k = 0; k < static_cast<long>(order.size()); ++k) {
     auto& name = order[static_cast<size_t>(k)];
-    auto it = st.members.nodes.find(name);
-    if (it == st.members.nodes.end() || !it->second.up || !it->second.agent
+    auto it = st.members.nodes().find(name);
+    if (it == st.members.nodes().end() || !it->second.up || !it->second.agent
         || it->second.planned_shards == 0 || it->second.data_port == 0
-        || name == st.shards.node_of[i])
+        || name == st.shards.node_of(i))
       continue;
     auto n = static_cast<long>(order.size());
     long distance = ((k - from) % n + n) % n;
@@ -57,12 +57,10 @@ std::string replica_home(chief_self self, size_t i) {
 /// Asks shard i's primary to keep its replica in step.
 void ask_primary(chief_self self, size_t i) {
   auto& st = self->state;
-  auto& node = st.members.nodes[st.shards.replicas[i].node];
+  auto& node = st.members.node(st.shards.replicas()[i].node);
   auto address = node.host + ":" + std::to_string(node.data_port);
-  st.shards.replicas[i].asked = now_seconds();
-  self
-    ->request(st.shards.handles[i], timeout_of(self), replicate_atom_v,
-              shard_data_actor{}, address)
+  st.shards.replicas()[i].asked = now_seconds();
+  ask_shard(self, i, replicate_atom_v, shard_data_actor{}, address)
     .then([](bool) {},
           [=](caf::error& err) {
             say(self, fmt("shard %zu could not start its replica: %s", i,
@@ -80,24 +78,24 @@ void place_replicas(chief_self self) {
   auto& st = self->state;
   if (!replicated(self) || st.ended())
     return;
-  auto n = st.shards.handles.size();
-  st.shards.replicas.resize(n);
+  auto n = st.shards.count();
+  st.shards.replicas().resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (!st.shards.handles[i] || st.shards.replicas[i].handle
-        || st.shards.replicas[i].placing
-        || st.shards.replicas[i].failures >= max_replica_failures)
+    if (!st.shards.handles()[i] || st.shards.replicas()[i].handle
+        || st.shards.replicas()[i].placing
+        || st.shards.replicas()[i].failures >= max_replica_failures)
       continue;
     auto node = replica_home(self, i);
     if (node.empty()) {
-      if (st.shards.replica_homeless.insert(i).second)
+      if (st.shards.replica_homeless(i))
         say(self, fmt("shard %zu has no replica: no other live node holds "
                       "shards (one is placed when such a node registers)",
                       i));
       continue;
     }
-    st.shards.replica_homeless.erase(i);
-    st.shards.replicas[i].placing = true;
-    st.shards.replicas[i].node = node;
+    st.shards.replica_housed(i);
+    st.shards.replicas()[i].placing = true;
+    st.shards.replicas()[i].node = node;
     shard_spawn sp;
     sp.id = static_cast<int32_t>(i);
     sp.replica = true; // its aggregate, as all else, comes with the copy
@@ -108,9 +106,7 @@ void place_replicas(chief_self self) {
     sp.state.values.assign(st.shards.ranges[i].end - st.shards.ranges[i].begin,
                            0.f);
     auto layout = st.shards.layout;
-    self
-      ->request(st.members.nodes[node].agent, timeout_of(self), place_atom_v,
-                std::move(sp))
+    place_on(self, node, std::move(sp))
       .then(
         [=](shard_actor& h) {
           auto& s = self->state;
@@ -118,22 +114,20 @@ void place_replicas(chief_self self) {
             self->send_exit(h, caf::exit_reason::user_shutdown);
             return;
           }
-          s.shards.replicas[i].placing = false;
+          s.shards.replicas()[i].placing = false;
           if (s.ended()) {
             self->send_exit(h, caf::exit_reason::user_shutdown);
             return;
           }
           self->monitor(h);
-          s.shards.replicas[i].handle = h;
-          s.shards.replicas[i].in_step = false;
-          s.shards.replica_index_of[h.address()] = i;
-          if (s.shards.handles[i])
+          s.shards.replica_started(i, h);
+          if (s.shards.handles()[i])
             ask_primary(self, i);
         },
         [=](caf::error& err) {
           if (self->state.shards.layout != layout)
             return;
-          self->state.shards.replicas[i].placing = false;
+          self->state.shards.replicas()[i].placing = false;
           say(self, fmt("cannot start the replica of shard %zu on node %s: "
                         "%s",
                         i, node.c_str(), describe(err).c_str()));
@@ -145,31 +139,29 @@ void on_replica_news(chief_self self, int32_t shard, int64_t version,
                      const std::string& text) {
   auto& st = self->state;
   auto i = static_cast<size_t>(shard);
-  if (i >= st.shards.replicas.size() || !st.shards.replicas[i].handle)
+  if (i >= st.shards.replicas().size() || !st.shards.replicas()[i].handle)
     return;
-  auto& node = st.shards.replicas[i].node;
+  auto& node = st.shards.replicas()[i].node;
   if (version >= 0) {
-    st.shards.replicas[i].in_step = true;
+    st.shards.replicas()[i].in_step = true;
     say(self, fmt("replica of shard %zu on node %s is in step at version "
                   "%lld, %.2f s after it was asked for (%s)",
                   i, node.c_str(), static_cast<long long>(version),
-                  now_seconds() - st.shards.replicas[i].asked, text.c_str()));
+                  now_seconds() - st.shards.replicas()[i].asked, text.c_str()));
     return;
   }
   // The primary gave it up: it is started anew once it is down.
-  st.shards.replicas[i].in_step = false;
+  st.shards.replicas()[i].in_step = false;
   say(self, fmt("shard %zu gave up its replica on node %s: %s", i, node.c_str(),
                 text.c_str()));
-  self->send_exit(st.shards.replicas[i].handle,
+  self->send_exit(st.shards.replicas()[i].handle,
                   caf::exit_reason::user_shutdown);
 }
 
 void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
   auto& st = self->state;
-  auto node = st.shards.replicas[i].node;
-  st.shards.replica_index_of.erase(st.shards.replicas[i].handle.address());
-  st.shards.replicas[i].handle = shard_actor{};
-  st.shards.replicas[i].in_step = false;
+  auto node = st.shards.replicas()[i].node;
+  st.shards.replica_gone(i);
   if (reason == caf::exit_reason::remote_link_unreachable)
     node_lost(self, node, describe(reason));
   say(self, fmt("replica of shard %zu on node %s stopped (%s)", i, node.c_str(),
@@ -178,13 +170,13 @@ void on_replica_down(chief_self self, size_t i, const caf::error& reason) {
   // shards stops every replica): its primary gave it up. Past a few of
   // those the shard runs without one (a lost node is no failure of the
   // replica's).
-  if (reason == caf::exit_reason::user_shutdown && st.members.nodes[node].up
-      && !st.recovery.recovering
-      && ++st.shards.replicas[i].failures == max_replica_failures)
+  if (reason == caf::exit_reason::user_shutdown && st.members.is_up(node)
+      && !st.recovery.recovering()
+      && ++st.shards.replicas()[i].failures == max_replica_failures)
     say(self, fmt("shard %zu gave up %d replicas: it runs without one", i,
                   max_replica_failures));
   // A recovery under way places the replicas once the shards hold the run.
-  if (!st.recovery.recovering)
+  if (!st.recovery.recovering())
     place_replicas(self);
 }
 

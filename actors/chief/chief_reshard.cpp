@@ -16,7 +16,7 @@
 // applied logs of the old ones.
 //
 // While it runs the move is a recovery to the rest of the chief
-// (recovery.recovering): evaluations, checkpoints and new workers wait
+// (recovery.recovering()): evaluations, checkpoints and new workers wait
 // for it, and a shell's resume does not end its pause.
 #include <algorithm>
 
@@ -54,17 +54,17 @@ std::string why_not_now(chief_self self) {
   if (st.phase != run_phase::training)
     return std::string{"the run is not training (it is "} + to_string(st.phase)
            + ")";
-  if (st.recovery.recovering)
+  if (st.recovery.recovering())
     return "a shard recovery or another move is under way; try again "
            "shortly";
   if (st.checkpoints.taking)
     return "a checkpoint is being written; try again shortly";
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     if (w.placing)
       return "worker " + std::to_string(id)
              + " is being started; try again "
                "shortly";
-  for (auto& h : st.shards.handles)
+  for (auto& h : st.shards.handles())
     if (!h)
       return "a shard is down";
   return {};
@@ -78,7 +78,7 @@ void tell_agents(chief_self self,
                  std::function<void(caf::error)> failed) {
   auto& st = self->state;
   std::vector<std::pair<std::string, node_agent_actor>> agents;
-  for (auto& [name, n] : st.members.nodes)
+  for (auto& [name, n] : st.members.nodes())
     if (n.up && n.agent)
       agents.emplace_back(name, n.agent);
   ask_all<int32_t>(
@@ -94,8 +94,8 @@ void tell_agents(chief_self self,
 /// The shard map of the chief's shards now, for the workers of `node`.
 shard_map current_map(chief_self self, const std::string& node) {
   shard_map map;
-  map.shards = self->state.shards.handles;
-  map.bounds = shard_bounds(self);
+  map.shards = self->state.shards.handles();
+  map.bounds = self->state.shards.bounds();
   map.data_links = data_links(self, node);
   return map;
 }
@@ -109,7 +109,7 @@ void move_failed(chief_self self, const move_ptr& m, caf::error err) {
   auto& st = self->state;
   auto why = describe(err);
   bool intact = !m->stopping_old;
-  for (auto& h : st.shards.handles)
+  for (auto& h : st.shards.handles())
     intact = intact && static_cast<bool>(h);
   if (!intact) {
     auto fatal = make_error(errc::actor_down, m->what + " failed: " + why);
@@ -136,11 +136,15 @@ void move_failed(chief_self self, const move_ptr& m, caf::error err) {
 void spread_held_rows(const std::vector<replica_image>& old,
                       std::vector<replica_image>& images) {
   auto shards = static_cast<int32_t>(images.size());
-  // Per new shard: (worker, table) -> its index in that image's list.
+  // Per new shard: (worker, table) -> its index in that image's list, and
+  // the gradients of each, gathered before they are shared.
   std::vector<std::map<std::pair<int32_t, int32_t>, size_t>> at(images.size());
+  std::vector<std::vector<std::vector<float>>> grads(images.size());
   for (auto& image : old)
     for (auto& h : image.held) {
-      auto dim = h.ids.empty() ? 0 : h.grads.size() / h.ids.size();
+      static const std::vector<float> none;
+      auto& from_grads = h.grads ? *h.grads : none;
+      auto dim = h.ids.empty() ? 0 : from_grads.size() / h.ids.size();
       for (size_t r = 0; r < h.ids.size(); ++r) {
         auto id = h.ids[r];
         auto s = static_cast<size_t>(shard_of_row(id, shards));
@@ -149,22 +153,25 @@ void spread_held_rows(const std::vector<replica_image>& old,
         auto it = at[s].find(key);
         if (it == at[s].end()) {
           it = at[s].emplace(key, held.size()).first;
-          held.push_back(held_push_copy{h.worker, h.table, h.tag, {}, {}});
+          held.push_back(held_row_push{h.worker, h.table, h.tag, {}, nullptr});
+          grads[s].emplace_back();
         }
-        auto& to = held[it->second];
-        to.ids.push_back(id);
-        auto from = h.grads.begin() + static_cast<ptrdiff_t>(r * dim);
-        to.grads.insert(to.grads.end(), from,
-                        from + static_cast<ptrdiff_t>(dim));
+        held[it->second].ids.push_back(id);
+        auto& to = grads[s][it->second];
+        auto from = from_grads.begin() + static_cast<ptrdiff_t>(r * dim);
+        to.insert(to.end(), from, from + static_cast<ptrdiff_t>(dim));
       }
     }
+  for (size_t s = 0; s < images.size(); ++s)
+    for (size_t k = 0; k < grads[s].size(); ++k)
+      images[s].held[k].grads = std::make_shared<const std::vector<float>>(
+        std::move(grads[s][k]));
 }
 
 void finish_move(chief_self self, move_ptr m) {
   auto& st = self->state;
   auto paused = now_seconds() - m->began;
-  ++st.recovery.moves;
-  st.recovery.move_seconds += paused;
+  st.recovery.move_done(paused);
   auto text = fmt("%s: %zu shards now, %zu floats and %llu table rows moved "
                   "in %.3f s of paused leasing",
                   m->what.c_str(), m->nodes.size(),
@@ -180,7 +187,7 @@ void finish_move(chief_self self, move_ptr m) {
 void switch_to_new(chief_self self, move_ptr m) {
   auto& st = self->state;
   st.opts.cfg.cluster.shards = static_cast<int>(m->nodes.size());
-  for (auto& [name, n] : st.members.nodes)
+  for (auto& [name, n] : st.members.nodes())
     n.planned_shards = static_cast<int>(
       std::count(m->nodes.begin(), m->nodes.end(), name));
   tell_agents(
@@ -197,9 +204,7 @@ void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
   auto& c = m->rows[i][chunk];
   c.shard = static_cast<int32_t>(i);
   c.pushes = m->pushes[i];
-  self
-    ->request(self->state.shards.handles[i], timeout_of(self), restore_atom_v,
-              std::move(c))
+  ask_shard(self, i, restore_atom_v, std::move(c))
     .then([=](uint64_t) { send_rows(self, m, i, chunk + 1, done); },
           [=](caf::error& err) { move_failed(self, m, std::move(err)); });
 }
@@ -208,7 +213,7 @@ void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
 /// copy (the image makes a shard a follower until promoted).
 void fill_new_shard(chief_self self, move_ptr m, size_t i,
                     std::function<void()> done) {
-  auto h = self->state.shards.handles[i];
+  auto h = self->state.shards.handles()[i];
   auto fail = [=](caf::error& err) { move_failed(self, m, std::move(err)); };
   self
     ->request(h, timeout_of(self), replicate_atom_v,
@@ -229,14 +234,13 @@ void start_new_shards(chief_self self, move_ptr m) {
   auto& st = self->state;
   m->stopping_old = true;
   for (auto& h : m->old) {
-    st.shards.index_of.erase(h.address());
+    st.shards.forget(h.address());
     self->demonitor(h.address());
     self->send_exit(h, caf::exit_reason::user_shutdown);
   }
   auto n = m->nodes.size();
   st.shards.ranges = m->ranges;
-  st.shards.handles.assign(n, shard_actor{});
-  st.shards.node_of = m->nodes;
+  st.shards.plan(m->nodes);
   auto all_filled = countdown(n, [=] { switch_to_new(self, m); });
   for (size_t i = 0; i < n; ++i) {
     shard_state_msg empty; // the image follows
@@ -323,27 +327,22 @@ void begin_move(chief_self self, move_ptr m) {
   auto& st = self->state;
   auto why = why_not_now(self);
   for (auto& node : m->nodes)
-    if (why.empty() && !st.members.nodes[node].up)
+    if (why.empty() && !st.members.is_up(node))
       why = "node " + node + " is down";
   if (!why.empty()) {
     m->promise.deliver(refused(m->what + ": not now: " + why));
     return;
   }
-  m->old = st.shards.handles;
+  m->old = st.shards.handles();
   m->began = now_seconds();
   say(self, m->what + ": pausing leasing to move the shards");
-  st.recovery.recovering = true;
-  ++st.recovery.generation;
+  st.recovery.begin_move();
   ++st.shards.layout;
   // The replicas are of the old shards: built anew once the move is done.
-  for (auto& r : st.shards.replicas)
-    if (r.handle) {
-      st.shards.replica_index_of.erase(r.handle.address());
-      self->demonitor(r.handle.address());
-      self->send_exit(r.handle, caf::exit_reason::user_shutdown);
-    }
-  st.shards.replicas.clear();
-  st.shards.replica_homeless.clear();
+  for (auto& h : st.shards.drop_replicas()) {
+    self->demonitor(h.address());
+    self->send_exit(h, caf::exit_reason::user_shutdown);
+  }
   self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
     .then(
       [=](feeder_position&) {
@@ -383,8 +382,8 @@ move_shards(chief_self self, std::vector<std::string> nodes, std::string what) {
 /// of other nodes reach it.
 std::string why_not_node(chief_self self, const std::string& node) {
   auto& st = self->state;
-  auto it = st.members.nodes.find(node);
-  if (it == st.members.nodes.end())
+  auto it = st.members.nodes().find(node);
+  if (it == st.members.nodes().end())
     return "no node \"" + node + "\"";
   if (!it->second.up || !it->second.agent)
     return "node " + node + " is down";
@@ -407,12 +406,11 @@ caf::result<std::string> shell_add_shard(chief_self self,
   if (auto why = why_not_node(self, node); !why.empty())
     return refused("add-shard: " + why);
   auto total = st.eval.layout.total();
-  if (st.shards.handles.size() + 1 > total)
+  if (st.shards.count() + 1 > total)
     return refused(fmt("add-shard: %zu shards would hold less than one of "
                        "the model's %zu parameters each",
-                       st.shards.handles.size() + 1,
-                       static_cast<size_t>(total)));
-  auto nodes = st.shards.node_of;
+                       st.shards.count() + 1, static_cast<size_t>(total)));
+  auto nodes = st.shards.nodes();
   nodes.push_back(node);
   auto what = fmt("shard %zu added on node %s", nodes.size() - 1, node.c_str());
   return move_shards(self, std::move(nodes), std::move(what));
@@ -422,15 +420,15 @@ caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard) {
   auto& st = self->state;
   if (!st.nodes_ready())
     return refused("drain: the cluster is still starting");
-  if (shard < 0 || static_cast<size_t>(shard) >= st.shards.handles.size())
+  if (shard < 0 || static_cast<size_t>(shard) >= st.shards.count())
     return refused(fmt("drain: no shard %d (the run has %zu: 0..%zu)", shard,
-                       st.shards.handles.size(), st.shards.handles.size() - 1));
-  if (st.shards.handles.size() == 1)
+                       st.shards.count(), st.shards.count() - 1));
+  if (st.shards.count() == 1)
     return refused("drain: shard 0 is the only one; add one first "
                    "(add-shard NODE)");
   if (auto why = why_not_now(self); !why.empty())
     return refused("drain: " + why);
-  auto nodes = st.shards.node_of;
+  auto nodes = st.shards.nodes();
   auto what = fmt("shard %d on node %s drained (the shards after it are "
                   "numbered one lower)",
                   shard, nodes[static_cast<size_t>(shard)].c_str());

@@ -41,13 +41,14 @@ run_view run_of(chief_self self) {
   r.phase = to_string(st.phase);
   r.own_node = st.own_node();
   r.optimizer = to_string(c.training.optimizer.type);
-  r.steps = st.progress.steps;
-  r.samples = st.progress.samples;
-  r.epoch = static_cast<double>(st.progress.steps)
+  r.steps = st.progress.steps();
+  r.samples = st.progress.samples();
+  r.epoch = static_cast<double>(st.progress.steps())
             / static_cast<double>(st.progress.per_epoch);
   r.seconds = st.training() ? st.progress.training_seconds(now_seconds()) : 0;
   r.examples_per_sec = r.seconds > 0
-                         ? static_cast<double>(st.progress.samples) / r.seconds
+                         ? static_cast<double>(st.progress.samples())
+                             / r.seconds
                          : 0.0;
   // A regression has no accuracy (its R^2 is in the progress lines).
   r.test_accuracy = is_regression(st.opts.cfg.model.loss)
@@ -57,18 +58,18 @@ run_view run_of(chief_self self) {
   auto opt = c.training.optimizer;
   opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr
                                               : opt.learning_rate;
-  r.learning_rate = learning_rate_at(opt, st.progress.steps);
-  r.loss = st.progress.recent_loss;
+  r.learning_rate = learning_rate_at(opt, st.progress.steps());
+  r.loss = st.progress.recent_loss();
   if (r.examples_per_sec > 0)
     r.eta_seconds = static_cast<double>(
-                      std::max<int64_t>(0, r.total_steps - st.progress.steps))
+                      std::max<int64_t>(0, r.total_steps - st.progress.steps()))
                     * c.training.batch_size / r.examples_per_sec;
-  r.paused = st.progress.user_paused;
-  r.recovering = st.recovery.recovering;
+  r.paused = st.progress.user_paused();
+  r.recovering = st.recovery.recovering();
   r.stopping = st.stopping();
-  r.restarts = st.members.restarts ? st.members.restarts->total() : 0;
-  r.shard_recoveries = st.recovery.recoveries;
-  r.lost_steps = st.recovery.lost_steps;
+  r.restarts = st.members.total_restarts();
+  r.shard_recoveries = st.recovery.recoveries();
+  r.lost_steps = st.recovery.lost_steps();
   r.taken_over = !st.takeover.adopted_run.empty();
   r.taken_from_step = st.takeover.adopted_from_step;
   r.taken_lost_steps = st.takeover.adoption_lost_steps;
@@ -79,17 +80,17 @@ run_view run_of(chief_self self) {
 std::vector<node_view> nodes_of(chief_self self) {
   auto& st = self->state;
   std::vector<node_view> out;
-  for (auto& [name, n] : st.members.nodes) {
+  for (auto& [name, n] : st.members.nodes()) {
     node_view v;
     v.name = name;
     v.address = n.address();
     v.up = n.up;
     v.chief = name == st.own_node();
     v.joined = n.joined;
-    for (size_t i = 0; i < st.shards.node_of.size(); ++i)
-      if (st.shards.node_of[i] == name)
+    for (size_t i = 0; i < st.shards.nodes().size(); ++i)
+      if (st.shards.node_of(i) == name)
         v.shards.push_back(static_cast<int32_t>(i));
-    for (auto& [id, w] : st.members.workers)
+    for (auto& [id, w] : st.members.workers())
       if (w.node == name && w.state != worker_phase::finished)
         v.workers.push_back(id);
     out.push_back(std::move(v));
@@ -101,14 +102,15 @@ worker_view worker_view_of(chief_self self, int32_t id, const worker_entry& w) {
   worker_view v;
   v.id = id;
   v.node = w.node;
-  v.state = self->state.recovery.recovering && w.state != worker_phase::finished
+  v.state = self->state.recovery.recovering()
+                && w.state != worker_phase::finished
               ? "restoring"
               : to_string(w.state);
   v.step = w.steps;
   v.clock = w.clock;
   v.samples = w.samples;
   v.staleness = w.staleness;
-  v.window_steps = w.window_steps;
+  v.window_steps = w.window.steps;
   v.examples_per_sec = w.seconds > 0
                          ? static_cast<double>(w.samples) / w.seconds
                          : 0.0;
@@ -125,8 +127,8 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
   auto& st = self->state;
   shard_view v;
   v.id = static_cast<int32_t>(i);
-  v.node = st.shards.node_of[i];
-  v.state = s ? "running" : (st.recovery.recovering ? "restoring" : "down");
+  v.node = st.shards.node_of(i);
+  v.state = s ? "running" : (st.recovery.recovering() ? "restoring" : "down");
   v.begin = st.shards.ranges[i].begin;
   v.end = st.shards.ranges[i].end;
   if (s) {
@@ -149,12 +151,12 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
     }
   }
   if (replicated(self)) {
-    auto& sh = st.shards;
-    bool has = i < sh.replicas.size()
-               && (sh.replicas[i].handle || sh.replicas[i].placing);
-    v.replica_node = has ? sh.replicas[i].node : std::string{};
-    v.replica = !has                     ? "none"
-                : !sh.replicas[i].handle ? "starting"
+    auto& replicas = st.shards.replicas();
+    bool has = i < replicas.size()
+               && (replicas[i].handle || replicas[i].placing);
+    v.replica_node = has ? replicas[i].node : std::string{};
+    v.replica = !has                  ? "none"
+                : !replicas[i].handle ? "starting"
                 : s && s->replica == static_cast<int8_t>(replica_state::in_step)
                   ? "in step"
                   : "copying";
@@ -188,14 +190,14 @@ caf::result<cluster_view> shell_status(chief_self self) {
   auto view = std::make_shared<cluster_view>();
   view->run = run_of(self);
   view->nodes = nodes_of(self);
-  for (auto& [id, w] : st.members.workers)
+  for (auto& [id, w] : st.members.workers())
     view->workers.push_back(worker_view_of(self, id, w));
   // Only the live shards are asked; the feeder with them.
   std::vector<size_t> live;
-  for (size_t i = 0; i < st.shards.handles.size(); ++i)
-    if (st.shards.handles[i])
+  for (size_t i = 0; i < st.shards.count(); ++i)
+    if (st.shards.handles()[i])
       live.push_back(i);
-  auto n = st.shards.handles.size();
+  auto n = st.shards.count();
   auto feeder = st.shards.feeder;
   // Last, each node's process: its agent says (the chief's own process
   // answers for itself where no agent runs in it).
@@ -203,8 +205,8 @@ caf::result<cluster_view> shell_status(chief_self self) {
     std::vector<std::pair<size_t, node_agent_actor>> agents;
     auto& nodes = view->nodes;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      auto it = self->state.members.nodes.find(nodes[i].name);
-      if (it != self->state.members.nodes.end() && it->second.up
+      auto it = self->state.members.nodes().find(nodes[i].name);
+      if (it != self->state.members.nodes().end() && it->second.up
           && it->second.agent)
         agents.emplace_back(i, it->second.agent);
       else if (nodes[i].chief)
@@ -233,8 +235,8 @@ caf::result<cluster_view> shell_status(chief_self self) {
   ask_all_settled<shard_stats>(
     live.size(),
     [=](size_t k) {
-      return self->request(self->state.shards.handles[live[k]], shell_patience,
-                           stats_atom_v);
+      return self->request(self->state.shards.handles()[live[k]],
+                           shell_patience, stats_atom_v);
     },
     [=](auto& replies) mutable {
       std::vector<const shard_stats*> by_shard(n, nullptr);
@@ -271,11 +273,11 @@ shell_add_workers(chief_self self, int32_t n, std::string node) {
                    + " characters (at most " + std::to_string(max_node_name)
                    + ")");
   if (!node.empty()) {
-    auto it = st.members.nodes.find(node);
-    if (it == st.members.nodes.end() || !it->second.up)
+    auto it = st.members.nodes().find(node);
+    if (it == st.members.nodes().end() || !it->second.up)
       return refused("add-worker: no node \"" + node + "\" is up");
   } else {
-    node = least_loaded_node(self);
+    node = self->state.members.least_loaded_node();
   }
   if (st.stopping() || st.ended())
     return refused("add-worker: the run is ending");
@@ -290,17 +292,17 @@ caf::result<bool> shell_kill(chief_self self, const actor_ref& target) {
   auto index = target.index;
   switch (target.role) {
     case actor_role::worker: {
-      auto it = st.members.workers.find(index);
-      if (it == st.members.workers.end() || !it->second.handle)
+      auto it = st.members.workers().find(index);
+      if (it == st.members.workers().end() || !it->second.handle)
         return refused("no running worker " + std::to_string(index));
       self->send_exit(it->second.handle, caf::exit_reason::kill);
       break;
     }
     case actor_role::shard:
-      if (index < 0 || static_cast<size_t>(index) >= st.shards.handles.size()
-          || !st.shards.handles[static_cast<size_t>(index)])
+      if (index < 0 || static_cast<size_t>(index) >= st.shards.count()
+          || !st.shards.handles()[static_cast<size_t>(index)])
         return refused("no running shard " + std::to_string(index));
-      self->send_exit(st.shards.handles[static_cast<size_t>(index)],
+      self->send_exit(st.shards.handles()[static_cast<size_t>(index)],
                       caf::exit_reason::kill);
       break;
     default: return refused("usage: kill worker:N | shard:N");
@@ -328,13 +330,13 @@ caf::result<double> shell_tune(chief_self self, tune_key key, double value) {
   if (key != tune_key::lr)
     return refused("tune: unknown setting "
                    + std::to_string(static_cast<int>(key)));
-  if (st.recovery.recovering)
+  if (st.recovery.recovering())
     return refused("set: a shard is being restored; try again shortly");
   if (!(value > 0) || !std::isfinite(value))
     return refused("set lr: expected a number > 0, got "
                    + std::to_string(value));
   auto promise = self->make_response_promise<double>();
-  auto shards = st.shards.handles;
+  auto shards = st.shards.handles();
   ask_all<bool>(
     shards.size(),
     [=](size_t i) {
@@ -354,7 +356,7 @@ caf::result<bool> shell_pause(chief_self self, bool paused) {
   if (auto err = unless_started(self))
     return err;
   set_user_pause(self, paused);
-  return self->state.progress.user_paused;
+  return self->state.progress.user_paused();
 }
 
 caf::result<bool> shell_stop(chief_self self) {

@@ -54,7 +54,7 @@ void start_workers(chief_self self) {
   if (st.opts.cfg.cluster.distributed()) {
     for (auto& n : st.opts.cfg.cluster.nodes) // ids in file order
       new_worker_ids(self, n.name, n.workers, ids);
-    for (auto& [name, n] : st.members.nodes) // joined before the start
+    for (auto& [name, n] : st.members.nodes()) // joined before the start
       if (n.joined)
         new_worker_ids(self, name, n.planned_workers, ids);
   } else {
@@ -70,8 +70,8 @@ void start_workers(chief_self self) {
                       s.run_id,
                       to_string(c.cluster.consistency),
                       to_string(c.training.partition),
-                      static_cast<int>(s.members.workers.size()),
-                      s.progress.steps};
+                      static_cast<int>(s.members.workers().size()),
+                      s.progress.steps()};
         m.score = score_name(c.model.loss);
         if (auto err = s.progress.metrics.open(dir, m))
           return fail_run(self, std::move(err));
@@ -79,8 +79,7 @@ void start_workers(chief_self self) {
                     + ".{jsonl,csv,progress.csv}");
       }
       s.enter(run_phase::training);
-      s.progress.t0 = now_seconds();
-      s.progress.window_start = s.progress.t0;
+      s.progress.begin(now_seconds());
       retune_aggregate(self);
       for (auto id : ids)
         place_worker(self, id);
@@ -101,8 +100,7 @@ void start_shards(chief_self self) {
   } else {
     homes.assign(st.shards.ranges.size(), st.own_node());
   }
-  st.shards.handles.assign(st.shards.ranges.size(), shard_actor{});
-  st.shards.node_of = homes;
+  st.shards.plan(homes);
   // Once every shard is placed: the feeder's resumed position, or (fresh
   // in a cluster with a checkpoint dir) a checkpoint to restore a lost
   // shard from before any step is trained; then the workers.
@@ -116,7 +114,7 @@ void start_shards(chief_self self) {
     auto ck = std::move(s.shards.resume_from);
     auto from = feeder_position_of(*ck);
     auto position = from.step;
-    s.progress.steps = position;
+    s.progress.set_steps(position);
     s.progress.schedule->resume_at(position);
     // The shards hold the checkpoint's dense state; its tables follow.
     restore_tables(self, *ck, [=](caf::error tables_err) {
@@ -146,7 +144,7 @@ void start_shards(chief_self self) {
 /// The nodes that have not registered yet, as "name (host:port)".
 std::string missing_nodes(chief_self self) {
   std::string out;
-  for (auto& [name, n] : self->state.members.nodes)
+  for (auto& [name, n] : self->state.members.nodes())
     if (!n.up && !n.joined)
       out += (out.empty() ? "" : ", ") + name + " (" + n.address() + ")";
   return out;
@@ -233,7 +231,7 @@ void adopt_run(chief_self self, std::function<void()> restore) {
                                : 1;
         s.takeover.adoption_lost_steps =
           std::max<int64_t>(0, v.newest_version - since) * per_update;
-        s.recovery.lost_steps += s.takeover.adoption_lost_steps;
+        s.recovery.lose_steps(s.takeover.adoption_lost_steps);
         say(self,
             fmt("cannot keep the live shards (%s): they were at update "
                 "%lld, the checkpoint at %lld: %lld steps lost, to be "
@@ -255,7 +253,7 @@ void start_when_nodes_ready(chief_self self) {
     return;
   st.enter(run_phase::starting);
   if (st.opts.cfg.cluster.distributed())
-    say(self, fmt("all %zu nodes are up", st.members.nodes.size()));
+    say(self, fmt("all %zu nodes are up", st.members.nodes().size()));
   if (!st.takeover.adopted_run.empty())
     return adopt_run(self, [=] { start_shards(self); });
   if (auto err = set_aside_earlier_runs(self))
@@ -319,8 +317,8 @@ void start(chief_self self) {
   if (cfg.training.max_steps > 0)
     st.progress.total_steps = std::min(st.progress.total_steps,
                                        cfg.training.max_steps);
-  st.members.restarts = std::make_unique<restart_limit>(
-    cfg.cluster.max_restarts, cfg.cluster.restart_window_s);
+  st.members.limit_restarts(cfg.cluster.max_restarts,
+                            cfg.cluster.restart_window_s);
   // The files are named by the run's id, known once the nodes are up (a
   // taken-over run keeps its own); the folder is checked now.
   if (!cfg.cluster.metrics_dir.empty())
@@ -401,7 +399,7 @@ void start(chief_self self) {
   auto local = self->spawn(node_agent_impl, std::move(ao));
   if (cfg.cluster.distributed()) {
     for (auto& n : cfg.cluster.nodes) {
-      auto& e = st.members.nodes[n.name];
+      auto& e = st.members.add_node(n.name);
       e.host = n.host;
       e.port = n.port;
       e.planned_shards = n.shards;
@@ -413,11 +411,11 @@ void start(chief_self self) {
         std::chrono::duration<double>(cfg.cluster.node_timeout_s)),
       deadline_atom_v);
   } else {
-    auto& e = st.members.nodes[st.own_node()];
+    auto& e = st.members.add_node(st.own_node());
     e.planned_shards = cfg.cluster.shards;
     e.planned_workers = cfg.cluster.workers;
   }
-  auto& me = st.members.nodes[st.own_node()];
+  auto& me = st.members.add_node(st.own_node());
   me.agent = local;
   me.up = true;
   me.data_port = st.opts.data_plane ? st.opts.data_plane->port() : 0;

@@ -51,7 +51,7 @@ void keep_moved_count(chief_self self, int64_t since, live_found& found) {
                 count, st.shards.ranges.size()));
   st.shards.ranges = *split;
   st.opts.cfg.cluster.shards = static_cast<int>(count);
-  for (auto& [name, n] : st.members.nodes)
+  for (auto& [name, n] : st.members.nodes())
     n.planned_shards = static_cast<int>(
       std::count(found.nodes.begin(), found.nodes.end(), name));
   found.verdict = std::move(verdict);
@@ -63,7 +63,7 @@ void adopt_live_shards(chief_self self, int64_t since,
                        std::function<void(live_found&)> then, bool any_count) {
   std::vector<std::string> names;
   std::vector<node_agent_actor> agents;
-  for (auto& [name, n] : self->state.members.nodes)
+  for (auto& [name, n] : self->state.members.nodes())
     if (n.up && n.agent) {
       names.push_back(name);
       agents.push_back(n.agent);
@@ -105,18 +105,15 @@ void keep_live_shards(chief_self self, live_found& found, feeder_position from,
   auto position = from.step;
   auto& st = self->state;
   auto n = st.shards.ranges.size();
-  std::vector<shard_actor> before = st.shards.handles;
-  st.shards.handles.assign(n, shard_actor{});
-  st.shards.node_of.assign(n, std::string{});
+  std::vector<shard_actor> before = st.shards.handles();
+  st.shards.plan(std::vector<std::string>(n));
   for (size_t k = 0; k < found.handles.size(); ++k) {
     auto i = static_cast<size_t>(found.histories[k].shard);
     auto& h = found.handles[k];
     // A shard that never went down is monitored already.
     if (i >= before.size() || before[i] != h)
       self->monitor(h);
-    st.shards.handles[i] = h;
-    st.shards.node_of[i] = found.nodes[k];
-    st.shards.index_of[h.address()] = i;
+    st.shards.started(i, h, found.nodes[k]);
   }
   auto done = found.verdict.done;
   auto kept = static_cast<int64_t>(done.size());
@@ -130,8 +127,8 @@ void keep_live_shards(chief_self self, live_found& found, feeder_position from,
     .then(
       [=](int64_t) {
         auto& s = self->state;
-        s.progress.steps = position + kept;
-        s.progress.schedule->resume_at(s.progress.steps);
+        s.progress.set_steps(position + kept);
+        s.progress.schedule->resume_at(s.progress.steps());
         then();
       },
       [=](caf::error& err) { fail_run(self, std::move(err)); });

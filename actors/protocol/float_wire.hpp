@@ -59,69 +59,75 @@ inline caf::error check_fits(caf::deserializer& f, uint64_t n, size_t size) {
   return {};
 }
 
-inline caf::error write_floats(caf::serializer& f, const float* data,
-                               size_t n) {
+/// `n` plain numbers at `data` as one raw block.
+template <class T>
+caf::error write_raw(caf::serializer& f, const T* data, size_t n) {
+  static_assert(std::is_trivially_copyable<T>::value);
   if (auto err = f.begin_sequence(n))
     return err;
   if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), const_cast<float*>(data)))
+    if (auto err = f.apply_raw(n * sizeof(T), const_cast<T*>(data)))
       return err;
   return f.end_sequence();
 }
 
-inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
+/// Any vector of plain numbers as one raw block: written...
+template <class T>
+caf::error raw(caf::serializer& f, std::vector<T>& v) {
+  return write_raw(f, v.data(), v.size());
+}
+
+/// Reads a sequence of plain numbers as one raw block into the buffer
+/// that `place(n)` gives for its `n` numbers, once `n` is checked against
+/// what the message holds.
+template <class T, class Place>
+caf::error read_raw(caf::deserializer& f, Place&& place) {
+  static_assert(std::is_trivially_copyable<T>::value);
   size_t n = 0;
   if (auto err = f.begin_sequence(n))
     return err;
-  if (auto err = check_fits(f, n, sizeof(float)))
+  if (auto err = check_fits(f, n, sizeof(T)))
     return err;
-  v.resize(n);
+  T* data = place(n);
   if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), v.data()))
+    if (auto err = f.apply_raw(n * sizeof(T), data))
       return err;
   return f.end_sequence();
+}
+
+/// ...and read.
+template <class T>
+caf::error raw(caf::deserializer& f, std::vector<T>& v) {
+  return read_raw<T>(f, [&](size_t n) {
+    v.resize(n);
+    return v.data();
+  });
+}
+
+// Floats and row ids (sparse pulls and pushes), by name.
+inline caf::error write_floats(caf::serializer& f, const float* data,
+                               size_t n) {
+  return write_raw(f, data, n);
+}
+inline caf::error read_floats(caf::deserializer& f, std::vector<float>& v) {
+  return raw(f, v);
+}
+inline caf::error write_ids(caf::serializer& f,
+                            const std::vector<uint64_t>& ids) {
+  return write_raw(f, ids.data(), ids.size());
+}
+inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
+  return raw(f, ids);
 }
 
 /// Reads a float sequence into a buffer from runtime/params/buffer_pool (big
 /// messages reuse mapped pages instead of faulting fresh ones in).
 inline caf::error read_pooled(caf::deserializer& f,
                               std::shared_ptr<std::vector<float>>& out) {
-  size_t n = 0;
-  if (auto err = f.begin_sequence(n))
-    return err;
-  if (auto err = check_fits(f, n, sizeof(float)))
-    return err;
-  out = pooled_floats(n);
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(float), out->data()))
-      return err;
-  return f.end_sequence();
-}
-
-/// Row ids travel as one raw block too (sparse pulls and pushes).
-inline caf::error write_ids(caf::serializer& f,
-                            const std::vector<uint64_t>& ids) {
-  auto n = ids.size();
-  if (auto err = f.begin_sequence(n))
-    return err;
-  if (n > 0)
-    if (auto err = f.apply_raw(ids.size() * sizeof(uint64_t),
-                               const_cast<uint64_t*>(ids.data())))
-      return err;
-  return f.end_sequence();
-}
-
-inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
-  size_t n = 0;
-  if (auto err = f.begin_sequence(n))
-    return err;
-  if (auto err = check_fits(f, n, sizeof(uint64_t)))
-    return err;
-  ids.resize(n);
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(uint64_t), ids.data()))
-      return err;
-  return f.end_sequence();
+  return read_raw<float>(f, [&](size_t n) {
+    out = pooled_floats(n);
+    return out->data();
+  });
 }
 
 // -- raw forms, written once for both directions
@@ -138,33 +144,23 @@ inline caf::error read_ids(caf::deserializer& f, std::vector<uint64_t>& ids) {
 //       .lists(x.slots).done();
 //   }
 
-/// Any vector of plain numbers as one raw block: written...
+/// A vector shared and never changed (a push's gradients): written as
+/// `raw` writes a vector (none: an empty one)...
 template <class T>
-caf::error raw(caf::serializer& f, std::vector<T>& v) {
-  static_assert(std::is_trivially_copyable<T>::value);
-  auto n = v.size();
-  if (auto err = f.begin_sequence(n))
-    return err;
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
-      return err;
-  return f.end_sequence();
+caf::error shared(caf::serializer& f,
+                  std::shared_ptr<const std::vector<T>>& v) {
+  return v ? write_raw(f, v->data(), v->size()) : write_raw<T>(f, nullptr, 0);
 }
 
-/// ...and read, its length checked against what the message holds.
+/// ...and read into one of its own.
 template <class T>
-caf::error raw(caf::deserializer& f, std::vector<T>& v) {
-  static_assert(std::is_trivially_copyable<T>::value);
-  size_t n = 0;
-  if (auto err = f.begin_sequence(n))
+caf::error shared(caf::deserializer& f,
+                  std::shared_ptr<const std::vector<T>>& v) {
+  std::vector<T> read;
+  if (auto err = raw(f, read))
     return err;
-  if (auto err = check_fits(f, n, sizeof(T)))
-    return err;
-  v.resize(n);
-  if (n > 0)
-    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
-      return err;
-  return f.end_sequence();
+  v = std::make_shared<const std::vector<T>>(std::move(read));
+  return {};
 }
 
 /// A list of such vectors: its length, then each as one raw block.
@@ -212,6 +208,13 @@ public:
   raw_form& raw(std::vector<T>& v) {
     if (!err_)
       err_ = detail::raw(f_, v);
+    return *this;
+  }
+
+  template <class T>
+  raw_form& shared(std::shared_ptr<const std::vector<T>>& v) {
+    if (!err_)
+      err_ = detail::shared(f_, v);
     return *this;
   }
 

@@ -17,6 +17,7 @@
 #include "actors/protocol/ids.hpp"
 #include "caf/all.hpp"
 #include "runtime/params/param_block.hpp"
+#include "runtime/sparse/sync_rows.hpp"
 
 namespace troupe {
 
@@ -37,24 +38,13 @@ struct row_chunk {
   std::vector<std::vector<float>> slots;
 };
 
-/// A row push a sync shard holds for the update under way
-/// (runtime/sparse/sync_rows.hpp's held_row_push), as an image carries it:
-/// its gradients owned.
-struct held_push_copy {
-  int32_t worker = 0;
-  int32_t table = 0;
-  int64_t tag = 0;
-  std::vector<uint64_t> ids;
-  std::vector<float> grads;
-};
-
 /// The whole state a replica starts from: the block, the row pushes held
 /// for a sync update; its tables start empty (their rows follow as
 /// row_chunks). Also what a shard answers image_atom with: the chief
 /// moving the run's shards cuts these anew.
 struct replica_image {
   block_image block;
-  std::vector<held_push_copy> held;
+  std::vector<held_row_push> held; ///< runtime/sparse/sync_rows.hpp
 };
 
 /// The chief's messages that change a shard, as its replica applies them.
@@ -120,11 +110,11 @@ caf::error raw_form_of(Processor& f, block_image& x) {
 }
 
 template <class Processor>
-caf::error raw_form_of(Processor& f, held_push_copy& x) {
+caf::error raw_form_of(Processor& f, held_row_push& x) {
   return detail::raw_form<Processor>{f}
     .fields(x.worker, x.table, x.tag)
     .raw(x.ids)
-    .raw(x.grads)
+    .shared(x.grads)
     .done();
 }
 
@@ -231,8 +221,6 @@ inspect(Inspector& f, replica_op& x) {
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_replica, troupe::type_ids::replica)
   CAF_ADD_TYPE_ID(troupe_replica, (troupe::row_chunk))

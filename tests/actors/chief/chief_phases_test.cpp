@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(a_stop_while_training_finishes_after_the_steps_in_flight) {
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps >= 20; });
+  c.run_until([&] { return c.state().progress.steps() >= 20; });
   BOOST_REQUIRE((c.phase() == run_phase::training));
   // The shell's stop: answered at once, then the run finishes.
   self->send(c.chief, stop_atom_v);
@@ -160,17 +160,17 @@ BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps >= 10; });
+  c.run_until([&] { return c.state().progress.steps() >= 10; });
   self->send(c.chief, pause_atom_v);
   // Everything that can run without a new lease runs: the steps stop.
   c.run_until([] { return false; }, 5000);
-  auto paused_at = c.state().progress.steps;
-  BOOST_TEST(c.state().progress.user_paused);
+  auto paused_at = c.state().progress.steps();
+  BOOST_TEST(c.state().progress.user_paused());
   c.run_until([] { return false; }, 5000);
-  BOOST_TEST(c.state().progress.steps == paused_at);
+  BOOST_TEST(c.state().progress.steps() == paused_at);
   self->send(c.chief, resume_atom_v);
-  c.run_until([&] { return c.state().progress.steps >= paused_at + 10; });
-  BOOST_TEST(c.state().progress.steps >= paused_at + 10, c.log.str());
+  c.run_until([&] { return c.state().progress.steps() >= paused_at + 10; });
+  BOOST_TEST(c.state().progress.steps() >= paused_at + 10, c.log.str());
   BOOST_TEST((c.phase() == run_phase::training), to_string(c.phase()));
 }
 
@@ -180,27 +180,30 @@ BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps >= 10; });
-  auto workers = c.state().members.worker_of; // their actors, by address
+  c.run_until([&] { return c.state().progress.steps() >= 10; });
+  std::vector<int32_t> workers; // those running now
+  for (auto& [id, w] : c.state().members.workers())
+    if (w.handle)
+      workers.push_back(id);
   // The messages the shell's add-shard and drain send; the reply comes
   // once the shards have moved.
   self->send(c.chief, grow_atom_v, c.state().own_node());
-  c.run_until([&] { return c.state().recovery.moves == 1; });
-  BOOST_TEST(c.state().shards.handles.size() == 3u);
-  auto steps_at_move = c.state().progress.steps;
-  c.run_until([&] { return c.state().progress.steps >= steps_at_move + 10; });
+  c.run_until([&] { return c.state().recovery.moves() == 1; });
+  BOOST_TEST(c.state().shards.count() == 3u);
+  auto steps_at_move = c.state().progress.steps();
+  c.run_until([&] { return c.state().progress.steps() >= steps_at_move + 10; });
   self->send(c.chief, drain_atom_v, int32_t{0});
-  c.run_until([&] { return c.state().recovery.moves == 2; });
-  BOOST_TEST(c.state().shards.handles.size() == 2u);
+  c.run_until([&] { return c.state().recovery.moves() == 2; });
+  BOOST_TEST(c.state().shards.count() == 2u);
   // Refused, with the reason: the run goes on as it was.
   self->send(c.chief, drain_atom_v, int32_t{5});
   auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
   BOOST_TEST((seen.back() == run_phase::ended));
   // The workers that trained before the moves trained after them: none
   // was restarted. (Read before the chief may end with what is left.)
-  BOOST_TEST(c.state().members.restarts->total() == 0);
-  for (auto& [addr, id] : workers)
-    BOOST_TEST(c.state().members.workers[id].restarts == 0);
+  BOOST_TEST(c.state().members.total_restarts() == 0);
+  for (auto id : workers)
+    BOOST_TEST(c.state().members.worker(id).restarts == 0);
   c.sched->run();
   std::vector<std::string> texts;
   std::string refusal;
@@ -235,20 +238,20 @@ BOOST_AUTO_TEST_CASE(
   deterministic_chief c{run};
   caf::scoped_actor self{*c.sys};
   self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps >= 10; });
+  c.run_until([&] { return c.state().progress.steps() >= 10; });
   // Shard 0 alone gets another learning rate (not through the chief, which
   // sets every shard's): the shards' images disagree, so no move can cut
   // them into one run.
-  auto shard0 = c.state().shards.handles[0];
+  auto shard0 = c.state().shards.handles()[0];
   self->send(shard0, tune_atom_v, std::string{"lr"}, 0.001);
   c.run_until([] { return false; }, 50);
   self->send(c.chief, grow_atom_v, c.state().own_node());
-  c.run_until([&] { return c.state().progress.steps >= 40; });
-  BOOST_TEST(c.state().recovery.moves == 0);
-  BOOST_TEST(!c.state().recovery.recovering);
-  BOOST_TEST(c.state().shards.handles.size() == 2u);
-  BOOST_TEST((c.state().shards.handles[0] == shard0)); // the same shards
-  BOOST_TEST(c.state().members.restarts->total() == 0);
+  c.run_until([&] { return c.state().progress.steps() >= 40; });
+  BOOST_TEST(c.state().recovery.moves() == 0);
+  BOOST_TEST(!c.state().recovery.recovering());
+  BOOST_TEST(c.state().shards.count() == 2u);
+  BOOST_TEST((c.state().shards.handles()[0] == shard0)); // the same shards
+  BOOST_TEST(c.state().members.total_restarts() == 0);
   auto seen = c.run_until([&] { return c.phase() == run_phase::ended; });
   BOOST_TEST((seen.back() == run_phase::ended));
   c.sched->run();

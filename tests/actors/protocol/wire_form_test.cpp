@@ -156,8 +156,13 @@ BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
   b.pushed = {3};
   b.last_update = {0, 3};
   b.staleness_max = 4;
-  image.held.push_back({3, 1, 16, {10, 1ull << 40}, {0.1f, 0.2f, 0.3f, 0.4f}});
-  image.held.push_back({0, 0, 16, {}, {}});
+  image.held.push_back({3,
+                        1,
+                        16,
+                        {10, 1ull << 40},
+                        std::make_shared<const std::vector<float>>(
+                          std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f})});
+  image.held.push_back({0, 0, 16, {}, nullptr}); // no gradients: none sent
   auto got = std::get<replica_image>(through_bytes(replica_op{image}).op);
   BOOST_TEST(got.block.values == b.values);
   BOOST_TEST(got.block.slot_names == b.slot_names);
@@ -177,8 +182,9 @@ BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
   BOOST_TEST(got.held[0].table == 1);
   BOOST_TEST(got.held[0].tag == 16);
   BOOST_TEST(got.held[0].ids == image.held[0].ids);
-  BOOST_TEST(got.held[0].grads == image.held[0].grads);
+  BOOST_TEST(*got.held[0].grads == *image.held[0].grads);
   BOOST_TEST(got.held[1].ids.empty());
+  BOOST_TEST(got.held[1].grads->empty());
 
   row_chunk c{2, 1, 40, 7, {5, 6}, {1.f, 2.f}, {{3.f, 4.f}}};
   auto rows = std::get<row_chunk>(through_bytes(replica_op{c}).op);
