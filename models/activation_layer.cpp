@@ -14,7 +14,7 @@ constexpr float inv_sqrt_2pi = 0.39894228040143268f;
 } // namespace
 
 activation_layer::activation_layer(image_shape in, layer_activation act)
-  : in_(in), act_(act) {}
+  : parameterless_layer(in), act_(act) {}
 
 void activation_layer::forward(compute_backend&, const float*, const float* x,
                                float* y, int batch) {

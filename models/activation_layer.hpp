@@ -8,25 +8,18 @@
 namespace troupe {
 
 /// Host backends.
-class activation_layer final : public layer {
+class activation_layer final : public parameterless_layer {
 public:
   activation_layer(image_shape in, layer_activation act);
 
   std::string describe() const override { return to_string(act_); }
-  size_t output_size() const override { return in_.size(); }
-  image_shape output_shape() const override { return in_; }
-  void init(float*, const model_config&, splitmix64&) const override {}
-  void reserve(compute_backend&, int) override {}
   void forward(compute_backend& be, const float* params, const float* x,
                float* y, int batch) override;
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
-  flat_range param_range() const override { return {}; }
-  double gemm_flops(int, bool) const override { return 0; }
 
 private:
-  image_shape in_;
   layer_activation act_;
 };
 

@@ -6,7 +6,7 @@
 namespace troupe {
 
 dropout_layer::dropout_layer(image_shape in, double rate)
-  : in_(in), rate_(rate) {}
+  : parameterless_layer(in), rate_(rate) {}
 
 std::string dropout_layer::describe() const {
   std::ostringstream out;

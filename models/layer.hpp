@@ -94,6 +94,24 @@ public:
   virtual double gemm_flops(int batch, bool need_dx) const = 0;
 };
 
+/// A layer without parameters of its own (an activation, pooling,
+/// dropout): nothing to initialise, no part of the flat vector, no gemm,
+/// and an output shaped as its input unless it says otherwise.
+class parameterless_layer : public layer {
+public:
+  explicit parameterless_layer(image_shape in) : in_(in) {}
+
+  image_shape output_shape() const override { return in_; }
+  size_t output_size() const override { return output_shape().size(); }
+  void init(float*, const model_config&, splitmix64&) const override {}
+  void reserve(compute_backend&, int) override {}
+  flat_range param_range() const override { return {}; }
+  double gemm_flops(int, bool) const override { return 0; }
+
+protected:
+  image_shape in_; ///< one sample's input
+};
+
 /// Fills n weights per the initialisation scheme, given fan-in and fan-out.
 void init_weights(float* w, size_t n, int fan_in, int fan_out,
                   const model_config& cfg, splitmix64& rng);

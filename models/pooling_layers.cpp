@@ -4,24 +4,13 @@
 
 namespace troupe {
 
-namespace {
-
-std::string window(const char* kind, int size, int stride) {
-  return std::string{kind} + " " + std::to_string(size) + "x"
-         + std::to_string(size)
-         + (stride != size ? "/" + std::to_string(stride) : "");
+std::string pooling_layer::describe_window(const char* kind) const {
+  return std::string{kind} + " " + std::to_string(size_) + "x"
+         + std::to_string(size_)
+         + (stride_ != size_ ? "/" + std::to_string(stride_) : "");
 }
-
-} // namespace
 
 // -- maxpool ------------------------------------------------------------------
-
-maxpool_layer::maxpool_layer(image_shape in, int size, int stride)
-  : in_(in), size_(size), stride_(stride) {}
-
-std::string maxpool_layer::describe() const {
-  return window("maxpool", size_, stride_);
-}
 
 void maxpool_layer::reserve(compute_backend& be, int batch) {
   if (batch <= capacity_)
@@ -49,13 +38,6 @@ void maxpool_layer::backward(compute_backend& be, const float*, const float*,
 }
 
 // -- avgpool ------------------------------------------------------------------
-
-avgpool_layer::avgpool_layer(image_shape in, int size, int stride)
-  : in_(in), size_(size), stride_(stride) {}
-
-std::string avgpool_layer::describe() const {
-  return window("avgpool", size_, stride_);
-}
 
 void avgpool_layer::forward(compute_backend&, const float*, const float* x,
                             float* y, int batch) {

@@ -12,59 +12,54 @@ inline int pooled_extent(int in, int size, int stride) {
   return in < size ? 0 : (in - size) / stride + 1;
 }
 
-/// The maximum of each window; runs on every backend.
-class maxpool_layer final : public layer {
+/// A square window moved over the input: what both pools share.
+class pooling_layer : public parameterless_layer {
 public:
-  maxpool_layer(image_shape in, int size, int stride);
+  pooling_layer(image_shape in, int size, int stride)
+    : parameterless_layer(in), size_(size), stride_(stride) {}
 
   image_shape output_shape() const override {
     return {pooled_extent(in_.height, size_, stride_),
             pooled_extent(in_.width, size_, stride_), in_.channels};
   }
-  std::string describe() const override;
-  size_t output_size() const override { return output_shape().size(); }
+
+protected:
+  /// "<kind> 2x2", with "/<stride>" when the stride is not the size.
+  std::string describe_window(const char* kind) const;
+
+  int size_, stride_;
+};
+
+/// The maximum of each window; runs on every backend.
+class maxpool_layer final : public pooling_layer {
+public:
+  using pooling_layer::pooling_layer;
+
+  std::string describe() const override { return describe_window("maxpool"); }
   bool supports(const compute_backend&) const override { return true; }
-  void init(float*, const model_config&, splitmix64&) const override {}
   void reserve(compute_backend& be, int batch) override;
   void forward(compute_backend& be, const float* params, const float* x,
                float* y, int batch) override;
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
-  flat_range param_range() const override { return {}; }
-  double gemm_flops(int, bool) const override { return 0; }
 
 private:
-  image_shape in_;
-  int size_, stride_;
   backend_buffer argmax_;
   int capacity_ = 0;
 };
 
 /// The mean of each window; host backends.
-class avgpool_layer final : public layer {
+class avgpool_layer final : public pooling_layer {
 public:
-  avgpool_layer(image_shape in, int size, int stride);
+  using pooling_layer::pooling_layer;
 
-  image_shape output_shape() const override {
-    return {pooled_extent(in_.height, size_, stride_),
-            pooled_extent(in_.width, size_, stride_), in_.channels};
-  }
-  std::string describe() const override;
-  size_t output_size() const override { return output_shape().size(); }
-  void init(float*, const model_config&, splitmix64&) const override {}
-  void reserve(compute_backend&, int) override {}
+  std::string describe() const override { return describe_window("avgpool"); }
   void forward(compute_backend& be, const float* params, const float* x,
                float* y, int batch) override;
   void backward(compute_backend& be, const float* params, const float* x,
                 const float* y, float* dy, float* dx, float* grads,
                 int batch) override;
-  flat_range param_range() const override { return {}; }
-  double gemm_flops(int, bool) const override { return 0; }
-
-private:
-  image_shape in_;
-  int size_, stride_;
 };
 
 } // namespace troupe

@@ -88,8 +88,6 @@ using chief_actor = caf::typed_actor<
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_chief, troupe::type_ids::chief)
   CAF_ADD_TYPE_ID(troupe_chief, (troupe::cluster_summary))

@@ -100,8 +100,6 @@ using feeder_actor = caf::typed_actor<
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_feeder, troupe::type_ids::feeder)
   CAF_ADD_TYPE_ID(troupe_feeder, (troupe::lease_reply))

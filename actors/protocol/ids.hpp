@@ -4,7 +4,9 @@
 // registers their types in a type-ID block of its own, in the range given
 // here; system_config.cpp adds every block to an actor system (and checks
 // that no block runs into the next). Nothing else defines atoms or type
-// IDs, so moving to CAF 0.18+ is a change to these headers.
+// IDs, so moving to CAF 0.18+ is a change to these headers. CAF's block
+// macros end without a semicolon, which makes clang-format indent what
+// follows them: each block stands between "clang-format off" and "on".
 #pragma once
 
 #include "caf/type_id.hpp"

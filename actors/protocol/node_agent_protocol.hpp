@@ -164,8 +164,6 @@ typename Inspector::result_type inspect(Inspector& f, node_registration& x) {
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_node_agent, troupe::type_ids::node_agent)
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::shard_spawn))

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "actors/protocol/float_wire.hpp"
@@ -173,35 +174,21 @@ auto wire_form(Form& w, push_ack& x) {
            wire::at<slot::flag>(x.stale));
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, float_block& x) {
-  return wire::inspect(f, x);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, gradient_push& x) {
-  return wire::inspect(f, x);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, row_request& x) {
-  return wire::inspect(f, x);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, row_block& x) {
-  return wire::inspect(f, x);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, row_push& x) {
-  return wire::inspect(f, x);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
+/// The data messages, which CAF inspects through their wire form.
+template <class T>
+constexpr bool is_data_message =
+  std::is_same_v<
+    T,
+    float_block> || std::is_same_v<T, gradient_push> || std::is_same_v<T, row_request> || std::is_same_v<T, row_block> || std::is_same_v<T, row_push> || std::is_same_v<T, push_ack>;
+
+template <class Inspector, class Message>
+std::enable_if_t<is_data_message<Message>, typename Inspector::result_type>
+inspect(Inspector& f, Message& x) {
   return wire::inspect(f, x);
 }
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_shard_data, troupe::type_ids::shard_data)
   CAF_ADD_TYPE_ID(troupe_shard_data, (troupe::float_block))

@@ -153,8 +153,6 @@ using shard_actor = shard_data_actor::extend<
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_shard, troupe::type_ids::shard)
   CAF_ADD_TYPE_ID(troupe_shard, (troupe::shard_state_msg))

@@ -59,8 +59,6 @@ using worker_actor = caf::typed_actor<
 
 } // namespace troupe
 
-// CAF's block macros end without a semicolon, which makes clang-format
-// indent what follows them.
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(troupe_worker, troupe::type_ids::worker)
   CAF_ADD_TYPE_ID(troupe_worker, (troupe::worker_report))

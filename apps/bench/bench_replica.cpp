@@ -19,6 +19,7 @@
 #include "actors/net/remote.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/shard.hpp"
+#include "apps/bench/forked_server.hpp"
 #include "apps/command_line.hpp"
 #include "runtime/base/errc.hpp"
 
@@ -165,25 +166,8 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(0, 1000000));
   if (auto code = troupe::parse_command_line(app, argc, argv, "bench-replica"))
     return *code;
-  int ready[2], stop[2];
-  if (::pipe(ready) != 0 || ::pipe(stop) != 0)
-    return 1;
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::close(ready[0]);
-    ::close(stop[1]);
-    return serve(o, ready[1], stop[0]);
-  }
-  ::close(ready[1]);
-  ::close(stop[0]);
-  uint16_t port = 0;
-  if (::read(ready[0], &port, sizeof(port)) != sizeof(port) || port == 0) {
-    std::cerr << "bench-replica: error: the replica did not start" << std::endl;
-    return 1;
-  }
-  int code = measure(o, port);
-  ::close(stop[1]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return code;
+  return with_forked_server(
+    "bench-replica", "the replica",
+    [&](int ready_fd, int stop_fd) { return serve(o, ready_fd, stop_fd); },
+    [&](uint16_t port) { return measure(o, port); });
 }

@@ -25,6 +25,7 @@
 #include "actors/shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "apps/bench/bench_tls.hpp"
+#include "apps/bench/forked_server.hpp"
 #include "apps/command_line.hpp"
 #include "bench/row_keys.hpp"
 #include "runtime/base/errc.hpp"
@@ -157,25 +158,8 @@ int main(int argc, char** argv) {
   }
   // Bad files: one error, before the fork.
   load_bench_tls(o.tls_dir, "bench-rows");
-  int ready[2], stop[2];
-  if (::pipe(ready) != 0 || ::pipe(stop) != 0)
-    return 1;
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::close(ready[0]);
-    ::close(stop[1]);
-    return serve(o, ready[1], stop[0]);
-  }
-  ::close(ready[1]);
-  ::close(stop[0]);
-  uint16_t port = 0;
-  if (::read(ready[0], &port, sizeof(port)) != sizeof(port) || port == 0) {
-    std::cerr << "bench-rows: error: the server did not start" << std::endl;
-    return 1;
-  }
-  int code = measure(o, port);
-  ::close(stop[1]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return code;
+  return with_forked_server(
+    "bench-rows", "the server",
+    [&](int ready_fd, int stop_fd) { return serve(o, ready_fd, stop_fd); },
+    [&](uint16_t port) { return measure(o, port); });
 }

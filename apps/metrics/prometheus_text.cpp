@@ -134,57 +134,41 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
       f.sample(int64_t{n.up ? 1 : 0},
                label("node", n.name) + "," + label("address", n.address));
   }
-  {
-    family f(out, "troupe_worker_steps_total", "counter",
-             "Steps a worker trained, all its incarnations.");
+  // One sample per worker: its `value` (only of workers that trained a
+  // step, with `trained_only`).
+  auto per_worker = [&](const char* name, const char* type, const char* help,
+                        auto value, bool trained_only = false) {
+    family f(out, name, type, help);
     for (auto& w : v.workers)
-      f.sample(w.step, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_samples_total", "counter",
-             "Samples a worker trained.");
-    for (auto& w : v.workers)
-      f.sample(w.samples, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_samples_per_second", "gauge",
-             "A worker's samples per second of its compute time.");
-    for (auto& w : v.workers)
-      f.sample(w.examples_per_sec, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_staleness", "gauge",
+      if (!trained_only || w.step > 0)
+        f.sample(value(w), worker_labels(w));
+  };
+  per_worker("troupe_worker_steps_total", "counter",
+             "Steps a worker trained, all its incarnations.",
+             [](const worker_view& w) { return w.step; });
+  per_worker("troupe_worker_samples_total", "counter",
+             "Samples a worker trained.",
+             [](const worker_view& w) { return w.samples; });
+  per_worker("troupe_worker_samples_per_second", "gauge",
+             "A worker's samples per second of its compute time.",
+             [](const worker_view& w) { return w.examples_per_sec; });
+  per_worker("troupe_worker_staleness", "gauge",
              "The most updates a shard applied between a pull of the "
-             "worker and its push, over its last report.");
-    for (auto& w : v.workers)
-      f.sample(w.staleness, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_loss", "gauge",
-             "The training loss of a worker's last report.");
-    for (auto& w : v.workers)
-      if (w.step > 0)
-        f.sample(w.loss, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_read_seconds_total", "counter",
-             "Seconds a worker's steps waited on reading their samples.");
-    for (auto& w : v.workers)
-      f.sample(w.read_seconds, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_read_bytes_total", "counter",
+             "worker and its push, over its last report.",
+             [](const worker_view& w) { return w.staleness; });
+  per_worker(
+    "troupe_worker_loss", "gauge",
+    "The training loss of a worker's last report.",
+    [](const worker_view& w) { return w.loss; }, true);
+  per_worker("troupe_worker_read_seconds_total", "counter",
+             "Seconds a worker's steps waited on reading their samples.",
+             [](const worker_view& w) { return w.read_seconds; });
+  per_worker("troupe_worker_read_bytes_total", "counter",
              "Bytes a worker read from the dataset's files for its steps "
-             "(compressed ones for gzip).");
-    for (auto& w : v.workers)
-      f.sample(w.read_bytes, worker_labels(w));
-  }
-  {
-    family f(out, "troupe_worker_restarts_total", "counter",
-             "Restarts of a worker.");
-    for (auto& w : v.workers)
-      f.sample(int64_t{w.restarts}, worker_labels(w));
-  }
+             "(compressed ones for gzip).",
+             [](const worker_view& w) { return w.read_bytes; });
+  per_worker("troupe_worker_restarts_total", "counter", "Restarts of a worker.",
+             [](const worker_view& w) { return int64_t{w.restarts}; });
   // One sample per shard that answered: its `value` (-1: none to give).
   auto per_shard = [&](const char* name, const char* type, const char* help,
                        auto value) {

@@ -1,6 +1,7 @@
 #include "runtime/base/metrics_log.hpp"
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,53 +93,53 @@ void metrics_log::emit(const std::string& record) {
   std::fflush(jsonl_.get());
 }
 
+bool metrics_log::event(const char* format, ...) {
+  if (!jsonl_ && !listener_)
+    return false;
+  char line[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  emit(line);
+  return true;
+}
+
+void metrics_log::csv_line(const file& csv, const char* format, ...) {
+  if (!csv)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(csv.get(), format, args);
+  va_end(args);
+  std::fflush(csv.get());
+}
+
 void metrics_log::progress(double seconds, int64_t step, double epoch,
                            double loss, double examples_per_sec) {
-  if (!jsonl_ && !listener_)
-    return;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "{\"event\":\"progress\",\"seconds\":%.3f,\"step\":%lld,"
-                "\"epoch\":%.4f,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
-                seconds, static_cast<long long>(step), epoch, loss,
-                examples_per_sec);
-  emit(line);
-  if (!progress_csv_)
-    return;
-  std::fprintf(progress_csv_.get(), "%.3f,%lld,%.4f,%.6g,%.1f\n", seconds,
-               static_cast<long long>(step), epoch, loss, examples_per_sec);
-  std::fflush(progress_csv_.get());
+  if (event("{\"event\":\"progress\",\"seconds\":%.3f,\"step\":%lld,"
+            "\"epoch\":%.4f,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
+            seconds, static_cast<long long>(step), epoch, loss,
+            examples_per_sec))
+    csv_line(progress_csv_, "%.3f,%lld,%.4f,%.6g,%.1f\n", seconds,
+             static_cast<long long>(step), epoch, loss, examples_per_sec);
 }
 
 void metrics_log::worker(int32_t id, double seconds, int64_t step, double loss,
                          double examples_per_sec) {
-  if (!jsonl_ && !listener_)
-    return;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "{\"event\":\"worker\",\"worker\":%d,\"seconds\":%.3f,"
-                "\"step\":%lld,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
-                id, seconds, static_cast<long long>(step), loss,
-                examples_per_sec);
-  emit(line);
+  event("{\"event\":\"worker\",\"worker\":%d,\"seconds\":%.3f,"
+        "\"step\":%lld,\"loss\":%.6g,\"examples_per_sec\":%.1f}",
+        id, seconds, static_cast<long long>(step), loss, examples_per_sec);
 }
 
 void metrics_log::evaluation(double seconds, int64_t step, double epoch,
                              double score, double loss) {
-  if (!jsonl_ && !listener_)
-    return;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "{\"event\":\"eval\",\"seconds\":%.3f,\"step\":%lld,"
-                "\"epoch\":%.4f,\"%s\":%.6f,\"test_loss\":%.6g}",
-                seconds, static_cast<long long>(step), epoch,
-                score_key_.c_str(), score, loss);
-  emit(line);
-  if (!csv_)
-    return;
-  std::fprintf(csv_.get(), "%.3f,%lld,%.4f,%.6f,%.6g\n", seconds,
-               static_cast<long long>(step), epoch, score, loss);
-  std::fflush(csv_.get());
+  if (event("{\"event\":\"eval\",\"seconds\":%.3f,\"step\":%lld,"
+            "\"epoch\":%.4f,\"%s\":%.6f,\"test_loss\":%.6g}",
+            seconds, static_cast<long long>(step), epoch, score_key_.c_str(),
+            score, loss))
+    csv_line(csv_, "%.3f,%lld,%.4f,%.6f,%.6g\n", seconds,
+             static_cast<long long>(step), epoch, score, loss);
 }
 
 } // namespace troupe

@@ -71,6 +71,12 @@ private:
   using file = std::unique_ptr<std::FILE, closer>;
   /// Writes `record` to the .jsonl file and hands it to the listener.
   void emit(const std::string& record);
+  /// emit() of the record printf makes of `format` (at most 255
+  /// characters); false, and nothing made, when nobody reads records.
+  bool event(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  /// Appends a line to `csv` (when open) and flushes it.
+  static void csv_line(const file& csv, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
 
   std::string base_;
   std::string score_key_ = "test_accuracy";
