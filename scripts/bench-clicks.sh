@@ -18,7 +18,6 @@
 #                                 runs/bench-clicks]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 dir="${2:-runs/bench-clicks}"

@@ -10,7 +10,6 @@
 # Usage: scripts/bench-layers.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 exec /usr/bin/python3 - "${1:-3}" "${2:-1}" "$TROUPE_BUILD" <<'PY'

@@ -12,7 +12,6 @@
 #        [seeds, default 3] [mode: sync (default) or async]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"

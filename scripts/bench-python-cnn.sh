@@ -28,7 +28,6 @@
 # Usage: scripts/bench-python-cnn.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"

@@ -19,7 +19,6 @@
 #        default 5] [samples, default 60000]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"

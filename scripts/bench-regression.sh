@@ -11,7 +11,6 @@
 # Usage: scripts/bench-regression.sh [epochs, default 5] [seeds, default 1]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 exec /usr/bin/python3 - "${1:-5}" "${2:-1}" "$TROUPE_BUILD" <<'PY'

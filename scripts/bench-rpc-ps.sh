@@ -12,7 +12,6 @@
 #                                [repeats, default 3]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
 troupe_setup
 cd "$TROUPE_ROOT"
 export TROUPE_BUILD

@@ -39,8 +39,7 @@ case "$out/" in
 esac
 
 # The packages (setup.sh's installer, with this list instead of troupe's).
-troupe_packages=(g++ make libzmq3-dev libprotobuf-dev protobuf-compiler)
-troupe_install_missing
+troupe_install_missing g++ make libzmq3-dev libprotobuf-dev protobuf-compiler
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
