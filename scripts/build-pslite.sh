@@ -84,7 +84,7 @@ libps.a: obj/customer.o obj/postoffice.o obj/van.o obj/meta.pb.o
 
 obj/pslite_roundtrip.o: $(BENCH) $(SCRIPT)
 	@mkdir -p obj
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CPPFLAGS) -I$(TROUPE) $(CXXFLAGS) -c $< -o $@
 
 pslite_roundtrip: obj/pslite_roundtrip.o libps.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
