@@ -27,13 +27,10 @@
 // The server keeps one contiguous buffer for the key set it is sent (the
 // first push copies it in, later pushes add, like ps-lite's
 // KVServerDefaultHandle, which does the same per key in a hash map).
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
 #include <vector>
 
+#include "bench/pslite_node.hpp"
 #include "ps/ps.h"
 
 namespace {
@@ -46,33 +43,12 @@ struct options {
 };
 
 bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help")
-      return false;
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pslite_roundtrip: %s needs a value\n", a.c_str());
-      return false;
-    }
-    char* end = nullptr;
-    long long v = std::strtoll(argv[++i], &end, 10);
-    if (*end != '\0' || v < 1) {
-      std::fprintf(stderr, "pslite_roundtrip: bad value for %s\n", a.c_str());
-      return false;
-    }
-    if (a == "--floats")
-      o.floats = static_cast<size_t>(v);
-    else if (a == "--rounds")
-      o.rounds = static_cast<int>(v);
-    else if (a == "--warmup")
-      o.warmup = static_cast<int>(v);
-    else if (a == "--keys")
-      o.keys = static_cast<size_t>(v);
-    else {
-      std::fprintf(stderr, "pslite_roundtrip: unknown option %s\n", a.c_str());
-      return false;
-    }
-  }
+  if (!bench::parse_options("pslite_roundtrip", argc, argv, 1,
+                            {bench::option("--floats", o.floats),
+                             bench::option("--rounds", o.rounds),
+                             bench::option("--warmup", o.warmup),
+                             bench::option("--keys", o.keys)}))
+    return false;
   // ps-lite keeps message sizes in int (Meta::data_size, ZMQVan::SendMsg).
   if (o.floats > (size_t{1} << 28) || o.keys > o.floats) {
     std::fprintf(stderr,
@@ -134,18 +110,10 @@ int run_worker(const options& o) {
   ps::SArray<int> lens(len_buf.data(), len_buf.size());
   ps::SArray<float> push_vals(grad.data(), n);
   ps::SArray<float> pull_vals(out.data(), n);
-  auto round = [&] {
+  double s = bench::timed_rounds(o.warmup, o.rounds, [&](int) {
     kv.Wait(kv.ZPush(keys, push_vals, lens));
     kv.Wait(kv.ZPull(keys, &pull_vals));
-  };
-  for (int i = 0; i < o.warmup; ++i)
-    round();
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.rounds; ++i)
-    round();
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now()
-                                           - t0)
-               .count();
+  });
   // The first push stores 1s, each later one adds 1s.
   const float expect = static_cast<float>(o.warmup + o.rounds);
   if (pull_vals.data() != out.data() || out[0] != expect
@@ -174,21 +142,6 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  ps::Start(0, argv[0]);
-  if (ps::IsServer()) {
-    auto server = new ps::KVServer<float>(0);
-    server->set_request_handle(store_handle{});
-    ps::RegisterExitCallback([server] { delete server; });
-  }
-  // ps-lite's KVServer starts taking requests in its constructor, before
-  // set_request_handle (its tests race the same way: "Check failed:
-  // request_handle_" when the worker's first push wins); one more barrier
-  // of all nodes keeps the worker back until the handle is in place.
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup
-                                      + ps::kScheduler);
-  int code = 0;
-  if (ps::IsWorker())
-    code = run_worker(o);
-  ps::Finalize(0, true);
-  return code;
+  return bench::run_node(argv[0], store_handle{},
+                         [&o] { return run_worker(o); });
 }

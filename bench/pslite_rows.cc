@@ -14,15 +14,13 @@
 // pulled rows copied into the response. ps-lite's own
 // KVServerDefaultHandle keeps one float per key and adds pushes; it has no
 // rows, no creation and no optimizer, so it would do less than a shard.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "bench/pslite_node.hpp"
 #include "bench/row_keys.hpp"
 #include "ps/ps.h"
 
@@ -38,35 +36,14 @@ struct options {
 };
 
 bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pslite_rows: %s needs a value\n", a.c_str());
-      return false;
-    }
-    char* end = nullptr;
-    long long v = std::strtoll(argv[++i], &end, 10);
-    if (*end != '\0' || v < 0) {
-      std::fprintf(stderr, "pslite_rows: bad value for %s\n", a.c_str());
-      return false;
-    }
-    if (a == "--ids")
-      o.ids = static_cast<size_t>(v);
-    else if (a == "--dim")
-      o.dim = static_cast<int>(v);
-    else if (a == "--rounds")
-      o.rounds = static_cast<int>(v);
-    else if (a == "--warmup")
-      o.warmup = static_cast<int>(v);
-    else if (a == "--vocabulary")
-      o.vocabulary = static_cast<uint64_t>(v);
-    else if (a == "--seed")
-      o.seed = static_cast<uint64_t>(v);
-    else {
-      std::fprintf(stderr, "pslite_rows: unknown option %s\n", a.c_str());
-      return false;
-    }
-  }
+  if (!bench::parse_options("pslite_rows", argc, argv, 0,
+                            {bench::option("--ids", o.ids),
+                             bench::option("--dim", o.dim),
+                             bench::option("--rounds", o.rounds),
+                             bench::option("--warmup", o.warmup),
+                             bench::option("--vocabulary", o.vocabulary),
+                             bench::option("--seed", o.seed)}))
+    return false;
   if (o.ids < 1 || o.dim < 1 || o.rounds < 1 || o.vocabulary < o.ids) {
     std::fprintf(stderr, "pslite_rows: need 1 <= ids <= vocabulary, dim and "
                          "rounds >= 1\n");
@@ -145,21 +122,12 @@ int run_worker(const options& o) {
   std::vector<float> grad(n, 0.01f), out(n, 0.0f);
   ps::SArray<float> push_vals(grad.data(), n);
   ps::SArray<float> pull_vals(out.data(), n);
-  auto round = [&](int r) {
+  double s = bench::timed_rounds(o.warmup, o.rounds, [&](int r) {
     // Views on the buffers above: ps-lite neither copies nor frees them.
     ps::SArray<ps::Key> k(keys[r].data(), keys[r].size());
     kv.Wait(kv.ZPull(k, &pull_vals));
     kv.Wait(kv.ZPush(k, push_vals));
-  };
-  int r = 0;
-  for (; r < o.warmup; ++r)
-    round(r);
-  auto t0 = std::chrono::steady_clock::now();
-  for (; r < o.warmup + o.rounds; ++r)
-    round(r);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now()
-                                           - t0)
-               .count();
+  });
   if (pull_vals.size() != n || !(std::fabs(out[0]) <= 0.06f)) {
     std::fprintf(stderr, "pslite_rows: error: pulled %zu floats, first %g\n",
                  pull_vals.size(), out[0]);
@@ -184,19 +152,6 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  ps::Start(0, argv[0]);
-  if (ps::IsServer()) {
-    auto server = new ps::KVServer<float>(0);
-    server->set_request_handle(rows_handle{o.dim});
-    ps::RegisterExitCallback([server] { delete server; });
-  }
-  // As in pslite_roundtrip.cc: the worker waits until the server's handle
-  // is in place.
-  ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup
-                                      + ps::kScheduler);
-  int code = 0;
-  if (ps::IsWorker())
-    code = run_worker(o);
-  ps::Finalize(0, true);
-  return code;
+  return bench::run_node(argv[0], rows_handle{o.dim},
+                         [&o] { return run_worker(o); });
 }

@@ -36,10 +36,10 @@ JSON line.
 import argparse
 import json
 import os
-import threading
 import time
 
 import numpy as np
+import rpc_group
 import torch
 import torch.distributed.rpc as rpc
 import torch.multiprocessing as mp
@@ -172,17 +172,14 @@ def local(a):
             "test_log_loss": round(log_loss, 4), "test_auc": round(auc, 4)}
 
 
-class Server:
+class Server(rpc_group.ServerCounts):
     def __init__(self, rows, a):
+        super().__init__()
         self.table = make_table(rows, a)
         self.mlp = make_mlp(a)
         self.sparse_opt = torch.optim.SparseAdam(self.table.parameters(),
                                                  lr=a.sparse_lr)
         self.dense_opt = torch.optim.Adam(self.mlp.parameters(), lr=a.lr)
-        self.lock = threading.Lock()
-        self.first_pull = None
-        self.last_push = None
-        self.pushes = 0
 
 
 server = None  # set in the server process
@@ -190,8 +187,7 @@ server = None  # set in the server process
 
 def pull(ids):
     with server.lock:
-        if server.first_pull is None:
-            server.first_pull = time.perf_counter()
+        server.pulled()
         return (server.table.weight.detach()[ids],
                 [p.detach().clone() for p in server.mlp.parameters()])
 
@@ -205,8 +201,7 @@ def push(ids, row_grads, dense_grads):
             p.grad = g
         server.sparse_opt.step()
         server.dense_opt.step()
-        server.pushes += 1
-        server.last_push = time.perf_counter()
+        server.pushed()
 
 
 def work(rank, a, train):
@@ -229,31 +224,24 @@ def work(rank, a, train):
 
 def run(rank, a):
     global server
-    torch.set_num_threads(1)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(a.port)
-    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4,
-                                              rpc_timeout=600)
+    options = rpc_group.options(a.port)
     # Every process reads the files (as every troupe node does): the
     # workers for their batches, the server for the table's size and the
     # test set.
     train, test, rows = load(a)
     if rank == 0:
         server = Server(rows, a)
-        rpc.init_rpc("ps", rank=0, world_size=a.workers + 1,
-                     rpc_backend_options=options)
+        rpc_group.join(rank, a.workers, options)
         rpc.shutdown()  # waits for every worker to finish
         log_loss, auc = scores(server.table.weight.detach(), server.mlp, test)
-        seconds = server.last_push - server.first_pull
         print(json.dumps({
             "impl": "pytorch-rpc-ps", "workers": a.workers, "rows": rows,
             "steps": server.pushes,
-            "samples_per_sec": round(server.pushes * a.batch / seconds, 1),
+            "samples_per_sec": server.samples_per_sec(a.batch),
             "test_log_loss": round(log_loss, 4), "test_auc": round(auc, 4)}),
             flush=True)
     else:
-        rpc.init_rpc(f"worker{rank}", rank=rank, world_size=a.workers + 1,
-                     rpc_backend_options=options)
+        rpc_group.join(rank, a.workers, options)
         work(rank, a, train)
         rpc.shutdown()
 

@@ -5,16 +5,12 @@ each epoch, every sample once per epoch (the last batch short), the test
 set scored after the last epoch. Layer normalization is over each
 position's channels, as troupe's (and Keras') layernorm. Prints one JSON
 line: test accuracy and loss, and training samples/s (scoring excluded)."""
-import argparse
-import json
 import os
 import sys
-import time
 
 import pin_threads  # noqa: F401  (before torch)
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn
+import reference_training  # noqa: E402
+from torch import nn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples",
                                 "pytorch_cnn"))
@@ -49,37 +45,17 @@ def make_model():
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.001)
-    p.add_argument("--seed", type=int, default=1)
-    a = p.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.set_num_interop_threads(1)
-    torch.manual_seed(a.seed)
+    a = reference_training.option_parser(epochs=3).parse_args()
+    reference_training.set_up_torch(a)
     x, y = load("train")
     test_x, test_y = load("t10k")
     model = make_model()
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
-    rng = np.random.RandomState(a.seed)
-    start = time.perf_counter()
-    for _ in range(a.epochs):
-        order = torch.from_numpy(rng.permutation(len(x)))
-        model.train()
-        for b in range(0, len(x), a.batch):
-            i = order[b:b + a.batch]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x[i]), y[i]).backward()
-            opt.step()
-    seconds = time.perf_counter() - start
+    seconds = reference_training.train(model, nn.functional.cross_entropy,
+                                       x, y, a)
     accuracy, loss = score(model, test_x, test_y)
-    print(json.dumps({"impl": "pytorch", "threads": a.threads,
-                      "epochs": a.epochs,
-                      "samples_per_sec": round(a.epochs * len(x) / seconds, 1),
-                      "test_accuracy": round(accuracy, 4),
-                      "test_loss": round(loss, 4)}))
+    reference_training.print_result(a, len(x), seconds,
+                                    test_accuracy=round(accuracy, 4),
+                                    test_loss=round(loss, 4))
 
 
 if __name__ == "__main__":

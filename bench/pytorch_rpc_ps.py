@@ -29,10 +29,9 @@ import gzip
 import json
 import os
 import struct
-import threading
-import time
 
 import numpy as np
+import rpc_group
 import torch
 import torch.distributed.rpc as rpc
 import torch.multiprocessing as mp
@@ -68,15 +67,12 @@ def make_model(hidden, seed):
     return model
 
 
-class Server:
+class Server(rpc_group.ServerCounts):
     def __init__(self, model, lr):
+        super().__init__()
         self.params = [p.detach() for p in model.parameters()]
         self.model = model
         self.lr = lr
-        self.lock = threading.Lock()
-        self.first_pull = None
-        self.last_push = None
-        self.pushes = 0
 
 
 server = None  # set in the server process
@@ -84,8 +80,7 @@ server = None  # set in the server process
 
 def pull():
     with server.lock:
-        if server.first_pull is None:
-            server.first_pull = time.perf_counter()
+        server.pulled()
         return [p.clone() for p in server.params]
 
 
@@ -93,8 +88,7 @@ def push(grads):
     with server.lock:
         for p, g in zip(server.params, grads):
             p.add_(g, alpha=-server.lr)
-        server.pushes += 1
-        server.last_push = time.perf_counter()
+        server.pushed()
 
 
 def example_cnn():
@@ -137,29 +131,22 @@ def work(rank, a):
 
 def run(rank, a):
     global server
-    torch.set_num_threads(1)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(a.port)
-    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4,
-                                              rpc_timeout=600)
+    options = rpc_group.options(a.port)
     if rank == 0:
         server = Server(model_of(a), a.lr)
-        rpc.init_rpc("ps", rank=0, world_size=a.workers + 1,
-                     rpc_backend_options=options)
+        rpc_group.join(rank, a.workers, options)
         rpc.shutdown()  # waits for every worker to finish
         xt, yt = data_of(a, "t10k")
         server.model.eval()
         with torch.no_grad():
             acc = (server.model(xt).argmax(1) == yt).float().mean().item()
-        seconds = server.last_push - server.first_pull
         print(json.dumps({
             "impl": "pytorch-rpc-ps", "workers": a.workers,
             "epochs": a.epochs, "steps": server.pushes,
-            "samples_per_sec": round(server.pushes * a.batch / seconds, 1),
+            "samples_per_sec": server.samples_per_sec(a.batch),
             "test_accuracy": round(acc, 4)}), flush=True)
     else:
-        rpc.init_rpc(f"worker{rank}", rank=rank, world_size=a.workers + 1,
-                     rpc_backend_options=options)
+        rpc_group.join(rank, a.workers, options)
         work(rank, a)
         rpc.shutdown()
 

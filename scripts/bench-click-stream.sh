@@ -12,23 +12,16 @@
 # Usage: scripts/bench-click-stream.sh [repeats, default 3] [DIR, default
 #                                       runs/bench-click-stream]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_setup
-cd "$TROUPE_ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 dir="${2:-runs/bench-click-stream}"
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"
-if [[ ! -f "$dir/test.tsv" ]]; then
-  "$TROUPE_BUILD/apps/troupe-clicks" --out "$dir" --train 1000000 \
-    --test 100000 --numeric 4 --categorical 8 --values 100000 --seed 7
-fi
-export TROUPE_BUILD
+troupe_bench_click_logs "$dir"
 exec /usr/bin/python3 - "${1:-3}" "$dir" <<'PY'
-import gzip, json, os, re, statistics, subprocess, sys
+import gzip, os, re, subprocess, sys
 
-from benchlib import scratch_dir
+from benchlib import medians_of_rounds, scratch_dir, write_click_bench_config
 
-repeats, data = int(sys.argv[1]), sys.argv[2]
+repeats, data = int(sys.argv[1]), os.path.abspath(sys.argv[2])
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
 work = scratch_dir()
 parts = 8
@@ -42,22 +35,9 @@ if not os.path.exists(f"{data}/parts/train-{parts - 1}.tsv.gz"):
             f.writelines(lines[k * step:(k + 1) * step])
 
 def config(name, train):
-    c = {"name": "bench-click-stream",
-         "model": {"type": "click", "hidden": [64, 32], "seed": 1,
-                   "embedding": {"dim": 8}},
-         "data": {"format": "click", "dir": data, "train": train,
-                  "test": "test.tsv", "numeric": 4, "categorical": 8,
-                  "vocabulary": 2**30},
-         "training": {"batch_size": 256, "epochs": 1, "seed": 1,
-                      "threads": 1, "eval_every_steps": 10**9,
-                      "log_every_steps": 10**9,
-                      "optimizer": {"type": "adam", "learning_rate": 0.001},
-                      "sparse_optimizer": {"type": "adam",
-                                           "learning_rate": 0.01}},
-         "cluster": {"mode": "async", "shards": 2, "workers": 2}}
-    path = f"{work}/{name}.json"
-    json.dump(c, open(path, "w"))
-    return path
+    return write_click_bench_config(f"{work}/{name}.json",
+                                    "bench-click-stream", data, train,
+                                    {"shards": 2, "workers": 2})
 
 def run(name, train):
     """samples/s, peak RSS (MB), test log-loss and AUC of one run."""
@@ -75,19 +55,16 @@ def run(name, train):
     return (float(row[7]), usage.ru_maxrss / 1024, float(scores[-1][0]),
             float(scores[-1][1]))
 
-runs = {"in memory (train.tsv)": "train.tsv",
-        "streamed (8 gzipped parts)": "parts/train-*.tsv.gz"}
-results = {name: [] for name in runs}
-for r in range(repeats):
-    for name, train in runs.items():
-        results[name].append(run(name.split()[0], train))
-        rate, mb, loss, auc = results[name][-1]
-        print(f"round {r + 1}: {name}: {rate:.0f} samples/s, peak RSS "
-              f"{mb:.0f} MB, test log-loss {loss:.4f}, AUC {auc:.4f}",
-              flush=True)
+def say(r, name, result):
+    rate, mb, loss, auc = result
+    print(f"round {r}: {name}: {rate:.0f} samples/s, peak RSS "
+          f"{mb:.0f} MB, test log-loss {loss:.4f}, AUC {auc:.4f}",
+          flush=True)
 
-median = {name: tuple(statistics.median(x[k] for x in rows) for k in range(4))
-          for name, rows in results.items()}
+runs = {"in memory (train.tsv)": lambda: run("in", "train.tsv"),
+        "streamed (8 gzipped parts)": lambda: run("streamed",
+                                                  "parts/train-*.tsv.gz")}
+median = medians_of_rounds(runs, repeats, say)
 base = median["in memory (train.tsv)"]
 print(f"\none epoch of 1M click logs, troupe-node embedded, medians of "
       f"{repeats}")

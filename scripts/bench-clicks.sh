@@ -17,45 +17,24 @@
 # Usage: scripts/bench-clicks.sh [repeats, default 3] [DIR, default
 #                                 runs/bench-clicks]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 dir="${2:-runs/bench-clicks}"
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"
-if [[ ! -f "$dir/test.tsv" ]]; then
-  "$TROUPE_BUILD/apps/troupe-clicks" --out "$dir" --train 1000000 \
-    --test 100000 --numeric 4 --categorical 8 --values 100000 --seed 7
-fi
-export TROUPE_BUILD
+troupe_bench_click_logs "$dir"
 exec /usr/bin/python3 - "${1:-3}" "$dir" <<'PY'
-import json, os, re, statistics, subprocess, sys
+import os, re, subprocess, sys
 
-from benchlib import free_port, scratch_dir
+from benchlib import (free_port, medians_of_rounds, run_json_script,
+                      scratch_dir, write_click_bench_config)
 
-repeats, data = int(sys.argv[1]), sys.argv[2]
+repeats, data = int(sys.argv[1]), os.path.abspath(sys.argv[2])
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
 work = scratch_dir()
 
 
 def config(name, cluster):
-    c = {"name": "bench-clicks",
-         "model": {"type": "click", "hidden": [64, 32], "seed": 1,
-                   "embedding": {"dim": 8}},
-         "data": {"format": "click", "dir": data, "train": "train.tsv",
-                  "test": "test.tsv", "numeric": 4, "categorical": 8,
-                  "vocabulary": 2**30},
-         "training": {"batch_size": 256, "epochs": 1, "seed": 1,
-                      "threads": 1, "eval_every_steps": 10**9,
-                      "log_every_steps": 10**9,
-                      "optimizer": {"type": "adam", "learning_rate": 0.001},
-                      "sparse_optimizer": {"type": "adam",
-                                           "learning_rate": 0.01}},
-         "cluster": dict({"mode": "async"}, **cluster)}
-    path = f"{work}/{name}.json"
-    json.dump(c, open(path, "w"))
-    return path
+    return write_click_bench_config(f"{work}/{name}.json", "bench-clicks",
+                                    data, "train.tsv", cluster)
 
 def troupe_result(out):
     if out.returncode != 0:
@@ -86,30 +65,25 @@ def troupe_processes():
     return troupe_result(out)
 
 def pytorch(mode):
-    out = subprocess.run(
-        ["/usr/bin/python3", "bench/pytorch_clicks.py", "--data", data,
-         "--numeric", "4", "--categorical", "8", "--mode", mode,
-         "--workers", "2", "--threads", "1", "--port", str(free_port())],
-        capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"bench/pytorch_clicks.py failed:\n{out.stderr[-2000:]}")
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_json_script(
+        ["bench/pytorch_clicks.py", "--data", data, "--numeric", "4",
+         "--categorical", "8", "--mode", mode, "--workers", "2",
+         "--threads", "1", "--port", str(free_port())])
     return r["samples_per_sec"], r["test_log_loss"], r["test_auc"]
 
 runs = {"troupe, one process": troupe_embedded,
         "pytorch, one process": lambda: pytorch("local"),
         "troupe, 4 processes": troupe_processes,
         "pytorch rpc, 3 processes": lambda: pytorch("rpc")}
-results = {name: [] for name in runs}
-for r in range(repeats):
-    for name, run in runs.items():
-        results[name].append(run())
-        rate, loss, auc = results[name][-1]
-        print(f"round {r + 1}: {name}: {rate:.0f} samples/s, test log-loss "
-              f"{loss:.4f}, AUC {auc:.4f}", flush=True)
 
-median = {name: tuple(statistics.median(x[k] for x in rows) for k in range(3))
-          for name, rows in results.items()}
+
+def say(r, name, result):
+    rate, loss, auc = result
+    print(f"round {r}: {name}: {rate:.0f} samples/s, test log-loss "
+          f"{loss:.4f}, AUC {auc:.4f}", flush=True)
+
+
+median = medians_of_rounds(runs, repeats, say)
 print(f"\none epoch of 1M click logs, medians of {repeats}")
 print(f"{'':26} {'samples/s':>10} {'x pytorch':>9} {'log-loss':>8} "
       f"{'AUC':>7}")

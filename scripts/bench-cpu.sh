@@ -13,7 +13,9 @@
 # Usage: scripts/bench-cpu.sh [seconds per measurement, default 1] [rounds, default 3]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch libopenblas0-openmp)
+# OpenBLAS's OpenMP build, which PyTorch runs on here (troupe_setup
+# installs python3-torch).
+troupe_install_missing libopenblas0-openmp
 troupe_setup
 seconds="${1:-1}"
 rounds="${2:-3}"

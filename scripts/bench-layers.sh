@@ -9,15 +9,13 @@
 # and troupe's over PyTorch's.
 # Usage: scripts/bench-layers.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-3}" "${2:-1}" "$TROUPE_BUILD" <<'PY'
-import json, os, re, statistics, subprocess, sys
+import re, sys
 
-sys.path.insert(0, "scripts")
-from benchlib import scratch_dir
+from benchlib import (means_over_seeds, run_json_script, scratch_dir,
+                      train_adam_on_troupe)
 
 epochs, seeds, build = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 work = scratch_dir()
@@ -36,54 +34,35 @@ layers = [
 
 
 def troupe(threads, seed):
-    config = os.path.join(work, f"layers-{seed}.json")
-    with open(config, "w") as f:
-        json.dump({"name": "layers-cnn",
-                   "model": {"layers": layers, "init": "he", "seed": seed},
-                   "data": {"format": "idx",
-                            "dir": "/usr/share/datasets/fashion-mnist"},
-                   "training": {"batch_size": 64, "epochs": epochs,
-                                "seed": seed, "log_every_steps": 100000,
-                                "optimizer": {"type": "adam",
-                                              "learning_rate": 0.001}}}, f)
-    out = subprocess.run([os.path.join(build, "apps/troupe-train"),
-                          "--config", config, "--threads", str(threads)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("troupe-train failed:\n" + out.stderr[-2000:])
+    out = train_adam_on_troupe(
+        build, work, "layers-cnn",
+        {"layers": layers, "init": "he", "seed": seed},
+        {"format": "idx", "dir": "/usr/share/datasets/fashion-mnist"},
+        epochs, seed, threads)
     done = re.search(r"done: .* ([\d.]+) examples/sec, test accuracy = "
-                     r"([\d.]+)", out.stdout)
+                     r"([\d.]+)", out)
     return float(done.group(2)), float(done.group(1))
 
 
 def pytorch(threads, seed):
-    out = subprocess.run(["/usr/bin/python3", "bench/pytorch_layers.py",
-                          "--epochs", str(epochs), "--threads", str(threads),
-                          "--seed", str(seed)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("pytorch_layers.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_json_script(["bench/pytorch_layers.py", "--epochs", str(epochs),
+                         "--threads", str(threads), "--seed", str(seed)])
     return r["test_accuracy"], r["samples_per_sec"]
 
 
-results = {}
-for seed in range(1, seeds + 1):
-    for threads in (1, 2):
-        for name, run in (("troupe", troupe), ("pytorch", pytorch)):
-            acc, rate = run(threads, seed)
-            results[(name, threads, seed)] = (acc, rate)
-            print(f"seed {seed}, {threads} thread(s), {name}: test accuracy "
-                  f"{acc:.4f}, {rate:.0f} samples/s", flush=True)
+def say(seed, threads, name, result):
+    acc, rate = result
+    print(f"seed {seed}, {threads} thread(s), {name}: test accuracy "
+          f"{acc:.4f}, {rate:.0f} samples/s", flush=True)
 
+
+mean = means_over_seeds({"troupe": troupe, "pytorch": pytorch}, seeds,
+                        (1, 2), say)
 print(f"\n{epochs} epochs, Adam 0.001, batch 64; means over seeds 1-{seeds}")
 print(f"{'threads':>7} {'troupe acc':>10} {'pytorch acc':>11} {'points':>7} "
       f"{'troupe/s':>9} {'pytorch/s':>9} {'ratio':>6}")
 for threads in (1, 2):
-    t = [results[("troupe", threads, s)] for s in range(1, seeds + 1)]
-    p = [results[("pytorch", threads, s)] for s in range(1, seeds + 1)]
-    ta, pa = (statistics.mean(r[0] for r in x) for x in (t, p))
-    tr, pr = (statistics.mean(r[1] for r in x) for x in (t, p))
+    (ta, tr), (pa, pr) = mean[("troupe", threads)], mean[("pytorch", threads)]
     print(f"{threads:>7} {ta:>10.4f} {pa:>11.4f} {100 * (ta - pa):>+6.2f}p "
           f"{tr:>9.0f} {pr:>9.0f} {tr / pr:>5.2f}x")
 PY

@@ -19,14 +19,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
 cd "$TROUPE_ROOT"
 python3 - "${1:-6}" "${2:-3}" "${3:-mlp}" "${4:-2000}" "$TROUPE_BUILD/apps" <<'PY'
-import json
 import os
 import re
 import statistics
 import subprocess
 import sys
 import time
-from benchlib import chief_summary, free_port, scratch_dir, small_click_run
+from benchlib import (chief_summary, scratch_dir, start_logged_node,
+                      write_local_cluster)
 
 epochs, rounds, model, values, apps = (int(sys.argv[1]), int(sys.argv[2]),
                                        sys.argv[3], int(sys.argv[4]),
@@ -48,25 +48,15 @@ def shell(address, command):
 def measure(moving, seconds):
     """One run; with `moving`, the moves at 1/6 .. 5/6 of `seconds` (the
     undisturbed run's training time) after the nodes are up."""
-    cluster = json.load(open("config/cluster-local.json"))
-    cluster["training"]["epochs"] = epochs
-    cluster["training"].pop("checkpoint", None)
-    if model == "click":
-        small_click_run(cluster, apps, work, values)
-    for node in cluster["cluster"]["nodes"]:
-        node["port"] = free_port()
-    path = os.path.join(work, "cluster.json")
-    json.dump(cluster, open(path, "w"))
+    path, cluster = write_local_cluster(work, apps, epochs, model, values)
     names = [n["name"] for n in cluster["cluster"]["nodes"]]
     chief = cluster["cluster"]["chief"]
     address = "127.0.0.1:%d" % cluster["cluster"]["nodes"][0]["port"]
     logs = {}
 
     def start(name):
-        logs[name] = open(os.path.join(work, name + ".out"), "w+")
-        return subprocess.Popen([apps + "/troupe-node", "--config", path,
-                                 "--node", name], stdout=logs[name],
-                                stderr=subprocess.STDOUT)
+        proc, logs[name] = start_logged_node(apps, path, name, work)
+        return proc
     members = [start(n) for n in names if n != chief]
     boss = start(chief)
     pauses = []

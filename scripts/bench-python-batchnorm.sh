@@ -11,17 +11,14 @@
 # Usage: scripts/bench-python-batchnorm.sh [epochs, default 3]
 #        [seeds, default 3] [mode: sync (default) or async]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
-export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-3}" "${2:-3}" "${3:-sync}" <<'PY'
-import json, os, re, statistics, subprocess, sys, time
+import os, statistics, subprocess, sys, time
 
 import torch
 
-from benchlib import chief_summary, scratch_dir
+from benchlib import chief_summary, run_json_script, scratch_dir
 
 epochs, seeds, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 example = os.path.abspath("examples/pytorch_cnn")
@@ -35,13 +32,9 @@ test_x, test_y = load("t10k")
 
 
 def alone(seed):
-    out = subprocess.run([python, "alone.py", "--epochs", str(epochs),
-                          "--seed", str(seed), "--order", "troupe",
-                          "--batchnorm"], cwd=example, capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        sys.exit("alone.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_json_script(["alone.py", "--epochs", str(epochs), "--seed",
+                         str(seed), "--order", "troupe", "--batchnorm"],
+                        cwd=example)
     return r["test_accuracy"], r["samples_per_sec"]
 
 

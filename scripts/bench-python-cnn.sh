@@ -27,15 +27,13 @@
 # the order of async pushes, so the means are what to compare.
 # Usage: scripts/bench-python-cnn.sh [epochs, default 3] [seeds, default 1]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
-export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-3}" "${2:-1}" <<'PY'
 import json, os, re, signal, statistics, subprocess, sys, time
 
-from benchlib import chief_summary, run_pytorch_rpc_ps, scratch_dir
+from benchlib import (chief_summary, run_json_script, run_pytorch_rpc_ps,
+                      scratch_dir)
 
 epochs, seeds = int(sys.argv[1]), int(sys.argv[2])
 example = os.path.abspath("examples/pytorch_cnn")
@@ -44,12 +42,8 @@ python = "/usr/bin/python3"
 
 
 def alone(seed):
-    out = subprocess.run([python, "alone.py", "--epochs", str(epochs),
-                          "--seed", str(seed), "--order", "troupe"],
-                         cwd=example, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("alone.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_json_script(["alone.py", "--epochs", str(epochs), "--seed",
+                         str(seed), "--order", "troupe"], cwd=example)
     return r["test_accuracy"], r["samples_per_sec"], ""
 
 

@@ -16,12 +16,10 @@
 # time) of each, and each over the RPC server's.
 # Usage: scripts/bench-python-mlp.sh [epochs, default 3] [repeats, default 3]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
-export TROUPE_BUILD
-export PYTHONPATH="$TROUPE_BUILD/python:$TROUPE_ROOT/bench:${PYTHONPATH:-}"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
+# bench/pytorch_rpc_ps.py's model, for the same initial values.
+export PYTHONPATH="$TROUPE_ROOT/bench:$PYTHONPATH"
 exec /usr/bin/python3 - "${1:-3}" "${2:-3}" <<'PY'
 import json, os, statistics, subprocess, sys, time
 

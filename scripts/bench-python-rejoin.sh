@@ -18,11 +18,8 @@
 # Usage: scripts/bench-python-rejoin.sh [epochs, default 2] [down seconds,
 #        default 5] [samples, default 60000]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
-export PYTHONPATH="$TROUPE_BUILD/python:$PYTHONPATH"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-2}" "${2:-5}" "${3:-60000}" <<'PY'
 import json, os, re, signal, statistics, subprocess, sys, time
 

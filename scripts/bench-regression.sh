@@ -10,17 +10,15 @@
 # troupe's over PyTorch's.
 # Usage: scripts/bench-regression.sh [epochs, default 5] [seeds, default 1]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-5}" "${2:-1}" "$TROUPE_BUILD" <<'PY'
-import json, os, re, statistics, subprocess, sys
+import os, re, sys
 
 import numpy as np
 
-sys.path.insert(0, "scripts")
-from benchlib import scratch_dir
+from benchlib import (means_over_seeds, run_json_script, scratch_dir,
+                      train_adam_on_troupe)
 
 epochs, seeds, build = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 work = scratch_dir()
@@ -41,61 +39,42 @@ for name, n, seed in (("train", 50000, 1), ("test", 10000, 2)):
 
 
 def troupe(threads, seed):
-    config = os.path.join(work, f"regression-{seed}.json")
-    with open(config, "w") as f:
-        json.dump({"name": "regression",
-                   "model": {"layers": [{"type": "dense", "units": targets}],
-                             "loss": "mean_squared_error",
-                             "init": "xavier", "seed": seed},
-                   "data": {"format": "npy", "dir": work,
-                            "train": "x_train.npy",
-                            "train_labels": "y_train.npy",
-                            "test": "x_test.npy",
-                            "test_labels": "y_test.npy"},
-                   "training": {"batch_size": 64, "epochs": epochs,
-                                "seed": seed, "log_every_steps": 100000,
-                                "optimizer": {"type": "adam",
-                                              "learning_rate": 0.001}}}, f)
-    out = subprocess.run([os.path.join(build, "apps/troupe-train"),
-                          "--config", config, "--threads", str(threads)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("troupe-train failed:\n" + out.stderr[-2000:])
-    done = re.search(r"done: .* ([\d.]+) examples/sec", out.stdout)
-    mse = re.findall(r"test mse = ([\d.e+-]+),", out.stdout)[-1]
+    out = train_adam_on_troupe(
+        build, work, "regression",
+        {"layers": [{"type": "dense", "units": targets}],
+         "loss": "mean_squared_error", "init": "xavier", "seed": seed},
+        {"format": "npy", "dir": work, "train": "x_train.npy",
+         "train_labels": "y_train.npy", "test": "x_test.npy",
+         "test_labels": "y_test.npy"},
+        epochs, seed, threads)
+    done = re.search(r"done: .* ([\d.]+) examples/sec", out)
+    mse = re.findall(r"test mse = ([\d.e+-]+),", out)[-1]
     return float(mse), float(done.group(1))
 
 
 def pytorch(threads, seed):
-    out = subprocess.run(["/usr/bin/python3", "bench/pytorch_regression.py",
-                          "--dir", work, "--epochs", str(epochs),
-                          "--threads", str(threads), "--seed", str(seed)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("pytorch_regression.py failed:\n" + out.stderr[-2000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_json_script(["bench/pytorch_regression.py", "--dir", work,
+                         "--epochs", str(epochs), "--threads", str(threads),
+                         "--seed", str(seed)])
     return r["test_mse"], r["samples_per_sec"]
 
 
-print(f"noise floor (the test set's own noise): mse {floor:.5f}", flush=True)
-results = {}
-for seed in range(1, seeds + 1):
-    for threads in (1, 2):
-        for name, run in (("troupe", troupe), ("pytorch", pytorch)):
-            mse, rate = run(threads, seed)
-            results[(name, threads, seed)] = (mse, rate)
-            print(f"seed {seed}, {threads} thread(s), {name}: test mse "
-                  f"{mse:.5f} ({mse / floor:.3f} of the floor), "
-                  f"{rate:.0f} samples/s", flush=True)
+def say(seed, threads, name, result):
+    mse, rate = result
+    print(f"seed {seed}, {threads} thread(s), {name}: test mse "
+          f"{mse:.5f} ({mse / floor:.3f} of the floor), "
+          f"{rate:.0f} samples/s", flush=True)
 
+
+print(f"noise floor (the test set's own noise): mse {floor:.5f}", flush=True)
+mean = means_over_seeds({"troupe": troupe, "pytorch": pytorch}, seeds,
+                        (1, 2), say)
 print(f"\n{epochs} epochs, Adam 0.001, batch 64; means over seeds 1-{seeds}")
 print(f"{'threads':>7} {'troupe mse/floor':>16} {'pytorch mse/floor':>17} "
       f"{'troupe/s':>9} {'pytorch/s':>9} {'ratio':>6}")
 for threads in (1, 2):
-    t = [results[("troupe", threads, s)] for s in range(1, seeds + 1)]
-    p = [results[("pytorch", threads, s)] for s in range(1, seeds + 1)]
-    tm, pm = (statistics.mean(r[0] for r in x) / floor for x in (t, p))
-    tr, pr = (statistics.mean(r[1] for r in x) for x in (t, p))
+    (tm, tr), (pm, pr) = mean[("troupe", threads)], mean[("pytorch", threads)]
+    tm, pm = tm / floor, pm / floor
     print(f"{threads:>7} {tm:>16.4f} {pm:>17.4f} {tr:>9.0f} {pr:>9.0f} "
           f"{tr / pr:>5.2f}x")
 PY

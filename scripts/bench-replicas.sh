@@ -24,12 +24,11 @@ if [[ "${1:-}" == "copy" ]]; then
     --pushes 2000
 fi
 python3 - "${1:-2}" "${2:-3}" "${3:-mlp}" "$TROUPE_BUILD/apps" <<'PY'
-import json
 import os
 import statistics
-import subprocess
 import sys
-from benchlib import chief_summary, free_port, scratch_dir, small_click_run
+from benchlib import (chief_summary, scratch_dir, start_logged_node,
+                      write_local_cluster)
 
 epochs, rounds, model, apps = (int(sys.argv[1]), int(sys.argv[2]),
                                sys.argv[3], sys.argv[4])
@@ -53,25 +52,15 @@ def peak_mb(proc, name=None):
 
 
 def measure(replicas):
-    cluster = json.load(open("config/cluster-local.json"))
-    cluster["training"]["epochs"] = epochs
-    cluster["training"].pop("checkpoint", None)
-    cluster["cluster"]["shard_replicas"] = replicas
-    if model == "click":
-        small_click_run(cluster, apps, work)
-    for node in cluster["cluster"]["nodes"]:
-        node["port"] = free_port()
-    path = os.path.join(work, "cluster.json")
-    json.dump(cluster, open(path, "w"))
+    path, cluster = write_local_cluster(work, apps, epochs, model,
+                                        shard_replicas=replicas)
     names = [n["name"] for n in cluster["cluster"]["nodes"]]
     chief = cluster["cluster"]["chief"]
     logs = {}
 
     def start(name):
-        logs[name] = open(os.path.join(work, name + ".out"), "w+")
-        return subprocess.Popen([apps + "/troupe-node", "--config", path,
-                                 "--node", name], stdout=logs[name],
-                                stderr=subprocess.STDOUT)
+        proc, logs[name] = start_logged_node(apps, path, name, work)
+        return proc
     members = {n: start(n) for n in names if n != chief}
     boss = start(chief)
     peaks = {chief: peak_mb(boss, chief)}

@@ -11,11 +11,8 @@
 # Usage: scripts/bench-rpc-ps.sh [epochs, default 3] [workers, default 2]
 #                                [repeats, default 3]
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(python3-torch python3-numpy)
-troupe_setup
-cd "$TROUPE_ROOT"
-export TROUPE_BUILD
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
 exec /usr/bin/python3 - "${1:-3}" "${2:-2}" "${3:-3}" <<'PY'
 import json, os, statistics, sys
 

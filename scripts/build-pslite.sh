@@ -39,8 +39,7 @@ case "$out/" in
 esac
 
 # The packages (setup.sh's installer, with this list instead of troupe's).
-troupe_packages=(g++ make libzmq3-dev libprotobuf-dev protobuf-compiler)
-troupe_install_missing
+troupe_install_missing g++ make libzmq3-dev libprotobuf-dev protobuf-compiler
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -85,7 +84,7 @@ libps.a: obj/customer.o obj/postoffice.o obj/van.o obj/meta.pb.o
 
 obj/pslite_roundtrip.o: $(BENCH) $(SCRIPT)
 	@mkdir -p obj
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CPPFLAGS) -I$(TROUPE) $(CXXFLAGS) -c $< -o $@
 
 pslite_roundtrip: obj/pslite_roundtrip.o libps.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@

@@ -13,7 +13,8 @@
 # Usage: scripts/clicks-scale.sh [DIR, default runs/clicks-scale]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-troupe_packages+=(time)
+# GNU time, for the peak memory.
+troupe_install_missing time
 troupe_setup
 dir="${1:-$TROUPE_ROOT/runs/clicks-scale}"
 mkdir -p "$dir"

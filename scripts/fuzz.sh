@@ -113,8 +113,7 @@ declare -A dict=([config]=config.dict [cluster_file]=config.dict
 
 # clang is the compiler, libclang-rt-14-dev holds libFuzzer and the
 # sanitizer runtimes, llvm gives llvm-symbolizer for readable stacks.
-troupe_packages+=(clang libclang-rt-14-dev llvm)
-troupe_install_missing
+troupe_install_missing clang libclang-rt-14-dev llvm
 
 fuzz_build="${TROUPE_FUZZ_BUILD:-$TROUPE_ROOT/build-fuzz}"
 # A clang folder of its own (the gcc build/ is untouched). TROUPE_WERROR=OFF:

@@ -13,20 +13,13 @@ import time
 import numpy as np
 import torch
 
-from fashion_cnn import load, make_model, score
+from fashion_cnn import add_run_options, load, make_model, score
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=1)
+    add_run_options(p)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--samples", type=int, default=60000,
-                   help="train on the first N images")
-    p.add_argument("--batchnorm", action="store_true")
-    p.add_argument("--dropout", type=float, default=0.25)
     p.add_argument("--order", choices=["numpy", "troupe"], default="numpy",
                    help="troupe: the batches a troupe run with this seed "
                         "trains (troupe.epoch_order), to compare on the "

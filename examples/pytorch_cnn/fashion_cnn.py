@@ -1,6 +1,6 @@
 """The model and the data of the example: a PyTorch CNN with dropout and,
 if asked, batch normalization (a model troupe does not have built in) and
-Fashion-MNIST read with NumPy.
+Fashion-MNIST read with NumPy; and the options of a run.
 train.py trains it on troupe; alone.py trains it with PyTorch alone."""
 
 import gzip
@@ -35,6 +35,23 @@ def make_model(seed=1, batchnorm=False, dropout=0.25):
         + norm("bn3", nn.BatchNorm1d(128))
         + [("relu3", nn.ReLU()), ("drop2", nn.Dropout(dropout)),
            ("fc2", nn.Linear(128, 10))]))
+
+
+def add_run_options(parser):
+    """The options of a run, which train.py prepare and alone.py share so
+    that by default both train the same model in the same way."""
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=1,
+                        help="picks the initial values and the samples' "
+                             "order")
+    parser.add_argument("--samples", type=int, default=60000,
+                        help="train on the first N images (a quick try)")
+    parser.add_argument("--batchnorm", action="store_true",
+                        help="batch normalization after each convolution "
+                             "and the hidden dense layer")
+    parser.add_argument("--dropout", type=float, default=0.25)
 
 
 def read_idx(path):

@@ -24,7 +24,7 @@ import zlib
 import torch
 
 import troupe
-from fashion_cnn import load, make_model, score
+from fashion_cnn import add_run_options, load, make_model, score
 
 
 def prepare(a):
@@ -112,18 +112,8 @@ def main():
     q = sub.add_parser("prepare", help="write the run's folder")
     q.add_argument("dir")
     q.add_argument("--mode", default="async", choices=["async", "sync"])
-    q.add_argument("--epochs", type=int, default=3)
-    q.add_argument("--batch", type=int, default=64)
-    q.add_argument("--lr", type=float, default=0.05)
     q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--seed", type=int, default=1,
-                   help="picks the initial values and the samples' order")
-    q.add_argument("--samples", type=int, default=60000,
-                   help="train on the first N images (a quick try)")
-    q.add_argument("--batchnorm", action="store_true",
-                   help="batch normalization after each convolution and "
-                        "the hidden dense layer")
-    q.add_argument("--dropout", type=float, default=0.25)
+    add_run_options(q)
     q = sub.add_parser("node", help="run one node of the cluster file")
     q.add_argument("config")
     q.add_argument("node")

@@ -65,6 +65,16 @@ class FindPackage(unittest.TestCase):
         self.prefix = os.path.join(self.tmp, "prefix")
         run(self, [CMAKE, "--install", BUILD, "--prefix", self.prefix])
 
+    def build_example(self, example):
+        """examples/EXAMPLE built out of tree against the installed troupe
+        (find_package), in a folder of the test's own; returns it."""
+        build = os.path.join(self.tmp, example + "-build")
+        run(self, [CMAKE, "-S", os.path.join(ROOT, "examples", example),
+                   "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                   "-DCMAKE_PREFIX_PATH=" + self.prefix])
+        run(self, [CMAKE, "--build", build, "-j2"])
+        return build
+
     def test_programs_headers_and_package_files_are_installed(self):
         version = project_version()
         for program in PROGRAMS:
@@ -120,11 +130,7 @@ class FindPackage(unittest.TestCase):
                 len(PROGRAMS))
 
     def test_a_program_of_ones_own_builds_against_it_and_trains(self):
-        build = os.path.join(self.tmp, "example-build")
-        run(self, [CMAKE, "-S", os.path.join(ROOT, "examples", "cpp_library"),
-                   "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                   "-DCMAKE_PREFIX_PATH=" + self.prefix])
-        run(self, [CMAKE, "--build", build, "-j2"])
+        build = self.build_example("cpp_library")
         work = os.path.join(self.tmp, "run")
         os.mkdir(work)
         out = subprocess.run([os.path.join(build, "planted_logistic"), work],
@@ -140,11 +146,7 @@ class FindPackage(unittest.TestCase):
             work, "planted_logistic.safetensors")))
 
     def test_a_layer_of_ones_own_builds_against_it_and_trains(self):
-        build = os.path.join(self.tmp, "layer-build")
-        run(self, [CMAKE, "-S", os.path.join(ROOT, "examples", "custom_layer"),
-                   "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                   "-DCMAKE_PREFIX_PATH=" + self.prefix])
-        run(self, [CMAKE, "--build", build, "-j2"])
+        build = self.build_example("custom_layer")
         out = subprocess.run([os.path.join(build, "residual_mlp")],
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)

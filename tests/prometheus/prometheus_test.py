@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -30,8 +29,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
 from procs import (  # noqa: E402 (the path above first)
-    Failure, check, free_port, missing_tools, read, say, stop_process,
-    wait_until)
+    Failure, check, free_port, missing_tools, read, say, scratch_run,
+    stop_process, troupe_program, wait_until)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -314,36 +313,14 @@ def run_scenario(procs, tools, troupe_node):
     stop_process(prometheus)
 
 
-def stopped_by_signal(signum, _frame):
-    raise Failure("stopped by signal %d" % signum)
-
-
 def main():
     tools = find_tools()
-    troupe_node = os.path.join(os.environ["TROUPE_BUILD_DIR"], "apps",
-                               "troupe-node")
-    if not os.access(troupe_node, os.X_OK):
-        say("FAILED: no program " + troupe_node)
-        return 1
-    # A SIGTERM (a stopped ctest) ends the test through the teardown.
-    signal.signal(signal.SIGTERM, stopped_by_signal)
-    folder = tempfile.mkdtemp(prefix="troupe-prometheus-")
-    started = time.monotonic()
-    procs = Processes(folder)
-    ok = False
-    try:
+    with scratch_run("troupe-prometheus-") as run:
+        troupe_node = troupe_program("troupe-node")
+        procs = Processes(run.folder)
+        run.on_failure, run.teardown = procs.show_logs, procs.stop_all
         run_scenario(procs, tools, troupe_node)
-        ok = True
-    except Failure as e:
-        say("FAILED: %s" % e)
-        procs.show_logs()
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a teardown in full
-        procs.stop_all()
-        shutil.rmtree(folder, ignore_errors=True)
-    say("%s in %.1f s" % ("passed" if ok else "failed",
-                          time.monotonic() - started))
-    return 0 if ok else 1
+    return run.exit_code
 
 
 if __name__ == "__main__":

@@ -1,16 +1,20 @@
 """What the Python tests that start real programs share: checks that say
 what held, bounded waits, free ports below the ephemeral range, stopping
-a process, and the skip status ctest reads.
+a process, the skip status ctest reads, troupe's programs in the build
+folder, and the frame of a test's run: its scratch folder and teardown.
 
 Each test script finds this folder on PYTHONPATH (tests/CMakeLists.txt,
 troupe_python_test)."""
 
+import contextlib
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 # ctest's SKIP_RETURN_CODE for these tests.
@@ -125,3 +129,53 @@ def stop_process(p, grace_s=10):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait(5)
+
+
+def troupe_program(name):
+    """The path of troupe's program `name` in TROUPE_BUILD_DIR/apps; a
+    Failure when it is not there."""
+    path = os.path.join(os.environ["TROUPE_BUILD_DIR"], "apps", name)
+    if not os.access(path, os.X_OK):
+        raise Failure("no program " + path)
+    return path
+
+
+class ScratchRun:
+    """What scratch_run yields: the run's scratch folder, what to show when
+    it fails and how to stop what it started (both set by the test once it
+    has something to show and to stop), and the exit code at the end."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.on_failure = lambda: None
+        self.teardown = lambda: None
+        self.exit_code = 1
+
+
+def _stopped_by_signal(signum, _frame):
+    raise Failure("stopped by signal %d" % signum)
+
+
+@contextlib.contextmanager
+def scratch_run(prefix):
+    """The frame of a test that starts daemons and programs: a scratch
+    folder named `prefix`..., a SIGTERM (a stopped ctest) turned into a
+    Failure so that the teardown still runs, a Failure said with what
+    on_failure() shows, then teardown() in full and the folder removed,
+    and the outcome with the time it took. After the with block, the
+    ScratchRun's exit_code is 0 when the block ran through."""
+    signal.signal(signal.SIGTERM, _stopped_by_signal)
+    run = ScratchRun(tempfile.mkdtemp(prefix=prefix))
+    started = time.monotonic()
+    try:
+        yield run
+        run.exit_code = 0
+    except Failure as e:
+        say("FAILED: %s" % e)
+        run.on_failure()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a teardown in full
+        run.teardown()
+        shutil.rmtree(run.folder, ignore_errors=True)
+    say("%s in %.1f s" % ("failed" if run.exit_code else "passed",
+                          time.monotonic() - started))

@@ -10,7 +10,6 @@ and scores as the chief's evaluate said. What a user gets wrong is named.
 Run by ctest (python.buffers) with Debian's Python, which has
 python3-torch; without torch it says so and skips (CI installs it)."""
 
-import json
 import os
 import tempfile
 import unittest
@@ -18,11 +17,7 @@ import unittest
 import numpy as np
 
 import troupe
-
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+from torch_runs import RunFolder, needs_torch, torch
 
 SAMPLES, FEATURES, BATCH, LR = 256, 6, 16, 0.05
 
@@ -41,31 +36,10 @@ def user_data():
     return x, torch.sin(x.sum(dim=1, keepdim=True)) * 2 + 1
 
 
-class run_folder:
-    def __init__(self, test, model, mode, workers, epochs):
-        tmp = tempfile.TemporaryDirectory(prefix="troupe-bn-")
-        test.addCleanup(tmp.cleanup)
-        self.dir = tmp.name
-        self.params = os.path.join(self.dir, "model.safetensors")
-        troupe.write_parameters(self.params, model)
-        self.ckpt = os.path.join(self.dir, "ckpt")
-        self.config = os.path.join(self.dir, "run.json")
-        with open(self.config, "w") as f:
-            json.dump({
-                "model": {"type": "external", "parameters": self.params},
-                "data": {"format": "external", "train_samples": SAMPLES},
-                "training": {"batch_size": BATCH, "epochs": epochs,
-                             "optimizer": {"type": "sgd",
-                                           "learning_rate": LR},
-                             "checkpoint": {"dir": self.ckpt},
-                             "log_every_steps": 100000},
-                "cluster": {"mode": mode, "workers": workers,
-                            "shards": 3}}, f)
-
-    def newest(self):
-        files = sorted(os.listdir(self.ckpt),
-                       key=lambda f: int(f.split("-")[1].split(".")[0]))
-        return troupe.read_checkpoint(os.path.join(self.ckpt, files[-1]))
+def run_folder(test, model, mode, workers, epochs):
+    """The module itself declared, buffers and all, on three shards."""
+    return RunFolder(test, model, SAMPLES, BATCH, LR, epochs,
+                     {"mode": mode, "workers": workers, "shards": 3})
 
 
 def mse_step(model, x, y, batches=None):
@@ -82,8 +56,7 @@ def mse_step(model, x, y, batches=None):
     return step
 
 
-@unittest.skipIf(torch is None and not os.environ.get("CI"),
-                 "python3-torch is not installed")
+@needs_torch
 class Buffers(unittest.TestCase):
     def test_sync_sgd_with_batchnorm_matches_pytorch_buffers_included(self):
         x, y = user_data()

@@ -5,7 +5,6 @@ with plain SGD ends where torch.optim.SGD ends over the same batches.
 Run by ctest (python.torch_worker) with Debian's Python, which has
 python3-torch; without torch it says so and skips (CI installs it)."""
 
-import json
 import os
 import tempfile
 import unittest
@@ -13,11 +12,7 @@ import unittest
 import numpy as np
 
 import troupe
-
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+from torch_runs import RunFolder, needs_torch, torch
 
 SAMPLES, FEATURES, BATCH, LR = 320, 6, 16, 0.05
 
@@ -28,8 +23,7 @@ def make_model():
                                torch.nn.Linear(8, 1))
 
 
-@unittest.skipIf(torch is None and not os.environ.get("CI"),
-                 "python3-torch is not installed")
+@needs_torch
 class TorchWorker(unittest.TestCase):
     def test_sync_sgd_matches_torch_sgd_over_the_same_batches(self):
         rng = np.random.default_rng(11)
@@ -37,24 +31,10 @@ class TorchWorker(unittest.TestCase):
             rng.uniform(-1, 1, (SAMPLES, FEATURES)).astype(np.float32))
         y = torch.sin(x.sum(dim=1, keepdim=True))
         model = make_model()
-        tmp = tempfile.TemporaryDirectory(prefix="troupe-torch-")
-        self.addCleanup(tmp.cleanup)
-        params = os.path.join(tmp.name, "model.safetensors")
-        troupe.write_parameters(params, model.state_dict())
-        ckpt = os.path.join(tmp.name, "ckpt")
-        config = os.path.join(tmp.name, "run.json")
         steps = 200
-        with open(config, "w") as f:
-            json.dump({
-                "model": {"type": "external", "parameters": params},
-                "data": {"format": "external", "train_samples": SAMPLES},
-                "training": {"batch_size": BATCH,
-                             "epochs": steps * BATCH // SAMPLES,
-                             "optimizer": {"type": "sgd",
-                                           "learning_rate": LR},
-                             "checkpoint": {"dir": ckpt},
-                             "log_every_steps": 100000},
-                "cluster": {"mode": "sync", "workers": 1, "shards": 2}}, f)
+        run = RunFolder(self, model.state_dict(), SAMPLES, BATCH, LR,
+                        steps * BATCH // SAMPLES,
+                        {"mode": "sync", "workers": 1, "shards": 2})
         batches = []
 
         def step(values, samples):
@@ -69,7 +49,7 @@ class TorchWorker(unittest.TestCase):
             grads = {name: p.grad for name, p in model.named_parameters()}
             return grads, loss.item() * len(samples)
 
-        summary = troupe.train(config, step, quiet=True)
+        summary = troupe.train(run.config, step, quiet=True)
         self.assertEqual(summary["steps"], steps)
         # The same batches with torch alone.
         reference = make_model()
@@ -80,9 +60,7 @@ class TorchWorker(unittest.TestCase):
             torch.nn.functional.mse_loss(reference(x[batch]),
                                          y[batch]).backward()
             opt.step()
-        files = sorted(os.listdir(ckpt),
-                       key=lambda f: int(f.split("-")[1].split(".")[0]))
-        got = troupe.read_checkpoint(os.path.join(ckpt, files[-1]))
+        got = run.newest()
         want = reference.state_dict()
         self.assertEqual(sorted(got), sorted(want))
         for name, value in want.items():

@@ -19,19 +19,17 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
 import procs  # noqa: E402 (the path above first)
 from procs import (  # noqa: E402
-    SKIP, Failure, check, free_ports_in_a_row, missing_tools, read, say,
-    sbin_which, stop_process)
+    SKIP, check, free_ports_in_a_row, missing_tools, read, say,
+    sbin_which, scratch_run, stop_process, troupe_program)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -480,25 +478,15 @@ def show_outputs(folder):
             say("---- %s (end)\n%s" % (name, text[-2500:].rstrip()))
 
 
-def stopped_by_signal(signum, _frame):
-    raise Failure("stopped by signal %d" % signum)
-
-
 def main():
     tools = find_tools()
-    troupe_node = os.path.join(os.environ["TROUPE_BUILD_DIR"], "apps",
-                               "troupe-node")
-    if not os.access(troupe_node, os.X_OK):
-        say("FAILED: no program " + troupe_node)
-        return 1
-    # A SIGTERM (a stopped ctest) ends the test through the teardown.
-    signal.signal(signal.SIGTERM, stopped_by_signal)
-    folder = tempfile.mkdtemp(prefix="troupe-slurm-")
-    started = time.monotonic()
-    slurm_conf = os.path.join(folder, "slurm.conf")
-    procs = Processes(test_environment(slurm_conf, folder))
-    ok = False
-    try:
+    with scratch_run("troupe-slurm-") as run:
+        troupe_node = troupe_program("troupe-node")
+        folder = run.folder
+        slurm_conf = os.path.join(folder, "slurm.conf")
+        procs = Processes(test_environment(slurm_conf, folder))
+        run.on_failure = lambda: show_outputs(folder)
+        run.teardown = lambda: procs.stop_all(slurm_conf)
         # 10 ports for the 5 tasks (control and data plane), 2 for Slurm.
         base_port = free_ports_in_a_row(12)
         socket_path = start_munged(procs, tools, folder)
@@ -506,17 +494,7 @@ def main():
         start_slurm(procs, tools, folder)
         run_scenario(procs, tools, folder, troupe_node, base_port,
                      slurm_conf)
-        ok = True
-    except Failure as e:
-        say("FAILED: %s" % e)
-        show_outputs(folder)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a teardown in full
-        procs.stop_all(slurm_conf)
-        shutil.rmtree(folder, ignore_errors=True)
-    say("%s in %.1f s" % ("passed" if ok else "failed",
-                          time.monotonic() - started))
-    return 0 if ok else 1
+    return run.exit_code
 
 
 if __name__ == "__main__":
