@@ -389,9 +389,9 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
   // CUDA, with and without a device; only the reason after "but" differs.
   temp_dir tmp;
   auto cfg = tmp.file("cfg.json");
-  troupe::test::write_file(cfg,
-                           with(R"("batch_size": 32)",
-                                R"("batch_size": 32, "device": "gpu:99")"));
+  troupe::test::write_file(
+    cfg, replace_first(good, R"("batch_size": 32)",
+                       R"("batch_size": 32, "device": "gpu:99")"));
   auto o = run_train(tmp, "--config " + cfg);
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-train: error: " + cfg
