@@ -15,6 +15,24 @@ using troupe::test::error_of;
 using troupe::test::replace_first;
 using troupe::test::synthetic_config;
 
+namespace {
+
+/// An edit of synthetic_config (its first `from` made `to`) and the error
+/// the edited text must give.
+struct bad_edit {
+  std::string from, to, error;
+};
+
+void expect_errors(const std::vector<bad_edit>& edits) {
+  for (auto& e : edits)
+    BOOST_TEST_CONTEXT("the edit to " << e.to) {
+      BOOST_TEST(error_of(replace_first(synthetic_config, e.from, e.to))
+                 == e.error);
+    }
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(config)
 
 BOOST_AUTO_TEST_CASE(a_valid_file_fills_the_structs) {
@@ -32,46 +50,36 @@ BOOST_AUTO_TEST_CASE(a_valid_file_fills_the_structs) {
 }
 
 BOOST_AUTO_TEST_CASE(wrong_type_names_path_expectation_and_value) {
-  auto text = replace_first(synthetic_config, R"("batch_size": 16)",
-                            R"("batch_size": "abc")");
-  BOOST_TEST(
-    error_of(text)
-    == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
-  text = replace_first(synthetic_config, R"("hidden": [8])",
-                       R"("hidden": [8, -1])");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /model/hidden/1: expected a positive integer <= "
-                "65536, found -1");
-  text = replace_first(synthetic_config, R"("type": "momentum")",
-                       R"("type": "adamw")");
-  BOOST_TEST(
-    error_of(text)
-    == R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")");
-  text = replace_first(synthetic_config, R"("staircase": true)",
-                       R"("staircase": 1)");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /training/optimizer/schedule/staircase: expected "
-                "true or false, found 1");
+  expect_errors({
+    {R"("batch_size": 16)", R"("batch_size": "abc")",
+     R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")"},
+    {R"("hidden": [8])", R"("hidden": [8, -1])",
+     "cfg.json: /model/hidden/1: expected a positive integer <= 65536, found "
+     "-1"},
+    {R"("type": "momentum")", R"("type": "adamw")",
+     R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")"},
+    {R"("staircase": true)", R"("staircase": 1)",
+     "cfg.json: /training/optimizer/schedule/staircase: expected true or "
+     "false, found 1"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(missing_required_key) {
-  auto text = replace_first(
-    synthetic_config, R"("model": { "type": "mlp", "hidden": [8] },)", "");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /model: missing required key "model")");
-  text = replace_first(synthetic_config, R"("format": "synthetic", )", "");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /data/format: missing required key "format")");
+  expect_errors({
+    {R"("model": { "type": "mlp", "hidden": [8] },)", "",
+     R"(cfg.json: /model: missing required key "model")"},
+    {R"("format": "synthetic", )", "",
+     R"(cfg.json: /data/format: missing required key "format")"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(unknown_keys_are_refused) {
-  auto text = replace_first(synthetic_config, R"("batch_size": 16)",
-                            R"("batch_size": 16, "batchsize": 32)");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /training/batchsize: unknown key "batchsize")");
-  text = replace_first(synthetic_config, R"("name": "t",)",
-                       R"("name": "t", "x": 1,)");
-  BOOST_TEST(error_of(text) == R"(cfg.json: /x: unknown key "x")");
+  expect_errors({
+    {R"("batch_size": 16)", R"("batch_size": 16, "batchsize": 32)",
+     R"(cfg.json: /training/batchsize: unknown key "batchsize")"},
+    {R"("name": "t",)", R"("name": "t", "x": 1,)",
+     R"(cfg.json: /x: unknown key "x")"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
