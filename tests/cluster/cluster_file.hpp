@@ -319,9 +319,9 @@ public:
           << ")\n"
           << p.err() << p.out();
     };
-    one("chief", c.chief_);
-    for (size_t i = 0; i < c.members_.size(); ++i)
-      one("member " + std::to_string(i), *c.members_[i]);
+    one("chief " + c.chief_.name(), c.chief_);
+    for (auto& m : c.members_)
+      one(m->name(), *m);
     return out;
   }
 
@@ -336,7 +336,6 @@ inline double test_accuracy(const std::string& out) {
   return s.empty() ? -1 : std::stod(s);
 }
 
-/// Whether `part` occurs in `text` (a process's output).
 /// Click logs shaped as write_cluster's click data section reads them (2
 /// numeric and 4 categorical fields of 200 Zipf values each, vocabulary
 /// 2^22): `train` lines in <dir>/<folder>/<train_name>, `test` in
@@ -371,6 +370,7 @@ inline double last_value(const std::string& out, const std::string& key) {
   return x;
 }
 
+/// Whether `part` occurs in `text` (a process's output).
 inline bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
