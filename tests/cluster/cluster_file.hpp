@@ -279,28 +279,6 @@ inline std::string summary_field(const std::string& out, size_t column) {
 
 using procs = std::vector<std::unique_ptr<process>>;
 
-/// Starts troupe-node for every node of `spec` but the chief's.
-inline procs start_members(const temp_dir& dir, const std::string& cfg,
-                           const cluster_spec& spec) {
-  procs out;
-  for (size_t i = 1; i < spec.nodes.size(); ++i)
-    out.push_back(std::make_unique<process>(
-      dir, spec.nodes[i].name, "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
-      "", spec.nodes[i].prefix));
-  return out;
-}
-
-/// Starts troupe-node for the chief's node (the first of `spec`).
-inline std::unique_ptr<process> start_chief(const temp_dir& dir,
-                                            const std::string& cfg,
-                                            const cluster_spec& spec) {
-  return std::make_unique<process>(
-    dir, spec.nodes.front().name, "troupe-node",
-    std::vector<std::string>{"--config", cfg, "--node",
-                             spec.nodes.front().name});
-}
-
 /// What every process of a cluster said, for a failed check: each one's
 /// name, whether it still runs, its stderr and stdout. Read when printed,
 /// not when made: Boost.Test builds a check's message before it evaluates
