@@ -24,6 +24,20 @@ struct three_nodes {
   three_nodes() { spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}}; }
 };
 
+/// Starts node `node` from `other`, written to <dir>/other.json: a version
+/// of the running cluster's file that its chief does not share. The node
+/// must exit 2 within 30 s, saying `says`.
+void expect_stray_refused(const temp_dir& dir, const nlohmann::json& other,
+                          const std::string& node, const std::string& says) {
+  write_file(dir.file("other.json"), other.dump());
+  process stray{dir,
+                "stray",
+                "troupe-node",
+                {"--config", dir.file("other.json"), "--node", node}};
+  BOOST_TEST(stray.wait(30) == 2);
+  BOOST_TEST(has(stray.err(), says), stray.err());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(bad_input)
@@ -73,15 +87,9 @@ BOOST_FIXTURE_TEST_CASE(a_node_the_chiefs_file_does_not_list, three_nodes) {
   running_cluster cluster{dir, spec, how};
   auto j = nlohmann::json::parse(read_all(cluster.config()));
   j["cluster"]["nodes"][2]["name"] = "w9";
-  write_file(dir.file("other.json"), j.dump());
-  process stray{dir,
-                "stray",
-                "troupe-node",
-                {"--config", dir.file("other.json"), "--node", "w9"}};
-  BOOST_TEST(stray.wait(30) == 2);
-  BOOST_TEST(has(stray.err(), "unknown node \"w9\" (the cluster file's "
-                              "nodes are: chief, ps0, w0)"),
-             stray.err());
+  expect_stray_refused(dir, j, "w9",
+                       "unknown node \"w9\" (the cluster file's nodes are: "
+                       "chief, ps0, w0)");
   cluster.chief().kill9();
 }
 
@@ -98,16 +106,9 @@ BOOST_FIXTURE_TEST_CASE(a_member_with_another_optimizer_is_refused,
   auto& chief = cluster.chief();
   auto j = nlohmann::json::parse(read_all(cluster.config()));
   j["training"]["optimizer"] = {{"type", "sgd"}, {"learning_rate", 0.001}};
-  write_file(dir.file("other.json"), j.dump());
-  process stray{dir,
-                "stray",
-                "troupe-node",
-                {"--config", dir.file("other.json"), "--node", "w0"}};
-  BOOST_TEST(stray.wait(30) == 2);
-  BOOST_TEST(has(stray.err(), "its config differs from the chief's: "
-                              "/training/optimizer/type (chief: adam, node "
-                              "w0: sgd)"),
-             stray.err());
+  expect_stray_refused(dir, j, "w0",
+                       "its config differs from the chief's: "
+                       "/training/optimizer/type (chief: adam, node w0: sgd)");
   BOOST_TEST(chief.wait_for_output("refused node w0: its config differs", 10),
              chief.out());
   auto& w0 = cluster.start_node("w0");
