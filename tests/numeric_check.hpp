@@ -2,6 +2,7 @@
 // an element-wise comparison that prints the first misses side by side.
 #pragma once
 
+#include <array>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>
@@ -19,6 +20,18 @@ inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1,
   for (auto& x : v)
     x = lo + (hi - lo) * static_cast<float>(rng.uniform01());
   return v;
+}
+
+/// The GEMM shapes {m, n, k} every backend is tried on: ones, odd sizes, a
+/// 1 and a 0 (an empty product) in each place, and sizes past a SIMD
+/// register's; then `more` (a backend's own: past its split or its tiles).
+inline std::vector<std::array<int, 3>>
+gemm_sizes(const std::vector<std::array<int, 3>>& more) {
+  std::vector<std::array<int, 3>> sizes{{1, 1, 1},    {3, 5, 7}, {17, 1, 9},
+                                        {0, 4, 3},    {4, 0, 3}, {4, 3, 0},
+                                        {33, 65, 129}};
+  sizes.insert(sizes.end(), more.begin(), more.end());
+  return sizes;
 }
 
 /// |got - want| <= tol * (1 + |want|) everywhere (NaN matches NaN); names

@@ -1,4 +1,5 @@
-// Helpers shared by the test folders: temporary directories and files.
+// Helpers shared by the test folders: temporary directories and files, and
+// edits of a config's text.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 #include <vector>
 #include <zlib.h>
+
+#include <boost/test/unit_test.hpp>
 
 #include "caf/expected.hpp"
 #include "runtime/base/errc.hpp"
@@ -79,6 +82,17 @@ inline bool python_has(const std::string& module) {
     throw std::runtime_error(python() + " cannot import " + module
                              + ", which CI installs");
   return has;
+}
+
+/// `text` with its first `from` replaced by `to`: one edit of a config's
+/// text. Fails the test when `text` has no `from` (the edit would silently
+/// test the unedited config).
+inline std::string replace_first(std::string text, const std::string& from,
+                                 const std::string& to) {
+  auto at = text.find(from);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "no \"" << from << "\" in:\n"
+                                                         << text);
+  return text.replace(at, from.size(), to);
 }
 
 /// Writes `text` to `path`.

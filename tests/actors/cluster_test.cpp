@@ -77,19 +77,18 @@ BOOST_AUTO_TEST_CASE(async_applies_every_accepted_push_once) {
   // interleave: at 3 epochs, test accuracy ranged 0.79 to 1.0 with the
   // scheduling of a loaded machine, and the check below failed now and then.
   cfg.training.epochs = 6;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  BOOST_TEST_MESSAGE("async test accuracy " << r->test_accuracy);
-  BOOST_TEST(r->steps == 6 * 16);
-  BOOST_TEST(r->epoch_samples == std::vector<int64_t>(6, 256));
+  auto r = f.run_ok(cfg);
+  BOOST_TEST_MESSAGE("async test accuracy " << r.test_accuracy);
+  BOOST_TEST(r.steps == 6 * 16);
+  BOOST_TEST(r.epoch_samples == std::vector<int64_t>(6, 256));
   // Every push went to both shards and was applied exactly once there.
-  BOOST_TEST(r->pushes_accepted == 2 * r->steps);
-  BOOST_TEST(r->pushes_refused == 0);
+  BOOST_TEST(r.pushes_accepted == 2 * r.steps);
+  BOOST_TEST(r.pushes_refused == 0);
   for (auto& s : f.shards) {
     BOOST_TEST(s.accepted == s.version);
-    BOOST_TEST(s.version == r->steps);
+    BOOST_TEST(s.version == r.steps);
   }
-  BOOST_TEST(r->test_accuracy > 0.9, f.log.str());
+  BOOST_TEST(r.test_accuracy > 0.9, f.log.str());
 }
 
 // One async worker's pull follows its push (CAF keeps the order of two
@@ -101,14 +100,12 @@ BOOST_AUTO_TEST_CASE(one_async_worker_without_prefetch_is_plain_sgd) {
   auto expected = plain_sgd(cfg, cfg.training.batch_size);
   {
     cluster_fixture f;
-    auto r = f.run(cfg);
-    BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+    auto r = f.run_ok(cfg);
     check_close(f.final_params, expected, 1e-5f);
   }
   cfg.cluster.prefetch = true;
   cluster_fixture f;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  auto r = f.run_ok(cfg);
   BOOST_REQUIRE_EQUAL(f.final_params.size(), expected.size());
   float worst = 0;
   for (size_t i = 0; i < expected.size(); ++i)
@@ -119,10 +116,9 @@ BOOST_AUTO_TEST_CASE(one_async_worker_without_prefetch_is_plain_sgd) {
 BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {
   cluster_fixture f;
   auto cfg = small_run(mode::sync, 2, 2);
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  BOOST_TEST(r->pushes_stale == 0);
-  BOOST_TEST(r->version == r->steps / 2);
+  auto r = f.run_ok(cfg);
+  BOOST_TEST(r.pushes_stale == 0);
+  BOOST_TEST(r.version == r.steps / 2);
   // The same epochs with one SGD step per pair of consecutive batches.
   check_close(f.final_params, plain_sgd(cfg, 2 * cfg.training.batch_size),
               1e-5f);
@@ -132,15 +128,14 @@ BOOST_AUTO_TEST_CASE(sync_backup_workers_pushes_are_dropped_as_stale) {
   cluster_fixture f;
   auto cfg = small_run(mode::sync, 3, 1);
   cfg.cluster.replicas_to_aggregate = 2;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  auto r = f.run_ok(cfg);
   // Every push either counted toward an update or was dropped as stale.
   // Each update averaged two, except at the very end: once the feeder is
   // done and workers leave, the last one or two updates take what is left.
-  BOOST_TEST(r->pushes_accepted + r->pushes_stale == r->steps);
-  BOOST_TEST(r->pushes_accepted <= 2 * r->version);
-  BOOST_TEST(r->pushes_accepted >= 2 * r->version - 2);
-  BOOST_TEST(r->epoch_samples == (std::vector<int64_t>{256, 256}));
+  BOOST_TEST(r.pushes_accepted + r.pushes_stale == r.steps);
+  BOOST_TEST(r.pushes_accepted <= 2 * r.version);
+  BOOST_TEST(r.pushes_accepted >= 2 * r.version - 2);
+  BOOST_TEST(r.epoch_samples == (std::vector<int64_t>{256, 256}));
 }
 
 BOOST_AUTO_TEST_CASE(ssp_never_lets_a_worker_run_more_than_staleness_ahead) {
@@ -173,9 +168,8 @@ BOOST_AUTO_TEST_CASE(easgd_matches_a_hand_computed_sequence) {
   cfg.cluster.tau = 2;
   cfg.cluster.moving_rate = 0.3;
   cfg.training.max_steps = 6;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-  BOOST_TEST(r->version == 3); // one exchange every tau = 2 steps
+  auto r = f.run_ok(cfg);
+  BOOST_TEST(r.version == 3); // one exchange every tau = 2 steps
   // By hand: local SGD steps; after every 2nd, diff = local - center,
   // local -= 0.3 diff, center += 0.3 diff.
   reference ref{cfg};

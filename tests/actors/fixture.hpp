@@ -7,12 +7,15 @@
 #include <sstream>
 #include <vector>
 
+#include <boost/test/unit_test.hpp>
+
 #include "actors/chief/chief.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "caf/all.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
+#include "test_util.hpp"
 
 namespace troupe::test {
 
@@ -125,6 +128,25 @@ struct cluster_fixture {
     };
     return run_cluster(*sys, std::move(opts));
   }
+
+  /// run(cfg, fault_hook), and the test ends, with the run's log, unless
+  /// the run succeeds.
+  cluster_summary
+  run_ok(const run_config& cfg,
+         std::function<void(int32_t, int64_t)> fault_hook = nullptr) {
+    auto r = run(cfg, std::move(fault_hook));
+    BOOST_REQUIRE_MESSAGE(r, why(r) + "\n" + log.str());
+    return std::move(*r);
+  }
 };
+
+/// Runs `cfg` to its end on an actor system of its own; the test ends,
+/// with the run's log, unless the run succeeds. Returns the parameters it
+/// ended with.
+inline std::vector<float> run_to_end(const run_config& cfg) {
+  cluster_fixture f;
+  f.run_ok(cfg);
+  return f.final_params;
+}
 
 } // namespace troupe::test

@@ -19,47 +19,33 @@
 #include <iterator>
 #include <map>
 
+#include "corpus_files.hpp"
 #include "fuzz/front_door_inputs.hpp"
 
 namespace fs = std::filesystem;
 using namespace troupe::fuzz;
+using namespace troupe::test;
 
 namespace {
 
 using run_fn = front_door_outcome (*)(const uint8_t*, size_t);
 
+const char* const corpus_env = "TROUPE_FRONT_DOOR_CORPUS";
+
 bool replaying_seeds() {
-  const char* env = std::getenv("TROUPE_FRONT_DOOR_CORPUS");
-  return env == nullptr || *env == '\0';
-}
-
-fs::path corpus_dir(const std::string& target) {
-  if (replaying_seeds())
-    return fs::path{TROUPE_SOURCE_DIR} / "tests/fuzz/corpus" / target;
-  auto dir = fs::path{std::getenv("TROUPE_FRONT_DOOR_CORPUS")} / target;
-  return fs::is_directory(dir / "corpus") ? dir / "corpus" : dir;
-}
-
-std::string contents(const fs::path& p) {
-  std::ifstream in{p, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, {}};
+  return !corpus_from_env(corpus_env);
 }
 
 /// Runs every file of `target`'s corpus; the outcomes by file name.
 std::map<std::string, front_door_outcome> replay(const std::string& target,
                                                  run_fn run) {
-  auto dir = corpus_dir(target);
-  BOOST_REQUIRE_MESSAGE(fs::is_directory(dir), dir << " is not a folder");
-  std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator{dir})
-    if (e.is_regular_file())
-      files.push_back(e.path());
+  auto dir = corpus_dir(target, corpus_env);
+  auto files = corpus_files(dir);
   BOOST_REQUIRE_MESSAGE(!files.empty(), dir << " holds no inputs");
-  std::sort(files.begin(), files.end());
   std::map<std::string, front_door_outcome> out;
   size_t admitted = 0;
   for (auto& f : files) {
-    auto bytes = contents(f);
+    auto bytes = file_bytes(f);
     auto o = run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     BOOST_TEST(o.broken.empty(), f.filename() << ": " << o.broken);
     BOOST_TEST(o.refused.find('\n') == std::string::npos,

@@ -10,9 +10,26 @@
 
 using namespace troupe;
 using troupe::test::cluster_fixture;
+using troupe::test::run_to_end;
 using troupe::test::small_run;
 using troupe::test::temp_dir;
 using mode = cluster_config::mode;
+
+namespace {
+
+/// sync with one worker and Adam: every step sees the previous update, so
+/// the run is deterministic and an interrupted run must equal a straight
+/// one (an async worker prefetches values one step stale, which a restart
+/// resets).
+run_config deterministic_run() {
+  auto cfg = small_run(mode::sync, 1, 2);
+  cfg.training.optimizer.type = optimizer_config::kind::adam;
+  cfg.training.optimizer.learning_rate = 0.01;
+  cfg.training.max_steps = 20;
+  return cfg;
+}
+
+} // namespace
 
 BOOST_AUTO_TEST_SUITE(supervision)
 
@@ -77,35 +94,22 @@ BOOST_AUTO_TEST_CASE(reaching_the_target_accuracy_ends_the_run_early) {
   cfg.training.epochs = 50;
   cfg.training.eval_every_steps = 4;
   cfg.cluster.target_accuracy = 0.9;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  auto r = f.run_ok(cfg);
   // The target line is printed only for an evaluation at or above it. The
   // final evaluation comes after the steps still in flight (async), which
   // can move this small problem's accuracy either way, so it only has to
   // show training, not the target.
-  BOOST_TEST(r->test_accuracy > 0.5);
-  BOOST_TEST(r->steps < 50 * 16);
+  BOOST_TEST(r.test_accuracy > 0.5);
+  BOOST_TEST(r.steps < 50 * 16);
   BOOST_TEST(f.log.str().find("target accuracy 0.9000 reached; finishing")
                != std::string::npos,
              f.log.str());
 }
 
 BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
-  // sync with one worker: every step sees the previous update, so the run
-  // is deterministic and an interrupted run must equal a straight one (an
-  // async worker prefetches values one step stale, which a restart resets).
   temp_dir dir;
-  auto cfg = small_run(mode::sync, 1, 2);
-  cfg.training.optimizer.type = optimizer_config::kind::adam;
-  cfg.training.optimizer.learning_rate = 0.01;
-  cfg.training.max_steps = 20;
-  std::vector<float> straight;
-  {
-    cluster_fixture f;
-    auto r = f.run(cfg);
-    BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
-    straight = f.final_params;
-  }
+  auto cfg = deterministic_run();
+  auto straight = run_to_end(cfg);
   cfg.training.checkpoint.dir = dir.path();
   cfg.training.checkpoint.every_steps = 6;
   cfg.training.max_steps = 12;
@@ -124,10 +128,9 @@ BOOST_AUTO_TEST_CASE(checkpoint_then_resume_is_bitwise_the_same_run) {
   cfg.training.checkpoint.resume = true;
   cfg.training.max_steps = 20;
   cluster_fixture f;
-  auto r = f.run(cfg);
-  BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+  auto r = f.run_ok(cfg);
   BOOST_TEST(f.log.str().find("resuming from") != std::string::npos);
-  BOOST_TEST(r->steps == 20);
+  BOOST_TEST(r.steps == 20);
   BOOST_TEST(f.final_params == straight); // bitwise
 }
 
@@ -148,11 +151,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_shard_count_bitwise) {
       cfg.training.checkpoint.dir = dir.path();
       cfg.training.checkpoint.every_steps = 100;
       cfg.training.max_steps = 12;
-      {
-        cluster_fixture f;
-        auto r = f.run(cfg);
-        BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
-      }
+      run_to_end(cfg); // its checkpoint at step 12
       std::vector<float> on_two;
       for (int shards : {2, 1, 3, 4}) {
         BOOST_TEST_CONTEXT(shards << " shards") {
@@ -167,8 +166,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_shard_count_bitwise) {
           cfg.training.checkpoint.resume = true;
           cfg.training.max_steps = 20;
           cluster_fixture f;
-          auto r = f.run(cfg);
-          BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
+          auto r = f.run_ok(cfg);
           auto log = f.log.str();
           BOOST_TEST(log.find("resuming from") != std::string::npos, log);
           BOOST_TEST((log.find("the checkpoint was written on 2 shards: its "
@@ -178,7 +176,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_on_another_shard_count_bitwise) {
                       != std::string::npos)
                        == (shards != 2),
                      log);
-          BOOST_TEST(r->steps == 20);
+          BOOST_TEST(r.steps == 20);
           if (shards == 2)
             on_two = f.final_params;
           else
@@ -198,25 +196,13 @@ BOOST_AUTO_TEST_CASE(
        {troupe::data_partition::replicated, troupe::data_partition::sharded}) {
     BOOST_TEST_CONTEXT(to_string(partition)) {
       temp_dir dir;
-      auto cfg = small_run(mode::sync, 1, 2);
+      auto cfg = deterministic_run();
       cfg.training.partition = partition;
-      cfg.training.optimizer.type = optimizer_config::kind::adam;
-      cfg.training.optimizer.learning_rate = 0.01;
-      cfg.training.max_steps = 20;
-      std::vector<float> straight;
-      {
-        cluster_fixture f;
-        auto r = f.run(cfg);
-        BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r));
-        straight = f.final_params;
-      }
+      auto straight = run_to_end(cfg);
       cfg.training.checkpoint.dir = dir.path();
       cfg.training.checkpoint.every_steps = 100;
       cfg.training.max_steps = 12;
-      {
-        cluster_fixture f;
-        BOOST_REQUIRE(f.run(cfg));
-      }
+      run_to_end(cfg);
       auto head = read_checkpoint_metadata(dir.file("ckpt-12.safetensors"));
       BOOST_REQUIRE(head);
       BOOST_TEST(head->metadata["feeder_plan"].find(
@@ -226,9 +212,8 @@ BOOST_AUTO_TEST_CASE(
       cfg.training.checkpoint.resume = true;
       cfg.training.max_steps = 20;
       cluster_fixture f;
-      auto r = f.run(cfg);
-      BOOST_REQUIRE_MESSAGE(r, troupe::test::why(r) + "\n" + f.log.str());
-      BOOST_TEST(r->steps == 20);
+      auto r = f.run_ok(cfg);
+      BOOST_TEST(r.steps == 20);
       BOOST_TEST(f.final_params == straight); // bitwise
     }
   }

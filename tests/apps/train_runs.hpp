@@ -23,14 +23,6 @@ inline const char* good = R"({
                 "optimizer": { "type": "adam", "learning_rate": 0.01 } }
 })";
 
-/// `good` with its first `from` replaced by `to`.
-inline std::string with(const std::string& from, const std::string& to) {
-  std::string text = good;
-  auto pos = text.find(from);
-  BOOST_REQUIRE(pos != std::string::npos);
-  return text.replace(pos, from.size(), to);
-}
-
 /// Writes `text` as a config, runs it, and expects exit 2 with exactly one
 /// stderr line equal to "troupe-train: error: <cfg>: <tail>".
 inline void expect_bad(const std::string& text, const std::string& tail) {

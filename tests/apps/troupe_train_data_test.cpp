@@ -26,6 +26,17 @@ double accuracy_after_done(const outcome& o) {
   return std::stod(o.out.substr(o.out.find("test accuracy = ", pos) + 16));
 }
 
+/// Writes `text` as the test set <tmp>/test.csv and runs <tmp>/cfg.json:
+/// exit 2 and the one error line "troupe-train: error: <test.csv><tail>".
+void expect_test_set_error(const temp_dir& tmp, const std::string& text,
+                           const std::string& tail) {
+  write_file(tmp.file("test.csv"), text);
+  auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(o.code == 2, o.err);
+  BOOST_TEST(o.err
+             == "troupe-train: error: " + tmp.file("test.csv") + tail + "\n");
+}
+
 } // namespace
 
 // Fashion-MNIST's bytes as .npy files train exactly as the IDX files do:
@@ -114,13 +125,8 @@ BOOST_AUTO_TEST_CASE(a_csv_table_trains_and_a_bad_row_is_named) {
   auto o = run_train(tmp, "--config " + tmp.file("cfg.json"));
   BOOST_TEST(o.code == 0, o.err);
   BOOST_TEST(accuracy_after_done(o) > 0.95, o.out);
-  troupe::test::write_file(tmp.file("test.csv"),
-                           "f0,f1,kind,f2\n0,0,1,0\n0,zero,2,0\n");
-  o = run_train(tmp, "--config " + tmp.file("cfg.json"));
-  BOOST_TEST(o.code == 2, o.err);
-  BOOST_TEST(o.err
-             == "troupe-train: error: " + tmp.file("test.csv")
-                  + ":3: column \"f1\": \"zero\" is not a number\n");
+  expect_test_set_error(tmp, "f0,f1,kind,f2\n0,0,1,0\n0,zero,2,0\n",
+                        ":3: column \"f1\": \"zero\" is not a number");
 }
 
 // Several labels per sample (binary cross-entropy on two CSV columns):
@@ -200,14 +206,9 @@ BOOST_AUTO_TEST_CASE(a_multi_label_csv_trains_with_binary_cross_entropy) {
   BOOST_TEST(e.out.find("confusion") == std::string::npos, e.out);
 
   config(2, "");
-  troupe::test::write_file(tmp.file("test.csv"),
-                           "f0,wet,f1,f2,cold\n0,1,0,0,0\n0,1,0,0,2\n");
-  o = run_train(tmp, "--config " + tmp.file("cfg.json"));
-  BOOST_TEST(o.code == 2, o.err);
-  BOOST_TEST(o.err
-             == "troupe-train: error: " + tmp.file("test.csv")
-                  + ":3: column \"cold\": target 2; binary "
-                    "cross-entropy needs targets in [0, 1]\n");
+  expect_test_set_error(tmp, "f0,wet,f1,f2,cold\n0,1,0,0,0\n0,1,0,0,2\n",
+                        ":3: column \"cold\": target 2; binary cross-entropy "
+                        "needs targets in [0, 1]");
   // A last layer of another width than the targets is named.
   config(3, "");
   troupe::test::write_file(tmp.file("test.csv"), table(10, 3));
@@ -389,9 +390,9 @@ BOOST_AUTO_TEST_CASE(a_gpu_that_is_not_there_is_an_error_at_start) {
   // CUDA, with and without a device; only the reason after "but" differs.
   temp_dir tmp;
   auto cfg = tmp.file("cfg.json");
-  troupe::test::write_file(cfg,
-                           with(R"("batch_size": 32)",
-                                R"("batch_size": 32, "device": "gpu:99")"));
+  troupe::test::write_file(
+    cfg, replace_first(good, R"("batch_size": 32)",
+                       R"("batch_size": 32, "device": "gpu:99")"));
   auto o = run_train(tmp, "--config " + cfg);
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("troupe-train: error: " + cfg

@@ -1,5 +1,7 @@
 // Bad input to the multi-process commands: each a clear error naming what
-// was wrong, a non-zero exit, and no hang.
+// was wrong, a non-zero exit, and no hang. A process that must fail to start
+// (a wrong name, flag or file) is started by hand, alone; where a cluster
+// runs, running_cluster starts it.
 #include <boost/test/unit_test.hpp>
 
 #include <netinet/in.h>
@@ -8,17 +10,39 @@
 #include "actors/protocol/protocol.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/protocol/system_config.hpp"
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 #include "runtime/config/run_identity.hpp"
 
 using namespace troupe::test;
 
-BOOST_AUTO_TEST_SUITE(bad_input)
+namespace {
 
-BOOST_AUTO_TEST_CASE(a_node_name_that_is_not_in_the_file) {
+/// What most cases start from: the chief, a shard node and a worker node.
+struct three_nodes {
   temp_dir dir;
   cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  three_nodes() { spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}}; }
+};
+
+/// Starts node `node` from `other`, written to <dir>/other.json: a version
+/// of the running cluster's file that its chief does not share. The node
+/// must exit 2 within 30 s, saying `says`.
+void expect_stray_refused(const temp_dir& dir, const nlohmann::json& other,
+                          const std::string& node, const std::string& says) {
+  write_file(dir.file("other.json"), other.dump());
+  process stray{dir,
+                "stray",
+                "troupe-node",
+                {"--config", dir.file("other.json"), "--node", node}};
+  BOOST_TEST(stray.wait(30) == 2);
+  BOOST_TEST(has(stray.err(), says), stray.err());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(bad_input)
+
+BOOST_FIXTURE_TEST_CASE(a_node_name_that_is_not_in_the_file, three_nodes) {
   auto cfg = write_cluster(dir, spec);
   process p{dir, "p", "troupe-node", {"--config", cfg, "--node", "w9"}};
   BOOST_TEST(p.wait(20) == 2);
@@ -30,10 +54,7 @@ BOOST_AUTO_TEST_CASE(a_node_name_that_is_not_in_the_file) {
   BOOST_TEST(has(q.err(), "start each with --node NAME"), q.err());
 }
 
-BOOST_AUTO_TEST_CASE(node_flags_that_do_not_fit_the_file) {
-  temp_dir dir;
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+BOOST_FIXTURE_TEST_CASE(node_flags_that_do_not_fit_the_file, three_nodes) {
   auto cfg = write_cluster(dir, spec);
   // Placement comes from the file, not from flags.
   process p{dir,
@@ -57,83 +78,56 @@ BOOST_AUTO_TEST_CASE(node_flags_that_do_not_fit_the_file) {
              q.err());
 }
 
-BOOST_AUTO_TEST_CASE(a_node_the_chiefs_file_does_not_list) {
+BOOST_FIXTURE_TEST_CASE(a_node_the_chiefs_file_does_not_list, three_nodes) {
   // A member started from another version of the file: the chief refuses
   // its registration and names its own nodes.
-  temp_dir dir;
-  cluster_spec spec;
   spec.node_timeout_s = 10;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto j = nlohmann::json::parse(read_all(cfg));
+  cluster_start how;
+  how.held_back = {"ps0", "w0"};
+  running_cluster cluster{dir, spec, how};
+  auto j = nlohmann::json::parse(read_all(cluster.config()));
   j["cluster"]["nodes"][2]["name"] = "w9";
-  write_file(dir.file("other.json"), j.dump());
-  process chief{
-    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
-  process stray{dir,
-                "stray",
-                "troupe-node",
-                {"--config", dir.file("other.json"), "--node", "w9"}};
-  BOOST_TEST(stray.wait(30) == 2);
-  BOOST_TEST(has(stray.err(), "unknown node \"w9\" (the cluster file's "
-                              "nodes are: chief, ps0, w0)"),
-             stray.err());
-  chief.kill9();
+  expect_stray_refused(dir, j, "w9",
+                       "unknown node \"w9\" (the cluster file's nodes are: "
+                       "chief, ps0, w0)");
+  cluster.chief().kill9();
 }
 
-BOOST_AUTO_TEST_CASE(a_member_with_another_optimizer_is_refused) {
+BOOST_FIXTURE_TEST_CASE(a_member_with_another_optimizer_is_refused,
+                        three_nodes) {
   // w0 started from a copy of the file with another optimizer: refused,
   // the differing keys named on both sides; the run goes on once w0 comes
   // with the right file.
-  temp_dir dir;
-  cluster_spec spec;
   spec.epochs = 1;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  auto j = nlohmann::json::parse(read_all(cfg));
+  cluster_start how;
+  how.chief_flags = {"--max-steps", "100"};
+  how.held_back = {"w0"};
+  running_cluster cluster{dir, spec, how};
+  auto& chief = cluster.chief();
+  auto j = nlohmann::json::parse(read_all(cluster.config()));
   j["training"]["optimizer"] = {{"type", "sgd"}, {"learning_rate", 0.001}};
-  write_file(dir.file("other.json"), j.dump());
-  process chief{dir,
-                "chief",
-                "troupe-node",
-                {"--config", cfg, "--node", "chief", "--max-steps", "100"}};
-  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
-  process stray{dir,
-                "stray",
-                "troupe-node",
-                {"--config", dir.file("other.json"), "--node", "w0"}};
-  BOOST_TEST(stray.wait(30) == 2);
-  BOOST_TEST(has(stray.err(), "its config differs from the chief's: "
-                              "/training/optimizer/type (chief: adam, node "
-                              "w0: sgd)"),
-             stray.err());
+  expect_stray_refused(dir, j, "w0",
+                       "its config differs from the chief's: "
+                       "/training/optimizer/type (chief: adam, node w0: sgd)");
   BOOST_TEST(chief.wait_for_output("refused node w0: its config differs", 10),
              chief.out());
-  process w0{dir, "w0", "troupe-node", {"--config", cfg, "--node", "w0"}};
-  BOOST_TEST(chief.wait(120) == 0, chief.err() + chief.out());
-  BOOST_TEST(w0.wait(20) == 0, w0.err());
-  BOOST_TEST(ps0.wait(20) == 0, ps0.err());
+  auto& w0 = cluster.start_node("w0");
+  cluster.require_finished(120); // ps0 and w0 too
   BOOST_TEST(has(w0.out(), "registered with the chief (run "), w0.out());
 }
 
-BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
+BOOST_FIXTURE_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply,
+                        three_nodes) {
   // What troupe-node's flags never send, sent as a CAF message: a join
   // with 2^31-1 workers (the chief died of bad_alloc once), a negative
   // count, a name of 10,000 characters. Each gets an error reply; the run
   // goes on.
-  temp_dir dir;
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg_path = write_cluster(dir, spec);
-  process chief{dir,
-                "chief",
-                "troupe-node",
-                {"--config", cfg_path, "--node", "chief", "--max-steps",
-                 "300"}};
-  auto members = start_members(dir, cfg_path, spec);
-  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(50, 120),
-                        cluster_outputs(chief, members));
-  auto cfg = troupe::parse_run_config(read_all(cfg_path), cfg_path);
+  cluster_start how;
+  how.chief_flags = {"--max-steps", "300"};
+  running_cluster cluster{dir, spec, how};
+  cluster.require_step(50);
+  auto cfg = troupe::parse_run_config(read_all(cluster.config()),
+                                      cluster.config());
   BOOST_REQUIRE(cfg);
   auto identity = troupe::identity_text(troupe::training_identity(*cfg));
   caf::actor_system_config sys_cfg;
@@ -169,15 +163,11 @@ BOOST_AUTO_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply) {
                [&](caf::error& e) { reply = troupe::describe(e); });
     BOOST_TEST(has(reply, a.says), reply);
   }
-  BOOST_TEST(chief.wait(120) == 0, chief.err() + chief.out());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  cluster.require_finished(120);
 }
 
-BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
-  temp_dir dir;
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+BOOST_FIXTURE_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node,
+                        three_nodes) {
   auto cfg = write_cluster(dir, spec);
   auto j = nlohmann::json::parse(read_all(cfg));
   j["cluster"]["chief"] = "boss";
@@ -187,12 +177,9 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node) {
   BOOST_TEST(has(p.err(), "/cluster/chief: unknown node \"boss\""), p.err());
 }
 
-BOOST_AUTO_TEST_CASE(a_port_in_use) {
-  temp_dir dir;
+BOOST_FIXTURE_TEST_CASE(a_port_in_use, three_nodes) {
   held_port held; // as another program would
   BOOST_REQUIRE(held.port() > 0);
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   spec.nodes[1].port = held.port();
   auto cfg = write_cluster(dir, spec);
   process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
@@ -226,10 +213,8 @@ BOOST_AUTO_TEST_CASE(a_port_in_use) {
              w0.err());
 }
 
-BOOST_AUTO_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts) {
-  temp_dir dir;
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+BOOST_FIXTURE_TEST_CASE(bad_tls_files_stop_a_node_before_it_starts,
+                        three_nodes) {
   spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
   auto other = make_certs(dir, "other", {"cluster"});
   BOOST_REQUIRE(!spec.tls_dir.empty() && !other.empty());
@@ -279,35 +264,32 @@ BOOST_AUTO_TEST_CASE(on_every_interface_a_node_listens_behind_the_cluster_key) {
   cluster_spec spec;
   spec.nodes = {{"chief", 1, 1}};
   spec.nodes[0].host = "0.0.0.0"; // every interface
-  auto cfg = write_cluster(dir, spec);
-  process p{dir,
-            "p",
-            "troupe-node",
-            {"--config", cfg, "--node", "chief", "--max-steps", "50"}};
-  BOOST_REQUIRE_MESSAGE(p.wait(120) == 0, p.err() + p.out());
-  BOOST_TEST(has(p.out(), "links: cluster key "), p.out());
+  cluster_start how;
+  how.chief_flags = {"--max-steps", "50"};
+  {
+    running_cluster cluster{dir, spec, how};
+    cluster.require_finished(120);
+    auto& p = cluster.chief();
+    BOOST_TEST(has(p.out(), "links: cluster key "), p.out());
+  }
   // --insecure says so on every line of the run's log.
-  process q{dir,
-            "q",
-            "troupe-node",
-            {"--config", cfg, "--node", "chief", "--insecure", "--max-steps",
-             "150"}};
-  BOOST_REQUIRE_MESSAGE(q.wait(120) == 0, q.err() + q.out());
+  how.chief_flags = {"--insecure", "--max-steps", "150"};
+  running_cluster cluster{dir, spec, how};
+  cluster.require_finished(120);
+  auto& q = cluster.chief();
   BOOST_TEST(has(q.out(), "links: INSECURE: plaintext links"), q.out());
   BOOST_TEST(has(q.out(), "\n[INSECURE links] step "), q.out());
   BOOST_TEST(!has(q.out(), "\nstep "), q.out());
   BOOST_TEST(test_accuracy(q.out()) > 0.5, q.out()); // the table is as ever
 }
 
-BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
-  temp_dir dir;
-  cluster_spec spec;
+BOOST_FIXTURE_TEST_CASE(a_node_that_never_comes_up, three_nodes) {
   spec.node_timeout_s = 6; // room for a loaded machine to start ps0
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
-  process chief{
-    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
+  cluster_start how;
+  how.held_back = {"w0"};
+  running_cluster cluster{dir, spec, how};
+  auto& chief = cluster.chief();
+  auto& ps0 = cluster.node("ps0");
   BOOST_TEST(chief.wait(40) == 1);
   BOOST_TEST(has(chief.err(), "did not come up within 6 s: w0 (127.0.0.1:"
                                 + std::to_string(spec.nodes[2].port) + ")"),
@@ -318,8 +300,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_never_comes_up) {
                             "come up within 6 s"),
              ps0.err());
   // A member whose chief never comes up gives up after the same timeout.
-  process lonely{
-    dir, "lonely", "troupe-node", {"--config", cfg, "--node", "w0"}};
+  auto& lonely = cluster.start_node("w0", "lonely");
   BOOST_TEST(lonely.wait(30) == 1);
   BOOST_TEST(has(lonely.err(), "cannot reach the chief (node chief at "
                                "127.0.0.1:"),

@@ -43,53 +43,28 @@ std::string line_with(const std::string& out, const std::string& part) {
   return out.substr(begin, out.find('\n', at) - begin);
 }
 
-/// A cluster of `spec` whose chief was killed (SIGKILL) after step 500,
-/// with the same chief command started again once every member waits for
-/// a new chief.
-struct chief_run_again {
-  procs members;
-  std::string first_out; ///< what the killed chief printed
-  std::unique_ptr<process> again;
-};
-
+/// Kills the chief of `cluster` (SIGKILL) after step 500 and, once every
+/// member waits for a new chief, starts the same chief command again
+/// (cluster.chief() from then on); returns what the killed chief printed.
 /// `meanwhile`, when given, runs while the first chief trains (it may
 /// wait for steps, up to the kill's).
-chief_run_again
-kill9_and_run_again(const temp_dir& dir, cluster_spec& spec,
-                    std::function<void(process&)> meanwhile = nullptr) {
-  chief_run_again c;
-  auto cfg = write_cluster(dir, spec);
-  c.members = start_members(dir, cfg, spec);
-  auto chief = start_chief(dir, cfg, spec);
+std::string kill9_and_run_again(running_cluster& cluster,
+                                std::function<void(process&)> meanwhile = {}) {
+  auto& chief = cluster.chief();
   if (meanwhile)
-    meanwhile(*chief);
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(500, 120),
-                        cluster_outputs(*chief, c.members));
-  c.first_out = chief->out();
-  chief->kill9();
+    meanwhile(chief);
+  cluster.require_step(500);
+  auto first_out = chief.out();
+  chief.kill9();
   // The members stay: they wait for a chief at the file's address.
-  for (auto& m : c.members)
+  for (auto& m : cluster.members())
     BOOST_REQUIRE_MESSAGE(m->wait_for_output("s for a chief at 127.0.0.1:", 10),
                           m->out() + m->err());
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  for (auto& m : c.members)
+  for (auto& m : cluster.members())
     BOOST_TEST(m->running());
-  c.again = std::make_unique<process>(
-    dir, "chief-again", "troupe-node",
-    std::vector<std::string>{"--config", cfg, "--node", "chief"});
-  return c;
-}
-
-/// The chief started again ends the run with exit 0, and so does every
-/// member.
-void expect_clean_end(chief_run_again& c) {
-  auto code = c.again->wait(240);
-  BOOST_REQUIRE_MESSAGE(code == 0, "exit "
-                                     << code << ": " << c.again->err()
-                                     << c.again->out()
-                                     << cluster_outputs(*c.again, c.members));
-  for (auto& m : c.members)
-    BOOST_TEST(m->wait(20) == 0, m->err() + m->out());
+  cluster.run_chief_again();
+  return first_out;
 }
 
 } // namespace
@@ -102,8 +77,9 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   spec.epochs = 3; // time for a shell status after the takeover
   spec.checkpoint_every = 200;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto c = kill9_and_run_again(dir, spec);
-  auto& again = *c.again;
+  running_cluster cluster{dir, spec};
+  auto first_out = kill9_and_run_again(cluster);
+  auto& again = cluster.chief();
   // The shell says what the takeover cost.
   BOOST_REQUIRE_MESSAGE(again.wait_for_output("kept the live shards", 60),
                         again.out() + again.err());
@@ -119,9 +95,9 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
   } else {
     BOOST_ERROR("no taken_over in the status: " + status);
   }
-  expect_clean_end(c);
+  cluster.require_finished(); // the chief run again, and every member
   auto out = again.out();
-  auto run = c.first_out.substr(c.first_out.find("identity: run ") + 14, 16);
+  auto run = first_out.substr(first_out.find("identity: run ") + 14, 16);
   BOOST_TEST(has(out, "served run " + run + ", whose chief was lost"), out);
   BOOST_TEST(has(out, "taking over run " + run + " from its checkpoint"), out);
   // The shard on ps0 lived on and its log names every batch it applied
@@ -137,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_killed_chief_run_again_takes_the_run_over) {
              out);
   // Async Adam's last iterate ranges 0.71-0.86 undisturbed.
   BOOST_TEST(test_accuracy(out) > 0.70, out);
-  for (auto& m : c.members)
+  for (auto& m : cluster.members())
     BOOST_TEST(count_of(m->out(), "registered with the chief (run " + run)
                  == 2u,
                m->out());
@@ -150,14 +126,15 @@ BOOST_AUTO_TEST_CASE(a_chief_run_again_keeps_shards_added_before_it_was_lost) {
   spec.checkpoint_every = 200;
   // ps1 holds no shard in the file; the shell adds one there.
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 0}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto c = kill9_and_run_again(dir, spec, [&](process& chief) {
+  running_cluster cluster{dir, spec};
+  auto first_out = kill9_and_run_again(cluster, [&](process& chief) {
     BOOST_REQUIRE_MESSAGE(chief.wait_for_step(150, 120), chief.out());
     auto [code, out] = run_shell(dir, spec, "add-shard ps1", false);
     BOOST_REQUIRE_MESSAGE(code == 0, out);
   });
-  expect_clean_end(c);
-  auto out = c.again->out();
-  BOOST_TEST(has(c.first_out, "shard 1 added on node ps1"), c.first_out);
+  cluster.require_finished();
+  auto out = cluster.chief().out();
+  BOOST_TEST(has(first_out, "shard 1 added on node ps1"), first_out);
   BOOST_TEST(has(out, "the live shards are 2, not the cluster file's 1"), out);
   BOOST_TEST(has(out, "kept the live shards"), out);
   BOOST_TEST(steps_lost(out) == 0, out);
@@ -173,9 +150,10 @@ BOOST_AUTO_TEST_CASE(
   spec.checkpoint_every = 200;
   // Shard 0 lives in the chief's process and dies with it.
   spec.nodes = {{"chief", 1}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  auto c = kill9_and_run_again(dir, spec);
-  expect_clean_end(c);
-  auto out = c.again->out();
+  running_cluster cluster{dir, spec};
+  kill9_and_run_again(cluster);
+  cluster.require_finished();
+  auto out = cluster.chief().out();
   BOOST_TEST(has(out, "cannot keep the live shards (shard 0 did not survive "
                       "its chief)"),
              out);
@@ -206,9 +184,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_that_thaws_registers_again) {
   w1.freeze();
   BOOST_REQUIRE(chief.wait_for_output("worker 1 waits for node w1", 10));
   w1.signal(SIGCONT);
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
+  cluster.require_finished(240, 30);
   auto out = chief.out();
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
             + ") is up";
@@ -234,9 +210,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
                           m->out() + m->err());
   std::this_thread::sleep_for(std::chrono::seconds(2));
   chief.signal(SIGCONT);
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(30) == 0, m->err() + m->out());
+  cluster.require_finished(240, 30);
   auto out = chief.out();
   // The thawed chief found its links gone and (waiting for it, if it was
   // not back yet) took the shard node back with the shard alive: kept,

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "click_checks.hpp"
 #include "running_cluster.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/data/click_data.hpp"
@@ -19,17 +20,6 @@
 #include "test_util.hpp"
 
 using namespace troupe::test;
-
-namespace {
-
-/// The log-loss of predicting the test set's click rate for every sample:
-/// what a model that learned nothing per sample scores.
-double click_rate_entropy(const troupe::planted_scores& planted) {
-  double q = planted.test_click_rate;
-  return -(q * std::log(q) + (1 - q) * std::log(1 - q));
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(clicks)
 
@@ -43,13 +33,8 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   running_cluster cluster{dir, spec};
   cluster.require_step(300);
   auto& chief = cluster.chief();
-  // members: ps0, ps1, w0, w1. Every worker node reaches every shard
-  // node on its own connection.
-  for (size_t w : {2, 3})
-    for (size_t s : {0, 1})
-      BOOST_TEST(has_link_to(cluster.members()[w]->pid(), "127.0.0.1",
-                             data_port_of(*cluster.members()[s])),
-                 spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
+  // Every worker node reaches every shard node on its own connection.
+  check_direct_links(cluster, {"w0", "w1"}, {"ps0", "ps1"});
   // The chief's sockets against the workers' over 500 steps: rows and
   // dense parameters go between workers and shards.
   auto chief_before = tcp_bytes(chief.pid());
@@ -69,9 +54,7 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
   auto [code, shards] = run_shell(dir, spec, "shards");
   BOOST_TEST(code == 0, shards);
   BOOST_TEST(count_of(shards, "\"rows\"") == 3u, shards);
-  BOOST_REQUIRE_MESSAGE(chief.wait(300) == 0, chief.err() + chief.out());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  cluster.require_finished(300);
   auto out = chief.out();
   BOOST_TEST(epoch_samples(out)
                == (std::vector<long>{1000000, 1000000, 1000000, 1000000}),
@@ -112,7 +95,7 @@ BOOST_AUTO_TEST_CASE(a_table_on_three_shards_survives_a_shard_node_kill) {
                                               60),
                         cluster.logs());
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
+  cluster.require_chief_finished(120);
   for (size_t i : {0, 2})
     BOOST_TEST(cluster.members()[i]->wait(20) == 0,
                cluster.members()[i]->err());
@@ -169,10 +152,8 @@ BOOST_AUTO_TEST_CASE(sync_and_ssp_train_the_table_too) {
       spec.epochs = 2;
       spec.nodes = {{"chief"}, {"w0", 0, 2}};
       auto cluster = write_cluster(dir, spec);
-      auto cfg = write_embedded(dir, cluster, 3, 2);
-      process run{dir, "embedded-" + mode, "troupe-node", {"--config", cfg}};
-      BOOST_REQUIRE_MESSAGE(run.wait(300) == 0, run.err() + run.out());
-      auto out = run.out();
+      auto out = run_in_one_process(dir, cluster, 3, 2, "embedded-" + mode, {},
+                                    300);
       BOOST_TEST(epoch_samples(out) == (std::vector<long>{100000, 100000}),
                  out);
       // The click rate alone scores its entropy; a trained table beats it
@@ -204,21 +185,14 @@ BOOST_AUTO_TEST_CASE(a_table_trains_over_tls_as_in_plaintext) {
     if (tls)
       spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
     temp_dir run_dir;
-    auto cfg = write_cluster(run_dir, spec);
-    auto members = start_members(run_dir, cfg, spec);
-    auto chief = start_chief(run_dir, cfg, spec);
-    BOOST_REQUIRE_MESSAGE(chief->wait_for_step(20, 120),
-                          cluster_outputs(*chief, members));
+    running_cluster cluster{run_dir, spec};
+    cluster.require_step(20);
     // Rows go from the shard node to the workers on their own links.
-    for (size_t w : {1, 2})
-      BOOST_TEST(has_link_to(members[w]->pid(), "127.0.0.1",
-                             data_port_of(*members[0])),
-                 name);
-    BOOST_REQUIRE_MESSAGE(chief->wait(240) == 0,
-                          cluster_outputs(*chief, members));
-    for (auto& m : members)
-      BOOST_TEST(m->wait(20) == 0, m->err());
-    return chief->out();
+    BOOST_TEST_CONTEXT(name) {
+      check_direct_links(cluster, {"w0", "w1"}, {"ps0"});
+    }
+    cluster.require_finished();
+    return cluster.chief().out();
   };
   auto tls_out = run("tls", true);
   BOOST_TEST(has(tls_out, "links: mutual TLS"), tls_out);
@@ -243,6 +217,7 @@ BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
   spec.mode = "easgd";
   spec.nodes = {{"chief"}, {"w0", 0, 1}};
   auto cluster = write_cluster(dir, spec);
+  // Started by hand, alone: it must fail to start.
   process run{dir,
               "easgd",
               "troupe-node",

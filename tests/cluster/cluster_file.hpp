@@ -279,28 +279,6 @@ inline std::string summary_field(const std::string& out, size_t column) {
 
 using procs = std::vector<std::unique_ptr<process>>;
 
-/// Starts troupe-node for every node of `spec` but the chief's.
-inline procs start_members(const temp_dir& dir, const std::string& cfg,
-                           const cluster_spec& spec) {
-  procs out;
-  for (size_t i = 1; i < spec.nodes.size(); ++i)
-    out.push_back(std::make_unique<process>(
-      dir, spec.nodes[i].name, "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
-      "", spec.nodes[i].prefix));
-  return out;
-}
-
-/// Starts troupe-node for the chief's node (the first of `spec`).
-inline std::unique_ptr<process> start_chief(const temp_dir& dir,
-                                            const std::string& cfg,
-                                            const cluster_spec& spec) {
-  return std::make_unique<process>(
-    dir, spec.nodes.front().name, "troupe-node",
-    std::vector<std::string>{"--config", cfg, "--node",
-                             spec.nodes.front().name});
-}
-
 /// What every process of a cluster said, for a failed check: each one's
 /// name, whether it still runs, its stderr and stdout. Read when printed,
 /// not when made: Boost.Test builds a check's message before it evaluates
@@ -319,9 +297,9 @@ public:
           << ")\n"
           << p.err() << p.out();
     };
-    one("chief", c.chief_);
-    for (size_t i = 0; i < c.members_.size(); ++i)
-      one("member " + std::to_string(i), *c.members_[i]);
+    one("chief " + c.chief_.name(), c.chief_);
+    for (auto& m : c.members_)
+      one(m->name(), *m);
     return out;
   }
 
@@ -336,7 +314,6 @@ inline double test_accuracy(const std::string& out) {
   return s.empty() ? -1 : std::stod(s);
 }
 
-/// Whether `part` occurs in `text` (a process's output).
 /// Click logs shaped as write_cluster's click data section reads them (2
 /// numeric and 4 categorical fields of 200 Zipf values each, vocabulary
 /// 2^22): `train` lines in <dir>/<folder>/<train_name>, `test` in
@@ -371,6 +348,7 @@ inline double last_value(const std::string& out, const std::string& key) {
   return x;
 }
 
+/// Whether `part` occurs in `text` (a process's output).
 inline bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

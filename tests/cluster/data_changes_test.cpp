@@ -108,9 +108,7 @@ BOOST_AUTO_TEST_CASE(with_on_file_change_skip_the_run_trains_on_without_it) {
   auto part = dir.file("train_x-00003.npy");
   replace_file(part, "cut");
   auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, cluster.logs());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(30) == 0, m->err());
+  cluster.require_finished(120, 30);
   auto out = chief.out();
   BOOST_TEST(has(out, "skipping " + part
                         + " (data.on_file_change \"skip\"): "

@@ -33,7 +33,7 @@ std::string run_with_a_kill_and_an_add(const std::string& partition) {
   BOOST_REQUIRE_MESSAGE(kill_code == 0, kill_out);
   auto [add_code, add_out] = run_shell(dir, spec, "add-worker 1 w0");
   BOOST_REQUIRE_MESSAGE(add_code == 0, add_out);
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   for (auto& m : cluster.members()) {
     auto code = m->wait(20);
     auto out = m->out();

@@ -104,15 +104,7 @@ BOOST_AUTO_TEST_CASE(
   running_cluster cluster{dir, spec};
   cluster.require_step(100);
   auto& chief = cluster.chief();
-  // cluster.members(): ps0, ps1, w0, w1; each worker node holds a connection to
-  // each shard node's data plane.
-  for (size_t w : {2, 3})
-    for (size_t s : {0, 1}) {
-      auto port = data_port_of(*cluster.members()[s]);
-      BOOST_TEST(port != 0);
-      BOOST_TEST(has_link_to(cluster.members()[w]->pid(), "127.0.0.1", port),
-                 spec.nodes[w + 1].name << " -> " << spec.nodes[s + 1].name);
-    }
+  check_direct_links(cluster, {"w0", "w1"}, {"ps0", "ps1"});
   // The bytes through the chief's sockets against the parameter bytes
   // the workers pulled and pushed meanwhile (one pull and one push of
   // the whole model per step).
@@ -189,11 +181,8 @@ BOOST_AUTO_TEST_CASE(
                       {"ps0", cluster.members()[0].get()},
                       {"w0", cluster.members()[1].get()}},
                      12);
-  process again{dir,
-                "w1-again",
-                "troupe-node",
-                {"--config", cluster.config(), "--node", "w1"}};
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto& again = cluster.start_node("w1", "w1-again");
+  cluster.require_chief_finished();
   BOOST_TEST(again.wait(20) == 0, again.err());
   auto out = chief.out();
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000}), out);
@@ -218,10 +207,7 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
   running_cluster cluster{dir, spec};
   cluster.require_step(150);
-  auto& chief = cluster.chief();
-  std::vector<const process*> nodes{&chief};
-  for (auto& m : cluster.members())
-    nodes.push_back(m.get());
+  auto nodes = cluster.processes();
   std::vector<long> first;
   for (int round = 0; round < 10; ++round) {
     for (auto command : {"pause", "checkpoint", "resume", "set lr 0.001"}) {
@@ -240,9 +226,7 @@ BOOST_AUTO_TEST_CASE(a_stream_of_shell_commands_leaves_memory_bounded) {
     BOOST_TEST(now - first[i] <= std::max(first[i] / 10, 8L * 1024));
   }
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, chief.err() + chief.out());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  cluster.require_finished(120);
 }
 
 /// Network namespaces can be made here (root, iproute2).
@@ -268,39 +252,25 @@ BOOST_AUTO_TEST_CASE(across_hosts_every_worker_node_links_to_the_shard_node,
   cluster_spec spec;
   spec.epochs = 2;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  for (size_t i = 0; i < spec.nodes.size(); ++i)
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
     spec.nodes[i].host = lab.ip(i);
+    spec.nodes[i].prefix = lab.exec_prefix(i);
+  }
   // Addresses beyond loopback: the nodes refuse them without TLS.
   spec.tls_dir = make_certs(dir, "certs", {"cluster", "client"});
   BOOST_REQUIRE(!spec.tls_dir.empty());
-  auto cfg = write_cluster(dir, spec);
-  procs members;
-  for (size_t i = 1; i < spec.nodes.size(); ++i)
-    members.push_back(std::make_unique<process>(
-      dir, spec.nodes[i].name, "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", spec.nodes[i].name},
-      "", lab.exec_prefix(i)));
-  process chief{
-    dir, "chief",           "troupe-node", {"--config", cfg, "--node", "chief"},
-    "",  lab.exec_prefix(0)};
-  BOOST_REQUIRE_MESSAGE(chief.wait_for_step(100, 120),
-                        cluster_outputs(chief, members));
-  std::vector<std::string> join_args{
-    "--join", chief_address(spec), "--workers", "1", "--name", "late"};
-  for (auto& f : spec.client_flags())
-    join_args.push_back(f);
-  process joiner{dir,       "joiner", "troupe-node",
-                 join_args, "",       lab.exec_prefix(3)};
+  running_cluster cluster{dir, spec};
+  cluster.require_step(100);
+  auto& chief = cluster.chief();
+  auto& joiner = cluster.join({"--workers", "1", "--name", "late"}, "joiner",
+                              lab.exec_prefix(3));
   BOOST_REQUIRE_MESSAGE(
     chief.wait_for_output("adding 1 worker on node late", 30), chief.out());
-  auto shard_port = data_port_of(*members[0]);
+  auto shard_port = data_port_of(cluster.node("ps0"));
   BOOST_TEST(shard_port != 0);
   BOOST_TEST(wait_for_link(joiner.pid(), lab.ip(1), shard_port, 10));
-  BOOST_TEST(has_link_to(members[1]->pid(), lab.ip(1), shard_port));
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, chief.err() + chief.out());
-  BOOST_TEST(joiner.wait(20) == 0, joiner.err());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  BOOST_TEST(has_link_to(cluster.node("w0").pid(), lab.ip(1), shard_port));
+  cluster.require_finished(); // the joiner too
   auto out = chief.out();
   // The joined node is known by the address it reached the chief from.
   BOOST_TEST(

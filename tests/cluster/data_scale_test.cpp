@@ -12,9 +12,9 @@
 // memory controller can be used (not root); none of the files is in the
 // page cache when a run starts.
 #include <boost/test/unit_test.hpp>
-#include <cmath>
 #include <cstdlib>
 
+#include "click_checks.hpp"
 #include "memory_cgroup.hpp"
 #include "npy_files.hpp"
 #include "running_cluster.hpp"
@@ -31,22 +31,56 @@ constexpr long samples = 60000L * tiles;
 constexpr long click_tile = 250000;
 constexpr int click_tiles = 32;
 
-/// Whether both worker nodes' cgroups could be made; the test is skipped
-/// where not.
-bool usable(const memory_cgroup& w0, const memory_cgroup& w1) {
-  if (w0.unusable().empty() && w1.unusable().empty())
-    return true;
-  BOOST_TEST_MESSAGE("skipped: " << w0.unusable() << w1.unusable());
-  return false;
-}
+/// The memory cgroups of worker nodes w0 and w1, each held to
+/// limit_bytes.
+struct worker_limits {
+  memory_cgroup w0{"troupe-w0", limit_bytes};
+  memory_cgroup w1{"troupe-w1", limit_bytes};
 
-/// No process of either worker node was killed for its memory.
-void limits_kept(const memory_cgroup& w0, const memory_cgroup& w1) {
-  BOOST_TEST(w0.oom_kills() == 0);
-  BOOST_TEST(w1.oom_kills() == 0);
-  BOOST_TEST_MESSAGE("peak memory of w0's cgroup, page cache included: "
-                     << w0.peak_bytes() / (1 << 20) << " MiB of "
-                     << limit_bytes / (1 << 20));
+  /// Whether both cgroups could be made; the test is skipped where not.
+  bool usable() const {
+    if (w0.unusable().empty() && w1.unusable().empty())
+      return true;
+    BOOST_TEST_MESSAGE("skipped: " << w0.unusable() << w1.unusable());
+    return false;
+  }
+
+  /// The chief, a shard node, and worker nodes w0 and w1, each in its
+  /// cgroup.
+  std::vector<node_spec> nodes() const {
+    std::vector<node_spec> out{
+      {"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+    out[2].prefix = w0.prefix();
+    out[3].prefix = w1.prefix();
+    return out;
+  }
+
+  /// No process of either worker node was killed for its memory.
+  void check_kept() const {
+    BOOST_TEST(w0.oom_kills() == 0);
+    BOOST_TEST(w1.oom_kills() == 0);
+    BOOST_TEST_MESSAGE("peak memory of w0's cgroup, page cache included: "
+                       << w0.peak_bytes() / (1 << 20) << " MiB of "
+                       << limit_bytes / (1 << 20));
+  }
+};
+
+/// Kills w1 (kill -9) mid-epoch; its worker moves to w0, and the run ends
+/// within `seconds` having trained each of the epoch's `trained` samples
+/// once, its other members with exit 0. Returns the chief's output.
+std::string kill_w1_and_finish(running_cluster& cluster, long trained,
+                               double seconds) {
+  cluster.node("w1").kill9();
+  auto& chief = cluster.chief();
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("worker 1 moves", 30),
+                        cluster.logs());
+  cluster.require_chief_finished(seconds);
+  for (auto* name : {"ps0", "w0"})
+    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
+  auto out = chief.out();
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{trained}), out);
+  BOOST_TEST(has(out, "worker 1 moves from node w1 to node w0"), out);
+  return out;
 }
 
 } // namespace
@@ -55,9 +89,8 @@ BOOST_AUTO_TEST_SUITE(data_scale)
 
 BOOST_AUTO_TEST_CASE(
   a_set_three_times_a_workers_memory_trains_every_sample_once) {
-  memory_cgroup w0_limit{"troupe-w0", limit_bytes};
-  memory_cgroup w1_limit{"troupe-w1", limit_bytes};
-  if (!usable(w0_limit, w1_limit))
+  worker_limits limits;
+  if (!limits.usable())
     return;
   temp_dir dir;
   write_tiled_fashion_mnist_npy(dir.path(), tiles);
@@ -68,29 +101,17 @@ BOOST_AUTO_TEST_CASE(
   spec.npy_train_labels = "train_y-*.npy";
   spec.shuffle_block = 4096;
   spec.epochs = 1;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  spec.nodes[2].prefix = w0_limit.prefix();
-  spec.nodes[3].prefix = w1_limit.prefix();
+  spec.nodes = limits.nodes();
   running_cluster cluster{dir, spec};
   cluster.require_step(2000, 180);
-  cluster.node("w1").kill9();
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("worker 1 moves", 30),
-                        cluster.logs());
-  BOOST_REQUIRE_MESSAGE(chief.wait(400) == 0, cluster.logs());
-  for (auto* name : {"ps0", "w0"})
-    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
-  auto out = chief.out();
-  BOOST_TEST(epoch_samples(out) == (std::vector<long>{samples}), out);
-  BOOST_TEST(has(out, "worker 1 moves from node w1 to node w0"), out);
-  limits_kept(w0_limit, w1_limit);
+  kill_w1_and_finish(cluster, samples, 400);
+  limits.check_kept();
 }
 
 BOOST_AUTO_TEST_CASE(
   gzipped_click_log_parts_three_times_a_workers_memory_train_once) {
-  memory_cgroup w0_limit{"troupe-w0", limit_bytes};
-  memory_cgroup w1_limit{"troupe-w1", limit_bytes};
-  if (!usable(w0_limit, w1_limit))
+  worker_limits limits;
+  if (!limits.usable())
     return;
   // One tile of click logs, gzipped once and written as every part.
   temp_dir dir;
@@ -113,9 +134,7 @@ BOOST_AUTO_TEST_CASE(
   spec.click_train = "train-*.tsv.gz";
   spec.click_eval_every = 1000000; // at the end only
   spec.epochs = 1;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
-  spec.nodes[2].prefix = w0_limit.prefix();
-  spec.nodes[3].prefix = w1_limit.prefix();
+  spec.nodes = limits.nodes();
   running_cluster cluster{dir, spec};
   const long samples = click_tile * click_tiles;
   cluster.require_step(samples / 256 / 3, 300);
@@ -128,28 +147,18 @@ BOOST_AUTO_TEST_CASE(
                                         << " MB of gzipped parts; reading took "
                                         << 100 * j["read_share"].get<double>()
                                         << "% of its step time");
-  cluster.node("w1").kill9();
-  auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("worker 1 moves", 30),
-                        cluster.logs());
-  BOOST_REQUIRE_MESSAGE(chief.wait(600) == 0, cluster.logs());
-  for (auto* name : {"ps0", "w0"})
-    BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
-  auto out = chief.out();
-  BOOST_TEST(epoch_samples(out) == (std::vector<long>{samples}), out);
-  BOOST_TEST(has(out, "worker 1 moves from node w1 to node w0"), out);
+  auto out = kill_w1_and_finish(cluster, samples, 600);
   // Trained, not only read: the table learned what the click rate alone
   // cannot say (predicting the rate for every sample scores its entropy).
   // The parts repeat one tile, so the planted model's loss is not the mark.
   auto loss = last_value(out, "test loss = ");
-  double q = planted.test_click_rate;
-  double entropy = -(q * std::log(q) + (1 - q) * std::log(1 - q));
+  double entropy = click_rate_entropy(planted);
   BOOST_TEST_MESSAGE("test log-loss " << loss << ", click-rate entropy "
                                       << entropy << ", planted "
                                       << planted.test_log_loss);
   BOOST_TEST(loss > 0);
   BOOST_TEST(loss < entropy - 0.02, out);
-  limits_kept(w0_limit, w1_limit);
+  limits.check_kept();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

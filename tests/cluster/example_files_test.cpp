@@ -3,9 +3,7 @@
 // free ports (the runs are cut short with max_steps).
 #include <boost/test/unit_test.hpp>
 
-#include <memory>
-
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 using json = nlohmann::json;
@@ -32,23 +30,11 @@ std::string on_loopback(const temp_dir& dir, const std::string& file) {
 /// `chief_flags`); returns the chief's output.
 std::string run_nodes(const temp_dir& dir, const std::string& cfg,
                       const std::vector<std::string>& chief_flags = {}) {
-  auto j = json::parse(read_all(cfg));
-  std::string chief_name = j["cluster"]["chief"];
-  std::vector<std::unique_ptr<process>> members;
-  for (auto& n : j["cluster"]["nodes"]) {
-    std::string name = n["name"];
-    if (name != chief_name)
-      members.push_back(std::make_unique<process>(
-        dir, name, "troupe-node",
-        std::vector<std::string>{"--config", cfg, "--node", name}));
-  }
-  std::vector<std::string> args{"--config", cfg, "--node", chief_name};
-  args.insert(args.end(), chief_flags.begin(), chief_flags.end());
-  process chief{dir, chief_name, "troupe-node", args};
-  BOOST_TEST(chief.wait(180) == 0, chief.err());
-  for (auto& m : members)
-    BOOST_TEST(m->wait(20) == 0, m->err());
-  return chief.out();
+  cluster_start how;
+  how.chief_flags = chief_flags;
+  auto cluster = running_cluster::from_file(dir, cfg, how);
+  cluster.require_finished(180);
+  return cluster.chief().out();
 }
 
 std::string run_on_loopback(const std::string& file) {

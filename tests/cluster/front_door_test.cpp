@@ -89,35 +89,26 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
   temp_dir dir;
   std::vector<uint16_t> control;
   auto cfg = shipped_cluster(dir, control);
-  const std::vector<std::string> names{"chief", "ps0", "ps1", "worker0",
-                                       "worker1"};
   // Members first, as the README starts them; 5 epochs (6 for the
   // embedded run, whose port is tried first), so the runs are still going
   // when the bytes arrive, on a loaded machine too.
-  procs nodes;
-  for (size_t i = 1; i < names.size(); ++i)
-    nodes.push_back(std::make_unique<process>(
-      dir, names[i], "troupe-node",
-      std::vector<std::string>{"--config", cfg, "--node", names[i], "--epochs",
-                               "5"}));
-  auto chief = std::make_unique<process>(
-    dir, "chief", "troupe-node",
-    std::vector<std::string>{"--config", cfg, "--node", "chief", "--epochs",
-                             "5"});
+  cluster_start how;
+  how.every_node_flags = {"--epochs", "5"};
+  auto cluster = running_cluster::from_file(dir, cfg, how);
+  auto& chief = cluster.chief();
   auto listen_port = free_port();
-  process embedded{
+  running_cluster embedded{
     dir,
-    "embedded",
-    "troupe-node",
-    {"--config", std::string{TROUPE_SOURCE_DIR} + "/config/local.json",
-     "--epochs", "6", "--listen", "127.0.0.1:" + std::to_string(listen_port)}};
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_step(100, 180),
-                        cluster_outputs(*chief, nodes));
-  BOOST_REQUIRE_MESSAGE(embedded.wait_for_output("\nstep ", 180),
-                        embedded.err() + embedded.out());
-  std::vector<const process*> all{&embedded, chief.get()};
-  for (auto& n : nodes)
-    all.push_back(n.get());
+    {"embedded",
+     {"--config", std::string{TROUPE_SOURCE_DIR} + "/config/local.json",
+      "--epochs", "6", "--listen",
+      "127.0.0.1:" + std::to_string(listen_port)}}};
+  cluster.require_step(100, 180);
+  BOOST_REQUIRE_MESSAGE(embedded.chief().wait_for_output("\nstep ", 180),
+                        embedded.logs());
+  std::vector<const process*> all{&embedded.chief()};
+  for (auto* p : cluster.processes())
+    all.push_back(p);
   // Every port each process listens on: control and data plane (and the
   // embedded run's --listen), as `ss -tlnp` lists them.
   std::vector<uint16_t> ports;
@@ -126,7 +117,7 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
     auto mine = listening_ports(p->pid());
     BOOST_TEST_MESSAGE("pid " << p->pid() << " listens on " << mine.size()
                               << " ports");
-    BOOST_TEST(mine.size() >= (p == &embedded ? 1u : 2u));
+    BOOST_TEST(mine.size() >= (p == &embedded.chief() ? 1u : 2u));
     ports.insert(ports.end(), mine.begin(), mine.end());
     rss_before.push_back(rss_kb(p->pid()));
   }
@@ -182,18 +173,16 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
     BOOST_TEST(grew < 50 * 1024, "process " << i);
   }
   // The runs complete, every sample once per epoch.
-  BOOST_REQUIRE_MESSAGE(chief->wait(300) == 0, cluster_outputs(*chief, nodes));
-  for (auto& n : nodes)
-    BOOST_TEST(n->wait(60) == 0, n->err());
-  BOOST_TEST(epoch_samples(chief->out()) == (std::vector<long>(5, 60000)),
-             chief->out());
-  BOOST_REQUIRE_MESSAGE(embedded.wait(300) == 0,
-                        embedded.err() + embedded.out());
-  BOOST_TEST(epoch_samples(embedded.out()) == (std::vector<long>(6, 60000)),
-             embedded.out());
+  cluster.require_finished(300, 60);
+  BOOST_TEST(epoch_samples(chief.out()) == (std::vector<long>(5, 60000)),
+             chief.out());
+  embedded.require_finished(300);
+  BOOST_TEST(epoch_samples(embedded.chief().out())
+               == (std::vector<long>(6, 60000)),
+             embedded.chief().out());
   // What the log says: each refusal with the peer and the reason, where
   // the key is, and the member whose header was malformed.
-  auto err = chief->err();
+  auto err = chief.err();
   BOOST_TEST(has(err, "control port " + std::to_string(control[0])
                         + ": refused 127.0.0.1:"),
              err);
@@ -203,9 +192,9 @@ BOOST_AUTO_TEST_CASE(strangers_bytes_crash_no_process_of_the_shipped_cluster) {
   BOOST_TEST(has(err, "BASP header 1 (client handshake, payload 0 bytes): "
                       "its fields do not fit the operation"),
              err);
-  BOOST_TEST(has(nodes[0]->err(), "data plane port "), nodes[0]->err());
-  BOOST_TEST(has(chief->out(), "links: cluster key " + key->id()),
-             chief->out());
+  auto& ps0 = cluster.node("ps0");
+  BOOST_TEST(has(ps0.err(), "data plane port "), ps0.err());
+  BOOST_TEST(has(chief.out(), "links: cluster key " + key->id()), chief.out());
 }
 
 BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
@@ -260,6 +249,8 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
                               + key->path()),
              plain_out);
   // A joiner with another key: exit 2, same words; with none: the file.
+  // (Started by hand: each must fail to start, and cluster.join would give
+  // it the cluster's own flags.)
   process joiner{dir,
                  "joiner",
                  "troupe-node",
@@ -286,7 +277,7 @@ BOOST_AUTO_TEST_CASE(a_shell_or_joiner_without_the_key_is_told_where_it_is) {
              chief.err());
   auto [done_code, done_out] = run_shell(dir, spec, "stop", false);
   BOOST_TEST(done_code == 0, done_out);
-  BOOST_REQUIRE_MESSAGE(chief.wait(120) == 0, cluster.logs());
+  cluster.require_chief_finished(120);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

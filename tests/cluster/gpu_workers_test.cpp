@@ -29,12 +29,8 @@ BOOST_AUTO_TEST_CASE(gpu_worker_nodes_reach_the_accuracy_of_cpu_workers) {
   auto& g0 = cluster.node("g0");
   BOOST_TEST(g0.out().find("workers on gpu:0") != std::string::npos, g0.out());
   // The same run with CPU workers in one process.
-  process embedded{dir,
-                   "embedded",
-                   "troupe-node",
-                   {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
-  BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
-  double gpu = test_accuracy(chief.out()), cpu = test_accuracy(embedded.out());
+  double gpu = test_accuracy(chief.out());
+  double cpu = test_accuracy(run_in_one_process(dir, cluster.config(), 2, 2));
   BOOST_TEST_MESSAGE("test accuracy: GPU worker nodes "
                      << gpu << ", CPU workers in one process " << cpu);
   BOOST_TEST(gpu > 0.80);
@@ -49,13 +45,10 @@ BOOST_AUTO_TEST_CASE(gpu_workers_in_one_process_reach_the_accuracy_of_cpu) {
   spec.mode = "sync";
   // Only the file's run matters here: its nodes are dropped.
   spec.nodes = {{"chief"}, {"w", 2, 2}};
-  auto embedded = write_embedded(dir, write_cluster(dir, spec), 2, 2);
-  process cpu{dir, "cpu", "troupe-node", {"--config", embedded}};
-  BOOST_REQUIRE_MESSAGE(cpu.wait(240) == 0, cpu.err());
-  process gpu{
-    dir, "gpu", "troupe-node", {"--config", embedded, "--device", "gpu:0"}};
-  BOOST_REQUIRE_MESSAGE(gpu.wait(240) == 0, gpu.err());
-  double on_gpu = test_accuracy(gpu.out()), on_cpu = test_accuracy(cpu.out());
+  auto cluster = write_cluster(dir, spec);
+  double on_cpu = test_accuracy(run_in_one_process(dir, cluster, 2, 2, "cpu"));
+  double on_gpu = test_accuracy(
+    run_in_one_process(dir, cluster, 2, 2, "gpu", {"--device", "gpu:0"}));
   BOOST_TEST_MESSAGE("test accuracy: GPU workers " << on_gpu << ", CPU workers "
                                                    << on_cpu);
   BOOST_REQUIRE(on_gpu >= 0);

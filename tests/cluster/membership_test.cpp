@@ -4,10 +4,9 @@
 // step variables. The data planes listen at fixed ports.
 #include <boost/test/unit_test.hpp>
 
-#include <memory>
 #include <thread>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 using json = nlohmann::json;
@@ -46,16 +45,13 @@ std::string write_plain_config(const temp_dir& dir, const json& cluster) {
 }
 
 /// troupe-node --config `cfg` with `env` ("NAME=value" words) added to
-/// its environment, as a scheduler starts it.
-std::unique_ptr<process> start_with_env(const temp_dir& dir,
-                                        const std::string& name,
-                                        const std::string& cfg,
-                                        std::vector<std::string> env) {
+/// its environment, as a scheduler starts it: no --node, so running_cluster
+/// is given each process rather than a cluster_spec.
+node_launch with_env(const std::string& name, const std::string& cfg,
+                     const std::vector<std::string>& env) {
   std::vector<std::string> prefix{"/usr/bin/env"};
   prefix.insert(prefix.end(), env.begin(), env.end());
-  return std::make_unique<process>(dir, name, "troupe-node",
-                                   std::vector<std::string>{"--config", cfg},
-                                   "", prefix);
+  return {name, {"--config", cfg}, prefix};
 }
 
 /// The steps that the progress lines starting with `prefix` name
@@ -84,7 +80,7 @@ BOOST_AUTO_TEST_CASE(tf_config_alone_starts_a_cluster_and_a_late_worker_joins) {
   BOOST_REQUIRE(base != 0);
   // Control ports base, base + 2, ...; each data plane one above.
   auto at = [&](int i) { return "127.0.0.1:" + std::to_string(base + 2 * i); };
-  json cluster = {
+  json tf_cluster = {
     {"chief", {at(0)}}, {"ps", {at(1), at(2)}}, {"worker", {at(3), at(4)}}};
   auto cfg = write_plain_config(dir, {{"shards", 2},
                                       {"workers", 2},
@@ -92,28 +88,25 @@ BOOST_AUTO_TEST_CASE(tf_config_alone_starts_a_cluster_and_a_late_worker_joins) {
                                       {"node_timeout_s", 60}});
   auto tf_config = [&](const std::string& type, int index) {
     return "TF_CONFIG="
-           + json{{"cluster", cluster},
+           + json{{"cluster", tf_cluster},
                   {"task", {{"type", type}, {"index", index}}}}
                .dump();
   };
-  procs members;
-  members.push_back(start_with_env(dir, "ps0", cfg, {tf_config("ps", 0)}));
-  members.push_back(start_with_env(dir, "ps1", cfg, {tf_config("ps", 1)}));
-  members.push_back(
-    start_with_env(dir, "worker0", cfg, {tf_config("worker", 0)}));
-  auto chief = start_with_env(dir, "chief", cfg, {tf_config("chief", 0)});
-  cluster_outputs outputs{*chief, members};
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_output("node worker0 (", 60), outputs);
+  running_cluster cluster{dir,
+                          {with_env("ps0", cfg, {tf_config("ps", 0)}),
+                           with_env("ps1", cfg, {tf_config("ps", 1)}),
+                           with_env("worker0", cfg, {tf_config("worker", 0)})},
+                          with_env("chief", cfg, {tf_config("chief", 0)})};
+  auto& chief = cluster.chief();
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("node worker0 (", 60),
+                        cluster.logs());
   // The chief waits for the worker that is not there yet.
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  BOOST_TEST(!has(chief->out(), "all 5 nodes are up"), outputs);
-  BOOST_TEST(chief->running());
-  members.push_back(
-    start_with_env(dir, "worker1", cfg, {tf_config("worker", 1)}));
-  BOOST_REQUIRE_MESSAGE(chief->wait(180) == 0, outputs);
-  for (auto& m : members)
-    BOOST_TEST(m->wait(30) == 0, outputs);
-  auto out = chief->out();
+  BOOST_TEST(!has(chief.out(), "all 5 nodes are up"), cluster.logs());
+  BOOST_TEST(chief.running());
+  cluster.start(with_env("worker1", cfg, {tf_config("worker", 1)}));
+  cluster.require_finished(180, 30);
+  auto out = chief.out();
   BOOST_TEST(has(out, "membership: TF_CONFIG: this is node chief; the chief "
                       "on chief ("
                         + at(0)
@@ -123,8 +116,9 @@ BOOST_AUTO_TEST_CASE(tf_config_alone_starts_a_cluster_and_a_late_worker_joins) {
   BOOST_TEST(has(out, "all 5 nodes are up"), out);
   BOOST_TEST(epoch_samples(out) == std::vector<long>{60000},
              boost::test_tools::per_element());
-  BOOST_TEST(has(members[3]->out(), "membership: TF_CONFIG: this is node "
-                                    "worker1"));
+  BOOST_TEST(has(cluster.node("worker1").out(),
+                 "membership: TF_CONFIG: this is node "
+                 "worker1"));
   // log_every_steps 20: progress lines at 20, 40, 60, ... though workers
   // report several steps at once; each worker's lines likewise.
   auto steps = logged_steps(out, "\nstep ");
@@ -139,6 +133,7 @@ BOOST_AUTO_TEST_CASE(tf_config_alone_starts_a_cluster_and_a_late_worker_joins) {
                  "node chief: listening on " + at(0)
                    + ", data plane on 127.0.0.1:" + std::to_string(base + 1)),
              out);
+  auto& members = cluster.members(); // ps0, ps1, worker0, worker1
   for (int i = 0; i < 4; ++i)
     BOOST_TEST(data_port_of(*members[i]) == base + 2 * (i + 1) + 1,
                members[i]->out());
@@ -171,29 +166,29 @@ BOOST_AUTO_TEST_CASE(
       "SLURM_STEP_NODELIST=localhost",     "SLURM_STEP_TASKS_PER_NODE=5",
       "SLURM_DISTRIBUTION=block",          "SLURM_JOB_ID=7"};
   };
-  procs members;
+  std::vector<node_launch> tasks;
   const char* names[] = {"ps0", "ps1", "worker0", "worker1"};
   for (int i = 1; i < 5; ++i)
-    members.push_back(start_with_env(dir, names[i - 1], cfg, task(i)));
-  auto chief = start_with_env(dir, "chief", cfg, task(0));
-  cluster_outputs outputs{*chief, members};
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_output("\nstep ", 120), outputs);
+    tasks.push_back(with_env(names[i - 1], cfg, task(i)));
+  running_cluster cluster{dir, tasks, with_env("chief", cfg, task(0))};
+  auto& chief = cluster.chief();
+  auto& members = cluster.members(); // ps0, ps1, worker0, worker1, late
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output("\nstep ", 120), cluster.logs());
   BOOST_REQUIRE(members[3]->running());
   members[3]->kill9(); // worker1's task
-  BOOST_REQUIRE_MESSAGE(chief->wait_for_output(") is down", 60), outputs);
+  BOOST_REQUIRE_MESSAGE(chief.wait_for_output(") is down", 60), cluster.logs());
   // The config the chief hands a joiner places the nodes as Slurm did, so
   // the joiner's training identity is the chief's.
-  members.push_back(std::make_unique<process>(
-    dir, "late", "troupe-node",
-    std::vector<std::string>{"--join", "127.0.0.1:" + std::to_string(base),
-                             "--workers", "1", "--name", "late"}));
+  cluster.start({"late",
+                 {"--join", "127.0.0.1:" + std::to_string(base), "--workers",
+                  "1", "--name", "late"}});
   BOOST_REQUIRE_MESSAGE(
-    chief->wait_for_output("adding 1 worker on node late", 60), outputs);
-  BOOST_REQUIRE_MESSAGE(chief->wait(180) == 0, outputs);
-  BOOST_TEST(members[4]->wait(30) == 0, outputs);
+    chief.wait_for_output("adding 1 worker on node late", 60), cluster.logs());
+  cluster.require_chief_finished(180);
+  BOOST_TEST(members[4]->wait(30) == 0, cluster.logs());
   for (int i = 0; i < 3; ++i)
-    BOOST_TEST(members[i]->wait(30) == 0, outputs);
-  auto out = chief->out();
+    BOOST_TEST(members[i]->wait(30) == 0, cluster.logs());
+  auto out = chief.out();
   BOOST_TEST(has(out, "membership: Slurm: this is node chief; the chief on "
                       "chief (localhost:"
                         + std::to_string(base)
@@ -217,23 +212,27 @@ BOOST_AUTO_TEST_CASE(
   }
 }
 
-// What the environment gets wrong is said at start, exit 2.
+// What the environment gets wrong is said at start, exit 2. (Each process
+// must fail to start: started alone, no cluster.)
 BOOST_AUTO_TEST_CASE(a_bad_environment_is_named) {
   temp_dir dir;
   auto cfg = write_plain_config(dir, {{"shards", 2}, {"workers", 2}});
-  auto evaluator = start_with_env(
-    dir, "evaluator", cfg,
-    {R"(TF_CONFIG={"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "evaluator": ["127.0.0.1:3"]}, "task": {"type": "evaluator", "index": 0}})"});
+  auto evaluator = start_process(
+    dir,
+    with_env(
+      "evaluator", cfg,
+      {R"(TF_CONFIG={"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "evaluator": ["127.0.0.1:3"]}, "task": {"type": "evaluator", "index": 0}})"}));
   BOOST_TEST(evaluator->wait(30) == 2);
   BOOST_TEST(evaluator->err()
                == "troupe-node: error: TF_CONFIG: /cluster/evaluator: "
                   "troupe's chief evaluates the run; leave the evaluator "
                   "out\n",
              evaluator->err());
-  auto few = start_with_env(dir, "few", cfg,
-                            {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=3",
-                             "SLURM_STEP_NODELIST=localhost",
-                             "SLURM_STEP_TASKS_PER_NODE=3"});
+  auto few = start_process(dir,
+                           with_env("few", cfg,
+                                    {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=3",
+                                     "SLURM_STEP_NODELIST=localhost",
+                                     "SLURM_STEP_TASKS_PER_NODE=3"}));
   BOOST_TEST(few->wait(30) == 2);
   BOOST_TEST(has(few->err(), "Slurm: 3 tasks, but the chief, 2 shard tasks "
                              "(/cluster/shards) and a worker task need 4: "

@@ -49,9 +49,9 @@ public:
       return;
     // Processes still in it (a test that failed) go back to the parent,
     // which an empty cgroup's rmdir needs.
-    std::ifstream procs{path_ + "/cgroup.procs"};
+    std::ifstream still_in{path_ + "/cgroup.procs"};
     auto parent = path_.substr(0, path_.rfind('/'));
-    for (std::string pid; std::getline(procs, pid);)
+    for (std::string pid; std::getline(still_in, pid);)
       std::ofstream{parent + "/cgroup.procs"} << pid;
     ::rmdir(path_.c_str());
   }

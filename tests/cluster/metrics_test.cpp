@@ -5,12 +5,22 @@
 
 #include <thread>
 
-#include "cluster_file.hpp"
 #include "prometheus_scrape.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 
 namespace {
+
+/// The multi-process tests' model and data as a run in one process with
+/// `workers` workers and as many shards, for `epochs` epochs; returns the
+/// config's path.
+std::string one_process_run(const temp_dir& dir, int workers, int epochs = 2) {
+  cluster_spec spec;
+  spec.epochs = epochs;
+  spec.nodes = {{"chief", 1, 1}};
+  return write_embedded(dir, write_cluster(dir, spec), workers, workers);
+}
 
 /// The port of the chief's "metrics: http://127.0.0.1:PORT/metrics" line.
 uint16_t metrics_port(const process& p) {
@@ -69,19 +79,14 @@ BOOST_AUTO_TEST_SUITE(metrics)
 
 BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   temp_dir dir;
-  cluster_spec spec;
-  spec.epochs = 6;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 2}};
-  auto cfg = write_embedded(dir, write_cluster(dir, spec), 2, 2);
-  process node{dir,
-               "node",
-               "troupe-node",
-               {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}};
-  BOOST_REQUIRE_MESSAGE(node.wait_for_output("metrics: http://", 60),
-                        node.out() + node.err());
-  auto port = metrics_port(node);
+  auto cfg = one_process_run(dir, 2, 6);
+  running_cluster run{
+    dir, {"node", {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}}};
+  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
+                        run.logs());
+  auto port = metrics_port(run.chief());
   BOOST_REQUIRE(port > 0);
-  BOOST_REQUIRE_MESSAGE(node.wait_for_step(100, 120), node.out());
+  run.require_step(100);
   const std::string worker0 =
     R"(troupe_worker_steps_total{worker="0",node="local"})";
   auto first = scrape(port, worker0);
@@ -154,25 +159,23 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   BOOST_TEST(info);
   // Other paths are not found.
   BOOST_TEST(http_get(port, "/").first == 404);
-  BOOST_REQUIRE_MESSAGE(node.wait(240) == 0, node.err());
+  run.require_finished(240);
   // The endpoint closes with the run.
   BOOST_TEST(http_get(port, "/metrics").first == 0);
 }
 
 BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
   temp_dir dir;
-  cluster_spec spec;
-  spec.epochs = 6;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
-  process train{dir,
-                "train",
-                "troupe-train",
-                {"--config", cfg, "--metrics-listen", "127.0.0.1:0",
-                 "--metrics-dir", dir.file("runs")}};
-  BOOST_REQUIRE_MESSAGE(train.wait_for_output("metrics: http://", 60),
-                        train.out() + train.err());
-  auto port = metrics_port(train);
+  auto cfg = one_process_run(dir, 1, 6);
+  running_cluster run{dir,
+                      {"train",
+                       {"--config", cfg, "--metrics-listen", "127.0.0.1:0",
+                        "--metrics-dir", dir.file("runs")},
+                       {},
+                       "troupe-train"}};
+  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
+                        run.logs());
+  auto port = metrics_port(run.chief());
   BOOST_REQUIRE(port > 0);
   const std::string worker0 =
     R"(troupe_worker_steps_total{worker="0",node="local"})";
@@ -185,9 +188,9 @@ BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
   BOOST_TEST(second.at(worker0) == second.at("troupe_steps_total"));
   BOOST_TEST(second.at("troupe_planned_steps") == 6 * 469);
   BOOST_TEST(second.at("troupe_learning_rate") == 0.001);
-  BOOST_REQUIRE_MESSAGE(train.wait(240) == 0, train.err());
+  run.require_finished(240);
   // Its metrics files, named by the run and its id.
-  auto out = train.out();
+  auto out = run.chief().out();
   auto at = out.find("metrics: " + dir.file("runs/multi-process-test-"));
   BOOST_REQUIRE_MESSAGE(at != std::string::npos, out);
   auto base = out.substr(at + 9, out.find(".{jsonl", at) - at - 9);
@@ -197,11 +200,10 @@ BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {
   BOOST_TEST(count_of(read_all(base + ".progress.csv"), "\n") > 20u);
 }
 
+// Each node here must fail to start: started by hand, alone.
 BOOST_AUTO_TEST_CASE(bad_listen_addresses_are_refused_before_the_run) {
   temp_dir dir;
-  cluster_spec spec;
-  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
-  auto cfg = write_embedded(dir, write_cluster(dir, spec), 1, 1);
+  auto cfg = one_process_run(dir, 1);
   {
     process node{dir,
                  "node",

@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "click_checks.hpp"
 #include "running_cluster.hpp"
 #include "test_util.hpp"
 
@@ -81,7 +82,7 @@ std::string run_with_five_moves(const temp_dir& dir, cluster_spec spec,
   running_cluster cluster{dir, spec};
   five_moves(cluster, dir, spec, every);
   auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   for (auto* name : {"ps0", "ps1", "ps2", "w0"})
     BOOST_TEST(cluster.node(name).wait(20) == 0, cluster.node(name).err());
   return chief.out();
@@ -105,11 +106,8 @@ BOOST_AUTO_TEST_CASE(an_mlp_trains_on_through_five_moves) {
   BOOST_TEST(test_accuracy(out) > 0.8, out);
 }
 
-BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
-  temp_dir dir;
-  auto planted = make_click_logs(dir, "logs", 200000, 20000);
-  cluster_spec spec;
-  spec.click_dir = dir.file("logs");
+BOOST_FIXTURE_TEST_CASE(a_click_table_and_its_replicas_move_too,
+                        click_logs_case) {
   spec.epochs = 2;
   spec.shard_replicas = 1;
   auto out = run_with_five_moves(dir, spec, 120);
@@ -118,11 +116,7 @@ BOOST_AUTO_TEST_CASE(a_click_table_and_its_replicas_move_too) {
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{200000, 200000}), out);
   // Every placement got its replicas: 2 at the start, then 3, 2, 3, 2, 3.
   BOOST_TEST(count_of(out, " is in step at version ") >= 15u, out);
-  auto loss = last_value(out, "test loss = ");
-  BOOST_TEST_MESSAGE("test log-loss after five moves: "
-                     << loss << " (planted " << planted.test_log_loss << ")");
-  BOOST_TEST(loss > 0, out);
-  BOOST_TEST(loss < 1.05 * planted.test_log_loss, out);
+  check_loss_near_planted(out, planted, 1.05, "after five moves");
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_ssp_runs_keep_every_update_through_five_moves) {
@@ -141,29 +135,22 @@ BOOST_AUTO_TEST_CASE(sync_and_ssp_runs_keep_every_update_through_five_moves) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_sync_click_model_moves_its_held_row_pushes_too) {
+BOOST_FIXTURE_TEST_CASE(a_sync_click_model_moves_its_held_row_pushes_too,
+                        click_logs_case) {
   // sync: a shard holds the row pushes of the update under way until it
   // is complete; a move spreads them over the new shards with the rows.
   // Three workers of which two make an update (one a backup) leave one
   // under way when leasing pauses.
-  temp_dir dir;
-  auto planted = make_click_logs(dir, "logs", 200000, 20000);
-  cluster_spec spec;
   spec.mode = "sync";
   spec.replicas_to_aggregate = 2;
-  spec.click_dir = dir.file("logs");
   spec.epochs = 2;
   auto out = run_with_five_moves(dir, spec, 60, 3);
   no_step_lost(out, 3, false);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{200000, 200000}), out);
-  auto loss = last_value(out, "test loss = ");
-  BOOST_TEST_MESSAGE("sync test log-loss after five moves: "
-                     << loss << " (planted " << planted.test_log_loss << ")");
-  BOOST_TEST(loss > 0, out);
   // Two pushes of three make an update: about 520 updates in two epochs,
   // a third of the async runs' 1560, which end within 5% of the planted
   // loss; these end 4.7-5.1% above it, so 1.05 failed by chance.
-  BOOST_TEST(loss < 1.08 * planted.test_log_loss, out);
+  check_loss_near_planted(out, planted, 1.08, "(sync) after five moves");
 }
 
 BOOST_AUTO_TEST_CASE(moves_that_cannot_be_made_are_refused_with_the_reason) {
@@ -182,7 +169,7 @@ BOOST_AUTO_TEST_CASE(moves_that_cannot_be_made_are_refused_with_the_reason) {
   refused("drain shard:7", "drain: no shard 7 (the run has 1: 0..0)");
   refused("add-shard nowhere", "add-shard: no node \"nowhere\"");
   auto& chief = cluster.chief();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   BOOST_TEST(!has(chief.out(), "paused leasing"), chief.out());
 }
 

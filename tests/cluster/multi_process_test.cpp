@@ -55,12 +55,8 @@ BOOST_AUTO_TEST_CASE(two_shard_and_two_worker_nodes_train_like_one_process) {
   auto out = chief.out();
   BOOST_TEST(out.find("all 5 nodes are up") != std::string::npos, out);
   // The same run in one process: the file without its nodes.
-  process embedded{dir,
-                   "embedded",
-                   "troupe-node",
-                   {"--config", write_embedded(dir, cluster.config(), 2, 2)}};
-  BOOST_REQUIRE_MESSAGE(embedded.wait(240) == 0, embedded.err());
-  auto multi = test_accuracy(out), single = test_accuracy(embedded.out());
+  auto multi = test_accuracy(out);
+  auto single = test_accuracy(run_in_one_process(dir, cluster.config(), 2, 2));
   BOOST_TEST_MESSAGE("test accuracy: 5 processes " << multi << ", one process "
                                                    << single);
   BOOST_TEST(multi > 0.80);
@@ -85,7 +81,7 @@ BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   check_chief_relays_nothing(chief, 200, "moved workers");
   BOOST_TEST(has_link_to(cluster.node("w0").pid(), "127.0.0.1",
                          data_port_of(cluster.node("ps0"))));
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos,
@@ -115,7 +111,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_worker_node_is_seen_by_the_heartbeats) {
   auto detected = seconds_since(frozen);
   BOOST_TEST_MESSAGE("frozen worker node down after " << detected << " s");
   BOOST_TEST(detected < 5.0);
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1 moves from node w1 to node w0")
                != std::string::npos,
@@ -137,10 +133,7 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
   // Paused until the node is back: an idle machine trains the rest of the
   // run faster than a node process starts.
   BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
-  process again{dir,
-                "w1-again",
-                "troupe-node",
-                {"--config", cluster.config(), "--node", "w1"}};
+  auto& again = cluster.start_node("w1", "w1-again");
   auto up = "node w1 (127.0.0.1:" + std::to_string(spec.nodes[3].port)
             + ") is up";
   auto back = [&] {
@@ -153,7 +146,7 @@ BOOST_AUTO_TEST_CASE(workers_wait_for_their_node_and_a_restarted_node_rejoins) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   BOOST_REQUIRE_MESSAGE(back(), chief.out() + again.err());
   BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   BOOST_TEST(again.wait(20) == 0, again.err());
   auto out = chief.out();
   auto first = out.find(up);
@@ -175,7 +168,7 @@ BOOST_AUTO_TEST_CASE(waiting_workers_do_not_hold_up_the_end_of_the_run) {
   cluster.require_step(100);
   auto& chief = cluster.chief();
   cluster.node("w1").kill9();
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1 waits for node w1") != std::string::npos, out);
   BOOST_TEST(out.find("worker 1: nothing left to train") != std::string::npos,
@@ -225,7 +218,7 @@ BOOST_AUTO_TEST_CASE(a_killed_shard_node_is_restored_from_a_checkpoint) {
   check_chief_relays_nothing(chief, 300, "restored shard");
   BOOST_TEST(has_link_to(cluster.node("w0").pid(), "127.0.0.1",
                          data_port_of(cluster.node("ps0"))));
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   auto out = chief.out();
   BOOST_TEST(out.find("shard 1 on node ps1 stopped") != std::string::npos, out);
   BOOST_TEST(out.find("starting shard 1 on node ps0") != std::string::npos,
@@ -260,18 +253,14 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   running_cluster cluster{dir, spec};
   cluster.require_step(200);
   auto& chief = cluster.chief();
-  process joiner{dir,
-                 "joiner",
-                 "troupe-node",
-                 {"--join", chief_address(spec), "--workers", "1", "--name",
-                  "late"}};
+  auto& joiner = cluster.join({"--workers", "1", "--name", "late"});
   BOOST_REQUIRE(chief.wait_for_output("adding 1 worker on node late", 30));
   BOOST_TEST(wait_for_link(joiner.pid(), "127.0.0.1",
                            data_port_of(cluster.node("ps0")), 10));
   check_chief_relays_nothing(chief, 200, "joined worker");
   // Its steps reach the shards: the worker's count grows, and the shard's
   // accepted pushes cover every worker's steps.
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  cluster.require_chief_finished();
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
   auto out = chief.out();
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
@@ -295,11 +284,8 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   running_cluster cluster{dir, spec};
   cluster.require_step(100);
   auto& chief = cluster.chief();
-  process joiner{dir,
-                 "joiner",
-                 "troupe-node",
-                 {"--join", chief_address(spec), "--workers", "1"}};
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
+  auto& joiner = cluster.join({"--workers", "1"});
+  cluster.require_chief_finished();
   BOOST_TEST(joiner.wait(20) == 0, joiner.err());
   auto out = chief.out();
   BOOST_TEST(

@@ -91,7 +91,8 @@ public:
   process(const temp_dir& dir, std::string name, const std::string& app,
           std::vector<std::string> args, const std::string& stdin_path = "",
           std::vector<std::string> prefix = {})
-    : out_(dir.file(name + ".out")), err_(dir.file(name + ".err")) {
+    : name_(name), out_(dir.file(name + ".out")),
+      err_(dir.file(name + ".err")) {
     std::string exe = std::string{TROUPE_BINARY_DIR} + "/apps/" + app;
     std::vector<char*> argv;
     for (auto& p : prefix)
@@ -121,6 +122,8 @@ public:
   process(const process&) = delete;
   process& operator=(const process&) = delete;
 
+  /// The name it was started with (its output files' name).
+  const std::string& name() const { return name_; }
   bool running() const { return pid_ > 0 && code_ == no_code; }
   pid_t pid() const { return pid_; }
   /// Whether the process has ended (a zombie not yet waited for counts),
@@ -220,7 +223,7 @@ private:
   static constexpr int no_code = -1000;
   pid_t pid_ = -1;
   int code_ = no_code;
-  std::string out_, err_;
+  std::string name_, out_, err_;
 };
 
 } // namespace troupe::test

@@ -14,7 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "cluster_file.hpp"
+#include "running_cluster.hpp"
 
 using namespace troupe::test;
 using json = nlohmann::json;
@@ -123,12 +123,9 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   spec.epochs = 50; // ended by "stop"
   spec.checkpoint_every = 100000;
   spec.nodes = {{"chief"}, {"ps0", 2}, {"w0", 0, 1}};
-  auto cfg = write_cluster(dir, spec);
-  process ps0{dir, "ps0", "troupe-node", {"--config", cfg, "--node", "ps0"}};
-  process w0{dir, "w0", "troupe-node", {"--config", cfg, "--node", "w0"}};
-  process chief{
-    dir, "chief", "troupe-node", {"--config", cfg, "--node", "chief"}};
-  BOOST_REQUIRE(chief.wait_for_step(100, 120));
+  running_cluster cluster{dir, spec};
+  auto& chief = cluster.chief();
+  cluster.require_step(100);
 
   auto [code, out] = run_shell(dir, spec, "status");
   BOOST_REQUIRE_MESSAGE(code == 0, out);
@@ -342,9 +339,7 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_REQUIRE_MESSAGE(late.wait_for("> ", 30), late.seen());
 
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_TEST(chief.wait(60) == 0, chief.err());
-  BOOST_TEST(ps0.wait(20) == 0);
-  BOOST_TEST(w0.wait(20) == 0);
+  cluster.require_finished(60);
   BOOST_TEST(chief.out().find("stop requested") != std::string::npos);
 
   late.type("status\r");
@@ -362,18 +357,17 @@ BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
   spec.nodes = {{"chief", 1, 1}};
   auto cluster = write_cluster(dir, spec);
   auto embedded = write_embedded(dir, cluster, 2, 2);
-  process node{dir,
-               "node",
-               "troupe-node",
-               {"--config", embedded, "--epochs", "50", "--listen",
-                "127.0.0.1:0"}};
+  running_cluster run{
+    dir,
+    {"node",
+     {"--config", embedded, "--epochs", "50", "--listen", "127.0.0.1:0"}}};
   const std::string said = "shell: troupe-shell --connect 127.0.0.1:";
-  BOOST_REQUIRE_MESSAGE(node.wait_for_output(said, 60), node.out());
-  auto out = node.out();
+  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output(said, 60), run.logs());
+  auto out = run.chief().out();
   spec.nodes[0].port = static_cast<uint16_t>(
     std::stoi(out.substr(out.find(said) + said.size())));
   BOOST_REQUIRE(spec.nodes[0].port > 0);
-  BOOST_REQUIRE(node.wait_for_step(100, 120));
+  run.require_step(100);
 
   auto [code, text] = run_shell(dir, spec, "status");
   BOOST_REQUIRE_MESSAGE(code == 0, text);
@@ -385,9 +379,10 @@ BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
   BOOST_TEST(status["run"]["steps"].get<int64_t>() >= 100);
   // The shell steers it as it does a cluster's chief.
   BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
-  BOOST_TEST(node.wait(60) == 0, node.err());
+  run.require_finished(60);
 
-  // A cluster's chief listens at its node's address, not at --listen.
+  // A cluster's chief listens at its node's address, not at --listen. (The
+  // nodes that must fail to start are started by hand, alone.)
   process both{dir,
                "both",
                "troupe-node",

@@ -24,9 +24,7 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_chief_stops_the_run_cleanly) {
   cluster.require_step(200);
   auto& chief = cluster.chief();
   chief.signal(SIGTERM);
-  BOOST_REQUIRE_MESSAGE(chief.wait(60) == 0, chief.err() + chief.out());
-  for (auto& m : cluster.members())
-    BOOST_TEST(m->wait(20) == 0, m->err());
+  cluster.require_finished(60);
   auto out = chief.out();
   BOOST_TEST(has(out, "stop requested by SIGTERM; finishing after the steps "
                       "in flight"),
@@ -52,16 +50,12 @@ BOOST_AUTO_TEST_CASE(sigint_to_the_embedded_process_stops_the_run_cleanly) {
   spec.epochs = 3;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
   auto cfg = write_cluster(dir, spec);
-  process embedded{dir,
-                   "embedded",
-                   "troupe-node",
-                   {"--config", write_embedded(dir, cfg, 2, 1)}};
-  BOOST_REQUIRE_MESSAGE(embedded.wait_for_step(200, 120),
-                        embedded.out() + embedded.err());
-  embedded.signal(SIGINT); // Ctrl-C
-  BOOST_REQUIRE_MESSAGE(embedded.wait(60) == 0,
-                        embedded.err() + embedded.out());
-  auto out = embedded.out();
+  running_cluster run{
+    dir, {"embedded", {"--config", write_embedded(dir, cfg, 2, 1)}}};
+  run.require_step(200);
+  run.chief().signal(SIGINT); // Ctrl-C
+  run.require_finished(60);
+  auto out = run.chief().out();
   BOOST_TEST(has(out, "stop requested by SIGINT"), out);
   BOOST_TEST(test_accuracy(out) > 0.5, out);
   auto epochs = epoch_samples(out);
@@ -81,10 +75,7 @@ BOOST_AUTO_TEST_CASE(sigterm_to_a_worker_node_hands_back_its_leases) {
   BOOST_TEST(w1.wait(30) == 0, w1.err());
   BOOST_TEST(has(w1.out(), "node w1: SIGTERM: leaving the run"), w1.out());
   BOOST_TEST(has(w1.out(), "node w1: left the run"), w1.out());
-  BOOST_REQUIRE_MESSAGE(chief.wait(240) == 0, cluster.logs());
-  for (size_t i : {0, 1})
-    BOOST_TEST(cluster.members()[i]->wait(20) == 0,
-               cluster.members()[i]->err());
+  cluster.require_finished(); // w1 has ended with 0 already
   auto out = chief.out();
   BOOST_TEST(has(out, "node w1 leaves the run: 2 workers finish their steps"),
              out);

@@ -13,6 +13,7 @@
 #include "runtime/base/errc.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 #include "runtime/config/config.hpp"
+#include "corpus_files.hpp"
 #include "tests/fuzz/layer_list_inputs.hpp"
 
 #include "test_util.hpp"
@@ -356,15 +357,11 @@ BOOST_AUTO_TEST_CASE(a_registered_layer_is_named_in_a_list_like_a_built_in) {
 
 // tests/fuzz/corpus/layer_list/: the seeds, and reproducers of findings.
 BOOST_AUTO_TEST_CASE(fuzz_corpus_replays) {
-  auto dir = fs::path{TROUPE_SOURCE_DIR} / "tests/fuzz/corpus/layer_list";
-  std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator{dir})
-    files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  auto files = troupe::test::corpus_files(fs::path{TROUPE_SOURCE_DIR}
+                                          / "tests/fuzz/corpus/layer_list");
   BOOST_TEST(files.size() >= 8u);
   for (auto& f : files) {
-    std::ifstream in{f, std::ios::binary};
-    std::string bytes{std::istreambuf_iterator<char>{in}, {}};
+    auto bytes = troupe::test::file_bytes(f);
     auto broken = fuzz::read_layer_list(
       reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     BOOST_TEST(broken.empty(), f.filename() << ": " << broken);

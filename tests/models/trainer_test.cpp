@@ -33,17 +33,23 @@ run_config synthetic_run() {
   return cfg;
 }
 
+/// `cfg` trained by run_local_training on its data set and one CPU
+/// thread, the run's log written to `log`.
+caf::expected<run_summary> train(const run_config& cfg, std::ostream& log) {
+  auto data = load_datasets(cfg.data);
+  BOOST_REQUIRE(data);
+  auto be = make_cpu_backend(1);
+  return run_local_training(cfg, *data, *be, log);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(trainer)
 
 BOOST_AUTO_TEST_CASE(learns_a_separable_problem) {
   auto cfg = synthetic_run();
-  auto data = load_datasets(cfg.data);
-  BOOST_REQUIRE(data);
-  auto be = make_cpu_backend(1);
   std::ostringstream log;
-  auto summary = run_local_training(cfg, *data, *be, log);
+  auto summary = train(cfg, log);
   BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
   BOOST_TEST(summary->steps == 3 * 16); // ceil(500 / 32) = 16 per epoch
   BOOST_TEST(summary->epochs == 3);
@@ -57,11 +63,8 @@ BOOST_AUTO_TEST_CASE(learns_a_separable_problem) {
 BOOST_AUTO_TEST_CASE(refuses_a_click_model_naming_troupe_node) {
   auto cfg = synthetic_run();
   cfg.model.type = model_config::kind::click;
-  auto data = load_datasets(cfg.data);
-  BOOST_REQUIRE(data);
-  auto be = make_cpu_backend(1);
   std::ostringstream log;
-  auto r = run_local_training(cfg, *data, *be, log);
+  auto r = train(cfg, log);
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::invalid_config));
   BOOST_TEST(describe(r.error()).find("train it with troupe-node")
@@ -80,11 +83,8 @@ BOOST_AUTO_TEST_CASE(layer_list_with_dropout_and_layernorm_learns) {
   drop.rate = 0.2;
   out.units = 4;
   cfg.model.layers = {flatten, dense, norm, drop, out};
-  auto data = load_datasets(cfg.data);
-  BOOST_REQUIRE(data);
-  auto be = make_cpu_backend(1);
   std::ostringstream log;
-  auto summary = run_local_training(cfg, *data, *be, log);
+  auto summary = train(cfg, log);
   BOOST_REQUIRE_MESSAGE(summary, troupe::test::why(summary));
   BOOST_TEST(summary->test.accuracy > 0.95, log.str());
   BOOST_TEST(log.str().find("model: layers 12: dense 12->32 identity, "
@@ -234,10 +234,8 @@ BOOST_AUTO_TEST_CASE(nan_loss_stops_the_run) {
   auto cfg = synthetic_run();
   cfg.training.optimizer.type = optimizer_config::kind::sgd;
   cfg.training.optimizer.learning_rate = 1e30;
-  auto data = load_datasets(cfg.data);
-  auto be = make_cpu_backend(1);
   std::ostringstream log;
-  auto r = run_local_training(cfg, *data, *be, log);
+  auto r = train(cfg, log);
   BOOST_REQUIRE(!r);
   BOOST_TEST((r.error() == errc::non_finite));
   BOOST_TEST(describe(r.error()).find("loss became ") == 0,

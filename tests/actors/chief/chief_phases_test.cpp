@@ -45,6 +45,13 @@ struct deterministic_chief : deterministic_system {
 
   chief_state& state() { return state_of<chief_state>(chief); }
 
+  /// Starts the run (its reply goes to `self`) and runs it until it has
+  /// trained `steps` steps.
+  void start_and_train(caf::scoped_actor& self, int64_t steps) {
+    self->send(chief, run_atom_v);
+    run_until([&] { return state().progress.steps() >= steps; });
+  }
+
   run_phase phase() { return state().phase; }
 
   /// Runs one message at a time until `done` or `limit` messages; when
@@ -64,6 +71,13 @@ struct deterministic_chief : deterministic_system {
     return seen;
   }
 };
+
+/// An async run of 2 workers on 2 shards, for `epochs` epochs.
+run_config async_run(int epochs) {
+  auto run = small_run(cluster_config::mode::async, 2, 2);
+  run.training.epochs = epochs;
+  return run;
+}
 
 /// The summary of an async run of 8 epochs of 16 batches: every shard's
 /// version is the batches it applied, each once, moves or not, and every
@@ -101,12 +115,9 @@ BOOST_AUTO_TEST_CASE(a_run_goes_through_every_phase_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_stop_while_training_finishes_after_the_steps_in_flight) {
-  auto run = small_run(cluster_config::mode::async, 2, 2);
-  run.training.epochs = 50; // far more than the test lets it train
-  deterministic_chief c{run};
+  deterministic_chief c{async_run(50)}; // far more than the test lets it train
   caf::scoped_actor self{*c.sys};
-  self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps() >= 20; });
+  c.start_and_train(self, 20);
   BOOST_REQUIRE((c.phase() == run_phase::training));
   // The shell's stop: answered at once, then the run finishes.
   self->send(c.chief, stop_atom_v);
@@ -155,12 +166,9 @@ BOOST_AUTO_TEST_CASE(a_signal_before_training_ends_the_run_with_its_reason) {
 }
 
 BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
-  auto run = small_run(cluster_config::mode::async, 2, 2);
-  run.training.epochs = 50;
-  deterministic_chief c{run};
+  deterministic_chief c{async_run(50)};
   caf::scoped_actor self{*c.sys};
-  self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps() >= 10; });
+  c.start_and_train(self, 10);
   self->send(c.chief, pause_atom_v);
   // Everything that can run without a new lease runs: the steps stop.
   c.run_until([] { return false; }, 5000);
@@ -175,12 +183,9 @@ BOOST_AUTO_TEST_CASE(a_pause_holds_the_steps_until_resume) {
 }
 
 BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
-  auto run = small_run(cluster_config::mode::async, 2, 2);
-  run.training.epochs = 8;
-  deterministic_chief c{run};
+  deterministic_chief c{async_run(8)};
   caf::scoped_actor self{*c.sys};
-  self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps() >= 10; });
+  c.start_and_train(self, 10);
   std::vector<int32_t> workers; // those running now
   for (auto& [id, w] : c.state().members.workers())
     if (w.handle)
@@ -233,12 +238,9 @@ BOOST_AUTO_TEST_CASE(a_program_adds_and_drains_shards_while_the_run_trains) {
 
 BOOST_AUTO_TEST_CASE(
   a_move_the_shards_cannot_make_is_called_off_and_training_goes_on) {
-  auto run = small_run(cluster_config::mode::async, 2, 2);
-  run.training.epochs = 8;
-  deterministic_chief c{run};
+  deterministic_chief c{async_run(8)};
   caf::scoped_actor self{*c.sys};
-  self->send(c.chief, run_atom_v);
-  c.run_until([&] { return c.state().progress.steps() >= 10; });
+  c.start_and_train(self, 10);
   // Shard 0 alone gets another learning rate (not through the chief, which
   // sets every shard's): the shards' images disagree, so no move can cut
   // them into one run.

@@ -15,12 +15,15 @@
 #include "actors/net/remote.hpp"
 #include "actors/shard.hpp"
 #include "actors/fixture.hpp"
+#include "actors/served_shard.hpp"
 #include "test_util.hpp"
 #include "runtime/base/errc.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
 using troupe::test::cluster_fixture;
+using troupe::test::serve_on_data_plane;
+using troupe::test::spawn_joined_shard;
 
 namespace {
 
@@ -33,14 +36,8 @@ struct served_shard {
     shard_options o;
     o.block.optimizer.learning_rate = 1.0;
     o.initial = {1.f, 2.f, 3.f};
-    shard = f.sys->spawn(shard_impl, o);
-    caf::scoped_actor self{*f.sys};
-    self->request(shard, 5s, join_atom_v, int32_t{0})
-      .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
-    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
-    server = *s;
-    server->serve(0, shard, 3);
+    shard = spawn_joined_shard(*f.sys, o);
+    server = serve_on_data_plane(*f.sys, shard, 3);
   }
   ~served_shard() {
     server->stop();

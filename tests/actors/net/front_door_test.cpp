@@ -31,6 +31,7 @@
 #include "actors/protocol/system_config.hpp"
 #include "runtime/base/errc.hpp"
 #include "actors/fixture.hpp"
+#include "actors/served_shard.hpp"
 #include "raw_peer.hpp"
 #include "test_util.hpp"
 
@@ -106,14 +107,8 @@ struct keyed_shard {
     guard_links(*f.sys, make_key_guard(key), false);
     shard_options o;
     o.initial = {0.f, 1.f, 2.f};
-    shard = f.sys->spawn(shard_impl, o);
-    caf::scoped_actor self{*f.sys};
-    self->request(shard, 5s, join_atom_v, int32_t{0})
-      .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
-    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
-    server = *s;
-    server->serve(0, shard, 3);
+    shard = spawn_joined_shard(*f.sys, o);
+    server = serve_on_data_plane(*f.sys, shard, 3);
     auto p = publish_on(*f.sys, shard, "127.0.0.1", 0);
     BOOST_REQUIRE_MESSAGE(p, troupe::test::why(p));
     port = *p;

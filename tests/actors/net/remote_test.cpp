@@ -22,6 +22,7 @@
 #include "actors/protocol/protocol.hpp"
 #include "actors/shard.hpp"
 #include "actors/net/sockets.hpp"
+#include "actors/served_shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "runtime/base/errc.hpp"
 #include "test_util.hpp"
@@ -157,10 +158,7 @@ struct published_shard {
     secure_links(*f.sys, std::move(tls), false);
     shard_options o;
     o.initial = {1.f, 2.f, 3.f};
-    shard = f.sys->spawn(shard_impl, o);
-    caf::scoped_actor self{*f.sys};
-    self->request(shard, 5s, join_atom_v, int32_t{0})
-      .receive([](int64_t) {}, [](caf::error&) {});
+    shard = troupe::test::spawn_joined_shard(*f.sys, o);
     auto p = publish_on(*f.sys, shard, "127.0.0.1", 0);
     BOOST_REQUIRE_MESSAGE(p, troupe::test::why(p));
     port = *p;

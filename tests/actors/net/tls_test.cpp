@@ -15,6 +15,7 @@
 #include "actors/shard.hpp"
 #include "actors/protocol/system_config.hpp"
 #include "actors/fixture.hpp"
+#include "actors/served_shard.hpp"
 #include "runtime/base/errc.hpp"
 #include "test_util.hpp"
 
@@ -22,6 +23,8 @@ using namespace troupe;
 using namespace std::chrono_literals;
 using troupe::test::net_system;
 using troupe::test::pull_values;
+using troupe::test::serve_on_data_plane;
+using troupe::test::spawn_joined_shard;
 using troupe::test::temp_dir;
 
 namespace {
@@ -90,14 +93,8 @@ struct tls_served_shard {
     o.initial.resize(n);
     for (size_t i = 0; i < n; ++i)
       o.initial[i] = static_cast<float>(i);
-    shard = f.sys->spawn(shard_impl, o);
-    caf::scoped_actor self{*f.sys};
-    self->request(shard, 5s, join_atom_v, int32_t{0})
-      .receive([](int64_t) {}, [](caf::error&) {});
-    auto s = data_server::start(*f.sys, "127.0.0.1", 0);
-    BOOST_REQUIRE_MESSAGE(s, troupe::test::why(s));
-    server = *s;
-    server->serve(0, shard, n);
+    shard = spawn_joined_shard(*f.sys, o);
+    server = serve_on_data_plane(*f.sys, shard, n);
   }
   ~tls_served_shard() {
     server->stop();

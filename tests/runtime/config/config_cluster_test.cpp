@@ -13,7 +13,7 @@
 
 using namespace troupe;
 using troupe::test::error_of;
-using troupe::test::replace;
+using troupe::test::replace_first;
 using troupe::test::synthetic_config;
 
 BOOST_AUTO_TEST_SUITE(config)
@@ -23,8 +23,9 @@ BOOST_AUTO_TEST_CASE(cluster_section) {
   BOOST_REQUIRE(cfg);
   BOOST_TEST(cfg->cluster.shards == 2); // defaults without a cluster section
   BOOST_TEST((cfg->cluster.consistency == cluster_config::mode::async));
-  auto text = replace(synthetic_config, R"("name": "t",)",
-                      R"("name": "t", "cluster": { "workers": 3, "shards": 1,
+  auto text = replace_first(
+    synthetic_config, R"("name": "t",)",
+    R"("name": "t", "cluster": { "workers": 3, "shards": 1,
                          "mode": "easgd", "tau": 5, "max_restarts": 2 },)");
   cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
@@ -33,25 +34,25 @@ BOOST_AUTO_TEST_CASE(cluster_section) {
   BOOST_TEST(cfg->cluster.max_restarts == 2);
   BOOST_TEST(cfg->cluster.elastic_rate() == 0.9 / 5 / 3);
   BOOST_TEST(cfg->cluster.aggregate() == 3);
-  text = replace(synthetic_config, R"("name": "t",)",
-                 R"("name": "t", "cluster": { "workers": 3,
+  text = replace_first(synthetic_config, R"("name": "t",)",
+                       R"("name": "t", "cluster": { "workers": 3,
                     "mode": "sync", "replicas_to_aggregate": 5 },)");
   BOOST_TEST(error_of(text)
              == "cfg.json: /cluster/replicas_to_aggregate: must be <= number "
                 "of workers (3), got 5");
-  text = replace(synthetic_config, R"("name": "t",)",
-                 R"("name": "t", "cluster": { "mode": "downpour" },)");
+  text = replace_first(synthetic_config, R"("name": "t",)",
+                       R"("name": "t", "cluster": { "mode": "downpour" },)");
   BOOST_TEST(
     error_of(text)
     == R"(cfg.json: /cluster/mode: expected one of async|sync|ssp|easgd, found "downpour")");
-  text = replace(synthetic_config, R"("name": "t",)",
-                 R"("name": "t", "cluster": { "worker": 2 },)");
+  text = replace_first(synthetic_config, R"("name": "t",)",
+                       R"("name": "t", "cluster": { "worker": 2 },)");
   BOOST_TEST(error_of(text)
              == R"(cfg.json: /cluster/worker: unknown key "worker")");
 }
 
 BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
-  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+  auto text = replace_first(synthetic_config, R"("training")", R"("cluster": {
     "chief": "head",
     "nodes": [ { "name": "head", "port": 7000 },
                { "name": "ps", "host": "10.0.0.2", "port": 7000, "shards": 2 },
@@ -76,8 +77,9 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
 
 BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
   auto with = [](const std::string& cluster) {
-    return error_of(replace(synthetic_config, R"("training")",
-                            "\"cluster\": " + cluster + ", \"training\""));
+    return error_of(
+      replace_first(synthetic_config, R"("training")",
+                    "\"cluster\": " + cluster + ", \"training\""));
   };
   auto ok_nodes = std::string{R"([ { "name": "a", "port": 7000, "shards": 1 },
                                    { "name": "b", "port": 7001, "workers": 1 } ])"};
@@ -116,8 +118,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
   {
     auto cfg = parse_run_config(
-      replace(synthetic_config, R"("training")",
-              R"("cluster": { "data_port_offset": 100, "nodes": [
+      replace_first(synthetic_config, R"("training")",
+                    R"("cluster": { "data_port_offset": 100, "nodes": [
                    { "name": "a", "port": 7000, "shards": 1 },
                    { "name": "b", "port": 7001, "workers": 1,
                      "data_port": 9000 } ] }, "training")"),
@@ -153,7 +155,7 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
 }
 
 BOOST_AUTO_TEST_CASE(cluster_tls_names_the_files_of_each_node) {
-  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+  auto text = replace_first(synthetic_config, R"("training")", R"("cluster": {
     "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                { "name": "b", "port": 7001, "workers": 1,
                  "certificate": "b.pem", "key": "b.key" } ],
@@ -173,10 +175,10 @@ BOOST_AUTO_TEST_CASE(cluster_tls_names_the_files_of_each_node) {
 
 BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
   auto with = [](const std::string& nodes, const std::string& tls) {
-    return error_of(replace(synthetic_config, R"("training")",
-                            "\"cluster\": { \"nodes\": " + nodes
-                              + (tls.empty() ? "" : ", \"tls\": " + tls)
-                              + " }, \"training\""));
+    return error_of(replace_first(synthetic_config, R"("training")",
+                                  "\"cluster\": { \"nodes\": " + nodes
+                                    + (tls.empty() ? "" : ", \"tls\": " + tls)
+                                    + " }, \"training\""));
   };
   auto nodes = std::string{R"([ { "name": "a", "port": 7000, "shards": 1 },
                                 { "name": "b", "port": 7001, "workers": 1 } ])"};
@@ -208,8 +210,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
            "");
   BOOST_TEST(has(e, "/cluster/nodes/0/certificate: needs /cluster/tls"), e);
   // Every node with its own certificate: the cluster-wide one is optional.
-  auto ok = parse_run_config(replace(synthetic_config, R"("training")",
-                                     R"("cluster": { "nodes": [
+  auto ok = parse_run_config(replace_first(synthetic_config, R"("training")",
+                                           R"("cluster": { "nodes": [
       { "name": "a", "port": 7000, "shards": 1,
         "certificate": "a.pem", "key": "a.key" },
       { "name": "b", "port": 7001, "workers": 1,
@@ -221,9 +223,9 @@ BOOST_AUTO_TEST_CASE(bad_cluster_tls_names_the_path) {
 
 BOOST_AUTO_TEST_CASE(shard_replicas_need_two_nodes_that_hold_shards) {
   auto with = [](const std::string& cluster) {
-    return parse_run_config(replace(synthetic_config, R"("training")",
-                                    "\"cluster\": " + cluster
-                                      + ", \"training\""),
+    return parse_run_config(replace_first(synthetic_config, R"("training")",
+                                          "\"cluster\": " + cluster
+                                            + ", \"training\""),
                             "cfg.json");
   };
   auto two = with(R"({ "shard_replicas": 1, "nodes": [
@@ -246,7 +248,7 @@ BOOST_AUTO_TEST_CASE(shard_replicas_need_two_nodes_that_hold_shards) {
 }
 
 BOOST_AUTO_TEST_CASE(a_node_may_name_its_workers_device) {
-  auto text = replace(synthetic_config, R"("training")", R"("cluster": {
+  auto text = replace_first(synthetic_config, R"("training")", R"("cluster": {
     "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                { "name": "b", "port": 7001, "workers": 1, "device": "gpu" } ] },
   "training")");

@@ -12,8 +12,26 @@
 
 using namespace troupe;
 using troupe::test::error_of;
-using troupe::test::replace;
+using troupe::test::replace_first;
 using troupe::test::synthetic_config;
+
+namespace {
+
+/// An edit of synthetic_config (its first `from` made `to`) and the error
+/// the edited text must give.
+struct bad_edit {
+  std::string from, to, error;
+};
+
+void expect_errors(const std::vector<bad_edit>& edits) {
+  for (auto& e : edits)
+    BOOST_TEST_CONTEXT("the edit to " << e.to) {
+      BOOST_TEST(error_of(replace_first(synthetic_config, e.from, e.to))
+                 == e.error);
+    }
+}
+
+} // namespace
 
 BOOST_AUTO_TEST_SUITE(config)
 
@@ -32,50 +50,42 @@ BOOST_AUTO_TEST_CASE(a_valid_file_fills_the_structs) {
 }
 
 BOOST_AUTO_TEST_CASE(wrong_type_names_path_expectation_and_value) {
-  auto text = replace(synthetic_config, R"("batch_size": 16)",
-                      R"("batch_size": "abc")");
-  BOOST_TEST(
-    error_of(text)
-    == R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")");
-  text = replace(synthetic_config, R"("hidden": [8])", R"("hidden": [8, -1])");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /model/hidden/1: expected a positive integer <= "
-                "65536, found -1");
-  text = replace(synthetic_config, R"("type": "momentum")",
-                 R"("type": "adamw")");
-  BOOST_TEST(
-    error_of(text)
-    == R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")");
-  text = replace(synthetic_config, R"("staircase": true)", R"("staircase": 1)");
-  BOOST_TEST(error_of(text)
-             == "cfg.json: /training/optimizer/schedule/staircase: expected "
-                "true or false, found 1");
+  expect_errors({
+    {R"("batch_size": 16)", R"("batch_size": "abc")",
+     R"(cfg.json: /training/batch_size: expected a positive integer <= 1048576, found "abc")"},
+    {R"("hidden": [8])", R"("hidden": [8, -1])",
+     "cfg.json: /model/hidden/1: expected a positive integer <= 65536, found "
+     "-1"},
+    {R"("type": "momentum")", R"("type": "adamw")",
+     R"(cfg.json: /training/optimizer/type: expected one of sgd|momentum|adam, found "adamw")"},
+    {R"("staircase": true)", R"("staircase": 1)",
+     "cfg.json: /training/optimizer/schedule/staircase: expected true or "
+     "false, found 1"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(missing_required_key) {
-  auto text = replace(synthetic_config,
-                      R"("model": { "type": "mlp", "hidden": [8] },)", "");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /model: missing required key "model")");
-  text = replace(synthetic_config, R"("format": "synthetic", )", "");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /data/format: missing required key "format")");
+  expect_errors({
+    {R"("model": { "type": "mlp", "hidden": [8] },)", "",
+     R"(cfg.json: /model: missing required key "model")"},
+    {R"("format": "synthetic", )", "",
+     R"(cfg.json: /data/format: missing required key "format")"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(unknown_keys_are_refused) {
-  auto text = replace(synthetic_config, R"("batch_size": 16)",
-                      R"("batch_size": 16, "batchsize": 32)");
-  BOOST_TEST(error_of(text)
-             == R"(cfg.json: /training/batchsize: unknown key "batchsize")");
-  text = replace(synthetic_config, R"("name": "t",)",
-                 R"("name": "t", "x": 1,)");
-  BOOST_TEST(error_of(text) == R"(cfg.json: /x: unknown key "x")");
+  expect_errors({
+    {R"("batch_size": 16)", R"("batch_size": 16, "batchsize": 32)",
+     R"(cfg.json: /training/batchsize: unknown key "batchsize")"},
+    {R"("name": "t",)", R"("name": "t", "x": 1,)",
+     R"(cfg.json: /x: unknown key "x")"},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(missing_dataset_file_names_the_key_and_path) {
-  auto text = replace(synthetic_config,
-                      R"({ "format": "synthetic", "width": 4, "classes": 3 })",
-                      R"({ "format": "idx", "dir": "/nonexistent/fmnist" })");
+  auto text = replace_first(
+    synthetic_config, R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+    R"({ "format": "idx", "dir": "/nonexistent/fmnist" })");
   auto cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE(!cfg);
   BOOST_TEST((cfg.error() == errc::file_not_found));
@@ -94,9 +104,9 @@ BOOST_AUTO_TEST_CASE(idx_and_npz_sets_read_through_a_cache_or_memory) {
   const std::string synthetic =
     R"({ "format": "synthetic", "width": 4, "classes": 3 })";
   auto idx = [&](const std::string& more) {
-    return replace(synthetic_config, synthetic,
-                   R"({ "format": "idx", "dir": ")" + dir.path() + "\"" + more
-                     + " }");
+    return replace_first(synthetic_config, synthetic,
+                         R"({ "format": "idx", "dir": ")" + dir.path() + "\""
+                           + more + " }");
   };
   auto cfg = parse_run_config(idx(""), "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
@@ -113,9 +123,10 @@ BOOST_AUTO_TEST_CASE(idx_and_npz_sets_read_through_a_cache_or_memory) {
              == "cfg.json: /data/read: expected one of map|memory, found "
                 "\"stream\"");
   // Formats that inflate nothing take no cache folder.
-  BOOST_TEST(error_of(replace(synthetic_config, synthetic,
-                              R"({ "format": "synthetic", "cache_dir": "c" })"))
-             == R"(cfg.json: /data/cache_dir: unknown key "cache_dir")");
+  BOOST_TEST(
+    error_of(replace_first(synthetic_config, synthetic,
+                           R"({ "format": "synthetic", "cache_dir": "c" })"))
+    == R"(cfg.json: /data/cache_dir: unknown key "cache_dir")");
 }
 
 BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
@@ -123,9 +134,9 @@ BOOST_AUTO_TEST_CASE(npy_and_csv_data_sections) {
   for (auto* f : {"x.npy", "y.npy", "tx.npy", "ty.npy", "a.csv", "b.csv"})
     troupe::test::write_file(dir.file(f), "");
   auto data = [&](const std::string& section) {
-    return replace(synthetic_config,
-                   R"({ "format": "synthetic", "width": 4, "classes": 3 })",
-                   section);
+    return replace_first(
+      synthetic_config,
+      R"({ "format": "synthetic", "width": 4, "classes": 3 })", section);
   };
   auto npy = data(R"({ "format": "npy", "dir": ")" + dir.path()
                   + R"(", "train": "x.npy", "train_labels": "y.npy",
@@ -236,8 +247,8 @@ BOOST_AUTO_TEST_CASE(an_epsilon_that_rounds_to_zero_is_refused) {
   auto why = error_of(layernorm);
   BOOST_TEST(why.find("cfg.json: /model/layers/1/epsilon: ") == 0, why);
   BOOST_TEST(why.find("1.17549e-38") != std::string::npos, why);
-  auto adam = replace(synthetic_config, R"("type": "momentum",)",
-                      R"("type": "adam", "epsilon": 1e-46,)");
+  auto adam = replace_first(synthetic_config, R"("type": "momentum",)",
+                            R"("type": "adam", "epsilon": 1e-46,)");
   why = error_of(adam);
   BOOST_TEST(why.find("cfg.json: /training/optimizer/epsilon: ") == 0, why);
 }
@@ -250,13 +261,14 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
                     + R"(", "train": "train.tsv", "test": "test.tsv",
                          "numeric": 2, "categorical": 5,
                          "vocabulary": 1000 })";
-  auto text = replace(
-    replace(synthetic_config, R"({ "type": "mlp", "hidden": [8] })",
-            R"({ "type": "click", "seed": 7,
+  auto text = replace_first(
+    replace_first(synthetic_config, R"({ "type": "mlp", "hidden": [8] })",
+                  R"({ "type": "click", "seed": 7,
                  "embedding": { "dim": 4, "init_scale": 0.01 } })"),
     R"({ "format": "synthetic", "width": 4, "classes": 3 })", click_data);
-  text = replace(text, R"("batch_size": 16,)",
-                 R"("batch_size": 16, "sparse_optimizer": { "type": "adam",
+  text = replace_first(
+    text, R"("batch_size": 16,)",
+    R"("batch_size": 16, "sparse_optimizer": { "type": "adam",
                     "learning_rate": 0.002, "beta1": 0.8 },)");
   auto cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
@@ -277,8 +289,8 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   // Gzipped or in parts, it is streamed, a block of 4096 at a time.
   for (auto* f : {"train-0.tsv.gz", "train-1.tsv.gz"})
     troupe::test::write_file(dir.file(f), "");
-  auto parts = parse_run_config(replace(text, R"("train": "train.tsv")",
-                                        R"("train": "train-*.tsv.gz")"),
+  auto parts = parse_run_config(replace_first(text, R"("train": "train.tsv")",
+                                              R"("train": "train-*.tsv.gz")"),
                                 "cfg.json");
   BOOST_REQUIRE_MESSAGE(parts, troupe::test::why(parts));
   BOOST_TEST(parts->data.train_files
@@ -289,27 +301,29 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_TEST(parts->data.click_block == 4096u);
   // "read" and shuffle_block say otherwise where given.
   auto in_memory = parse_run_config(
-    replace(replace(text, R"("train": "train.tsv")",
+    replace_first(
+      replace_first(text, R"("train": "train.tsv")",
                     R"("train": ["train-0.tsv.gz"], "read": "memory")"),
-            R"("batch_size": 16,)", R"("batch_size": 16, "shuffle_block": 8,)"),
+      R"("batch_size": 16,)", R"("batch_size": 16, "shuffle_block": 8,)"),
     "cfg.json");
   BOOST_REQUIRE_MESSAGE(in_memory, troupe::test::why(in_memory));
   BOOST_TEST(!in_memory->data.stream_train);
   BOOST_TEST(in_memory->training.shuffle_block == 8);
   BOOST_TEST(!cfg->data.skip_changed_files); // "stop" unless set
   auto skipping = parse_run_config(
-    replace(text, R"("train": "train.tsv")",
-            R"("train": "train.tsv", "on_file_change": "skip")"),
+    replace_first(text, R"("train": "train.tsv")",
+                  R"("train": "train.tsv", "on_file_change": "skip")"),
     "cfg.json");
   BOOST_REQUIRE_MESSAGE(skipping, troupe::test::why(skipping));
   BOOST_TEST(skipping->data.skip_changed_files);
-  BOOST_TEST(error_of(replace(text, R"("train": "train.tsv")",
-                              R"("train": "train.tsv", "on_file_change": 1)"))
-             == "cfg.json: /data/on_file_change: expected one of stop|skip, "
-                "found 1");
   BOOST_TEST(
-    error_of(replace(text, R"("train": "train.tsv")",
-                     R"("train": "train.tsv", "read": "lazily")"))
+    error_of(replace_first(text, R"("train": "train.tsv")",
+                           R"("train": "train.tsv", "on_file_change": 1)"))
+    == "cfg.json: /data/on_file_change: expected one of stop|skip, "
+       "found 1");
+  BOOST_TEST(
+    error_of(replace_first(text, R"("train": "train.tsv")",
+                           R"("train": "train.tsv", "read": "lazily")"))
     == R"(cfg.json: /data/read: expected one of memory|stream, found "lazily")");
   BOOST_TEST((cfg->training.sparse_optimizer.type
               == sparse_optimizer_config::kind::adam));
@@ -318,39 +332,42 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   BOOST_TEST(embedding_dims(cfg->model) == (std::vector<int>{4}));
   // What does not fit is named by its key.
   BOOST_TEST(
-    error_of(replace(synthetic_config,
-                     R"({ "format": "synthetic", "width": 4, "classes": 3 })",
-                     click_data))
+    error_of(replace_first(
+      synthetic_config,
+      R"({ "format": "synthetic", "width": 4, "classes": 3 })", click_data))
     == "cfg.json: /data/format: click logs train a click model "
        "(model.type \"click\"), found model.type \"mlp\"");
-  BOOST_TEST(error_of(replace(synthetic_config, R"("type": "mlp")",
-                              R"("type": "click")"))
+  BOOST_TEST(error_of(replace_first(synthetic_config, R"("type": "mlp")",
+                                    R"("type": "click")"))
              == "cfg.json: /model/type: a click model trains on click logs "
                 "(data.format \"click\"), found data.format \"synthetic\"");
   auto with_cluster = [&](const std::string& extra) {
-    return replace(text, "\"name\": \"t\",", "\"name\": \"t\", " + extra + ",");
+    return replace_first(text, "\"name\": \"t\",",
+                         "\"name\": \"t\", " + extra + ",");
   };
   BOOST_TEST(error_of(with_cluster(R"("cluster": { "mode": "easgd" })"))
                .find("cfg.json: /cluster/mode: easgd is not supported "
                      "for a model with embedding tables")
              == 0);
-  BOOST_TEST(error_of(replace(text, R"("vocabulary": 1000)",
-                              R"("vocabulary": 1000, "validation_split": 0.1)"))
-               .find("cfg.json: /data/validation_split: not supported for "
-                     "click logs yet")
-             == 0);
   BOOST_TEST(
-    error_of(replace(text, R"("categorical": 5,)", ""))
+    error_of(replace_first(text, R"("vocabulary": 1000)",
+                           R"("vocabulary": 1000, "validation_split": 0.1)"))
+      .find("cfg.json: /data/validation_split: not supported for "
+            "click logs yet")
+    == 0);
+  BOOST_TEST(
+    error_of(replace_first(text, R"("categorical": 5,)", ""))
     == R"(cfg.json: /data/categorical: missing required key "categorical")");
-  BOOST_TEST(error_of(replace(replace(text, R"("vocabulary": 1000)",
-                                      R"("vocabulary": 100000000)"),
-                              R"("dim": 4,)", R"("dim": 4, "rows": "fixed",)"))
-               .find("cfg.json: /model/embedding/rows: a fixed table of "
-                     "100000000 rows")
-             == 0);
-  BOOST_TEST(error_of(replace(text, R"("type": "adam",
+  BOOST_TEST(
+    error_of(replace_first(replace_first(text, R"("vocabulary": 1000)",
+                                         R"("vocabulary": 100000000)"),
+                           R"("dim": 4,)", R"("dim": 4, "rows": "fixed",)"))
+      .find("cfg.json: /model/embedding/rows: a fixed table of "
+            "100000000 rows")
+    == 0);
+  BOOST_TEST(error_of(replace_first(text, R"("type": "adam",
                     "learning_rate": 0.002)",
-                              R"("type": "rmsprop")"))
+                                    R"("type": "rmsprop")"))
                .find("cfg.json: /training/sparse_optimizer/type: ")
              == 0);
 }
@@ -369,27 +386,27 @@ BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
   BOOST_TEST(cfg->model.parameters == params);
   BOOST_TEST(cfg->data.train_samples == 600);
   BOOST_TEST(cfg->data.test_samples == 100);
-  BOOST_TEST(error_of(replace(text, R"("format": "external")",
-                              R"("format": "synthetic")"))
+  BOOST_TEST(error_of(replace_first(text, R"("format": "external")",
+                                    R"("format": "synthetic")"))
                .find("cfg.json: /model/type: an external model trains on "
                      "the user's own data")
              == 0);
   BOOST_TEST(
-    error_of(replace(text, R"("train_samples": 600, )", ""))
+    error_of(replace_first(text, R"("train_samples": 600, )", ""))
     == R"(cfg.json: /data/train_samples: missing required key "train_samples")");
-  BOOST_TEST(error_of(replace(text, R"("type": "external", )",
-                              R"("type": "external", "hidden": [8], )"))
+  BOOST_TEST(error_of(replace_first(text, R"("type": "external", )",
+                                    R"("type": "external", "hidden": [8], )"))
                .find("cfg.json: /model/hidden:")
              == 0);
   // Only the chief's process reads the file (at the start of the run):
   // the other nodes parse the config without it.
+  BOOST_TEST(parse_run_config(replace_first(text, params,
+                                            dir.file("absent.safetensors")),
+                              "cfg.json")
+               .engaged());
   BOOST_TEST(
-    parse_run_config(replace(text, params, dir.file("absent.safetensors")),
-                     "cfg.json")
-      .engaged());
-  BOOST_TEST(
-    error_of(replace(text, R"("name": "t",)",
-                     R"("name": "t", "cluster": { "mode": "easgd" },)"))
+    error_of(replace_first(text, R"("name": "t",)",
+                           R"("name": "t", "cluster": { "mode": "easgd" },)"))
       .find("cfg.json: /cluster/mode: easgd is not supported for an "
             "external model")
     == 0);
@@ -401,13 +418,13 @@ BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
 }
 
 BOOST_AUTO_TEST_CASE(value_checks_beyond_types) {
-  auto text = replace(synthetic_config, R"("learning_rate": 0.1)",
-                      R"("learning_rate": 0)");
+  auto text = replace_first(synthetic_config, R"("learning_rate": 0.1)",
+                            R"("learning_rate": 0)");
   BOOST_TEST(error_of(text)
              == "cfg.json: /training/optimizer/learning_rate: expected a "
                 "number > 0, found 0");
-  text = replace(synthetic_config, R"("type": "mlp", "hidden": [8])",
-                 R"("type": "softmax", "hidden": [8])");
+  text = replace_first(synthetic_config, R"("type": "mlp", "hidden": [8])",
+                       R"("type": "softmax", "hidden": [8])");
   BOOST_TEST(
     error_of(text)
     == "cfg.json: /model/hidden: softmax regression has no hidden layers");
@@ -444,43 +461,46 @@ BOOST_AUTO_TEST_CASE(data_partition_is_a_training_key) {
   BOOST_TEST((cfg->training.partition == data_partition::shared)); // default
   for (auto p : {data_partition::shared, data_partition::replicated,
                  data_partition::sharded}) {
-    auto text = replace(synthetic_config, R"("batch_size": 16)",
-                        std::string{R"("batch_size": 16, "data_partition": ")"}
-                          + to_string(p) + "\"");
+    auto text = replace_first(synthetic_config, R"("batch_size": 16)",
+                              std::string{
+                                R"("batch_size": 16, "data_partition": ")"}
+                                + to_string(p) + "\"");
     auto c = parse_run_config(text, "cfg.json");
     BOOST_REQUIRE_MESSAGE(c, text);
     BOOST_TEST((c->training.partition == p));
   }
-  auto e = error_of(replace(synthetic_config, R"("batch_size": 16)",
-                            R"("batch_size": 16, "data_partition": "split")"));
+  auto e = error_of(
+    replace_first(synthetic_config, R"("batch_size": 16)",
+                  R"("batch_size": 16, "data_partition": "split")"));
   BOOST_TEST(e.find("/training/data_partition") != std::string::npos, e);
   BOOST_TEST(e.find("replicated") != std::string::npos, e); // the choices
 }
 
 BOOST_AUTO_TEST_CASE(numbers_sizes_and_nesting_beyond_limits) {
   // Each was an abort or a bare bad_alloc: now one line naming the path.
-  auto e = error_of(
-    replace(synthetic_config, R"("batch_size": 16)", R"("batch_size": 1e400)"));
+  auto e = error_of(replace_first(synthetic_config, R"("batch_size": 16)",
+                                  R"("batch_size": 1e400)"));
   BOOST_TEST(e.find("cfg.json: invalid JSON: number overflow parsing '1e400'")
                != std::string::npos,
              e);
-  e = error_of(replace(synthetic_config, R"("width": 4)",
-                       R"("width": 4, "train_samples": 1000000000)"));
+  e = error_of(replace_first(synthetic_config, R"("width": 4)",
+                             R"("width": 4, "train_samples": 1000000000)"));
   BOOST_TEST(e.find("/data/train_samples: 1000000000 samples of 4 values: more "
                     "than 2^30 values")
                != std::string::npos,
              e);
-  e = error_of(replace(synthetic_config, R"("width": 4)",
-                       R"("width": 4096, "height": 4096, "channels": 4096)"));
-  BOOST_TEST(e.find("/data/height: samples of") != std::string::npos, e);
   e = error_of(
-    replace(synthetic_config, R"("hidden": [8])", R"("hidden": [2147483647])"));
+    replace_first(synthetic_config, R"("width": 4)",
+                  R"("width": 4096, "height": 4096, "channels": 4096)"));
+  BOOST_TEST(e.find("/data/height: samples of") != std::string::npos, e);
+  e = error_of(replace_first(synthetic_config, R"("hidden": [8])",
+                             R"("hidden": [2147483647])"));
   BOOST_TEST(e.find("/model/hidden/0: expected a positive integer <= 65536")
                != std::string::npos,
              e);
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  e = error_of(replace(synthetic_config, R"("name": "t",)",
-                       R"("name": "t", "x": )" + deep + ","));
+  e = error_of(replace_first(synthetic_config, R"("name": "t",)",
+                             R"("name": "t", "x": )" + deep + ","));
   BOOST_TEST(e.find("nested deeper than 16 levels") != std::string::npos, e);
 }
 
@@ -495,8 +515,8 @@ BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
   auto cfg = parse_run_config(synthetic_config, "cfg.json");
   BOOST_REQUIRE(cfg);
   BOOST_TEST(!cfg->training.device.is_gpu()); // the default
-  auto text = replace(synthetic_config, R"("batch_size": 16)",
-                      R"("batch_size": 16, "device": "gpu:1")");
+  auto text = replace_first(synthetic_config, R"("batch_size": 16)",
+                            R"("batch_size": 16, "device": "gpu:1")");
   cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   BOOST_TEST(cfg->training.device.to_string() == "gpu:1");
@@ -504,10 +524,10 @@ BOOST_AUTO_TEST_CASE(device_names_cpu_or_a_gpu) {
 
 BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
   auto threads_of = [](const std::string& value) {
-    auto cfg = parse_run_config(replace(synthetic_config, R"("batch_size": 16)",
-                                        R"("batch_size": 16, "threads": )"
-                                          + value),
-                                "cfg.json");
+    auto cfg = parse_run_config(
+      replace_first(synthetic_config, R"("batch_size": 16)",
+                    R"("batch_size": 16, "threads": )" + value),
+      "cfg.json");
     BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
     return cfg->training.threads;
   };
@@ -517,13 +537,14 @@ BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
   BOOST_TEST(threads_of(R"("auto")") == 0);
   BOOST_TEST(threads_of("3") == 3);
   for (const char* bad : {R"("four")", R"("")", "0", "257", "1.5", "true"}) {
-    auto text = replace(synthetic_config, R"("batch_size": 16)",
-                        std::string{R"("batch_size": 16, "threads": )"} + bad);
+    auto text = replace_first(synthetic_config, R"("batch_size": 16)",
+                              std::string{R"("batch_size": 16, "threads": )"}
+                                + bad);
     BOOST_TEST(error_of(text).find("/training/threads") != std::string::npos,
                bad << " was accepted or not named");
   }
-  BOOST_TEST(error_of(replace(synthetic_config, R"("batch_size": 16)",
-                              R"("batch_size": 16, "threads": "all")"))
+  BOOST_TEST(error_of(replace_first(synthetic_config, R"("batch_size": 16)",
+                                    R"("batch_size": 16, "threads": "all")"))
                .find(R"(or "auto")")
              != std::string::npos);
   // auto: the hardware threads split among the process's workers.
@@ -538,16 +559,16 @@ BOOST_AUTO_TEST_CASE(threads_are_a_count_or_auto_which_splits_the_cores) {
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_device_names_the_path_and_the_value) {
-  auto text = replace(synthetic_config, R"("batch_size": 16)",
-                      R"("batch_size": 16, "device": "tpu:0")");
+  auto text = replace_first(synthetic_config, R"("batch_size": 16)",
+                            R"("batch_size": 16, "device": "tpu:0")");
   BOOST_TEST(error_of(text)
              == "cfg.json: /training/device: expected \"cpu\", \"gpu\" or "
                 "\"gpu:N\", found \"tpu:0\"");
-  text = replace(synthetic_config, R"("batch_size": 16)",
-                 R"("batch_size": 16, "device": 0)");
+  text = replace_first(synthetic_config, R"("batch_size": 16)",
+                       R"("batch_size": 16, "device": 0)");
   BOOST_TEST(error_of(text).find("/training/device: expected a string")
              != std::string::npos);
-  text = replace(synthetic_config, R"("training")", R"("cluster": {
+  text = replace_first(synthetic_config, R"("training")", R"("cluster": {
     "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                { "name": "b", "port": 7001, "workers": 1, "device": "gpu:x" } ] },
   "training")");

@@ -1,6 +1,6 @@
 // What the config reader's suites share (config_test.cpp and
 // config_cluster_test.cpp, one suite "config"): a small valid config, and
-// the error a text gives.
+// the error a text gives. (Edits of the text: replace_first, test_util.hpp.)
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -8,6 +8,7 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/config/config.hpp"
+#include "test_util.hpp"
 
 namespace troupe::test {
 
@@ -26,14 +27,6 @@ inline std::string error_of(const std::string& text) {
   auto cfg = parse_run_config(text, "cfg.json");
   BOOST_REQUIRE(!cfg);
   return describe(cfg.error());
-}
-
-/// `text` with its first `from` replaced by `to`.
-inline std::string replace(std::string text, const std::string& from,
-                           const std::string& to) {
-  auto pos = text.find(from);
-  BOOST_REQUIRE(pos != std::string::npos);
-  return text.replace(pos, from.size(), to);
 }
 
 } // namespace troupe::test

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
+using troupe::test::replace_first;
 
 namespace {
 
@@ -23,34 +24,29 @@ identity_map identity_of(const std::string& text) {
   return training_identity(*cfg);
 }
 
-std::string with(const std::string& from, const std::string& to) {
-  std::string text = base;
-  auto at = text.find(from);
-  BOOST_REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(run_identity)
 
 BOOST_AUTO_TEST_CASE(defaults_stated_or_left_out_agree) {
   auto a = identity_of(base);
-  auto b = identity_of(
-    with(R"("type": "adam")", R"("type": "adam", "beta1": 0.9)"));
+  auto b = identity_of(replace_first(base, R"("type": "adam")",
+                                     R"("type": "adam", "beta1": 0.9)"));
   BOOST_TEST(identity_difference(a, "a", b, "b").empty());
   BOOST_TEST(identity_digest(a) == identity_digest(b));
   BOOST_TEST(identity_digest(a).size() == 16u);
   // What may differ between nodes is not part of it.
-  auto c = identity_of(with(R"("batch_size": 16)",
-                            R"("batch_size": 16, "threads": 4, "epochs": 3)"));
+  auto c = identity_of(
+    replace_first(base, R"("batch_size": 16)",
+                  R"("batch_size": 16, "threads": 4, "epochs": 3)"));
   BOOST_TEST(identity_difference(a, "a", c, "c").empty());
   BOOST_TEST(parse_identity(identity_text(a)) == a);
 }
 
 BOOST_AUTO_TEST_CASE(a_difference_names_the_keys_and_both_values) {
   auto chief = identity_of(base);
-  auto node = identity_of(with(R"("type": "adam")", R"("type": "sgd")"));
+  auto node = identity_of(
+    replace_first(base, R"("type": "adam")", R"("type": "sgd")"));
   auto diff = identity_difference(chief, "chief", node, "node w1");
   BOOST_TEST(diff.find("/training/optimizer/type (chief: adam, node w1: sgd)")
                != std::string::npos,
@@ -62,7 +58,8 @@ BOOST_AUTO_TEST_CASE(a_difference_names_the_keys_and_both_values) {
                != std::string::npos,
              diff);
   BOOST_TEST(identity_digest(chief) != identity_digest(node));
-  auto bigger = identity_of(with(R"("hidden": [8])", R"("hidden": [8, 4])"));
+  auto bigger = identity_of(
+    replace_first(base, R"("hidden": [8])", R"("hidden": [8, 4])"));
   diff = identity_difference(chief, "chief", bigger, "node");
   BOOST_TEST(diff == "/model/hidden (chief: [8], node: [8,4])");
   // At most max_keys are named.

@@ -53,6 +53,25 @@ std::vector<std::string> write_parts(const temp_dir& dir) {
           dir.file("part-2.tsv.gz")};
 }
 
+/// The parts of write_parts, read whole by the in-memory reader (the
+/// samples a stream must give), and opened as a stream of `block`-sample
+/// blocks (`check_lines`: every line parsed at the open).
+struct opened_parts {
+  temp_dir dir;
+  std::vector<std::string> paths = write_parts(dir);
+  click_data all;
+  std::shared_ptr<troupe::click_stream> stream;
+
+  opened_parts(size_t block, bool check_lines) {
+    auto whole = load_click_logs(paths, schema);
+    BOOST_REQUIRE_MESSAGE(whole, why(whole));
+    all = std::move(*whole);
+    auto s = troupe::click_stream::open(paths, schema, block, check_lines);
+    BOOST_REQUIRE_MESSAGE(s, why(s));
+    stream = *s;
+  }
+};
+
 /// Sample i of `all` and sample k of `got` hold the same values.
 bool same_sample(const click_data& all, int64_t i, const click_data& got,
                  int64_t k) {
@@ -76,29 +95,24 @@ bool same_sample(const click_data& all, int64_t i, const click_data& got,
 BOOST_AUTO_TEST_SUITE(click_stream)
 
 BOOST_AUTO_TEST_CASE(parts_read_in_blocks_give_the_in_memory_samples) {
-  temp_dir dir;
-  auto paths = write_parts(dir);
-  auto all = load_click_logs(paths, schema);
-  BOOST_REQUIRE_MESSAGE(all, why(all));
-  BOOST_TEST(all->count == 401);
-  auto s = troupe::click_stream::open(paths, schema, 32, true);
-  BOOST_REQUIRE_MESSAGE(s, why(s));
-  BOOST_TEST((*s)->count() == 401);
-  BOOST_TEST(((*s)->part_sizes() == std::vector<size_t>{130, 70, 201}));
+  opened_parts parts{32, true};
+  BOOST_TEST(parts.all.count == 401);
+  BOOST_TEST(parts.stream->count() == 401);
+  BOOST_TEST((parts.stream->part_sizes() == std::vector<size_t>{130, 70, 201}));
   // Two epochs of the interleaved order, a batch of 24 at a time.
   for (int epoch = 0; epoch < 2; ++epoch) {
-    auto order = interleaved_order((*s)->part_sizes(), 5, epoch, 32);
+    auto order = interleaved_order(parts.stream->part_sizes(), 5, epoch, 32);
     for (size_t at = 0; at < order.size(); at += 24) {
       auto n = static_cast<int>(std::min<size_t>(24, order.size() - at));
-      auto got = (*s)->read(order.data() + at, n);
+      auto got = parts.stream->read(order.data() + at, n);
       BOOST_REQUIRE_MESSAGE(got, why(got));
       BOOST_REQUIRE(got->count == n);
       for (int k = 0; k < n; ++k)
         BOOST_REQUIRE(
-          same_sample(*all, order[at + static_cast<size_t>(k)], *got, k));
+          same_sample(parts.all, order[at + static_cast<size_t>(k)], *got, k));
     }
   }
-  auto stats = (*s)->stats();
+  auto stats = parts.stream->stats();
   // 15 blocks, each parsed once, by a read or ahead of it (they all fit
   // the cache, so the second epoch reads none); no part read again.
   BOOST_TEST(stats.blocks == 15);
@@ -107,54 +121,46 @@ BOOST_AUTO_TEST_CASE(parts_read_in_blocks_give_the_in_memory_samples) {
 }
 
 BOOST_AUTO_TEST_CASE(a_block_behind_its_part_reopens_the_part) {
-  temp_dir dir;
-  auto paths = write_parts(dir);
-  auto all = load_click_logs(paths, schema);
-  BOOST_REQUIRE(all);
-  auto s = troupe::click_stream::open(paths, schema, 16, false);
-  BOOST_REQUIRE_MESSAGE(s, why(s));
+  opened_parts parts{16, false};
   // Backwards, one sample at a time: every block from a cursor behind it
   // or a reopened part, and all still the file's samples.
   for (uint32_t i = 401; i-- > 0;) {
-    auto got = (*s)->read(&i, 1);
+    auto got = parts.stream->read(&i, 1);
     BOOST_REQUIRE_MESSAGE(got, why(got));
-    BOOST_REQUIRE(same_sample(*all, i, *got, 0));
+    BOOST_REQUIRE(same_sample(parts.all, i, *got, 0));
   }
-  BOOST_TEST((*s)->stats().reopened > 0);
+  BOOST_TEST(parts.stream->stats().reopened > 0);
   uint32_t past = 401;
-  BOOST_TEST(!(*s)->read(&past, 1));
+  BOOST_TEST(!parts.stream->read(&past, 1));
 }
 
 BOOST_AUTO_TEST_CASE(a_parts_next_block_is_read_ahead_while_one_is_used) {
-  temp_dir dir;
-  auto paths = write_parts(dir);
-  auto all = load_click_logs(paths, schema);
-  BOOST_REQUIRE(all);
-  auto s = troupe::click_stream::open(paths, schema, 32, true);
-  BOOST_REQUIRE_MESSAGE(s, why(s));
-  BOOST_TEST((*s)->stats().blocks == 0); // nothing read before a batch asks
+  opened_parts parts{32, true};
+  BOOST_TEST(parts.stream->stats().blocks
+             == 0); // nothing read before a batch asks
   uint32_t first = 0;
   click_read_stats cost;
-  auto got = (*s)->read(&first, 1, &cost);
+  auto got = parts.stream->read(&first, 1, &cost);
   BOOST_REQUIRE_MESSAGE(got, why(got));
   BOOST_TEST(cost.file_bytes > 0);
   // The next block of part 0 comes in the background (bounded wait).
-  for (int i = 0; i < 500 && (*s)->stats().read_ahead == 0; ++i)
+  for (int i = 0; i < 500 && parts.stream->stats().read_ahead == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  BOOST_REQUIRE((*s)->stats().read_ahead >= 1);
+  BOOST_REQUIRE(parts.stream->stats().read_ahead >= 1);
   // Its samples are then there: no wait, its reading charged to this
   // call, which used it first.
   std::vector<uint32_t> next(32);
   std::iota(next.begin(), next.end(), 32u);
   click_read_stats cost2;
-  got = (*s)->read(next.data(), 32, &cost2);
+  got = parts.stream->read(next.data(), 32, &cost2);
   BOOST_REQUIRE_MESSAGE(got, why(got));
   BOOST_TEST(cost2.stalled == 0.0);
   BOOST_TEST(cost2.file_bytes >= 0);
   for (int k = 0; k < 32; ++k)
-    BOOST_REQUIRE(same_sample(*all, 32 + k, *got, k));
-  BOOST_TEST((*s)->stats().blocks >= 2);
-  BOOST_TEST((*s)->stats().stalled > 0.0); // the first block was waited for
+    BOOST_REQUIRE(same_sample(parts.all, 32 + k, *got, k));
+  BOOST_TEST(parts.stream->stats().blocks >= 2);
+  BOOST_TEST(parts.stream->stats().stalled
+             > 0.0); // the first block was waited for
 }
 
 BOOST_AUTO_TEST_CASE(the_interleaved_order_keeps_each_parts_blocks_in_order) {

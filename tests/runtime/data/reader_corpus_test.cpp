@@ -18,25 +18,14 @@
 #include <iterator>
 #include <utility>
 
+#include "corpus_files.hpp"
 #include "fuzz/reader_inputs.hpp"
 
 namespace fs = std::filesystem;
 using namespace troupe::fuzz;
+using namespace troupe::test;
 
 namespace {
-
-fs::path corpus_dir(const std::string& reader) {
-  const char* env = std::getenv("TROUPE_READER_CORPUS");
-  if (env == nullptr || *env == '\0')
-    return fs::path{TROUPE_SOURCE_DIR} / "tests/fuzz/corpus" / reader;
-  auto dir = fs::path{env} / reader;
-  return fs::is_directory(dir / "corpus") ? dir / "corpus" : dir;
-}
-
-std::string contents(const fs::path& p) {
-  std::ifstream in{p, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, {}};
-}
 
 struct counts {
   size_t inputs = 0;
@@ -48,16 +37,11 @@ counts replay(const std::string& reader) {
   auto it = std::find_if(readers().begin(), readers().end(),
                          [&](auto& r) { return r.name == reader; });
   BOOST_REQUIRE(it != readers().end());
-  auto dir = corpus_dir(reader);
-  BOOST_REQUIRE_MESSAGE(fs::is_directory(dir), dir << " is not a folder");
-  std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator{dir})
-    if (e.is_regular_file())
-      files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  auto dir = corpus_dir(reader, "TROUPE_READER_CORPUS");
+  auto files = corpus_files(dir);
   size_t failed = 0;
   for (auto& f : files) {
-    auto bytes = contents(f);
+    auto bytes = file_bytes(f);
     auto o = it->read(reinterpret_cast<const uint8_t*>(bytes.data()),
                       bytes.size());
     BOOST_TEST(o.broken.empty(), f.filename() << ": " << o.broken);

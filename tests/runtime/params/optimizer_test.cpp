@@ -7,6 +7,28 @@
 
 using namespace troupe;
 
+namespace {
+
+/// Momentum as the cases that follow TensorFlow's update use it: learning
+/// rate 0.1, momentum 0.9.
+optimizer_config momentum_config() {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::momentum;
+  cfg.learning_rate = 0.1;
+  cfg.momentum = 0.9;
+  return cfg;
+}
+
+/// Adam at learning rate 0.01, as the hand computations use it.
+optimizer_config adam_config() {
+  optimizer_config cfg;
+  cfg.type = optimizer_config::kind::adam;
+  cfg.learning_rate = 0.01;
+  return cfg;
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(optimizer)
 
 BOOST_AUTO_TEST_CASE(sgd_with_weight_decay) {
@@ -27,11 +49,7 @@ BOOST_AUTO_TEST_CASE(sgd_with_weight_decay) {
 }
 
 BOOST_AUTO_TEST_CASE(momentum_matches_tf_update) {
-  optimizer_config cfg;
-  cfg.type = optimizer_config::kind::momentum;
-  cfg.learning_rate = 0.1;
-  cfg.momentum = 0.9;
-  troupe::optimizer opt{cfg, 1};
+  troupe::optimizer opt{momentum_config(), 1};
   float p = 1.f, g = 1.f;
   opt.apply(&p, &g, 0); // acc = 1, p = 0.9
   opt.apply(&p, &g, 1); // acc = 1.9, p = 0.71
@@ -41,10 +59,7 @@ BOOST_AUTO_TEST_CASE(momentum_matches_tf_update) {
 }
 
 BOOST_AUTO_TEST_CASE(adam_matches_hand_computation) {
-  optimizer_config cfg;
-  cfg.type = optimizer_config::kind::adam;
-  cfg.learning_rate = 0.01;
-  troupe::optimizer opt{cfg, 1};
+  troupe::optimizer opt{adam_config(), 1};
   float p = 0.5f;
   double m = 0, v = 0, ref = 0.5;
   const float grads[3] = {0.1f, -0.3f, 0.2f};
@@ -65,10 +80,7 @@ BOOST_AUTO_TEST_CASE(adam_matches_hand_computation) {
 // bias correction divides m by 1 - (the product of the betas it was built
 // with), as Adam's derivation does for a beta1 that varies.
 BOOST_AUTO_TEST_CASE(adam_lowers_beta1_by_implicit_momentum) {
-  optimizer_config cfg;
-  cfg.type = optimizer_config::kind::adam;
-  cfg.learning_rate = 0.01;
-  troupe::optimizer opt{cfg, 1};
+  troupe::optimizer opt{adam_config(), 1};
   float p = 0.5f;
   double m = 0, v = 0, ref = 0.5, product = 1;
   const float grads[4] = {0.1f, -0.3f, 0.2f, 0.05f};
@@ -89,9 +101,9 @@ BOOST_AUTO_TEST_CASE(adam_lowers_beta1_by_implicit_momentum) {
                boost::test_tools::tolerance(1e-5f));
   }
   // A new run (step 0) starts the product over: the same as a fresh one.
-  troupe::optimizer fresh{cfg, 1};
+  troupe::optimizer fresh{adam_config(), 1};
   float a = 0.5f, b = 0.5f, g = 0.1f;
-  troupe::optimizer again{cfg, 1};
+  troupe::optimizer again{adam_config(), 1};
   again.apply(&a, &g, 0, 1.0, 0.5);
   again.apply(&a, &g, 1, 1.0, 0.5);
   a = 0.5f;
@@ -103,11 +115,7 @@ BOOST_AUTO_TEST_CASE(adam_lowers_beta1_by_implicit_momentum) {
 }
 
 BOOST_AUTO_TEST_CASE(momentum_lowers_its_momentum_by_implicit_momentum) {
-  optimizer_config cfg;
-  cfg.type = optimizer_config::kind::momentum;
-  cfg.learning_rate = 0.1;
-  cfg.momentum = 0.9;
-  troupe::optimizer opt{cfg, 1};
+  troupe::optimizer opt{momentum_config(), 1};
   float p = 1.f, g = 1.f;
   opt.apply(&p, &g, 0);           // acc = 1, p = 0.9
   opt.apply(&p, &g, 1, 1.0, 0.5); // acc = 0.4 * 1 + 1 = 1.4, p = 0.76
