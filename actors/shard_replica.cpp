@@ -239,22 +239,29 @@ void start_copy(self_ptr self) {
   copy_rows(self, generation);
 }
 
-void forward(self_ptr self, gradient_push g, std::shared_ptr<const bool> taken,
-             std::function<void()> done) {
-  if (!replicating(self))
-    return done();
-  send_taken(
-    self, std::move(taken), [done = std::move(done)](bool) { done(); },
-    push_atom_v, std::move(g));
-}
+namespace {
 
-void forward(self_ptr self, row_push p, std::shared_ptr<const bool> taken,
-             std::function<void()> done) {
+/// A dense or a row push, forwarded to the replica as the primary took it.
+template <class Push>
+void forward_push(self_ptr self, Push p, std::shared_ptr<const bool> taken,
+                  std::function<void()> done) {
   if (!replicating(self))
     return done();
   send_taken(
     self, std::move(taken), [done = std::move(done)](bool) { done(); },
     push_atom_v, std::move(p));
+}
+
+} // namespace
+
+void forward(self_ptr self, gradient_push g, std::shared_ptr<const bool> taken,
+             std::function<void()> done) {
+  forward_push(self, std::move(g), std::move(taken), std::move(done));
+}
+
+void forward(self_ptr self, row_push p, std::shared_ptr<const bool> taken,
+             std::function<void()> done) {
+  forward_push(self, std::move(p), std::move(taken), std::move(done));
 }
 
 void forward(self_ptr self, replica_op op) {

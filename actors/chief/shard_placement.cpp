@@ -2,6 +2,18 @@
 
 namespace troupe {
 
+namespace {
+
+std::optional<size_t> index_in(const std::map<caf::actor_addr, size_t>& index,
+                               const caf::actor_addr& addr) {
+  auto it = index.find(addr);
+  if (it == index.end())
+    return std::nullopt;
+  return it->second;
+}
+
+} // namespace
+
 void shard_placement::plan(std::vector<std::string> nodes) {
   handles_.assign(nodes.size(), shard_actor{});
   nodes_ = std::move(nodes);
@@ -21,10 +33,7 @@ void shard_placement::lost(size_t i) {
 
 std::optional<size_t>
 shard_placement::shard_of(const caf::actor_addr& addr) const {
-  auto it = index_of_.find(addr);
-  if (it == index_of_.end())
-    return std::nullopt;
-  return it->second;
+  return index_in(index_of_, addr);
 }
 
 std::vector<uint64_t> shard_placement::bounds() const {
@@ -77,10 +86,7 @@ std::vector<shard_actor> shard_placement::drop_replicas() {
 
 std::optional<size_t>
 shard_placement::replica_of(const caf::actor_addr& addr) const {
-  auto it = replica_index_of_.find(addr);
-  if (it == replica_index_of_.end())
-    return std::nullopt;
-  return it->second;
+  return index_in(replica_index_of_, addr);
 }
 
 } // namespace troupe

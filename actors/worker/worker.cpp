@@ -109,6 +109,24 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
     [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
+/// Sends each of `messages` (row requests or pushes, each naming its
+/// shard) to that shard after `atom`; `done` gets the replies in order,
+/// and a request that fails fails the worker.
+template <class Reply, class Atom, class Message, class Done>
+void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
+                    Done done) {
+  auto all = std::make_shared<std::vector<Message>>(std::move(messages));
+  ask_all<Reply>(
+    all->size(),
+    [=](size_t i) {
+      auto& m = (*all)[i];
+      auto shard = static_cast<size_t>(m.shard);
+      return self->request(self->state.opts.shards[shard], timeout_of(self),
+                           atom, std::move(m));
+    },
+    std::move(done), [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
 /// The rows of embedding tables the leased batch needs (its kind says
 /// which: a click model's), each asked of the shard that holds it; `then`
 /// runs once all are in, at once when the kind needs none.
@@ -119,39 +137,21 @@ void pull_rows(self_ptr self, std::function<void()> then) {
     return fail(self, needed.error());
   if (needed->empty())
     return then();
-  auto requests = std::make_shared<std::vector<row_request>>(
-    std::move(*needed));
-  ask_all<row_block>(
-    requests->size(),
-    [=](size_t i) {
-      auto& r = (*requests)[i];
-      auto shard = static_cast<size_t>(r.shard);
-      return self->request(self->state.opts.shards[shard], timeout_of(self),
-                           pull_atom_v, std::move(r));
-    },
-    [=](std::vector<row_block>& blocks) {
-      if (auto err = self->state.kind->take_rows(blocks))
-        return fail(self, std::move(err));
-      then();
-    },
-    [=](caf::error& err) { fail(self, std::move(err)); });
+  ask_row_shards<row_block>(self, pull_atom_v, std::move(*needed),
+                            [=](std::vector<row_block>& blocks) {
+                              if (auto err =
+                                    self->state.kind->take_rows(blocks))
+                                return fail(self, std::move(err));
+                              then();
+                            });
 }
 
 /// Pushes each shard the row gradients of this step that are its own;
 /// `applied` runs once every shard took them.
 void push_rows(self_ptr self, std::vector<row_push> rows,
                std::function<void()> applied) {
-  auto pushes = std::make_shared<std::vector<row_push>>(std::move(rows));
-  ask_all<push_ack>(
-    pushes->size(),
-    [=](size_t i) {
-      auto& p = (*pushes)[i];
-      auto shard = static_cast<size_t>(p.shard);
-      return self->request(self->state.opts.shards[shard], timeout_of(self),
-                           push_atom_v, std::move(p));
-    },
-    [=](std::vector<push_ack>&) { applied(); },
-    [=](caf::error& err) { fail(self, std::move(err)); });
+  ask_row_shards<push_ack>(self, push_atom_v, std::move(rows),
+                           [=](std::vector<push_ack>&) { applied(); });
 }
 
 /// Sends the steps settled since the last report to the chief.

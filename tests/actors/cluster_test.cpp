@@ -13,8 +13,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::cluster_fixture;
-using troupe::test::small_run;
+using namespace troupe::test;
 using mode = cluster_config::mode;
 
 namespace {

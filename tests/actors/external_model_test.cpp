@@ -15,8 +15,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::cluster_fixture;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 

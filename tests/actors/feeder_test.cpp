@@ -9,7 +9,7 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::cluster_fixture;
+using namespace troupe::test;
 
 namespace {
 
@@ -31,6 +31,17 @@ std::optional<lease_reply> reply_within(caf::scoped_actor& self,
   self->receive([&](lease_reply& r) { out = std::move(r); },
                 caf::after(within) >> [] {});
   return out;
+}
+
+/// Leases `n` batches for `worker` one after the other; their ids.
+std::vector<int64_t> lease(caf::scoped_actor& self, const feeder_actor& feeder,
+                           int32_t worker, int n) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < n; ++i)
+    self->request(feeder, std::chrono::seconds(5), lease_atom_v, worker)
+      .receive([&](lease_reply& r) { ids.push_back(r.grant.id); },
+               [](caf::error&) {});
+  return ids;
 }
 
 } // namespace
@@ -59,11 +70,7 @@ BOOST_AUTO_TEST_CASE(
   cluster_fixture f;
   auto feeder = small_feeder(f, 30s);
   caf::scoped_actor self{*f.sys};
-  std::vector<int64_t> ids;
-  for (int i = 0; i < 4; ++i)
-    self->request(feeder, 5s, lease_atom_v, int32_t{0})
-      .receive([&](lease_reply& r) { ids.push_back(r.grant.id); },
-               [](caf::error&) {});
+  auto ids = lease(self, feeder, 0, 4);
   BOOST_REQUIRE_EQUAL(ids.size(), 4u);
   // All out: worker 1 waits until worker 0 is lost and its batches return.
   self->send(feeder, lease_atom_v, int32_t{1});
@@ -75,15 +82,12 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(r->status == lease_reply::granted);
   // The rest are acked: a lease held then is answered "done" by the last
   // ack.
-  for (int i = 0; i < 3; ++i)
-    self->request(feeder, 5s, lease_atom_v, int32_t{1})
-      .receive([&](lease_reply& x) { ids.push_back(x.grant.id); },
-               [](caf::error&) {});
+  auto rest = lease(self, feeder, 1, 3);
   self->send(feeder, lease_atom_v, int32_t{2});
   BOOST_TEST(!reply_within(self, 100ms));
   self->send(feeder, ack_atom_v, r->grant.id);
-  for (size_t i = ids.size() - 3; i < ids.size(); ++i)
-    self->send(feeder, ack_atom_v, ids[i]);
+  for (auto id : rest)
+    self->send(feeder, ack_atom_v, id);
   auto done = reply_within(self, 5s);
   BOOST_REQUIRE(done.has_value());
   BOOST_TEST(done->status == lease_reply::done);

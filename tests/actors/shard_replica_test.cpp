@@ -16,7 +16,7 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::cluster_fixture;
+using namespace troupe::test;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "runtime/base/errc.hpp"
 
 using namespace troupe;
-using troupe::test::cluster_fixture;
+using namespace troupe::test;
 
 BOOST_AUTO_TEST_SUITE(shard)
 

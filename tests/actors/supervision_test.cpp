@@ -9,10 +9,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::cluster_fixture;
-using troupe::test::run_to_end;
-using troupe::test::small_run;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 using mode = cluster_config::mode;
 
 namespace {

@@ -6,8 +6,7 @@
 #include "app_runner.hpp"
 #include "runtime/data/click_data.hpp"
 
-using troupe::test::run_app;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 BOOST_AUTO_TEST_SUITE(troupe_clicks)
 

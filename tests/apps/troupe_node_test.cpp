@@ -8,8 +8,7 @@
 #include "cuda_device.hpp"
 #include "runtime/config/config.hpp"
 
-using troupe::test::run_app;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 

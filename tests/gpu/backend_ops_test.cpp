@@ -20,9 +20,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::check_close;
-using troupe::test::gemm_sizes;
-using troupe::test::random_vector;
+using namespace troupe::test;
 
 namespace {
 

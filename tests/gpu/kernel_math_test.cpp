@@ -15,8 +15,7 @@
 #include "numeric_check.hpp"
 
 using namespace troupe;
-using troupe::test::check_close;
-using troupe::test::random_vector;
+using namespace troupe::test;
 using namespace troupe::gpu;
 
 namespace {

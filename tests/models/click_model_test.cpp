@@ -12,8 +12,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
-using troupe::test::why;
+using namespace troupe::test;
 
 BOOST_AUTO_TEST_SUITE(click_model)
 

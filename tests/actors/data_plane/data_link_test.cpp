@@ -21,9 +21,7 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::cluster_fixture;
-using troupe::test::serve_on_data_plane;
-using troupe::test::spawn_joined_shard;
+using namespace troupe::test;
 
 namespace {
 

@@ -29,7 +29,7 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 

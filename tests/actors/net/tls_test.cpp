@@ -21,11 +21,7 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::net_system;
-using troupe::test::pull_values;
-using troupe::test::serve_on_data_plane;
-using troupe::test::spawn_joined_shard;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 

@@ -14,9 +14,7 @@
 #include "runtime/compute/cpu_backend.hpp"
 
 using namespace troupe;
-using troupe::test::deterministic_system;
-using troupe::test::small_run;
-using troupe::test::state_of;
+using namespace troupe::test;
 
 namespace {
 

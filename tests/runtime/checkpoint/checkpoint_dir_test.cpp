@@ -13,8 +13,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
-using troupe::test::write_file;
+using namespace troupe::test;
 
 namespace {
 

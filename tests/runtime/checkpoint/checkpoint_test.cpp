@@ -11,7 +11,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
+using namespace troupe::test;
 
 namespace {
 

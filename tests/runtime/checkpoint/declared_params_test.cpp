@@ -12,9 +12,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
-using troupe::test::user_tensor;
-using troupe::test::write_user_safetensors;
+using namespace troupe::test;
 
 namespace {
 

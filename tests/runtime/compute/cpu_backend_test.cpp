@@ -10,9 +10,7 @@
 #include "numeric_check.hpp"
 
 using namespace troupe;
-using troupe::test::check_close;
-using troupe::test::gemm_sizes;
-using troupe::test::random_vector;
+using namespace troupe::test;
 
 BOOST_AUTO_TEST_SUITE(cpu_backend)
 

@@ -12,8 +12,7 @@
 #include "runtime/compute/thread_pool.hpp"
 
 using namespace troupe;
-using troupe::test::check_close;
-using troupe::test::random_vector;
+using namespace troupe::test;
 
 namespace {
 

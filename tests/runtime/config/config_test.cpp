@@ -11,9 +11,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::error_of;
-using troupe::test::replace_first;
-using troupe::test::synthetic_config;
+using namespace troupe::test;
 
 namespace {
 

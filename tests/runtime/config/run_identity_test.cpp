@@ -7,7 +7,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::replace_first;
+using namespace troupe::test;
 
 namespace {
 

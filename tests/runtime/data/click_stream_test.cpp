@@ -20,10 +20,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
-using troupe::test::why;
-using troupe::test::write_file;
-using troupe::test::write_gz;
+using namespace troupe::test;
 
 namespace {
 

@@ -11,11 +11,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::be32;
-using troupe::test::idx_images;
-using troupe::test::idx_labels;
-using troupe::test::temp_dir;
-using troupe::test::write_gz;
+using namespace troupe::test;
 
 namespace {
 

@@ -175,12 +175,7 @@ BOOST_AUTO_TEST_CASE(float_targets_through_load_datasets) {
   std::string rows = "x,y\n";
   for (int i = 0; i < 10; ++i)
     rows += std::to_string(i) + "," + std::to_string(2 * i) + ".5\n";
-  write_file(dir.file("train.csv"), rows);
-  write_file(dir.file("test.csv"), "x,y\n1,2\n");
-  data_config cfg;
-  cfg.format = data_config::kind::csv;
-  cfg.train_files = {dir.file("train.csv")};
-  cfg.test_files = {dir.file("test.csv")};
+  auto cfg = csv_set(dir, rows, "x,y\n1,2\n");
   cfg.label_columns = {"y"};
   cfg.targets = target_kind::values;
   cfg.validation_split = 0.3;
@@ -210,12 +205,7 @@ BOOST_AUTO_TEST_CASE(float_targets_through_load_datasets) {
 
 BOOST_AUTO_TEST_CASE(classes_come_from_the_data_or_from_the_config) {
   temp_dir dir;
-  write_file(dir.file("train.csv"), "x,label\n1,0\n2,4\n");
-  write_file(dir.file("test.csv"), "x,label\n1,6\n");
-  data_config cfg;
-  cfg.format = data_config::kind::csv;
-  cfg.train_files = {dir.file("train.csv")};
-  cfg.test_files = {dir.file("test.csv")};
+  auto cfg = csv_set(dir, "x,label\n1,0\n2,4\n", "x,label\n1,6\n");
   auto sets = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(sets, why(sets));
   BOOST_TEST(sets->train.classes == 7); // the test set's 6 counts too
@@ -281,12 +271,7 @@ BOOST_AUTO_TEST_CASE(a_validation_split_holds_out_the_same_samples_everywhere) {
   std::string train = "x,label\n";
   for (int i = 0; i < 100; ++i)
     train += std::to_string(i) + "," + std::to_string(i % 3) + "\n";
-  write_file(dir.file("train.csv"), train);
-  write_file(dir.file("test.csv"), "x,label\n1,0\n2,1\n");
-  data_config cfg;
-  cfg.format = data_config::kind::csv;
-  cfg.train_files = {dir.file("train.csv")};
-  cfg.test_files = {dir.file("test.csv")};
+  auto cfg = csv_set(dir, train, "x,label\n1,0\n2,1\n");
   cfg.validation_split = 0.2;
   auto sets = load_datasets(cfg);
   BOOST_REQUIRE_MESSAGE(sets, why(sets));

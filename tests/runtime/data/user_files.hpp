@@ -11,10 +11,23 @@
 #include <vector>
 #include <zlib.h>
 
+#include "runtime/config/config.hpp"
 #include "runtime/data/dataset.hpp"
 #include "test_util.hpp"
 
 namespace troupe::test {
+
+/// A CSV data set of `train` and `test` text, written into `dir`.
+inline data_config csv_set(const temp_dir& dir, const std::string& train,
+                           const std::string& test) {
+  write_file(dir.file("train.csv"), train);
+  write_file(dir.file("test.csv"), test);
+  data_config cfg;
+  cfg.format = data_config::kind::csv;
+  cfg.train_files = {dir.file("train.csv")};
+  cfg.test_files = {dir.file("test.csv")};
+  return cfg;
+}
 
 /// An .npy file as np.save writes it (test_util.hpp's npy_header).
 inline std::string npy(const std::string& descr, const std::string& shape,

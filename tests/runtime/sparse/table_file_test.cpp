@@ -18,8 +18,7 @@
 #include "test_util.hpp"
 
 using namespace troupe;
-using troupe::test::temp_dir;
-using troupe::test::why;
+using namespace troupe::test;
 
 namespace {
 
