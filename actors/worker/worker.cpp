@@ -137,13 +137,12 @@ void pull_rows(self_ptr self, std::function<void()> then) {
     return fail(self, needed.error());
   if (needed->empty())
     return then();
-  ask_row_shards<row_block>(self, pull_atom_v, std::move(*needed),
-                            [=](std::vector<row_block>& blocks) {
-                              if (auto err =
-                                    self->state.kind->take_rows(blocks))
-                                return fail(self, std::move(err));
-                              then();
-                            });
+  ask_row_shards<row_block>(
+    self, pull_atom_v, std::move(*needed), [=](std::vector<row_block>& blocks) {
+      if (auto err = self->state.kind->take_rows(blocks))
+        return fail(self, std::move(err));
+      then();
+    });
 }
 
 /// Pushes each shard the row gradients of this step that are its own;
