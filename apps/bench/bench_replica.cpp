@@ -56,17 +56,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   init_network(cfg, cluster_config{});
   caf::actor_system sys{cfg};
   auto replica = sys.spawn(shard_impl, shard_of(o, true));
-  auto data = data_server::start(sys, "127.0.0.1", 0);
-  uint16_t port = data ? (*data)->port() : uint16_t{0};
-  if (::write(ready_fd, &port, sizeof(port)) != sizeof(port) || port == 0)
-    return 1;
-  ::close(ready_fd);
-  (*data)->serve(0, replica, 1, {o.dim});
-  char byte;
-  (void)::read(stop_fd, &byte, 1); // EOF: the parent is done
-  (*data)->stop();
-  caf::anon_send_exit(replica, caf::exit_reason::user_shutdown);
-  return 0;
+  return serve_shard_until_stopped(sys, replica, o.dim, ready_fd, stop_fd);
 }
 
 int measure(const options& o, uint16_t port) {

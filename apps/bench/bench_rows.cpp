@@ -61,17 +61,7 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   so.sparse.type = sparse_optimizer_config::kind::adagrad;
   so.sparse.learning_rate = 0.05;
   auto shard = sys.spawn(shard_impl, std::move(so));
-  auto data = data_server::start(sys, "127.0.0.1", 0);
-  uint16_t port = data ? (*data)->port() : uint16_t{0};
-  if (::write(ready_fd, &port, sizeof(port)) != sizeof(port) || port == 0)
-    return 1;
-  ::close(ready_fd);
-  (*data)->serve(0, shard, 1, {o.dim});
-  char byte;
-  (void)::read(stop_fd, &byte, 1); // EOF: the parent is done
-  (*data)->stop();
-  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
-  return 0;
+  return serve_shard_until_stopped(sys, shard, o.dim, ready_fd, stop_fd);
 }
 
 int measure(const options& o, uint16_t port) {
