@@ -12,8 +12,7 @@ namespace troupe::shard_ops {
 
 using self_ptr = shard_self_actor::stateful_pointer<shard_state>;
 
-// -- what changes a shard, whoever asks
-// -----------------------------------------
+// -- what changes a shard, whoever asks --------------------------------------
 
 /// Accepts pushes from `worker`; the version.
 int64_t join(self_ptr self, int32_t worker);
@@ -32,8 +31,7 @@ row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
 /// table holds now.
 caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c);
 
-// -- replication (actors/shard_replica.cpp)
-// ------------------------------------------
+// -- replication (actors/shard_replica.cpp) ----------------------------------
 
 /// Keeps `to` in step from now on (null: no replica), replacing any
 /// replica before; `told` hears when it is in step or dropped.

@@ -23,8 +23,7 @@
 
 namespace troupe::gpu {
 
-// -- gemm
-// -----------------------------------------------------------------------
+// -- gemm --------------------------------------------------------------------
 
 /// The column-major gemm (cuBLAS's convention) that computes a row-major
 /// one. A row-major (rows, cols) matrix with row stride ld is the
@@ -47,8 +46,7 @@ inline col_major_gemm to_col_major(bool trans_a, bool trans_b, int m, int n,
   return {trans_b, trans_a, n, m, k, b, ldb, a, lda};
 }
 
-// -- element-wise
-// ---------------------------------------------------------------
+// -- element-wise ------------------------------------------------------------
 
 /// act(v), with the CPU backend's formulas (runtime/compute/cpu_backend.cpp).
 TROUPE_HD inline float activate(activation act, float v) {
@@ -72,8 +70,7 @@ TROUPE_HD inline float activation_grad(activation act, float out, float dy) {
   return dy;
 }
 
-// -- softmax cross-entropy
-// ------------------------------------------------------
+// -- softmax cross-entropy ---------------------------------------------------
 
 /// One row: sets *loss (NaN for a label outside [0, classes)) and *hit,
 /// and d (classes) = scale * (softmax - onehot) when d is not null. The
@@ -103,8 +100,7 @@ TROUPE_HD inline void softmax_row(const float* z, int32_t label, int classes,
     d[0] = nanf("");
 }
 
-// -- convolution
-// ------------------------------------------------------------------
+// -- convolution -------------------------------------------------------------
 
 /// conv_shape's fields and derived sizes, passed by value to kernels.
 struct conv_geometry {

@@ -27,8 +27,7 @@
 
 namespace troupe::chief_ops {
 
-// -- chief_base.cpp
-// ------------------------------------------------------------
+// -- chief_base.cpp ----------------------------------------------------------
 
 /// A request's timeout in this run (cluster.request_timeout_ms).
 caf::timespan timeout_of(chief_self self);
@@ -71,8 +70,7 @@ void pull_params(chief_self self,
 /// Runs `f` now, or after the shard recovery in progress.
 void when_recovered(chief_self self, std::function<void()> f);
 
-// -- chief_placement.cpp
-// -------------------------------------------------------
+// -- chief_placement.cpp -----------------------------------------------------
 
 /// A node's process is gone (its agent's link broke, or a request to it
 /// failed): nothing more is placed there until it registers again.
@@ -132,15 +130,13 @@ void place_shard(chief_self self, size_t i, const std::string& node,
 /// that holds the fewest, else the chief's own.
 std::string shard_home(chief_self self, size_t i);
 
-// -- chief_checkpoints.cpp
-// -----------------------------------------------------
+// -- chief_checkpoints.cpp ---------------------------------------------------
 
 /// Pauses the feeder until every lease is acked, snapshots every shard at
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then);
 
-// -- chief_evaluation.cpp
-// ------------------------------------------------------
+// -- chief_evaluation.cpp ----------------------------------------------------
 
 /// Evaluates the current parameters on the test set, then runs `then`.
 /// One evaluation at a time: a request during one waits for it and then
@@ -150,8 +146,7 @@ void evaluate_now(chief_self self, std::function<void()> then);
 /// Runs what waited for the evaluation under way to end (eval.when_done).
 void run_when_evaluated(chief_self self);
 
-// -- chief_finish.cpp
-// ----------------------------------------------------------
+// -- chief_finish.cpp --------------------------------------------------------
 
 /// When no worker runs or is being started, the ones waiting for their
 /// node are let go (nothing is left for them, or the run was stopped),
@@ -162,8 +157,7 @@ void release_waiting_if_idle(chief_self self);
 /// `who` asked for it ("the shell", "SIGTERM").
 void stop_run(chief_self self, const std::string& who);
 
-// -- chief_progress.cpp
-// --------------------------------------------------------
+// -- chief_progress.cpp ------------------------------------------------------
 
 /// Stops feeding (pause) or feeds again (resume), for the shell.
 void set_user_pause(chief_self self, bool paused);
@@ -172,8 +166,7 @@ void set_user_pause(chief_self self, bool paused);
 /// checkpoints that come due.
 void on_report(chief_self self, const worker_report& r);
 
-// -- chief_takeover.cpp
-// --------------------------------------------------------
+// -- chief_takeover.cpp ------------------------------------------------------
 
 /// The live shards on the up nodes, adopted by this chief, with the node
 /// of each and the verdict on keeping them (runtime/rules/takeover).
@@ -201,8 +194,7 @@ void adopt_live_shards(chief_self self, int64_t since,
 void keep_live_shards(chief_self self, live_found& found,
                       feeder_position position, std::function<void()> then);
 
-// -- chief_replicas.cpp
-// --------------------------------------------------------
+// -- chief_replicas.cpp ------------------------------------------------------
 
 /// Whether the run keeps replicas of its shards (cluster.shard_replicas).
 bool replicated(chief_self self);
@@ -221,8 +213,7 @@ void on_replica_news(chief_self self, int32_t shard, int64_t version,
 /// recovery under way is over).
 void on_replica_down(chief_self self, size_t i, const caf::error& reason);
 
-// -- chief_recovery.cpp
-// --------------------------------------------------------
+// -- chief_recovery.cpp ------------------------------------------------------
 
 /// Restarts worker `id` after a failure: counted against the restart
 /// intensity, its leases back to the feeder, started again.
@@ -270,8 +261,7 @@ void after_workers_stopped(chief_self self);
 /// A shard went down: stop every worker, then after_workers_stopped.
 void on_shard_down(chief_self self, size_t i, const caf::error& reason);
 
-// -- chief_start.cpp
-// -----------------------------------------------------------
+// -- chief_start.cpp ---------------------------------------------------------
 
 /// The nodes that have not registered yet, as "name (host:port)".
 std::string missing_nodes(chief_self self);
@@ -283,8 +273,7 @@ void start_when_nodes_ready(chief_self self);
 /// Reads the newest checkpoint when resuming; sets up the nodes.
 void start(chief_self self);
 
-// -- chief_registration.cpp
-// ----------------------------------------------------
+// -- chief_registration.cpp --------------------------------------------------
 
 /// A node process announces itself (node_registration in
 /// node_agent_protocol.hpp).
@@ -302,8 +291,7 @@ void on_stop_request(chief_self self, const std::string& who);
 /// shards would have nowhere to go without losing steps.
 caf::result<bool> on_leave(chief_self self, const std::string& name);
 
-// -- chief_shell.cpp (the shell's typed requests; see chief_actor)
-// -------------
+// -- chief_shell.cpp (the shell's typed requests; see chief_actor) -----------
 
 /// A steering request the chief does not carry out, and why (the shell
 /// prints `what`; the run goes on as it was).
@@ -318,8 +306,7 @@ caf::result<double> shell_tune(chief_self self, tune_key key, double value);
 caf::result<bool> shell_pause(chief_self self, bool paused);
 caf::result<bool> shell_stop(chief_self self);
 
-// -- chief_reshard.cpp
-// ----------------------------------------------------------
+// -- chief_reshard.cpp -------------------------------------------------------
 
 /// Adds a shard on `node` while the run trains: the parameters and table
 /// rows are spread anew over one shard more, and the workers get the new
@@ -331,8 +318,7 @@ caf::result<std::string> shell_add_shard(chief_self self,
 /// lower).
 caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard);
 
-// -- click models (chief_clicks)
-// ------------------------------------------------
+// -- click models (chief_clicks) ---------------------------------------------
 
 /// Whether the run's model has embedding tables on the shards.
 bool has_tables(chief_self self);
@@ -371,8 +357,7 @@ std::vector<row_chunk> spread_rows(const std::vector<uint64_t>& ids,
 void restore_tables(chief_self self, const checkpoint& ckpt,
                     std::function<void(caf::error)> done);
 
-// -- fan-out to the shards (chief_base)
-// ----------------------------------------
+// -- fan-out to the shards (chief_base) --------------------------------------
 
 /// Sends shard `i` the request `xs...`; the request, to be answered.
 template <class... Ts>

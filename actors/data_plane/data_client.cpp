@@ -32,8 +32,7 @@ using stub_actor =
                            caf::reacts_to<data_atom, uint64_t, caf::error>,
                            caf::reacts_to<data_atom, caf::error>>;
 
-// -- the client
-// -------------------------------------------------------------------
+// -- the client --------------------------------------------------------------
 
 class data_client_impl {
 public:

@@ -65,8 +65,7 @@ std::string check_frame(const data_frame& f, bool from_client) {
 
 namespace {
 
-// -- the server
-// -------------------------------------------------------------------
+// -- the server --------------------------------------------------------------
 
 /// The shards a server answers for, their sizes and their tables' widths.
 class shard_registry {

@@ -38,8 +38,7 @@ namespace net = caf::io::network;
 using net::rw_state;
 using default_mpx = net::default_multiplexer;
 
-// -- reading and writing an established session
-// --------------------------------
+// -- reading and writing an established session ------------------------------
 
 /// The stream policy of a proven connection for CAF's multiplexer: plain
 /// TCP, or an established TLS session (the handshake is over when CAF gets
@@ -148,8 +147,7 @@ private:
   net::stream_impl<guarded_stream_policy> stream_;
 };
 
-// -- accepting
-// -------------------------------------------------------------------
+// -- accepting ---------------------------------------------------------------
 
 /// Proven connections from the front door's thread, waiting for
 /// the multiplexer. One byte on the wake socket per connection makes the
@@ -278,8 +276,7 @@ private:
   std::string addr_;
 };
 
-// -- the middleman actor
-// -----------------------------------------------------------
+// -- the middleman actor -----------------------------------------------------
 
 class guarded_middleman_impl : public caf::io::middleman_actor_impl {
 public:

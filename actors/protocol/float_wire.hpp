@@ -130,8 +130,7 @@ inline caf::error read_pooled(caf::deserializer& f,
   });
 }
 
-// -- raw forms, written once for both directions
-// --------------------------------
+// -- raw forms, written once for both directions -----------------------------
 //
 // A message whose BASP form holds vectors of plain numbers (a shard's
 // state, a replica's image, a checkpoint's rows) describes that form once

@@ -78,8 +78,7 @@ struct replica_op {
 /// the primary acknowledges has reached it).
 enum class replica_state : int8_t { none = 0, copying = 1, in_step = 2 };
 
-// -- BASP forms
-// -----------------------------------------------------------------
+// -- BASP forms --------------------------------------------------------------
 
 template <class Processor>
 caf::error raw_form_of(Processor& f, row_chunk& x) {

@@ -48,8 +48,7 @@ uint64_t click_token_id(const char* token, size_t size, int field,
   return mix64(h ^ mix64(static_cast<uint64_t>(field) + 1)) % vocabulary;
 }
 
-// -- click_lines
-// ---------------------------------------------------------------
+// -- click_lines -------------------------------------------------------------
 
 click_lines::click_lines(std::string path, std::unique_ptr<gz_file> file)
   : path_(std::move(path)), file_(std::move(file)) {
@@ -125,8 +124,7 @@ caf::expected<bool> click_lines::next(std::string_view& line) {
   }
 }
 
-// -- one line
-// ------------------------------------------------------------------
+// -- one line ----------------------------------------------------------------
 
 caf::error parse_click_line(std::string_view line, const click_schema& schema,
                             click_data& d, const std::string& path,

@@ -148,8 +148,7 @@ std::string tables_path_of(const std::string& checkpoint_path) {
   return stem + ".tables" + tail;
 }
 
-// -- writer
-// ----------------------------------------------------------------------
+// -- writer ------------------------------------------------------------------
 
 class table_file_writer::impl {
 public:
@@ -246,8 +245,7 @@ caf::error table_file_writer::finish() {
   return caf::none;
 }
 
-// -- reader
-// ----------------------------------------------------------------------
+// -- reader ------------------------------------------------------------------
 
 class table_file_reader::impl {
 public:
