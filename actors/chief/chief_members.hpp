@@ -16,6 +16,7 @@
 #include "actors/protocol/node_agent_protocol.hpp"
 #include "actors/protocol/worker_protocol.hpp"
 #include "runtime/rules/restart_limit.hpp"
+#include "runtime/rules/run_schedule.hpp"
 
 namespace troupe {
 
@@ -56,11 +57,10 @@ struct worker_entry {
   progress_window window;
 
   /// Counts report `r` in its totals; returns its window up to the step
-  /// `log_step(before, after)` names when the report crosses one (see
+  /// that `schedule` logs when the report crosses one (see
   /// progress_window::add).
-  template <class LogStep>
   std::optional<progress_line> count(const worker_report& r,
-                                     LogStep&& log_step) {
+                                     const run_schedule& schedule) {
     clock = r.clock;
     staleness = r.staleness;
     seconds += r.step_seconds;
@@ -70,7 +70,7 @@ struct worker_entry {
     const int64_t before = steps;
     steps += r.steps;
     samples += r.samples;
-    return window.add(r, before, log_step(before, steps));
+    return window.add(r, before, schedule.log_step(before, steps));
   }
 };
 
@@ -116,8 +116,8 @@ public:
   node_entry& add_node(const std::string& name) { return nodes_[name]; }
   bool is_up(const std::string& name) const;
 
-  /// Node `name`'s agent registered from `host`: the node is up, and
-  /// the agent's down message will name it.
+  /// Node `name`'s agent registered: the node is up, and the agent's
+  /// down message will name it.
   node_entry& register_agent(const std::string& name, node_agent_actor agent);
   /// The node whose agent was `addr`, which the chief no longer watches.
   std::optional<std::string> forget_agent(const caf::actor_addr& addr);

@@ -37,11 +37,8 @@ void on_report(chief_self self, const worker_report& r) {
   auto* w = st.members.find_worker(r.worker);
   if (w == nullptr) // not a worker of this run
     return;
-  auto& schedule = *st.progress.schedule;
   auto run_line = st.progress.count(r, now_seconds());
-  if (auto line = w->count(r, [&](int64_t before, int64_t after) {
-        return schedule.log_step(before, after);
-      })) {
+  if (auto line = w->count(r, *st.progress.schedule)) {
     const auto& window = line->window;
     say(self, fmt("worker %d: step %lld, loss = %.4f (%.1f examples/sec; "
                   "%.4f sec/batch)",
