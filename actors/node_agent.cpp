@@ -161,8 +161,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
         so.block.buffers.push_back(flat_range{s.buffers[k], s.buffers[k + 1]});
       }
       so.initial = s.state.values;
-      so.tables = embedding_tables(cfg.model);
-      so.sparse = cfg.training.sparse_optimizer;
+      so.tables = embedding_tables(cfg);
       so.hold = hold_time(cfg);
       so.replica_timeout = request_timeout(cfg);
       so.follower = s.replica;

@@ -253,7 +253,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
                                                     std::move(opts.initial));
   for (auto& t : opts.tables)
     self->state.tables.push_back(
-      std::make_unique<sparse_table>(t, opts.sparse));
+      std::make_unique<sparse_table>(t.table, t.optimizer));
   return {
     [=](join_atom, int32_t worker) -> int64_t { return join(self, worker); },
     [=](leave_atom, int32_t worker) { leave(self, worker); },

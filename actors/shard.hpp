@@ -37,9 +37,8 @@ struct shard_options {
   /// The run's embedding tables: this shard holds the rows that
   /// shard_of_row places on it, of every table, made as they are touched
   /// (or all at once for a fixed vocabulary: the caller gives each shard a
-  /// table of its own rows then), updated by `sparse`.
-  std::vector<embedding_table_config> tables;
-  sparse_optimizer_config sparse;
+  /// table of its own rows then), each updated by its own optimizer.
+  std::vector<table_setup> tables;
   /// How long a pull that is not ready may be parked before "ask again";
   /// keep it well below the workers' request timeout.
   caf::timespan hold = std::chrono::seconds(10);

@@ -216,7 +216,7 @@ replica_image image_of(self_ptr self) {
   auto& st = self->state;
   replica_image image;
   image.block = st.block->image();
-  for (auto& [worker, p] : st.sync.held_pushes())
+  for (auto& [worker_table, p] : st.sync.held_pushes())
     image.held.push_back(p); // the gradients shared, not copied
   return image;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "caf/expected.hpp"
@@ -36,18 +37,52 @@ struct pulled_params {
   block_holding(const tensor_slot& t) const;
 };
 
+/// One embedding table's part of a step: the batch's keys, the row of
+/// each distinct key as the shards hold it, and (written by the step) each
+/// distinct key's gradient. models/table_batch.hpp fills in all but the
+/// keys and the gradients.
+struct table_rows {
+  int32_t table = 0; ///< its index in model.tables
+  std::string name;
+  int dim = 0;
+  /// samples x width keys, sample after sample; -1: no key there (a bag
+  /// shorter than the widest).
+  std::vector<int64_t> keys;
+  size_t width = 0;
+  /// The distinct keys, in the order they first occur in `keys`.
+  std::vector<int64_t> unique;
+  /// samples x width: each key's index in `unique`; -1 where `keys` is.
+  std::vector<int64_t> inverse;
+  /// unique.size() x dim: the rows, pulled. Shared so that a view handed
+  /// to the step's code may outlive the step.
+  std::shared_ptr<std::vector<float>> values;
+  /// unique.size() x dim: the gradient of the batch's mean loss with
+  /// respect to each distinct key's row (summed over its occurrences).
+  std::vector<float> grads;
+};
+
 class external_step {
 public:
   virtual ~external_step() = default;
 
+  /// The keys of `samples`' rows, one entry per table of the model (its
+  /// keys and width set; the other fields are the caller's). An error
+  /// (a key source that fails) fails the step as step() does.
+  virtual caf::error batch_keys(const std::vector<uint32_t>& /*samples*/,
+                                std::vector<table_rows>& /*tables*/) {
+    return {};
+  }
+
   /// The gradient of the batch's mean loss at `params` for samples
   /// `samples` (indices into the user's training set), written to `grads`
-  /// (layout.total() floats, layout order); returns the batch's loss sum
-  /// and hits. An error fails the step: the worker ends with it, and the
-  /// chief restarts the worker, counted against the restart intensity.
+  /// (layout.total() floats, layout order), and of each table's rows into
+  /// its table_rows::grads; returns the batch's loss sum and hits. An
+  /// error fails the step: the worker ends with it, and the chief
+  /// restarts the worker, counted against the restart intensity.
   virtual caf::expected<batch_loss> step(const pulled_params& params,
                                          const std::vector<uint32_t>& samples,
-                                         float* grads) = 0;
+                                         float* grads,
+                                         std::vector<table_rows>& tables) = 0;
 };
 
 /// Makes worker `id`'s step: each worker has its own.

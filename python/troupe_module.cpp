@@ -123,6 +123,66 @@ external_run(const std::string& config_path, const py::object& step,
   return {std::move(*text), std::move(*cfg)};
 }
 
+/// The user's `keys` (None: none) as a key source, checked against the
+/// run's tables when `cfg` is known (a joining node learns them from the
+/// chief, and its steps say what does not fit). `caller` names the
+/// function in the errors; `has_workers`: whether this process starts
+/// workers (a node of only shards or the chief needs no keys).
+std::shared_ptr<const troupe::python::key_source>
+keys_of(py::object keys, const troupe::run_config* cfg,
+        const std::string& caller, bool has_workers = true) {
+  using namespace troupe;
+  const auto& tables = cfg != nullptr ? cfg->model.tables
+                                      : std::vector<table_setup>{};
+  if (keys.is_none()) {
+    if (!tables.empty() && has_workers)
+      raise(errc::invalid_config,
+            caller
+              + ": the model has embedding tables (/model/tables); "
+                "keys= says which rows each sample uses, e.g. keys={\""
+              + tables[0].table.name
+              + "\": ids} (one row of ids per "
+                "training sample)");
+    return nullptr;
+  }
+  auto source = std::make_shared<const python::key_source>(std::move(keys));
+  if (cfg == nullptr)
+    return source;
+  if (tables.empty())
+    raise(errc::invalid_config,
+          caller
+            + ": keys= is given, and the model has no embedding tables "
+              "(/model/tables)");
+  auto names = source->names();
+  for (auto& name : names) {
+    bool known = false;
+    for (auto& t : tables)
+      known = known || t.table.name == name;
+    if (!known)
+      raise(errc::invalid_config,
+            caller + ": keys= names table \"" + name
+              + "\", which /model/tables does not declare");
+  }
+  if (!names.empty()) // a dict: one row of keys per training sample
+    for (auto& t : tables) {
+      auto rows = source->rows(t.table.name);
+      bool given = false;
+      for (auto& name : names)
+        given = given || name == t.table.name;
+      if (!given)
+        raise(errc::invalid_config, caller
+                                      + ": keys= gives no keys for table \""
+                                      + t.table.name + "\"");
+      if (rows < static_cast<size_t>(cfg->data.train_samples))
+        raise(errc::invalid_config,
+              caller + ": keys[\"" + t.table.name + "\"] has "
+                + std::to_string(rows) + " rows for "
+                + std::to_string(cfg->data.train_samples)
+                + " training samples (/data/train_samples)");
+    }
+  return source;
+}
+
 /// "HOST:PORT" for `what` (listen=, metrics_listen=), or none for "".
 std::optional<std::pair<std::string, uint16_t>>
 address_of(const std::string& text, const std::string& what) {
@@ -188,10 +248,11 @@ py::dict train(const std::string& config_path, py::object step,
                py::object evaluate, bool quiet, py::object resume, bool fresh,
                int64_t epochs, int64_t max_steps, const std::string& listen,
                const std::string& metrics_listen, const std::string& key,
-               py::object progress) {
+               py::object progress, py::object keys) {
   using namespace troupe;
   run_arguments args{std::move(resume), fresh, epochs, max_steps};
   auto [text, cfg] = external_run(config_path, step, "train()", args);
+  auto key_source = keys_of(std::move(keys), &cfg, "train()");
   auto turn = std::make_shared<std::mutex>();
   if (cfg.cluster.distributed())
     raise(errc::invalid_config, config_path
@@ -226,7 +287,7 @@ py::dict train(const std::string& config_path, py::object step,
   opts.shell_key = key;
   opts.words = python_words();
   opts.external = python::python_steps(
-    std::make_shared<python::held_object>(std::move(step)), turn);
+    std::make_shared<python::held_object>(std::move(step)), turn, key_source);
   opts.evaluate = evaluator_of(std::move(evaluate), turn);
   bool opts_evaluated = static_cast<bool>(opts.evaluate);
   // The run goes on a thread of its own; this one, the interpreter's,
@@ -355,7 +416,8 @@ py::object run_node(const std::string& config_path, const std::string& node,
                     py::object step, py::object evaluate,
                     const std::string& key, bool insecure,
                     const std::string& metrics_listen, py::object resume,
-                    bool fresh, int64_t epochs, int64_t max_steps) {
+                    bool fresh, int64_t epochs, int64_t max_steps,
+                    py::object keys) {
   using namespace troupe;
   run_arguments args{std::move(resume), fresh, epochs, max_steps};
   auto [text, cfg] = external_run(config_path, step, "run_node()", args);
@@ -365,6 +427,8 @@ py::object run_node(const std::string& config_path, const std::string& node,
           config_path + ": no node \"" + node + "\" in /cluster/nodes"
             + (cl.distributed() ? " (the nodes are: " + cl.node_names() + ")"
                                 : std::string{}));
+  auto key_source = keys_of(std::move(keys), &cfg, "run_node()",
+                            cl.node(node)->workers > 0);
   bool chief = node == cl.chief_node;
   if (!chief && !evaluate.is_none())
     raise(errc::invalid_config,
@@ -394,7 +458,7 @@ py::object run_node(const std::string& config_path, const std::string& node,
   what.evaluate = evaluator_of(std::move(evaluate), turn);
   bool evaluated = static_cast<bool>(what.evaluate);
   what.external = python::python_steps(
-    std::make_shared<python::held_object>(std::move(step)), turn);
+    std::make_shared<python::held_object>(std::move(step)), turn, key_source);
   if (!chief) {
     auto failure = serve_as_node<caf::error>([&](stop_signals& signals) {
       return run_member_node(cfg, node, *guard, links, signals,
@@ -420,9 +484,10 @@ py::object run_node(const std::string& config_path, const std::string& node,
 /// the run failed or the chief was lost.
 void join(const std::string& chief_address, py::object step, int workers,
           const std::string& name, const std::string& key, bool insecure,
-          double timeout) {
+          double timeout, py::object keys) {
   using namespace troupe;
   check_step(step);
+  auto key_source = keys_of(std::move(keys), nullptr, "join()");
   if (workers < 1)
     throw py::value_error("join(): workers must be at least 1");
   join_options opts;
@@ -432,9 +497,9 @@ void join(const std::string& chief_address, py::object step, int workers,
   opts.timeout_s = timeout;
   opts.links.key_file = key;
   opts.links.insecure = insecure;
-  opts.external = python::python_steps(std::make_shared<python::held_object>(
-                                         std::move(step)),
-                                       std::make_shared<std::mutex>());
+  opts.external = python::python_steps(
+    std::make_shared<python::held_object>(std::move(step)),
+    std::make_shared<std::mutex>(), key_source);
   auto failure = serve_as_node<caf::error>(
     [&](stop_signals& signals) { return run_joining_node(opts, signals); });
   if (failure)
@@ -453,6 +518,7 @@ PYBIND11_MODULE(_troupe, m) {
         py::arg("epochs") = -1, py::arg("max_steps") = -1,
         py::arg("listen") = "", py::arg("metrics_listen") = "",
         py::arg("key") = "", py::arg("progress") = py::none(),
+        py::arg("keys") = py::none(),
         "Trains the run of `config` (model.type \"external\") in this "
         "process, each worker calling step(params, samples) -> "
         "(gradients, loss_sum[, hits]) and the chief evaluate(params) -> "
@@ -463,13 +529,16 @@ PYBIND11_MODULE(_troupe, m) {
         "listen='HOST:PORT' opens troupe-shell's port (key= the cluster "
         "key file), metrics_listen='HOST:PORT' Prometheus'; "
         "progress(record) is called with each progress, worker and "
-        "evaluation record (a dict) on the calling thread.");
+        "evaluation record (a dict) on the calling thread. A model with "
+        "embedding tables (/model/tables) names each sample's keys in "
+        "keys={table: array of one row per sample} (or keys(samples) -> "
+        "such a dict), and its step is step(params, samples, rows).");
   m.def("run_node", &run_node, py::arg("config"), py::arg("node"),
         py::arg("step"), py::kw_only(), py::arg("evaluate") = py::none(),
         py::arg("key") = "", py::arg("insecure") = false,
         py::arg("metrics_listen") = "", py::arg("resume") = py::none(),
         py::arg("fresh") = false, py::arg("epochs") = -1,
-        py::arg("max_steps") = -1,
+        py::arg("max_steps") = -1, py::arg("keys") = py::none(),
         "Runs node `node` of the cluster file `config` in this process, "
         "its workers calling step(params, samples) and, on the chief's "
         "node, the run's evaluations calling evaluate(params). Returns "
@@ -498,6 +567,7 @@ PYBIND11_MODULE(_troupe, m) {
   m.def("join", &join, py::arg("chief"), py::arg("step"), py::kw_only(),
         py::arg("workers") = 1, py::arg("name") = "", py::arg("key") = "",
         py::arg("insecure") = false, py::arg("timeout") = 10.0,
+        py::arg("keys") = py::none(),
         "Adds `workers` workers calling step(params, samples) to the "
         "running cluster whose chief listens at `chief` (HOST:PORT), as "
         "troupe-node --join does, until the run ends or this node leaves "

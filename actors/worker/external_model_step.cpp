@@ -1,8 +1,12 @@
 // The step of a model troupe does not compute (model.type "external"):
 // the pulled blocks go as they are to the user's step function (the
 // Python module's), and the gradient it writes is pushed like any other.
+// A model with embedding tables has its step name each sample's keys; the
+// rows of the batch's distinct keys are pulled before it computes, and the
+// gradients it gives them are pushed beside the dense one.
 #include "actors/worker/step_kind.hpp"
 
+#include "actors/worker/table_batch.hpp"
 #include "actors/worker/worker.hpp"
 #include "models/external_step.hpp"
 #include "runtime/base/errc.hpp"
@@ -14,7 +18,10 @@ namespace {
 class external_model_step : public step_kind {
 public:
   external_model_step(const worker_options& opts)
-    : worker_(opts.id), step_(opts.external) {
+    : worker_(opts.id), step_(opts.external),
+      tables_(embedding_tables(opts.cfg),
+              static_cast<int32_t>(opts.shards.size())),
+      has_tables_(!opts.cfg.model.tables.empty()) {
     pulled_.layout = opts.layout.get();
     take_ranges(opts.ranges);
   }
@@ -30,11 +37,39 @@ public:
   void take_ranges(const std::vector<flat_range>& ranges) override {
     pulled_.ranges = ranges;
     pulled_.blocks.assign(ranges.size(), nullptr);
+    tables_.set_shards(static_cast<int32_t>(ranges.size()));
+  }
+
+  caf::expected<std::vector<row_request>> rows_needed(const lease_grant& lease,
+                                                      int32_t worker) override {
+    if (!has_tables_)
+      return std::vector<row_request>{};
+    rows_ = tables_.start();
+    if (auto err = step_->batch_keys(lease.samples, rows_))
+      return failed(err);
+    auto planned = tables_.plan(rows_, lease.samples.size(), worker);
+    if (!planned)
+      return failed(planned.error());
+    return planned;
+  }
+
+  caf::error take_rows(const std::vector<row_block>& blocks) override {
+    return tables_.take(blocks, rows_);
+  }
+
+  std::vector<row_push>
+  rows_to_push(int32_t worker, int64_t batch,
+               const std::vector<int64_t>& versions) override {
+    if (!has_tables_)
+      return {};
+    return tables_.pushes(rows_, worker, batch, versions);
   }
 
   caf::expected<batch_loss> compute(const lease_grant& lease, int64_t clock,
                                     const gradient_buffer& grads) override {
-    auto loss = step_->step(pulled_, lease.samples, grads());
+    for (auto& r : rows_)
+      r.grads.assign(r.unique.size() * static_cast<size_t>(r.dim), 0.f);
+    auto loss = step_->step(pulled_, lease.samples, grads(), rows_);
     if (loss)
       return loss;
     // A result the step's contract refuses is kept as such: the chief
@@ -46,9 +81,20 @@ public:
   }
 
 private:
+  /// A failure of the keys, as compute's: a key the contract refuses ends
+  /// the run (errc::bad_step), others restart the worker.
+  caf::error failed(const caf::error& err) const {
+    return make_error(
+      err == errc::bad_step ? errc::bad_step : errc::worker_failed,
+      "worker " + std::to_string(worker_) + ": " + describe(err));
+  }
+
   int32_t worker_;
   std::shared_ptr<external_step> step_;
   pulled_params pulled_; ///< this step's values, as the shards sent them
+  table_batch tables_;
+  bool has_tables_;
+  std::vector<table_rows> rows_; ///< this step's rows of each table
 };
 
 } // namespace

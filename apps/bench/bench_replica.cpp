@@ -40,9 +40,10 @@ shard_options shard_of(const options& o, bool follower) {
   t.name = "bench";
   t.vocabulary = uint64_t{1} << 40;
   t.dim = o.dim;
-  so.tables = {t};
-  so.sparse.type = sparse_optimizer_config::kind::adagrad;
-  so.sparse.learning_rate = 0.05;
+  sparse_optimizer_config adagrad;
+  adagrad.type = sparse_optimizer_config::kind::adagrad;
+  adagrad.learning_rate = 0.05;
+  so.tables = {{t, adagrad}};
   so.follower = follower;
   so.replica_timeout = std::chrono::seconds(600);
   return so;

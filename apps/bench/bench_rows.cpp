@@ -57,9 +57,10 @@ int serve(const options& o, int ready_fd, int stop_fd) {
   t.name = "bench";
   t.vocabulary = o.vocabulary;
   t.dim = o.dim;
-  so.tables = {t};
-  so.sparse.type = sparse_optimizer_config::kind::adagrad;
-  so.sparse.learning_rate = 0.05;
+  sparse_optimizer_config adagrad;
+  adagrad.type = sparse_optimizer_config::kind::adagrad;
+  adagrad.learning_rate = 0.05;
+  so.tables = {{t, adagrad}};
   auto shard = sys.spawn(shard_impl, std::move(so));
   return serve_shard_until_stopped(sys, shard, o.dim, ready_fd, stop_fd);
 }

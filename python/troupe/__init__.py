@@ -43,8 +43,9 @@ reads or writes), AuthError (the cluster key or certificates), StepError
 (what the step returned), TrainingError (NaN or infinite values),
 ClusterError (a node lost or unreachable, too many restarts); `code` names
 the kind and `exit_code` is troupe-node's exit code for it.
-The tensors are dense: rows of sparse embedding tables cannot be pulled
-or pushed from Python. epoch_order(N, seed, epoch) is the order in which
+Embedding tables the shards hold ("tables" in the model's config) are
+pulled by key for each batch: see troupe.embedding (Rows, EmbeddingBag).
+epoch_order(N, seed, epoch) is the order in which
 the run leases the samples (training.seed), to train a reference on the
 same batches.
 """
@@ -55,9 +56,11 @@ import struct
 from ._troupe import __version__, epoch_order, join, run_node, train  # noqa: F401
 from ._troupe import (AuthError, ClusterError, ConfigError,  # noqa: F401
                       DataError, Error, StepError, TrainingError)
+from .embedding import Rows, row_gradients  # noqa: F401
 
 __all__ = ["train", "run_node", "join", "write_parameters",
            "read_checkpoint", "load_state", "step_result", "epoch_order",
+           "Rows", "EmbeddingBag", "row_gradients",
            "Error", "ConfigError", "DataError", "AuthError", "StepError",
            "TrainingError", "ClusterError"]
 
@@ -218,11 +221,23 @@ def load_state(model, params):
                 tensor.copy_(torch.from_numpy(value.copy()))
 
 
-def step_result(model):
+def step_result(model, rows=None):
     """What a step returns for a torch module after its backward pass:
-    each parameter's gradient and each buffer's value, by name."""
+    each parameter's gradient and each buffer's value, by name, and with
+    `rows` (the step's dict of Rows) each table's row gradients."""
     out = {name: p.grad for name, p in model.named_parameters()}
     declared = model.state_dict(keep_vars=True)  # persistent buffers only
     out.update((name, b) for name, b in model.named_buffers()
                if name in declared)
+    if rows:
+        out.update(row_gradients(rows))
     return out
+
+
+def __getattr__(name):
+    # troupe.EmbeddingBag, a torch module, imports torch when first used.
+    if name == "EmbeddingBag":
+        from . import embedding
+
+        return embedding.EmbeddingBag
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -31,16 +31,18 @@ const char* to_string(model_config::kind k) {
   return "?";
 }
 
-std::vector<embedding_table_config> embedding_tables(const model_config& m) {
-  if (m.type != model_config::kind::click)
-    return {};
-  return {m.table};
+std::vector<table_setup> embedding_tables(const run_config& cfg) {
+  if (cfg.model.type == model_config::kind::click)
+    return {{cfg.model.table, cfg.training.sparse_optimizer}};
+  return cfg.model.tables;
 }
 
 std::vector<int> embedding_dims(const model_config& m) {
+  if (m.type == model_config::kind::click)
+    return {m.table.dim};
   std::vector<int> out;
-  for (auto& t : embedding_tables(m))
-    out.push_back(t.dim);
+  for (auto& t : m.tables)
+    out.push_back(t.table.dim);
   return out;
 }
 
@@ -183,10 +185,13 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     r.find("base_dir"); // read above
     cfg.base_dir = base;
     cfg.name = r.string("name", "run");
-    cfg.model = read_model(r.inner(r.require("model"), "model"));
-    cfg.data = read_data(r.inner(r.require("data"), "data"));
+    // Training first: an external model's tables that name no optimizer
+    // take its sparse_optimizer.
     if (auto* t = r.find("training"))
       cfg.training = read_training(r.inner(*t, "training"));
+    cfg.model = read_model(r.inner(r.require("model"), "model"),
+                           cfg.training.sparse_optimizer);
+    cfg.data = read_data(r.inner(r.require("data"), "data"));
     if (auto* c = r.find("cluster"))
       cfg.cluster = read_cluster(r.inner(*c, "cluster"));
     r.finish();

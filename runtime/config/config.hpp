@@ -59,6 +59,10 @@ struct model_config {
   /// external: a safetensors file of F32 tensors (e.g. a PyTorch
   /// model's state_dict), their names, shapes and initial values.
   std::string parameters;
+  /// external: the embedding tables whose rows its step pulls by key
+  /// ("tables"), each with its own row optimizer (by default
+  /// training.sparse_optimizer); table i is row requests' table i.
+  std::vector<table_setup> tables;
   /// layers: the model, first layer first; the last one's output is what
   /// `loss` scores.
   std::vector<layer_spec> layers;
@@ -123,8 +127,9 @@ struct training_config {
   int64_t log_every_steps = 100;
   int64_t eval_every_steps = 0; ///< 0: evaluate at the end of each epoch
   optimizer_config optimizer;
-  /// The row-wise optimizer of embedding tables (model "click"), which the
-  /// shards apply to each pushed row; `optimizer` trains the dense part.
+  /// The row-wise optimizer of embedding tables (model "click", and an
+  /// external model's tables that name none), which the shards apply to
+  /// each pushed row; `optimizer` trains the dense part.
   sparse_optimizer_config sparse_optimizer;
   checkpoint_config checkpoint;
 };
@@ -322,9 +327,11 @@ caf::expected<std::string> with_base_dir(const std::string& text,
 const char* to_string(cluster_config::mode m);
 
 /// "softmax", "mlp", "cnn".
-/// The embedding tables of a model, numbered as row requests name them:
-/// the table of a click model; none for the others.
-std::vector<embedding_table_config> embedding_tables(const model_config& m);
+/// The embedding tables of a run with their row optimizers, numbered as
+/// row requests name them: the table of a click model (updated by
+/// training.sparse_optimizer), an external model's "tables"; none for the
+/// others.
+std::vector<table_setup> embedding_tables(const run_config& cfg);
 
 /// Their row widths, in the same order.
 std::vector<int> embedding_dims(const model_config& m);

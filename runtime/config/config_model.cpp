@@ -1,6 +1,7 @@
 // The "model" section of a run config: its type, the shorthands' options
 // or its layer list, its embedding tables, an external model's parameters
 // file.
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,65 @@
 
 namespace troupe::config_detail {
 
-model_config read_model(object_reader r) {
+namespace {
+
+/// Whether `name` may name a table: letters, digits, '_', '.' and '-',
+/// as a checkpoint's file names and the metrics' labels take them.
+bool table_name_ok(const std::string& name) {
+  if (name.empty() || name.size() > 64)
+    return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '_' && c != '.' && c != '-')
+      return false;
+  return true;
+}
+
+/// An external model's "tables": [{"name", "vocabulary", "dim",
+/// "init_scale", "optimizer"}, ...].
+std::vector<table_setup> read_tables(object_reader& r, const json& j,
+                                     const sparse_optimizer_config& sparse,
+                                     uint64_t model_seed) {
+  constexpr size_t max_tables = 256;
+  if (!j.is_array() || j.size() > max_tables)
+    fail(r.at("tables"),
+         "an array of at most " + std::to_string(max_tables) + " table objects",
+         j);
+  std::vector<table_setup> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    auto key = "tables/" + std::to_string(i);
+    auto tr = r.inner(j[i], key);
+    table_setup t;
+    t.table.name = tr.string("name", "");
+    tr.require("name");
+    if (!table_name_ok(t.table.name))
+      throw config_error{errc::invalid_config, tr.at("name"),
+                         "expected 1 to 64 letters, digits, '_', '.' or '-', "
+                         "found \""
+                           + t.table.name + "\""};
+    for (auto& before : out)
+      if (before.table.name == t.table.name)
+        throw config_error{errc::invalid_config, tr.at("name"),
+                           "a second table named \"" + t.table.name + "\""};
+    tr.require("vocabulary");
+    t.table.vocabulary = static_cast<uint64_t>(
+      tr.integer("vocabulary", 1, 1, int64_t{1} << 40));
+    t.table.dim = static_cast<int>(tr.integer("dim", 16, 1, 1024));
+    t.table.init_scale = tr.number("init_scale", 0.05, 0, 1e3);
+    // Each table its own draws: two tables' row k start unlike.
+    t.table.seed = model_seed ^ (0x9e3779b97f4a7c15ull * (i + 1));
+    t.optimizer = sparse;
+    if (auto* o = tr.find("optimizer"))
+      t.optimizer = read_sparse_optimizer(tr.inner(*o, "optimizer"));
+    tr.finish();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+} // namespace
+
+model_config read_model(object_reader r,
+                        const sparse_optimizer_config& sparse) {
   using mk = model_config::kind;
   using ik = model_config::init_kind;
   model_config m;
@@ -49,6 +108,9 @@ model_config read_model(object_reader r) {
     r.require("parameters");
     m.parameters = r.path("parameters", "");
     check_path(m.parameters, r.at("parameters"));
+    m.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+    if (auto* t = r.find("tables"))
+      m.tables = read_tables(r, *t, sparse, m.seed);
     r.finish();
     return m;
   }

@@ -272,7 +272,10 @@ inline void check_path(const std::string& path, const std::string& pointer) {
 // The sections, each read by a file of its own.
 
 /// "model" (config_model.cpp).
-model_config read_model(object_reader r);
+/// The "model" section; an external model's tables that name no
+/// optimizer get `sparse` (training.sparse_optimizer).
+model_config read_model(object_reader r, const sparse_optimizer_config& sparse);
+sparse_optimizer_config read_sparse_optimizer(object_reader r);
 
 /// "data" (config_data.cpp).
 data_config read_data(object_reader r);

@@ -30,6 +30,20 @@ std::string list(const std::vector<T>& v) {
   return out + "]";
 }
 
+/// A row optimizer's settings under `at`.
+void add_sparse_optimizer(identity_map& m, const std::string& at,
+                          const sparse_optimizer_config& so) {
+  m[at + "/type"] = to_string(so.type);
+  m[at + "/learning_rate"] = num(so.learning_rate);
+  if (so.type == sparse_optimizer_config::kind::adagrad)
+    m[at + "/initial_accumulator"] = num(so.initial_accumulator);
+  if (so.type == sparse_optimizer_config::kind::adam) {
+    m[at + "/beta1"] = num(so.beta1);
+    m[at + "/beta2"] = num(so.beta2);
+    m[at + "/epsilon"] = num(so.epsilon);
+  }
+}
+
 } // namespace
 
 identity_map training_identity(const run_config& cfg) {
@@ -127,18 +141,18 @@ identity_map training_identity(const run_config& cfg) {
     m["/training/data_partition"] = to_string(t.partition);
   if (t.shuffle_block != 1) // only when set, so older checkpoints still fit
     m["/training/shuffle_block"] = std::to_string(t.shuffle_block);
-  if (md.type == model_config::kind::click) {
-    auto& so = t.sparse_optimizer;
-    m["/training/sparse_optimizer/type"] = to_string(so.type);
-    m["/training/sparse_optimizer/learning_rate"] = num(so.learning_rate);
-    if (so.type == sparse_optimizer_config::kind::adagrad)
-      m["/training/sparse_optimizer/initial_accumulator"] = num(
-        so.initial_accumulator);
-    if (so.type == sparse_optimizer_config::kind::adam) {
-      m["/training/sparse_optimizer/beta1"] = num(so.beta1);
-      m["/training/sparse_optimizer/beta2"] = num(so.beta2);
-      m["/training/sparse_optimizer/epsilon"] = num(so.epsilon);
-    }
+  if (md.type == model_config::kind::click)
+    add_sparse_optimizer(m, "/training/sparse_optimizer", t.sparse_optimizer);
+  // An external model's tables, only when it has some: the digest of a
+  // run without them is what it was before tables existed.
+  for (size_t i = 0; i < md.tables.size(); ++i) {
+    auto at = "/model/tables/" + std::to_string(i);
+    auto& tb = md.tables[i].table;
+    m[at + "/name"] = tb.name;
+    m[at + "/vocabulary"] = std::to_string(tb.vocabulary);
+    m[at + "/dim"] = std::to_string(tb.dim);
+    m[at + "/init_scale"] = num(tb.init_scale);
+    add_sparse_optimizer(m, at + "/optimizer", md.tables[i].optimizer);
   }
   auto& o = t.optimizer;
   m["/training/optimizer/type"] = to_string(o.type);

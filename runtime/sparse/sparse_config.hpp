@@ -38,6 +38,12 @@ struct sparse_optimizer_config {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
 };
 
+/// A table and the optimizer that updates its rows: what a shard makes.
+struct table_setup {
+  embedding_table_config table;
+  sparse_optimizer_config optimizer;
+};
+
 /// "sgd", "adagrad", "adam".
 const char* to_string(sparse_optimizer_config::kind k);
 

@@ -1,6 +1,7 @@
 #include "runtime/sparse/sync_rows.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <tuple>
 
@@ -26,9 +27,13 @@ caf::expected<bool> sync_rows::hold(const param_block& block,
                         + std::to_string(block.version()));
   if (p.tag < block.version() || block.in_update(p.worker))
     return true;
-  auto worker = p.worker;
-  held_[worker] = std::move(p);
+  put(std::move(p));
   return false;
+}
+
+void sync_rows::drop(int32_t worker) {
+  held_.erase(held_.lower_bound({worker, INT32_MIN}),
+              held_.upper_bound({worker, INT32_MAX}));
 }
 
 void sync_rows::settle(const param_block& block, tables& t, int32_t worker,
@@ -38,7 +43,7 @@ void sync_rows::settle(const param_block& block, tables& t, int32_t worker,
                 && (*r == param_block::outcome::aggregated
                     || *r == param_block::outcome::applied);
   if (!joined)
-    held_.erase(worker);
+    drop(worker);
   after(block, t, before);
 }
 
@@ -50,10 +55,14 @@ void sync_rows::after(const param_block& block, tables& t, int64_t before) {
   auto& workers = block.last_update();
   std::vector<held_row_push> rows;
   for (auto w : workers) {
-    auto held = held_.find(w);
-    if (held != held_.end() && held->second.tag == before) {
-      rows.push_back(std::move(held->second));
-      held_.erase(held);
+    auto held = held_.lower_bound({w, INT32_MIN});
+    while (held != held_.end() && held->first.first == w) {
+      if (held->second.tag == before) {
+        rows.push_back(std::move(held->second));
+        held = held_.erase(held);
+      } else {
+        ++held;
+      }
     }
   }
   const auto pushes = static_cast<float>(std::max<size_t>(workers.size(), 1));

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "caf/expected.hpp"
@@ -64,24 +65,27 @@ public:
   void after(const param_block& block, tables& t, int64_t before);
 
   /// Drops what `worker` holds (it left the run).
-  void drop(int32_t worker) { held_.erase(worker); }
+  void drop(int32_t worker);
 
   /// Forgets the rows of updates not yet applied (a restore, a new
   /// chief's workers).
   void clear() { held_.clear(); }
 
-  /// Pushes held now, one per worker at the most.
+  /// Pushes held now, one per worker and table at the most.
   size_t held() const { return held_.size(); }
 
+  /// Held pushes are keyed by worker, then table.
+  using key = std::pair<int32_t, int32_t>;
+
   /// What is held, and holding it again: a replica's copy of its primary.
-  const std::map<int32_t, held_row_push>& held_pushes() const { return held_; }
+  const std::map<key, held_row_push>& held_pushes() const { return held_; }
   void put(held_row_push p) {
-    auto worker = p.worker;
-    held_[worker] = std::move(p);
+    key k{p.worker, p.table};
+    held_[k] = std::move(p);
   }
 
 private:
-  std::map<int32_t, held_row_push> held_; ///< a later push replaces one
+  std::map<key, held_row_push> held_; ///< a later push replaces one
 };
 
 } // namespace troupe

@@ -74,7 +74,8 @@ struct linear_step : external_step {
 
   caf::expected<batch_loss> step(const pulled_params& p,
                                  const std::vector<uint32_t>& batch,
-                                 float* grads) override {
+                                 float* grads,
+                                 std::vector<table_rows>&) override {
     std::vector<float> scratch_w, scratch_b;
     auto& ts = p.layout->tensors();
     const float* w = p.tensor(ts[0], scratch_w);

@@ -32,8 +32,9 @@ shard_options options(bool follower) {
   t.name = "ids";
   t.vocabulary = 1 << 20;
   t.dim = dim;
-  o.tables = {t};
-  o.sparse.type = sparse_optimizer_config::kind::adam;
+  sparse_optimizer_config adam;
+  adam.type = sparse_optimizer_config::kind::adam;
+  o.tables = {{t, adam}};
   o.follower = follower;
   o.replica_timeout = 10s;
   return o;

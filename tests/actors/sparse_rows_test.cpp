@@ -61,8 +61,7 @@ struct spread_table {
       o.id = i;
       o.block = block;
       o.initial = {0.f};
-      o.tables = {small_table()};
-      o.sparse = opt;
+      o.tables = {{small_table(), opt}};
       actors.push_back(f.sys->spawn(shard_impl, o));
     }
     handles.assign(actors.begin(), actors.end());
@@ -451,8 +450,7 @@ BOOST_AUTO_TEST_CASE(rows_leave_and_return_in_chunks_and_peeks_make_none) {
   // dense state, which empties its tables).
   shard_options o;
   o.initial = {0.f};
-  o.tables = {small_table()};
-  o.sparse = adam;
+  o.tables = {{small_table(), adam}};
   shard_actor copy = t.f.sys->spawn(shard_impl, o);
   shard_state_msg dense;
   dense.values = {0.f};

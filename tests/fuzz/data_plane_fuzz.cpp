@@ -60,7 +60,7 @@ struct world {
     embedding_table_config t;
     t.vocabulary = table_vocabulary;
     t.dim = row_dim;
-    o.tables = {t};
+    o.tables = {{t, sparse_optimizer_config{}}};
     shard = sys->spawn(shard_impl, o);
     caf::scoped_actor self{*sys};
     self->request(shard, 5s, join_atom_v, int32_t{0})

@@ -143,6 +143,17 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     c["data"] = {
       {"format", "external"}, {"train_samples", 100}, {"test_samples", 10}};
     add("external", c);
+    c["model"]["seed"] = 7;
+    c["model"]["tables"] = json::array(
+      {{{"name", "user"},
+        {"vocabulary", 1000},
+        {"dim", 8},
+        {"init_scale", 0.01},
+        {"optimizer", {{"type", "adam"}}}},
+       {{"name", "item"},
+        {"vocabulary", 50},
+        {"optimizer", {{"type", "adagrad"}}}}});
+    add("external with tables", c);
   }
   // Optimizers, the schedule, checkpoints and the other training keys.
   for (auto type : {"sgd", "momentum", "adam"}) {

@@ -8,6 +8,7 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/config/config_text.hpp"
+#include "runtime/config/run_identity.hpp"
 #include "test_util.hpp"
 
 using namespace troupe;
@@ -408,6 +409,56 @@ BOOST_AUTO_TEST_CASE(an_external_model_and_external_data_go_together) {
       .find("cfg.json: /cluster/mode: easgd is not supported for an "
             "external model")
     == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_external_models_tables_and_their_optimizers) {
+  troupe::test::temp_dir dir;
+  auto params = dir.file("model.safetensors");
+  auto text = R"({ "name": "t",
+    "model": { "type": "external", "parameters": ")"
+              + params + R"(", "seed": 3, "tables": [
+      { "name": "user", "vocabulary": 1000, "dim": 8,
+        "optimizer": { "type": "adam", "learning_rate": 0.01 } },
+      { "name": "item", "vocabulary": 50 } ] },
+    "data": { "format": "external", "train_samples": 600 },
+    "training": { "sparse_optimizer": { "type": "sgd" } } })";
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  auto tables = embedding_tables(*cfg);
+  BOOST_REQUIRE(tables.size() == 2u);
+  BOOST_TEST(tables[0].table.name == "user");
+  BOOST_TEST(tables[0].table.vocabulary == 1000u);
+  BOOST_TEST(tables[0].table.dim == 8);
+  BOOST_TEST((tables[0].optimizer.type == sparse_optimizer_config::kind::adam));
+  BOOST_TEST(tables[0].optimizer.learning_rate == 0.01);
+  // A table that names no optimizer takes training.sparse_optimizer.
+  BOOST_TEST(tables[1].table.dim == 16);
+  BOOST_TEST((tables[1].optimizer.type == sparse_optimizer_config::kind::sgd));
+  BOOST_TEST(tables[0].table.seed != tables[1].table.seed);
+  BOOST_TEST(embedding_dims(cfg->model) == (std::vector<int>{8, 16}));
+  // The tables are part of what a checkpoint must fit.
+  auto other = parse_run_config(
+    replace_first(text, R"("dim": 8)", R"("dim": 4)"), "cfg.json");
+  BOOST_REQUIRE(other);
+  BOOST_TEST(training_identity(*cfg) != training_identity(*other));
+  BOOST_TEST(
+    error_of(replace_first(text, R"("name": "item")", R"("name": "user")"))
+    == R"(cfg.json: /model/tables/1/name: a second table named "user")");
+  BOOST_TEST(
+    error_of(replace_first(text, R"("name": "item")", R"("name": "it em")"))
+      .find("cfg.json: /model/tables/1/name: expected 1 to 64 "
+            "letters")
+    == 0);
+  BOOST_TEST(
+    error_of(replace_first(text, R"("vocabulary": 50)", R"("vocabulary": 0)"))
+    == "cfg.json: /model/tables/1/vocabulary: expected a positive integer, "
+       "found 0");
+  BOOST_TEST(
+    error_of(replace_first(text, R"(, "vocabulary": 50)", ""))
+    == R"(cfg.json: /model/tables/1/vocabulary: missing required key "vocabulary")");
+  BOOST_TEST(error_of(replace_first(text, R"("dim": 8,)", R"("dims": 8,)"))
+               .find("cfg.json: /model/tables/0/dims:")
+             == 0);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
