@@ -4,6 +4,13 @@
 // A model with embedding tables has its step name each sample's keys; the
 // rows of the batch's distinct keys are pulled before it computes, and the
 // gradients it gives them are pushed beside the dense one.
+//
+// In async mode with cluster.prefetch the step computes on a thread of its
+// own (computes_apart): the worker meanwhile leases the next batch and
+// pulls its values and rows, so the user's function finds them there when
+// it returns. Each step's rows are then a step_tables of their own: the
+// next step's are planned and filled while this one's are computed on and
+// pushed.
 #include "actors/worker/step_kind.hpp"
 
 #include "actors/worker/table_batch.hpp"
@@ -21,7 +28,9 @@ public:
     : worker_(opts.id), step_(opts.external),
       tables_(embedding_tables(opts.cfg),
               static_cast<int32_t>(opts.shards.size())),
-      has_tables_(!opts.cfg.model.tables.empty()) {
+      has_tables_(!opts.cfg.model.tables.empty()),
+      apart_(opts.cfg.cluster.consistency == cluster_config::mode::async
+             && opts.cfg.cluster.prefetch) {
     pulled_.layout = opts.layout.get();
     take_ranges(opts.ranges);
   }
@@ -42,42 +51,60 @@ public:
 
   caf::expected<std::vector<row_request>> rows_needed(const lease_grant& lease,
                                                       int32_t worker) override {
+    next_ = std::make_shared<step_tables>();
     if (!has_tables_)
       return std::vector<row_request>{};
-    rows_ = tables_.start();
-    if (auto err = step_->batch_keys(lease.samples, rows_))
+    next_->rows = tables_.start();
+    if (auto err = step_->batch_keys(lease.samples, next_->rows))
       return failed(err);
-    auto planned = tables_.plan(rows_, lease.samples.size(), worker);
+    auto planned = tables_.plan(*next_, lease.samples.size(), worker);
     if (!planned)
       return failed(planned.error());
     return planned;
   }
 
   caf::error take_rows(const std::vector<row_block>& blocks) override {
-    return tables_.take(blocks, rows_);
+    return table_batch::take(blocks, *next_);
   }
 
   std::vector<row_push>
   rows_to_push(int32_t worker, int64_t batch,
                const std::vector<int64_t>& versions) override {
-    if (!has_tables_)
+    if (!has_tables_ || !current_)
       return {};
-    return tables_.pushes(rows_, worker, batch, versions);
+    return table_batch::pushes(*current_, worker, batch, versions);
+  }
+
+  bool computes_apart() const override { return apart_; }
+
+  compute_job compute_apart(const lease_grant& lease, int64_t clock,
+                            float* grads,
+                            std::shared_ptr<const void> keep) override {
+    // What the step reads is taken now, on the worker's thread: the next
+    // step's values and rows may come while this one computes.
+    current_ = next_ ? std::move(next_) : std::make_shared<step_tables>();
+    for (auto& r : current_->rows)
+      r.grads.assign(r.unique.size() * static_cast<size_t>(r.dim), 0.f);
+    return [worker = worker_, step = step_, pulled = pulled_,
+            samples = lease.samples, tables = current_, clock, grads,
+            keep = std::move(keep)]() -> caf::expected<batch_loss> {
+      auto loss = step->step(pulled, samples, grads, tables->rows);
+      if (loss)
+        return loss;
+      // A result the step's contract refuses is kept as such: the chief
+      // ends the run instead of restarting the worker.
+      return make_error(
+        loss.error() == errc::bad_step ? errc::bad_step : errc::worker_failed,
+        "worker " + std::to_string(worker) + ": step " + std::to_string(clock)
+          + ": " + describe(loss.error()));
+    };
   }
 
   caf::expected<batch_loss> compute(const lease_grant& lease, int64_t clock,
                                     const gradient_buffer& grads) override {
-    for (auto& r : rows_)
-      r.grads.assign(r.unique.size() * static_cast<size_t>(r.dim), 0.f);
-    auto loss = step_->step(pulled_, lease.samples, grads(), rows_);
-    if (loss)
-      return loss;
-    // A result the step's contract refuses is kept as such: the chief
-    // ends the run instead of restarting the worker.
-    return make_error(
-      loss.error() == errc::bad_step ? errc::bad_step : errc::worker_failed,
-      "worker " + std::to_string(worker_) + ": step " + std::to_string(clock)
-        + ": " + describe(loss.error()));
+    // The computation apart, run here on the worker's thread, into the
+    // worker's buffer.
+    return compute_apart(lease, clock, grads(), nullptr)();
   }
 
 private:
@@ -91,10 +118,13 @@ private:
 
   int32_t worker_;
   std::shared_ptr<external_step> step_;
-  pulled_params pulled_; ///< this step's values, as the shards sent them
+  pulled_params pulled_; ///< the values of the next step to compute
   table_batch tables_;
   bool has_tables_;
-  std::vector<table_rows> rows_; ///< this step's rows of each table
+  bool apart_;
+  /// The rows of the step being pulled, and of the step computed last
+  /// (whose gradients are pushed).
+  std::shared_ptr<step_tables> next_, current_;
 };
 
 } // namespace

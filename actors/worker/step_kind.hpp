@@ -95,6 +95,23 @@ public:
                                             int64_t clock,
                                             const gradient_buffer& grads) = 0;
 
+  /// Whether the step computes on a thread of its own (computes_apart),
+  /// while the worker goes on leasing and pulling the next step.
+  virtual bool computes_apart() const { return false; }
+
+  /// For a kind that computes apart: takes what the step on `lease` reads
+  /// (its values and rows as pulled) now, on the worker's thread, and
+  /// returns the computation to run on another one, writing its gradient
+  /// to `grads` (kept alive by `keep`). rows_needed, take_rows and
+  /// take_values serve the next step meanwhile; rows_to_push still gives
+  /// this step's rows.
+  using compute_job = std::function<caf::expected<batch_loss>()>;
+  virtual compute_job compute_apart(const lease_grant&, int64_t /*clock*/,
+                                    float* /*grads*/,
+                                    std::shared_ptr<const void> /*keep*/) {
+    return nullptr;
+  }
+
   /// What the step just computed sends the shards; `clock`: the worker's
   /// steps before it.
   virtual step_push push_after(int64_t /*clock*/) const {

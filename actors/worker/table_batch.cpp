@@ -22,10 +22,9 @@ std::vector<table_rows> table_batch::start() const {
 }
 
 caf::expected<std::vector<row_request>>
-table_batch::plan(std::vector<table_rows>& rows, size_t samples,
-                  int32_t worker) {
-  asked_.clear();
-  planned_rows_ = 0;
+table_batch::plan(step_tables& step, size_t samples, int32_t worker) {
+  auto& rows = step.rows;
+  step.asked.clear();
   std::vector<row_request> out;
   if (rows.size() != tables_.size())
     return make_error(errc::bad_step, "keys for " + std::to_string(rows.size())
@@ -62,9 +61,8 @@ table_batch::plan(std::vector<table_rows>& rows, size_t samples,
         r.unique.push_back(key);
       r.inverse[i] = slot;
     }
-    planned_rows_ += r.unique.size();
     // Each shard's rows, in the order of `unique`.
-    std::vector<asked> per(static_cast<size_t>(shards_));
+    std::vector<table_ask> per(static_cast<size_t>(shards_));
     std::vector<std::vector<uint64_t>> ids(static_cast<size_t>(shards_));
     for (size_t u = 0; u < r.unique.size(); ++u) {
       auto id = static_cast<uint64_t>(r.unique[u]);
@@ -80,23 +78,24 @@ table_batch::plan(std::vector<table_rows>& rows, size_t samples,
       a.table = static_cast<int32_t>(t);
       out.push_back(row_request{s, a.table, worker,
                                 std::move(ids[static_cast<size_t>(s)])});
-      asked_.push_back(std::move(a));
+      step.asked.push_back(std::move(a));
     }
   }
   return out;
 }
 
 caf::error table_batch::take(const std::vector<row_block>& blocks,
-                             std::vector<table_rows>& rows) const {
-  if (blocks.size() != asked_.size())
+                             step_tables& step) {
+  auto& rows = step.rows;
+  if (blocks.size() != step.asked.size())
     return make_error(errc::wrong_size,
                       std::to_string(blocks.size()) + " answers to "
-                        + std::to_string(asked_.size()) + " row requests");
+                        + std::to_string(step.asked.size()) + " row requests");
   for (auto& r : rows)
     r.values = std::make_shared<std::vector<float>>(
       r.unique.size() * static_cast<size_t>(r.dim));
   for (size_t i = 0; i < blocks.size(); ++i) {
-    auto& a = asked_[i];
+    auto& a = step.asked[i];
     auto& r = rows[static_cast<size_t>(a.table)];
     const auto dim = static_cast<size_t>(r.dim);
     auto& b = blocks[i];
@@ -115,12 +114,12 @@ caf::error table_batch::take(const std::vector<row_block>& blocks,
 }
 
 std::vector<row_push>
-table_batch::pushes(const std::vector<table_rows>& rows, int32_t worker,
-                    int64_t batch, const std::vector<int64_t>& versions) const {
+table_batch::pushes(const step_tables& step, int32_t worker, int64_t batch,
+                    const std::vector<int64_t>& versions) {
   std::vector<row_push> out;
-  out.reserve(asked_.size());
-  for (auto& a : asked_) {
-    auto& r = rows[static_cast<size_t>(a.table)];
+  out.reserve(step.asked.size());
+  for (auto& a : step.asked) {
+    auto& r = step.rows[static_cast<size_t>(a.table)];
     const auto dim = static_cast<size_t>(r.dim);
     std::vector<uint64_t> ids(a.positions.size());
     auto grads = std::make_shared<std::vector<float>>(a.positions.size() * dim);

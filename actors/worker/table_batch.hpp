@@ -17,6 +17,22 @@
 
 namespace troupe {
 
+/// One request of a step's plan: the places of its rows among its table's
+/// distinct keys.
+struct table_ask {
+  int32_t shard = 0;
+  int32_t table = 0;
+  std::vector<uint32_t> positions;
+};
+
+/// One step's rows of every table, and what was asked of which shard: a
+/// worker that pulls the next step's rows while this one computes keeps
+/// two.
+struct step_tables {
+  std::vector<table_rows> rows;
+  std::vector<table_ask> asked;
+};
+
 class table_batch {
 public:
   table_batch(std::vector<table_setup> tables, int32_t shards);
@@ -28,40 +44,29 @@ public:
   /// step's batch_keys fills.
   std::vector<table_rows> start() const;
 
-  /// Checks the keys of `rows` (each in [0, vocabulary) or -1), sets their
-  /// unique and inverse, and returns the requests for their rows, one per
-  /// shard and table that holds any (`worker` asks). errc::bad_step names
-  /// the table, the sample and the key of the first key out of range, or a
-  /// table whose keys do not fill `samples` rows of `width`.
-  caf::expected<std::vector<row_request>> plan(std::vector<table_rows>& rows,
+  /// Checks the keys of `step.rows` (each in [0, vocabulary) or -1), sets
+  /// their unique and inverse, and returns the requests for their rows,
+  /// one per shard and table that holds any (`worker` asks), kept in
+  /// step.asked. errc::bad_step names the table, the sample and the key of
+  /// the first key out of range, or a table whose keys do not fill
+  /// `samples` rows of `width`.
+  caf::expected<std::vector<row_request>> plan(step_tables& step,
                                                size_t samples, int32_t worker);
 
   /// The answers to plan's requests, in their order, into each table's
   /// values; errc::wrong_size for an answer of other rows than asked.
-  caf::error take(const std::vector<row_block>& blocks,
-                  std::vector<table_rows>& rows) const;
+  static caf::error take(const std::vector<row_block>& blocks,
+                         step_tables& step);
 
   /// The step's row gradients (each table's grads), one push per request
-  /// of the plan, tagged with `versions` (per shard) as the dense push.
-  std::vector<row_push> pushes(const std::vector<table_rows>& rows,
-                               int32_t worker, int64_t batch,
-                               const std::vector<int64_t>& versions) const;
-
-  /// Distinct rows of the last plan, all tables together.
-  size_t planned_rows() const { return planned_rows_; }
+  /// of its plan, tagged with `versions` (per shard) as the dense push.
+  static std::vector<row_push> pushes(const step_tables& step, int32_t worker,
+                                      int64_t batch,
+                                      const std::vector<int64_t>& versions);
 
 private:
-  /// One request of the plan: its rows' places among the table's unique.
-  struct asked {
-    int32_t shard = 0;
-    int32_t table = 0;
-    std::vector<uint32_t> positions;
-  };
-
   std::vector<table_setup> tables_;
   int32_t shards_;
-  std::vector<asked> asked_;
-  size_t planned_rows_ = 0;
   id_index scratch_;
 };
 

@@ -175,6 +175,7 @@ void quit_when_settled(self_ptr self) {
 }
 
 void next_step(self_ptr self);
+void send_step(self_ptr self);
 
 /// What to do once a step's pushes are applied: ack its lease (the batch is
 /// done only then) and count it for the next report to the chief (so every
@@ -281,6 +282,70 @@ bool check_finite(self_ptr self, int n) {
   return false;
 }
 
+/// Runs the step's computation on the kind's own thread (the computer
+/// actor), then checks and sends it as compute() and send_step() do; the
+/// worker meanwhile leases and pulls the next step. That step's lease and
+/// values may come before this one is done: the step is checked and
+/// sent with its own lease and pulled versions.
+void compute_apart(self_ptr self) {
+  auto& st = self->state;
+  if (st.opts.fault_hook)
+    st.opts.fault_hook(st.opts.id, st.clock);
+  st.grads = free_gradient_buffer(self);
+  auto lease = std::make_shared<lease_grant>(st.lease);
+  auto versions = std::make_shared<std::vector<int64_t>>(st.versions);
+  st.computing_slot->job = st.kind->compute_apart(*lease, st.clock,
+                                                  st.grads->data(), st.grads);
+  st.computing = true;
+  self->request(st.computer, caf::infinite, step_atom_v)
+    .then(
+      [=](bool) {
+        auto& s = self->state;
+        s.computing = false;
+        auto loss = std::move(s.computing_slot->result);
+        std::swap(s.lease, *lease);
+        std::swap(s.versions, *versions);
+        if (!loss) {
+          fail(self, std::move(loss.error()));
+        } else {
+          s.loss = *loss;
+          if (check_finite(self, static_cast<int>(s.lease.samples.size())))
+            send_step(self);
+          else
+            s.halted = true;
+        }
+        std::swap(s.lease, *lease);
+        std::swap(s.versions, *versions);
+        if (auto waiting = std::exchange(s.waiting_compute, nullptr))
+          waiting();
+      },
+      [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
+/// The leased batch's rows are in: async with prefetch starts the next
+/// step's pull and lease now, so that their answers (and, for a kind that
+/// computes apart, the next batch's rows) come while this one computes;
+/// then it computes and sends. Not before the rows are in: the kinds
+/// plan one batch's rows at a time.
+void start_compute(self_ptr self) {
+  auto& st = self->state;
+  if (st.halted)
+    return;
+  if (st.computing) { // the step before still computes apart
+    st.waiting_compute = [=] { start_compute(self); };
+    return;
+  }
+  auto& cluster = st.opts.cfg.cluster;
+  if (cluster.consistency == cluster_config::mode::async && cluster.prefetch)
+    next_step(self);
+  if (st.kind->computes_apart())
+    return compute_apart(self);
+  if (compute(self))
+    send_step(self);
+  else
+    st.halted = true;
+}
+
 /// Pushes the gradient of the leased batch to every shard, then goes on.
 void push_gradient(self_ptr self) {
   auto& st = self->state;
@@ -379,15 +444,7 @@ void next_step(self_ptr self) {
     // (the chief puts it back).
     if (self->state.draining)
       return quit_when_settled(self);
-    if (self->state.opts.cfg.cluster.consistency == cluster_config::mode::async
-        && self->state.opts.cfg.cluster.prefetch)
-      next_step(self);
-    pull_rows(self, [=] {
-      if (compute(self))
-        send_step(self);
-      else
-        self->state.halted = true;
-    });
+    pull_rows(self, [=] { start_compute(self); });
   };
   // An elastic worker computes on its own replica: it pulls every tau
   // steps only (send_step).
@@ -522,6 +579,20 @@ worker_impl(worker_actor::stateful_pointer<worker_state> self,
     return inert(self);
   }
   st.kind = std::move(*kind);
+  if (st.kind->computes_apart()) {
+    st.computing_slot = std::make_shared<worker_state::compute_slot>();
+    st.computer = self->spawn<caf::detached>(
+      [slot = st.computing_slot]() -> caf::behavior {
+        return {[slot](step_atom) {
+          slot->result = std::exchange(slot->job, nullptr)();
+          return true;
+        }};
+      });
+    // It ends with the worker, after the computation it runs, if any.
+    self->attach_functor([computer = st.computer] {
+      caf::anon_send_exit(computer, caf::exit_reason::user_shutdown);
+    });
+  }
   st.versions.assign(st.opts.shards.size(), 0);
   self->send(self, step_atom_v);
   return worker_behavior(self);

@@ -95,6 +95,18 @@ struct worker_state {
   double last_report = 0;
   double step_start = 0;
   batch_loss loss;
+  /// A kind that computes apart (step_kind::computes_apart): the actor
+  /// on a thread of its own that runs each step's computation, what it
+  /// runs and gives back, whether it runs one now, and the next step,
+  /// its rows in, waiting for it.
+  struct compute_slot {
+    step_kind::compute_job job;
+    caf::expected<batch_loss> result{caf::sec::none};
+  };
+  caf::actor computer;
+  std::shared_ptr<compute_slot> computing_slot;
+  bool computing = false;
+  std::function<void()> waiting_compute;
 };
 
 worker_actor::behavior_type

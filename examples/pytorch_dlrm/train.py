@@ -83,7 +83,8 @@ def prepare(a):
                      "sparse_optimizer": {"type": "adagrad",
                                           "learning_rate": a.table_lr},
                      "checkpoint": {"dir": os.path.join(d, "ckpt")}},
-        "cluster": {"mode": a.mode, "node_timeout_s": 60, "nodes": [
+        "cluster": {"mode": a.mode, "prefetch": a.prefetch,
+                    "node_timeout_s": 60, "nodes": [
             {"name": "ps0", "host": "127.0.0.1", "port": port(),
              "shards": 1},
             {"name": "ps1", "host": "127.0.0.1", "port": port(),
@@ -176,6 +177,9 @@ def main():
     q = sub.add_parser("prepare", help="write the run's folder")
     q.add_argument("dir")
     q.add_argument("--mode", default="async", choices=["async", "sync"])
+    q.add_argument("--prefetch", action="store_true",
+                   help="async: lease and pull the next batch's rows while "
+                        "a step computes")
     add_run_options(q)
     q = sub.add_parser("node", help="run one node of the cluster file")
     q.add_argument("config")

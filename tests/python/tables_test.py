@@ -147,6 +147,32 @@ class Tables(unittest.TestCase):
         self.train(folder, step, keys)
         self.assertGreaterEqual(len(seen), 6)
 
+    def test_with_prefetch_each_step_gets_its_own_batchs_rows(self):
+        # The next batch's lease and rows come while a step computes on the
+        # worker's own thread: each step still gets the rows of its own
+        # samples, and every batch is trained once.
+        keys, y = planted()
+        model = make_model()
+        folder = Folder(self, model, mode="async")
+        with open(folder.config) as f:
+            cfg = json.load(f)
+        cfg["cluster"]["prefetch"] = True
+        with open(folder.config, "w") as f:
+            json.dump(cfg, f)
+        seen, losses = [], []
+        inner = bce_step(model, y, losses)
+
+        def step(params, samples, rows):
+            for name in ("user", "item"):
+                np.testing.assert_array_equal(rows[name].keys,
+                                              keys[name][samples])
+            seen.extend(samples.tolist())
+            return inner(params, samples, rows)
+        summary = self.train(folder, step, keys)
+        self.assertEqual(summary["steps"], 4 * SAMPLES // 40)
+        self.assertEqual(sorted(seen), sorted(list(range(SAMPLES)) * 4))
+        self.assertLess(np.mean(losses[-10:]), 0.6 * np.mean(losses[:10]))
+
     def test_per_occurrence_gradients_are_summed_per_key(self):
         # A step that returns (samples, width, dim) gradients trains as
         # one that returns them per distinct key.
