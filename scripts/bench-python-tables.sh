@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Embedding tables from Python (examples/pytorch_dlrm: a DLRM-style model,
+# one table per categorical field, on click logs) on troupe against
+# PyTorch alone and PyTorch's RPC parameter server, in one run: the same
+# model, MLP start, batch size (256), optimizers (Adam 0.001 on the MLP,
+# Adagrad 0.05 on the rows) and epochs everywhere.
+# - pytorch alone, 1 and 2 threads: alone.py (nn.EmbeddingBag with sparse
+#   gradients), on the batches troupe trains (troupe.epoch_order);
+# - troupe async, prefetch off and on: node ps0 (the chief, shard 0), ps1
+#   (shard 1) and two Python worker processes w0, w1 (train.py, one
+#   thread each), each step timed by bench/dlrm_node_timed.py: the time a
+#   worker waits between steps for its lease, values and rows, and the
+#   rows it pulled and pushed per second;
+# - pytorch rpc ps: bench/pytorch_dlrm_rpc.py, one server holding the
+#   tables and the MLP and two worker processes.
+# Prints each run's samples/s, test log-loss and AUC, and the ratios.
+# Data: troupe-clicks, 400k training and 40k test logs of 2 numeric and 4
+# categorical fields of 100000 Zipf values (seed 3), written once into
+# runs/bench-tables.
+# Usage: scripts/bench-python-tables.sh [epochs, default 1]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
+data="$TROUPE_ROOT/runs/bench-tables"
+if [[ ! -f "$data/test.tsv" ]]; then
+  mkdir -p "$data"
+  "$TROUPE_BUILD/apps/troupe-clicks" --out "$data" --train 400000 \
+    --test 40000 --numeric 2 --categorical 4 --values 100000 --seed 3
+fi
+export OPENBLAS_NUM_THREADS=1 # one core per process, as torch's threads
+exec /usr/bin/python3 - "${1:-1}" "$data" <<'PY'
+import json, os, re, subprocess, sys, time
+
+from benchlib import free_port, run_json_script, scratch_dir
+
+epochs, data = sys.argv[1], sys.argv[2]
+example = os.path.abspath("examples/pytorch_dlrm")
+timed = os.path.abspath("bench/dlrm_node_timed.py")
+work = scratch_dir()
+python = "/usr/bin/python3"
+rows = []
+
+
+def alone(threads):
+    r = run_json_script(["alone.py", "--data", data, "--epochs", epochs,
+                         "--threads", str(threads)], cwd=example)
+    rows.append((f"pytorch alone, {threads} thread(s)", r["samples_per_sec"],
+                 r["test_log_loss"], r["test_auc"], ""))
+    return r
+
+
+def troupe(prefetch):
+    name = "prefetch" if prefetch else "no-prefetch"
+    run = os.path.join(work, name)
+    subprocess.run([python, "train.py", "prepare", run, "--data", data,
+                    "--epochs", epochs] + (["--prefetch"] if prefetch else []),
+                   cwd=example, check=True, capture_output=True)
+    config = os.path.join(run, "cluster.json")
+    logs, procs = {}, {}
+    for node in ("ps0", "ps1", "w0", "w1"):
+        logs[node] = os.path.join(run, node + ".log")
+        procs[node] = subprocess.Popen(
+            [python, timed, "node", config, node], cwd=example,
+            stdout=open(logs[node], "w"), stderr=subprocess.STDOUT)
+        if node == "ps0":
+            time.sleep(1)  # the chief makes the cluster key
+    for node, p in procs.items():
+        if p.wait(timeout=3600) != 0:
+            sys.exit(f"{name}: node {node} failed: see {logs[node]}")
+    chief = open(logs["ps0"]).read()
+    m = re.search(r"test log-loss ([0-9.]+), test AUC ([0-9.]+) \((\d+) "
+                  r"examples/s\)", chief)
+    workers = [json.loads(l) for n in ("w0", "w1")
+               for l in open(logs[n]) if l.startswith("{")]
+    wait = sum(w["wait_ms_mean"] for w in workers) / len(workers)
+    step = sum(w["step_ms"] for w in workers) / len(workers)
+    row_rate = sum(w["rows_per_sec"] for w in workers)
+    rows.append((f"troupe async, prefetch {'on' if prefetch else 'off'}",
+                 float(m.group(3)), float(m.group(1)), float(m.group(2)),
+                 f"step {step:.2f} ms, waits {wait:.2f} ms between steps, "
+                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed"))
+    return float(m.group(3)), wait
+
+
+def rpc():
+    r = run_json_script([os.path.abspath("bench/pytorch_dlrm_rpc.py"),
+                         "--data", data, "--epochs", epochs, "--port",
+                         str(free_port())],
+                        cwd=os.path.abspath("bench"))
+    rows.append(("pytorch rpc ps, 2 workers", r["samples_per_sec"],
+                 r["test_log_loss"], r["test_auc"], ""))
+    return r
+
+
+a1, a2 = alone(1), alone(2)
+off, wait_off = troupe(False)
+on, wait_on = troupe(True)
+r = rpc()
+print(f"{'run':34} {'samples/s':>10} {'log-loss':>9} {'AUC':>7}")
+for name, rate, loss, auc, note in rows:
+    print(f"{name:34} {rate:10.0f} {loss:9.4f} {auc:7.4f}  {note}")
+best = max(a1["samples_per_sec"], a2["samples_per_sec"])
+print(f"troupe (prefetch on) / pytorch alone at its best: {on / best:.2f}x")
+print(f"troupe (prefetch on) / pytorch rpc ps: "
+      f"{on / r['samples_per_sec']:.2f}x")
+print(f"wait between steps: {wait_off:.2f} ms without prefetch, "
+      f"{wait_on:.2f} ms with it")
+PY
