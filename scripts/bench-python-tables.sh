@@ -12,7 +12,12 @@
 #   worker waits between steps for its lease, values and rows, and the
 #   rows it pulled and pushed per second;
 # - pytorch rpc ps: bench/pytorch_dlrm_rpc.py, one server holding the
-#   tables and the MLP and two worker processes.
+#   tables and the MLP and two worker processes;
+# - troupe's click model: the C++ click worker on the same logs and
+#   processes (troupe-node; one table for every field, the same dim, MLP
+#   and optimizers), whose rows pulled and pushed per second (as the
+#   shards counted them) are what the Python workers' are measured
+#   against.
 # Prints each run's samples/s, test log-loss and AUC, and the ratios.
 # Data: troupe-clicks, 400k training and 40k test logs of 2 numeric and 4
 # categorical fields of 100000 Zipf values (seed 3), written once into
@@ -74,12 +79,67 @@ def troupe(prefetch):
                for l in open(logs[n]) if l.startswith("{")]
     wait = sum(w["wait_ms_mean"] for w in workers) / len(workers)
     step = sum(w["step_ms"] for w in workers) / len(workers)
-    row_rate = sum(w["rows_per_sec"] for w in workers)
+    row_rate = shard_rows_per_sec(chief)
     rows.append((f"troupe async, prefetch {'on' if prefetch else 'off'}",
                  float(m.group(3)), float(m.group(1)), float(m.group(2)),
                  f"step {step:.2f} ms, waits {wait:.2f} ms between steps, "
-                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed"))
-    return float(m.group(3)), wait
+                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)"))
+    return float(m.group(3)), wait, row_rate
+
+
+def shard_rows_per_sec(log):
+    """Rows pulled and pushed, as the shards counted them at the end, over
+    the run's training seconds (its summary row)."""
+    moved = sum(int(p) + int(q) for p, q in re.findall(
+        r"rows pulled (\d+), pushed (\d+)", log))
+    summary = [l for l in log.splitlines()
+               if l.split()[:1] and l.split()[0].startswith(("click-", "tables-"))]
+    seconds = float(summary[-1].split()[6])
+    return moved / seconds
+
+
+def click_worker():
+    """troupe's own click model on the same logs, across the same four
+    processes."""
+    node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
+    run = os.path.join(work, "click")
+    os.makedirs(run, exist_ok=True)
+    nodes = [{"name": n, "host": "127.0.0.1", "port": free_port(),
+              **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
+             for n in ("ps0", "ps1", "w0", "w1")]
+    config = os.path.join(run, "click.json")
+    with open(config, "w") as f:
+        json.dump({
+            "name": "click-cpp",
+            "model": {"type": "click", "hidden": [64, 32], "seed": 1,
+                      "embedding": {"dim": 8}},
+            "data": {"format": "click", "dir": data, "train": "train.tsv",
+                     "test": "test.tsv", "numeric": 2, "categorical": 4,
+                     "vocabulary": 1 << 24},
+            "training": {"batch_size": 256, "epochs": int(epochs),
+                         "threads": 1, "log_every_steps": 100000,
+                         "optimizer": {"type": "adam", "learning_rate": 0.001},
+                         "sparse_optimizer": {"type": "adagrad",
+                                              "learning_rate": 0.05}},
+            "cluster": {"mode": "async", "nodes": nodes}}, f)
+    procs = [subprocess.Popen([node, "--config", config, "--node", n["name"]],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for n in nodes[1:]]
+    out = subprocess.run([node, "--config", config, "--node", "ps0"],
+                         capture_output=True, text=True)
+    for p in procs:
+        p.wait(timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"click model failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    scores = re.findall(r"test loss = ([0-9.]+), test AUC = ([0-9.]+)",
+                        out.stdout)
+    summary = [l for l in out.stdout.splitlines() if l.startswith("click-")]
+    rate = float(summary[-1].split()[7])
+    row_rate = shard_rows_per_sec(out.stdout)
+    rows.append(("troupe's C++ click model", rate, float(scores[-1][0]),
+                 float(scores[-1][1]),
+                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)"))
+    return row_rate
 
 
 def rpc():
@@ -93,9 +153,10 @@ def rpc():
 
 
 a1, a2 = alone(1), alone(2)
-off, wait_off = troupe(False)
-on, wait_on = troupe(True)
+off, wait_off, _ = troupe(False)
+on, wait_on, python_rows = troupe(True)
 r = rpc()
+click_rows = click_worker()
 print(f"{'run':34} {'samples/s':>10} {'log-loss':>9} {'AUC':>7}")
 for name, rate, loss, auc, note in rows:
     print(f"{name:34} {rate:10.0f} {loss:9.4f} {auc:7.4f}  {note}")
@@ -105,4 +166,6 @@ print(f"troupe (prefetch on) / pytorch rpc ps: "
       f"{on / r['samples_per_sec']:.2f}x")
 print(f"wait between steps: {wait_off:.2f} ms without prefetch, "
       f"{wait_on:.2f} ms with it")
+print(f"rows pulled+pushed from Python / the C++ click worker: "
+      f"{python_rows / click_rows:.2f}x")
 PY

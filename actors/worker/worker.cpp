@@ -165,10 +165,10 @@ void flush_report(self_ptr self) {
 }
 
 /// Ends the worker once the feeder is done (or it was told to finish) and
-/// every pushed step is settled.
+/// every pushed step is settled (and none computes apart: it pushes next).
 void quit_when_settled(self_ptr self) {
   auto& st = self->state;
-  if ((st.feeder_done || st.draining) && st.unsettled == 0) {
+  if ((st.feeder_done || st.draining) && st.unsettled == 0 && !st.computing) {
     flush_report(self);
     self->quit();
   }
@@ -318,6 +318,8 @@ void compute_apart(self_ptr self) {
         std::swap(s.versions, *versions);
         if (auto waiting = std::exchange(s.waiting_compute, nullptr))
           waiting();
+        else
+          quit_when_settled(self);
       },
       [=](caf::error& err) { fail(self, std::move(err)); });
 }
@@ -331,6 +333,10 @@ void start_compute(self_ptr self) {
   auto& st = self->state;
   if (st.halted)
     return;
+  // Told to finish meanwhile: the batch stays untrained and unacked, as
+  // in next_step's work.
+  if (st.draining)
+    return quit_when_settled(self);
   if (st.computing) { // the step before still computes apart
     st.waiting_compute = [=] { start_compute(self); };
     return;
