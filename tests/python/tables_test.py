@@ -173,6 +173,27 @@ class Tables(unittest.TestCase):
         self.assertEqual(sorted(seen), sorted(list(range(SAMPLES)) * 4))
         self.assertLess(np.mean(losses[-10:]), 0.6 * np.mean(losses[:10]))
 
+    def test_keys_from_a_function_of_the_batch(self):
+        # keys(samples) -> the batch's keys alone trains as the arrays do.
+        keys, y = planted()
+        results = []
+        for given in (keys, lambda samples: {n: k[samples]
+                                             for n, k in keys.items()}):
+            model = make_model()
+            folder = Folder(self, model, mode="sync", max_steps=20)
+            losses = []
+            self.train(folder, bce_step(model, y, losses), given)
+            results.append(sorted(losses))
+        self.assertEqual(results[0], results[1])
+        model = make_model()
+        folder = Folder(self, model, max_steps=5)
+
+        def broken(samples):
+            raise KeyError("no such file")
+        with self.assertRaises(troupe.ClusterError) as caught:
+            self.train(folder, bce_step(model, y), broken)
+        self.assertIn("the keys function raised KeyError", str(caught.exception))
+
     def test_per_occurrence_gradients_are_summed_per_key(self):
         # A step that returns (samples, width, dim) gradients trains as
         # one that returns them per distinct key.
