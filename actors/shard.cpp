@@ -372,14 +372,25 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;
       auto& b = *st.block;
-      shard_stats s{st.id,           b.version(),       b.stats().accepted,
-                    b.stats().stale, b.stats().refused, st.ssp_pulls,
-                    st.ssp_max_lead, st.pulled_bytes,   st.pushed_bytes};
+      shard_stats s;
+      s.shard = st.id;
+      s.version = b.version();
+      s.accepted = b.stats().accepted;
+      s.stale = b.stats().stale;
+      s.refused = b.stats().refused;
+      s.ssp_pulls = st.ssp_pulls;
+      s.ssp_max_lead = st.ssp_max_lead;
+      s.pulled_bytes = st.pulled_bytes;
+      s.pushed_bytes = st.pushed_bytes;
       for (auto& t : st.tables) {
-        s.rows += static_cast<int64_t>(t->rows());
-        s.row_bytes += static_cast<int64_t>(t->memory_bytes());
-        s.rows_pulled += t->rows_pulled();
-        s.rows_pushed += t->rows_pushed();
+        table_counts c{static_cast<int64_t>(t->rows()),
+                       static_cast<int64_t>(t->memory_bytes()),
+                       t->rows_pulled(), t->rows_pushed()};
+        s.rows += c.rows;
+        s.row_bytes += c.row_bytes;
+        s.rows_pulled += c.rows_pulled;
+        s.rows_pushed += c.rows_pushed;
+        s.tables.push_back(c);
       }
       s.follower = st.follower;
       s.replica = static_cast<int8_t>(st.rep.state);

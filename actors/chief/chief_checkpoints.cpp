@@ -1,6 +1,6 @@
 // Checkpoints during a run: the feeder paused until every lease is
-// acked, every shard's state taken at that one step, the tables' file
-// written first (a click model), then the dense file, assembled by
+// acked, every shard's state taken at that one step, the tables' files
+// written first (a model with tables), then the dense file, assembled by
 // runtime/checkpoint/checkpoint_assembly.hpp; the feeder resumes.
 #include <filesystem>
 
@@ -10,7 +10,6 @@
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/checkpoint_assembly.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
-#include "runtime/sparse/table_file.hpp"
 
 namespace troupe::chief_ops {
 
@@ -49,10 +48,8 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   std::error_code ec; // a failure shows in the write's own error
   std::filesystem::create_directories(dir, ec);
   auto path = checkpoint_path(self, position);
-  if (has_tables(self)) { // written already, beside this file
-    auto tables = tables_path_of(path);
-    ckpt.metadata["tables"] = tables.substr(tables.rfind('/') + 1);
-  }
+  if (has_tables(self)) // written already, beside this file
+    ckpt.metadata["tables"] = tables_metadata(table_paths(self, path));
   if (auto err = write_checkpoint(path, ckpt))
     return err;
   s.checkpoints.last = path;
@@ -60,12 +57,15 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   // beside the dense file: what an operator sizes checkpoint intervals by.
   std::string took = fmt("%.1f s", now_seconds() - s.checkpoints.began);
   if (has_tables(self)) {
-    std::error_code size_ec;
-    auto bytes = std::filesystem::file_size(tables_path_of(path), size_ec);
-    auto size = static_cast<double>(bytes);
-    if (!size_ec)
-      took += size >= 1e9 ? fmt(", tables %.2f GB", size / 1e9)
-                          : fmt(", tables %.1f MB", size / 1e6);
+    double size = 0;
+    for (auto& table : table_paths(self, path)) {
+      std::error_code size_ec;
+      auto bytes = std::filesystem::file_size(table, size_ec);
+      if (!size_ec)
+        size += static_cast<double>(bytes);
+    }
+    took += size >= 1e9 ? fmt(", tables %.2f GB", size / 1e9)
+                        : fmt(", tables %.1f MB", size / 1e6);
   }
   say(self, fmt("step %lld: checkpoint %s (%s)",
                 static_cast<long long>(position), path.c_str(), took.c_str()));
@@ -143,7 +143,7 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
             std::error_code ec; // a failure shows in the write's own error
             std::filesystem::create_directories(dir, ec);
             write_tables(
-              self, tables_path_of(checkpoint_path(self, position.step)),
+              self, checkpoint_path(self, position.step),
               [=](caf::error err) {
                 if (err)
                   return fail_run(self, std::move(err));

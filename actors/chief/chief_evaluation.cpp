@@ -123,7 +123,9 @@ void evaluate_now(chief_self self, std::function<void()> then) {
       if (s.eval.external)
         return evaluate_external(self, std::move(params), report);
       s.eval.evaluator->set_params(params.data());
-      if (has_tables(self))
+      // A click model scores with the rows the shards hold; an external
+      // model's evaluate(params) returned above.
+      if (s.opts.cfg.model.type == model_config::kind::click)
         return evaluate_clicks(self, s.opts.data->watched(), report, retry);
       report(evaluate(*s.eval.evaluator, s.opts.data->watched(),
                       std::max(s.opts.cfg.training.batch_size, 256)),

@@ -133,6 +133,21 @@ void finish_run(chief_self self) {
                                 / (1024.0 * 1024 * 1024),
                               static_cast<long long>(x.rows_pulled),
                               static_cast<long long>(x.rows_pushed)));
+              // With several tables, each one's share (one table's is the
+              // line above).
+              auto setups = embedding_tables(self->state.opts.cfg);
+              if (x.tables.size() > 1)
+                for (size_t t = 0; t < x.tables.size() && t < setups.size();
+                     ++t)
+                  say(self,
+                      fmt("shard %d table %s: %lld rows in %.2f GiB, rows "
+                          "pulled %lld, pushed %lld",
+                          x.shard, setups[t].table.name.c_str(),
+                          static_cast<long long>(x.tables[t].rows),
+                          static_cast<double>(x.tables[t].row_bytes)
+                            / (1024.0 * 1024 * 1024),
+                          static_cast<long long>(x.tables[t].rows_pulled),
+                          static_cast<long long>(x.tables[t].rows_pushed)));
             }
             auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
               std::move(stats));

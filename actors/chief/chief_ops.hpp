@@ -320,9 +320,6 @@ caf::result<std::string> shell_drain_shard(chief_self self, int32_t shard);
 
 // -- click models (chief_clicks) ---------------------------------------------
 
-/// Whether the run's model has embedding tables on the shards.
-bool has_tables(chief_self self);
-
 /// Scores the click model on `data` with the dense parameters the
 /// evaluator holds and the rows the shards hold now: in batches, each
 /// pulling its distinct rows from the shards that hold them. `done` gets
@@ -332,28 +329,45 @@ void evaluate_clicks(chief_self self, const dataset& data,
                      std::function<void(eval_result, double auc)> done,
                      std::function<void()> lost);
 
-/// Streams every shard's rows of the table to the tables file at `path`,
-/// piece by piece (runtime/sparse/table_file.hpp); the feeder is paused, so the
+// -- embedding tables in checkpoints (chief_tables) --------------------------
+
+/// Whether the run's model has embedding tables on the shards (a click
+/// model's one, an external model's /model/tables).
+bool has_tables(chief_self self);
+
+/// The file of each of the run's tables (numbered as embedding_tables
+/// numbers them) beside the checkpoint at `checkpoint_path`
+/// (runtime/sparse/table_file.hpp names them).
+std::vector<std::string> table_paths(chief_self self,
+                                     const std::string& checkpoint_path);
+
+/// What a checkpoint's metadata "tables" says of the files at `paths`:
+/// their names, comma-separated.
+std::string tables_metadata(const std::vector<std::string>& paths);
+
+/// Streams every shard's rows of each table to its file beside the
+/// checkpoint at `checkpoint_path` (table_paths), table after table, piece
+/// by piece (runtime/sparse/table_file.hpp); the feeder is paused, so the
 /// rows stand still. `done` gets the error of the write; `lost` runs when
 /// a shard was lost meanwhile.
-void write_tables(chief_self self, const std::string& path,
+void write_tables(chief_self self, const std::string& checkpoint_path,
                   std::function<void(caf::error)> done,
                   std::function<void()> lost);
 
-/// Rows (ids, and `dim` floats of values and of each slot per id) in one
-/// chunk per shard that shard_of_row places them on now, one shard per
-/// entry of `pushes` (each chunk carries its shard's: Adam's bias
-/// correction counts a shard's pushes).
-std::vector<row_chunk> spread_rows(const std::vector<uint64_t>& ids,
-                                   const std::vector<float>& values,
-                                   const std::vector<std::vector<float>>& slots,
-                                   size_t dim,
-                                   const std::vector<int64_t>& pushes);
+/// Rows of table `table` (ids, and `dim` floats of values and of each slot
+/// per id) in one chunk per shard that shard_of_row places them on now,
+/// one shard per entry of `pushes` (each chunk carries its shard's: Adam's
+/// bias correction counts a shard's pushes).
+std::vector<row_chunk>
+spread_rows(const std::vector<uint64_t>& ids, const std::vector<float>& values,
+            const std::vector<std::vector<float>>& slots, size_t dim,
+            const std::vector<int64_t>& pushes, int32_t table);
 
-/// Puts the rows of checkpoint `ckpt`'s tables file (metadata "tables",
+/// Puts the rows of checkpoint `ckpt`'s table files (metadata "tables",
 /// in the checkpoint dir) back into the shards, each row on the shard
-/// shard_of_row places it now; `done` gets the error. A checkpoint
-/// without tables leaves the shards' tables empty.
+/// shard_of_row places it now; each file is checked against its table's
+/// config first. `done` gets the error. A checkpoint without tables leaves
+/// the shards' tables empty.
 void restore_tables(chief_self self, const checkpoint& ckpt,
                     std::function<void(caf::error)> done);
 

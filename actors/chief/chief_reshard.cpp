@@ -39,7 +39,7 @@ struct shard_move {
   std::vector<shard_actor> old;
   std::vector<replica_image> images;        ///< of the new shards
   std::vector<std::vector<row_chunk>> rows; ///< of the new shards
-  std::vector<int64_t> pushes; ///< the new shards' table push counts
+  std::vector<int64_t> pushes; ///< per table: every new shard's push count
   uint64_t row_count = 0;
   double began = 0;
   bool stopping_old = false; ///< past the point where it can be called off
@@ -203,7 +203,7 @@ void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
     return done();
   auto& c = m->rows[i][chunk];
   c.shard = static_cast<int32_t>(i);
-  c.pushes = m->pushes[i];
+  c.pushes = m->pushes[static_cast<size_t>(c.table)];
   ask_shard(self, i, restore_atom_v, std::move(c))
     .then([=](uint64_t) { send_rows(self, m, i, chunk + 1, done); },
           [=](caf::error& err) { move_failed(self, m, std::move(err)); });
@@ -251,27 +251,60 @@ void start_new_shards(chief_self self, move_ptr m) {
   }
 }
 
-/// Reads old shard p's rows from row `first` on, spreading them over the
-/// new shards, then the next shard's; then start_new_shards.
-void gather_rows(chief_self self, move_ptr m, size_t p, uint64_t first) {
+void gather_table(chief_self self, move_ptr m, size_t table);
+
+/// Reads old shard p's rows of table `table` from row `first` on,
+/// spreading them over the new shards, then the next shard's; then the
+/// next table.
+void gather_rows(chief_self self, move_ptr m, size_t table, size_t p,
+                 uint64_t first) {
   if (p == m->old.size())
-    return start_new_shards(self, m);
+    return gather_table(self, m, table + 1);
+  auto t = static_cast<int32_t>(table);
   self
-    ->request(m->old[p], timeout_of(self), snapshot_atom_v, int32_t{0}, first,
+    ->request(m->old[p], timeout_of(self), snapshot_atom_v, t, first,
               table_piece_rows)
     .then(
       [=](row_chunk& c) {
         if (c.ids.empty())
-          return gather_rows(self, m, p + 1, 0);
-        auto dim = static_cast<size_t>(self->state.opts.cfg.model.table.dim);
-        auto spread = spread_rows(c.ids, c.values, c.slots, dim, m->pushes);
+          return gather_rows(self, m, table, p + 1, 0);
+        auto dim = static_cast<size_t>(
+          embedding_tables(self->state.opts.cfg)[table].table.dim);
+        std::vector<int64_t> pushes(m->nodes.size(), m->pushes[table]);
+        auto spread = spread_rows(c.ids, c.values, c.slots, dim, pushes, t);
         for (size_t s = 0; s < spread.size(); ++s)
           if (!spread[s].ids.empty())
             m->rows[s].push_back(std::move(spread[s]));
         m->row_count += c.ids.size();
-        gather_rows(self, m, p, first + c.ids.size());
+        gather_rows(self, m, table, p, first + c.ids.size());
       },
       [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Gathers the old shards' rows of table `table` and those after it; then
+/// start_new_shards.
+void gather_table(chief_self self, move_ptr m, size_t table) {
+  if (table == embedding_tables(self->state.opts.cfg).size())
+    return start_new_shards(self, m);
+  auto old = m->old;
+  auto t = static_cast<int32_t>(table);
+  // Adam's bias correction counts a shard's pushes: every new shard
+  // gets the most any old one had (as a checkpoint's rows do).
+  ask_all<row_chunk>(
+    old.size(),
+    [=](size_t i) {
+      return self->request(old[i], timeout_of(self), snapshot_atom_v, t,
+                           uint64_t{0}, uint64_t{0});
+    },
+    [=](std::vector<row_chunk>& heads) {
+      int64_t most = 0;
+      for (auto& h : heads)
+        most = std::max(most, h.pushes);
+      m->pushes.resize(std::max(m->pushes.size(), table + 1));
+      m->pushes[table] = most;
+      gather_rows(self, m, table, 0, 0);
+    },
+    [=](caf::error& err) { move_failed(self, m, std::move(err)); });
 }
 
 /// Every lease is acked: take the old shards' images, cut them anew, and
@@ -299,24 +332,7 @@ void take_images(chief_self self, move_ptr m) {
         m->images.push_back(replica_image{std::move(block), {}});
       spread_held_rows(images, m->images);
       m->rows.resize(m->nodes.size());
-      if (!has_tables(self))
-        return start_new_shards(self, m);
-      // Adam's bias correction counts a shard's pushes: every new shard
-      // gets the most any old one had (as a checkpoint's rows do).
-      ask_all<row_chunk>(
-        old.size(),
-        [=](size_t i) {
-          return self->request(old[i], timeout_of(self), snapshot_atom_v,
-                               int32_t{0}, uint64_t{0}, uint64_t{0});
-        },
-        [=](std::vector<row_chunk>& heads) {
-          int64_t most = 0;
-          for (auto& h : heads)
-            most = std::max(most, h.pushes);
-          m->pushes.assign(m->nodes.size(), most);
-          gather_rows(self, m, 0, 0);
-        },
-        [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+      gather_table(self, m, 0);
     },
     [=](caf::error& err) { move_failed(self, m, std::move(err)); });
 }

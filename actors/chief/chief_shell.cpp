@@ -144,6 +144,12 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
       v.row_bytes = s->row_bytes;
       v.rows_pulled = s->rows_pulled;
       v.rows_pushed = s->rows_pushed;
+      auto setups = embedding_tables(st.opts.cfg);
+      for (size_t t = 0; t < s->tables.size() && t < setups.size(); ++t) {
+        auto& c = s->tables[t];
+        v.tables.push_back(table_view{setups[t].table.name, c.rows, c.row_bytes,
+                                      c.rows_pulled, c.rows_pushed});
+      }
     }
     if (st.opts.cfg.cluster.consistency == cluster_config::mode::ssp) {
       v.ssp_pulls = s->ssp_pulls;

@@ -25,6 +25,11 @@ struct shard_state_msg {
   std::vector<std::vector<float>> slots;
 };
 
+/// One embedding table's counters on one shard (see shard_stats).
+struct table_counts {
+  int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+};
+
 /// Counters of one shard, for the chief, the shell and tests.
 struct shard_stats {
   int32_t shard = 0;
@@ -50,6 +55,9 @@ struct shard_stats {
   bool follower = false;
   int8_t replica = 0;
   int64_t replica_lag = 0, replica_rows = 0, replica_version = -1;
+  /// Each embedding table's share of rows .. rows_pushed, in the run's
+  /// order of tables (runtime/config embedding_tables).
+  std::vector<table_counts> tables;
 };
 
 template <class Processor>
@@ -75,12 +83,18 @@ inspect(Inspector& f, shard_state_msg& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_counts& x) {
+  return f(caf::meta::type_name("table_counts"), x.rows, x.row_bytes,
+           x.rows_pulled, x.rows_pushed);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version, x.accepted,
            x.stale, x.refused, x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes,
            x.pushed_bytes, x.rows, x.row_bytes, x.rows_pulled, x.rows_pushed,
            x.follower, x.replica, x.replica_lag, x.replica_rows,
-           x.replica_version);
+           x.replica_version, x.tables);
 }
 
 template <class Inspector>

@@ -112,6 +112,12 @@ struct worker_view {
   std::string last_error;
 };
 
+/// One embedding table on one shard (see shard_stats).
+struct table_view {
+  std::string name;
+  int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+};
+
 struct shard_view {
   int32_t id = 0;
   std::string node, state;     ///< running, restoring or down
@@ -128,6 +134,8 @@ struct shard_view {
   /// its version as of its last answer, and the table rows copied to it.
   std::string replica_node, replica;
   int64_t replica_lag = 0, replica_version = -1, replica_rows = 0;
+  /// Each table's share of rows .. rows_pushed, in the run's order.
+  std::vector<table_view> tables;
 };
 
 struct feeder_view {
@@ -177,12 +185,18 @@ typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_view& x) {
+  return f(caf::meta::type_name("table_view"), x.name, x.rows, x.row_bytes,
+           x.rows_pulled, x.rows_pushed);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_view& x) {
   return f(caf::meta::type_name("shard_view"), x.id, x.node, x.state, x.begin,
            x.end, x.answered, x.version, x.accepted, x.stale, x.refused,
            x.ssp_pulls, x.ssp_max_lead, x.pulled_bytes, x.pushed_bytes, x.rows,
            x.row_bytes, x.rows_pulled, x.rows_pushed, x.replica_node, x.replica,
-           x.replica_lag, x.replica_version, x.replica_rows);
+           x.replica_lag, x.replica_version, x.replica_rows, x.tables);
 }
 
 template <class Inspector>

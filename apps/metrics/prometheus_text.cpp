@@ -199,19 +199,30 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   // Embedding tables: only when the model has them (rows -1 otherwise).
   if (std::any_of(v.shards.begin(), v.shards.end(),
                   [](const shard_view& s) { return s.rows >= 0; })) {
-    per_shard("troupe_shard_rows", "gauge",
-              "Embedding-table rows a shard holds.",
-              [](const shard_view& s) { return s.rows; });
-    per_shard("troupe_shard_row_memory_bytes", "gauge",
-              "Bytes of a shard's table rows: values, optimizer state, "
+    // One series per shard and table: a model's tables differ in size
+    // and traffic by orders of magnitude, and a sum would hide which one
+    // fills a shard.
+    auto per_table = [&](const char* name, const char* type, const char* help,
+                         auto value) {
+      family f(out, name, type, help);
+      for (auto& s : v.shards)
+        if (s.answered && s.rows >= 0)
+          for (auto& t : s.tables)
+            f.sample(value(t), shard_labels(s) + "," + label("table", t.name));
+    };
+    per_table("troupe_shard_rows", "gauge",
+              "Embedding-table rows a shard holds, by table.",
+              [](const table_view& t) { return t.rows; });
+    per_table("troupe_shard_row_memory_bytes", "gauge",
+              "Bytes of a shard's rows of a table: values, optimizer state, "
               "index.",
-              [](const shard_view& s) { return s.row_bytes; });
-    per_shard("troupe_shard_rows_pulled_total", "counter",
-              "Table rows a shard sent to pulls.",
-              [](const shard_view& s) { return s.rows_pulled; });
-    per_shard("troupe_shard_rows_pushed_total", "counter",
-              "Table row gradients pushed to a shard.",
-              [](const shard_view& s) { return s.rows_pushed; });
+              [](const table_view& t) { return t.row_bytes; });
+    per_table("troupe_shard_rows_pulled_total", "counter",
+              "Table rows a shard sent to pulls, by table.",
+              [](const table_view& t) { return t.rows_pulled; });
+    per_table("troupe_shard_rows_pushed_total", "counter",
+              "Table row gradients pushed to a shard, by table.",
+              [](const table_view& t) { return t.rows_pushed; });
   }
   // Replicas: only in a run that keeps them (cluster.shard_replicas).
   if (std::any_of(v.shards.begin(), v.shards.end(),

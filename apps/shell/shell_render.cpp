@@ -176,7 +176,18 @@ std::string for_people(const std::string& command, const json& j) {
       cols.insert(cols.end(), {{"replica_node", "REPLICA"},
                                {"replica", "REPLICA_STATE"},
                                {"replica_lag", "LAG"}});
-    return table(j, cols);
+    // Then a line per shard and embedding table: which table fills which
+    // shard, and its traffic.
+    std::string tables;
+    for (auto& r : j)
+      if (r.contains("tables"))
+        for (auto& t : r["tables"])
+          tables += cell(r["id"]) + " table " + cell(t["name"]) + ": "
+                    + cell(t["rows"]) + " rows in "
+                    + binary_size(t["row_bytes"].get<double>()) + ", "
+                    + cell(t["rows_pulled"]) + " pulled, "
+                    + cell(t["rows_pushed"]) + " pushed\n";
+    return table(j, cols) + tables;
   }
   if (command == "nodes" && j.is_array()) {
     // A person reads memory in binary units; scripts keep the bytes (--json).
@@ -316,6 +327,15 @@ json shard_json(const shard_view& s) {
       j["row_bytes"] = s.row_bytes;
       j["rows_pulled"] = s.rows_pulled;
       j["rows_pushed"] = s.rows_pushed;
+      json tables = json::array();
+      for (auto& t : s.tables)
+        tables.push_back({{"name", t.name},
+                          {"rows", t.rows},
+                          {"row_bytes", t.row_bytes},
+                          {"rows_pulled", t.rows_pulled},
+                          {"rows_pushed", t.rows_pushed}});
+      if (!tables.empty())
+        j["tables"] = tables;
     }
   }
   if (!s.replica.empty()) { // a run with shard_replicas

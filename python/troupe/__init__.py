@@ -36,7 +36,8 @@ for a buffer its value after the step. With a torch module,
 load_state(model, params) copies params (buffers included) into it and
 step_result(model) is what a step returns after loss.backward().
 Checkpoints hold the tensors under the same names (read_checkpoint: a
-dict that load_state_dict(strict=True) takes).
+dict that load_state_dict(strict=True) takes; read_checkpoint(path,
+table="name"): that embedding table's keys and rows).
 A failure raises a subclass of troupe.Error (a RuntimeError): ConfigError
 (the config, the cluster file or an argument), DataError (a file the run
 reads or writes), AuthError (the cluster key or certificates), StepError
@@ -154,7 +155,7 @@ def write_parameters(path, tensors, buffers=None):
             out.write(data)
 
 
-def read_checkpoint(path):
+def read_checkpoint(path, table=None):
     """The tensors of a troupe checkpoint as name -> NumPy array, under the
     names the run declared: parameters as float32, buffers in their own
     dtype, so that
@@ -163,8 +164,69 @@ def read_checkpoint(path):
                                troupe.read_checkpoint(path).items()})
 
     loads a model whose file was written with write_parameters(path, model)
-    (strict=True holds)."""
+    (strict=True holds).
+
+    With table="name", the rows of that embedding table instead: (keys, an
+    int64 array (n,); values, a float32 array (n, dim)), row i of values
+    being key keys[i]'s, every row the run made and no other, in no
+    particular order. They are read from the table's file beside the
+    checkpoint (ckpt-N.table.<name>.safetensors; a click model's is
+    ckpt-N.tables.safetensors), which the checkpoint's metadata names.
+    A name the checkpoint holds no table of raises KeyError naming those
+    it holds."""
+    import os
+
     import numpy as np
+
+    def header_of(file):
+        """The JSON header of safetensors file `file`, and where its data
+        section begins."""
+        with open(file, "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            return json.loads(f.read(length)), 8 + length
+
+    def rows_of(file):
+        """(keys, values) of `table` in its file `file`
+        (runtime/sparse/table_file.hpp): the ids and values tensors of
+        its pieces, in file order."""
+        header, base = header_of(file)
+        meta = header.get("__metadata__", {})
+        if meta.get("format") != "troupe-tables" or meta.get("table") != table:
+            raise ValueError("%s is not a troupe table file of table %r (its "
+                             "metadata says format %r, table %r)"
+                             % (file, table, meta.get("format"),
+                                meta.get("table")))
+        dim = int(meta["dim"])
+        pieces = sorted((entry["data_offsets"][0], key, entry["shape"][0])
+                        for key, entry in header.items()
+                        if key.endswith("/ids") or key.endswith("/values"))
+        keys, values = [np.zeros(0, "<u8")], [np.zeros((0, dim), "<f4")]
+        with open(file, "rb") as f:
+            for begin, key, rows in pieces:
+                f.seek(base + begin)
+                if key.endswith("/ids"):
+                    keys.append(np.fromfile(f, dtype="<u8", count=rows))
+                else:
+                    values.append(np.fromfile(f, dtype="<f4",
+                                              count=rows * dim)
+                                  .reshape(rows, dim))
+        return (np.concatenate(keys).astype(np.int64),
+                np.concatenate(values).astype(np.float32))
+
+    if table is not None:
+        header, _ = header_of(path)
+        listed = header.get("__metadata__", {}).get("tables", "")
+        files = [f for f in listed.split(",") if f]
+        here = os.path.dirname(path)
+        held = {}
+        for name in files:
+            meta, _ = header_of(os.path.join(here, name))
+            held[meta.get("__metadata__", {}).get("table")] = name
+        if table not in held:
+            raise KeyError("%s holds no table %r; its tables: %s"
+                           % (path, table,
+                              ", ".join(sorted(held)) if held else "none"))
+        return rows_of(os.path.join(here, held[table]))
 
     with open(path, "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))

@@ -153,7 +153,10 @@ caf::expected<std::string> set_aside_checkpoints(const std::string& dir,
                                           + f.path
                                           + " aside: " + std::strerror(errno));
     made = true;
-    for (auto& from : {f.path, tables_path_of(f.path)}) {
+    // Its embedding tables go with it (runtime/sparse/table_file.hpp).
+    auto files = table_files_beside(f.path);
+    files.insert(files.begin(), f.path);
+    for (auto& from : files) {
       auto to = aside + "/" + file_name(from);
       if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT)
         return make_error(errc::io_error, "cannot move " + from + " to " + to
@@ -174,7 +177,8 @@ size_t prune_checkpoints(const std::string& dir, const run_stamp& stamp,
       continue; // never another run's files
     if (++kept > static_cast<size_t>(keep) && ::unlink(f.path.c_str()) == 0) {
       // Its embedding tables, beside it (runtime/sparse/table_file.hpp).
-      ::unlink(tables_path_of(f.path).c_str());
+      for (auto& table : table_files_beside(f.path))
+        ::unlink(table.c_str());
       ++removed;
     }
   }

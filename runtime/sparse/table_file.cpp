@@ -1,7 +1,9 @@
 #include "runtime/sparse/table_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -139,13 +141,75 @@ bool parse_counts(const std::string& text, std::vector<uint64_t>& out) {
 
 } // namespace
 
-std::string tables_path_of(const std::string& checkpoint_path) {
-  const std::string tail = ".safetensors";
+namespace {
+
+const std::string safetensors_tail = ".safetensors";
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size()
+         && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// `checkpoint_path` without its ".safetensors".
+std::string stem_of(const std::string& checkpoint_path) {
   auto stem = checkpoint_path;
-  if (stem.size() > tail.size()
-      && stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0)
-    stem.resize(stem.size() - tail.size());
-  return stem + ".tables" + tail;
+  if (stem.size() > safetensors_tail.size()
+      && ends_with(stem, safetensors_tail))
+    stem.resize(stem.size() - safetensors_tail.size());
+  return stem;
+}
+
+} // namespace
+
+std::string tables_path_of(const std::string& checkpoint_path) {
+  return stem_of(checkpoint_path) + ".tables" + safetensors_tail;
+}
+
+std::string table_path_of(const std::string& checkpoint_path,
+                          const std::string& table) {
+  return stem_of(checkpoint_path) + ".table." + table + safetensors_tail;
+}
+
+std::vector<std::string> table_file_names(const std::string& tables) {
+  std::vector<std::string> out;
+  if (tables.empty())
+    return out;
+  size_t from = 0;
+  for (;;) {
+    auto comma = tables.find(',', from);
+    out.push_back(tables.substr(from, comma - from));
+    if (comma == std::string::npos)
+      return out;
+    from = comma + 1;
+  }
+}
+
+std::vector<std::string>
+table_files_beside(const std::string& checkpoint_path) {
+  auto stem = stem_of(checkpoint_path);
+  auto slash = stem.rfind('/');
+  auto dir = slash == std::string::npos ? std::string{"."}
+                                        : stem.substr(0, slash);
+  auto prefix = (slash == std::string::npos ? stem : stem.substr(slash + 1))
+                + ".table.";
+  std::vector<std::string> out;
+  struct stat st {};
+  auto tables = tables_path_of(checkpoint_path);
+  if (::stat(tables.c_str(), &st) == 0)
+    out.push_back(tables);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return out;
+  while (auto* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    if (name.size() > prefix.size() + safetensors_tail.size()
+        && name.compare(0, prefix.size(), prefix) == 0
+        && ends_with(name, safetensors_tail))
+      out.push_back(slash == std::string::npos ? name : dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // -- writer ------------------------------------------------------------------

@@ -1,7 +1,15 @@
 // An embedding table in a checkpoint: a safetensors file of its own beside
-// the dense checkpoint (ckpt-N.tables.safetensors beside ckpt-N.safetensors),
-// written and read piece by piece, so that neither the writer nor the
-// reader ever holds the table in one buffer (a 50M-row table is gigabytes).
+// the dense checkpoint, written and read piece by piece, so that neither
+// the writer nor the reader ever holds the table in one buffer (a 50M-row
+// table is gigabytes).
+//
+// Which files: a click model's one table is ckpt-N.tables.safetensors
+// beside ckpt-N.safetensors (as it always was, so that its old checkpoints
+// still resume); each table of an external model (/model/tables) is
+// ckpt-N.table.<name>.safetensors. The dense file's metadata "tables"
+// names them, comma-separated, in the order of the run's tables (a click
+// model's: its one file); each file's own metadata "table" is its table's
+// name.
 //
 // The rows are kept in parts (a part is one shard's rows when written;
 // they are placed again by id when read, so a run may resume on another
@@ -49,8 +57,23 @@ struct table_piece {
   std::vector<std::vector<float>> slots;
 };
 
-/// The tables file that belongs to the checkpoint at `checkpoint_path`.
+/// The tables file of a click model that belongs to the checkpoint at
+/// `checkpoint_path`.
 std::string tables_path_of(const std::string& checkpoint_path);
+
+/// The file of table `table` (an external model's) that belongs to the
+/// checkpoint at `checkpoint_path`.
+std::string table_path_of(const std::string& checkpoint_path,
+                          const std::string& table);
+
+/// The table files a checkpoint's metadata "tables" names: its value
+/// split at commas (empty: none).
+std::vector<std::string> table_file_names(const std::string& tables);
+
+/// Every table file beside the checkpoint at `checkpoint_path` that
+/// belongs to it (either naming), whether or not its metadata can be
+/// read: what goes wherever the checkpoint goes.
+std::vector<std::string> table_files_beside(const std::string& checkpoint_path);
 
 class table_file_writer {
 public:

@@ -85,23 +85,21 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
   v.shards = {s};
   auto text = troupe::prometheus_text(v, process_usage{});
   BOOST_TEST(text.find("troupe_shard_rows") == std::string::npos, text);
-  v.shards[0].rows = 1500;
-  v.shards[0].row_bytes = 98304;
-  v.shards[0].rows_pulled = 7000;
-  v.shards[0].rows_pushed = 6000;
+  // Each table its own series: a click model's one ("embedding"), an
+  // external model's by name.
+  v.shards[0].rows = 1600;
+  v.shards[0].tables = {{"item", 1500, 98304, 7000, 6000},
+                        {"user", 100, 6400, 300, 200}};
   text = troupe::prometheus_text(v, process_usage{});
-  for (auto* line : {"troupe_shard_rows{run=\"\",run_id=\"\",shard=\"1\",node="
-                     "\"ps0\"} 1500\n",
-                     "troupe_shard_row_memory_bytes{run=\"\",run_id=\"\",shard="
-                     "\"1\",node=\"ps0\"} "
-                     "98304\n",
-                     "troupe_shard_rows_pulled_total{run=\"\",run_id=\"\","
-                     "shard=\"1\",node=\"ps0\"} "
-                     "7000\n",
-                     "troupe_shard_rows_pushed_total{run=\"\",run_id=\"\","
-                     "shard=\"1\",node=\"ps0\"} "
-                     "6000\n",
-                     "# TYPE troupe_shard_rows gauge\n"})
+  const std::string at = "{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\",";
+  for (auto& line :
+       {"troupe_shard_rows" + at + "table=\"item\"} 1500\n",
+        "troupe_shard_rows" + at + "table=\"user\"} 100\n",
+        "troupe_shard_row_memory_bytes" + at + "table=\"item\"} 98304\n",
+        "troupe_shard_rows_pulled_total" + at + "table=\"item\"} 7000\n",
+        "troupe_shard_rows_pushed_total" + at + "table=\"item\"} 6000\n",
+        "troupe_shard_rows_pushed_total" + at + "table=\"user\"} 200\n",
+        std::string{"# TYPE troupe_shard_rows gauge\n"}})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
 }
 

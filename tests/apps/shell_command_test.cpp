@@ -195,6 +195,28 @@ BOOST_AUTO_TEST_CASE(nodes_show_memory_a_person_reads) {
   BOOST_TEST(rows[1]["resident_bytes"].is_null());
 }
 
+// Embedding tables: each table's rows and traffic on each shard.
+BOOST_AUTO_TEST_CASE(shards_show_each_tables_rows) {
+  auto v = small_view();
+  auto& s = v.shards[0];
+  s.rows = 1600;
+  s.tables = {{"item", 1500, 3 * 1024 * 1024, 7000, 6000},
+              {"user", 100, 6400, 300, 200}};
+  auto table = *render_view(parsed("shards"), v, false);
+  BOOST_TEST(table.find("shard:0 table item: 1500 rows in 3.0 MiB, 7000 "
+                        "pulled, 6000 pushed\n")
+               != std::string::npos,
+             table);
+  BOOST_TEST(table.find("shard:0 table user: 100 rows") != std::string::npos,
+             table);
+  auto one = nlohmann::json::parse(
+    *render_view(parsed("inspect shard:0"), v, true));
+  BOOST_TEST(one["tables"][1]["name"] == "user");
+  BOOST_TEST(one["tables"][1]["rows_pushed"] == 200);
+  auto people = *render_view(parsed("inspect shard:0"), v, false);
+  BOOST_TEST(people.find("name: item") != std::string::npos, people);
+}
+
 BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
   auto v = small_view();
   auto none = render_view(parsed("inspect shard:7"), v, true);

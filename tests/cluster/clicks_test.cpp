@@ -50,10 +50,11 @@ BOOST_AUTO_TEST_CASE(a_table_on_two_shard_nodes_trains_over_the_data_plane) {
                                          << chief_bytes / 1e6 << " MB");
   BOOST_TEST(worker_bytes > 0);
   BOOST_TEST(chief_bytes < worker_bytes / 20);
-  // The shard view shows each shard's part of the table.
+  // The shard view shows each shard's part of the table, by its name.
   auto [code, shards] = run_shell(dir, spec, "shards");
   BOOST_TEST(code == 0, shards);
-  BOOST_TEST(count_of(shards, "\"rows\"") == 3u, shards);
+  BOOST_TEST(count_of(shards, "\"tables\"") == 3u, shards);
+  BOOST_TEST(count_of(shards, "\"name\":\"embedding\"") == 3u, shards);
   cluster.require_finished(300);
   auto out = chief.out();
   BOOST_TEST(epoch_samples(out)

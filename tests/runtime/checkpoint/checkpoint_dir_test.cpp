@@ -199,6 +199,47 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_sets_other_runs_files_aside_and_loses_none) {
   BOOST_TEST(again->empty());
 }
 
+BOOST_AUTO_TEST_CASE(every_table_file_goes_with_its_checkpoint) {
+  temp_dir dir;
+  write(dir, 7, stamp("finished"));
+  write(dir, 70, stamp("finished"));
+  write(dir, 8, stamp("new"));
+  // An external model's files, one per table; step 70's are not step 7's.
+  std::vector<std::string> sevens;
+  for (auto* table : {"item", "user.v2"}) {
+    sevens.push_back(table_path_of(dir.file("ckpt-7.safetensors"), table));
+    write_file(sevens.back(), "rows");
+  }
+  auto seventy = table_path_of(dir.file("ckpt-70.safetensors"), "item");
+  write_file(seventy, "rows");
+  auto eights = table_path_of(dir.file("ckpt-8.safetensors"), "item");
+  write_file(eights, "rows");
+  BOOST_TEST(table_files_beside(dir.file("ckpt-7.safetensors")) == sevens);
+  auto aside = set_aside_checkpoints(dir.path(), stamp("new"));
+  BOOST_REQUIRE_MESSAGE(aside, troupe::test::why(aside));
+  for (auto& f : sevens) {
+    BOOST_TEST(!file_exists(f), f);
+    BOOST_TEST(file_exists(*aside + "/" + f.substr(f.rfind('/') + 1)), f);
+  }
+  BOOST_TEST(!file_exists(seventy));
+  BOOST_TEST(file_exists(eights));
+  // Retention removes a pruned checkpoint's table files with it.
+  write(dir, 9, stamp("new"));
+  BOOST_TEST(prune_checkpoints(dir.path(), stamp("new"), 1) == 1u);
+  BOOST_TEST(!file_exists(eights));
+  BOOST_TEST(file_exists(dir.file("ckpt-9.safetensors")));
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoints_tables_metadata_lists_its_files) {
+  BOOST_TEST(table_file_names("").empty());
+  BOOST_TEST(table_file_names("ckpt-3.tables.safetensors")
+             == std::vector<std::string>{"ckpt-3.tables.safetensors"});
+  BOOST_TEST(table_file_names("a,b.c")
+             == (std::vector<std::string>{"a", "b.c"}));
+  BOOST_TEST(table_path_of("/d/ckpt-3.safetensors", "item")
+             == "/d/ckpt-3.table.item.safetensors");
+}
+
 BOOST_AUTO_TEST_CASE(retention_keeps_a_runs_newest_and_never_touches_others) {
   temp_dir dir;
   for (int64_t step : {10, 20, 30, 40, 50})
