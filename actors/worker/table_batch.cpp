@@ -61,6 +61,10 @@ table_batch::plan(step_tables& step, size_t samples, int32_t worker) {
         r.unique.push_back(key);
       r.inverse[i] = slot;
     }
+    // Filled by take(); allocated here, so that a batch without a key
+    // (every bag empty), which asks no shard, still has its (empty) rows.
+    r.values = std::make_shared<std::vector<float>>(
+      r.unique.size() * static_cast<size_t>(r.dim));
     // Each shard's rows, in the order of `unique`.
     std::vector<table_ask> per(static_cast<size_t>(shards_));
     std::vector<std::vector<uint64_t>> ids(static_cast<size_t>(shards_));
@@ -91,9 +95,6 @@ caf::error table_batch::take(const std::vector<row_block>& blocks,
     return make_error(errc::wrong_size,
                       std::to_string(blocks.size()) + " answers to "
                         + std::to_string(step.asked.size()) + " row requests");
-  for (auto& r : rows)
-    r.values = std::make_shared<std::vector<float>>(
-      r.unique.size() * static_cast<size_t>(r.dim));
   for (size_t i = 0; i < blocks.size(); ++i) {
     auto& a = step.asked[i];
     auto& r = rows[static_cast<size_t>(a.table)];

@@ -194,6 +194,19 @@ class Tables(unittest.TestCase):
             self.train(folder, bce_step(model, y), broken)
         self.assertIn("the keys function raised KeyError", str(caught.exception))
 
+    def test_a_batch_without_keys_gets_empty_rows(self):
+        keys, y = planted()
+        none = {n: np.full_like(k, -1) for n, k in keys.items()}
+        model = make_model()
+        folder = Folder(self, model, max_steps=4)
+        seen = []
+
+        def step(params, samples, rows):
+            seen.append({n: r.values.shape for n, r in rows.items()})
+            return bce_step(model, y)(params, samples, rows)
+        self.train(folder, step, none)
+        self.assertEqual(seen[0], {"user": (0, DIM), "item": (0, DIM)})
+
     def test_per_occurrence_gradients_are_summed_per_key(self):
         # A step that returns (samples, width, dim) gradients trains as
         # one that returns them per distinct key.
