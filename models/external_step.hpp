@@ -13,6 +13,7 @@
 
 #include "caf/expected.hpp"
 #include "models/eval_result.hpp"
+#include "runtime/base/errc.hpp"
 #include "runtime/compute/backend.hpp"
 #include "runtime/params/param_layout.hpp"
 
@@ -75,14 +76,27 @@ public:
 
   /// The gradient of the batch's mean loss at `params` for samples
   /// `samples` (indices into the user's training set), written to `grads`
-  /// (layout.total() floats, layout order), and of each table's rows into
-  /// its table_rows::grads; returns the batch's loss sum and hits. An
-  /// error fails the step: the worker ends with it, and the chief
-  /// restarts the worker, counted against the restart intensity.
+  /// (layout.total() floats, layout order); returns the batch's loss sum
+  /// and hits. An error fails the step: the worker ends with it, and the
+  /// chief restarts the worker, counted against the restart intensity.
+  virtual caf::expected<batch_loss> step(const pulled_params& params,
+                                         const std::vector<uint32_t>& samples,
+                                         float* grads) = 0;
+
+  /// The step of a model with embedding tables: as above, and the
+  /// gradient of each table's rows into its table_rows::grads. What the
+  /// worker calls; by default (a step of no tables) the step above, which
+  /// a model with tables refuses (errc::bad_step).
   virtual caf::expected<batch_loss> step(const pulled_params& params,
                                          const std::vector<uint32_t>& samples,
                                          float* grads,
-                                         std::vector<table_rows>& tables) = 0;
+                                         std::vector<table_rows>& tables) {
+    if (!tables.empty())
+      return make_error(errc::bad_step,
+                        "the model has embedding tables, and its step takes "
+                        "none");
+    return step(params, samples, grads);
+  }
 };
 
 /// Makes worker `id`'s step: each worker has its own.

@@ -379,6 +379,13 @@ public:
 
   caf::expected<batch_loss> step(const pulled_params& p,
                                  const std::vector<uint32_t>& samples,
+                                 float* grads) override {
+    std::vector<table_rows> none;
+    return step(p, samples, grads, none);
+  }
+
+  caf::expected<batch_loss> step(const pulled_params& p,
+                                 const std::vector<uint32_t>& samples,
                                  float* grads,
                                  std::vector<table_rows>& tables) override {
     // Taken before the GIL (which the step's own code may release, as

@@ -77,8 +77,7 @@ struct linear_step : external_step {
 
   caf::expected<batch_loss> step(const pulled_params& p,
                                  const std::vector<uint32_t>& batch,
-                                 float* grads,
-                                 std::vector<table_rows>&) override {
+                                 float* grads) override {
     std::vector<float> scratch_w, scratch_b;
     auto& ts = p.layout->tensors();
     const float* w = p.tensor(ts[0], scratch_w);
@@ -149,6 +148,12 @@ struct table_step : external_step {
           tables[t].keys.push_back(key_of(s, t, k));
     }
     return {};
+  }
+
+  // Never called: the model has tables.
+  caf::expected<batch_loss>
+  step(const pulled_params&, const std::vector<uint32_t>&, float*) override {
+    return make_error(errc::bad_step, "a step of tables");
   }
 
   caf::expected<batch_loss> step(const pulled_params& p,
