@@ -24,22 +24,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
-def run_cluster(test, example, prepare_args):
-    """prepare, then the nodes ps, w0 and w1 as three processes; returns
-    the run folder and the chief's log."""
+def run_cluster(test, example, prepare_args, nodes=("ps", "w0", "w1"),
+                into=None):
+    """prepare (the run folder in `into`, by default a folder of its own),
+    then each of `nodes` as a process of its own; returns the run folder
+    and the chief's log (the first node's)."""
     folder = os.path.join(ROOT, "examples", example)
     script = os.path.join(folder, "train.py")
-    tmp = tempfile.TemporaryDirectory(prefix="troupe-example-")
-    test.addCleanup(tmp.cleanup)
-    run = os.path.join(tmp.name, "run")
+    if into is None:
+        tmp = tempfile.TemporaryDirectory(prefix="troupe-example-")
+        test.addCleanup(tmp.cleanup)
+        into = tmp.name
+    run = os.path.join(into, "run")
     made = subprocess.run([sys.executable, script, "prepare", run]
                           + prepare_args, cwd=folder, capture_output=True,
                           text=True)
     test.assertEqual(made.returncode, 0, made.stdout + made.stderr)
     config = os.path.join(run, "cluster.json")
     procs = {}
-    for node in ("ps", "w0", "w1"):
-        log = open(os.path.join(tmp.name, node + ".log"), "w+")
+    for node in nodes:
+        log = open(os.path.join(into, node + ".log"), "w+")
         test.addCleanup(log.close)
         procs[node] = (subprocess.Popen(
             [sys.executable, script, "node", config, node], cwd=folder,
@@ -54,7 +58,7 @@ def run_cluster(test, example, prepare_args):
         log.seek(0)
         logs[node] = log.read()
         test.assertEqual(code, 0, "%s: %s" % (node, logs[node]))
-    return run, logs["ps"]
+    return run, logs[nodes[0]]
 
 
 def accuracy_of(log):
@@ -174,30 +178,11 @@ class Examples(unittest.TestCase):
         self.assertEqual(alone.returncode, 0, alone.stderr)
         reference = json.loads(alone.stdout.strip().splitlines()[-1])
         for mode, within in (("sync", 0.005), ("async", 0.01)):
-            run = os.path.join(tmp.name, mode)
-            made = subprocess.run([sys.executable, "train.py", "prepare", run,
-                                   "--data", data, "--mode", mode],
-                                  cwd=folder, capture_output=True, text=True)
-            self.assertEqual(made.returncode, 0, made.stderr)
-            config = os.path.join(run, "cluster.json")
-            procs = {}
-            for node in ("ps0", "ps1", "w0", "w1"):
-                log = open(os.path.join(run, node + ".log"), "w+")
-                self.addCleanup(log.close)
-                procs[node] = (subprocess.Popen(
-                    [sys.executable, "train.py", "node", config, node],
-                    cwd=folder, stdout=log, stderr=subprocess.STDOUT), log)
-            logs = {}
-            for node, (p, log) in procs.items():
-                try:
-                    code = p.wait(timeout=240)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    code = p.wait()
-                log.seek(0)
-                logs[node] = log.read()
-                self.assertEqual(code, 0, "%s: %s" % (node, logs[node]))
-            log = logs["ps0"]
+            into = os.path.join(tmp.name, mode)
+            os.makedirs(into)
+            _, log = run_cluster(self, "pytorch_dlrm",
+                                 ["--data", data, "--mode", mode],
+                                 nodes=("ps0", "ps1", "w0", "w1"), into=into)
             self.assertIn("samples trained per epoch: 40000 40000\n", log)
             # Every table on both shards, and rows of each pulled.
             for table in ("cat0", "cat1", "cat2", "cat3"):
@@ -211,6 +196,7 @@ class Examples(unittest.TestCase):
             self.assertLess(abs(loss - reference["test_log_loss"]), within,
                             (mode, loss, reference))
             self.assertGreater(auc, 0.65, log)
+
 
 if __name__ == "__main__":
     unittest.main()

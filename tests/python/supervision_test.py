@@ -15,38 +15,30 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 import numpy as np
 
 import troupe
+from node_processes import epoch_samples, free_port, python_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLES, BATCH, EPOCHS = 4000, 16, 3
 STEP_SECONDS = "0.004"  # each step's sleep: a run of about ten seconds
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class python_cluster:
+class python_cluster(python_nodes):
     """A cluster file with nodes chief (two shards), py0 and py1 (one
     worker each), every node a Python process; their logs in files."""
 
     def __init__(self, test, on_node_loss="move"):
-        self.tmp = tempfile.TemporaryDirectory(prefix="troupe-pysup-")
-        test.addCleanup(self.tmp.cleanup)
-        d = self.dir = self.tmp.name
+        super().__init__(test, "troupe-pysup-",
+                         os.path.join(HERE, "linear_node.py"), STEP_SECONDS)
+        d = self.dir
         params = os.path.join(d, "model.safetensors")
         troupe.write_parameters(params, {"w": np.zeros(6, np.float32),
                                          "b": np.float32(0)})
         self.chief_port = free_port()
-        self.config = os.path.join(d, "run.json")
         with open(self.config, "w") as f:
             json.dump({
                 "model": {"type": "external", "parameters": params},
@@ -64,50 +56,10 @@ class python_cluster:
                                  "workers": 1},
                                 {"name": "py1", "port": free_port(),
                                  "workers": 1}]}}, f)
-        self.key = os.path.join(d, "cluster.key")
-        self.procs = {}
-        test.addCleanup(self.kill_all)
         self.start("chief")  # makes the key before the others read it
         self.wait_for("chief", "identity:", 30)
         self.start("py0")
         self.start("py1")
-
-    def start(self, node, label=None):
-        label = label or node
-        log = open(os.path.join(self.dir, label + ".log"), "w")
-        self.procs[label] = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "linear_node.py"),
-             self.config, node, self.key, STEP_SECONDS],
-            stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def log(self, label):
-        with open(os.path.join(self.dir, label + ".log")) as f:
-            return f.read()
-
-    def logs(self):
-        return "\n".join("--- %s\n%s" % (k, self.log(k)) for k in self.procs)
-
-    def wait_for(self, label, test, seconds):
-        """Waits until `test` (a string or a function of the log) holds
-        for `label`'s log; fails with every log when it does not."""
-        check = test if callable(test) else (lambda text: test in text)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if check(self.log(label)):
-                return
-            if self.procs[label].poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError("%s: never saw %r\n%s" % (label, test,
-                                                        self.logs()))
-
-    def step_reached(self, n):
-        def reached(text):
-            steps = re.findall(r"^step (\d+), epoch [\d.]+, loss", text,
-                               re.M)
-            return steps and int(steps[-1]) >= n
-        return reached
 
     def shell(self, command):
         out = subprocess.run(
@@ -118,23 +70,6 @@ class python_cluster:
             raise AssertionError("shell %s: %s%s" % (command, out.stdout,
                                                       out.stderr))
         return json.loads(out.stdout)
-
-    def wait(self, label, seconds=120):
-        try:
-            return self.procs[label].wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("%s did not end\n%s" % (label, self.logs()))
-
-    def kill_all(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-
-
-def epoch_samples(log):
-    found = re.search(r"samples trained per epoch:((?: \d+)+)", log)
-    return [int(n) for n in found.group(1).split()] if found else None
 
 
 class Supervision(unittest.TestCase):

@@ -11,11 +11,7 @@ import json
 import os
 import re
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -24,26 +20,21 @@ import troupe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from node_processes import epoch_samples, free_port, python_nodes  # noqa: E402
 from table_node import SAMPLES, VOCAB  # noqa: E402
 
 BATCH, EPOCHS = 16, 3
 STEP_SECONDS = "0.004"  # each step's sleep: a run of several seconds
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class table_cluster:
+class table_cluster(python_nodes):
     """Nodes `shard_nodes` (name -> shards; the first also runs the
     chief), py0 and py1 (one worker each), every one a Python process."""
 
     def __init__(self, test, shard_nodes, **cluster):
-        self.tmp = tempfile.TemporaryDirectory(prefix="troupe-tabfail-")
-        test.addCleanup(self.tmp.cleanup)
-        d = self.dir = self.tmp.name
+        super().__init__(test, "troupe-tabfail-",
+                         os.path.join(HERE, "table_node.py"), STEP_SECONDS)
+        d = self.dir
         params = os.path.join(d, "model.safetensors")
         troupe.write_parameters(params, {"b": np.zeros(4, np.float32)})
         nodes = [{"name": n, "port": free_port(), "shards": s}
@@ -51,7 +42,6 @@ class table_cluster:
         nodes += [{"name": "py%d" % i, "port": free_port(), "workers": 1}
                   for i in range(2)]
         self.chief = nodes[0]["name"]
-        self.config = os.path.join(d, "run.json")
         with open(self.config, "w") as f:
             json.dump({
                 "model": {"type": "external", "parameters": params,
@@ -67,64 +57,10 @@ class table_cluster:
                              "log_every_steps": 50},
                 "cluster": dict({"mode": "async", "node_timeout_s": 30,
                                  "nodes": nodes}, **cluster)}, f)
-        self.key = os.path.join(d, "cluster.key")
-        self.procs = {}
-        test.addCleanup(self.kill_all)
         self.start(self.chief)  # makes the key before the others read it
         self.wait_for(self.chief, "identity:", 30)
         for n in list(shard_nodes)[1:] + ["py0", "py1"]:
             self.start(n)
-
-    def start(self, node):
-        log = open(os.path.join(self.dir, node + ".log"), "w")
-        self.procs[node] = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "table_node.py"),
-             self.config, node, self.key, STEP_SECONDS],
-            stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def log(self, node):
-        with open(os.path.join(self.dir, node + ".log")) as f:
-            return f.read()
-
-    def logs(self):
-        return "\n".join("--- %s\n%s" % (k, self.log(k)) for k in self.procs)
-
-    def wait_for(self, node, test, seconds):
-        check = test if callable(test) else (lambda text: test in text)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if check(self.log(node)):
-                return
-            if self.procs[node].poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError("%s: never saw %r\n%s" % (node, test,
-                                                        self.logs()))
-
-    def step_reached(self, n):
-        def reached(text):
-            steps = re.findall(r"^step (\d+), epoch [\d.]+, loss", text,
-                               re.M)
-            return steps and int(steps[-1]) >= n
-        return reached
-
-    def wait(self, node, seconds=120):
-        try:
-            return self.procs[node].wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("%s did not end\n%s" % (node, self.logs()))
-
-    def kill_all(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-
-
-def epoch_samples(log):
-    found = re.search(r"samples trained per epoch:((?: \d+)+)", log)
-    return [int(n) for n in found.group(1).split()] if found else None
 
 
 def last_loss(log):
