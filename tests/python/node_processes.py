@@ -3,6 +3,7 @@ share (supervision_test.py, table_failures_test.py): a folder of the run's
 own, a free port, and the nodes' processes with their logs in files,
 started, waited for, read and killed."""
 
+import json
 import os
 import re
 import socket
@@ -20,7 +21,8 @@ def free_port():
 
 class python_nodes:
     """The nodes of the cluster file `config` in the run's folder `dir`,
-    each a process of `script` (SCRIPT CONFIG NODE KEY STEP_SECONDS)."""
+    each a process of `script` (SCRIPT CONFIG NODE KEY STEP_SECONDS); the
+    chief listens at `chief_port`, which the subclass sets."""
 
     def __init__(self, test, prefix, script, step_seconds):
         self.tmp = tempfile.TemporaryDirectory(prefix=prefix)
@@ -69,6 +71,18 @@ class python_nodes:
                                re.M)
             return steps and int(steps[-1]) >= n
         return reached
+
+    def shell(self, command):
+        """troupe-shell's answer to `command` (JSON), asked of the chief
+        at self.chief_port."""
+        out = subprocess.run(
+            [os.environ["TROUPE_SHELL"], "--connect",
+             "127.0.0.1:%d" % self.chief_port, "--key", self.key, "-c",
+             command, "--json"], capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise AssertionError("shell %s: %s%s" % (command, out.stdout,
+                                                      out.stderr))
+        return json.loads(out.stdout)
 
     def wait(self, label, seconds=120):
         try:

@@ -61,16 +61,6 @@ class python_cluster(python_nodes):
         self.start("py0")
         self.start("py1")
 
-    def shell(self, command):
-        out = subprocess.run(
-            [os.environ["TROUPE_SHELL"], "--connect",
-             "127.0.0.1:%d" % self.chief_port, "--key", self.key, "-c",
-             command, "--json"], capture_output=True, text=True, timeout=30)
-        if out.returncode != 0:
-            raise AssertionError("shell %s: %s%s" % (command, out.stdout,
-                                                      out.stderr))
-        return json.loads(out.stdout)
-
 
 class Supervision(unittest.TestCase):
     def finished(self, cluster, *nodes):

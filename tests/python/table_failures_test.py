@@ -39,6 +39,7 @@ class table_cluster(python_nodes):
         troupe.write_parameters(params, {"b": np.zeros(4, np.float32)})
         nodes = [{"name": n, "port": free_port(), "shards": s}
                  for n, s in shard_nodes.items()]
+        self.chief_port = nodes[0]["port"]
         nodes += [{"name": "py%d" % i, "port": free_port(), "workers": 1}
                   for i in range(2)]
         self.chief = nodes[0]["name"]
@@ -97,6 +98,21 @@ class TableFailures(unittest.TestCase):
         self.assertIn("replicas took over: 1), steps lost and retrained: 0",
                       log)
         self.assertNotIn("tables restored", log)
+
+    def test_shards_added_and_drained_take_the_rows_along(self):
+        cluster = table_cluster(self, {"chief": 1, "s1": 0})
+        cluster.wait_for("chief", cluster.step_reached(100), 60)
+        before = sum(t["rows"] for s in cluster.shell("shards")
+                     for t in s["tables"])
+        cluster.shell("add-shard s1")
+        cluster.shell("drain shard:0")
+        shards = cluster.shell("shards")
+        self.assertEqual([s["node"] for s in shards], ["s1"], shards)
+        # Every row made so far went along (more may have been made since).
+        self.assertGreaterEqual(shards[0]["tables"][0]["rows"], before,
+                                shards)
+        log = self.finished(cluster, "py0", "py1", "s1")
+        self.assertIn("shards added or drained: 2", log)
 
 
 if __name__ == "__main__":
