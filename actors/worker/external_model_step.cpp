@@ -57,7 +57,7 @@ public:
     next_->rows = tables_.start();
     if (auto err = step_->batch_keys(lease.samples, next_->rows))
       return failed(err);
-    auto planned = tables_.plan(*next_, lease.samples.size(), worker);
+    auto planned = tables_.plan(*next_, lease.samples, worker);
     if (!planned)
       return failed(planned.error());
     return planned;

@@ -22,7 +22,9 @@ std::vector<table_rows> table_batch::start() const {
 }
 
 caf::expected<std::vector<row_request>>
-table_batch::plan(step_tables& step, size_t samples, int32_t worker) {
+table_batch::plan(step_tables& step, const std::vector<uint32_t>& batch,
+                  int32_t worker) {
+  const size_t samples = batch.size();
   auto& rows = step.rows;
   step.asked.clear();
   std::vector<row_request> out;
@@ -47,12 +49,12 @@ table_batch::plan(step_tables& step, size_t samples, int32_t worker) {
       if (key == -1)
         continue;
       if (key < 0 || static_cast<uint64_t>(key) >= cfg.vocabulary)
-        return make_error(
-          errc::bad_step,
-          "table " + cfg.name + ": key " + std::to_string(key) + " of sample "
-            + std::to_string(i / (r.width > 0 ? r.width : 1))
-            + " is outside the table's vocabulary [0, "
-            + std::to_string(cfg.vocabulary) + ") (-1 marks no key)");
+        return make_error(errc::bad_step,
+                          "table " + cfg.name + ": key " + std::to_string(key)
+                            + " of sample " + std::to_string(batch[i / r.width])
+                            + " is outside the table's vocabulary [0, "
+                            + std::to_string(cfg.vocabulary)
+                            + ") (-1 marks no key)");
       bool inserted = false;
       auto slot = scratch_.find_or_insert(
         static_cast<uint64_t>(key), static_cast<uint32_t>(r.unique.size()),

@@ -47,11 +47,11 @@ public:
   /// Checks the keys of `step.rows` (each in [0, vocabulary) or -1), sets
   /// their unique and inverse, and returns the requests for their rows,
   /// one per shard and table that holds any (`worker` asks), kept in
-  /// step.asked. errc::bad_step names the table, the sample and the key of
-  /// the first key out of range, or a table whose keys do not fill
-  /// `samples` rows of `width`.
-  caf::expected<std::vector<row_request>> plan(step_tables& step,
-                                               size_t samples, int32_t worker);
+  /// step.asked. errc::bad_step names the table, the sample (its index in
+  /// the training set, from `batch`) and the key of the first key out of
+  /// range, or a table whose keys do not fill a row of `width` per sample.
+  caf::expected<std::vector<row_request>>
+  plan(step_tables& step, const std::vector<uint32_t>& batch, int32_t worker);
 
   /// The answers to plan's requests, in their order, into each table's
   /// values; errc::wrong_size for an answer of other rows than asked.

@@ -242,7 +242,9 @@ class Tables(unittest.TestCase):
         cases = []
         bad = dict(keys, item=keys["item"].copy())
         bad["item"][17, 1] = VOCAB + 3
-        cases.append((bad, None, "table item: key 43 of sample"))
+        # The sample as the user numbers it, not its place in the batch.
+        cases.append((bad, None, "table item: key 43 of sample 17 is "
+                                 "outside the table's vocabulary [0, 40)"))
         neg = dict(keys, user=keys["user"] - 5)
         cases.append((neg, None, "table user: key -"))
 
