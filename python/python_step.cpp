@@ -20,6 +20,26 @@ held_object::~held_object() {
   obj_ = py::object{};
 }
 
+namespace {
+
+/// `value` itself, or for a torch tensor its NumPy view (no copy for a CPU
+/// tensor): what the step's results and keys= are read as.
+py::object numpy_of(py::handle value) {
+  py::object v = py::reinterpret_borrow<py::object>(value);
+  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
+    v = v.attr("detach")().attr("cpu")().attr("numpy")();
+  return v;
+}
+
+/// Why `v`, which `what` names, is refused: it is no array.
+std::string not_an_array(const std::string& what, py::handle v) {
+  return what + " is a "
+         + std::string{py::str(py::type::of(v).attr("__name__"))}
+         + ", not a NumPy array or a torch tensor";
+}
+
+} // namespace
+
 key_source::key_source(py::object keys) {
   if (PyCallable_Check(keys.ptr())) {
     fn_ = std::make_shared<held_object>(std::move(keys));
@@ -36,10 +56,7 @@ key_source::key_source(py::object keys) {
     if (!py::isinstance<py::str>(item.first))
       throw py::type_error("keys: a table name is a str");
     auto name = item.first.cast<std::string>();
-    py::object v = py::reinterpret_borrow<py::object>(item.second);
-    if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
-      v = v.attr("detach")().attr("cpu")().attr("numpy")();
-    py::array a = np.attr("asarray")(v);
+    py::array a = np.attr("asarray")(numpy_of(item.second));
     auto kind = a.dtype().kind();
     if ((kind != 'i' && kind != 'u') || a.ndim() < 1 || a.ndim() > 2)
       throw py::value_error("keys[\"" + name
@@ -207,17 +224,12 @@ py::array view_of(const pulled_params& p, const tensor_slot& t) {
 /// that ("the gradient of w", "the value of buffer bn.running_mean").
 py::object array_of(py::handle value, const tensor_slot& t,
                     const std::string& what, std::string& why) {
-  py::object v = py::reinterpret_borrow<py::object>(value);
-  // A torch tensor: its NumPy view (no copy for a CPU tensor).
-  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
-    v = v.attr("detach")().attr("cpu")().attr("numpy")();
+  py::object v = numpy_of(value);
   // A NumPy scalar (np.float32(x), the gradient of a shape-() tensor).
   if (!py::isinstance<py::array>(v) && py::hasattr(v, "dtype"))
     v = py::array::ensure(v);
   if (!py::isinstance<py::array>(v)) {
-    why = what + " is a "
-          + std::string{py::str(py::type::of(v).attr("__name__"))}
-          + ", not a NumPy array or a torch tensor";
+    why = not_an_array(what, v);
     return {};
   }
   auto a = py::reinterpret_borrow<py::array>(v);
@@ -320,13 +332,10 @@ py::object rows_object(const py::object& rows_class, const table_rows& r,
 /// dim) as it is, or (samples, width, dim) summed per distinct key; or
 /// what is wrong with it.
 std::string take_row_gradient(py::handle value, table_rows& r, size_t samples) {
-  py::object v = py::reinterpret_borrow<py::object>(value);
+  py::object v = numpy_of(value);
   auto what = "the gradient of table " + r.name;
-  if (py::hasattr(v, "detach") && py::hasattr(v, "numpy"))
-    v = v.attr("detach")().attr("cpu")().attr("numpy")();
   if (!py::isinstance<py::array>(v))
-    return what + " is a " + type_name(v)
-           + ", not a NumPy array or a torch tensor";
+    return not_an_array(what, v);
   auto a = py::reinterpret_borrow<py::array>(v);
   const auto dim = static_cast<size_t>(r.dim);
   using extent = shape::value_type;
