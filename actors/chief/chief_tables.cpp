@@ -157,14 +157,16 @@ void restore_pieces(chief_self self, std::shared_ptr<table_file_reader> r,
     restore_lane(self, t);
 }
 
-/// One table file to put back: its path and the table it fills.
+/// One table file to put back: its path, the file opened, and the table
+/// it fills.
 struct table_source {
   std::string path;
+  std::shared_ptr<table_file_reader> reader;
   size_t table = 0;
 };
 
-/// Opens the file of `src`, checks it against its table's config, and puts
-/// its rows back; then the next source, then `done`.
+/// Checks the file of `src` against its table's config and puts its rows
+/// back; then the next source, then `done`.
 void restore_table(chief_self self,
                    std::shared_ptr<std::vector<table_source>> sources,
                    size_t next, std::function<void(caf::error)> done) {
@@ -173,10 +175,7 @@ void restore_table(chief_self self,
   auto& src = (*sources)[next];
   auto path = src.path;
   auto setup = embedding_tables(self->state.opts.cfg)[src.table];
-  auto r = table_file_reader::open(path);
-  if (!r)
-    return done(r.error());
-  auto& info = (*r)->info();
+  auto& info = src.reader->info();
   auto optimizer = to_string(setup.optimizer.type);
   if (info.dim != setup.table.dim || info.vocabulary != setup.table.vocabulary
       || info.optimizer != optimizer)
@@ -210,8 +209,8 @@ void restore_table(chief_self self,
                   now_seconds() - began));
     restore_table(self, sources, next + 1, done);
   };
-  restore_pieces(self, std::shared_ptr<table_file_reader>(std::move(*r)),
-                 static_cast<int32_t>(src.table), pushes, std::move(said));
+  restore_pieces(self, src.reader, static_cast<int32_t>(src.table), pushes,
+                 std::move(said));
 }
 
 } // namespace
@@ -296,14 +295,15 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
         make_error(errc::bad_format, "a checkpoint names its table file \""
                                        + name + "\", not a file beside it"));
     auto path = cfg.training.checkpoint.dir + "/" + name;
+    auto r = table_file_reader::open(path);
+    if (!r)
+      return done(r.error());
+    std::shared_ptr<table_file_reader> reader = std::move(*r);
     // A click model's one file fills its one table, whatever its name;
     // an external model's files name their tables.
     size_t table = 0;
     if (cfg.model.type != model_config::kind::click) {
-      auto r = table_file_reader::open(path);
-      if (!r)
-        return done(r.error());
-      auto& held = (*r)->info().table;
+      auto& held = reader->info().table;
       auto at = std::find_if(setups.begin(), setups.end(),
                              [&](const table_setup& s) {
                                return s.table.name == held;
@@ -320,7 +320,7 @@ void restore_tables(chief_self self, const checkpoint& ckpt,
         make_error(errc::bad_format, path + ": a second file of table \""
                                        + setups[table].table.name + "\""));
     filled[table] = true;
-    sources->push_back(table_source{path, table});
+    sources->push_back(table_source{path, std::move(reader), table});
   }
   for (size_t t = 0; t < setups.size(); ++t)
     if (!filled[t])
