@@ -121,33 +121,38 @@ void finish_run(chief_self self) {
             for (auto& x : stats)
               versions += " " + std::to_string(x.version);
             say(self, "shard versions at the end:" + versions);
+            // "N table rows in X GiB, rows pulled P, pushed Q" of a
+            // shard's tables ("N rows ..." of one of them).
+            auto rows_text = [](const char* what, int64_t rows, int64_t bytes,
+                                int64_t pulled, int64_t pushed) {
+              return fmt("%lld %s in %.2f GiB, rows pulled %lld, pushed %lld",
+                         static_cast<long long>(rows), what,
+                         static_cast<double>(bytes) / (1024.0 * 1024 * 1024),
+                         static_cast<long long>(pulled),
+                         static_cast<long long>(pushed));
+            };
+            auto setups = embedding_tables(self->state.opts.cfg);
             for (auto& x : stats) {
               summary.pushes_accepted += x.accepted;
               summary.pushes_stale += x.stale;
               summary.pushes_refused += x.refused;
               if (has_tables(self))
-                say(self, fmt("shard %d: %lld table rows in %.2f GiB, rows "
-                              "pulled %lld, pushed %lld",
-                              x.shard, static_cast<long long>(x.rows),
-                              static_cast<double>(x.row_bytes)
-                                / (1024.0 * 1024 * 1024),
-                              static_cast<long long>(x.rows_pulled),
-                              static_cast<long long>(x.rows_pushed)));
+                say(self, fmt("shard %d: %s", x.shard,
+                              rows_text("table rows", x.rows, x.row_bytes,
+                                        x.rows_pulled, x.rows_pushed)
+                                .c_str()));
               // With several tables, each one's share (one table's is the
               // line above).
-              auto setups = embedding_tables(self->state.opts.cfg);
               if (x.tables.size() > 1)
                 for (size_t t = 0; t < x.tables.size() && t < setups.size();
-                     ++t)
-                  say(self,
-                      fmt("shard %d table %s: %lld rows in %.2f GiB, rows "
-                          "pulled %lld, pushed %lld",
-                          x.shard, setups[t].table.name.c_str(),
-                          static_cast<long long>(x.tables[t].rows),
-                          static_cast<double>(x.tables[t].row_bytes)
-                            / (1024.0 * 1024 * 1024),
-                          static_cast<long long>(x.tables[t].rows_pulled),
-                          static_cast<long long>(x.tables[t].rows_pushed)));
+                     ++t) {
+                  auto& c = x.tables[t];
+                  say(self, fmt("shard %d table %s: %s", x.shard,
+                                setups[t].table.name.c_str(),
+                                rows_text("rows", c.rows, c.row_bytes,
+                                          c.rows_pulled, c.rows_pushed)
+                                  .c_str()));
+                }
             }
             auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
               std::move(stats));
