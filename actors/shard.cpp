@@ -34,36 +34,60 @@ float_block answer(self_ptr self, int32_t worker) {
 /// primary's pushes wait for it (see `replication` in shard.hpp). A push
 /// refused here is refused there too, which is no divergence.
 template <class Push, class Apply>
-caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
+caf::result<push_ack> apply_replicated(self_ptr self, std::vector<Push> parts,
+                                       Apply apply) {
+  // Several parts (row pushes of several tables) are forwarded and applied
+  // in order, and answered with the last one's ack (stale if any was).
+  auto apply_all = [&]() -> caf::expected<push_ack> {
+    push_ack last;
+    bool stale = false;
+    for (auto& p : parts) {
+      caf::expected<push_ack> r = apply(std::move(p));
+      if (!r)
+        return r;
+      stale = stale || r->stale;
+      last = *r;
+    }
+    last.stale = stale;
+    return last;
+  };
   if (!shard_ops::replicating(self))
-    return apply(std::move(p));
+    return apply_all();
   struct answer {
     push_ack ack;
     caf::typed_response_promise<push_ack> promise;
     bool waiting = false;
-    bool replica_done = false; ///< it answered, or was given up
+    size_t replica_left = 0; ///< parts it has not answered, or given up
   };
   auto taken = std::make_shared<bool>(true);
   auto out = std::make_shared<answer>();
+  out->replica_left = parts.size();
   bool wait = shard_ops::pushes_wait(self);
   // `done` may run before forward() returns: a connection found broken
   // gives the replica up at once.
-  shard_ops::forward(self, p, taken, [out] {
-    out->replica_done = true;
-    if (out->waiting)
-      out->promise.deliver(out->ack);
-  });
-  caf::expected<push_ack> r = apply(std::move(p));
+  for (auto& p : parts)
+    shard_ops::forward(self, p, taken, [out] {
+      if (out->replica_left > 0 && --out->replica_left == 0 && out->waiting)
+        out->promise.deliver(out->ack);
+    });
+  caf::expected<push_ack> r = apply_all();
   if (!r) {
     *taken = false;
     return std::move(r.error());
   }
-  if (!wait || out->replica_done)
+  if (!wait || out->replica_left == 0)
     return *r;
   out->ack = *r;
   out->promise = self->make_response_promise<push_ack>();
   out->waiting = true;
   return out->promise;
+}
+
+template <class Push, class Apply>
+caf::result<push_ack> apply_replicated(self_ptr self, Push p, Apply apply) {
+  std::vector<Push> parts;
+  parts.push_back(std::move(p));
+  return apply_replicated(self, std::move(parts), std::move(apply));
 }
 
 /// Whether a worker's pull for `min_version` may be answered now. In
@@ -134,6 +158,66 @@ caf::error check_row_push(self_ptr self, const sparse_table& table,
                         where() + " holds a non-finite value for row "
                           + std::to_string(p.ids[i / table.dim()]));
   return caf::none;
+}
+
+/// Rows of one table (a row pull, or one part of several).
+caf::expected<row_block> pull_rows(self_ptr self, const row_request& r) {
+  auto table = table_of(self, r.table);
+  if (!table)
+    return std::move(table.error());
+  auto values = pooled_floats(r.ids.size()
+                              * static_cast<size_t>((*table)->dim()));
+  auto err = r.peek
+               ? (*table)->peek(r.ids.data(), r.ids.size(), values->data())
+               : (*table)->pull(r.ids.data(), r.ids.size(), values->data());
+  if (err)
+    return err;
+  self->state.pulled_bytes += static_cast<int64_t>(values->size()
+                                                   * sizeof(float));
+  return row_block{self->state.id, r.table, std::move(values)};
+}
+
+/// Applies (async, ssp) or holds (sync) a row push that its table has
+/// checked or is to check.
+caf::expected<push_ack> apply_row_push(self_ptr self, row_push p) {
+  auto table = table_of(self, p.table);
+  if (!table)
+    return std::move(table.error());
+  auto& t = **table;
+  if (auto err = check_row_push(self, t, p))
+    return err;
+  auto& st = self->state;
+  if (sync_rows::applies(*st.block, st.tables)) {
+    auto stale = st.sync.hold(
+      *st.block, t,
+      {p.worker, p.table, p.tag, std::move(p.ids), std::move(p.grads)}, st.id);
+    if (!stale)
+      return std::move(stale.error());
+    return push_ack{st.block->version(), *stale};
+  }
+  if (auto err = t.push(p.ids.data(), p.ids.size(),
+                        p.grads ? p.grads->data() : nullptr))
+    return err;
+  return push_ack{t.pushes(), false};
+}
+
+/// Why several row pushes cannot all be applied (checked before any is,
+/// so that one bad part changes nothing); none when they can.
+caf::error check_row_pushes(self_ptr self, const row_pushes& pushes) {
+  if (pushes.parts.empty())
+    return make_error(errc::invalid_argument,
+                      "row pushes of no table to shard "
+                        + std::to_string(self->state.id));
+  for (auto& p : pushes.parts) {
+    auto table = table_of(self, p.table);
+    if (!table)
+      return std::move(table.error());
+    if (auto err = check_row_push(self, **table, p))
+      return err;
+    if (auto err = (*table)->check(p.ids.data(), p.ids.size()))
+      return err;
+  }
+  return {};
 }
 
 } // namespace
@@ -286,47 +370,40 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
         });
     },
     [=](pull_atom, const row_request& r) -> caf::result<row_block> {
-      auto table = table_of(self, r.table);
-      if (!table)
-        return std::move(table.error());
-      auto values = pooled_floats(r.ids.size()
-                                  * static_cast<size_t>((*table)->dim()));
-      auto err = r.peek
-                   ? (*table)->peek(r.ids.data(), r.ids.size(), values->data())
-                   : (*table)->pull(r.ids.data(), r.ids.size(), values->data());
-      if (err)
-        return err;
-      self->state.pulled_bytes += static_cast<int64_t>(values->size()
-                                                       * sizeof(float));
-      return row_block{self->state.id, r.table, std::move(values)};
+      auto b = pull_rows(self, r);
+      if (!b)
+        return std::move(b.error());
+      return std::move(*b);
+    },
+    [=](pull_atom, const row_requests& r) -> caf::result<row_blocks> {
+      row_blocks out;
+      out.parts.reserve(r.parts.size());
+      for (auto& part : r.parts) {
+        auto b = pull_rows(self, part);
+        if (!b)
+          return std::move(b.error());
+        out.parts.push_back(std::move(*b));
+      }
+      return out;
     },
     [=](push_atom, row_push& push) -> caf::result<push_ack> {
       if (push.grads)
         self->state.pushed_bytes += static_cast<int64_t>(push.grads->size()
                                                          * sizeof(float));
-      return apply_replicated(
-        self, std::move(push), [=](row_push p) -> caf::expected<push_ack> {
-          auto table = table_of(self, p.table);
-          if (!table)
-            return std::move(table.error());
-          auto& t = **table;
-          if (auto err = check_row_push(self, t, p))
-            return err;
-          auto& st = self->state;
-          if (sync_rows::applies(*st.block, st.tables)) {
-            auto stale = st.sync.hold(*st.block, t,
-                                      {p.worker, p.table, p.tag,
-                                       std::move(p.ids), std::move(p.grads)},
-                                      st.id);
-            if (!stale)
-              return std::move(stale.error());
-            return push_ack{st.block->version(), *stale};
-          }
-          if (auto err = t.push(p.ids.data(), p.ids.size(),
-                                p.grads ? p.grads->data() : nullptr))
-            return err;
-          return push_ack{t.pushes(), false};
-        });
+      return apply_replicated(self, std::move(push), [=](row_push p) {
+        return apply_row_push(self, std::move(p));
+      });
+    },
+    [=](push_atom, row_pushes& pushes) -> caf::result<push_ack> {
+      if (auto err = check_row_pushes(self, pushes))
+        return err;
+      for (auto& p : pushes.parts)
+        if (p.grads)
+          self->state.pushed_bytes += static_cast<int64_t>(p.grads->size()
+                                                           * sizeof(float));
+      return apply_replicated(self, std::move(pushes.parts), [=](row_push p) {
+        return apply_row_push(self, std::move(p));
+      });
     },
     [=](snapshot_atom) -> shard_state_msg {
       auto& b = *self->state.block;

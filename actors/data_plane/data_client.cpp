@@ -28,11 +28,18 @@ using namespace data_wire;
 using stub_actor =
   shard_data_actor::extend<caf::reacts_to<data_atom, uint64_t, float_block>,
                            caf::reacts_to<data_atom, uint64_t, row_block>,
+                           caf::reacts_to<data_atom, uint64_t, row_blocks>,
                            caf::reacts_to<data_atom, uint64_t, push_ack>,
                            caf::reacts_to<data_atom, uint64_t, caf::error>,
                            caf::reacts_to<data_atom, caf::error>>;
 
 // -- the client --------------------------------------------------------------
+
+/// One part of a row_pulls request: its table, and the floats of its rows.
+struct row_part {
+  int32_t table = 0;
+  uint64_t floats = 0;
+};
 
 class data_client_impl {
 public:
@@ -61,13 +68,16 @@ public:
   /// Sends a request whose reply goes to `to` (a stub, or an actor that
   /// sends without one); false (and nothing goes to `to`) when the
   /// connection is gone. A row_pull's reply must hold `row_floats` floats:
-  /// the rows asked for, and no others.
-  bool send(outgoing o, caf::actor to, uint64_t row_floats = 0) {
+  /// the rows asked for, and no others; a row_pulls' reply is split into
+  /// its parts' rows, each part's table and floats as `part_floats` says.
+  bool send(outgoing o, caf::actor to, uint64_t row_floats = 0,
+            std::vector<row_part> part_floats = {}) {
     std::lock_guard<std::mutex> guard{mtx_};
     if (broken_)
       return false;
     auto id = o.head.id;
-    waiting_[id] = {std::move(to), o.head.op, row_floats};
+    waiting_[id] = {std::move(to), o.head.op, row_floats,
+                    std::move(part_floats)};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
@@ -175,16 +185,19 @@ private:
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
-      auto [to, asked, row_floats] = take_waiting(f.id);
+      auto [to, asked, row_floats, part_floats] = take_waiting(f.id);
       // A reply answers its kind of request (an error answers any), and
       // the rows of a row pull are the ones asked for.
-      bool fits =
-        f.op == data_frame::error || asked == 0
-        || (f.op == data_frame::values && asked == data_frame::pull)
-        || (f.op == data_frame::ack
-            && (asked == data_frame::push || asked == data_frame::row_push
-                || asked == data_frame::replica))
-        || (f.op == data_frame::rows && asked == data_frame::row_pull);
+      bool fits = f.op == data_frame::error || asked == 0
+                  || (f.op == data_frame::values && asked == data_frame::pull)
+                  || (f.op == data_frame::ack
+                      && (asked == data_frame::push
+                          || asked == data_frame::row_push
+                          || asked == data_frame::row_pushes
+                          || asked == data_frame::replica))
+                  || (f.op == data_frame::rows
+                      && (asked == data_frame::row_pull
+                          || asked == data_frame::row_pulls));
       if (!fits)
         return fail_all("bad frame from the shard node: a reply of the "
                         "wrong kind to request "
@@ -203,7 +216,12 @@ private:
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
           return fail_all("the connection broke");
-        if (to)
+        if (!to)
+          continue;
+        if (asked == data_frame::row_pulls)
+          caf::anon_send(to, data_atom_v, f.id,
+                         split_rows(f.shard, *values, part_floats));
+        else
           caf::anon_send(to, data_atom_v, f.id,
                          message_of<row_block>(f, {}, std::move(values)));
         continue;
@@ -244,8 +262,25 @@ private:
   struct waiting {
     caf::actor to; ///< the stub, or the actor that sent without one
     uint8_t op = 0;
-    uint64_t row_floats = 0; ///< row_pull: floats its reply must hold
+    uint64_t row_floats = 0; ///< row_pull(s): floats its reply must hold
+    std::vector<row_part> part_floats; ///< row_pulls: each part's
   };
+
+  /// The rows of a row_pulls reply (as many floats as its parts'), each
+  /// part's in a buffer of its own.
+  static row_blocks split_rows(int32_t shard, const std::vector<float>& all,
+                               const std::vector<row_part>& parts) {
+    row_blocks out;
+    auto at = all.begin();
+    for (auto& part : parts) {
+      auto n = static_cast<ptrdiff_t>(part.floats);
+      auto values = pooled_floats(part.floats);
+      std::copy(at, at + n, values->begin());
+      at += n;
+      out.parts.push_back({shard, part.table, std::move(values)});
+    }
+    return out;
+  }
 
   /// The stub waiting for request `id`, the request's operation (0 when
   /// nobody waits for it) and what its rows must hold.
@@ -305,8 +340,8 @@ using stub_pointer = stub_actor::stateful_pointer<stub_state>;
 /// through the reader thread to this stub, which delivers it.
 template <class T>
 caf::result<T> send_request(stub_pointer self, data_client_impl& link,
-                            int32_t shard, outgoing o,
-                            uint64_t row_floats = 0) {
+                            int32_t shard, outgoing o, uint64_t row_floats = 0,
+                            std::vector<row_part> part_floats = {}) {
   auto rp = self->make_response_promise<T>();
   if (self->state.broken) {
     rp.deliver(self->state.broken);
@@ -316,7 +351,8 @@ caf::result<T> send_request(stub_pointer self, data_client_impl& link,
   o.head.id = id;
   o.head.shard = shard;
   self->state.open.emplace(id, static_cast<caf::response_promise&>(rp));
-  if (!link.send(std::move(o), caf::actor_cast<caf::actor>(self), row_floats)) {
+  if (!link.send(std::move(o), caf::actor_cast<caf::actor>(self), row_floats,
+                 std::move(part_floats))) {
     self->state.open.erase(id);
     rp.deliver(link.broken_reason());
   }
@@ -361,6 +397,78 @@ row_push_frame(int32_t shard, const std::vector<int>& row_dims, row_push& p) {
                         + " rows (at most " + std::to_string(max_frame_rows)
                         + " per request)");
   return request_frame(p);
+}
+
+/// Why several parts (row requests or pushes for shard `shard`, whose
+/// tables are `row_dims` wide) cannot travel in one frame: none, a
+/// table the shard lacks, more parts or rows than a frame holds, or parts
+/// that differ in what the frame's header holds once for all.
+template <class Part>
+caf::error check_parts(int32_t shard, const std::vector<int>& row_dims,
+                       const std::vector<Part>& parts) {
+  if (parts.empty() || parts.size() > 0xFFFF)
+    return make_error(errc::invalid_argument, "a request of "
+                                                + std::to_string(parts.size())
+                                                + " tables' rows (1 to 65535)");
+  uint64_t words = 2 * parts.size();
+  for (auto& p : parts) {
+    if (dim_of(row_dims, p.table) == 0)
+      return no_table(shard, row_dims, p.table);
+    words += p.ids.size();
+    auto& first = parts.front();
+    bool same = p.worker == first.worker;
+    if constexpr (std::is_same_v<Part, row_request>)
+      same = same && p.peek == first.peek;
+    else
+      same = same && p.tag == first.tag && p.batch == first.batch;
+    if (!same)
+      return make_error(errc::invalid_argument,
+                        "rows of several tables whose worker, tag, batch "
+                        "or peek differ");
+  }
+  if (words > max_frame_rows)
+    return make_error(errc::invalid_argument,
+                      "a request of " + std::to_string(words)
+                        + " rows and parts (at most "
+                        + std::to_string(max_frame_rows) + " per request)");
+  return {};
+}
+
+/// The parts of row pulls `r` for shard `shard`, or why they cannot go.
+caf::expected<std::vector<row_part>>
+row_pulls_parts(int32_t shard, const std::vector<int>& row_dims,
+                const row_requests& r) {
+  if (auto err = check_parts(shard, row_dims, r.parts))
+    return err;
+  std::vector<row_part> out;
+  for (auto& p : r.parts)
+    out.push_back({p.table, p.ids.size() * dim_of(row_dims, p.table)});
+  return out;
+}
+
+/// Why row pushes `p` for shard `shard` cannot go: see check_parts, and
+/// each part as row_push_frame checks it.
+caf::error check_row_pushes(int32_t shard, const std::vector<int>& row_dims,
+                            row_pushes& p) {
+  if (auto err = check_parts(shard, row_dims, p.parts))
+    return err;
+  uint64_t floats = 0;
+  for (auto& part : p.parts) {
+    auto dim = dim_of(row_dims, part.table);
+    auto got = part.grads ? part.grads->size() : 0;
+    if (got != part.ids.size() * dim)
+      return make_error(errc::wrong_size,
+                        "a push of " + std::to_string(got) + " floats for "
+                          + std::to_string(part.ids.size()) + " rows of "
+                          + std::to_string(dim));
+    floats += got;
+  }
+  if (floats > max_frame_floats)
+    return make_error(errc::invalid_argument,
+                      "a push of " + std::to_string(floats)
+                        + " floats (at most " + std::to_string(max_frame_floats)
+                        + " per request)");
+  return {};
 }
 
 /// The frame of replica op `op`: its CAF binary form.
@@ -415,6 +523,23 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
         return std::move(frame.error());
       return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
+    [=](pull_atom, row_requests& r) -> caf::result<row_blocks> {
+      auto parts = row_pulls_parts(shard, row_dims, r);
+      if (!parts)
+        return std::move(parts.error());
+      uint64_t total = 0;
+      for (auto& part : *parts)
+        total += part.floats;
+      return send_request<row_blocks>(
+        self, *link, shard, parts_frame(data_frame::row_pulls, r.parts), total,
+        std::move(*parts));
+    },
+    [=](push_atom, row_pushes& p) -> caf::result<push_ack> {
+      if (auto err = check_row_pushes(shard, row_dims, p))
+        return err;
+      return send_request<push_ack>(
+        self, *link, shard, parts_frame(data_frame::row_pushes, p.parts));
+    },
     [=](replicate_atom, replica_op& op) -> caf::result<push_ack> {
       auto frame = replica_frame(op);
       if (!frame)
@@ -423,6 +548,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
     },
     [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
+    [=](data_atom, uint64_t id, row_blocks& b) { answer(id, std::move(b)); },
     [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
     [=](data_atom, uint64_t id, caf::error& err) {
       answer(id, std::move(err));

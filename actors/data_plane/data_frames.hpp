@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <cstdint>
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -105,7 +106,11 @@ public:
         fail();
       else if (result == written::some) // the thread writes the rest first
         queue_.push_front(std::move(o));
-      cv_.notify_one();
+      // Only when there is work for the thread (frames queued while this
+      // one was written, or its rest) or an end: waking it to find nothing
+      // costs two context switches on every request.
+      if (broken_ || !queue_.empty())
+        cv_.notify_one();
       guard.unlock();
       if (result != written::some && progress_)
         progress_();
@@ -355,6 +360,75 @@ inline outgoing error_frame(uint64_t id, int32_t shard, const caf::error& err) {
 inline caf::error error_of(const data_frame& f, std::string text) {
   return f.flag > 0 ? make_error(static_cast<errc>(f.flag), std::move(text))
                     : make_error(errc::actor_down, std::move(text));
+}
+
+// -- several tables' rows in one frame ----------------------------------------
+//
+// row_requests, row_pushes and row_blocks have no wire form of their own:
+// each is a list of single-table messages, and its frame is written here.
+
+/// The frame of parts `parts` (row requests or pushes of one shard, which
+/// share their worker, and a push's tag and batch): each part's (table,
+/// number of ids), then every part's ids; a push's floats follow them,
+/// each part's in order, copied into one buffer (a step's row gradients
+/// are a few KB).
+template <class Part>
+outgoing parts_frame(uint8_t op, std::vector<Part>& parts) {
+  outgoing o;
+  o.head.op = op;
+  o.head.table = static_cast<uint16_t>(parts.size());
+  size_t ids = 0;
+  for (auto& p : parts)
+    ids += p.ids.size();
+  o.ids.reserve(2 * parts.size() + ids);
+  for (auto& p : parts) {
+    o.ids.push_back(static_cast<uint64_t>(p.table));
+    o.ids.push_back(p.ids.size());
+  }
+  for (auto& p : parts)
+    o.ids.insert(o.ids.end(), p.ids.begin(), p.ids.end());
+  o.head.count = o.ids.size();
+  if (!parts.empty())
+    o.head.worker = parts.front().worker;
+  if constexpr (std::is_same_v<Part, row_request>) {
+    o.head.flag = !parts.empty() && parts.front().peek;
+  } else {
+    size_t floats = 0;
+    for (auto& p : parts)
+      floats += p.grads ? p.grads->size() : 0;
+    auto all = pooled_floats(floats);
+    auto at = all->data();
+    for (auto& p : parts)
+      if (p.grads && !p.grads->empty())
+        at = std::copy(p.grads->begin(), p.grads->end(), at);
+    o.data = all->data();
+    o.floats = floats;
+    o.keep = std::move(all);
+    if (!parts.empty()) {
+      o.head.tag = parts.front().tag;
+      o.head.batch = parts.front().batch;
+    }
+  }
+  return o;
+}
+
+/// The one rows frame that answers row_pulls request `id`: every part's
+/// rows, in order.
+inline outgoing rows_frame(uint64_t id, int32_t shard, row_blocks& b) {
+  if (b.parts.size() == 1)
+    return reply_frame(id, shard, b.parts.front());
+  size_t floats = 0;
+  for (auto& p : b.parts)
+    floats += p.values ? p.values->size() : 0;
+  row_block all;
+  all.shard = shard;
+  auto values = pooled_floats(floats);
+  auto at = values->data();
+  for (auto& p : b.parts)
+    if (p.values && !p.values->empty())
+      at = std::copy(p.values->begin(), p.values->end(), at);
+  all.values = std::move(values);
+  return reply_frame(id, shard, all);
 }
 
 } // namespace troupe::data_wire

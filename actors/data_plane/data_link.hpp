@@ -26,7 +26,9 @@
 //
 // Frames: a 48-byte header (data_frame), then `count` floats (push,
 // values, rows), `count` row ids (row_pull; row_push, whose count x dim
-// floats come after them) or `count` bytes of error text. Host byte order
+// floats come after them), `count` uint64s of parts and ids (row_pulls,
+// row_pushes: every table of one shard in one frame) or `count` bytes of
+// error text. Host byte order
 // (little-endian, checked in shard_data_messages.hpp), as on the BASP
 // path. A header that fails check_frame closes the connection: a bad peer
 // loses its own link and nothing else. The port sits behind the front door
@@ -61,6 +63,15 @@ struct data_frame {
     /// a primary's replica_op for its replica (actors/shard.hpp): count
     /// bytes of its CAF binary form follow; answered with ack
     replica = 9,
+    /// Several tables' row pulls of one shard (row_requests); flag: peek;
+    /// table: the number of parts P; count uint64s follow: P pairs (the
+    /// part's table, its number of ids), then the parts' ids in order.
+    /// Answered with one rows frame: the parts' rows in order.
+    row_pulls = 10,
+    /// Several tables' row pushes (row_pushes); tag, batch: the pushes';
+    /// parts and ids as in row_pulls, then each part's ids x dim floats
+    /// in order. Answered with one ack.
+    row_pushes = 11,
   };
   uint32_t magic = magic_value;
   uint8_t op = 0;

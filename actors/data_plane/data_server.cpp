@@ -35,20 +35,28 @@ std::string check_frame(const data_frame& f, bool from_client) {
     return "not a troupe data-plane frame (bad magic)";
   bool request = f.op == data_frame::pull || f.op == data_frame::push
                  || f.op == data_frame::row_pull || f.op == data_frame::row_push
-                 || f.op == data_frame::replica;
+                 || f.op == data_frame::replica || f.op == data_frame::row_pulls
+                 || f.op == data_frame::row_pushes;
   bool reply = f.op == data_frame::values || f.op == data_frame::ack
                || f.op == data_frame::error || f.op == data_frame::rows;
   if (from_client ? !request : !reply)
     return "unexpected operation " + std::to_string(f.op);
   bool floats = f.op == data_frame::push || f.op == data_frame::values
                 || f.op == data_frame::rows;
-  bool ids = f.op == data_frame::row_pull || f.op == data_frame::row_push;
+  bool parts = f.op == data_frame::row_pulls || f.op == data_frame::row_pushes;
+  bool ids = f.op == data_frame::row_pull || f.op == data_frame::row_push
+             || parts;
   if (floats && f.count > max_frame_floats)
     return "announces " + std::to_string(f.count) + " floats (at most "
            + std::to_string(max_frame_floats) + ")";
   if (ids && f.count > max_frame_rows)
     return "announces " + std::to_string(f.count) + " rows (at most "
            + std::to_string(max_frame_rows) + ")";
+  // Each part is two uint64s (its table and its number of ids) before
+  // the ids: at least one part, and room for its pair.
+  if (parts && (f.table == 0 || f.count < 2 * uint64_t{f.table}))
+    return "announces " + std::to_string(f.table) + " parts in "
+           + std::to_string(f.count) + " uint64s";
   if (f.op == data_frame::error && f.count > max_error_text)
     return "announces " + std::to_string(f.count) + " bytes of error text";
   if (f.op == data_frame::replica && f.count > max_replica_bytes)
@@ -156,6 +164,8 @@ private:
       return reply_frame(id, shard, reply.get_mutable_as<float_block>(0));
     if (reply.match_elements<row_block>())
       return reply_frame(id, shard, reply.get_mutable_as<row_block>(0));
+    if (reply.match_elements<row_blocks>())
+      return rows_frame(id, shard, reply.get_mutable_as<row_blocks>(0));
     if (reply.match_elements<caf::error>())
       return error_frame(id, shard, reply.get_as<caf::error>(0));
     return error_frame(id, shard,
@@ -240,6 +250,21 @@ void ask(session& s, const data_frame& f, Ts&&... xs) {
   sink->ask(h, f.id, std::forward<Ts>(xs)...);
 }
 
+/// Reads the `count` uint64s after header `f` (row ids, and the parts of
+/// several tables' rows), in pieces: the buffer grows with what came, so
+/// a header alone makes nothing large. False when the connection broke.
+bool read_words(session& s, const data_frame& f, std::vector<uint64_t>& out) {
+  constexpr uint64_t piece = 1 << 16;
+  while (out.size() < f.count) {
+    auto at = out.size();
+    auto take = std::min<uint64_t>(piece, f.count - at);
+    out.resize(at + take);
+    if (!s.sock->read_exact(out.data() + at, take * sizeof(uint64_t)))
+      return false;
+  }
+  return true;
+}
+
 /// Reads the rest of a row_pull or row_push and hands it to its shard;
 /// false when the connection is to close (it broke, or the frame names a
 /// table whose rows the server cannot size).
@@ -260,18 +285,11 @@ bool read_rows(session& s, const data_frame& f) {
               << std::endl;
     return false;
   }
-  // The ids arrive in pieces, and the buffer grows with what came: a
-  // header alone makes nothing large. The gradients are allocated once
-  // the ids are in, dim / 2 times their bytes.
+  // The gradients are allocated once the ids are in, dim / 2 times their
+  // bytes.
   std::vector<uint64_t> ids;
-  constexpr uint64_t piece = 1 << 16;
-  while (ids.size() < f.count) {
-    auto at = ids.size();
-    auto take = std::min<uint64_t>(piece, f.count - at);
-    ids.resize(at + take);
-    if (!s.sock->read_exact(ids.data() + at, take * sizeof(uint64_t)))
-      return false;
-  }
+  if (!read_words(s, f, ids))
+    return false;
   if (f.op == data_frame::row_pull) {
     // An unknown table costs nothing to answer: the shard names it.
     ask(s, f, pull_atom_v, message_of<row_request>(f, std::move(ids)));
@@ -282,6 +300,82 @@ bool read_rows(session& s, const data_frame& f) {
     return false;
   ask(s, f, push_atom_v,
       message_of<row_push>(f, std::move(ids), std::move(grads)));
+  return true;
+}
+
+/// Reads the rest of a row_pulls or row_pushes frame and hands its parts
+/// to its shard in one request; false when the connection is to close (it
+/// broke, or the parts do not add up to the frame, or a push's table is
+/// one whose rows the server cannot size).
+bool read_row_parts(session& s, const data_frame& f) {
+  auto refuse = [&](const std::string& why) {
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.sock->peer() << ": " << why << std::endl;
+    return false;
+  };
+  std::vector<uint64_t> words;
+  if (!read_words(s, f, words))
+    return false;
+  bool push = f.op == data_frame::row_pushes;
+  size_t parts = f.table; // check_frame: at least one, and room for them
+  uint64_t at = 2 * parts, floats = 0;
+  std::vector<uint64_t> dims(parts);
+  for (size_t k = 0; k < parts; ++k) {
+    auto table = words[2 * k], n = words[2 * k + 1];
+    if (table > 0xFFFF || n > f.count - at)
+      return refuse("part " + std::to_string(k) + " (table "
+                    + std::to_string(table) + ", " + std::to_string(n)
+                    + " rows) does not fit a frame of "
+                    + std::to_string(f.count) + " uint64s");
+    at += n;
+    if (!push)
+      continue;
+    dims[k] = s.shards->row_dim(f.shard, static_cast<uint16_t>(table));
+    if (dims[k] == 0)
+      return refuse("a row push for table " + std::to_string(table)
+                    + " of shard " + std::to_string(f.shard)
+                    + ", which this node does not hold");
+    floats += n * dims[k];
+    if (floats > max_frame_floats)
+      return refuse("row pushes of more than "
+                    + std::to_string(max_frame_floats) + " floats");
+  }
+  if (at != f.count)
+    return refuse(std::to_string(f.count - at)
+                  + " uint64s after the parts' ids");
+  auto ids_of = [&](size_t k, uint64_t& from) {
+    auto n = words[2 * k + 1];
+    std::vector<uint64_t> ids(words.begin() + static_cast<ptrdiff_t>(from),
+                              words.begin() + static_cast<ptrdiff_t>(from + n));
+    from += n;
+    return ids;
+  };
+  uint64_t from = 2 * parts;
+  if (!push) {
+    row_requests r;
+    for (size_t k = 0; k < parts; ++k)
+      r.parts.push_back({f.shard, static_cast<int32_t>(words[2 * k]), f.worker,
+                         ids_of(k, from), f.flag != 0});
+    // An unknown table costs nothing to answer: the shard names it.
+    ask(s, f, pull_atom_v, std::move(r));
+    return true;
+  }
+  row_pushes r;
+  for (size_t k = 0; k < parts; ++k) {
+    row_push p;
+    p.shard = f.shard;
+    p.table = static_cast<int32_t>(words[2 * k]);
+    p.worker = f.worker;
+    p.batch = f.batch;
+    p.tag = f.tag;
+    p.ids = ids_of(k, from);
+    auto grads = pooled_floats(p.ids.size() * dims[k]);
+    if (!s.sock->read_exact(grads->data(), grads->size() * sizeof(float)))
+      return false;
+    p.grads = std::move(grads);
+    r.parts.push_back(std::move(p));
+  }
+  ask(s, f, push_atom_v, std::move(r));
   return true;
 }
 
@@ -331,6 +425,11 @@ void serve_connection(session& s) {
     }
     if (f.op == data_frame::row_pull || f.op == data_frame::row_push) {
       if (!read_rows(s, f))
+        break;
+      continue;
+    }
+    if (f.op == data_frame::row_pulls || f.op == data_frame::row_pushes) {
+      if (!read_row_parts(s, f))
         break;
       continue;
     }

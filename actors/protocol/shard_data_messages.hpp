@@ -120,6 +120,26 @@ struct push_ack {
   bool stale = false;
 };
 
+/// Several tables' row pulls of one shard in one message, each part a
+/// row_request for that shard: a worker whose model has more than one
+/// table asks each shard once a step, not once per table. The reply
+/// holds each part's row_block, in order; a part that fails fails the
+/// whole request.
+struct row_requests {
+  std::vector<row_request> parts;
+};
+
+struct row_blocks {
+  std::vector<row_block> parts;
+};
+
+/// Several tables' row pushes to one shard in one message. Every part is
+/// checked before any is applied, so a bad one refuses them all and
+/// changes nothing; the ack is the last part's.
+struct row_pushes {
+  std::vector<row_push> parts;
+};
+
 // -- the data messages' wire form ---------------------------------------------
 //
 // What a worker and a shard exchange, described once (actors/protocol/
@@ -187,6 +207,23 @@ inspect(Inspector& f, Message& x) {
   return wire::inspect(f, x);
 }
 
+/// On BASP, the parts one after the other; the data plane's frames of
+/// them are written by hand (actors/data_plane/data_frames.hpp).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_requests& x) {
+  return f(caf::meta::type_name("row_requests"), x.parts);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_blocks& x) {
+  return f(caf::meta::type_name("row_blocks"), x.parts);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_pushes& x) {
+  return f(caf::meta::type_name("row_pushes"), x.parts);
+}
+
 } // namespace troupe
 
 // clang-format off
@@ -200,5 +237,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_shard_data, troupe::type_ids::shard_data)
   CAF_ADD_TYPE_ID(troupe_shard_data, (std::vector<int64_t>))
   CAF_ADD_TYPE_ID(troupe_shard_data, (std::vector<int32_t>))
   CAF_ADD_TYPE_ID(troupe_shard_data, (std::vector<uint64_t>))
+  CAF_ADD_TYPE_ID(troupe_shard_data, (troupe::row_requests))
+  CAF_ADD_TYPE_ID(troupe_shard_data, (troupe::row_blocks))
+  CAF_ADD_TYPE_ID(troupe_shard_data, (troupe::row_pushes))
 CAF_END_TYPE_ID_BLOCK(troupe_shard_data)
 // clang-format on

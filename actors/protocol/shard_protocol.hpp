@@ -105,7 +105,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_history& x) {
 
 /// What a worker asks of a shard: pulls and pushes, of values and of rows.
 /// A shard_actor is one; so is a data-plane stub (actors/data_plane), which
-/// answers these four over its connection for a shard on another node.
+/// answers these over its connection for a shard on another node.
 using shard_data_actor = caf::typed_actor<
   // Values for `worker` once version >= min_version (sync) and the worker is
   // within the staleness bound (ssp); the chief pulls as worker -1.
@@ -118,6 +118,9 @@ using shard_data_actor = caf::typed_actor<
   // changes nothing.
   caf::replies_to<pull_atom, row_request>::with<row_block>,
   caf::replies_to<push_atom, row_push>::with<push_ack>,
+  // The same for several tables at once (one part per table).
+  caf::replies_to<pull_atom, row_requests>::with<row_blocks>,
+  caf::replies_to<push_atom, row_pushes>::with<push_ack>,
   // A primary's op stream to its replica (replica_op), between the pushes
   // it forwards; replies with the replica's version.
   caf::replies_to<replicate_atom, replica_op>::with<push_ack>>;

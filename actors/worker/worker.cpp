@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <type_traits>
 
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
@@ -111,20 +113,68 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
 
 /// Sends each of `messages` (row requests or pushes, each naming its
 /// shard) to that shard after `atom`; `done` gets the replies in order,
-/// and a request that fails fails the worker.
+/// and a request that fails fails the worker. A shard that is sent more
+/// than one (a model of several tables: one per table) gets them in one
+/// message (row_requests, row_pushes), which saves a round trip per table
+/// and shard, and the thread hand-offs at both ends of each.
 template <class Reply, class Atom, class Message, class Done>
 void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
                     Done done) {
   auto all = std::make_shared<std::vector<Message>>(std::move(messages));
-  ask_all<Reply>(
-    all->size(),
-    [=](size_t i) {
-      auto& m = (*all)[i];
-      auto shard = static_cast<size_t>(m.shard);
+  auto failed = [=](caf::error& err) { fail(self, std::move(err)); };
+  std::map<int32_t, std::vector<size_t>> by_shard;
+  for (size_t i = 0; i < all->size(); ++i)
+    by_shard[(*all)[i].shard].push_back(i);
+  if (by_shard.size() == all->size()) {
+    ask_all<Reply>(
+      all->size(),
+      [=](size_t i) {
+        auto& m = (*all)[i];
+        auto shard = static_cast<size_t>(m.shard);
+        return self->request(self->state.opts.shards[shard], timeout_of(self),
+                             atom, std::move(m));
+      },
+      std::move(done), failed);
+    return;
+  }
+  constexpr bool pulls = std::is_same_v<Message, row_request>;
+  using parts_message = std::conditional_t<pulls, row_requests, row_pushes>;
+  using parts_reply = std::conditional_t<pulls, row_blocks, push_ack>;
+  auto groups = std::make_shared<std::vector<std::vector<size_t>>>();
+  for (auto& [shard, at] : by_shard)
+    groups->push_back(std::move(at));
+  ask_all<parts_reply>(
+    groups->size(),
+    [=](size_t g) {
+      parts_message m;
+      for (auto i : (*groups)[g])
+        m.parts.push_back(std::move((*all)[i]));
+      auto shard = static_cast<size_t>(m.parts.front().shard);
       return self->request(self->state.opts.shards[shard], timeout_of(self),
                            atom, std::move(m));
     },
-    std::move(done), [=](caf::error& err) { fail(self, std::move(err)); });
+    [=](std::vector<parts_reply>& replies) {
+      std::vector<Reply> out(all->size());
+      for (size_t g = 0; g < groups->size(); ++g) {
+        auto& at = (*groups)[g];
+        if constexpr (pulls) {
+          auto& parts = replies[g].parts;
+          if (parts.size() != at.size())
+            return fail(self, make_error(errc::wrong_size,
+                                         "a shard answered rows of "
+                                           + std::to_string(parts.size())
+                                           + " tables for "
+                                           + std::to_string(at.size())));
+          for (size_t k = 0; k < at.size(); ++k)
+            out[at[k]] = std::move(parts[k]);
+        } else {
+          for (auto i : at)
+            out[i] = replies[g];
+        }
+      }
+      done(out);
+    },
+    failed);
 }
 
 /// The rows of embedding tables the leased batch needs (its kind says

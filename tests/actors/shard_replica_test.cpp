@@ -258,6 +258,12 @@ shard_data_actor::behavior_type silent_replica(
     [=](push_atom, const row_push&) {
       return hold(self->make_response_promise<push_ack>());
     },
+    [=](pull_atom, const row_requests&) {
+      return hold(self->make_response_promise<row_blocks>());
+    },
+    [=](push_atom, const row_pushes&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
     [=](replicate_atom, const replica_op&) {
       return hold(self->make_response_promise<push_ack>());
     },

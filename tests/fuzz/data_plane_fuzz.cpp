@@ -3,9 +3,11 @@
 // is what a peer sends.
 //   even: the server face: bytes sent to a data_server, as a client would
 //         (its shard holds one embedding table too);
-//   1, 3 (mod 4): the client face: bytes sent back to a data_client, as a
-//         server would, while one pull through its stub is open (request
-//         id 1): of values (1), or of two rows of the table (3).
+//   1, 3, 7 (mod 4, 8): the client face: bytes sent back to a data_client,
+//         as a server would, while one pull through its stub is open
+//         (request id 1): of values (1 mod 4), of two rows of the table
+//         (3 mod 8), or of one row each of two parts of one message
+//         (row_requests: 7 mod 8).
 // A finding is a crash, a sanitizer report, a hang (-timeout) or an
 // allocation over -malloc_limit_mb/-rss_limit_mb. Only 127.0.0.1 is used
 // and every wait below is bounded, so one input cannot stall the run.
@@ -152,10 +154,13 @@ void fuzz_server(const uint8_t* data, size_t size) {
   ::close(fd);
 }
 
+/// What the client face has open while the input answers it.
+enum class open_pull { values, rows, parts };
+
 /// The client face: a data_client connected to a listener of ours, one pull
-/// (of values, or of two rows) open through its stub, and `data` as
-/// everything the "server" says.
-void fuzz_client(const uint8_t* data, size_t size, bool rows) {
+/// (of values, of two rows, or of two parts of a row each) open through
+/// its stub, and `data` as everything the "server" says.
+void fuzz_client(const uint8_t* data, size_t size, open_pull pull) {
   auto& w = the_world();
   int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (lfd < 0)
@@ -182,8 +187,11 @@ void fuzz_client(const uint8_t* data, size_t size, bool rows) {
     bound_waits(fd);
     // Read the pull request first: closing a socket with unread data sends
     // a reset, which could discard the input before the client reads it.
-    char request[sizeof(data_frame) + 2 * sizeof(uint64_t)];
-    auto request_size = sizeof(data_frame) + (rows ? 2 * sizeof(uint64_t) : 0);
+    char request[sizeof(data_frame) + 6 * sizeof(uint64_t)];
+    size_t words = pull == open_pull::rows    ? 2 // two ids
+                   : pull == open_pull::parts ? 6 // two (table, 1), two ids
+                                              : 0;
+    auto request_size = sizeof(data_frame) + words * sizeof(uint64_t);
     (void)::recv(fd, request, request_size, MSG_WAITALL);
     send_all(fd, data, size);
     ::close(fd); // no drain: the client sends nothing but that request
@@ -191,11 +199,17 @@ void fuzz_client(const uint8_t* data, size_t size, bool rows) {
   // Sent first, answered (or failed) after the input; its id on the wire
   // is 1. Values, rows, an error frame, a broken link or the 500 ms
   // timeout: all fine.
-  if (rows) {
+  if (pull == open_pull::rows) {
     auto pending = self->request(stub, 500ms, pull_atom_v,
                                  row_request{0, 0, 0, {3, 7}});
     answer_with_input();
     pending.receive([](row_block&) {}, [](caf::error&) {});
+  } else if (pull == open_pull::parts) {
+    auto pending = self->request(
+      stub, 500ms, pull_atom_v,
+      row_requests{{row_request{0, 0, 0, {3}}, row_request{0, 0, 0, {7}}}});
+    answer_with_input();
+    pending.receive([](row_blocks&) {}, [](caf::error&) {});
   } else {
     auto pending = self->request(stub, 500ms, pull_atom_v, int32_t{0},
                                  int64_t{0});
@@ -213,6 +227,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] % 2 == 0)
     fuzz_server(data + 1, size - 1);
   else
-    fuzz_client(data + 1, size - 1, data[0] % 4 == 3);
+    fuzz_client(data + 1, size - 1,
+                data[0] % 4 == 1   ? open_pull::values
+                : data[0] % 8 == 3 ? open_pull::rows
+                                   : open_pull::parts);
   return 0;
 }

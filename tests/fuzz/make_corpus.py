@@ -2,13 +2,14 @@
 # Writes the seed corpus of data_plane_fuzz (corpus/data_plane/); run once,
 # by hand, when the frame layout changes. Byte 0 picks the face (even:
 # server; 1: client with a pull open; 3: client with a pull of two rows
-# open), then data_frame headers (actors/data_plane/data_link.hpp) and payloads.
+# open; 7: client with a pull of two parts of a row each open), then
+# data_frame headers (actors/data_plane/data_link.hpp) and payloads.
 import os
 import struct
 
 MAGIC = 0x50445254
-PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS, REPLICA = (
-    1, 2, 3, 4, 5, 6, 7, 8, 9)
+(PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS, REPLICA,
+ ROW_PULLS, ROW_PUSHES) = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
 
 def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0, table=0):
@@ -43,7 +44,8 @@ def row_chunk(rows):
             + floats(*([0.1] * 4 * n)))
 
 
-SERVER, CLIENT, ROW_CLIENT = b"\x00", b"\x01", b"\x03"
+SERVER, CLIENT, ROW_CLIENT, PARTS_CLIENT = (b"\x00", b"\x01", b"\x03",
+                                          b"\x07")
 JOIN = replica_op(3, worker=5)
 ROWS_OP = replica_op(2, tail=row_chunk([7, 8]))
 seeds = {
@@ -69,6 +71,20 @@ seeds = {
     "row_client_rows_too_many": ROW_CLIENT + frame(ROWS, 12)
                                 + floats(*range(12)),
     "row_client_ack_to_pull": ROW_CLIENT + frame(ACK),
+    # Several tables' rows in one frame: (table, ids) pairs, then the ids
+    # (the served shard's one table, twice).
+    "server_row_pulls": SERVER + frame(ROW_PULLS, 6, table=2)
+                        + ids(0, 1, 0, 1, 3, 999),
+    "server_row_pushes": SERVER + frame(ROW_PUSHES, 6, table=2)
+                         + ids(0, 1, 0, 1, 3, 4) + floats(*([0.5] * 8))
+                         + frame(ROW_PULLS, 4, ident=2, table=1)
+                         + ids(0, 2, 3, 4),
+    "server_row_pulls_short": SERVER + frame(ROW_PULLS, 5, table=2)
+                              + ids(0, 1, 0, 9, 3),
+    "server_row_pushes_no_table": SERVER + frame(ROW_PUSHES, 3, table=1)
+                                  + ids(7, 1, 1),
+    "parts_client_rows8": PARTS_CLIENT + frame(ROWS, 8) + floats(*range(8)),
+    "parts_client_rows4": PARTS_CLIENT + frame(ROWS, 4) + floats(*range(4)),
     # A primary's op stream to its replica (actors/shard_replica.cpp).
     "server_replica_join": SERVER + frame(REPLICA, len(JOIN)) + JOIN,
     "server_replica_rows": SERVER + frame(REPLICA, len(ROWS_OP)) + ROWS_OP,

@@ -1,8 +1,10 @@
-"""One node of a cluster file in a Python process whose model keeps an
-embedding table on the shards: a NumPy regression in which each sample's
-prediction is the sum of its keys' rows (dim 1) plus a bias, trained by
-troupe.run_node with keys= and a hand-written step. The failure tests
-start and kill it.
+"""One node of a cluster file in a Python process whose model keeps two
+embedding tables on the shards: a NumPy regression in which each sample's
+prediction is the sum of its keys' rows (dim 1; its first key's in table
+"first", the others' in table "rest") plus a bias, trained by
+troupe.run_node with keys= and a hand-written step. Two tables, so that
+each step's rows of a shard travel as several tables in one message. The
+failure tests start and kill it.
 
     table_node.py CONFIG NODE KEY [STEP_SECONDS]
 
@@ -36,20 +38,24 @@ def main():
     def step(params, samples, rows):
         if pause > 0:
             time.sleep(pause)
-        r = rows["ids"]
-        values = r.values[:, 0]
         # The bias is b[0]; the rest of b gives the shards a slice each.
-        err = values[r.inverse].sum(1) + params["b"][0] - y[samples]
+        err = params["b"][0] - y[samples]
+        for r in rows.values():
+            err = err + r.values[:, 0][r.inverse].sum(1)
         n = np.float32(len(samples))
-        grad = np.zeros_like(r.values)
-        np.add.at(grad[:, 0], r.inverse.ravel(), np.repeat(err / n, WIDTH))
+        out = {}
+        for name, r in rows.items():
+            grad = np.zeros_like(r.values)
+            np.add.at(grad[:, 0], r.inverse.ravel(),
+                      np.repeat(err / n, r.inverse.shape[1]))
+            out[name] = grad
         gb = np.zeros(4, np.float32)
         gb[0] = err.sum() / n
-        return ({"b": gb, "ids": grad},
-                float(0.5 * (err * err).sum()))
+        out["b"] = gb
+        return out, float(0.5 * (err * err).sum())
 
     try:
-        troupe.run_node(config, node, step, key=key, keys={"ids": keys})
+        troupe.run_node(config, node, step, key=key, keys={"first": keys[:, :1], "rest": keys[:, 1:]})
     except troupe.Error as e:
         print("table_node.py: error: %s" % e, file=sys.stderr)
         sys.exit(e.exit_code)

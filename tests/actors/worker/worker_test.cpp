@@ -49,6 +49,8 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       return {r.shard, r.table, {}};
     },
     [=](push_atom, const row_push&) -> push_ack { return {}; },
+    [=](pull_atom, const row_requests&) -> row_blocks { return {}; },
+    [=](push_atom, const row_pushes&) -> push_ack { return {}; },
     [=](snapshot_atom, int32_t, uint64_t, uint64_t) -> row_chunk { return {}; },
     [=](restore_atom, const row_chunk&) -> uint64_t { return 0; },
     [=](snapshot_atom) -> shard_state_msg { return {}; },
