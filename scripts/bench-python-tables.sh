@@ -18,11 +18,14 @@
 #   and optimizers), whose rows pulled and pushed per second (as the
 #   shards counted them) are what the Python workers' are measured
 #   against.
-# Prints each run's samples/s, test log-loss and AUC, and the ratios.
+# Runs the six in turn, `repeats` rounds (the machine's speed drifts from
+# one run to the next: the ratios are of the rounds' medians). Prints each
+# run's median samples/s and its range, test log-loss and AUC, and the
+# ratios.
 # Data: troupe-clicks, 400k training and 40k test logs of 2 numeric and 4
 # categorical fields of 100000 Zipf values (seed 3), written once into
 # runs/bench-tables.
-# Usage: scripts/bench-python-tables.sh [epochs, default 1]
+# Usage: scripts/bench-python-tables.sh [epochs, default 1] [repeats, default 3]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
 troupe_bench_setup
@@ -33,30 +36,35 @@ if [[ ! -f "$data/test.tsv" ]]; then
     --test 40000 --numeric 2 --categorical 4 --values 100000 --seed 3
 fi
 export OPENBLAS_NUM_THREADS=1 # one core per process, as torch's threads
-exec /usr/bin/python3 - "${1:-1}" "$data" <<'PY'
-import json, os, re, subprocess, sys, time
+exec /usr/bin/python3 - "${1:-1}" "$data" "${2:-3}" <<'PY'
+import json, os, re, statistics, subprocess, sys, time
 
 from benchlib import free_port, run_json_script, scratch_dir
 
-epochs, data = sys.argv[1], sys.argv[2]
+epochs, data, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 example = os.path.abspath("examples/pytorch_dlrm")
 timed = os.path.abspath("bench/dlrm_node_timed.py")
 work = scratch_dir()
 python = "/usr/bin/python3"
-rows = []
+rows = {}  # run -> [(samples/s, log-loss, AUC, note), one per round]
+round_no = 0
+
+
+def add(name, rate, loss, auc, note):
+    rows.setdefault(name, []).append((rate, loss, auc, note))
 
 
 def alone(threads):
     r = run_json_script(["alone.py", "--data", data, "--epochs", epochs,
                          "--threads", str(threads)], cwd=example)
-    rows.append((f"pytorch alone, {threads} thread(s)", r["samples_per_sec"],
-                 r["test_log_loss"], r["test_auc"], ""))
+    add(f"pytorch alone, {threads} thread(s)", r["samples_per_sec"],
+        r["test_log_loss"], r["test_auc"], "")
     return r
 
 
 def troupe(prefetch):
     name = "prefetch" if prefetch else "no-prefetch"
-    run = os.path.join(work, name)
+    run = os.path.join(work, f"{name}-{round_no}")
     subprocess.run([python, "train.py", "prepare", run, "--data", data,
                     "--epochs", epochs] + (["--prefetch"] if prefetch else []),
                    cwd=example, check=True, capture_output=True)
@@ -80,10 +88,10 @@ def troupe(prefetch):
     wait = sum(w["wait_ms_mean"] for w in workers) / len(workers)
     step = sum(w["step_ms"] for w in workers) / len(workers)
     row_rate = shard_rows_per_sec(chief)
-    rows.append((f"troupe async, prefetch {'on' if prefetch else 'off'}",
-                 float(m.group(3)), float(m.group(1)), float(m.group(2)),
-                 f"step {step:.2f} ms, waits {wait:.2f} ms between steps, "
-                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)"))
+    add(f"troupe async, prefetch {'on' if prefetch else 'off'}",
+        float(m.group(3)), float(m.group(1)), float(m.group(2)),
+        f"step {step:.2f} ms, waits {wait:.2f} ms between steps, "
+        f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)")
     return float(m.group(3)), wait, row_rate
 
 
@@ -102,7 +110,7 @@ def click_worker():
     """troupe's own click model on the same logs, across the same four
     processes."""
     node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
-    run = os.path.join(work, "click")
+    run = os.path.join(work, f"click-{round_no}")
     os.makedirs(run, exist_ok=True)
     nodes = [{"name": n, "host": "127.0.0.1", "port": free_port(),
               **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
@@ -136,9 +144,9 @@ def click_worker():
     summary = [l for l in out.stdout.splitlines() if l.startswith("click-")]
     rate = float(summary[-1].split()[7])
     row_rate = shard_rows_per_sec(out.stdout)
-    rows.append(("troupe's C++ click model", rate, float(scores[-1][0]),
-                 float(scores[-1][1]),
-                 f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)"))
+    add("troupe's C++ click model", rate, float(scores[-1][0]),
+        float(scores[-1][1]),
+        f"{row_rate / 1e6:.2f}M rows/s pulled+pushed (shards)")
     return row_rate
 
 
@@ -147,25 +155,47 @@ def rpc():
                          "--data", data, "--epochs", epochs, "--port",
                          str(free_port())],
                         cwd=os.path.abspath("bench"))
-    rows.append(("pytorch rpc ps, 2 workers", r["samples_per_sec"],
-                 r["test_log_loss"], r["test_auc"], ""))
+    add("pytorch rpc ps, 2 workers", r["samples_per_sec"],
+        r["test_log_loss"], r["test_auc"], "")
     return r
 
 
-a1, a2 = alone(1), alone(2)
-off, wait_off, _ = troupe(False)
-on, wait_on, python_rows = troupe(True)
-r = rpc()
-click_rows = click_worker()
-print(f"{'run':34} {'samples/s':>10} {'log-loss':>9} {'AUC':>7}")
-for name, rate, loss, auc, note in rows:
-    print(f"{name:34} {rate:10.0f} {loss:9.4f} {auc:7.4f}  {note}")
-best = max(a1["samples_per_sec"], a2["samples_per_sec"])
-print(f"troupe (prefetch on) / pytorch alone at its best: {on / best:.2f}x")
-print(f"troupe (prefetch on) / pytorch rpc ps: "
-      f"{on / r['samples_per_sec']:.2f}x")
-print(f"wait between steps: {wait_off:.2f} ms without prefetch, "
-      f"{wait_on:.2f} ms with it")
-print(f"rows pulled+pushed from Python / the C++ click worker: "
-      f"{python_rows / click_rows:.2f}x")
+waits, python_rows, click_rows = {False: [], True: []}, [], []
+for round_no in range(repeats):
+    alone(1)
+    alone(2)
+    for prefetch in (False, True):
+        _, wait, row_rate = troupe(prefetch)
+        waits[prefetch].append(wait)
+        if prefetch:
+            python_rows.append(row_rate)
+    rpc()
+    click_rows.append(click_worker())
+
+
+def median(name):
+    return statistics.median(r[0] for r in rows[name])
+
+
+print(f"{repeats} round(s), samples/s the median (min-max) of the rounds")
+print(f"{'run':34} {'samples/s':>10} {'range':>15} {'log-loss':>9} "
+      f"{'AUC':>7}")
+for name, runs in rows.items():
+    rates = [r[0] for r in runs]
+    mid = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+    print(f"{name:34} {median(name):10.0f} "
+          f"{f'{min(rates):.0f}-{max(rates):.0f}':>15} {mid[1]:9.4f} "
+          f"{mid[2]:7.4f}  {mid[3]}")
+best_alone = max(median("pytorch alone, 1 thread(s)"),
+                 median("pytorch alone, 2 thread(s)"))
+rpc_rate = median("pytorch rpc ps, 2 workers")
+for prefetch in (False, True):
+    rate = median(f"troupe async, prefetch {'on' if prefetch else 'off'}")
+    print(f"troupe (prefetch {'on' if prefetch else 'off'}) / pytorch alone "
+          f"at its best: {rate / best_alone:.2f}x; / pytorch rpc ps: "
+          f"{rate / rpc_rate:.2f}x")
+print(f"wait between steps: {statistics.median(waits[False]):.2f} ms "
+      f"without prefetch, {statistics.median(waits[True]):.2f} ms with it")
+print(f"rows pulled+pushed from Python (prefetch on) / the C++ click worker: "
+      f"{statistics.median(python_rows) / statistics.median(click_rows):.2f}x")
 PY

@@ -3,7 +3,10 @@
 #include "actors/data_plane/data_link.hpp"
 
 #include <atomic>
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -31,7 +34,8 @@ using stub_actor =
                            caf::reacts_to<data_atom, uint64_t, row_blocks>,
                            caf::reacts_to<data_atom, uint64_t, push_ack>,
                            caf::reacts_to<data_atom, uint64_t, caf::error>,
-                           caf::reacts_to<data_atom, caf::error>>;
+                           caf::reacts_to<data_atom, caf::error>,
+                           caf::reacts_to<expire_atom>>;
 
 // -- the client --------------------------------------------------------------
 
@@ -54,6 +58,10 @@ public:
   }
 
   std::string address() const { return host_ + ":" + std::to_string(port_); }
+
+  /// How long the connection may take to come up, and a request to be
+  /// answered.
+  caf::timespan timeout() const { return timeout_; }
 
   caf::actor_system& system() { return sys_; }
 
@@ -329,12 +337,59 @@ private:
 namespace {
 
 struct stub_state {
-  static inline const char* name = "shard_stub";
+  static inline const char* name = shard_stub_name; // times_out_itself
   std::map<uint64_t, caf::response_promise> open;
+  /// When each open request expires, in the order they were sent (all
+  /// have the connection's timeout, so that is their deadlines' order);
+  /// answered ones leave from the front.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
+    deadlines;
+  bool expiry_set = false; ///< an expire_atom is on its way
   caf::error broken;
 };
 
 using stub_pointer = stub_actor::stateful_pointer<stub_state>;
+
+/// Fails request `id` with request_timeout if it is still open after the
+/// connection's timeout. One timer on CAF's clock at a time, not one per
+/// request: a worker asks a stub without a timeout of its own
+/// (times_out_itself), which saves its clock thread a hand-off per request.
+void expire_later(stub_pointer self, caf::timespan timeout, uint64_t id) {
+  auto& st = self->state;
+  st.deadlines.emplace_back(std::chrono::steady_clock::now() + timeout, id);
+  if (!st.expiry_set) {
+    st.expiry_set = true;
+    self->delayed_send(self, timeout, expire_atom_v);
+  }
+}
+
+/// Drops the answered requests at the front of the deadlines.
+void forget_answered(stub_state& st) {
+  while (!st.deadlines.empty()
+         && st.open.count(st.deadlines.front().second) == 0)
+    st.deadlines.pop_front();
+}
+
+/// Fails the requests whose deadline has passed; sets the timer for the
+/// next one.
+void expire_due(stub_pointer self, caf::timespan timeout) {
+  auto& st = self->state;
+  st.expiry_set = false;
+  auto now = std::chrono::steady_clock::now();
+  for (forget_answered(st); !st.deadlines.empty(); forget_answered(st)) {
+    auto [due, id] = st.deadlines.front();
+    if (due > now) {
+      st.expiry_set = true;
+      self->delayed_send(self, std::min<caf::timespan>(due - now, timeout),
+                         expire_atom_v);
+      return;
+    }
+    st.deadlines.pop_front();
+    auto it = st.open.find(id);
+    it->second.deliver(caf::make_error(caf::sec::request_timeout));
+    st.open.erase(it);
+  }
+}
 
 /// Sends `o` for shard `shard` on `link`; the reply, of type T, comes back
 /// through the reader thread to this stub, which delivers it.
@@ -351,6 +406,7 @@ caf::result<T> send_request(stub_pointer self, data_client_impl& link,
   o.head.id = id;
   o.head.shard = shard;
   self->state.open.emplace(id, static_cast<caf::response_promise&>(rp));
+  expire_later(self, link.timeout(), id);
   if (!link.send(std::move(o), caf::actor_cast<caf::actor>(self), row_floats,
                  std::move(part_floats))) {
     self->state.open.erase(id);
@@ -495,6 +551,7 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
       return;
     it->second.deliver(std::forward<decltype(value)>(value));
     self->state.open.erase(it);
+    forget_answered(self->state);
   };
   return {
     [=](pull_atom, int32_t worker, int64_t min_version) {
@@ -558,7 +615,9 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
       for (auto& [id, rp] : self->state.open)
         rp.deliver(err);
       self->state.open.clear();
+      self->state.deadlines.clear();
     },
+    [=](expire_atom) { expire_due(self, link->timeout()); },
   };
 }
 

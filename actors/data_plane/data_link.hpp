@@ -145,9 +145,9 @@ class data_client_impl;
 /// A worker node's connection to one shard node. Thread-safe.
 class data_client {
 public:
-  /// Connects to host:port in the background (within `timeout`); requests
-  /// made before the connection is up wait for it, and fail if it never
-  /// comes.
+  /// Connects to host:port in the background (within `timeout`, which
+  /// also bounds each request's wait for its answer); requests made
+  /// before the connection is up wait for it, and fail if it never comes.
   static std::shared_ptr<data_client> open(caf::actor_system& sys,
                                            const std::string& host,
                                            uint16_t port,
@@ -160,8 +160,10 @@ public:
   /// pull and push, of values and of rows, over this connection (the
   /// other shard messages are not in its interface). When the connection
   /// breaks, every open and later request fails with
-  /// errc::node_unreachable. Values of any other size from the server, or
-  /// rows other than those asked for (by number), break the connection.
+  /// errc::node_unreachable; a request left unanswered for open()'s
+  /// `timeout` fails with caf::sec::request_timeout (times_out_itself). Values
+  /// of any other size from the server, or rows other than those asked for (by
+  /// number), break the connection.
   shard_data_actor stub(int32_t shard, uint64_t size,
                         std::vector<int> row_dims = {});
 

@@ -4,6 +4,8 @@
 // a takeover, steering, replication.
 #pragma once
 
+#include <cstring>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -124,6 +126,21 @@ using shard_data_actor = caf::typed_actor<
   // A primary's op stream to its replica (replica_op), between the pushes
   // it forwards; replies with the replica's version.
   caf::replies_to<replicate_atom, replica_op>::with<push_ack>>;
+
+/// The name of a data-plane stub (actors/data_plane: data_client::stub),
+/// which fails each request its shard leaves unanswered for its
+/// connection's timeout with caf::sec::request_timeout.
+constexpr const char* shard_stub_name = "shard_stub";
+
+/// Whether `h` is a data-plane stub. A worker asks one without a timeout
+/// of its own: each request with one costs a timer on CAF's clock thread
+/// and a hand-off to it (a tenth of the samples/s of a model of small
+/// tables on 2 cores).
+inline bool times_out_itself(const shard_data_actor& h) {
+  auto* a = dynamic_cast<caf::local_actor*>(
+    caf::actor_cast<caf::abstract_actor*>(h));
+  return a != nullptr && std::strcmp(a->name(), shard_stub_name) == 0;
+}
 
 /// A parameter shard (actors/shard.hpp): the data requests, and what the
 /// chief asks of it.

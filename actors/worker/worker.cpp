@@ -21,6 +21,15 @@ caf::timespan timeout_of(self_ptr self) {
   return request_timeout(self->state.opts.cfg);
 }
 
+/// The timeout of a request to shard `i`: none of the worker's own for a
+/// data-plane stub, which times its requests out itself (at the same
+/// request timeout, as its connection was opened with).
+caf::duration timeout_of_shard(self_ptr self, size_t i) {
+  if (times_out_itself(self->state.opts.shards[i]))
+    return caf::infinite;
+  return caf::duration{timeout_of(self)};
+}
+
 void fail(self_ptr self, caf::error err) {
   self->quit(std::move(err));
 }
@@ -34,7 +43,8 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   // Asked of a shard map that is gone: pull_all asks the new one.
   auto moved = [=] { return self->state.placement != placement; };
   self
-    ->request(st.opts.shards[i], timeout_of(self), pull_atom_v, st.opts.id,
+    ->request(st.opts.shards[i], timeout_of_shard(self, i), pull_atom_v,
+              st.opts.id,
               i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
       [=](const float_block& b) {
@@ -99,8 +109,8 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;
       g.size = s.opts.ranges[i].size();
-      return self->request(s.opts.shards[i], timeout_of(self), push_atom_v,
-                           std::move(g));
+      return self->request(s.opts.shards[i], timeout_of_shard(self, i),
+                           push_atom_v, std::move(g));
     },
     [=](std::vector<push_ack>& acks) {
       auto& r = self->state.report;
@@ -131,8 +141,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       [=](size_t i) {
         auto& m = (*all)[i];
         auto shard = static_cast<size_t>(m.shard);
-        return self->request(self->state.opts.shards[shard], timeout_of(self),
-                             atom, std::move(m));
+        return self->request(self->state.opts.shards[shard],
+                             timeout_of_shard(self, shard), atom, std::move(m));
       },
       std::move(done), failed);
     return;
@@ -150,8 +160,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       for (auto i : (*groups)[g])
         m.parts.push_back(std::move((*all)[i]));
       auto shard = static_cast<size_t>(m.parts.front().shard);
-      return self->request(self->state.opts.shards[shard], timeout_of(self),
-                           atom, std::move(m));
+      return self->request(self->state.opts.shards[shard],
+                           timeout_of_shard(self, shard), atom, std::move(m));
     },
     [=](std::vector<parts_reply>& replies) {
       std::vector<Reply> out(all->size());

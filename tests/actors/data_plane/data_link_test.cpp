@@ -61,9 +61,79 @@ caf::error push(caf::scoped_actor& self, const shard_data_actor& h,
   return out;
 }
 
+/// A shard that takes every request and answers none.
+shard_data_actor::behavior_type silent_shard(
+  shard_data_actor::stateful_pointer<std::vector<caf::response_promise>> self) {
+  auto hold = [=](auto promise) {
+    self->state.push_back(static_cast<caf::response_promise&>(promise));
+    return promise;
+  };
+  return {
+    [=](pull_atom, int32_t, int64_t) {
+      return hold(self->make_response_promise<float_block>());
+    },
+    [=](push_atom, const gradient_push&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+    [=](pull_atom, const row_request&) {
+      return hold(self->make_response_promise<row_block>());
+    },
+    [=](push_atom, const row_push&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+    [=](pull_atom, const row_requests&) {
+      return hold(self->make_response_promise<row_blocks>());
+    },
+    [=](push_atom, const row_pushes&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+    [=](replicate_atom, const replica_op&) {
+      return hold(self->make_response_promise<push_ack>());
+    },
+  };
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_link)
+
+BOOST_AUTO_TEST_CASE(a_stub_times_out_what_its_shard_leaves_unanswered) {
+  cluster_fixture f;
+  auto silent = f.sys->spawn(silent_shard);
+  auto started = data_server::start(*f.sys, "127.0.0.1", 0);
+  BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
+  auto server = *started;
+  server->serve(0, silent, 3);
+  auto client = data_client::open(*f.sys, "127.0.0.1", server->port(), 300ms);
+  auto stub = client->stub(0, 3);
+  // A worker asks a stub without a timeout of its own, a shard with one.
+  BOOST_TEST(times_out_itself(stub));
+  BOOST_TEST(!times_out_itself(silent));
+  caf::scoped_actor self{*f.sys};
+  auto began = std::chrono::steady_clock::now();
+  caf::error err;
+  // (10 s of the test's own, so that a stub that did not would fail the
+  // test rather than hang it.)
+  self->request(stub, 10s, pull_atom_v, int32_t{0}, int64_t{0})
+    .receive([](float_block&) { BOOST_FAIL("the silent shard answered"); },
+             [&](caf::error& e) { err = std::move(e); });
+  auto waited = std::chrono::steady_clock::now() - began;
+  BOOST_TEST((err == caf::sec::request_timeout), describe(err));
+  BOOST_TEST((waited >= 300ms && waited < 5s));
+  // A request answered in time is not failed later.
+  served_shard s;
+  auto answering = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(),
+                                     300ms);
+  auto good = answering->stub(0, 3);
+  caf::scoped_actor asker{*s.f.sys};
+  BOOST_TEST(static_cast<bool>(pull(asker, good)));
+  std::this_thread::sleep_for(400ms);
+  BOOST_TEST(static_cast<bool>(pull(asker, good)));
+  answering->close();
+  client->close();
+  server->stop();
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+}
 
 BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
   served_shard s;
