@@ -2,8 +2,8 @@
 // connection per shard node, and stub actors that stand for its shards.
 #include "actors/data_plane/data_link.hpp"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <deque>

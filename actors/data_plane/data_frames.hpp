@@ -5,10 +5,10 @@
 // Private to actors/data_plane/data_server.cpp and data_client.cpp.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <cstdint>
-#include <algorithm>
 #include <deque>
 #include <functional>
 #include <memory>

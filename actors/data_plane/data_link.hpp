@@ -28,10 +28,10 @@
 // values, rows), `count` row ids (row_pull; row_push, whose count x dim
 // floats come after them), `count` uint64s of parts and ids (row_pulls,
 // row_pushes: every table of one shard in one frame) or `count` bytes of
-// error text. Host byte order
-// (little-endian, checked in shard_data_messages.hpp), as on the BASP
-// path. A header that fails check_frame closes the connection: a bad peer
-// loses its own link and nothing else. The port sits behind the front door
+// error text. Host byte order (little-endian, checked in
+// shard_data_messages.hpp), as on the BASP path. A header that fails
+// check_frame closes the connection: a bad peer loses its own link and
+// nothing else. The port sits behind the front door
 // (actors/net/front_door.hpp), like every other: a peer proves the cluster
 // key, or its certificate, before its first frame is read.
 #pragma once
@@ -161,9 +161,9 @@ public:
   /// other shard messages are not in its interface). When the connection
   /// breaks, every open and later request fails with
   /// errc::node_unreachable; a request left unanswered for open()'s
-  /// `timeout` fails with caf::sec::request_timeout (times_out_itself). Values
-  /// of any other size from the server, or rows other than those asked for (by
-  /// number), break the connection.
+  /// `timeout` fails with caf::sec::request_timeout (times_out_itself).
+  /// Values of any other size from the server, or rows other than those
+  /// asked for (by number), break the connection.
   shard_data_actor stub(int32_t shard, uint64_t size,
                         std::vector<int> row_dims = {});
 

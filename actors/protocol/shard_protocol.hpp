@@ -4,9 +4,8 @@
 // a takeover, steering, replication.
 #pragma once
 
-#include <cstring>
-
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -134,8 +133,7 @@ constexpr const char* shard_stub_name = "shard_stub";
 
 /// Whether `h` is a data-plane stub. A worker asks one without a timeout
 /// of its own: each request with one costs a timer on CAF's clock thread
-/// and a hand-off to it (a tenth of the samples/s of a model of small
-/// tables on 2 cores).
+/// and a hand-off to it, several per step of a model of small tables.
 inline bool times_out_itself(const shard_data_actor& h) {
   auto* a = dynamic_cast<caf::local_actor*>(
     caf::actor_cast<caf::abstract_actor*>(h));
