@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "actors/data_plane/data_link.hpp"
+#include "actors/served_shard.hpp"
 #include "actors/shard.hpp"
 #include "fixture.hpp"
 #include "runtime/base/errc.hpp"
@@ -171,18 +172,6 @@ void a_bad_part_changes_nothing(bool wire) {
   BOOST_REQUIRE(!pulled);
   BOOST_TEST((pulled.error() == errc::invalid_argument),
              describe(pulled.error()));
-}
-
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
 }
 
 /// Sends a frame of header `f` and payload `words` on a connection of its

@@ -3,6 +3,7 @@
 // built while pushes go on, is bitwise the primary's once in step, holds
 // every push the primary has acknowledged, and a lost replica, or one that
 // stops answering, is dropped without holding the primary's pushes up.
+#include "actors/served_shard.hpp"
 #include "actors/shard.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -237,39 +238,6 @@ BOOST_AUTO_TEST_CASE(a_replica_over_the_data_plane_and_its_loss) {
              == static_cast<int8_t>(replica_state::none));
 }
 
-/// A replica that takes every request and answers none: a node that hangs
-/// with its connection open. What it took stays held here.
-shard_data_actor::behavior_type silent_replica(
-  shard_data_actor::stateful_pointer<std::vector<caf::response_promise>> self) {
-  auto hold = [=](auto promise) {
-    self->state.push_back(static_cast<caf::response_promise&>(promise));
-    return promise;
-  };
-  return {
-    [=](pull_atom, int32_t, int64_t) {
-      return hold(self->make_response_promise<float_block>());
-    },
-    [=](push_atom, const gradient_push&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](pull_atom, const row_request&) {
-      return hold(self->make_response_promise<row_block>());
-    },
-    [=](push_atom, const row_push&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](pull_atom, const row_requests&) {
-      return hold(self->make_response_promise<row_blocks>());
-    },
-    [=](push_atom, const row_pushes&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](replicate_atom, const replica_op&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-  };
-}
-
 /// A primary whose replica (in this process, or behind a data server)
 /// takes its ops and answers none gives it up after its replica timeout,
 /// and answers the push that waited for it.
@@ -279,7 +247,7 @@ void silent_replica_is_dropped(bool over_the_data_plane) {
   auto o = options(false);
   o.replica_timeout = 300ms;
   shard_actor primary = f.sys->spawn(shard_impl, o);
-  auto silent = f.sys->spawn(silent_replica);
+  auto silent = f.sys->spawn(silent_shard);
   self->request(primary, 5s, join_atom_v, int32_t{0})
     .receive([](int64_t) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
   std::shared_ptr<data_server> server;

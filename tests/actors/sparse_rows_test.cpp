@@ -19,6 +19,7 @@
 
 #include "actors/data_plane/data_link.hpp"
 #include "actors/net/remote.hpp"
+#include "actors/served_shard.hpp"
 #include "actors/shard.hpp"
 #include "fixture.hpp"
 #include "runtime/base/errc.hpp"
@@ -320,18 +321,6 @@ void sync_rows_go_with_their_dense_push(bool wire) {
   BOOST_TEST((!stranger && stranger.error() == errc::invalid_argument));
   auto outside = t.rows(0, 2, {vocabulary}, {1, 1, 1, 1});
   BOOST_TEST((!outside && outside.error() == errc::invalid_argument));
-}
-
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
 }
 
 } // namespace

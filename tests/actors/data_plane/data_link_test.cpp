@@ -61,38 +61,6 @@ caf::error push(caf::scoped_actor& self, const shard_data_actor& h,
   return out;
 }
 
-/// A shard that takes every request and answers none.
-shard_data_actor::behavior_type silent_shard(
-  shard_data_actor::stateful_pointer<std::vector<caf::response_promise>> self) {
-  auto hold = [=](auto promise) {
-    self->state.push_back(static_cast<caf::response_promise&>(promise));
-    return promise;
-  };
-  return {
-    [=](pull_atom, int32_t, int64_t) {
-      return hold(self->make_response_promise<float_block>());
-    },
-    [=](push_atom, const gradient_push&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](pull_atom, const row_request&) {
-      return hold(self->make_response_promise<row_block>());
-    },
-    [=](push_atom, const row_push&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](pull_atom, const row_requests&) {
-      return hold(self->make_response_promise<row_blocks>());
-    },
-    [=](push_atom, const row_pushes&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-    [=](replicate_atom, const replica_op&) {
-      return hold(self->make_response_promise<push_ack>());
-    },
-  };
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_link)
