@@ -31,10 +31,14 @@ py::object numpy_of(py::handle value) {
   return v;
 }
 
+/// The name of `obj`'s type, as error texts name what they were given.
+std::string type_name(const py::handle& obj) {
+  return py::str(py::type::of(obj).attr("__name__"));
+}
+
 /// Why `v`, which `what` names, is refused: it is no array.
 std::string not_an_array(const std::string& what, py::handle v) {
-  return what + " is a "
-         + std::string{py::str(py::type::of(v).attr("__name__"))}
+  return what + " is a " + type_name(v)
          + ", not a NumPy array or a torch tensor";
 }
 
@@ -46,11 +50,10 @@ key_source::key_source(py::object keys) {
     return;
   }
   if (!py::isinstance<py::dict>(keys))
-    throw py::type_error(
-      "keys must be a dict of table name -> integer array "
-      "(one row per training sample) or a function "
-      "keys(samples) -> such a dict, not a "
-      + std::string{py::str(py::type::of(keys).attr("__name__"))});
+    throw py::type_error("keys must be a dict of table name -> integer array "
+                         "(one row per training sample) or a function "
+                         "keys(samples) -> such a dict, not a "
+                         + type_name(keys));
   auto np = py::module_::import("numpy");
   for (auto item : py::reinterpret_borrow<py::dict>(keys)) {
     if (!py::isinstance<py::str>(item.first))
@@ -294,10 +297,6 @@ py::dict params_dict(const pulled_params& p) {
 std::string first_line(const py::error_already_set& e) {
   std::string text = e.what();
   return text.substr(0, text.find('\n'));
-}
-
-std::string type_name(const py::handle& obj) {
-  return py::str(py::type::of(obj).attr("__name__"));
 }
 
 /// An int64 array of `dims` copied from `from`.
