@@ -177,16 +177,11 @@ caf::expected<row_block> pull_rows(self_ptr self, const row_request& r) {
   return row_block{self->state.id, r.table, std::move(values)};
 }
 
-/// Applies (async, ssp) or holds (sync) a row push that its table has
-/// checked or is to check.
+/// Applies (async, ssp) or holds (sync) row push `p`, to a table of the
+/// shard, which check_row_push has passed.
 caf::expected<push_ack> apply_row_push(self_ptr self, row_push p) {
-  auto table = table_of(self, p.table);
-  if (!table)
-    return std::move(table.error());
-  auto& t = **table;
-  if (auto err = check_row_push(self, t, p))
-    return err;
   auto& st = self->state;
+  auto& t = *st.tables[static_cast<size_t>(p.table)];
   if (sync_rows::applies(*st.block, st.tables)) {
     auto stale = st.sync.hold(
       *st.block, t,
@@ -390,11 +385,18 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       if (push.grads)
         self->state.pushed_bytes += static_cast<int64_t>(push.grads->size()
                                                          * sizeof(float));
-      return apply_replicated(self, std::move(push), [=](row_push p) {
-        return apply_row_push(self, std::move(p));
-      });
+      return apply_replicated(self, std::move(push),
+                              [=](row_push p) -> caf::expected<push_ack> {
+                                auto table = table_of(self, p.table);
+                                if (!table)
+                                  return std::move(table.error());
+                                if (auto err = check_row_push(self, **table, p))
+                                  return err;
+                                return apply_row_push(self, std::move(p));
+                              });
     },
     [=](push_atom, row_pushes& pushes) -> caf::result<push_ack> {
+      // Every part checked before any is applied (and none again after).
       if (auto err = check_row_pushes(self, pushes))
         return err;
       for (auto& p : pushes.parts)

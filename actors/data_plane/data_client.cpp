@@ -432,6 +432,20 @@ caf::error no_table(int32_t shard, const std::vector<int>& row_dims,
                       + ")");
 }
 
+/// The wrong_size error of row push `p` to a table of width `dim` whose
+/// floats are not its ids x dim. The server reads that many floats after
+/// the ids: a push of any other size would lose the stream, so it never
+/// leaves here.
+caf::error check_push_size(const row_push& p, uint64_t dim) {
+  auto floats = p.grads ? p.grads->size() : 0;
+  if (floats != p.ids.size() * dim)
+    return make_error(errc::wrong_size, "a push of " + std::to_string(floats)
+                                          + " floats for "
+                                          + std::to_string(p.ids.size())
+                                          + " rows of " + std::to_string(dim));
+  return {};
+}
+
 /// The frame of row push `p` for shard `shard`, whose tables are
 /// `row_dims` wide, or what keeps it from leaving.
 caf::expected<outgoing>
@@ -439,14 +453,9 @@ row_push_frame(int32_t shard, const std::vector<int>& row_dims, row_push& p) {
   auto dim = dim_of(row_dims, p.table);
   if (dim == 0)
     return no_table(shard, row_dims, p.table);
+  if (auto err = check_push_size(p, dim))
+    return err;
   auto floats = p.grads ? p.grads->size() : 0;
-  // The server reads ids x dim floats after the ids: a push of any other
-  // size would lose the stream, so it never leaves here.
-  if (floats != p.ids.size() * dim)
-    return make_error(errc::wrong_size, "a push of " + std::to_string(floats)
-                                          + " floats for "
-                                          + std::to_string(p.ids.size())
-                                          + " rows of " + std::to_string(dim));
   if (p.ids.size() > max_frame_rows || floats > max_frame_floats)
     return make_error(errc::invalid_argument,
                       "a push of " + std::to_string(p.ids.size())
@@ -510,14 +519,9 @@ caf::error check_row_pushes(int32_t shard, const std::vector<int>& row_dims,
     return err;
   uint64_t floats = 0;
   for (auto& part : p.parts) {
-    auto dim = dim_of(row_dims, part.table);
-    auto got = part.grads ? part.grads->size() : 0;
-    if (got != part.ids.size() * dim)
-      return make_error(errc::wrong_size,
-                        "a push of " + std::to_string(got) + " floats for "
-                          + std::to_string(part.ids.size()) + " rows of "
-                          + std::to_string(dim));
-    floats += got;
+    if (auto err = check_push_size(part, dim_of(row_dims, part.table)))
+      return err;
+    floats += part.grads ? part.grads->size() : 0;
   }
   if (floats > max_frame_floats)
     return make_error(errc::invalid_argument,
