@@ -1,5 +1,6 @@
-"""The DLRM-style example's step function (examples/pytorch_dlrm/train.py's)
-timed alone: what a Python worker's step costs without troupe around it,
+"""The DLRM-style example's step function (make_step of
+examples/pytorch_dlrm/click_dlrm.py, what train.py's workers run) timed
+alone: what a Python worker's step costs without troupe around it,
 on synthetic batches (256 samples, 4 tables of 100,000 Zipf keys, dim 8,
 the example's MLP), and the same in N processes at once, which shows how
 much one core's step slows when the others are busy.
@@ -21,9 +22,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "examples", "pytorch_dlrm"))
-from click_dlrm import make_model, table_name  # noqa: E402
+from click_dlrm import make_model, make_step, table_name  # noqa: E402
 
-import troupe  # noqa: E402
 from troupe.embedding import Rows  # noqa: E402
 
 BATCH, FIELDS, VOCABULARY, DIM, NUMERIC = 256, 4, 100000, 8, 2
@@ -52,17 +52,7 @@ def time_steps(steps, out):
                 rng.random((len(unique), DIM), dtype=np.float32))
         return rng.integers(0, VOCABULARY, BATCH), rows
 
-    def step(params, samples, rows):  # train.py's
-        troupe.load_state(model, params)
-        model.zero_grad()
-        i = torch.from_numpy(samples)
-        logits = model(numeric[i], rows)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, labels[i])
-        loss.backward()
-        hits = ((logits > 0).float() == labels[i]).sum().item()
-        return (troupe.step_result(model, rows), loss.item() * len(i),
-                hits)
+    step = make_step(model, numeric, labels)
 
     batches = [batch() for _ in range(steps + 20)]
     for samples, rows in batches[:20]:  # warm-up

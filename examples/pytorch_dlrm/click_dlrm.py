@@ -1,7 +1,8 @@
 """The model and the data of the example: a DLRM-style PyTorch model (one
 embedding bag per categorical field, the pooled rows and the numeric
-fields into an MLP, binary cross-entropy) and click logs as troupe-clicks
-writes them, read with NumPy; and the options of a run.
+fields into an MLP, binary cross-entropy), its step on troupe, and click
+logs as troupe-clicks writes them, read with NumPy; and the options of a
+run.
 train.py trains it on troupe, whose shards hold the tables; alone.py
 trains it with PyTorch alone, the tables in torch.nn.EmbeddingBag."""
 
@@ -49,6 +50,26 @@ class ClickDlrm(nn.Module):
         else:
             pooled = [bag(*f) for bag, f in zip(self.bags, fields)]
         return self.mlp(torch.cat([numeric] + pooled, dim=1)).squeeze(1)
+
+
+def make_step(model, numeric, labels):
+    """The step troupe calls on a worker (troupe.run_node's step): the
+    batch `samples` of the training set, its rows a dict of troupe.Rows
+    per table. numeric, labels: the training set's, as tensors."""
+    import troupe
+
+    def step(params, samples, rows):
+        troupe.load_state(model, params)
+        model.zero_grad()
+        i = torch.from_numpy(samples)
+        out = model(numeric[i], rows)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            out, labels[i])
+        loss.backward()
+        hits = ((out > 0).float() == labels[i]).sum().item()
+        # The MLP's gradients and each table's rows' gradients.
+        return (troupe.step_result(model, rows), loss.item() * len(i), hits)
+    return step
 
 
 def table_name(field):

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 import troupe
-from click_dlrm import (ClickLogs, add_run_options, make_model, scores,
-                        table_name)
+from click_dlrm import (ClickLogs, add_run_options, make_model, make_step,
+                        scores, table_name)
 
 
 def read_logs(spec, with_test):
@@ -136,23 +136,9 @@ def node(a):
     step, keys = None, None
     if a.node.startswith("w"):
         train, _ = read_logs(spec, with_test=False)
-        model = model_of(spec)
-        numeric = torch.from_numpy(train.numeric)
-        labels = torch.from_numpy(train.labels)
         keys = {table_name(f): k for f, k in enumerate(train.keys)}
-
-        def step(params, samples, rows):
-            troupe.load_state(model, params)
-            model.zero_grad()
-            i = torch.from_numpy(samples)
-            out = model(numeric[i], rows)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                out, labels[i])
-            loss.backward()
-            hits = ((out > 0).float() == labels[i]).sum().item()
-            # The MLP's gradients and each table's rows' gradients.
-            return (troupe.step_result(model, rows), loss.item() * len(i),
-                    hits)
+        step = make_step(model_of(spec), torch.from_numpy(train.numeric),
+                         torch.from_numpy(train.labels))
     try:
         summary = troupe.run_node(a.config, a.node,
                                   step or (lambda p, s, r: None),
