@@ -186,6 +186,40 @@ class Buffers(unittest.TestCase):
         self.assertIn("the value of buffer 1.running_var has shape (2, 8), "
                       "expected (8,)", str(caught.exception))
 
+    def test_load_state_follows_a_tensor_replaced_between_steps(self):
+        # load_state and step_result look a model's tensors up once; a
+        # parameter or buffer set anew after that must still be the one
+        # they write and read.
+        import gc
+        import weakref
+
+        model = make_model()
+        params = {k: v.detach().numpy().copy() + 1
+                  for k, v in model.state_dict().items()}
+        troupe.load_state(model, params)
+        model[0].weight = torch.nn.Parameter(torch.zeros(8, FEATURES))
+        model[1].running_mean = torch.zeros(8)
+        troupe.load_state(model, params)
+        np.testing.assert_array_equal(model[0].weight.detach().numpy(),
+                                      params["0.weight"])
+        np.testing.assert_array_equal(model[1].running_mean.numpy(),
+                                      params["1.running_mean"])
+        model[0].weight.grad = torch.ones(8, FEATURES)
+        got = troupe.step_result(model)
+        self.assertIs(got["0.weight"], model[0].weight.grad)
+        self.assertIs(got["1.running_mean"], model[1].running_mean)
+        self.assertEqual(set(got), set(params))
+        # The parameters must still match the model's names, every time.
+        with self.assertRaises(KeyError) as caught:
+            troupe.load_state(model, {k: v for k, v in params.items()
+                                      if k != "3.bias"})
+        self.assertIn("the parameters lack 3.bias", str(caught.exception))
+        # Looked up once, not kept alive by it.
+        gone = weakref.ref(model)
+        del model
+        gc.collect()
+        self.assertIsNone(gone())
+
 
 if __name__ == "__main__":
     unittest.main()
