@@ -464,7 +464,11 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       for (auto& t : st.tables) {
         table_counts c{static_cast<int64_t>(t->rows()),
                        static_cast<int64_t>(t->memory_bytes()),
-                       t->rows_pulled(), t->rows_pushed()};
+                       t->rows_pulled(),
+                       t->rows_pushed(),
+                       t->rows_made(),
+                       t->rows_rejected(),
+                       t->rows_evicted()};
         s.rows += c.rows;
         s.row_bytes += c.row_bytes;
         s.rows_pulled += c.rows_pulled;

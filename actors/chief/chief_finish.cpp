@@ -153,6 +153,18 @@ void finish_run(chief_self self) {
                                           c.rows_pulled, c.rows_pushed)
                                   .c_str()));
                 }
+              // A bounded table's admissions and evictions.
+              for (size_t t = 0; t < x.tables.size() && t < setups.size();
+                   ++t) {
+                auto& c = x.tables[t];
+                if (c.rows_rejected > 0 || c.rows_evicted > 0)
+                  say(self, fmt("shard %d table %s: rows made %lld, not "
+                                "admitted %lld, evicted %lld",
+                                x.shard, setups[t].table.name.c_str(),
+                                static_cast<long long>(c.rows_made),
+                                static_cast<long long>(c.rows_rejected),
+                                static_cast<long long>(c.rows_evicted)));
+              }
             }
             auto shard_stats_copy = std::make_shared<std::vector<shard_stats>>(
               std::move(stats));

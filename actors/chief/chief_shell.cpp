@@ -148,7 +148,8 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
       for (size_t t = 0; t < s->tables.size() && t < setups.size(); ++t) {
         auto& c = s->tables[t];
         v.tables.push_back(table_view{setups[t].table.name, c.rows, c.row_bytes,
-                                      c.rows_pulled, c.rows_pushed});
+                                      c.rows_pulled, c.rows_pushed, c.rows_made,
+                                      c.rows_rejected, c.rows_evicted});
       }
     }
     if (st.opts.cfg.cluster.consistency == cluster_config::mode::ssp) {

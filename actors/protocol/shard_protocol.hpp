@@ -26,9 +26,13 @@ struct shard_state_msg {
   std::vector<std::vector<float>> slots;
 };
 
-/// One embedding table's counters on one shard (see shard_stats).
+/// One embedding table's counters on one shard (see shard_stats): and of
+/// a bounded table (runtime/sparse/sparse_table.hpp), the rows made, the
+/// row gradients dropped for keys not admitted, and the rows evicted
+/// since the table was made on this shard.
 struct table_counts {
   int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+  int64_t rows_made = 0, rows_rejected = 0, rows_evicted = 0;
 };
 
 /// Counters of one shard, for the chief, the shell and tests.
@@ -86,7 +90,8 @@ inspect(Inspector& f, shard_state_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, table_counts& x) {
   return f(caf::meta::type_name("table_counts"), x.rows, x.row_bytes,
-           x.rows_pulled, x.rows_pushed);
+           x.rows_pulled, x.rows_pushed, x.rows_made, x.rows_rejected,
+           x.rows_evicted);
 }
 
 template <class Inspector>

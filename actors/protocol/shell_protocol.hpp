@@ -116,6 +116,7 @@ struct worker_view {
 struct table_view {
   std::string name;
   int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+  int64_t rows_made = 0, rows_rejected = 0, rows_evicted = 0;
 };
 
 struct shard_view {
@@ -187,7 +188,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, table_view& x) {
   return f(caf::meta::type_name("table_view"), x.name, x.rows, x.row_bytes,
-           x.rows_pulled, x.rows_pushed);
+           x.rows_pulled, x.rows_pushed, x.rows_made, x.rows_rejected,
+           x.rows_evicted);
 }
 
 template <class Inspector>

@@ -223,6 +223,17 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
     per_table("troupe_shard_rows_pushed_total", "counter",
               "Table row gradients pushed to a shard, by table.",
               [](const table_view& t) { return t.rows_pushed; });
+    per_table("troupe_shard_rows_made_total", "counter",
+              "Table rows a shard made (a key admitted), by table.",
+              [](const table_view& t) { return t.rows_made; });
+    per_table("troupe_shard_rows_rejected_total", "counter",
+              "Row gradients a shard dropped for keys its table has not "
+              "admitted, by table.",
+              [](const table_view& t) { return t.rows_rejected; });
+    per_table("troupe_shard_rows_evicted_total", "counter",
+              "Table rows a shard evicted (time to live, capacity), by "
+              "table.",
+              [](const table_view& t) { return t.rows_evicted; });
   }
   // Replicas: only in a run that keeps them (cluster.shard_replicas).
   if (std::any_of(v.shards.begin(), v.shards.end(),

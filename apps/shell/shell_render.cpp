@@ -39,7 +39,6 @@ std::string cell(const json& v) {
   return v.dump();
 }
 
-/// One row per object; a column per (key, heading).
 /// "512 B", "41.3 MiB", "1.2 GiB".
 std::string binary_size(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -54,6 +53,19 @@ std::string binary_size(double bytes) {
   return buf;
 }
 
+/// A bounded table's admissions and evictions on a shard's table line
+/// (nothing for a table that keeps every key it sees).
+std::string bounds_text(const json& t) {
+  auto count = [&](const char* key) {
+    return t.contains(key) && t[key].is_number() ? t[key].get<int64_t>() : 0;
+  };
+  if (count("rows_rejected") == 0 && count("rows_evicted") == 0)
+    return {};
+  return ", " + std::to_string(count("rows_rejected")) + " not admitted, "
+         + std::to_string(count("rows_evicted")) + " evicted";
+}
+
+/// One row per object; a column per (key, heading).
 std::string
 table(const json& rows,
       const std::vector<std::pair<std::string, std::string>>& cols) {
@@ -186,7 +198,8 @@ std::string for_people(const std::string& command, const json& j) {
                     + cell(t["rows"]) + " rows in "
                     + binary_size(t["row_bytes"].get<double>()) + ", "
                     + cell(t["rows_pulled"]) + " pulled, "
-                    + cell(t["rows_pushed"]) + " pushed\n";
+                    + cell(t["rows_pushed"]) + " pushed" + bounds_text(t)
+                    + "\n";
     return table(j, cols) + tables;
   }
   if (command == "nodes" && j.is_array()) {
@@ -333,7 +346,10 @@ json shard_json(const shard_view& s) {
                           {"rows", t.rows},
                           {"row_bytes", t.row_bytes},
                           {"rows_pulled", t.rows_pulled},
-                          {"rows_pushed", t.rows_pushed}});
+                          {"rows_pushed", t.rows_pushed},
+                          {"rows_made", t.rows_made},
+                          {"rows_rejected", t.rows_rejected},
+                          {"rows_evicted", t.rows_evicted}});
       if (!tables.empty())
         j["tables"] = tables;
     }

@@ -7,6 +7,7 @@
 
 #include "runtime/base/errc.hpp"
 #include "runtime/config/config_reader.hpp"
+#include "runtime/sparse/admission_filter.hpp"
 
 namespace troupe::config_detail {
 
@@ -21,6 +22,58 @@ bool table_name_ok(const std::string& name) {
     if (!std::isalnum(c) && c != '_' && c != '.' && c != '-')
       return false;
   return true;
+}
+
+/// A table's "admit" ({"min_count", "expected_keys", "false_positive"} or
+/// {"probability"}) and "evict" ({"steps_to_live", "max_rows", "victims"})
+/// under `tr`, the table's object.
+void read_row_bounds(object_reader& tr, embedding_table_config& t) {
+  if (auto* a = tr.find("admit")) {
+    auto ar = tr.inner(*a, "admit");
+    if (!a->is_object())
+      fail(tr.at("admit"), "an object", *a);
+    const bool counted = a->contains("min_count");
+    if (counted == a->contains("probability"))
+      throw config_error{errc::invalid_config, tr.at("admit"),
+                         "expected one of \"min_count\" (a row once its "
+                         "key is pushed that often) and \"probability\" (a "
+                         "row with that chance at each push of its key)"};
+    if (counted) {
+      t.admit.type = row_admission::kind::min_count;
+      t.admit.min_count = static_cast<int>(
+        ar.integer("min_count", 2, 2, admission_filter::max_count));
+      t.admit.expected_keys = static_cast<uint64_t>(
+        ar.integer("expected_keys", 1000000, 1, int64_t{1} << 36));
+      t.admit.false_positive = ar.number("false_positive", 0.01, 0, 0.5, true);
+    } else {
+      t.admit.type = row_admission::kind::probability;
+      t.admit.probability = ar.number("probability", 1, 0, 1, true);
+    }
+    ar.finish();
+  }
+  if (auto* e = tr.find("evict")) {
+    auto er = tr.inner(*e, "evict");
+    if (!e->is_object())
+      fail(tr.at("evict"), "an object", *e);
+    t.evict.steps_to_live = er.integer("steps_to_live", 0, 0);
+    t.evict.max_rows = static_cast<uint64_t>(
+      er.integer("max_rows", 0, 0, int64_t{1} << 40));
+    t.evict.victims = er.choice<row_eviction::policy>(
+      "victims", row_eviction::policy::lru,
+      {{"lru", row_eviction::policy::lru}, {"lfu", row_eviction::policy::lfu}});
+    if (!t.evict.any())
+      throw config_error{errc::invalid_config, tr.at("evict"),
+                         "expected \"steps_to_live\" or \"max_rows\" above "
+                         "0: with neither, no row goes"};
+    er.finish();
+  }
+  if (t.create == embedding_table_config::rows::fixed
+      && (t.admit.type != row_admission::kind::all || t.evict.any()))
+    throw config_error{errc::invalid_config,
+                       tr.at(t.evict.any() ? "evict" : "admit"),
+                       "a table of fixed rows holds every row from the "
+                       "start: nothing to admit or evict (use \"rows\": "
+                       "\"on_touch\")"};
 }
 
 /// An external model's "tables": [{"name", "vocabulary", "dim",
@@ -54,6 +107,7 @@ std::vector<table_setup> read_tables(object_reader& r, const json& j,
       tr.integer("vocabulary", 1, 1, int64_t{1} << 40));
     t.table.dim = static_cast<int>(tr.integer("dim", 16, 1, 1024));
     t.table.init_scale = tr.number("init_scale", 0.05, 0, 1e3);
+    read_row_bounds(tr, t.table);
     // Each table its own draws: two tables' row k start unlike.
     t.table.seed = model_seed ^ (0x9e3779b97f4a7c15ull * (i + 1));
     t.optimizer = sparse;
@@ -155,6 +209,7 @@ model_config read_model(object_reader r,
                                      {{"on_touch", rk::on_touch},
                                       {"fixed", rk::fixed}});
       m.table.init_scale = er.number("init_scale", 0.05, 0, 1e3);
+      read_row_bounds(er, m.table);
       er.finish();
     }
   }

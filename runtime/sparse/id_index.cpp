@@ -46,6 +46,41 @@ uint32_t id_index::find_or_insert(uint64_t id, uint32_t slot_if_new,
   }
 }
 
+bool id_index::erase(uint64_t id) {
+  size_t hole = bucket_of(id);
+  for (;; hole = (hole + 1) & mask_) {
+    if (slots_[hole] == absent)
+      return false;
+    if (keys_[hole] == id)
+      break;
+  }
+  slots_[hole] = absent;
+  --size_;
+  // Each later id of the run moves into the hole unless its home bucket
+  // lies cyclically in (hole, b]: then the hole is before its home.
+  for (size_t b = (hole + 1) & mask_; slots_[b] != absent;
+       b = (b + 1) & mask_) {
+    size_t home = bucket_of(keys_[b]);
+    bool stays = hole <= b ? (hole < home && home <= b)
+                           : (hole < home || home <= b);
+    if (stays)
+      continue;
+    keys_[hole] = keys_[b];
+    slots_[hole] = slots_[b];
+    slots_[b] = absent;
+    hole = b;
+  }
+  return true;
+}
+
+void id_index::set_slot(uint64_t id, uint32_t slot) {
+  for (size_t b = bucket_of(id); slots_[b] != absent; b = (b + 1) & mask_)
+    if (keys_[b] == id) {
+      slots_[b] = slot;
+      return;
+    }
+}
+
 void id_index::grow() {
   std::vector<uint64_t> keys(keys_.size() * 2, 0);
   std::vector<uint32_t> slots(slots_.size() * 2, absent);

@@ -26,6 +26,14 @@ public:
   /// not be `absent`) and sets `inserted`.
   uint32_t find_or_insert(uint64_t id, uint32_t slot_if_new, bool& inserted);
 
+  /// Forgets `id` (false when absent). Backward-shift deletion: the ids
+  /// after it in its probe run move up, so no tombstone is left and a
+  /// table that evicts as many rows as it makes keeps short probes.
+  bool erase(uint64_t id);
+
+  /// Points present `id` at `slot` (a row moved to another slot).
+  void set_slot(uint64_t id, uint32_t slot);
+
   size_t size() const { return size_; }
   /// Bytes held by the buckets.
   size_t memory_bytes() const {

@@ -8,6 +8,42 @@
 
 namespace troupe {
 
+/// Which keys get a row (DeepRec's CounterFilter and probability
+/// admission, Persia's admit_probability): a key not admitted reads as a
+/// row of zeros and the gradients pushed for it are dropped, so a key seen
+/// once on an endless stream costs no memory beyond its count.
+struct row_admission {
+  enum class kind { all, min_count, probability };
+  kind type = kind::all;
+  /// min_count: a row is made on the push that brings the key's count of
+  /// pushes to this (2..255), counted in a counting Bloom filter (see
+  /// runtime/sparse/admission_filter.hpp) sized for `expected_keys`
+  /// distinct keys per shard at `false_positive`.
+  int min_count = 2;
+  uint64_t expected_keys = 1000000;
+  double false_positive = 0.01;
+  /// probability: each push of an absent key makes its row with this
+  /// probability (a draw from the table's seed, the key and the shard's
+  /// push count, so a replica that applies the same pushes draws alike).
+  double probability = 1.0;
+};
+
+/// Which rows go (DeepRec's GlobalStepEvict, TFRA's and HierarchicalKV's
+/// capacity with LRU or LFU victims). Steps are the pushes the shard's
+/// part of the table has taken: one per worker step whose batch has keys
+/// there.
+struct row_eviction {
+  /// A row not pushed to for this many steps goes (0: never).
+  int64_t steps_to_live = 0;
+  /// A shard holds at most this many rows of the table (0: no limit):
+  /// past it, the least recently pushed (lru) or least often pushed (lfu)
+  /// rows go until 95% of it is left.
+  uint64_t max_rows = 0;
+  enum class policy { lru, lfu };
+  policy victims = policy::lru;
+  bool any() const { return steps_to_live > 0 || max_rows > 0; }
+};
+
 struct embedding_table_config {
   std::string name = "embedding";
   /// Ids are in [0, vocabulary): a reader hashes raw feature values into
@@ -25,6 +61,8 @@ struct embedding_table_config {
   /// near 0.
   double init_scale = 0.05;
   uint64_t seed = 1;
+  row_admission admit;
+  row_eviction evict;
 };
 
 struct sparse_optimizer_config {

@@ -22,9 +22,17 @@ const char* to_string(sparse_optimizer_config::kind k) {
 sparse_table::sparse_table(embedding_table_config table,
                            sparse_optimizer_config opt)
   : table_(std::move(table)), opt_(opt), state_(slot_count()) {
-  if (table_.create == embedding_table_config::rows::fixed)
+  if (table_.create == embedding_table_config::rows::fixed) {
+    // Every row is there from the start: nothing to admit or evict (the
+    // run config refuses either with fixed rows).
+    table_.admit = {};
+    table_.evict = {};
     for (uint64_t id = 0; id < table_.vocabulary; ++id)
       make_row(static_cast<size_t>(id), id);
+  }
+  if (table_.admit.type == row_admission::kind::min_count)
+    filter_ = std::make_unique<admission_filter>(
+      table_.admit.expected_keys, table_.admit.false_positive, table_.seed);
 }
 
 size_t sparse_table::slot_count() const {
@@ -50,7 +58,10 @@ size_t sparse_table::memory_bytes() const {
   size_t bytes = values_.size() * chunk;
   for (auto& s : state_)
     bytes += s.size() * chunk;
-  return bytes + index_.memory_bytes() + ids_.capacity() * sizeof(uint64_t);
+  return bytes + index_.memory_bytes() + ids_.capacity() * sizeof(uint64_t)
+         + touched_.capacity() * sizeof(int64_t)
+         + uses_.capacity() * sizeof(uint32_t)
+         + (filter_ ? filter_->memory_bytes() : 0);
 }
 
 caf::error sparse_table::check(const uint64_t* ids, size_t n) const {
@@ -77,12 +88,20 @@ void sparse_table::make_row(size_t slot, uint64_t id) {
       s.push_back(fresh());
   }
   initial_row(id, at(values_, slot));
-  if (opt_.type == sparse_optimizer_config::kind::adagrad) {
-    float* acc = at(state_[0], slot);
-    for (size_t j = 0; j < dim; ++j)
-      acc[j] = static_cast<float>(opt_.initial_accumulator);
-  }
+  // A slot an evicted row left holds that row's state: set it all.
+  const float start = opt_.type == sparse_optimizer_config::kind::adagrad
+                        ? static_cast<float>(opt_.initial_accumulator)
+                        : 0.f;
+  for (auto& s : state_)
+    std::fill_n(at(s, slot), dim, start);
   rows_ = std::max(rows_, slot + 1);
+  ++rows_made_;
+  if (table_.evict.any()) {
+    touched_.resize(rows_, 0);
+    uses_.resize(rows_, 0);
+    touched_[slot] = pushes_;
+    uses_[slot] = 0;
+  }
 }
 
 void sparse_table::initial_row(uint64_t id, float* out) const {
@@ -100,6 +119,8 @@ caf::error sparse_table::peek(const uint64_t* ids, size_t n, float* out) const {
   for (size_t i = 0; i < n; ++i) {
     if (const float* r = row(ids[i]))
       std::memcpy(out + i * dim, r, dim * sizeof(float));
+    else if (admitting())
+      std::fill_n(out + i * dim, dim, 0.f);
     else
       initial_row(ids[i], out + i * dim);
   }
@@ -143,12 +164,109 @@ const float* sparse_table::row(uint64_t id) const {
 caf::error sparse_table::pull(const uint64_t* ids, size_t n, float* out) {
   if (auto err = check(ids, n))
     return err;
-  const auto bytes = static_cast<size_t>(table_.dim) * sizeof(float);
-  for (size_t i = 0; i < n; ++i)
-    std::memcpy(out + i * static_cast<size_t>(table_.dim),
-                at(values_, slot_of(ids[i])), bytes);
+  const auto dim = static_cast<size_t>(table_.dim);
+  for (size_t i = 0; i < n; ++i) {
+    float* to = out + i * dim;
+    if (!bounded()) {
+      std::memcpy(to, at(values_, slot_of(ids[i])), dim * sizeof(float));
+    } else if (auto slot = index_.find(ids[i]); slot != id_index::absent) {
+      std::memcpy(to, at(values_, slot), dim * sizeof(float));
+    } else if (admitting()) {
+      std::fill_n(to, dim, 0.f); // the default row of a key not admitted
+    } else {
+      initial_row(ids[i], to); // made by its first push
+    }
+  }
   rows_pulled_ += static_cast<int64_t>(n);
   return caf::none;
+}
+
+bool sparse_table::admits(uint64_t id) {
+  switch (table_.admit.type) {
+    case row_admission::kind::all: return true;
+    case row_admission::kind::min_count:
+      return filter_->add(id) >= table_.admit.min_count;
+    case row_admission::kind::probability: {
+      // A draw per push, from what every replica of the shard shares.
+      splitmix64 rng{
+        mix64(table_.seed ^ 0x70726f62ull)
+        ^ mix64(id + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(pushes_))};
+      return rng.uniform01() < table_.admit.probability;
+    }
+  }
+  return true;
+}
+
+void sparse_table::touch(size_t slot) {
+  if (touched_.empty())
+    return;
+  touched_[slot] = pushes_;
+  if (uses_[slot] < UINT32_MAX)
+    ++uses_[slot];
+}
+
+void sparse_table::set_pushes(int64_t pushes) {
+  pushes_ = pushes;
+  // Restored rows may read as pushed long before (their push counts are
+  // not kept): the first sweep comes only once every one of them is past
+  // its time to live counted from here.
+  if (table_.evict.steps_to_live > 0)
+    next_sweep_ = pushes_ + table_.evict.steps_to_live + 1;
+}
+
+void sparse_table::evict_due() {
+  const auto& ev = table_.evict;
+  std::vector<size_t> victims;
+  if (ev.steps_to_live > 0 && pushes_ >= next_sweep_) {
+    // A sweep every quarter of the time to live: a row lives at most
+    // 1.25 times it, for a scan of the table every ttl / 4 pushes.
+    next_sweep_ = pushes_ + std::max<int64_t>(1, ev.steps_to_live / 4);
+    for (size_t s = rows_; s-- > 0;)
+      if (pushes_ - touched_[s] > ev.steps_to_live)
+        victims.push_back(s);
+    remove_slots(victims);
+  }
+  if (ev.max_rows > 0 && rows_ > ev.max_rows) {
+    // Down to 95% at once, so that a table at its capacity sorts its rows
+    // once per 5% of it made, not on every push.
+    const size_t keep = static_cast<size_t>(ev.max_rows - ev.max_rows / 20);
+    std::vector<size_t> order(rows_);
+    for (size_t s = 0; s < rows_; ++s)
+      order[s] = s;
+    auto older = [&](size_t a, size_t b) {
+      if (ev.victims == row_eviction::policy::lfu && uses_[a] != uses_[b])
+        return uses_[a] < uses_[b];
+      return touched_[a] != touched_[b] ? touched_[a] < touched_[b] : a < b;
+    };
+    const auto drop = rows_ - keep;
+    std::nth_element(order.begin(), order.begin() + static_cast<long>(drop),
+                     order.end(), older);
+    victims.assign(order.begin(), order.begin() + static_cast<long>(drop));
+    std::sort(victims.begin(), victims.end(), std::greater<>{});
+    remove_slots(victims);
+  }
+}
+
+void sparse_table::remove_slots(const std::vector<size_t>& slots) {
+  const auto bytes = static_cast<size_t>(table_.dim) * sizeof(float);
+  for (size_t s : slots) {
+    const size_t last = rows_ - 1;
+    index_.erase(ids_[s]);
+    if (s != last) {
+      std::memcpy(at(values_, s), at(values_, last), bytes);
+      for (auto& st : state_)
+        std::memcpy(at(st, s), at(st, last), bytes);
+      ids_[s] = ids_[last];
+      touched_[s] = touched_[last];
+      uses_[s] = uses_[last];
+      index_.set_slot(ids_[s], static_cast<uint32_t>(s));
+    }
+    ids_.pop_back();
+    touched_.pop_back();
+    uses_.pop_back();
+    --rows_;
+  }
+  rows_evicted_ += static_cast<int64_t>(slots.size());
 }
 
 void sparse_table::apply(size_t slot, const float* g, float alpha_adam) {
@@ -208,10 +326,26 @@ caf::error sparse_table::push(const uint64_t* ids, size_t n,
     opt_.learning_rate * std::sqrt(1.0 - std::pow(opt_.beta2, t))
     / (1.0 - std::pow(opt_.beta1, t)));
   scoped_flush_denormals flush{true};
-  for (size_t u = 0; u < unique_.size(); ++u)
-    apply(slot_of(unique_[u]), g + u * dim, alpha);
-  rows_pushed_ += static_cast<int64_t>(n);
   ++pushes_;
+  for (size_t u = 0; u < unique_.size(); ++u) {
+    size_t slot;
+    if (!admitting()) {
+      slot = slot_of(unique_[u]);
+    } else if (auto found = index_.find(unique_[u]);
+               found != id_index::absent) {
+      slot = found;
+    } else if (admits(unique_[u])) {
+      slot = slot_of(unique_[u]);
+    } else {
+      ++rows_rejected_;
+      continue;
+    }
+    apply(slot, g + u * dim, alpha);
+    touch(slot);
+  }
+  rows_pushed_ += static_cast<int64_t>(n);
+  if (table_.evict.any())
+    evict_due();
   return caf::none;
 }
 

@@ -12,6 +12,13 @@
 // process, every placement and every order of first touches gives a row
 // the same initial values: a table re-spread over other shards starts
 // identical.
+//
+// A table on an endless stream stays bounded by its admission (a key gets
+// a row only once pushed min_count times, or with a probability) and its
+// eviction (rows not pushed for steps_to_live pushes, and past max_rows
+// the least recently or least often pushed). An evicted row's slot is
+// filled by the last row, so slots stay dense and memory stops growing
+// once the table is full.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "caf/error.hpp"
+#include "runtime/sparse/admission_filter.hpp"
 #include "runtime/sparse/id_index.hpp"
 #include "runtime/sparse/sparse_config.hpp"
 
@@ -42,7 +50,9 @@ public:
 
   sparse_table(embedding_table_config table, sparse_optimizer_config opt);
 
-  /// Copies rows ids[0..n) into out (n x dim), making absent ones. An id at
+  /// Copies rows ids[0..n) into out (n x dim), making absent ones. A
+  /// bounded table (admission or eviction) makes none: an absent row reads
+  /// as it would be made, or as zeros with admission. An id at
   /// or above the vocabulary is refused (errc::invalid_argument, naming
   /// the table and the id) before anything is made or copied.
   caf::error pull(const uint64_t* ids, size_t n, float* out);
@@ -50,12 +60,14 @@ public:
   /// Applies gradients grads (n x dim) to rows ids[0..n): one optimizer
   /// step, in which rows named more than once get the sum of their
   /// gradients (as TF sums an IndexedSlices' duplicates). Absent rows are
-  /// made first. Refuses as pull does.
+  /// made first (with admission: those admitted now; the others' gradients
+  /// are dropped). Then rows due to go are evicted. Refuses as pull does.
   caf::error push(const uint64_t* ids, size_t n, const float* grads);
 
   /// Copies rows ids[0..n) into out as pull does, but makes no row: an
-  /// absent row reads as it would be made. What an evaluation reads (it
-  /// must not grow the table); not counted as pulled.
+  /// absent row reads as it would be made (with admission: as zeros, what
+  /// training read). What an evaluation reads (it must not grow the
+  /// table); not counted as pulled.
   caf::error peek(const uint64_t* ids, size_t n, float* out) const;
 
   /// The error pull and push give ids[0..n) (one at or above the
@@ -84,6 +96,13 @@ public:
   int64_t rows_pulled() const { return rows_pulled_; }
   int64_t rows_pushed() const { return rows_pushed_; }
   int64_t pushes() const { return pushes_; }
+  /// Rows made, gradients of absent keys dropped (not admitted), and rows
+  /// evicted, since the table was made here.
+  int64_t rows_made() const { return rows_made_; }
+  int64_t rows_rejected() const { return rows_rejected_; }
+  int64_t rows_evicted() const { return rows_evicted_; }
+  /// The admission filter's, when the table counts keys (min_count).
+  const admission_filter* filter() const { return filter_.get(); }
 
   /// Optimizer slots per row: 0 (sgd), 1 (adagrad: "accumulator"), 2
   /// (adam: "m", "v"); and their names.
@@ -108,7 +127,9 @@ public:
   caf::error restore_row(uint64_t id, const float* values,
                          const float* const* slots);
   /// The pushes count, which Adam's bias correction uses (a checkpoint's).
-  void set_pushes(int64_t pushes) { pushes_ = pushes; }
+  /// Rows restored before it count as pushed no later than it: none is
+  /// evicted for its age before steps_to_live more pushes.
+  void set_pushes(int64_t pushes);
 
 private:
   using chunks = std::vector<std::unique_ptr<float[]>>;
@@ -124,6 +145,22 @@ private:
   /// The slot of `id`, making the row when absent.
   size_t slot_of(uint64_t id);
   void make_row(size_t slot, uint64_t id);
+  /// Whether a push admits absent key `id` now (and counts it).
+  bool admits(uint64_t id);
+  bool admitting() const {
+    return table_.admit.type != row_admission::kind::all;
+  }
+  /// A bounded table makes rows on pushes only: what it holds, and so
+  /// what it evicts, follows from its pushes alone, which a replica
+  /// applies too (pulls do not reach it).
+  bool bounded() const { return admitting() || table_.evict.any(); }
+  /// The row at `slot` was pushed to now.
+  void touch(size_t slot);
+  /// Evicts the rows past their time to live and over max_rows.
+  void evict_due();
+  /// Removes the rows at `slots` (sorted, descending), each hole filled
+  /// by the last row.
+  void remove_slots(const std::vector<size_t>& slots);
   /// A new row's values, drawn from (seed, id).
   void initial_row(uint64_t id, float* out) const;
   void apply(size_t slot, const float* g, float alpha_adam);
@@ -136,6 +173,13 @@ private:
   std::vector<chunks> state_; ///< per optimizer slot
   size_t rows_ = 0;
   int64_t rows_pulled_ = 0, rows_pushed_ = 0, pushes_ = 0;
+  int64_t rows_made_ = 0, rows_rejected_ = 0, rows_evicted_ = 0;
+  std::unique_ptr<admission_filter> filter_; ///< admit min_count
+  /// With eviction, per slot: the push that last touched it (or made it),
+  /// and (lfu) how many pushes did.
+  std::vector<int64_t> touched_;
+  std::vector<uint32_t> uses_;
+  int64_t next_sweep_ = 0; ///< the push at which steps_to_live is checked
   // A push's scratch: its distinct ids and their summed gradients.
   id_index scratch_;
   std::vector<uint64_t> unique_;

@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
   // external model's by name.
   v.shards[0].rows = 1600;
   v.shards[0].tables = {{"item", 1500, 98304, 7000, 6000},
-                        {"user", 100, 6400, 300, 200}};
+                        {"user", 100, 6400, 300, 200, 900, 40, 800}};
   text = troupe::prometheus_text(v, process_usage{});
   const std::string at = "{run=\"\",run_id=\"\",shard=\"1\",node=\"ps0\",";
   for (auto& line :
@@ -99,6 +99,9 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
         "troupe_shard_rows_pulled_total" + at + "table=\"item\"} 7000\n",
         "troupe_shard_rows_pushed_total" + at + "table=\"item\"} 6000\n",
         "troupe_shard_rows_pushed_total" + at + "table=\"user\"} 200\n",
+        "troupe_shard_rows_made_total" + at + "table=\"user\"} 900\n",
+        "troupe_shard_rows_rejected_total" + at + "table=\"user\"} 40\n",
+        "troupe_shard_rows_evicted_total" + at + "table=\"user\"} 800\n",
         std::string{"# TYPE troupe_shard_rows gauge\n"}})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
 }

@@ -201,10 +201,15 @@ BOOST_AUTO_TEST_CASE(shards_show_each_tables_rows) {
   auto& s = v.shards[0];
   s.rows = 1600;
   s.tables = {{"item", 1500, 3 * 1024 * 1024, 7000, 6000},
-              {"user", 100, 6400, 300, 200}};
+              {"user", 100, 6400, 300, 200, 900, 40, 800}};
   auto table = *render_view(parsed("shards"), v, false);
   BOOST_TEST(table.find("shard:0 table item: 1500 rows in 3.0 MiB, 7000 "
                         "pulled, 6000 pushed\n")
+               != std::string::npos,
+             table);
+  // A bounded table's line says what it did not admit and what it evicted.
+  BOOST_TEST(table.find("shard:0 table user: 100 rows in 6.2 KiB, 300 "
+                        "pulled, 200 pushed, 40 not admitted, 800 evicted\n")
                != std::string::npos,
              table);
   BOOST_TEST(table.find("shard:0 table user: 100 rows") != std::string::npos,
@@ -213,6 +218,9 @@ BOOST_AUTO_TEST_CASE(shards_show_each_tables_rows) {
     *render_view(parsed("inspect shard:0"), v, true));
   BOOST_TEST(one["tables"][1]["name"] == "user");
   BOOST_TEST(one["tables"][1]["rows_pushed"] == 200);
+  BOOST_TEST(one["tables"][1]["rows_made"] == 900);
+  BOOST_TEST(one["tables"][1]["rows_rejected"] == 40);
+  BOOST_TEST(one["tables"][1]["rows_evicted"] == 800);
   auto people = *render_view(parsed("inspect shard:0"), v, false);
   BOOST_TEST(people.find("name: item") != std::string::npos, people);
 }

@@ -210,6 +210,50 @@ BOOST_AUTO_TEST_CASE(a_table_trains_over_tls_as_in_plaintext) {
   BOOST_TEST(std::fabs(tls_loss - plain_loss) < 0.002, tls_out + plain_out);
 }
 
+BOOST_AUTO_TEST_CASE(a_bounded_table_keeps_to_its_capacity_on_two_shard_nodes) {
+  // About 800 ids in the logs (4 fields of 200 values); each shard may
+  // hold 150 rows of them, and a key gets its row on its second push.
+  temp_dir dir;
+  auto planted = make_click_logs(dir, "logs", 100000, 10000);
+  cluster_spec spec;
+  spec.click_dir = dir.file("logs");
+  spec.epochs = 2;
+  spec.click_table = {{"dim", 8},
+                      {"admit", {{"min_count", 2}, {"expected_keys", 10000}}},
+                      {"evict", {{"max_rows", 150}, {"victims", "lfu"}}}};
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}};
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  // The shell's shard view counts each shard's admissions and evictions.
+  auto [code, shards] = run_shell(dir, spec, "shards");
+  BOOST_TEST(code == 0, shards);
+  BOOST_TEST(count_of(shards, "\"rows_evicted\":") == 2u, shards);
+  BOOST_TEST(count_of(shards, "\"rows_rejected\":") == 2u, shards);
+  cluster.require_finished(300);
+  auto out = cluster.chief().out();
+  for (int s = 0; s < 2; ++s) {
+    auto shard = "shard " + std::to_string(s);
+    auto rows = last_value(out, shard + ": ");
+    BOOST_TEST_MESSAGE(shard << ": " << rows << " rows");
+    BOOST_TEST(rows > 100, out);
+    BOOST_TEST(rows <= 150, out);
+    // Every key was pushed at least once before it could be admitted, and
+    // more rows were made than fit.
+    auto line = out.find(shard + " table embedding: rows made ");
+    BOOST_REQUIRE_MESSAGE(line != std::string::npos, out);
+    auto text = out.substr(line, out.find('\n', line) - line);
+    BOOST_TEST(last_value(text, "not admitted ") > 50, text);
+    BOOST_TEST(last_value(text, "evicted ") > 0, text);
+  }
+  // Trained, though with fewer rows than ids: far below what the click
+  // rate alone scores.
+  auto loss = last_value(out, "test loss = ");
+  BOOST_TEST_MESSAGE("test log-loss " << loss << ", click-rate entropy "
+                                      << click_rate_entropy(planted));
+  BOOST_TEST(loss > 0, out);
+  BOOST_TEST(loss < click_rate_entropy(planted) - 0.01, out);
+}
+
 BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {
   temp_dir dir;
   make_click_logs(dir, "logs", 100, 100);

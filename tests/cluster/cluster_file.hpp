@@ -57,6 +57,8 @@ struct cluster_spec {
   int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
   /// The click logs' training set in click_dir (a file or a glob).
   std::string click_train = "train.tsv";
+  /// The click model's /model/embedding (its admit and evict, say).
+  nlohmann::json click_table = {{"dim", 8}};
   /// Non-empty: the MLP trains on the .npy files of write_fashion_mnist_npy
   /// (tests/npy_files.hpp) in this folder instead of the IDX files; its
   /// training set's files (globs) are these.
@@ -137,7 +139,7 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
     model = {{"type", "click"},
              {"hidden", {64, 32}},
              {"seed", 1},
-             {"embedding", {{"dim", 8}}}};
+             {"embedding", spec.click_table}};
     data = {{"format", "click"},
             {"dir", spec.click_dir},
             {"train", spec.click_train},

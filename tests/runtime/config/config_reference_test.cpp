@@ -133,6 +133,14 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
     c["data"] = {{"format", "click"},  {"dir", dir},   {"train", "train.tsv"},
                  {"test", "test.tsv"}, {"numeric", 2}, {"categorical", 3}};
     c["training"]["sparse_optimizer"] = {{"type", sparse}};
+    if (std::string{sparse} == "adam") {
+      c["model"]["embedding"]["admit"] = {
+        {"min_count", 3}, {"expected_keys", 100}, {"false_positive", 0.05}};
+      c["model"]["embedding"]["evict"] = {
+        {"steps_to_live", 10}, {"max_rows", 50}, {"victims", "lru"}};
+    }
+    if (std::string{sparse} == "adagrad")
+      c["model"]["embedding"]["admit"] = {{"probability", 0.5}};
     add(std::string{"click, sparse "} + sparse, c);
   }
   // An external model on the user's own data.
@@ -154,6 +162,12 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
         {"vocabulary", 50},
         {"optimizer", {{"type", "adagrad"}}}}});
     add("external with tables", c);
+    c["model"]["tables"][0]["admit"] = {
+      {"min_count", 2}, {"expected_keys", 5000}, {"false_positive", 0.02}};
+    c["model"]["tables"][0]["evict"] = {
+      {"steps_to_live", 100}, {"max_rows", 500}, {"victims", "lfu"}};
+    c["model"]["tables"][1]["admit"] = {{"probability", 0.5}};
+    add("external with bounded tables", c);
   }
   // Optimizers, the schedule, checkpoints and the other training keys.
   for (auto type : {"sgd", "momentum", "adam"}) {

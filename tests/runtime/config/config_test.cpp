@@ -461,6 +461,89 @@ BOOST_AUTO_TEST_CASE(an_external_models_tables_and_their_optimizers) {
              == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_tables_admission_and_eviction) {
+  troupe::test::temp_dir dir;
+  auto params = dir.file("model.safetensors");
+  auto text = R"({ "name": "t",
+    "model": { "type": "external", "parameters": ")"
+              + params + R"(", "tables": [
+      { "name": "user", "vocabulary": 1000000,
+        "admit": { "min_count": 3, "expected_keys": 5000 },
+        "evict": { "steps_to_live": 200, "victims": "lfu" } },
+      { "name": "item", "vocabulary": 50000,
+        "admit": { "probability": 0.25 },
+        "evict": { "max_rows": 800 } } ] },
+    "data": { "format": "external", "train_samples": 600 } })";
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  auto tables = embedding_tables(*cfg);
+  auto& user = tables[0].table;
+  BOOST_TEST((user.admit.type == row_admission::kind::min_count));
+  BOOST_TEST(user.admit.min_count == 3);
+  BOOST_TEST(user.admit.expected_keys == 5000u);
+  BOOST_TEST(user.admit.false_positive == 0.01);
+  BOOST_TEST(user.evict.steps_to_live == 200);
+  BOOST_TEST(user.evict.max_rows == 0u);
+  BOOST_TEST((user.evict.victims == row_eviction::policy::lfu));
+  auto& item = tables[1].table;
+  BOOST_TEST((item.admit.type == row_admission::kind::probability));
+  BOOST_TEST(item.admit.probability == 0.25);
+  BOOST_TEST(item.evict.max_rows == 800u);
+  BOOST_TEST((item.evict.victims == row_eviction::policy::lru));
+  // Bounds may change on resume: they are not part of the identity.
+  auto looser = parse_run_config(replace_first(text, R"("max_rows": 800)",
+                                               R"("max_rows": 1600)"),
+                                 "cfg.json");
+  BOOST_REQUIRE(looser);
+  BOOST_TEST(training_identity(*cfg) == training_identity(*looser));
+  BOOST_TEST(
+    error_of(replace_first(text, R"("probability": 0.25)",
+                           R"("probability": 0.25, "min_count": 2)"))
+      .find("cfg.json: /model/tables/1/admit: expected one of \"min_count\"")
+    == 0);
+  BOOST_TEST(
+    error_of(replace_first(text, R"("min_count": 3)", R"("min_count": 1)"))
+      .find("cfg.json: /model/tables/0/admit/min_count:")
+    == 0);
+  BOOST_TEST(
+    error_of(
+      replace_first(text, R"("probability": 0.25)", R"("probability": 0)"))
+    == "cfg.json: /model/tables/1/admit/probability: expected a number > 0 "
+       "and <= 1, found 0");
+  BOOST_TEST(
+    error_of(replace_first(text, R"("max_rows": 800)", R"("max_rows": 0)"))
+      .find("cfg.json: /model/tables/1/evict: expected \"steps_to_live\" or "
+            "\"max_rows\" above 0")
+    == 0);
+  BOOST_TEST(
+    error_of(replace_first(text, R"("victims": "lfu")", R"("victims": "lifo")"))
+    == "cfg.json: /model/tables/0/evict/victims: expected one of lru|lfu, "
+       "found \"lifo\"");
+  BOOST_TEST(error_of(replace_first(text, R"("expected_keys": 5000)",
+                                    R"("expected_key": 5000)"))
+               .find("cfg.json: /model/tables/0/admit/expected_key:")
+             == 0);
+  // The click model's table takes them too, but not with fixed rows.
+  for (auto* f : {"train.tsv", "test.tsv"})
+    troupe::test::write_file(dir.file(f), "");
+  auto click = replace_first(
+    replace_first(synthetic_config, R"({ "type": "mlp", "hidden": [8] })",
+                  R"({ "type": "click",
+                 "embedding": { "dim": 4, "evict": { "max_rows": 100 } } })"),
+    R"({ "format": "synthetic", "width": 4, "classes": 3 })",
+    R"({ "format": "click", "dir": ")" + dir.path()
+      + R"(", "train": "train.tsv", "test": "test.tsv",
+         "numeric": 2, "categorical": 5, "vocabulary": 1000 })");
+  auto clicked = parse_run_config(click, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(clicked, troupe::test::why(clicked));
+  BOOST_TEST(embedding_tables(*clicked)[0].table.evict.max_rows == 100u);
+  BOOST_TEST(error_of(replace_first(click, R"("dim": 4,)",
+                                    R"("dim": 4, "rows": "fixed",)"))
+               .find("cfg.json: /model/embedding/evict: a table of fixed "
+                     "rows holds every row from the start")
+             == 0);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
   auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
   BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0, msg);
