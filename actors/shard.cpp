@@ -51,8 +51,11 @@ caf::result<push_ack> apply_replicated(self_ptr self, std::vector<Push> parts,
     last.stale = stale;
     return last;
   };
-  if (!shard_ops::replicating(self))
-    return apply_all();
+  if (!shard_ops::replicating(self)) {
+    auto r = apply_all();
+    shard_ops::forward_evictions(self); // forgets them: no replica
+    return r;
+  }
   struct answer {
     push_ack ack;
     caf::typed_response_promise<push_ack> promise;
@@ -75,6 +78,9 @@ caf::result<push_ack> apply_replicated(self_ptr self, std::vector<Push> parts,
     *taken = false;
     return std::move(r.error());
   }
+  // After the push on the channel: the replica applies it, then evicts
+  // what it made this shard evict.
+  shard_ops::forward_evictions(self);
   if (!wait || out->replica_left == 0)
     return *r;
   out->ack = *r;
@@ -235,6 +241,7 @@ void leave(self_ptr self, int32_t worker) {
   st.sync.drop(worker);
   serve_parked(self);
   forward(self, replica_op{replica_leave{worker}});
+  forward_evictions(self); // of the update it completed, after it
 }
 
 caf::error tune(self_ptr self, const std::string& key, double value) {
@@ -253,6 +260,7 @@ caf::error tune(self_ptr self, const std::string& key, double value) {
   self->state.sync.after(b, self->state.tables, before);
   serve_parked(self);
   forward(self, replica_op{replica_tune{key, value}});
+  forward_evictions(self); // of the update it completed, after it
   return {};
 }
 
@@ -283,7 +291,13 @@ row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
   std::vector<float*> slots;
   for (auto& v : c.slots)
     slots.push_back(v.data());
-  t.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data());
+  if (t.keeps_ages()) {
+    c.ages.resize(n);
+    c.uses.resize(n);
+  }
+  t.copy_rows(first, n, c.ids.data(), c.values.data(), slots.data(),
+              c.ages.empty() ? nullptr : c.ages.data(),
+              c.uses.empty() ? nullptr : c.uses.data());
   return c;
 }
 
@@ -294,7 +308,11 @@ caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c) {
   auto& tb = **table;
   const auto dim = static_cast<size_t>(tb.dim());
   auto n = c.ids.size();
-  bool fits = c.values.size() == n * dim && c.slots.size() == tb.slot_count();
+  // A chunk of no rows (a push count alone) may leave the slots out.
+  bool fits = c.values.size() == n * dim
+              && (c.slots.size() == tb.slot_count() || n == 0)
+              && (c.ages.empty() || c.ages.size() == n)
+              && c.uses.size() == c.ages.size();
   for (auto& v : c.slots)
     fits = fits && v.size() == n * dim;
   if (!fits)
@@ -304,17 +322,98 @@ caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c) {
                         + std::to_string(dim) + " floats and "
                         + std::to_string(tb.slot_count())
                         + " optimizer slots per row)");
+  // The push count first: the rows' ages count back from it.
+  if (c.pushes >= 0)
+    tb.set_pushes(c.pushes);
   std::vector<const float*> slots(c.slots.size());
+  const bool aged = !c.ages.empty();
   for (size_t i = 0; i < n; ++i) {
     for (size_t k = 0; k < slots.size(); ++k)
       slots[k] = c.slots[k].data() + i * dim;
     if (auto err = tb.restore_row(c.ids[i], c.values.data() + i * dim,
-                                  slots.data()))
+                                  slots.data(), aged ? c.ages[i] : -1,
+                                  aged ? c.uses[i] : 0))
       return err;
   }
-  if (c.pushes >= 0)
-    tb.set_pushes(c.pushes);
   return static_cast<uint64_t>(tb.rows());
+}
+
+namespace {
+bool evicting(self_ptr self) {
+  auto& st = self->state;
+  return !st.follower && st.rep.state != replica_state::copying;
+}
+} // namespace
+
+std::unique_ptr<sparse_table> make_table(self_ptr self,
+                                         const sparse_table& like) {
+  auto t = std::make_unique<sparse_table>(like.table(), like.optimizer());
+  t->set_evicting(evicting(self));
+  return t;
+}
+
+void update_eviction(self_ptr self) {
+  for (auto& t : self->state.tables)
+    t->set_evicting(evicting(self));
+}
+
+void forward_evictions(self_ptr self) {
+  auto& tables = self->state.tables;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    auto ids = tables[i]->take_evicted();
+    if (!ids.empty() && replicating(self))
+      forward(self, replica_op{
+                      replica_evict{static_cast<int32_t>(i), std::move(ids)}});
+  }
+}
+
+caf::error evict_rows(self_ptr self, const replica_evict& op) {
+  auto table = table_of(self, op.table);
+  if (!table)
+    return std::move(table.error());
+  (*table)->evict_ids(op.ids.data(), op.ids.size());
+  (*table)->take_evicted(); // a replica tells nobody
+  return caf::none;
+}
+
+key_counts counts_of(self_ptr self, const sparse_table& t, int32_t table,
+                     uint64_t first, uint64_t count) {
+  key_counts c;
+  c.shard = self->state.id;
+  c.table = table;
+  if (const auto* f = t.filter()) {
+    c.total = f->counters();
+    c.hashes = f->hashes();
+    auto n = first < c.total ? std::min<uint64_t>(count, c.total - first) : 0;
+    c.first = first;
+    c.counts.assign(f->counts() + first, f->counts() + first + n);
+  }
+  return c;
+}
+
+caf::error restore_counts(self_ptr self, const key_counts& c) {
+  auto table = table_of(self, c.table);
+  if (!table)
+    return std::move(table.error());
+  auto* f = (*table)->filter();
+  if (f == nullptr || f->counters() != c.total || f->hashes() != c.hashes)
+    return make_error(errc::layout_mismatch,
+                      "admission counts for table \"" + (*table)->table().name
+                        + "\" of " + std::to_string(c.total) + " counters and "
+                        + std::to_string(c.hashes) + " hashes, not shard "
+                        + std::to_string(self->state.id) + "'s "
+                        + (f ? std::to_string(f->counters()) + " and "
+                                 + std::to_string(f->hashes())
+                             : std::string{"none"}));
+  // A replica's copy sets this part of the primary's counts as they are.
+  bool fits = c.replace
+                ? f->set_counts(c.first, c.counts.data(), c.counts.size())
+                : f->add_counts(c.first, c.counts.data(), c.counts.size());
+  if (!fits)
+    return make_error(errc::invalid_argument,
+                      "admission counts past the end of table \""
+                        + (*table)->table().name + "\"'s");
+  return caf::none;
 }
 
 } // namespace shard_ops
@@ -330,9 +429,11 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
   self->state.replica_timeout = opts.replica_timeout;
   self->state.block = std::make_unique<param_block>(opts.block,
                                                     std::move(opts.initial));
-  for (auto& t : opts.tables)
+  for (auto& t : opts.tables) {
     self->state.tables.push_back(
       std::make_unique<sparse_table>(t.table, t.optimizer));
+  }
+  update_eviction(self);
   return {
     [=](join_atom, int32_t worker) -> int64_t { return join(self, worker); },
     [=](leave_atom, int32_t worker) { leave(self, worker); },
@@ -427,7 +528,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
                                                 s.version))
         return err;
       for (auto& t : self->state.tables) // the checkpoint's rows follow
-        t = std::make_unique<sparse_table>(t->table(), t->optimizer());
+        t = make_table(self, *t);
       self->state.sync.clear();
       serve_parked(self);
       start_copy(self); // the replica starts over too; the rows follow
@@ -447,6 +548,20 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       if (replicating(self))
         forward(self, replica_op{std::move(c)});
       return *rows;
+    },
+    [=](snapshot_atom, counts_atom, int32_t t, uint64_t first,
+        uint64_t count) -> caf::result<key_counts> {
+      auto table = table_of(self, t);
+      if (!table)
+        return std::move(table.error());
+      return counts_of(self, **table, t, first, count);
+    },
+    [=](restore_atom, key_counts& c) -> caf::result<bool> {
+      if (auto err = restore_counts(self, c))
+        return err;
+      if (replicating(self))
+        forward(self, replica_op{std::move(c)});
+      return true;
     },
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;
@@ -534,6 +649,7 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
     },
     [=](promote_atom) -> int64_t {
       self->state.follower = false;
+      update_eviction(self); // it evicts on its own now
       return self->state.block->version();
     },
     [=](image_atom) -> replica_image { return image_of(self); },

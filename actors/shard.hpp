@@ -72,8 +72,15 @@ struct replication {
   caf::strong_actor_ptr told; ///< who asked, told when in step or dropped
   size_t table = 0;           ///< the copy's next table
   uint64_t next_row = 0;      ///< and row there
-  int64_t rows = 0;           ///< rows copied
-  int chunks_out = 0;         ///< chunks sent, not yet answered
+  /// Whether a chunk of the table went yet: one goes even for a table of
+  /// no rows, with its push count (a bounded table may have taken pushes
+  /// and hold none, and Adam's bias correction counts them).
+  bool table_begun = false;
+  /// Then each table's admission counts: the table, and the counter.
+  size_t count_table = 0;
+  uint64_t next_count = 0;
+  int64_t rows = 0;   ///< rows copied
+  int chunks_out = 0; ///< chunks sent, not yet answered
   /// Every op sent and not yet answered, in the order sent, whatever its
   /// generation: what runs with its answer. A replica that answers none
   /// for the replica timeout is dropped.

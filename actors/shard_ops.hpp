@@ -30,6 +30,24 @@ row_chunk rows_of(self_ptr self, const sparse_table& t, int32_t table,
 /// Puts rows back (a checkpoint's, or the primary's copy); the rows the
 /// table holds now.
 caf::expected<uint64_t> restore_rows(self_ptr self, const row_chunk& c);
+/// An empty table of `like`'s settings, evicting as update_eviction says.
+std::unique_ptr<sparse_table> make_table(self_ptr self,
+                                         const sparse_table& like);
+/// Whether the shard's tables evict on their own: not on a replica (it
+/// follows its primary's evictions), nor while a replica copies the rows.
+void update_eviction(self_ptr self);
+/// Tells the replica which rows the last pushes evicted (a replica's
+/// bounded tables evict only those).
+void forward_evictions(self_ptr self);
+/// On a replica: evicts what its primary evicted.
+caf::error evict_rows(self_ptr self, const replica_evict& op);
+/// Table `t`'s admission counts [first, first + count) (whose index is
+/// `table`), with their total (0: the table counts no keys).
+key_counts counts_of(self_ptr self, const sparse_table& t, int32_t table,
+                     uint64_t first, uint64_t count);
+/// Adds counts back (a checkpoint's), or sets them (a replica's copy);
+/// errc::layout_mismatch for counts of a filter of another size.
+caf::error restore_counts(self_ptr self, const key_counts& c);
 
 // -- replication (actors/shard_replica.cpp) ----------------------------------
 

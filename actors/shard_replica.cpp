@@ -37,6 +37,7 @@ void drop(self_ptr self, const std::string& why) {
     r.link->close();
   r.link.reset();
   r.state = replica_state::none;
+  update_eviction(self);
   r.pushes_wait = false;
   ++r.generation;
   auto unanswered = std::move(r.unanswered);
@@ -141,6 +142,7 @@ void last_sent(self_ptr self, int64_t generation) {
       if (!ok || rep.generation != generation)
         return;
       rep.state = replica_state::in_step;
+      update_eviction(self);
       auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now()
                                                 - rep.began)
                     .count();
@@ -158,26 +160,52 @@ void last_sent(self_ptr self, int64_t generation) {
 /// the next while the replica puts the last ones in.
 constexpr int chunks_on_the_way = 3;
 
+/// Admission counters per chunk of a copy: 4 MB, as a chunk of rows.
+constexpr uint64_t counts_per_chunk = 4 << 20;
+
 /// Sends the next chunks of rows, or marks the copy's end once all are
 /// sent.
 void copy_rows(self_ptr self, int64_t generation) {
   auto& st = self->state;
   auto& r = st.rep;
+  auto counters = [&](size_t t) {
+    auto* f = st.tables[t]->filter();
+    return f ? static_cast<uint64_t>(f->counters()) : uint64_t{0};
+  };
   while (r.generation == generation && r.to && !r.pushes_wait
          && r.chunks_out < chunks_on_the_way) {
-    while (r.table < st.tables.size()
-           && r.next_row >= st.tables[r.table]->rows()) {
+    // First each table's admission counts, as they are when sent (the
+    // pushes forwarded before are in them), so that the replica admits
+    // as its primary does before any row is copied; then the rows.
+    while (r.count_table < st.tables.size()
+           && r.next_count >= counters(r.count_table)) {
+      ++r.count_table;
+      r.next_count = 0;
+    }
+    while (r.count_table == st.tables.size() && r.table < st.tables.size()
+           && r.table_begun && r.next_row >= st.tables[r.table]->rows()) {
       ++r.table;
       r.next_row = 0;
+      r.table_begun = false;
     }
-    if (r.table == st.tables.size())
+    replica_op op;
+    if (r.count_table < st.tables.size()) {
+      auto c = counts_of(self, *st.tables[r.count_table],
+                         static_cast<int32_t>(r.count_table), r.next_count,
+                         counts_per_chunk);
+      c.replace = true;
+      r.next_count += c.counts.size();
+      op.op = std::move(c);
+    } else if (r.table < st.tables.size()) {
+      auto& t = *st.tables[r.table];
+      auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
+      op.op = rows_of(self, t, static_cast<int32_t>(r.table), r.next_row, n);
+      r.table_begun = true;
+      r.next_row += n;
+      r.rows += static_cast<int64_t>(n);
+    } else {
       return last_sent(self, generation);
-    auto& t = *st.tables[r.table];
-    auto n = std::min<uint64_t>(chunk_rows(t), t.rows() - r.next_row);
-    replica_op op{
-      rows_of(self, t, static_cast<int32_t>(r.table), r.next_row, n)};
-    r.next_row += n;
-    r.rows += static_cast<int64_t>(n);
+    }
     ++r.chunks_out;
     send(
       self,
@@ -228,9 +256,13 @@ void start_copy(self_ptr self) {
     return;
   auto generation = ++r.generation;
   r.state = replica_state::copying;
+  update_eviction(self);
   r.pushes_wait = false;
   r.table = 0;
   r.next_row = 0;
+  r.count_table = 0;
+  r.next_count = 0;
+  r.table_begun = false;
   r.rows = 0;
   r.chunks_out = 0;
   r.began = std::chrono::steady_clock::now();
@@ -305,12 +337,12 @@ struct replica_applier {
     auto& st = self->state;
     if (auto err = st.block->load(op.block))
       return err;
+    st.follower = true;
     for (auto& t : st.tables) // the rows follow
-      t = std::make_unique<sparse_table>(t->table(), t->optimizer());
+      t = make_table(self, *t);
     st.sync.clear();
     for (auto& h : op.held)
       st.sync.put(std::move(h));
-    st.follower = true;
     return {};
   }
 
@@ -319,6 +351,10 @@ struct replica_applier {
       return rows.error();
     return {};
   }
+
+  caf::error operator()(key_counts& op) { return restore_counts(self, op); }
+
+  caf::error operator()(replica_evict& op) { return evict_rows(self, op); }
 
   caf::error operator()(replica_join& op) {
     join(self, op.worker);

@@ -4,16 +4,19 @@
 //
 //   troupe-clicks --out DIR [--train N] [--test N] [--numeric K]
 //                 [--categorical F] [--values V] [--zipf S]
-//                 [--multi-valued M] [--seed S]
+//                 [--multi-valued M] [--seed S] [--drift D] [--parts P]
 //
-// Writes DIR/train.tsv and DIR/test.tsv in the tab-separated click-log
-// format the reader takes, then one line per figure of the planted model.
+// Writes DIR/train.tsv (with --parts P: DIR/train-000.tsv .. in stream
+// order) and DIR/test.tsv in the tab-separated click-log format the reader
+// takes, then one line per figure of the planted model. --drift D: every
+// 1000 lines each field's popular values move on to D new ones.
 // Exit codes: see apps/exit_codes.hpp.
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -45,14 +48,41 @@ int main(int argc, char** argv) {
                 "fields of 1 to 3 values per line (the first ones)")
     ->check(CLI::Range(0, 1000));
   app.add_option("--seed", cfg.seed, "the planted model's and the draws'");
+  app
+    .add_option("--drift", cfg.drift,
+                "new values per field per 1000 lines: popular values fade "
+                "and the values ever seen grow with the stream")
+    ->check(CLI::Range(0.0, 1e6));
+  int parts = 1;
+  app
+    .add_option("--parts", parts,
+                "training files train-000.tsv .. in stream order")
+    ->check(CLI::Range(1, 100000));
   if (auto code = troupe::parse_command_line(app, argc, argv, "troupe-clicks"))
     return *code;
   if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
     return troupe::report_failure(
       "troupe-clicks", troupe::make_error(troupe::errc::io_error,
                                           out + ": cannot create the folder"));
+  if (parts > cfg.train)
+    return troupe::report_failure(
+      "troupe-clicks",
+      troupe::make_error(troupe::errc::invalid_argument,
+                         "--parts " + std::to_string(parts)
+                           + " is more than the training lines ("
+                           + std::to_string(cfg.train) + ")"));
   auto train = out + "/train.tsv", test = out + "/test.tsv";
-  auto scores = troupe::generate_click_logs(cfg, train, test);
+  std::vector<std::string> files{train};
+  if (parts > 1) {
+    files.clear();
+    char name[32];
+    for (int p = 0; p < parts; ++p) {
+      std::snprintf(name, sizeof name, "/train-%03d.tsv", p);
+      files.push_back(out + name);
+    }
+    train = out + "/train-*.tsv";
+  }
+  auto scores = troupe::generate_click_logs(cfg, files, test);
   if (!scores)
     return troupe::report_failure("troupe-clicks", scores.error());
   std::printf("wrote %s (%lld lines) and %s (%lld lines): %d numeric and "
@@ -61,6 +91,11 @@ int main(int argc, char** argv) {
               static_cast<long long>(cfg.test), cfg.schema.numeric,
               cfg.schema.categorical,
               static_cast<unsigned long long>(cfg.values_per_field), cfg.zipf);
+  if (cfg.drift > 0)
+    std::printf("drifting: %g new values per field every 1000 lines, %.0f "
+                "in all by the end of the test lines\n",
+                cfg.drift,
+                cfg.drift * static_cast<double>(cfg.train + cfg.test) / 1000);
   std::printf("planted model: test log-loss %.4f, test AUC %.4f, training "
               "log-loss %.4f, test click rate %.4f\n",
               scores->test_log_loss, scores->test_auc, scores->train_log_loss,

@@ -354,14 +354,14 @@ void write_tables(chief_self self, const std::string& checkpoint_path,
                   std::function<void(caf::error)> done,
                   std::function<void()> lost);
 
-/// Rows of table `table` (ids, and `dim` floats of values and of each slot
-/// per id) in one chunk per shard that shard_of_row places them on now,
-/// one shard per entry of `pushes` (each chunk carries its shard's: Adam's
-/// bias correction counts a shard's pushes).
-std::vector<row_chunk>
-spread_rows(const std::vector<uint64_t>& ids, const std::vector<float>& values,
-            const std::vector<std::vector<float>>& slots, size_t dim,
-            const std::vector<int64_t>& pushes, int32_t table);
+/// The rows of `rows` (ids, `dim` floats of values and of each slot per
+/// id, and ages and uses if it has them) as table `table`'s, in one chunk
+/// per shard that shard_of_row places them on now, one shard per entry of
+/// `pushes` (each chunk carries its shard's: Adam's bias correction counts
+/// a shard's pushes).
+std::vector<row_chunk> spread_rows(const row_chunk& rows, size_t dim,
+                                   const std::vector<int64_t>& pushes,
+                                   int32_t table);
 
 /// Puts the rows of checkpoint `ckpt`'s table files (metadata "tables",
 /// in the checkpoint dir) back into the shards, each row on the shard

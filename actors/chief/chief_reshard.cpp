@@ -40,6 +40,11 @@ struct shard_move {
   std::vector<replica_image> images;        ///< of the new shards
   std::vector<std::vector<row_chunk>> rows; ///< of the new shards
   std::vector<int64_t> pushes; ///< per table: every new shard's push count
+  /// Per table that admits by count: the old shards' admission counts
+  /// added up (saturating), what every new shard starts from; and their
+  /// hashes. Empty for a table that counts no keys.
+  std::vector<std::vector<uint8_t>> counts;
+  std::vector<int32_t> hashes;
   uint64_t row_count = 0;
   double began = 0;
   bool stopping_old = false; ///< past the point where it can be called off
@@ -196,9 +201,17 @@ void switch_to_new(chief_self self, move_ptr m) {
     [=](caf::error err) { move_failed(self, m, std::move(err)); });
 }
 
-/// Sends new shard i its rows, a chunk at a time, then `done`.
+/// Sends new shard i its rows, a chunk at a time, then `done`. Each
+/// table's push count goes first, with no rows: a shard that gets no row
+/// of a table still gets it.
 void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
                std::function<void()> done) {
+  if (chunk == 0) {
+    std::vector<row_chunk> heads(m->pushes.size());
+    for (size_t t = 0; t < heads.size(); ++t)
+      heads[t].table = static_cast<int32_t>(t);
+    m->rows[i].insert(m->rows[i].begin(), heads.begin(), heads.end());
+  }
   if (chunk == m->rows[i].size())
     return done();
   auto& c = m->rows[i][chunk];
@@ -206,6 +219,29 @@ void send_rows(chief_self self, move_ptr m, size_t i, size_t chunk,
   c.pushes = m->pushes[static_cast<size_t>(c.table)];
   ask_shard(self, i, restore_atom_v, std::move(c))
     .then([=](uint64_t) { send_rows(self, m, i, chunk + 1, done); },
+          [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
+/// Sends new shard i the admission counts of table `table` from `first`
+/// on, a piece at a time, then the next table's; then `done`.
+void send_counts(chief_self self, move_ptr m, size_t i, size_t table,
+                 uint64_t first, std::function<void()> done) {
+  if (table >= m->counts.size())
+    return done();
+  auto& all = m->counts[table];
+  if (first >= all.size())
+    return send_counts(self, m, i, table + 1, 0, done);
+  key_counts c;
+  c.shard = static_cast<int32_t>(i);
+  c.table = static_cast<int32_t>(table);
+  c.total = all.size();
+  c.first = first;
+  c.hashes = m->hashes[table];
+  auto n = std::min<uint64_t>(table_count_piece, all.size() - first);
+  c.counts.assign(all.begin() + static_cast<ptrdiff_t>(first),
+                  all.begin() + static_cast<ptrdiff_t>(first + n));
+  ask_shard(self, i, restore_atom_v, std::move(c))
+    .then([=](bool) { send_counts(self, m, i, table, first + n, done); },
           [=](caf::error& err) { move_failed(self, m, std::move(err)); });
 }
 
@@ -221,8 +257,10 @@ void fill_new_shard(chief_self self, move_ptr m, size_t i,
     .then(
       [=](push_ack) {
         send_rows(self, m, i, 0, [=] {
-          self->request(h, timeout_of(self), promote_atom_v)
-            .then([=](int64_t) { done(); }, fail);
+          send_counts(self, m, i, 0, 0, [=] {
+            self->request(h, timeout_of(self), promote_atom_v)
+              .then([=](int64_t) { done(); }, fail);
+          });
         });
       },
       fail);
@@ -253,13 +291,51 @@ void start_new_shards(chief_self self, move_ptr m) {
 
 void gather_table(chief_self self, move_ptr m, size_t table);
 
+/// Adds old shard p's admission counts of table `table` from `first` on
+/// to the move's, then the next shard's; then the next table.
+void gather_counts(chief_self self, move_ptr m, size_t table, size_t p,
+                   uint64_t first) {
+  if (p == m->old.size())
+    return gather_table(self, m, table + 1);
+  auto t = static_cast<int32_t>(table);
+  self
+    ->request(m->old[p], timeout_of(self), snapshot_atom_v, counts_atom_v, t,
+              first, table_count_piece)
+    .then(
+      [=](key_counts& c) {
+        if (c.total == 0) // the table counts no keys
+          return gather_table(self, m, table + 1);
+        m->counts.resize(std::max(m->counts.size(), table + 1));
+        m->hashes.resize(m->counts.size());
+        auto& all = m->counts[table];
+        if (all.empty())
+          all.assign(c.total, 0);
+        if (all.size() != c.total || c.first != first
+            || c.counts.size() > c.total - first)
+          return move_failed(self, m,
+                             make_error(errc::layout_mismatch,
+                                        "admission counts of old shard "
+                                          + std::to_string(p)
+                                          + " do not fit the others'"));
+        m->hashes[table] = c.hashes;
+        for (size_t k = 0; k < c.counts.size(); ++k)
+          all[first + k] = static_cast<uint8_t>(std::min(
+            int{all[first + k]} + c.counts[k], admission_filter::max_count));
+        auto next = first + c.counts.size();
+        if (c.counts.empty() || next >= c.total)
+          return gather_counts(self, m, table, p + 1, 0);
+        gather_counts(self, m, table, p, next);
+      },
+      [=](caf::error& err) { move_failed(self, m, std::move(err)); });
+}
+
 /// Reads old shard p's rows of table `table` from row `first` on,
 /// spreading them over the new shards, then the next shard's; then the
 /// next table.
 void gather_rows(chief_self self, move_ptr m, size_t table, size_t p,
                  uint64_t first) {
   if (p == m->old.size())
-    return gather_table(self, m, table + 1);
+    return gather_counts(self, m, table, 0, 0);
   auto t = static_cast<int32_t>(table);
   self
     ->request(m->old[p], timeout_of(self), snapshot_atom_v, t, first,
@@ -271,7 +347,7 @@ void gather_rows(chief_self self, move_ptr m, size_t table, size_t p,
         auto dim = static_cast<size_t>(
           embedding_tables(self->state.opts.cfg)[table].table.dim);
         std::vector<int64_t> pushes(m->nodes.size(), m->pushes[table]);
-        auto spread = spread_rows(c.ids, c.values, c.slots, dim, pushes, t);
+        auto spread = spread_rows(c, dim, pushes, t);
         for (size_t s = 0; s < spread.size(); ++s)
           if (!spread[s].ids.empty())
             m->rows[s].push_back(std::move(spread[s]));

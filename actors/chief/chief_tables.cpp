@@ -19,18 +19,71 @@ std::string name_of(const std::string& path) {
   return path.substr(path.rfind('/') + 1);
 }
 
+/// What a table's file is written from: its writer, its table, the rows
+/// of each part (shard) and each part's admission counters (0: none).
+struct table_writing {
+  std::shared_ptr<table_file_writer> w;
+  int32_t table = 0;
+  std::vector<uint64_t> rows;
+  uint64_t counters = 0;
+};
+
+void write_piece(chief_self self, std::shared_ptr<const table_writing> t,
+                 size_t part, uint64_t first,
+                 std::function<void(caf::error)> done,
+                 std::function<void()> lost);
+
+/// Asks shard `part` for its admission counters from `first` on, appends
+/// them as the file's next piece, and goes on with the next piece or the
+/// next part's rows.
+void write_counts(chief_self self, std::shared_ptr<const table_writing> t,
+                  size_t part, uint64_t first,
+                  std::function<void(caf::error)> done,
+                  std::function<void()> lost) {
+  if (first >= t->counters)
+    return write_piece(self, t, part + 1, 0, done, lost);
+  auto gen = self->state.recovery.generation();
+  self
+    ->request(self->state.shards.handles()[part], timeout_of(self),
+              snapshot_atom_v, counts_atom_v, t->table, first,
+              table_count_piece)
+    .then(
+      [=](key_counts& c) {
+        if (c.total != t->counters || c.counts.empty())
+          return done(make_error(
+            errc::layout_mismatch,
+            "shard " + std::to_string(part) + " has " + std::to_string(c.total)
+              + " admission counters, not " + std::to_string(t->counters)));
+        table_piece piece;
+        piece.part = part;
+        piece.counts = std::move(c.counts);
+        piece.counts_first = first;
+        auto n = piece.counts.size();
+        if (auto err = t->w->append(piece))
+          return done(err);
+        write_counts(self, t, part, first + n, done, lost);
+      },
+      [=](caf::error& err) {
+        if (self->state.recovery.stale(gen))
+          return lost();
+        done(std::move(err));
+      });
+}
+
 /// Asks shard `part` for table `table`'s rows from `first` on, appends
-/// them as the file's next piece, and goes on with the next piece or part.
-void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
-                 int32_t table, std::vector<uint64_t> rows, size_t part,
-                 uint64_t first, std::function<void(caf::error)> done,
+/// them as the file's next piece, and goes on with the next piece, the
+/// part's counts or the next part.
+void write_piece(chief_self self, std::shared_ptr<const table_writing> t,
+                 size_t part, uint64_t first,
+                 std::function<void(caf::error)> done,
                  std::function<void()> lost) {
-  while (part < rows.size() && first >= rows[part]) {
-    ++part;
-    first = 0;
-  }
+  auto& rows = t->rows;
+  if (part < rows.size() && first >= rows[part])
+    return write_counts(self, t, part, 0, done, lost);
   if (part == rows.size())
-    return done(w->finish());
+    return done(t->w->finish());
+  auto table = t->table;
+  auto w = t->w;
   auto gen = self->state.recovery.generation();
   self
     ->request(self->state.shards.handles()[part], timeout_of(self),
@@ -42,10 +95,12 @@ void write_piece(chief_self self, std::shared_ptr<table_file_writer> w,
         piece.ids = std::move(c.ids);
         piece.values = std::move(c.values);
         piece.slots = std::move(c.slots);
+        piece.ages = std::move(c.ages);
+        piece.uses = std::move(c.uses);
         auto n = piece.ids.size();
         if (auto err = w->append(piece))
           return done(err);
-        write_piece(self, w, table, rows, part, first + n, done, lost);
+        write_piece(self, t, part, first + n, done, lost);
       },
       [=](caf::error& err) {
         auto& st = self->state;
@@ -76,6 +131,13 @@ void write_table(chief_self self, std::vector<std::string> paths, size_t table,
       info.optimizer = to_string(setup.optimizer.type);
       info.slots =
         sparse_table{embedding_table_config{}, setup.optimizer}.slot_names();
+      info.ages = setup.table.evict.any();
+      if (setup.table.admit.type == row_admission::kind::min_count) {
+        info.counters = admission_filter::counters_for(
+          setup.table.admit.expected_keys, setup.table.admit.false_positive);
+        info.hashes = admission_filter::hashes_for(
+          setup.table.admit.expected_keys, setup.table.admit.false_positive);
+      }
       for (auto& h : heads) {
         info.part_rows.push_back(h.rows);
         info.part_pushes.push_back(h.pushes);
@@ -83,9 +145,13 @@ void write_table(chief_self self, std::vector<std::string> paths, size_t table,
       auto w = table_file_writer::create(paths[table], info);
       if (!w)
         return done(w.error());
+      auto writing = std::make_shared<table_writing>();
+      writing->w = std::move(*w);
+      writing->table = t;
+      writing->rows = info.part_rows;
+      writing->counters = info.counters;
       write_piece(
-        self, std::shared_ptr<table_file_writer>(std::move(*w)), t,
-        info.part_rows, 0, 0,
+        self, std::move(writing), 0, 0,
         [=](caf::error err) {
           if (err)
             return done(std::move(err));
@@ -102,6 +168,10 @@ struct table_restore {
   std::shared_ptr<table_file_reader> reader;
   int32_t table = 0;
   std::vector<int64_t> pushes;
+  /// The file's admission counts fit this run's filters: they are added
+  /// back (to the shard of the same number, or with another number of
+  /// shards to every shard, where they add up).
+  bool counts_fit = false;
   std::function<void(caf::error)> done;
   int lanes = 0;     ///< lanes still carrying pieces
   caf::error failed; ///< the first error; the other lanes stop at it
@@ -130,9 +200,37 @@ void restore_lane(chief_self self, std::shared_ptr<table_restore> t) {
     return finish_lane(more.error());
   if (!*more)
     return finish_lane(caf::none);
+  if (!piece.counts.empty()) {
+    if (!t->counts_fit)
+      return restore_lane(self, t);
+    auto shards = t->pushes.size();
+    auto& parts = t->reader->info().part_rows;
+    auto one = parts.size() == shards;
+    key_counts c;
+    c.table = t->table;
+    c.total = t->reader->info().counters;
+    c.hashes = t->reader->info().hashes;
+    c.first = piece.counts_first;
+    c.counts = std::move(piece.counts);
+    return ask_all<bool>(
+      one ? 1 : shards,
+      [=](size_t i) {
+        auto to = one ? piece.part : i;
+        auto part = c;
+        part.shard = static_cast<int32_t>(to);
+        return ask_shard(self, to, restore_atom_v, std::move(part));
+      },
+      [=](std::vector<bool>&) { restore_lane(self, t); },
+      [=](caf::error& err) { finish_lane(std::move(err)); });
+  }
+  row_chunk rows;
+  rows.ids = std::move(piece.ids);
+  rows.values = std::move(piece.values);
+  rows.slots = std::move(piece.slots);
+  rows.ages = std::move(piece.ages);
+  rows.uses = std::move(piece.uses);
   auto chunks = std::make_shared<std::vector<row_chunk>>(spread_rows(
-    piece.ids, piece.values, piece.slots,
-    static_cast<size_t>(t->reader->info().dim), t->pushes, t->table));
+    rows, static_cast<size_t>(t->reader->info().dim), t->pushes, t->table));
   ask_all<uint64_t>(
     chunks->size(),
     [=](size_t i) {
@@ -145,12 +243,13 @@ void restore_lane(chief_self self, std::shared_ptr<table_restore> t) {
 /// Sends the rows of `r`'s pieces (table `table`'s) to the shards that
 /// hold them now, a few pieces in flight, then `done`.
 void restore_pieces(chief_self self, std::shared_ptr<table_file_reader> r,
-                    int32_t table, std::vector<int64_t> pushes,
+                    int32_t table, std::vector<int64_t> pushes, bool counts_fit,
                     std::function<void(caf::error)> done) {
   auto t = std::make_shared<table_restore>();
   t->reader = std::move(r);
   t->table = table;
   t->pushes = std::move(pushes);
+  t->counts_fit = counts_fit;
   t->done = std::move(done);
   t->lanes = restore_lanes;
   for (int lane = 0; lane < restore_lanes; ++lane)
@@ -200,6 +299,24 @@ void restore_table(chief_self self,
   uint64_t rows = 0;
   for (auto n : info.part_rows)
     rows += n;
+  // Admission counts go back to filters of the same size only: a run that
+  // changed expected_keys or false_positive counts its keys anew.
+  auto& admit = setup.table.admit;
+  bool counts_fit = info.counters > 0
+                    && admit.type == row_admission::kind::min_count
+                    && info.counters
+                         == admission_filter::counters_for(admit.expected_keys,
+                                                           admit.false_positive)
+                    && info.hashes
+                         == admission_filter::hashes_for(admit.expected_keys,
+                                                         admit.false_positive);
+  if (info.counters > 0 && admit.type == row_admission::kind::min_count
+      && !counts_fit)
+    say(self, fmt("table %s: the checkpoint's admission counts (%llu "
+                  "counters, %d hashes) do not fit this run's filter: its "
+                  "keys are counted anew",
+                  setup.table.name.c_str(),
+                  static_cast<unsigned long long>(info.counters), info.hashes));
   auto began = now_seconds();
   auto said = [=](caf::error err) {
     if (err)
@@ -209,16 +326,35 @@ void restore_table(chief_self self,
                   now_seconds() - began));
     restore_table(self, sources, next + 1, done);
   };
-  restore_pieces(self, src.reader, static_cast<int32_t>(src.table), pushes,
-                 std::move(said));
+  // Each shard's push count first, with no rows: the rows' ages count
+  // back from it, and a shard that gets no row (a bounded table may hold
+  // none after its pushes) still gets it.
+  auto table = static_cast<int32_t>(src.table);
+  ask_all<uint64_t>(
+    shards,
+    [=](size_t s) {
+      row_chunk head;
+      head.shard = static_cast<int32_t>(s);
+      head.table = table;
+      head.pushes = pushes[s];
+      return ask_shard(self, s, restore_atom_v, std::move(head));
+    },
+    [=](std::vector<uint64_t>&) {
+      restore_pieces(self, src.reader, table, pushes, counts_fit, said);
+    },
+    [=](caf::error& err) { said(std::move(err)); });
 }
 
 } // namespace
 
-std::vector<row_chunk>
-spread_rows(const std::vector<uint64_t>& ids, const std::vector<float>& values,
-            const std::vector<std::vector<float>>& slots, size_t dim,
-            const std::vector<int64_t>& pushes, int32_t table) {
+std::vector<row_chunk> spread_rows(const row_chunk& rows, size_t dim,
+                                   const std::vector<int64_t>& pushes,
+                                   int32_t table) {
+  auto& ids = rows.ids;
+  auto& values = rows.values;
+  auto& slots = rows.slots;
+  const bool aged = !rows.ages.empty() && rows.ages.size() == ids.size()
+                    && rows.uses.size() == ids.size();
   auto shards = static_cast<int32_t>(pushes.size());
   // Each shard's share, with room for a little imbalance.
   const auto share = ids.size() / pushes.size() * 9 / 8;
@@ -245,6 +381,10 @@ spread_rows(const std::vector<uint64_t>& ids, const std::vector<float>& values,
     for (size_t k = 0; k < slots.size(); ++k)
       c.slots[k].insert(c.slots[k].end(), row(slots[k]),
                         row(slots[k]) + static_cast<ptrdiff_t>(dim));
+    if (aged) {
+      c.ages.push_back(rows.ages[i]);
+      c.uses.push_back(rows.uses[i]);
+    }
   }
   return chunks;
 }

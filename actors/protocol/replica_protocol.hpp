@@ -36,6 +36,11 @@ struct row_chunk {
   std::vector<uint64_t> ids;
   std::vector<float> values;
   std::vector<std::vector<float>> slots;
+  /// A table that evicts (sparse_table::keeps_ages): each row's pushes
+  /// since its last push and its pushes; empty otherwise, or when not
+  /// known (a restore then counts the rows as pushed now).
+  std::vector<int64_t> ages;
+  std::vector<uint32_t> uses;
 };
 
 /// The whole state a replica starts from: the block, the row pushes held
@@ -45,6 +50,30 @@ struct row_chunk {
 struct replica_image {
   block_image block;
   std::vector<held_row_push> held; ///< runtime/sparse/sync_rows.hpp
+};
+
+/// A table's admission counts on one shard (runtime/sparse/
+/// admission_filter.hpp): counters [first, first + counts.size()) of its
+/// `total`, hashed `hashes` times. A snapshot answers them (total 0: the
+/// table counts no keys). A restore adds them to the shard's, saturating,
+/// so that the counts of the shards a checkpoint had add up on the shards
+/// it is put back on; a replica's copy (`replace`) sets them instead: the
+/// primary's counts then already hold the pushes it forwarded before.
+struct key_counts {
+  int32_t shard = 0;
+  int32_t table = 0;
+  uint64_t total = 0;
+  uint64_t first = 0;
+  int32_t hashes = 0;
+  bool replace = false;
+  std::vector<uint8_t> counts;
+};
+
+/// Rows of table `table` its primary evicted: a replica's bounded tables
+/// evict only these (sparse_table::set_follower).
+struct replica_evict {
+  int32_t table = 0;
+  std::vector<uint64_t> ids;
 };
 
 /// The chief's messages that change a shard, as its replica applies them.
@@ -68,9 +97,9 @@ struct replica_adopt {};
 /// One change a primary sends its replica, in the order the primary made
 /// it, between the pushes it forwards. Its type says which.
 struct replica_op {
-  using any =
-    std::variant<replica_image, row_chunk, replica_join, replica_leave,
-                 replica_tune, replica_forget, replica_adopt>;
+  using any = std::variant<replica_image, row_chunk, replica_join,
+                           replica_leave, replica_tune, replica_forget,
+                           replica_adopt, key_counts, replica_evict>;
   any op;
 };
 
@@ -87,6 +116,21 @@ caf::error raw_form_of(Processor& f, row_chunk& x) {
     .raw(x.ids)
     .raw(x.values)
     .lists(x.slots)
+    .raw(x.ages)
+    .raw(x.uses)
+    .done();
+}
+
+template <class Processor>
+caf::error raw_form_of(Processor& f, replica_evict& x) {
+  return detail::raw_form<Processor>{f}.fields(x.table).raw(x.ids).done();
+}
+
+template <class Processor>
+caf::error raw_form_of(Processor& f, key_counts& x) {
+  return detail::raw_form<Processor>{f}
+    .fields(x.shard, x.table, x.total, x.first, x.hashes, x.replace)
+    .raw(x.counts)
     .done();
 }
 
@@ -187,6 +231,19 @@ inspect(Inspector& f, row_chunk& x) {
 
 template <class Inspector>
 std::enable_if_t<detail::is_wire<Inspector>, caf::error>
+inspect(Inspector& f, key_counts& x) {
+  return raw_form_of(f, x);
+}
+
+template <class Inspector>
+std::enable_if_t<!detail::is_wire<Inspector>, typename Inspector::result_type>
+inspect(Inspector& f, key_counts& x) {
+  return f(caf::meta::type_name("key_counts"), x.shard, x.table, x.total,
+           x.first, x.hashes, static_cast<uint64_t>(x.counts.size()));
+}
+
+template <class Inspector>
+std::enable_if_t<detail::is_wire<Inspector>, caf::error>
 inspect(Inspector& f, block_image& x) {
   return raw_form_of(f, x);
 }
@@ -225,5 +282,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_replica, troupe::type_ids::replica)
   CAF_ADD_TYPE_ID(troupe_replica, (troupe::row_chunk))
   CAF_ADD_TYPE_ID(troupe_replica, (troupe::replica_op))
   CAF_ADD_TYPE_ID(troupe_replica, (troupe::replica_image))
+  CAF_ADD_TYPE_ID(troupe_replica, (troupe::key_counts))
 CAF_END_TYPE_ID_BLOCK(troupe_replica)
 // clang-format on

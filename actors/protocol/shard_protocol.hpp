@@ -162,6 +162,11 @@ using shard_actor = shard_data_actor::extend<
   // back from one; replies with the rows the table holds.
   caf::replies_to<snapshot_atom, int32_t, uint64_t, uint64_t>::with<row_chunk>,
   caf::replies_to<restore_atom, row_chunk>::with<uint64_t>,
+  // Table T's admission counts [first, first + count) (count 0: their
+  // number alone), for a checkpoint; and counts added back from one.
+  caf::replies_to<snapshot_atom, counts_atom, int32_t, uint64_t,
+                  uint64_t>::with<key_counts>,
+  caf::replies_to<restore_atom, key_counts>::with<bool>,
   // Counters and (ssp) the widest clock lead it allowed.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // A chief takes the shard's run over: the old chief's workers are

@@ -79,6 +79,12 @@ struct click_generator_config {
   int planted_dim = 4;
   double bias = -1.0;
   uint64_t seed = 1;
+  /// A stream that drifts: every 1000 lines each field's Zipf ranks move
+  /// on to `drift` new raw values, so that a value is popular for a while
+  /// and then fades, and the values ever seen grow with the stream (new
+  /// users, new items). The test lines continue the stream after the
+  /// training lines: they score what is popular at its end. 0: none.
+  double drift = 0;
 };
 
 /// How well the planted model itself does on what was generated: the
@@ -92,6 +98,13 @@ struct planted_scores {
 caf::expected<planted_scores>
 generate_click_logs(const click_generator_config& cfg,
                     const std::string& train_path,
+                    const std::string& test_path);
+
+/// The same with the training lines split over `train_paths` in order
+/// (parts of one stream, as hourly log files are), as evenly as they go.
+caf::expected<planted_scores>
+generate_click_logs(const click_generator_config& cfg,
+                    const std::vector<std::string>& train_paths,
                     const std::string& test_path);
 
 /// Mean log-loss of probabilities p for labels y (p clamped to

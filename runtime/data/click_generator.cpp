@@ -56,13 +56,21 @@ caf::expected<planted_scores>
 generate_click_logs(const click_generator_config& cfg,
                     const std::string& train_path,
                     const std::string& test_path) {
+  return generate_click_logs(cfg, std::vector<std::string>{train_path},
+                             test_path);
+}
+
+caf::expected<planted_scores>
+generate_click_logs(const click_generator_config& cfg,
+                    const std::vector<std::string>& train_paths,
+                    const std::string& test_path) {
   const int K = cfg.schema.numeric, F = cfg.schema.categorical;
   const int dim = cfg.planted_dim;
   if (K < 0 || F < 0 || cfg.values_per_field < 1 || cfg.max_values < 1
-      || dim < 0 || cfg.zipf <= 0)
+      || dim < 0 || cfg.zipf <= 0 || cfg.drift < 0 || train_paths.empty())
     return make_error(errc::invalid_argument,
-                      "click generator: fields, values, max_values and zipf "
-                      "must be positive");
+                      "click generator: fields, values, max_values, zipf "
+                      "and files must be positive, drift at least 0");
   zipf_sampler zipf{cfg.values_per_field, cfg.zipf};
   splitmix64 coef_rng{mix64(cfg.seed ^ 0xc0ef)};
   std::vector<double> coef(static_cast<size_t>(K));
@@ -74,15 +82,39 @@ generate_click_logs(const click_generator_config& cfg,
   std::string line; // one log line, reused
   char buf[64];
   for (int part = 0; part < 2; ++part) {
-    const auto& path = part == 0 ? train_path : test_path;
     const int64_t n = part == 0 ? cfg.train : cfg.test;
-    std::unique_ptr<std::FILE, file_closer> out{std::fopen(path.c_str(), "wb")};
-    if (!out)
-      return make_error(errc::io_error, path + ": cannot create");
+    // The training lines go to their files in turn, the file of line i
+    // being i * files / n.
+    const size_t files = part == 0 ? train_paths.size() : 1;
+    std::unique_ptr<std::FILE, file_closer> out;
+    std::string path;
+    size_t file = 0;
+    auto open_file = [&](size_t f) -> caf::error {
+      if (out && std::fflush(out.get()) != 0)
+        return make_error(errc::io_error, path + ": write failed");
+      path = part == 0 ? train_paths[f] : test_path;
+      out.reset(std::fopen(path.c_str(), "wb"));
+      if (!out)
+        return make_error(errc::io_error, path + ": cannot create");
+      file = f;
+      return caf::none;
+    };
+    if (auto err = open_file(0))
+      return err;
     splitmix64 rng{mix64(cfg.seed * 2 + 1 + static_cast<uint64_t>(part))};
     std::vector<double> p(static_cast<size_t>(n));
     std::vector<float> y(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
+      auto into = static_cast<size_t>(static_cast<double>(i)
+                                      * static_cast<double>(files)
+                                      / static_cast<double>(n));
+      if (into != file)
+        if (auto err = open_file(into))
+          return err;
+      // Where the stream is: the test lines come after the training ones.
+      const int64_t at = part == 0 ? i : cfg.train + i;
+      const auto shift = static_cast<uint64_t>(
+        std::floor(cfg.drift * static_cast<double>(at) / 1000.0));
       double logit = cfg.bias;
       line.assign(1, '0'); // the label, set once the logit is known
       for (int k = 0; k < K; ++k) {
@@ -101,7 +133,7 @@ generate_click_logs(const click_generator_config& cfg,
         line += '\t';
         double* pool = pooled.data() + static_cast<size_t>(f) * (1 + dim);
         for (int v = 0; v < count; ++v) {
-          auto raw = zipf.draw(rng);
+          auto raw = zipf.draw(rng) + shift;
           planted_value(cfg.seed, f, raw, dim, one.data());
           for (int j = 0; j <= dim; ++j)
             pool[j] += one[static_cast<size_t>(j)] / count;

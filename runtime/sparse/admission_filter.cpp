@@ -7,18 +7,29 @@
 
 namespace troupe {
 
-admission_filter::admission_filter(uint64_t expected_keys,
-                                   double false_positive, uint64_t seed)
-  : seed_(mix64(seed ^ 0x61646d6974ull)) {
+size_t admission_filter::counters_for(uint64_t expected_keys,
+                                      double false_positive) {
   const double n = static_cast<double>(std::max<uint64_t>(expected_keys, 1));
   const double p = std::clamp(false_positive, 1e-9, 0.5);
   const double ln2 = std::log(2.0);
-  const double m = std::ceil(-n * std::log(p) / (ln2 * ln2));
-  counts_.assign(static_cast<size_t>(std::max(m, 64.0)), 0);
-  hashes_ = std::clamp(static_cast<int>(std::lround(
-                         static_cast<double>(counts_.size()) / n * ln2)),
-                       1, 16);
+  return static_cast<size_t>(
+    std::max(std::ceil(-n * std::log(p) / (ln2 * ln2)), 64.0));
 }
+
+int admission_filter::hashes_for(uint64_t expected_keys,
+                                 double false_positive) {
+  const double n = static_cast<double>(std::max<uint64_t>(expected_keys, 1));
+  const double m = static_cast<double>(
+    counters_for(expected_keys, false_positive));
+  return std::clamp(static_cast<int>(std::lround(m / n * std::log(2.0))), 1,
+                    16);
+}
+
+admission_filter::admission_filter(uint64_t expected_keys,
+                                   double false_positive, uint64_t seed)
+  : counts_(counters_for(expected_keys, false_positive), 0),
+    hashes_(hashes_for(expected_keys, false_positive)),
+    seed_(mix64(seed ^ 0x61646d6974ull)) {}
 
 int admission_filter::add(uint64_t id) {
   const uint64_t a = mix64(id ^ seed_), b = mix64(a) | 1;
@@ -35,6 +46,25 @@ int admission_filter::add(uint64_t id) {
       c = static_cast<uint8_t>(least + 1);
   }
   return least + 1;
+}
+
+bool admission_filter::add_counts(size_t first, const uint8_t* counts,
+                                  size_t n) {
+  if (first > counts_.size() || n > counts_.size() - first)
+    return false;
+  for (size_t i = 0; i < n; ++i) {
+    int sum = counts_[first + i] + counts[i];
+    counts_[first + i] = static_cast<uint8_t>(std::min(sum, max_count));
+  }
+  return true;
+}
+
+bool admission_filter::set_counts(size_t first, const uint8_t* counts,
+                                  size_t n) {
+  if (first > counts_.size() || n > counts_.size() - first)
+    return false;
+  std::copy(counts, counts + n, counts_.begin() + static_cast<long>(first));
+  return true;
 }
 
 int admission_filter::count(uint64_t id) const {

@@ -27,6 +27,10 @@ public:
   admission_filter(uint64_t expected_keys, double false_positive,
                    uint64_t seed);
 
+  /// The counters and hashes a filter for these settings has.
+  static size_t counters_for(uint64_t expected_keys, double false_positive);
+  static int hashes_for(uint64_t expected_keys, double false_positive);
+
   /// Counts one more sighting of `id`; its count after.
   int add(uint64_t id);
   /// Its count now.
@@ -35,6 +39,17 @@ public:
   size_t counters() const { return counts_.size(); }
   int hashes() const { return hashes_; }
   size_t memory_bytes() const { return counts_.capacity(); }
+
+  /// The counters, for a checkpoint or a copy.
+  const uint8_t* counts() const { return counts_.data(); }
+  /// Adds counters [first, first + n) of a filter of the same size, hashes
+  /// and seed (saturating): the counts of the shards a restore gathers on
+  /// this one add up, so no key's count falls below its true one. False,
+  /// changing nothing, for counters past the end.
+  bool add_counts(size_t first, const uint8_t* counts, size_t n);
+  /// Sets counters [first, first + n) (a replica's copy of its primary's);
+  /// false, changing nothing, past the end.
+  bool set_counts(size_t first, const uint8_t* counts, size_t n);
 
 private:
   /// The i-th counter of a key whose hashes are (a, b): double hashing

@@ -29,6 +29,7 @@ sparse_table::sparse_table(embedding_table_config table,
     table_.evict = {};
     for (uint64_t id = 0; id < table_.vocabulary; ++id)
       make_row(static_cast<size_t>(id), id);
+    rows_made_ = 0;
   }
   if (table_.admit.type == row_admission::kind::min_count)
     filter_ = std::make_unique<admission_filter>(
@@ -128,7 +129,8 @@ caf::error sparse_table::peek(const uint64_t* ids, size_t n, float* out) const {
 }
 
 void sparse_table::copy_rows(size_t first, size_t n, uint64_t* ids,
-                             float* values, float* const* slots) const {
+                             float* values, float* const* slots, int64_t* ages,
+                             uint32_t* uses) const {
   const auto dim = static_cast<size_t>(table_.dim);
   const auto bytes = dim * sizeof(float);
   for (size_t k = 0; k < n && first + k < rows_; ++k) {
@@ -137,6 +139,11 @@ void sparse_table::copy_rows(size_t first, size_t n, uint64_t* ids,
     std::memcpy(values + k * dim, at(values_, s), bytes);
     for (size_t j = 0; j < state_.size(); ++j)
       std::memcpy(slots[j] + k * dim, at(state_[j], s), bytes);
+    if (ages != nullptr && uses != nullptr) {
+      ages[k] = touched_.empty() ? 0
+                                 : std::max<int64_t>(0, pushes_ - touched_[s]);
+      uses[k] = uses_.empty() ? 0 : uses_[s];
+    }
   }
 }
 
@@ -207,11 +214,9 @@ void sparse_table::touch(size_t slot) {
 
 void sparse_table::set_pushes(int64_t pushes) {
   pushes_ = pushes;
-  // Restored rows may read as pushed long before (their push counts are
-  // not kept): the first sweep comes only once every one of them is past
-  // its time to live counted from here.
   if (table_.evict.steps_to_live > 0)
-    next_sweep_ = pushes_ + table_.evict.steps_to_live + 1;
+    next_sweep_ = pushes_
+                  + std::max<int64_t>(1, table_.evict.steps_to_live / 4);
 }
 
 void sparse_table::evict_due() {
@@ -247,23 +252,40 @@ void sparse_table::evict_due() {
   }
 }
 
+void sparse_table::evict_ids(const uint64_t* ids, size_t n) {
+  if (table_.create == embedding_table_config::rows::fixed)
+    return;
+  std::vector<size_t> slots;
+  for (size_t i = 0; i < n; ++i)
+    if (auto slot = index_.find(ids[i]); slot != id_index::absent)
+      slots.push_back(slot);
+  std::sort(slots.begin(), slots.end(), std::greater<>{});
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  remove_slots(slots);
+}
+
 void sparse_table::remove_slots(const std::vector<size_t>& slots) {
   const auto bytes = static_cast<size_t>(table_.dim) * sizeof(float);
   for (size_t s : slots) {
     const size_t last = rows_ - 1;
+    evicted_.push_back(ids_[s]);
     index_.erase(ids_[s]);
     if (s != last) {
       std::memcpy(at(values_, s), at(values_, last), bytes);
       for (auto& st : state_)
         std::memcpy(at(st, s), at(st, last), bytes);
       ids_[s] = ids_[last];
-      touched_[s] = touched_[last];
-      uses_[s] = uses_[last];
+      if (!touched_.empty()) {
+        touched_[s] = touched_[last];
+        uses_[s] = uses_[last];
+      }
       index_.set_slot(ids_[s], static_cast<uint32_t>(s));
     }
     ids_.pop_back();
-    touched_.pop_back();
-    uses_.pop_back();
+    if (!touched_.empty()) {
+      touched_.pop_back();
+      uses_.pop_back();
+    }
     --rows_;
   }
   rows_evicted_ += static_cast<int64_t>(slots.size());
@@ -344,20 +366,27 @@ caf::error sparse_table::push(const uint64_t* ids, size_t n,
     touch(slot);
   }
   rows_pushed_ += static_cast<int64_t>(n);
-  if (table_.evict.any())
+  if (table_.evict.any() && evicting_)
     evict_due();
   return caf::none;
 }
 
 caf::error sparse_table::restore_row(uint64_t id, const float* values,
-                                     const float* const* slots) {
+                                     const float* const* slots, int64_t age,
+                                     uint32_t uses) {
   if (auto err = check(&id, 1))
     return err;
   const auto bytes = static_cast<size_t>(table_.dim) * sizeof(float);
+  const auto made = rows_made_; // a row put back is not a row made here
   auto slot = slot_of(id);
+  rows_made_ = made;
   std::memcpy(at(values_, slot), values, bytes);
   for (size_t k = 0; k < state_.size(); ++k)
     std::memcpy(at(state_[k], slot), slots[k], bytes);
+  if (!touched_.empty()) {
+    touched_[slot] = age < 0 ? pushes_ : pushes_ - age;
+    uses_[slot] = uses;
+  }
   return caf::none;
 }
 

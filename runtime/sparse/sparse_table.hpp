@@ -77,9 +77,16 @@ public:
 
   /// Rows [first, first + n) in slot order (for_each_row's): their ids,
   /// and their values and each optimizer slot (n x dim floats each), for
-  /// a checkpoint's pieces. Rows past rows() are left as they are.
+  /// a checkpoint's pieces; with `ages` and `uses` (a table that evicts:
+  /// keeps_ages()), each row's pushes since its last and its pushes. Rows
+  /// past rows() are left as they are.
   void copy_rows(size_t first, size_t n, uint64_t* ids, float* values,
-                 float* const* slots) const;
+                 float* const* slots, int64_t* ages = nullptr,
+                 uint32_t* uses = nullptr) const;
+
+  /// Whether rows have an age and a push count that eviction reads (and
+  /// a checkpoint keeps).
+  bool keeps_ages() const { return table_.evict.any(); }
 
   /// The row's values, or null when it does not exist.
   const float* row(uint64_t id) const;
@@ -101,8 +108,23 @@ public:
   int64_t rows_made() const { return rows_made_; }
   int64_t rows_rejected() const { return rows_rejected_; }
   int64_t rows_evicted() const { return rows_evicted_; }
+  /// Whether pushes evict (steps_to_live, max_rows). A replica's table
+  /// does not: it evicts only what its primary did (evict_ids), so that
+  /// its rows stay its primary's. Nor does a primary's while its replica
+  /// copies its rows: a row moved into a slot already copied would be
+  /// missed.
+  void set_evicting(bool evicting) { evicting_ = evicting; }
+  /// The ids evicted since the last call: what a primary tells its
+  /// replica to evict. Kept until taken: the shard takes them after each
+  /// push it applies.
+  std::vector<uint64_t> take_evicted() { return std::move(evicted_); }
+  /// Evicts the rows of ids[0..n) that are here (what the primary
+  /// evicted).
+  void evict_ids(const uint64_t* ids, size_t n);
+
   /// The admission filter's, when the table counts keys (min_count).
   const admission_filter* filter() const { return filter_.get(); }
+  admission_filter* filter() { return filter_.get(); }
 
   /// Optimizer slots per row: 0 (sgd), 1 (adagrad: "accumulator"), 2
   /// (adam: "m", "v"); and their names.
@@ -124,11 +146,14 @@ public:
 
   /// Sets a row's values and slots (restoring a checkpoint): the row is
   /// made if absent. `slots` holds slot_count() pointers to dim floats.
+  /// `age` (pushes since its last, counted from the push count now) and
+  /// `uses` as copy_rows gave them; age -1: unknown, the row counts as
+  /// pushed now.
   caf::error restore_row(uint64_t id, const float* values,
-                         const float* const* slots);
-  /// The pushes count, which Adam's bias correction uses (a checkpoint's).
-  /// Rows restored before it count as pushed no later than it: none is
-  /// evicted for its age before steps_to_live more pushes.
+                         const float* const* slots, int64_t age = -1,
+                         uint32_t uses = 0);
+  /// The pushes count, which Adam's bias correction uses (a checkpoint's);
+  /// set before the rows are restored, whose ages count from it.
   void set_pushes(int64_t pushes);
 
 private:
@@ -180,6 +205,8 @@ private:
   std::vector<int64_t> touched_;
   std::vector<uint32_t> uses_;
   int64_t next_sweep_ = 0; ///< the push at which steps_to_live is checked
+  bool evicting_ = true;
+  std::vector<uint64_t> evicted_; ///< since take_evicted
   // A push's scratch: its distinct ids and their summed gradients.
   id_index scratch_;
   std::vector<uint64_t> unique_;

@@ -23,6 +23,7 @@ namespace {
 
 constexpr const char* format_name = "troupe-tables";
 constexpr const char* format_version = "1";
+constexpr const char* aged_format_version = "2"; ///< with ages and uses
 /// A piece's entries take about 300 bytes: 16 MB is 50,000 pieces, 3.3G
 /// rows.
 constexpr uint64_t max_header_bytes = 16 << 20;
@@ -32,10 +33,17 @@ constexpr int max_dim = 4096;
 /// One tensor of the file, where the header puts it.
 struct tensor_entry {
   std::string name;
-  bool ids = false; ///< U64 [n]; else F32 [n, dim]
+  /// U64 [n] ids, F32 [n, dim] values or slot, I64 [n] ages, U32 [n]
+  /// uses, U8 [n] admission counts.
+  enum kind_t { ids, floats, ages, uses, counts } kind = floats;
   uint64_t rows = 0;
   uint64_t begin = 0, end = 0; ///< offsets in the data section
 };
+
+/// The tensors of each piece: ids, values, each slot, and ages and uses.
+size_t tensors_per_piece(const table_file_info& info) {
+  return 2 + info.slots.size() + (info.ages ? 2 : 0);
+}
 
 /// The tensors of a file with `info`, in file order: what the writer
 /// writes and the only thing the reader accepts.
@@ -49,13 +57,28 @@ std::vector<tensor_entry> layout_of(const table_file_info& info) {
       auto n = std::min(table_piece_rows, rows - k * table_piece_rows);
       auto prefix = info.table + "/p" + std::to_string(p) + "/k"
                     + std::to_string(k) + "/";
-      out.push_back({prefix + "ids", true, n, at, at + n * 8});
+      out.push_back({prefix + "ids", tensor_entry::ids, n, at, at + n * 8});
       at += n * 8;
       for (size_t s = 0; s <= info.slots.size(); ++s) {
         auto name = s == 0 ? std::string{"values"} : info.slots[s - 1];
-        out.push_back({prefix + name, false, n, at, at + n * row_bytes});
+        out.push_back(
+          {prefix + name, tensor_entry::floats, n, at, at + n * row_bytes});
         at += n * row_bytes;
       }
+      if (info.ages) {
+        out.push_back({prefix + "ages", tensor_entry::ages, n, at, at + n * 8});
+        at += n * 8;
+        out.push_back({prefix + "uses", tensor_entry::uses, n, at, at + n * 4});
+        at += n * 4;
+      }
+    }
+    for (uint64_t c = 0; c * table_count_piece < info.counters; ++c) {
+      auto n = std::min(table_count_piece,
+                        info.counters - c * table_count_piece);
+      out.push_back({info.table + "/p" + std::to_string(p) + "/c"
+                       + std::to_string(c) + "/counts",
+                     tensor_entry::counts, n, at, at + n});
+      at += n;
     }
   }
   return out;
@@ -89,6 +112,10 @@ std::string check_info(const table_file_info& info) {
   for (auto p : info.part_pushes)
     if (p < 0)
       return "a negative push count";
+  if ((info.counters > 0) != (info.hashes > 0) || info.hashes > 16
+      || info.counters > (uint64_t{1} << 40))
+    return "admission counters " + std::to_string(info.counters) + " with "
+           + std::to_string(info.hashes) + " hashes";
   return {};
 }
 
@@ -96,7 +123,9 @@ json header_of(const table_file_info& info,
                const std::vector<tensor_entry>& layout) {
   json header = json::object();
   header["__metadata__"] = {{"format", format_name},
-                            {"version", format_version},
+                            {"version", info.ages || info.counters > 0
+                                          ? aged_format_version
+                                          : format_version},
                             {"table", info.table},
                             {"dim", std::to_string(info.dim)},
                             {"vocabulary", std::to_string(info.vocabulary)},
@@ -104,10 +133,17 @@ json header_of(const table_file_info& info,
                             {"slots", joined(info.slots)},
                             {"parts", joined(info.part_rows)},
                             {"pushes", joined(info.part_pushes)}};
+  if (info.ages)
+    header["__metadata__"]["rows"] = "ages,uses";
+  if (info.counters > 0)
+    header["__metadata__"]["admission"] = std::to_string(info.counters) + ","
+                                          + std::to_string(info.hashes);
+  static const char* dtypes[] = {"U64", "F32", "I64", "U32", "U8"};
   for (auto& t : layout) {
-    json shape = t.ids ? json::array({t.rows})
-                       : json::array({t.rows, static_cast<uint64_t>(info.dim)});
-    header[t.name] = {{"dtype", t.ids ? "U64" : "F32"},
+    json shape = t.kind != tensor_entry::floats
+                   ? json::array({t.rows})
+                   : json::array({t.rows, static_cast<uint64_t>(info.dim)});
+    header[t.name] = {{"dtype", dtypes[t.kind]},
                       {"shape", shape},
                       {"data_offsets", {t.begin, t.end}}};
   }
@@ -261,11 +297,25 @@ table_file_writer::~table_file_writer() {
 
 caf::error table_file_writer::append(const table_piece& piece) {
   auto& p = *impl_;
-  auto per_piece = 1 + 1 + p.info.slots.size();
+  auto per_piece = tensors_per_piece(p.info);
   if (p.next >= p.layout.size())
     return make_error(errc::invalid_argument,
                       p.path + ": a piece beyond the header's");
   auto& head = p.layout[p.next];
+  if (head.kind == tensor_entry::counts || !piece.counts.empty()) {
+    auto part = "/p" + std::to_string(piece.part) + "/";
+    if (head.kind != tensor_entry::counts || piece.counts.size() != head.rows
+        || head.name.compare(p.info.table.size(), part.size(), part) != 0)
+      return make_error(
+        errc::invalid_argument,
+        p.path + ": the piece given is not " + head.name + " ("
+          + std::to_string(head.rows) + " "
+          + (head.kind == tensor_entry::counts ? "counters" : "rows") + ")");
+    if (!write_all(p.fd, piece.counts.data(), head.rows))
+      return io_error(p.tmp, "write failed");
+    ++p.next;
+    return caf::none;
+  }
   auto expected_part = head.name.substr(p.info.table.size() + 2);
   auto n = head.rows;
   const auto dim = static_cast<uint64_t>(p.info.dim);
@@ -275,6 +325,8 @@ caf::error table_file_writer::append(const table_piece& piece) {
                    == expected_part.substr(0, expected_part.find('/'));
   for (auto& s : piece.slots)
     fits = fits && s.size() == n * dim;
+  if (p.info.ages)
+    fits = fits && piece.ages.size() == n && piece.uses.size() == n;
   if (!fits)
     return make_error(errc::invalid_argument,
                       p.path + ": the piece given is not " + head.name + " ("
@@ -283,6 +335,9 @@ caf::error table_file_writer::append(const table_piece& piece) {
             && write_all(p.fd, piece.values.data(), n * dim * sizeof(float));
   for (auto& s : piece.slots)
     ok = ok && write_all(p.fd, s.data(), n * dim * sizeof(float));
+  if (p.info.ages)
+    ok = ok && write_all(p.fd, piece.ages.data(), n * 8)
+         && write_all(p.fd, piece.uses.data(), n * 4);
   if (!ok)
     return io_error(p.tmp, "write failed");
   p.next += per_piece;
@@ -342,9 +397,17 @@ public:
     if (text("format") != format_name)
       return bad("not a troupe tables file (metadata format is not \""
                  + std::string{format_name} + "\")");
-    if (text("version") != format_version)
+    if (text("version") != format_version
+        && text("version") != aged_format_version)
       return bad("unsupported tables file version \"" + text("version")
-                 + "\", this build reads version 1");
+                 + "\", this build reads versions 1 and 2");
+    const bool two = text("version") == aged_format_version;
+    if (!text("rows").empty() && text("rows") != "ages,uses")
+      return bad("metadata rows is not \"ages,uses\": \"" + text("rows")
+                 + "\"");
+    info.ages = !text("rows").empty();
+    if (!two && (info.ages || !text("admission").empty()))
+      return bad("ages or admission counts in a version 1 file");
     std::vector<uint64_t> one, pushes;
     info.table = text("table");
     info.optimizer = text("optimizer");
@@ -365,6 +428,17 @@ public:
       return bad("metadata pushes is not a list of counts: \"" + text("pushes")
                  + "\"");
     info.part_pushes.assign(pushes.begin(), pushes.end());
+    info.counters = 0;
+    info.hashes = 0;
+    if (!text("admission").empty()) {
+      std::vector<uint64_t> filter;
+      if (!parse_counts(text("admission"), filter) || filter.size() != 2
+          || filter[1] > 16)
+        return bad("metadata admission is not \"<counters>,<hashes>\": \""
+                   + text("admission") + "\"");
+      info.counters = filter[0];
+      info.hashes = static_cast<int>(filter[1]);
+    }
     info.slots.clear();
     std::stringstream slots{text("slots")};
     for (std::string s; std::getline(slots, s, ',');)
@@ -421,7 +495,9 @@ table_file_reader::open(const std::string& path) {
   long double need = 0;
   for (auto n : q.info.part_rows)
     need += static_cast<long double>(n)
-            * (8 + (1 + q.info.slots.size()) * 4.0L * q.info.dim);
+              * (8 + (1 + q.info.slots.size()) * 4.0L * q.info.dim
+                 + (q.info.ages ? 12 : 0))
+            + static_cast<long double>(q.info.counters);
   if (need > static_cast<long double>(size - 8 - len))
     return q.bad("the metadata announces more rows than the file holds");
   q.layout = layout_of(q.info);
@@ -466,6 +542,22 @@ caf::expected<bool> table_file_reader::next(table_piece& out) {
   const auto dim = static_cast<uint64_t>(q.info.dim);
   auto part = head.name.substr(q.info.table.size() + 2);
   out.part = std::stoul(part.substr(0, part.find('/')));
+  out.counts.clear();
+  if (head.kind == tensor_entry::counts) {
+    auto c = part.substr(part.find('/') + 2);
+    out.counts_first = std::stoull(c.substr(0, c.find('/')))
+                       * table_count_piece;
+    out.ids.clear();
+    out.values.clear();
+    out.slots.assign(q.info.slots.size(), {});
+    out.ages.clear();
+    out.uses.clear();
+    out.counts.resize(n);
+    if (!q.read_at(out.counts.data(), n, q.data_start + head.begin))
+      return io_error(q.path, "read failed");
+    ++q.next;
+    return true;
+  }
   out.ids.resize(n);
   out.values.resize(n * dim);
   out.slots.resize(q.info.slots.size());
@@ -487,7 +579,21 @@ caf::expected<bool> table_file_reader::next(table_piece& out) {
       if (!std::isfinite(x))
         return q.bad(t.name + " holds a value that is not finite");
   }
-  q.next += 2 + q.info.slots.size();
+  out.ages.clear();
+  out.uses.clear();
+  if (q.info.ages) {
+    auto& ages = q.layout[q.next + 2 + q.info.slots.size()];
+    auto& uses = q.layout[q.next + 3 + q.info.slots.size()];
+    out.ages.resize(n);
+    out.uses.resize(n);
+    if (!q.read_at(out.ages.data(), n * 8, q.data_start + ages.begin)
+        || !q.read_at(out.uses.data(), n * 4, q.data_start + uses.begin))
+      return io_error(q.path, "read failed");
+    for (auto a : out.ages)
+      if (a < 0)
+        return q.bad(ages.name + " holds a negative age");
+  }
+  q.next += tensors_per_piece(q.info);
   return true;
 }
 

@@ -18,10 +18,19 @@
 //   "<table>/p<P>/k<K>/ids"     U64 [n]
 //   "<table>/p<P>/k<K>/values"  F32 [n, dim]
 //   "<table>/p<P>/k<K>/<slot>"  F32 [n, dim], for each optimizer slot
-// __metadata__ (strings): format "troupe-tables", version "1", table, dim,
-// vocabulary, optimizer, slots (comma-separated), parts (rows per part,
-// comma-separated) and pushes (per part, comma-separated: what Adam's bias
-// correction counts).
+//   "<table>/p<P>/k<K>/ages"    I64 [n], a table that evicts: each row's
+//                               pushes since its last push
+//   "<table>/p<P>/k<K>/uses"    U32 [n], and its pushes
+// and after a part's pieces, for a table that admits keys by count, the
+// part's admission counts (runtime/sparse/admission_filter.hpp) in pieces
+// of table_count_piece:
+//   "<table>/p<P>/c<C>/counts"  U8 [n]
+// __metadata__ (strings): format "troupe-tables", version "1" ("2" with
+// ages and uses or counts), table, dim, vocabulary, optimizer, slots
+// (comma-separated), parts (rows per part, comma-separated), pushes (per
+// part, comma-separated: what Adam's bias correction counts), with ages
+// rows "ages,uses", and with counts admission ("<counters>,<hashes>":
+// each part's filter).
 //
 // A reader accepts exactly the header a writer of the same metadata writes,
 // and refuses anything else naming the file and what differs.
@@ -38,6 +47,8 @@ namespace troupe {
 
 /// Rows per piece: 4 MB of values at dim 16.
 constexpr uint64_t table_piece_rows = 65536;
+/// Admission counters per piece: 4 MB.
+constexpr uint64_t table_count_piece = 4 << 20;
 
 struct table_file_info {
   std::string table;
@@ -47,6 +58,11 @@ struct table_file_info {
   std::vector<std::string> slots; ///< the optimizer's, in order
   std::vector<uint64_t> part_rows;
   std::vector<int64_t> part_pushes;
+  /// Each row's age and pushes follow its slots (version 2).
+  bool ages = false;
+  /// Each part's admission counters and their hashes (0: none; version 2).
+  uint64_t counters = 0;
+  int hashes = 0;
 };
 
 /// One piece of rows: ids, values and each slot (rows x dim floats each).
@@ -55,6 +71,12 @@ struct table_piece {
   std::vector<uint64_t> ids;
   std::vector<float> values;
   std::vector<std::vector<float>> slots;
+  std::vector<int64_t> ages;  ///< with table_file_info::ages (rows entries)
+  std::vector<uint32_t> uses; ///< likewise
+  /// A piece of the part's admission counters instead of rows (ids
+  /// empty): counters [counts_first, counts_first + counts.size()).
+  std::vector<uint8_t> counts;
+  uint64_t counts_first = 0;
 };
 
 /// The tables file of a click model that belongs to the checkpoint at
@@ -84,7 +106,8 @@ public:
   create(const std::string& path, table_file_info info);
 
   /// Appends the next piece: part after part, each part's rows in pieces
-  /// of table_piece_rows (its last one shorter). errc::invalid_argument
+  /// of table_piece_rows (its last one shorter), then its counts in
+  /// pieces of table_count_piece (piece.counts). errc::invalid_argument
   /// for a piece the header did not announce; errc::io_error.
   caf::error append(const table_piece& piece);
 

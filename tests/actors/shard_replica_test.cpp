@@ -23,7 +23,9 @@ namespace {
 
 constexpr int dim = 4;
 
-shard_options options(bool follower) {
+/// bounded: the table admits keys on their second push and keeps at most
+/// 300 rows, none unpushed for 40 pushes.
+shard_options options(bool follower, bool bounded = false) {
   shard_options o;
   o.block.optimizer.type = optimizer_config::kind::adam;
   o.block.optimizer.learning_rate = 0.01;
@@ -33,6 +35,13 @@ shard_options options(bool follower) {
   t.name = "ids";
   t.vocabulary = 1 << 20;
   t.dim = dim;
+  if (bounded) {
+    t.admit.type = row_admission::kind::min_count;
+    t.admit.min_count = 2;
+    t.admit.expected_keys = 20000;
+    t.evict.max_rows = 300;
+    t.evict.steps_to_live = 40;
+  }
   sparse_optimizer_config adam;
   adam.type = sparse_optimizer_config::kind::adam;
   o.tables = {{t, adam}};
@@ -42,13 +51,14 @@ shard_options options(bool follower) {
 }
 
 struct pair_of_shards {
+  bool bounded;
   cluster_fixture f;
   caf::scoped_actor self{*f.sys};
-  shard_actor primary = f.sys->spawn(shard_impl, options(false));
-  shard_actor replica = f.sys->spawn(shard_impl, options(true));
+  shard_actor primary = f.sys->spawn(shard_impl, options(false, bounded));
+  shard_actor replica = f.sys->spawn(shard_impl, options(true, bounded));
   int64_t batch = 0;
 
-  pair_of_shards() {
+  explicit pair_of_shards(bool bounded_table = false) : bounded(bounded_table) {
     for (int32_t w : {0, 1})
       self->request(primary, 5s, join_atom_v, w)
         .receive([](int64_t) {},
@@ -63,8 +73,11 @@ struct pair_of_shards {
   std::pair<push_ack, push_ack> step(int32_t w) {
     auto b = batch++;
     std::vector<uint64_t> ids;
+    // A bounded table sees its 700 keys again and again: admitted on
+    // their second push, evicted past 300 rows.
     for (int k = 0; k < 8; ++k)
-      ids.push_back(static_cast<uint64_t>((b * 37 + k * 1009) % 5000));
+      ids.push_back(static_cast<uint64_t>(
+        bounded ? (b * 3 + k * 17) % 700 : (b * 37 + k * 1009) % 5000));
     std::vector<float> rg(ids.size() * dim);
     for (size_t i = 0; i < rg.size(); ++i)
       rg[i] = 0.01f * static_cast<float>((b + i) % 7) - 0.03f;
@@ -145,6 +158,17 @@ struct pair_of_shards {
     return out;
   }
 
+  /// The table's admission counts on shard `s`.
+  std::vector<uint8_t> counts_of(const shard_actor& s) {
+    std::vector<uint8_t> out;
+    self
+      ->request(s, 5s, snapshot_atom_v, counts_atom_v, int32_t{0}, uint64_t{0},
+                uint64_t{1} << 30)
+      .receive([&](key_counts& c) { out = std::move(c.counts); },
+               [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+    return out;
+  }
+
   void require_same() {
     auto a = contents_of(primary);
     auto b = contents_of(replica);
@@ -153,6 +177,9 @@ struct pair_of_shards {
     BOOST_TEST(a.slots == b.slots);
     BOOST_TEST(a.rows.size() == b.rows.size());
     BOOST_TEST((a.rows == b.rows));
+    for (auto& [id, row] : a.rows)
+      if (b.rows.count(id) == 0 || b.rows[id] != row)
+        BOOST_TEST_MESSAGE("row " << id << " differs or is missing");
   }
 };
 
@@ -205,6 +232,54 @@ BOOST_AUTO_TEST_CASE(a_replica_copied_mid_run_stays_bitwise_in_step) {
     .receive([](push_ack& a) { BOOST_TEST(a.stale); },
              [](caf::error& e) { BOOST_FAIL(to_string(e)); });
   BOOST_TEST(!p.stats(p.replica).follower);
+}
+
+BOOST_AUTO_TEST_CASE(
+  a_bounded_tables_replica_admits_and_evicts_as_its_primary) {
+  // The replica's copy starts while the primary admits and evicts rows;
+  // once in step it holds the same rows, values and counts: it admits as
+  // its primary (the counts come first) and evicts what its primary does.
+  pair_of_shards p{true};
+  for (int k = 0; k < 60; ++k)
+    p.step(k % 2);
+  p.self
+    ->request(p.primary, 5s, replicate_atom_v,
+              static_cast<shard_data_actor>(p.replica), std::string{})
+    .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  for (int k = 0; k < 10; ++k) // pushes while the copy runs
+    p.step(k % 2);
+  auto [version, text] = p.news();
+  BOOST_TEST(text.find("in step after") != std::string::npos, text);
+  for (int k = 0; k < 200; ++k)
+    p.step(k % 2);
+  p.require_same();
+  auto counts = p.counts_of(p.primary);
+  BOOST_TEST(!counts.empty());
+  BOOST_TEST((counts == p.counts_of(p.replica)));
+  auto ps = p.stats(p.primary);
+  auto rs = p.stats(p.replica);
+  BOOST_REQUIRE(ps.tables.size() == 1u);
+  BOOST_TEST(ps.tables[0].rows <= 300);
+  BOOST_TEST(ps.tables[0].rows_evicted > 0);
+  BOOST_TEST(ps.tables[0].rows_rejected > 0);
+  BOOST_TEST(rs.tables[0].rows == ps.tables[0].rows);
+  // Promoted, the replica evicts on its own.
+  p.self->request(p.replica, 5s, promote_atom_v)
+    .receive([](int64_t) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto before = p.stats(p.replica).tables[0].rows_evicted;
+  std::vector<uint64_t> fresh;
+  for (uint64_t id = 900000; id < 900400; ++id)
+    fresh.push_back(id);
+  for (int twice = 0; twice < 2; ++twice)
+    p.self
+      ->request(p.replica, 5s, push_atom_v,
+                row_push{0, 0, 1, 1000 + twice, 0, fresh,
+                         std::make_shared<const std::vector<float>>(
+                           fresh.size() * dim, 0.01f)})
+      .receive([](push_ack&) {},
+               [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST(p.stats(p.replica).tables[0].rows <= 300);
+  BOOST_TEST(p.stats(p.replica).tables[0].rows_evicted > before);
 }
 
 BOOST_AUTO_TEST_CASE(a_replica_over_the_data_plane_and_its_loss) {

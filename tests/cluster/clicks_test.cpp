@@ -222,6 +222,7 @@ BOOST_AUTO_TEST_CASE(a_bounded_table_keeps_to_its_capacity_on_two_shard_nodes) {
                       {"admit", {{"min_count", 2}, {"expected_keys", 10000}}},
                       {"evict", {{"max_rows", 150}, {"victims", "lfu"}}}};
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}};
+  spec.checkpoint_every = 200;
   running_cluster cluster{dir, spec};
   cluster.require_step(300);
   // The shell's shard view counts each shard's admissions and evictions.
@@ -252,6 +253,45 @@ BOOST_AUTO_TEST_CASE(a_bounded_table_keeps_to_its_capacity_on_two_shard_nodes) {
                                       << click_rate_entropy(planted));
   BOOST_TEST(loss > 0, out);
   BOOST_TEST(loss < click_rate_entropy(planted) - 0.01, out);
+  // The checkpoint holds each shard's rows with their ages and pushes,
+  // which a restore gives back to eviction.
+  auto files = troupe::list_checkpoints(dir.file("ckpt"));
+  BOOST_REQUIRE(!files.empty());
+  auto r = troupe::table_file_reader::open(
+    troupe::tables_path_of(files.back().path));
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST((*r)->info().ages);
+  BOOST_TEST((*r)->info().part_rows.size() == 2u);
+  for (auto rows : (*r)->info().part_rows)
+    BOOST_TEST(rows <= 150u);
+  BOOST_TEST((*r)->info().counters > 0u); // and each shard's counts
+  troupe::table_piece piece;
+  size_t count_pieces = 0;
+  while (*(*r)->next(piece)) {
+    count_pieces += !piece.counts.empty();
+    for (size_t i = 0; i < piece.ids.size(); ++i)
+      BOOST_REQUIRE(piece.uses[i] >= 1u);
+  }
+  BOOST_TEST(count_pieces == 2u);
+  // The run resumes on three shards for one more epoch: the rows spread
+  // anew with their ages, every shard starts from the counts of both, and
+  // each keeps to its capacity.
+  temp_dir again;
+  std::string cp = "cp -r " + dir.file("ckpt") + " " + again.path();
+  BOOST_REQUIRE(std::system(cp.c_str()) == 0);
+  auto more = spec;
+  more.epochs = 3;
+  more.nodes = {{"chief"}, {"ps0", 2}, {"ps1", 1}, {"w0", 0, 1}};
+  running_cluster resumed{again, more};
+  resumed.require_finished(300);
+  auto out2 = resumed.chief().out();
+  BOOST_TEST(has(out2, "tables restored: "), out2);
+  BOOST_TEST(!has(out2, "counted anew"), out2);
+  for (int s = 0; s < 3; ++s) {
+    auto rows = last_value(out2, "shard " + std::to_string(s) + ": ");
+    BOOST_TEST(rows > 50, out2);
+    BOOST_TEST(rows <= 150, out2);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(easgd_is_refused_with_the_reason) {

@@ -146,18 +146,33 @@ safetensors_seeds = {
 
 
 def table_file(parts, dim=2, slots=("accumulator",), vocab=100, fill=0.5,
-               pushes=None, extra_meta=None, shift=0):
-    """parts: a list of id lists, one per part (one piece each)."""
+               pushes=None, extra_meta=None, shift=0, ages=False, counters=0):
+    """parts: a list of id lists, one per part (one piece each); ages:
+    each row's age and uses after its slots; counters: each part's
+    admission counts after its rows (version 2)."""
     header = {"__metadata__": {
-        "format": "troupe-tables", "version": "1", "table": "embedding",
+        "format": "troupe-tables",
+        "version": "2" if ages or counters else "1", "table": "embedding",
         "dim": str(dim), "vocabulary": str(vocab), "optimizer": "adagrad",
         "slots": ",".join(slots),
         "parts": ",".join(str(len(p)) for p in parts),
         "pushes": ",".join(str(x) for x in (pushes or [3] * len(parts)))}}
+    if ages:
+        header["__metadata__"]["rows"] = "ages,uses"
+    if counters:
+        header["__metadata__"]["admission"] = "%d,7" % counters
     header["__metadata__"].update(extra_meta or {})
     data = b""
     for p, ids in enumerate(parts):
+        if counters:
+            name = "embedding/p%d/c0/counts" % p
+            tail = (name, {"dtype": "U8", "shape": [counters]},
+                    bytes(range(counters % 256)) * (counters // 256 + 1))
         if not ids:
+            if counters:
+                tail[1]["data_offsets"] = [len(data), len(data) + counters]
+                header[tail[0]] = tail[1]
+                data += tail[2][:counters]
             continue
         n = len(ids)
         prefix = "embedding/p%d/k0/" % p
@@ -170,6 +185,19 @@ def table_file(parts, dim=2, slots=("accumulator",), vocab=100, fill=0.5,
                 "dtype": "F32", "shape": [n, dim],
                 "data_offsets": [len(data), len(data) + 4 * n * dim]}
             data += struct.pack("<%df" % (n * dim), *([fill] * (n * dim)))
+        if ages:
+            header[prefix + "ages"] = {"dtype": "I64", "shape": [n],
+                                       "data_offsets": [len(data),
+                                                        len(data) + 8 * n]}
+            data += struct.pack("<%dq" % n, *range(n))
+            header[prefix + "uses"] = {"dtype": "U32", "shape": [n],
+                                       "data_offsets": [len(data),
+                                                        len(data) + 4 * n]}
+            data += struct.pack("<%dI" % n, *([1] * n))
+        if counters:
+            tail[1]["data_offsets"] = [len(data), len(data) + counters]
+            header[tail[0]] = tail[1]
+            data += tail[2][:counters]
     text = json.dumps(header).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
     return struct.pack("<Q", len(text)) + text + data
@@ -184,7 +212,16 @@ table_file_seeds = {
     "moved_offsets": table_file([[1, 2]], shift=8),
     "more_rows_than_file": table_file([[1]], extra_meta={"parts": "9999999"}),
     "bad_slot": table_file([[1]], slots=("momentum",)),
-    "bad_version": table_file([[1]], extra_meta={"version": "2"}),
+    "bad_version": table_file([[1]], extra_meta={"version": "3"}),
+    # A bounded table's: rows with their ages and uses, each part's
+    # admission counts after its rows.
+    "valid_ages_and_counts": table_file([[1, 7], [5]], ages=True,
+                                        counters=40),
+    "valid_counts_empty_part": table_file([[], [9]], counters=10),
+    "ages_in_version_1": table_file([[1]], ages=True,
+                                    extra_meta={"version": "1"}),
+    "bad_admission": table_file([[1]], counters=8,
+                                extra_meta={"admission": "8"}),
     "truncated": table_file([[1, 2, 3]])[:-5],
     "empty": b"",
 }

@@ -41,13 +41,29 @@ def row_chunk(rows):
     return (struct.pack("<iiQq", 0, 0, n, -1) + bytes([n]) + ids(*rows)
             + bytes([4 * n]) + floats(*([0.25] * 4 * n))
             + struct.pack("<Q", 1) + bytes([4 * n])
-            + floats(*([0.1] * 4 * n)))
+            + floats(*([0.1] * 4 * n))
+            + bytes([n]) + struct.pack("<%dq" % n, *([3] * n))  # ages
+            + bytes([n]) + struct.pack("<%dI" % n, *([2] * n)))  # uses
+
+
+def key_counts(counts, first=0, total=64, replace=0):
+    # shard, table, total, first, hashes, replace, then the counters as a
+    # raw sequence.
+    return (struct.pack("<iiQQi?", 0, 0, total, first, 7, bool(replace))
+            + bytes([len(counts)]) + bytes(counts))
+
+
+def replica_evict(rows):
+    return struct.pack("<i", 0) + bytes([len(rows)]) + ids(*rows)
 
 
 SERVER, CLIENT, ROW_CLIENT, PARTS_CLIENT = (b"\x00", b"\x01", b"\x03",
                                           b"\x07")
 JOIN = replica_op(3, worker=5)
 ROWS_OP = replica_op(2, tail=row_chunk([7, 8]))
+# Ops by their index in replica_op::any, then their raw form.
+COUNTS_OP = bytes([7]) + key_counts([1, 2, 255, 0], first=60)
+EVICT_OP = bytes([8]) + replica_evict([7, 9])
 seeds = {
     "server_pull": SERVER + frame(PULL),
     "server_push3": SERVER + frame(PUSH, 3) + floats(1, 1, 1),
@@ -88,6 +104,10 @@ seeds = {
     # A primary's op stream to its replica (actors/shard_replica.cpp).
     "server_replica_join": SERVER + frame(REPLICA, len(JOIN)) + JOIN,
     "server_replica_rows": SERVER + frame(REPLICA, len(ROWS_OP)) + ROWS_OP,
+    # A bounded table's admission counts and evictions.
+    "server_replica_counts": SERVER + frame(REPLICA, len(COUNTS_OP))
+                             + COUNTS_OP,
+    "server_replica_evict": SERVER + frame(REPLICA, len(EVICT_OP)) + EVICT_OP,
     "server_replica_truncated_image": SERVER + frame(REPLICA, 16)
                                       + replica_op(1)[:16],
     "server_replica_huge": SERVER + frame(REPLICA, 1 << 40),

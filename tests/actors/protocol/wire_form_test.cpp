@@ -186,7 +186,7 @@ BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
   BOOST_TEST(got.held[1].ids.empty());
   BOOST_TEST(got.held[1].grads->empty());
 
-  row_chunk c{2, 1, 40, 7, {5, 6}, {1.f, 2.f}, {{3.f, 4.f}}};
+  row_chunk c{2, 1, 40, 7, {5, 6}, {1.f, 2.f}, {{3.f, 4.f}}, {9, 0}, {3, 1}};
   auto rows = std::get<row_chunk>(through_bytes(replica_op{c}).op);
   BOOST_TEST(rows.shard == 2);
   BOOST_TEST(rows.rows == 40u);
@@ -194,6 +194,8 @@ BOOST_AUTO_TEST_CASE(every_replica_op_arrives_as_it_left) {
   BOOST_TEST(rows.ids == c.ids);
   BOOST_TEST(rows.values == c.values);
   BOOST_TEST(rows.slots == c.slots);
+  BOOST_TEST(rows.ages == c.ages);
+  BOOST_TEST(rows.uses == c.uses);
 
   BOOST_TEST(
     std::get<replica_join>(through_bytes(replica_op{replica_join{4}}).op).worker

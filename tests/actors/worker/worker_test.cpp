@@ -53,6 +53,10 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
     [=](push_atom, const row_pushes&) -> push_ack { return {}; },
     [=](snapshot_atom, int32_t, uint64_t, uint64_t) -> row_chunk { return {}; },
     [=](restore_atom, const row_chunk&) -> uint64_t { return 0; },
+    [=](snapshot_atom, counts_atom, int32_t, uint64_t, uint64_t) -> key_counts {
+      return {};
+    },
+    [=](restore_atom, const key_counts&) -> bool { return true; },
     [=](snapshot_atom) -> shard_state_msg { return {}; },
     [=](restore_atom, shard_state_msg&) -> int64_t { return 0; },
     [=](stats_atom) -> shard_stats {

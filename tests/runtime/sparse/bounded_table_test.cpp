@@ -2,8 +2,9 @@
 // eviction): the id index's deletion against a reference map, the counting
 // filter's counts and its stated false-positive rate, admission by count
 // and by probability, eviction by time to live and by capacity (lru and
-// lfu), a slot reused after an eviction starting clean, and rows restored
-// from a checkpoint not evicted for an age they did not have.
+// lfu), a slot reused after an eviction starting clean, pulls that make no
+// row (so a replica evicts alike), and rows restored without their ages
+// not evicted for an age they did not have.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cmath>
@@ -119,6 +120,25 @@ BOOST_AUTO_TEST_CASE(the_filter_counts_and_keeps_its_false_positive_rate) {
   for (int i = 0; i < 300; ++i)
     f.add(7);
   BOOST_TEST(f.count(7) == admission_filter::max_count);
+  // The counts of two shards' filters add up on one (saturating), and a
+  // copy sets them: no key's count falls below what either held.
+  admission_filter a{1000, 0.01, 3}, b{1000, 0.01, 3};
+  BOOST_TEST(a.counters() == admission_filter::counters_for(1000, 0.01));
+  BOOST_TEST(a.hashes() == admission_filter::hashes_for(1000, 0.01));
+  for (int i = 0; i < 200; ++i)
+    a.add(1);
+  for (int i = 0; i < 100; ++i)
+    b.add(1);
+  b.add(2);
+  BOOST_REQUIRE(a.add_counts(0, b.counts(), b.counters()));
+  BOOST_TEST(a.count(1) == admission_filter::max_count);
+  BOOST_TEST(a.count(2) >= 1);
+  admission_filter c{1000, 0.01, 3};
+  BOOST_REQUIRE(c.set_counts(0, b.counts(), b.counters()));
+  BOOST_TEST(c.count(2) == 1);
+  BOOST_TEST(c.count(1) == 100);
+  BOOST_TEST(!c.add_counts(1, b.counts(), b.counters()));
+  BOOST_TEST(!c.set_counts(c.counters() + 1, b.counts(), 0));
 }
 
 BOOST_AUTO_TEST_CASE(a_key_gets_a_row_on_its_min_count_th_push) {
@@ -375,25 +395,28 @@ BOOST_AUTO_TEST_CASE(a_slot_left_by_an_evicted_row_starts_clean) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(restored_rows_are_not_evicted_for_an_age_they_lack) {
+BOOST_AUTO_TEST_CASE(rows_restored_without_their_ages_count_as_pushed_now) {
+  // A checkpoint of a table that did not evict holds no ages: its rows
+  // must not go for an age they did not have.
   auto cfg = table_of();
-  cfg.evict.steps_to_live = 10;
-  troupe::sparse_table before{cfg, sgd()};
+  troupe::sparse_table before{table_of(), sgd()};
   for (int s = 0; s < 100; ++s)
     push_ones(before, {1, 2, 3});
-  // A checkpoint's rows, then its push count, into a new table.
+  cfg.evict.steps_to_live = 10;
   troupe::sparse_table after{cfg, sgd()};
+  after.set_pushes(before.pushes());
   before.for_each_row(
     [&](uint64_t id, const float* values, const float* const* slots) {
       BOOST_REQUIRE(!after.restore_row(id, values, slots));
     });
-  after.set_pushes(before.pushes());
   for (int s = 0; s < 10; ++s)
     push_ones(after, {50});
   BOOST_TEST(after.rows() == 4u);
   for (int s = 0; s < 5; ++s)
     push_ones(after, {50});
   BOOST_TEST(after.rows() == 1u);
+  // Restored rows are not counted as made here.
+  BOOST_TEST(after.rows_made() == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

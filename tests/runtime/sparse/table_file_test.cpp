@@ -39,6 +39,7 @@ caf::error write_tables(const std::string& path,
   info.vocabulary = parts[0]->table().vocabulary;
   info.optimizer = to_string(parts[0]->optimizer().type);
   info.slots = parts[0]->slot_names();
+  info.ages = parts[0]->keeps_ages();
   for (auto* t : parts) {
     info.part_rows.push_back(t->rows());
     info.part_pushes.push_back(t->pushes());
@@ -59,8 +60,13 @@ caf::error write_tables(const std::string& path,
       std::vector<float*> slots;
       for (auto& s : piece.slots)
         slots.push_back(s.data());
+      if (info.ages) {
+        piece.ages.resize(n);
+        piece.uses.resize(n);
+      }
       parts[p]->copy_rows(first, n, piece.ids.data(), piece.values.data(),
-                          slots.data());
+                          slots.data(), info.ages ? piece.ages.data() : nullptr,
+                          info.ages ? piece.uses.data() : nullptr);
       if (auto err = (*w)->append(piece))
         return err;
     }
@@ -159,6 +165,126 @@ BOOST_AUTO_TEST_CASE(a_table_in_parts_reads_back_row_for_row) {
   BOOST_REQUIRE(!a.push(ids.data(), 10, g.data()));
   BOOST_REQUIRE(!a2.push(ids.data(), 10, g.data()));
   BOOST_TEST(std::equal(a.row(ids[3]), a.row(ids[3]) + 4, a2.row(ids[3])));
+}
+
+BOOST_AUTO_TEST_CASE(a_table_that_evicts_keeps_its_rows_ages) {
+  temp_dir dir;
+  auto cfg = table_of(1 << 20, 2);
+  cfg.evict.steps_to_live = 40;
+  cfg.evict.victims = row_eviction::policy::lfu;
+  cfg.evict.max_rows = 1000;
+  sparse_optimizer_config sgd;
+  sgd.type = sparse_optimizer_config::kind::sgd;
+  sparse_table a{cfg, sgd};
+  // Row r pushed at steps r, r + 10, r + 20, ...: ages 0..9, uses 1..
+  std::vector<float> g(2, 1.f);
+  for (uint64_t step = 0; step < 30; ++step) {
+    uint64_t id = step % 10;
+    BOOST_REQUIRE(!a.push(&id, 1, g.data()));
+  }
+  auto path = dir.file("ckpt-3.table.items.safetensors");
+  auto err = write_tables(path, {&a});
+  BOOST_REQUIRE_MESSAGE(!err, describe(err));
+  // Version 2: ages and uses after each piece's slots.
+  BOOST_TEST(bytes_of(path).find("\"version\":\"2\"") != std::string::npos);
+  auto r = table_file_reader::open(path);
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST((*r)->info().ages);
+  table_piece piece;
+  BOOST_REQUIRE(*(*r)->next(piece));
+  BOOST_REQUIRE(piece.ages.size() == 10u);
+  sparse_table b{cfg, sgd};
+  b.set_pushes((*r)->info().part_pushes[0]);
+  for (size_t i = 0; i < piece.ids.size(); ++i) {
+    BOOST_TEST(piece.ages[i] == static_cast<int64_t>(9 - piece.ids[i]));
+    BOOST_TEST(piece.uses[i] == 3u);
+    BOOST_REQUIRE(!b.restore_row(piece.ids[i], piece.values.data() + i * 2,
+                                 nullptr, piece.ages[i], piece.uses[i]));
+  }
+  // Restored with their ages, the rows go as they would have gone: at the
+  // sweeps every 10 pushes after the restore at push 30, row 0 (last
+  // pushed at 21) is past 40 at push 70, row 9 (at 30) is not.
+  for (int step = 0; step < 45; ++step) {
+    uint64_t id = 500;
+    BOOST_REQUIRE(!b.push(&id, 1, g.data()));
+  }
+  BOOST_TEST(b.row(0) == nullptr);
+  BOOST_TEST(b.row(9) != nullptr);
+  // A negative age is refused, naming the tensor.
+  auto bytes = bytes_of(path);
+  auto header = bytes.find("embedding/p0/k0/ages");
+  BOOST_REQUIRE(header != std::string::npos);
+  uint64_t len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  auto at = bytes.find("\"data_offsets\":[", header) + 16;
+  auto begin = std::stoull(bytes.substr(at, 20));
+  int64_t minus = -3;
+  bytes.replace(8 + len + begin, 8, reinterpret_cast<const char*>(&minus), 8);
+  put_bytes(path, bytes);
+  BOOST_TEST(read_error(path).find("embedding/p0/k0/ages holds a negative age")
+               != std::string::npos,
+             read_error(path));
+}
+
+BOOST_AUTO_TEST_CASE(a_part_s_admission_counts_follow_its_rows) {
+  temp_dir dir;
+  table_file_info info;
+  info.table = "users";
+  info.dim = 2;
+  info.vocabulary = 1000;
+  info.optimizer = "sgd";
+  info.part_rows = {1, 0};
+  info.part_pushes = {3, 0};
+  info.counters = table_count_piece + 10; // two pieces a part
+  info.hashes = 7;
+  auto path = dir.file("ckpt-1.table.users.safetensors");
+  auto w = table_file_writer::create(path, info);
+  BOOST_REQUIRE_MESSAGE(w, why(w));
+  table_piece rows;
+  rows.part = 0;
+  rows.ids = {5};
+  rows.values = {0.5f, -0.5f};
+  // Counts before the part's rows are refused.
+  table_piece counts;
+  counts.part = 0;
+  counts.counts.assign(table_count_piece, 1);
+  BOOST_TEST(describe((*w)->append(counts)).find("is not users/p0/k0/ids")
+             != std::string::npos);
+  BOOST_REQUIRE(!(*w)->append(rows));
+  for (size_t part : {0, 1}) {
+    counts.part = part;
+    counts.counts.assign(table_count_piece, static_cast<uint8_t>(part + 1));
+    BOOST_REQUIRE(!(*w)->append(counts));
+    counts.counts.assign(10, 9);
+    BOOST_REQUIRE(!(*w)->append(counts));
+  }
+  BOOST_REQUIRE(!(*w)->finish());
+  auto r = table_file_reader::open(path);
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST((*r)->info().counters == table_count_piece + 10);
+  BOOST_TEST((*r)->info().hashes == 7);
+  table_piece piece;
+  std::vector<std::tuple<size_t, uint64_t, size_t, int>> seen;
+  while (*(*r)->next(piece))
+    seen.emplace_back(
+      piece.part, piece.counts.empty() ? piece.ids.size() : piece.counts_first,
+      piece.counts.size(), piece.counts.empty() ? -1 : piece.counts.back());
+  using row = std::tuple<size_t, uint64_t, size_t, int>;
+  BOOST_TEST(
+    (seen
+     == std::vector<row>{row{0, 1, 0, -1}, row{0, 0, table_count_piece, 1},
+                         row{0, table_count_piece, 10, 9},
+                         row{1, 0, table_count_piece, 2},
+                         row{1, table_count_piece, 10, 9}}));
+  // Metadata that makes no filter is refused.
+  auto bytes = bytes_of(path);
+  auto at = bytes.find("\"admission\":\"");
+  BOOST_REQUIRE(at != std::string::npos);
+  bytes.replace(bytes.find(",7\"", at), 3, ",x\"");
+  put_bytes(path, bytes);
+  BOOST_TEST(read_error(path).find("metadata admission is not")
+               != std::string::npos,
+             read_error(path));
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_refused_naming_the_file) {

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Tables that stay bounded on a drifting stream (docs/sparse.md, "Tables
+# that stay bounded"): troupe's click model on click logs whose popular
+# values move on as the stream goes (troupe-clicks --drift), trained once
+# in stream order over its parts, on four troupe-node processes (ps0: the
+# chief and shard 0, ps1: shard 1, w0 and w1: a worker each), with its
+# table
+#   - unbounded (every id ever seen keeps its row),
+#   - capped: evict.max_rows per shard at a quarter of the rows the
+#     unbounded run ends with (lru),
+#   - aged: evict.steps_to_live of a tenth of the run's pushes,
+#   - admitted: admit.min_count 2,
+# in turns for `repeats` rounds. Prints per run the median samples/s (and
+# the ratio to unbounded), the rows at the end, the shard processes' peak
+# and final resident memory and how it grew over the second half of the
+# run (what stays flat once the table is full), the test log-loss and AUC
+# on the logs that follow the stream, and the rows not admitted and
+# evicted.
+# Data: troupe-clicks --drift, written once into runs/bench-bounded-N.
+# Usage: scripts/bench-bounded-tables.sh [training logs, default 2000000]
+#        [parts, default 40] [repeats, default 3]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
+troupe_bench_setup
+lines="${1:-2000000}"
+parts="${2:-40}"
+data="$TROUPE_ROOT/runs/bench-bounded-$lines"
+if [[ ! -f "$data/test.tsv" ]]; then
+  "$TROUPE_BUILD/apps/troupe-clicks" --out "$data" --train "$lines" \
+    --test 50000 --numeric 2 --categorical 4 --values 20000 --drift 50 \
+    --parts "$parts" --seed 5
+fi
+exec /usr/bin/python3 - "$data" "${3:-3}" <<'PY'
+import json, os, re, statistics, subprocess, sys, threading, time
+sys.path.insert(0, "scripts")
+from benchlib import free_port, scratch_dir
+
+data, repeats = sys.argv[1], int(sys.argv[2])
+node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
+work = scratch_dir("bench-bounded")
+results = {}
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def run(name, embedding, round_no):
+    """One run across four processes; its figures."""
+    folder = os.path.join(work, f"{name}-{round_no}")
+    os.makedirs(folder, exist_ok=True)
+    nodes = [{"name": n, "host": "127.0.0.1", "port": free_port(),
+              **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
+             for n in ("ps0", "ps1", "w0", "w1")]
+    config = os.path.join(folder, "cluster.json")
+    with open(config, "w") as f:
+        json.dump({
+            "name": "bounded-" + name,
+            "model": {"type": "click", "hidden": [64, 32], "seed": 1,
+                      "embedding": embedding},
+            "data": {"format": "click", "dir": data,
+                     "train": "train-*.tsv", "test": "test.tsv",
+                     "numeric": 2, "categorical": 4, "vocabulary": 1 << 30},
+            "training": {"batch_size": 256, "epochs": 1, "threads": 1,
+                         "shuffle": False, "log_every_steps": 1000000,
+                         "optimizer": {"type": "adam", "learning_rate": 0.001},
+                         "sparse_optimizer": {"type": "adagrad",
+                                              "learning_rate": 0.05}},
+            "cluster": {"mode": "async", "nodes": nodes}}, f)
+    procs = [subprocess.Popen([node, "--config", config, "--node", n["name"]],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for n in nodes[1:]]
+    chief = subprocess.Popen([node, "--config", config, "--node", "ps0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    samples = []  # (seconds, ps0 KiB, ps1 KiB)
+    began = time.time()
+    done = threading.Event()
+
+    def watch():
+        while not done.wait(0.5):
+            a, b = rss_kib(chief.pid), rss_kib(procs[0].pid)
+            if a and b:
+                samples.append((time.time() - began, a, b))
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    out, _ = chief.communicate(timeout=3600)
+    done.set()
+    watcher.join()
+    for p in procs:
+        p.wait(timeout=600)
+    if chief.returncode != 0:
+        sys.exit(f"{name} failed:\n{out[-3000:]}")
+    scores = re.findall(r"test loss = ([0-9.]+), test AUC = ([0-9.]+)", out)
+    summary = [l for l in out.splitlines() if l.startswith("bounded-")]
+    rate = float(summary[-1].split()[7])
+    rows = [int(re.search(r"shard %d: (\d+) table rows" % s, out).group(1))
+            for s in (0, 1)]
+    made = rejected = evicted = 0
+    for m in re.finditer(r"rows made (\d+), not admitted (\d+), evicted (\d+)",
+                         out):
+        made += int(m.group(1))
+        rejected += int(m.group(2))
+        evicted += int(m.group(3))
+    pushes = re.findall(r"shard versions at the end: (\d+)", out)
+    # Memory of both shard processes over the run, and its growth over
+    # the second half (flat once a bounded table is full).
+    both = [(t, a + b) for t, a, b in samples]
+    half = [kib for t, kib in both if t >= both[-1][0] / 2] if both else [0]
+    return {"rate": rate, "rows": sum(rows), "loss": float(scores[-1][0]),
+            "auc": float(scores[-1][1]),
+            "peak_mib": max(k for _, k in both) / 1024 if both else 0,
+            "end_mib": both[-1][1] / 1024 if both else 0,
+            "late_growth_mib": (half[-1] - half[0]) / 1024,
+            "rejected": rejected, "evicted": evicted,
+            "pushes": int(pushes[-1]) if pushes else 0}
+
+
+variants = [("unbounded", {"dim": 8})]
+for round_no in range(repeats):
+    for name, embedding in list(variants):
+        results.setdefault(name, []).append(run(name, embedding, round_no))
+    if round_no == 0:
+        # The bounds are set from what the unbounded run held and pushed.
+        first = results["unbounded"][0]
+        cap = max(100, first["rows"] // 8)  # a quarter, over two shards
+        ttl = max(10, first["pushes"] // 10)
+        variants += [
+            (f"capped ({cap} rows a shard, lru)",
+             {"dim": 8, "evict": {"max_rows": cap}}),
+            (f"aged ({ttl} steps to live)",
+             {"dim": 8, "evict": {"steps_to_live": ttl}}),
+            ("admitted (min_count 2)",
+             {"dim": 8, "admit": {"min_count": 2,
+                                  "expected_keys": first["rows"]}}),
+        ]
+        for name, embedding in variants[1:]:
+            results.setdefault(name, []).append(run(name, embedding, 0))
+
+print(f"{repeats} round(s) of {data}; medians")
+base = statistics.median(r["rate"] for r in results["unbounded"])
+print(f"{'run':<34} {'samples/s':>9} {'ratio':>6} {'rows':>9} "
+      f"{'peak MiB':>8} {'end MiB':>8} {'2nd-half growth':>15} "
+      f"{'log-loss':>8} {'AUC':>7} {'not admitted':>12} {'evicted':>9}")
+for name, rs in results.items():
+    med = lambda key: statistics.median(r[key] for r in rs)
+    print(f"{name:<34} {med('rate'):>9.0f} {med('rate') / base:>6.2f} "
+          f"{med('rows'):>9.0f} {med('peak_mib'):>8.0f} {med('end_mib'):>8.0f} "
+          f"{med('late_growth_mib'):>15.0f} {med('loss'):>8.4f} "
+          f"{med('auc'):>7.4f} {med('rejected'):>12.0f} {med('evicted'):>9.0f}")
+PY
