@@ -74,7 +74,7 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
             feeder_options opts) {
   self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
                            opts.max_batches, opts.partition, opts.shuffle_block,
-                           opts.read_parts);
+                           opts.read_parts, opts.in_order);
   self->state.hold = opts.hold;
   return {
     [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {

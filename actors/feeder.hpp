@@ -31,6 +31,7 @@ struct feeder_options {
   int64_t max_batches = 0; ///< 0: no limit besides epochs
   data_partition partition = data_partition::shared;
   size_t shuffle_block = 1; ///< epoch_order's block
+  bool in_order = false;    ///< training.order "stream": no shuffle
   /// A set read part by part (batch_plan): its parts' sample counts.
   std::vector<size_t> read_parts;
   /// How long a lease request is held before "wait" (the worker asks

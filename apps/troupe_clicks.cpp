@@ -93,9 +93,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(cfg.values_per_field), cfg.zipf);
   if (cfg.drift > 0)
     std::printf("drifting: %g new values per field every 1000 lines, %.0f "
-                "in all by the end of the test lines\n",
-                cfg.drift,
-                cfg.drift * static_cast<double>(cfg.train + cfg.test) / 1000);
+                "in all by the end of the training lines (the test lines are "
+                "drawn as the stream stands there)\n",
+                cfg.drift, cfg.drift * static_cast<double>(cfg.train) / 1000);
   std::printf("planted model: test log-loss %.4f, test AUC %.4f, training "
               "log-loss %.4f, test click rate %.4f\n",
               scores->test_log_loss, scores->test_auc, scores->train_log_loss,

@@ -11,12 +11,16 @@
 #   - aged: evict.steps_to_live of a tenth of the run's pushes,
 #   - admitted: admit.min_count 2,
 # in turns for `repeats` rounds. Prints per run the median samples/s (and
-# the ratio to unbounded), the rows at the end, the shard processes' peak
-# and final resident memory and how it grew over the second half of the
-# run (what stays flat once the table is full), the test log-loss and AUC
-# on the logs that follow the stream, and the rows not admitted and
-# evicted.
-# Data: troupe-clicks --drift, written once into runs/bench-bounded-N.
+# the ratio to unbounded), the rows at the end, the table's bytes on both
+# shards at the end, a shard node's peak resident memory and how it grew
+# over the second half of the run (what stays flat once the table is
+# full), the test log-loss and AUC on the logs that follow the stream, and
+# the rows not admitted and evicted.
+# Data: troupe-clicks --drift 5 (every 1000 logs each field's Zipf ranks
+# move on to 5 new values, so a popular value fades over some 200k logs)
+# of 100k values a field (Zipf 1.2: much of the tail comes once), written once into
+# runs/bench-bounded-N. Memory is ps1's, which holds shard 1 alone (ps0
+# also holds the training set).
 # Usage: scripts/bench-bounded-tables.sh [training logs, default 2000000]
 #        [parts, default 40] [repeats, default 3]
 set -euo pipefail
@@ -27,7 +31,7 @@ parts="${2:-40}"
 data="$TROUPE_ROOT/runs/bench-bounded-$lines"
 if [[ ! -f "$data/test.tsv" ]]; then
   "$TROUPE_BUILD/apps/troupe-clicks" --out "$data" --train "$lines" \
-    --test 50000 --numeric 2 --categorical 4 --values 20000 --drift 50 \
+    --test 50000 --numeric 2 --categorical 4 --values 100000 --zipf 1.2 --drift 5 \
     --parts "$parts" --seed 5
 fi
 exec /usr/bin/python3 - "$data" "${3:-3}" <<'PY'
@@ -37,7 +41,7 @@ from benchlib import free_port, scratch_dir
 
 data, repeats = sys.argv[1], int(sys.argv[2])
 node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
-work = scratch_dir("bench-bounded")
+work = scratch_dir()
 results = {}
 
 
@@ -62,14 +66,15 @@ def run(name, embedding, round_no):
     config = os.path.join(folder, "cluster.json")
     with open(config, "w") as f:
         json.dump({
-            "name": "bounded-" + name,
+            "name": "bounded-" + name.split()[0],
             "model": {"type": "click", "hidden": [64, 32], "seed": 1,
                       "embedding": embedding},
             "data": {"format": "click", "dir": data,
                      "train": "train-*.tsv", "test": "test.tsv",
-                     "numeric": 2, "categorical": 4, "vocabulary": 1 << 30},
+                     "read": "memory", "numeric": 2, "categorical": 4,
+                     "vocabulary": 1 << 30},
             "training": {"batch_size": 256, "epochs": 1, "threads": 1,
-                         "shuffle": False, "log_every_steps": 1000000,
+                         "order": "stream", "log_every_steps": 1000000,
                          "optimizer": {"type": "adam", "learning_rate": 0.001},
                          "sparse_optimizer": {"type": "adagrad",
                                               "learning_rate": 0.05}},
@@ -86,9 +91,9 @@ def run(name, embedding, round_no):
 
     def watch():
         while not done.wait(0.5):
-            a, b = rss_kib(chief.pid), rss_kib(procs[0].pid)
-            if a and b:
-                samples.append((time.time() - began, a, b))
+            kib = rss_kib(procs[0].pid)  # ps1
+            if kib:
+                samples.append((time.time() - began, kib))
     watcher = threading.Thread(target=watch)
     watcher.start()
     out, _ = chief.communicate(timeout=3600)
@@ -110,11 +115,14 @@ def run(name, embedding, round_no):
         rejected += int(m.group(2))
         evicted += int(m.group(3))
     pushes = re.findall(r"shard versions at the end: (\d+)", out)
-    # Memory of both shard processes over the run, and its growth over
-    # the second half (flat once a bounded table is full).
-    both = [(t, a + b) for t, a, b in samples]
+    # ps1's memory over the run, and its growth over the second half
+    # (flat once a bounded table is full).
+    both = samples
+    table_bytes = sum(float(g) for g in re.findall(
+        r"shard \d: \d+ table rows in ([0-9.]+) GiB", out)) * 2**30
     half = [kib for t, kib in both if t >= both[-1][0] / 2] if both else [0]
-    return {"rate": rate, "rows": sum(rows), "loss": float(scores[-1][0]),
+    return {"rate": rate, "rows": sum(rows), "table_mib": table_bytes / 2**20,
+            "loss": float(scores[-1][0]),
             "auc": float(scores[-1][1]),
             "peak_mib": max(k for _, k in both) / 1024 if both else 0,
             "end_mib": both[-1][1] / 1024 if both else 0,
@@ -139,7 +147,7 @@ for round_no in range(repeats):
              {"dim": 8, "evict": {"steps_to_live": ttl}}),
             ("admitted (min_count 2)",
              {"dim": 8, "admit": {"min_count": 2,
-                                  "expected_keys": first["rows"]}}),
+                                  "expected_keys": first["rows"] // 2}}),
         ]
         for name, embedding in variants[1:]:
             results.setdefault(name, []).append(run(name, embedding, 0))
@@ -147,12 +155,16 @@ for round_no in range(repeats):
 print(f"{repeats} round(s) of {data}; medians")
 base = statistics.median(r["rate"] for r in results["unbounded"])
 print(f"{'run':<34} {'samples/s':>9} {'ratio':>6} {'rows':>9} "
-      f"{'peak MiB':>8} {'end MiB':>8} {'2nd-half growth':>15} "
+      f"{'table MiB':>9} {'ps1 peak':>8} {'2nd half':>8} "
       f"{'log-loss':>8} {'AUC':>7} {'not admitted':>12} {'evicted':>9}")
 for name, rs in results.items():
     med = lambda key: statistics.median(r[key] for r in rs)
     print(f"{name:<34} {med('rate'):>9.0f} {med('rate') / base:>6.2f} "
-          f"{med('rows'):>9.0f} {med('peak_mib'):>8.0f} {med('end_mib'):>8.0f} "
-          f"{med('late_growth_mib'):>15.0f} {med('loss'):>8.4f} "
-          f"{med('auc'):>7.4f} {med('rejected'):>12.0f} {med('evicted'):>9.0f}")
+          f"{med('rows'):>9.0f} {med('table_mib'):>9.1f} "
+          f"{med('peak_mib'):>8.0f} {med('late_growth_mib'):>+8.0f} "
+          f"{med('loss'):>8.4f} {med('auc'):>7.4f} "
+          f"{med('rejected'):>12.0f} {med('evicted'):>9.0f}")
+print("table MiB: both shards' rows at the end (values, Adagrad state, "
+      "index); ps1 peak: its resident MiB; 2nd half: how much it grew "
+      "over the second half of the run")
 PY

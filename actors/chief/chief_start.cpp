@@ -381,6 +381,7 @@ void start(chief_self self) {
   fo.max_batches = cfg.training.max_steps;
   fo.partition = cfg.training.partition;
   fo.shuffle_block = static_cast<size_t>(cfg.training.shuffle_block);
+  fo.in_order = cfg.training.stream_order;
   if (train.click_parts)
     fo.read_parts = train.click_parts->part_sizes();
   fo.hold = hold_time(cfg);

@@ -120,6 +120,10 @@ struct training_config {
   /// A streamed set (data_config::stream_train) reads a block at a time,
   /// and its default is streamed_block.
   int64_t shuffle_block = 1;
+  /// stream: each epoch takes the samples in the set's own order (its
+  /// parts in name order, each part's lines in order), as a stream of
+  /// logs that drifts over time must be trained; shuffled: epoch_order.
+  bool stream_order = false;
   /// Compute threads per worker (the CPU backend's pool); 0 is "auto",
   /// the config's default: compute_threads() splits the node's cores.
   int threads = 0;

@@ -85,6 +85,8 @@ training_config read_training(object_reader r) {
   t.shuffle_block = r.find("shuffle_block") != nullptr
                       ? r.integer("shuffle_block", 1, 1, int64_t{1} << 30)
                       : 0;
+  t.stream_order = r.choice("order", false,
+                            {{"shuffled", false}, {"stream", true}});
   if (auto* v = r.find("threads"); v != nullptr && v->is_string()) {
     if (v->get<std::string>() != "auto")
       fail(r.at("threads"), "an integer from 1 to 256 or \"auto\"", *v);

@@ -141,6 +141,8 @@ identity_map training_identity(const run_config& cfg) {
     m["/training/data_partition"] = to_string(t.partition);
   if (t.shuffle_block != 1) // only when set, so older checkpoints still fit
     m["/training/shuffle_block"] = std::to_string(t.shuffle_block);
+  if (t.stream_order) // likewise
+    m["/training/order"] = "stream";
   if (md.type == model_config::kind::click)
     add_sparse_optimizer(m, "/training/sparse_optimizer", t.sparse_optimizer);
   // An external model's tables, only when it has some: the digest of a

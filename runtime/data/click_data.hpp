@@ -82,8 +82,9 @@ struct click_generator_config {
   /// A stream that drifts: every 1000 lines each field's Zipf ranks move
   /// on to `drift` new raw values, so that a value is popular for a while
   /// and then fades, and the values ever seen grow with the stream (new
-  /// users, new items). The test lines continue the stream after the
-  /// training lines: they score what is popular at its end. 0: none.
+  /// users, new items). The test lines are drawn as the stream stands at
+  /// the end of the training lines: they score what is popular then.
+  /// 0: none.
   double drift = 0;
 };
 

@@ -111,8 +111,9 @@ generate_click_logs(const click_generator_config& cfg,
       if (into != file)
         if (auto err = open_file(into))
           return err;
-      // Where the stream is: the test lines come after the training ones.
-      const int64_t at = part == 0 ? i : cfg.train + i;
+      // Where the stream is: the test lines are drawn as it stands at the
+      // end of the training lines.
+      const int64_t at = part == 0 ? i : cfg.train;
       const auto shift = static_cast<uint64_t>(
         std::floor(cfg.drift * static_cast<double>(at) / 1000.0));
       double logit = cfg.bias;

@@ -1,6 +1,7 @@
 #include "runtime/rules/batch_plan.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -43,10 +44,12 @@ int64_t plan_steps_per_epoch(data_partition partition, size_t samples,
 
 batch_plan::batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
                        int64_t max_batches, data_partition partition,
-                       size_t shuffle_block, std::vector<size_t> read_parts)
+                       size_t shuffle_block, std::vector<size_t> read_parts,
+                       bool in_order)
   : samples_(samples), batch_(batch), seed_(seed), epochs_(epochs),
     max_batches_(max_batches), partition_(partition),
-    shuffle_block_(shuffle_block), read_parts_(std::move(read_parts)) {
+    shuffle_block_(shuffle_block), read_parts_(std::move(read_parts)),
+    in_order_(in_order) {
   per_epoch_ = ceil_div(static_cast<int64_t>(samples), batch);
   if (!per_worker())
     streams_.emplace_back();
@@ -175,6 +178,12 @@ const std::vector<uint32_t>& batch_plan::order(uint64_t seed, int32_t epoch) {
     std::iter_swap(victim, cache_.end() - 1);
   }
   auto& c = cache_.back();
+  if (in_order_) {
+    std::vector<uint32_t> order(samples_);
+    std::iota(order.begin(), order.end(), uint32_t{0});
+    c = cached_order{seed, epoch, uses_, std::move(order)};
+    return c.order;
+  }
   c = cached_order{seed, epoch, uses_,
                    read_parts_.empty()
                      ? epoch_order(samples_, seed, epoch, shuffle_block_)

@@ -71,10 +71,13 @@ public:
   /// `read_parts`: for a set read part by part from start to end
   /// (streamed click logs), each part's samples; the epochs then follow
   /// interleaved_order.
+  /// `in_order`: every epoch takes the samples in the set's order
+  /// (a stream that drifts), shuffling nothing.
   batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
              int64_t max_batches,
              data_partition partition = data_partition::shared,
-             size_t shuffle_block = 1, std::vector<size_t> read_parts = {});
+             size_t shuffle_block = 1, std::vector<size_t> read_parts = {},
+             bool in_order = false);
 
   data_partition partition() const { return partition_; }
   /// Batches in one epoch of the whole set.
@@ -230,6 +233,7 @@ private:
   data_partition partition_;
   size_t shuffle_block_;
   std::vector<size_t> read_parts_;
+  bool in_order_;
   int64_t per_epoch_;
   int64_t handed_ = 0; ///< new batches handed out, all streams
   int64_t next_id_ = 1;

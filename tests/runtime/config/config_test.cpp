@@ -285,6 +285,20 @@ BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   // One plain file is read into memory, and every sample is shuffled.
   BOOST_TEST(!cfg->data.stream_train);
   BOOST_TEST(cfg->training.shuffle_block == 1);
+  BOOST_TEST(!cfg->training.stream_order);
+  // A drifting stream is trained in its own order; a run of either order
+  // does not resume the other's checkpoints.
+  auto in_order = parse_run_config(
+    replace_first(text, R"("batch_size": 16,)",
+                  R"("batch_size": 16, "order": "stream",)"),
+    "cfg.json");
+  BOOST_REQUIRE_MESSAGE(in_order, troupe::test::why(in_order));
+  BOOST_TEST(in_order->training.stream_order);
+  BOOST_TEST(training_identity(*in_order) != training_identity(*cfg));
+  BOOST_TEST(error_of(replace_first(text, R"("batch_size": 16,)",
+                                    R"("batch_size": 16, "order": "time",)"))
+             == "cfg.json: /training/order: expected one of "
+                "shuffled|stream, found \"time\"");
   // Gzipped or in parts, it is streamed, a block of 4096 at a time.
   for (auto* f : {"train-0.tsv.gz", "train-1.tsv.gz"})
     troupe::test::write_file(dir.file(f), "");

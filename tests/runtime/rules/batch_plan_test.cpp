@@ -28,6 +28,24 @@ BOOST_AUTO_TEST_CASE(batches_follow_the_epoch_order) {
              == std::vector<uint32_t>(order1.begin(), order1.begin() + 4));
 }
 
+BOOST_AUTO_TEST_CASE(a_stream_is_trained_in_its_own_order) {
+  // training.order "stream": every epoch walks the set from its first
+  // sample to its last, whoever leases.
+  troupe::batch_plan plan{10, 4, 7, 2, 0, data_partition::shared, 1, {}, true};
+  std::vector<uint32_t> seen;
+  for (int k = 0; k < 6; ++k) {
+    auto b = plan.lease(k % 2);
+    BOOST_REQUIRE(b);
+    BOOST_TEST(b->epoch == k / 3);
+    seen.insert(seen.end(), b->samples.begin(), b->samples.end());
+  }
+  std::vector<uint32_t> twice;
+  for (int e = 0; e < 2; ++e)
+    for (uint32_t i = 0; i < 10; ++i)
+      twice.push_back(i);
+  BOOST_TEST(seen == twice);
+}
+
 BOOST_AUTO_TEST_CASE(skipped_samples_leave_every_batch_leased_after) {
   // 40 samples in batches of 4 over 3 epochs, shuffled in blocks of 4 (a
   // batch is one block); a file of samples 8..23 changes after the first
