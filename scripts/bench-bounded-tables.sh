@@ -37,7 +37,7 @@ fi
 exec /usr/bin/python3 - "$data" "${3:-3}" <<'PY'
 import json, os, re, statistics, subprocess, sys, threading, time
 sys.path.insert(0, "scripts")
-from benchlib import free_port, scratch_dir
+from benchlib import scratch_dir, two_shards_two_workers
 
 data, repeats = sys.argv[1], int(sys.argv[2])
 node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
@@ -60,9 +60,7 @@ def run(name, embedding, round_no):
     """One run across four processes; its figures."""
     folder = os.path.join(work, f"{name}-{round_no}")
     os.makedirs(folder, exist_ok=True)
-    nodes = [{"name": n, "host": "127.0.0.1", "port": free_port(),
-              **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
-             for n in ("ps0", "ps1", "w0", "w1")]
+    nodes = two_shards_two_workers()
     config = os.path.join(folder, "cluster.json")
     with open(config, "w") as f:
         json.dump({

@@ -39,7 +39,8 @@ export OPENBLAS_NUM_THREADS=1 # one core per process, as torch's threads
 exec /usr/bin/python3 - "${1:-1}" "$data" "${2:-3}" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
 
-from benchlib import free_port, run_json_script, scratch_dir
+from benchlib import (free_port, run_json_script, scratch_dir,
+                      two_shards_two_workers)
 
 epochs, data, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 example = os.path.abspath("examples/pytorch_dlrm")
@@ -112,9 +113,7 @@ def click_worker():
     node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
     run = os.path.join(work, f"click-{round_no}")
     os.makedirs(run, exist_ok=True)
-    nodes = [{"name": n, "host": "127.0.0.1", "port": free_port(),
-              **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
-             for n in ("ps0", "ps1", "w0", "w1")]
+    nodes = two_shards_two_workers()
     config = os.path.join(run, "click.json")
     with open(config, "w") as f:
         json.dump({

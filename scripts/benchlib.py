@@ -72,6 +72,14 @@ def small_click_run(config, apps, work, values=2000):
                                                     "learning_rate": 0.05}})
 
 
+def two_shards_two_workers():
+    """The cluster file's nodes of the click benchmarks: ps0 and ps1 a
+    shard each (ps0 is the chief), w0 and w1 a worker each, on 127.0.0.1."""
+    return [{"name": n, "host": "127.0.0.1", "port": free_port(),
+             **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
+            for n in ("ps0", "ps1", "w0", "w1")]
+
+
 def scratch_dir():
     """A new folder, removed with what it holds when the script ends."""
     path = tempfile.mkdtemp()

@@ -158,6 +158,14 @@ struct pair_of_shards {
     return out;
   }
 
+  /// The primary starts copying itself to the replica, in this process.
+  void start_replica() {
+    self
+      ->request(primary, 5s, replicate_atom_v,
+                static_cast<shard_data_actor>(replica), std::string{})
+      .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  }
+
   /// The table's admission counts on shard `s`.
   std::vector<uint8_t> counts_of(const shard_actor& s) {
     std::vector<uint8_t> out;
@@ -199,10 +207,7 @@ BOOST_AUTO_TEST_CASE(a_replica_copied_mid_run_stays_bitwise_in_step) {
              [](caf::error& e) { BOOST_FAIL(to_string(e)); });
   for (int k = 0; k < 40; ++k) // rows and Adam state before the copy
     p.step(k % 2);
-  p.self
-    ->request(p.primary, 5s, replicate_atom_v,
-              static_cast<shard_data_actor>(p.replica), std::string{})
-    .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  p.start_replica();
   for (int k = 0; k < 10; ++k) // pushes while the copy runs
     p.step(k % 2);
   auto [version, text] = p.news();
@@ -242,10 +247,7 @@ BOOST_AUTO_TEST_CASE(
   pair_of_shards p{true};
   for (int k = 0; k < 60; ++k)
     p.step(k % 2);
-  p.self
-    ->request(p.primary, 5s, replicate_atom_v,
-              static_cast<shard_data_actor>(p.replica), std::string{})
-    .receive([](bool) {}, [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  p.start_replica();
   for (int k = 0; k < 10; ++k) // pushes while the copy runs
     p.step(k % 2);
   auto [version, text] = p.news();
