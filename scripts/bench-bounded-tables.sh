@@ -83,7 +83,7 @@ def run(name, embedding, round_no):
     chief = subprocess.Popen([node, "--config", config, "--node", "ps0"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
-    samples = []  # (seconds, ps0 KiB, ps1 KiB)
+    samples = []  # (seconds, ps1 KiB)
     began = time.time()
     done = threading.Event()
 
@@ -106,24 +106,22 @@ def run(name, embedding, round_no):
     rate = float(summary[-1].split()[7])
     rows = [int(re.search(r"shard %d: (\d+) table rows" % s, out).group(1))
             for s in (0, 1)]
-    made = rejected = evicted = 0
-    for m in re.finditer(r"rows made (\d+), not admitted (\d+), evicted (\d+)",
+    rejected = evicted = 0
+    for m in re.finditer(r"rows made \d+, not admitted (\d+), evicted (\d+)",
                          out):
-        made += int(m.group(1))
-        rejected += int(m.group(2))
-        evicted += int(m.group(3))
+        rejected += int(m.group(1))
+        evicted += int(m.group(2))
     pushes = re.findall(r"shard versions at the end: (\d+)", out)
-    # ps1's memory over the run, and its growth over the second half
-    # (flat once a bounded table is full).
-    both = samples
     table_bytes = sum(float(g) for g in re.findall(
         r"shard \d: \d+ table rows in ([0-9.]+) GiB", out)) * 2**30
-    half = [kib for t, kib in both if t >= both[-1][0] / 2] if both else [0]
+    # ps1's memory over the run, and its growth over the second half
+    # (flat once a bounded table is full).
+    half = ([kib for t, kib in samples if t >= samples[-1][0] / 2]
+            if samples else [0])
     return {"rate": rate, "rows": sum(rows), "table_mib": table_bytes / 2**20,
             "loss": float(scores[-1][0]),
             "auc": float(scores[-1][1]),
-            "peak_mib": max(k for _, k in both) / 1024 if both else 0,
-            "end_mib": both[-1][1] / 1024 if both else 0,
+            "peak_mib": max(k for _, k in samples) / 1024 if samples else 0,
             "late_growth_mib": (half[-1] - half[0]) / 1024,
             "rejected": rejected, "evicted": evicted,
             "pushes": int(pushes[-1]) if pushes else 0}
@@ -163,6 +161,6 @@ for name, rs in results.items():
           f"{med('loss'):>8.4f} {med('auc'):>7.4f} "
           f"{med('rejected'):>12.0f} {med('evicted'):>9.0f}")
 print("table MiB: both shards' rows at the end (values, Adagrad state, "
-      "index); ps1 peak: its resident MiB; 2nd half: how much it grew "
+      "index; from the summary's GiB, two decimals); ps1 peak: its resident MiB; 2nd half: how much it grew "
       "over the second half of the run")
 PY

@@ -318,9 +318,8 @@ void gather_counts(chief_self self, move_ptr m, size_t table, size_t p,
                                           + std::to_string(p)
                                           + " do not fit the others'"));
         m->hashes[table] = c.hashes;
-        for (size_t k = 0; k < c.counts.size(); ++k)
-          all[first + k] = static_cast<uint8_t>(std::min(
-            int{all[first + k]} + c.counts[k], admission_filter::max_count));
+        admission_filter::add_saturating(all.data() + first, c.counts.data(),
+                                         c.counts.size());
         auto next = first + c.counts.size();
         if (c.counts.empty() || next >= c.total)
           return gather_counts(self, m, table, p + 1, 0);

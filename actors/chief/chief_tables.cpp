@@ -3,6 +3,8 @@
 // names the files), so that the chief never holds a table in one buffer;
 // a click model's one table and an external model's /model/tables alike.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "actors/chief/chief_ops.hpp"
 #include "actors/timing.hpp"
@@ -17,6 +19,17 @@ namespace {
 /// The file name in `path` (what a checkpoint's metadata names).
 std::string name_of(const std::string& path) {
   return path.substr(path.rfind('/') + 1);
+}
+
+/// The counters and hashes of each shard's admission filter of `table`
+/// ({0, 0}: it admits every key or by probability, counting none).
+std::pair<uint64_t, int> filter_shape(const embedding_table_config& table) {
+  if (table.admit.type != row_admission::kind::min_count)
+    return {0, 0};
+  return {admission_filter::counters_for(table.admit.expected_keys,
+                                         table.admit.false_positive),
+          admission_filter::hashes_for(table.admit.expected_keys,
+                                       table.admit.false_positive)};
 }
 
 /// What a table's file is written from: its writer, its table, the rows
@@ -132,12 +145,7 @@ void write_table(chief_self self, std::vector<std::string> paths, size_t table,
       info.slots =
         sparse_table{embedding_table_config{}, setup.optimizer}.slot_names();
       info.ages = setup.table.evict.any();
-      if (setup.table.admit.type == row_admission::kind::min_count) {
-        info.counters = admission_filter::counters_for(
-          setup.table.admit.expected_keys, setup.table.admit.false_positive);
-        info.hashes = admission_filter::hashes_for(
-          setup.table.admit.expected_keys, setup.table.admit.false_positive);
-      }
+      std::tie(info.counters, info.hashes) = filter_shape(setup.table);
       for (auto& h : heads) {
         info.part_rows.push_back(h.rows);
         info.part_pushes.push_back(h.pushes);
@@ -301,17 +309,10 @@ void restore_table(chief_self self,
     rows += n;
   // Admission counts go back to filters of the same size only: a run that
   // changed expected_keys or false_positive counts its keys anew.
-  auto& admit = setup.table.admit;
+  auto shape = filter_shape(setup.table);
   bool counts_fit = info.counters > 0
-                    && admit.type == row_admission::kind::min_count
-                    && info.counters
-                         == admission_filter::counters_for(admit.expected_keys,
-                                                           admit.false_positive)
-                    && info.hashes
-                         == admission_filter::hashes_for(admit.expected_keys,
-                                                         admit.false_positive);
-  if (info.counters > 0 && admit.type == row_admission::kind::min_count
-      && !counts_fit)
+                    && shape == std::make_pair(info.counters, info.hashes);
+  if (info.counters > 0 && shape.first > 0 && !counts_fit)
     say(self, fmt("table %s: the checkpoint's admission counts (%llu "
                   "counters, %d hashes) do not fit this run's filter: its "
                   "keys are counted anew",

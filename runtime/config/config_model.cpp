@@ -29,9 +29,7 @@ bool table_name_ok(const std::string& name) {
 /// under `tr`, the table's object.
 void read_row_bounds(object_reader& tr, embedding_table_config& t) {
   if (auto* a = tr.find("admit")) {
-    auto ar = tr.inner(*a, "admit");
-    if (!a->is_object())
-      fail(tr.at("admit"), "an object", *a);
+    auto ar = tr.inner(*a, "admit"); // refuses what is no object
     const bool counted = a->contains("min_count");
     if (counted == a->contains("probability"))
       throw config_error{errc::invalid_config, tr.at("admit"),
@@ -53,8 +51,6 @@ void read_row_bounds(object_reader& tr, embedding_table_config& t) {
   }
   if (auto* e = tr.find("evict")) {
     auto er = tr.inner(*e, "evict");
-    if (!e->is_object())
-      fail(tr.at("evict"), "an object", *e);
     t.evict.steps_to_live = er.integer("steps_to_live", 0, 0);
     t.evict.max_rows = static_cast<uint64_t>(
       er.integer("max_rows", 0, 0, int64_t{1} << 40));

@@ -52,11 +52,14 @@ bool admission_filter::add_counts(size_t first, const uint8_t* counts,
                                   size_t n) {
   if (first > counts_.size() || n > counts_.size() - first)
     return false;
-  for (size_t i = 0; i < n; ++i) {
-    int sum = counts_[first + i] + counts[i];
-    counts_[first + i] = static_cast<uint8_t>(std::min(sum, max_count));
-  }
+  add_saturating(counts_.data() + first, counts, n);
   return true;
+}
+
+void admission_filter::add_saturating(uint8_t* into, const uint8_t* from,
+                                      size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    into[i] = static_cast<uint8_t>(std::min(into[i] + from[i], max_count));
 }
 
 bool admission_filter::set_counts(size_t first, const uint8_t* counts,

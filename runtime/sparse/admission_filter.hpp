@@ -31,6 +31,10 @@ public:
   static size_t counters_for(uint64_t expected_keys, double false_positive);
   static int hashes_for(uint64_t expected_keys, double false_positive);
 
+  /// into[i] += from[i] for i < n, saturating at max_count: how the
+  /// counts of several filters of one size add up.
+  static void add_saturating(uint8_t* into, const uint8_t* from, size_t n);
+
   /// Counts one more sighting of `id`; its count after.
   int add(uint64_t id);
   /// Its count now.

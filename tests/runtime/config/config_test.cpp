@@ -515,6 +515,10 @@ BOOST_AUTO_TEST_CASE(a_tables_admission_and_eviction) {
                            R"("probability": 0.25, "min_count": 2)"))
       .find("cfg.json: /model/tables/1/admit: expected one of \"min_count\"")
     == 0);
+  BOOST_TEST(error_of(replace_first(text, R"("evict": { "max_rows": 800 })",
+                                    R"("evict": 800)"))
+             == "cfg.json: /model/tables/1/evict: expected an object, found "
+                "800");
   BOOST_TEST(
     error_of(replace_first(text, R"("min_count": 3)", R"("min_count": 1)"))
       .find("cfg.json: /model/tables/0/admit/min_count:")

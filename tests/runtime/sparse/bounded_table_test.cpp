@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <unordered_map>
 
 #include "runtime/base/random.hpp"
@@ -296,34 +297,27 @@ BOOST_AUTO_TEST_CASE(past_max_rows_the_least_recently_pushed_go) {
 }
 
 BOOST_AUTO_TEST_CASE(lfu_keeps_the_often_pushed_over_the_recent) {
-  auto cfg = table_of();
-  cfg.evict.max_rows = 100;
-  cfg.evict.victims = row_eviction::policy::lfu;
-  troupe::sparse_table t{cfg, sgd()};
-  // Keys 0..49 pushed ten times early on; then a run of new keys once.
-  for (int r = 0; r < 10; ++r) {
-    std::vector<uint64_t> ids;
+  // Keys 0..49 pushed ten times early on; then a run of new keys once,
+  // into a table of at most 100 rows.
+  auto pushed = [](row_eviction::policy victims) {
+    auto cfg = table_of();
+    cfg.evict.max_rows = 100;
+    cfg.evict.victims = victims;
+    auto t = std::make_unique<troupe::sparse_table>(cfg, sgd());
+    std::vector<uint64_t> often;
     for (uint64_t k = 0; k < 50; ++k)
-      ids.push_back(k);
-    push_ones(t, ids);
-  }
-  for (uint64_t k = 1000; k < 1200; ++k)
-    push_ones(t, {k});
+      often.push_back(k);
+    for (int r = 0; r < 10; ++r)
+      push_ones(*t, often);
+    for (uint64_t k = 1000; k < 1200; ++k)
+      push_ones(*t, {k});
+    return t;
+  };
+  auto lfu = pushed(row_eviction::policy::lfu);
   for (uint64_t k = 0; k < 50; ++k)
-    BOOST_REQUIRE(t.row(k) != nullptr);
-  BOOST_TEST(t.rows() <= 100u);
-  auto lru = cfg;
-  lru.evict.victims = row_eviction::policy::lru;
-  troupe::sparse_table recent{lru, sgd()};
-  for (int r = 0; r < 10; ++r) {
-    std::vector<uint64_t> ids;
-    for (uint64_t k = 0; k < 50; ++k)
-      ids.push_back(k);
-    push_ones(recent, ids);
-  }
-  for (uint64_t k = 1000; k < 1200; ++k)
-    push_ones(recent, {k});
-  BOOST_TEST(recent.row(0) == nullptr);
+    BOOST_REQUIRE(lfu->row(k) != nullptr);
+  BOOST_TEST(lfu->rows() <= 100u);
+  BOOST_TEST(pushed(row_eviction::policy::lru)->row(0) == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(pulls_make_no_row_so_a_replica_evicts_alike) {
