@@ -63,6 +63,11 @@ struct embedding_table_config {
   uint64_t seed = 1;
   row_admission admit;
   row_eviction evict;
+  /// Rows keep the push that last changed them, and the table logs the
+  /// keys it evicts: what a delta export (the rows changed and the keys
+  /// evicted since the last one) is cut from. Set for every table of a
+  /// run that exports (training.export).
+  bool changes = false;
 };
 
 struct sparse_optimizer_config {

@@ -97,7 +97,7 @@ void sparse_table::make_row(size_t slot, uint64_t id) {
     std::fill_n(at(s, slot), dim, start);
   rows_ = std::max(rows_, slot + 1);
   ++rows_made_;
-  if (table_.evict.any()) {
+  if (keeps_ages()) {
     touched_.resize(rows_, 0);
     uses_.resize(rows_, 0);
     touched_[slot] = pushes_;
@@ -269,6 +269,8 @@ void sparse_table::remove_slots(const std::vector<size_t>& slots) {
   for (size_t s : slots) {
     const size_t last = rows_ - 1;
     evicted_.push_back(ids_[s]);
+    if (table_.changes)
+      gone_.emplace_back(pushes_, ids_[s]);
     index_.erase(ids_[s]);
     if (s != last) {
       std::memcpy(at(values_, s), at(values_, last), bytes);
@@ -369,6 +371,44 @@ caf::error sparse_table::push(const uint64_t* ids, size_t n,
   if (table_.evict.any() && evicting_)
     evict_due();
   return caf::none;
+}
+
+std::vector<uint32_t> sparse_table::changed_slots(int64_t since) const {
+  std::vector<uint32_t> out;
+  for (size_t s = 0; s < rows_; ++s)
+    if (since < 0 || (!touched_.empty() && touched_[s] > since))
+      out.push_back(static_cast<uint32_t>(s));
+  return out;
+}
+
+void sparse_table::copy_slots(const uint32_t* slots, size_t n, uint64_t* ids,
+                              float* values) const {
+  const auto dim = static_cast<size_t>(table_.dim);
+  for (size_t k = 0; k < n; ++k) {
+    ids[k] = ids_of_slot(slots[k]);
+    std::memcpy(values + k * dim, at(values_, slots[k]), dim * sizeof(float));
+  }
+}
+
+std::vector<uint64_t> sparse_table::evicted_since(int64_t since) const {
+  std::vector<uint64_t> out;
+  // The log is in push order: the evictions after `since` are its tail.
+  auto from = std::partition_point(
+    gone_.begin(), gone_.end(),
+    [&](const std::pair<int64_t, uint64_t>& g) { return g.first <= since; });
+  for (auto it = from; it != gone_.end(); ++it)
+    if (index_.find(it->second) == id_index::absent)
+      out.push_back(it->second);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void sparse_table::forget_evicted(int64_t upto) {
+  auto end = std::partition_point(
+    gone_.begin(), gone_.end(),
+    [&](const std::pair<int64_t, uint64_t>& g) { return g.first <= upto; });
+  gone_.erase(gone_.begin(), end);
 }
 
 caf::error sparse_table::restore_row(uint64_t id, const float* values,

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "caf/error.hpp"
@@ -84,9 +85,35 @@ public:
                  float* const* slots, int64_t* ages = nullptr,
                  uint32_t* uses = nullptr) const;
 
-  /// Whether rows have an age and a push count that eviction reads (and
-  /// a checkpoint keeps).
-  bool keeps_ages() const { return table_.evict.any(); }
+  /// Whether rows have an age and a push count that eviction and delta
+  /// exports read (and a checkpoint keeps).
+  bool keeps_ages() const { return table_.evict.any() || table_.changes; }
+
+  // -- delta exports (embedding_table_config::changes) ----------------------
+  // A row's stamp is the push that last changed (or made) it, the clock a
+  // replica shares with its primary: the rows changed since an export at
+  // push count P are those stamped after P, whichever of the two cuts them.
+
+  /// The slots of the rows stamped after push `since` (every row when
+  /// `since` < 0), ascending.
+  std::vector<uint32_t> changed_slots(int64_t since) const;
+  /// Copies the rows at slots[0..n) (changed_slots') into ids and values.
+  void copy_slots(const uint32_t* slots, size_t n, uint64_t* ids,
+                  float* values) const;
+  /// The keys evicted after push `since` that have no row now (a key
+  /// evicted and made again is a changed row, not a tombstone), sorted.
+  std::vector<uint64_t> evicted_since(int64_t since) const;
+  /// Forgets the evictions at or before push `upto`: an export up to
+  /// there is durable.
+  void forget_evicted(int64_t upto);
+  /// The log of evictions not forgotten: (push, key), oldest first; what a
+  /// replica's copy starts from.
+  const std::vector<std::pair<int64_t, uint64_t>>& eviction_log() const {
+    return gone_;
+  }
+  void set_eviction_log(std::vector<std::pair<int64_t, uint64_t>> log) {
+    gone_ = std::move(log);
+  }
 
   /// The row's values, or null when it does not exist.
   const float* row(uint64_t id) const;
@@ -175,10 +202,14 @@ private:
   bool admitting() const {
     return table_.admit.type != row_admission::kind::all;
   }
-  /// A bounded table makes rows on pushes only: what it holds, and so
-  /// what it evicts, follows from its pushes alone, which a replica
-  /// applies too (pulls do not reach it).
-  bool bounded() const { return admitting() || table_.evict.any(); }
+  /// A bounded table, and one that exports deltas, makes rows on pushes
+  /// only: what it holds, and so what it evicts and exports, follows from
+  /// its pushes alone, which a replica applies too (pulls do not reach
+  /// it).
+  bool bounded() const {
+    return table_.create == embedding_table_config::rows::on_touch
+           && (admitting() || keeps_ages());
+  }
   /// The row at `slot` was pushed to now.
   void touch(size_t slot);
   /// Evicts the rows past their time to live and over max_rows.
@@ -207,6 +238,8 @@ private:
   int64_t next_sweep_ = 0; ///< the push at which steps_to_live is checked
   bool evicting_ = true;
   std::vector<uint64_t> evicted_; ///< since take_evicted
+  /// With changes: (push, key) of each eviction not yet forgotten.
+  std::vector<std::pair<int64_t, uint64_t>> gone_;
   // A push's scratch: its distinct ids and their summed gradients.
   id_index scratch_;
   std::vector<uint64_t> unique_;

@@ -24,6 +24,7 @@ namespace {
 constexpr const char* format_name = "troupe-tables";
 constexpr const char* format_version = "1";
 constexpr const char* aged_format_version = "2"; ///< with ages and uses
+constexpr const char* export_format_version = "3"; ///< an export
 /// A piece's entries take about 300 bytes: 16 MB is 50,000 pieces, 3.3G
 /// rows.
 constexpr uint64_t max_header_bytes = 16 << 20;
@@ -34,8 +35,8 @@ constexpr int max_dim = 4096;
 struct tensor_entry {
   std::string name;
   /// U64 [n] ids, F32 [n, dim] values or slot, I64 [n] ages, U32 [n]
-  /// uses, U8 [n] admission counts.
-  enum kind_t { ids, floats, ages, uses, counts } kind = floats;
+  /// uses, U8 [n] admission counts, U64 [n] an export's tombstones.
+  enum kind_t { ids, floats, ages, uses, counts, evicted } kind = floats;
   uint64_t rows = 0;
   uint64_t begin = 0, end = 0; ///< offsets in the data section
 };
@@ -71,6 +72,14 @@ std::vector<tensor_entry> layout_of(const table_file_info& info) {
         out.push_back({prefix + "uses", tensor_entry::uses, n, at, at + n * 4});
         at += n * 4;
       }
+    }
+    uint64_t gone = p < info.part_evicted.size() ? info.part_evicted[p] : 0;
+    for (uint64_t e = 0; e * table_piece_rows < gone; ++e) {
+      auto n = std::min(table_piece_rows, gone - e * table_piece_rows);
+      out.push_back({info.table + "/p" + std::to_string(p) + "/e"
+                       + std::to_string(e) + "/evicted",
+                     tensor_entry::evicted, n, at, at + n * 8});
+      at += n * 8;
     }
     for (uint64_t c = 0; c * table_count_piece < info.counters; ++c) {
       auto n = std::min(table_count_piece,
@@ -116,16 +125,46 @@ std::string check_info(const table_file_info& info) {
       || info.counters > (uint64_t{1} << 40))
     return "admission counters " + std::to_string(info.counters) + " with "
            + std::to_string(info.hashes) + " hashes";
+  if (info.export_kind.empty()) {
+    if (!info.part_evicted.empty() || !info.part_since.empty())
+      return "tombstones or since in a file that is not an export";
+    return {};
+  }
+  if (info.export_kind != "full" && info.export_kind != "delta")
+    return "export \"" + info.export_kind + "\" is not \"full\" or \"delta\"";
+  if (!info.slots.empty() || info.ages || info.counters > 0)
+    return "an export with optimizer slots, ages or admission counts";
+  if (info.sequence < 0)
+    return "a negative export sequence";
+  if (info.part_evicted.size() != info.part_rows.size())
+    return std::to_string(info.part_evicted.size())
+           + " tombstone counts for " + std::to_string(info.part_rows.size())
+           + " parts";
+  const bool delta = info.export_kind == "delta";
+  if (info.part_since.size() != (delta ? info.part_rows.size() : 0))
+    return std::to_string(info.part_since.size()) + " since counts in a "
+           + info.export_kind + " export of "
+           + std::to_string(info.part_rows.size()) + " parts";
+  for (size_t p = 0; p < info.part_since.size(); ++p)
+    if (info.part_since[p] < 0 || info.part_since[p] > info.part_pushes[p])
+      return "part " + std::to_string(p) + " follows push "
+             + std::to_string(info.part_since[p]) + ", not one up to its "
+             + std::to_string(info.part_pushes[p]);
+  if (!delta)
+    for (auto e : info.part_evicted)
+      if (e != 0)
+        return "tombstones in a full export";
   return {};
 }
 
 json header_of(const table_file_info& info,
                const std::vector<tensor_entry>& layout) {
   json header = json::object();
+  const char* version = !info.export_kind.empty() ? export_format_version
+                        : info.ages || info.counters > 0 ? aged_format_version
+                                                         : format_version;
   header["__metadata__"] = {{"format", format_name},
-                            {"version", info.ages || info.counters > 0
-                                          ? aged_format_version
-                                          : format_version},
+                            {"version", version},
                             {"table", info.table},
                             {"dim", std::to_string(info.dim)},
                             {"vocabulary", std::to_string(info.vocabulary)},
@@ -138,7 +177,15 @@ json header_of(const table_file_info& info,
   if (info.counters > 0)
     header["__metadata__"]["admission"] = std::to_string(info.counters) + ","
                                           + std::to_string(info.hashes);
-  static const char* dtypes[] = {"U64", "F32", "I64", "U32", "U8"};
+  if (!info.export_kind.empty()) {
+    auto& meta = header["__metadata__"];
+    meta["export"] = info.export_kind;
+    meta["sequence"] = std::to_string(info.sequence);
+    meta["evicted"] = joined(info.part_evicted);
+    if (!info.part_since.empty())
+      meta["since"] = joined(info.part_since);
+  }
+  static const char* dtypes[] = {"U64", "F32", "I64", "U32", "U8", "U64"};
   for (auto& t : layout) {
     json shape = t.kind != tensor_entry::floats
                    ? json::array({t.rows})
@@ -302,6 +349,21 @@ caf::error table_file_writer::append(const table_piece& piece) {
     return make_error(errc::invalid_argument,
                       p.path + ": a piece beyond the header's");
   auto& head = p.layout[p.next];
+  if (head.kind == tensor_entry::evicted || !piece.evicted.empty()) {
+    auto part = "/p" + std::to_string(piece.part) + "/";
+    if (head.kind != tensor_entry::evicted || piece.evicted.size() != head.rows
+        || head.name.compare(p.info.table.size(), part.size(), part) != 0)
+      return make_error(errc::invalid_argument,
+                        p.path + ": the piece given is not " + head.name + " ("
+                          + std::to_string(head.rows) + " "
+                          + (head.kind == tensor_entry::evicted ? "tombstones"
+                                                                : "rows")
+                          + ")");
+    if (!write_all(p.fd, piece.evicted.data(), head.rows * 8))
+      return io_error(p.tmp, "write failed");
+    ++p.next;
+    return caf::none;
+  }
   if (head.kind == tensor_entry::counts || !piece.counts.empty()) {
     auto part = "/p" + std::to_string(piece.part) + "/";
     if (head.kind != tensor_entry::counts || piece.counts.size() != head.rows
@@ -398,15 +460,20 @@ public:
       return bad("not a troupe tables file (metadata format is not \""
                  + std::string{format_name} + "\")");
     if (text("version") != format_version
-        && text("version") != aged_format_version)
+        && text("version") != aged_format_version
+        && text("version") != export_format_version)
       return bad("unsupported tables file version \"" + text("version")
-                 + "\", this build reads versions 1 and 2");
+                 + "\", this build reads versions 1 to 3");
+    const bool three = text("version") == export_format_version;
+    if (three != !text("export").empty())
+      return bad(three ? "a version 3 file that is not an export"
+                       : "an export in a file of version " + text("version"));
     const bool two = text("version") == aged_format_version;
     if (!text("rows").empty() && text("rows") != "ages,uses")
       return bad("metadata rows is not \"ages,uses\": \"" + text("rows")
                  + "\"");
     info.ages = !text("rows").empty();
-    if (!two && (info.ages || !text("admission").empty()))
+    if (!two && !three && (info.ages || !text("admission").empty()))
       return bad("ages or admission counts in a version 1 file");
     std::vector<uint64_t> one, pushes;
     info.table = text("table");
@@ -438,6 +505,24 @@ public:
                    + text("admission") + "\"");
       info.counters = filter[0];
       info.hashes = static_cast<int>(filter[1]);
+    }
+    info.export_kind = text("export");
+    info.sequence = 0;
+    info.part_evicted.clear();
+    info.part_since.clear();
+    if (three) {
+      if (!parse_counts(text("sequence"), one) || one.size() != 1)
+        return bad("metadata sequence is not a count: \"" + text("sequence")
+                   + "\"");
+      info.sequence = static_cast<int64_t>(one[0]);
+      if (!parse_counts(text("evicted"), info.part_evicted))
+        return bad("metadata evicted is not a list of counts: \""
+                   + text("evicted") + "\"");
+      std::vector<uint64_t> since;
+      if (!parse_counts(text("since"), since))
+        return bad("metadata since is not a list of counts: \""
+                   + text("since") + "\"");
+      info.part_since.assign(since.begin(), since.end());
     }
     info.slots.clear();
     std::stringstream slots{text("slots")};
@@ -498,6 +583,8 @@ table_file_reader::open(const std::string& path) {
               * (8 + (1 + q.info.slots.size()) * 4.0L * q.info.dim
                  + (q.info.ages ? 12 : 0))
             + static_cast<long double>(q.info.counters);
+  for (auto n : q.info.part_evicted)
+    need += static_cast<long double>(n) * 8;
   if (need > static_cast<long double>(size - 8 - len))
     return q.bad("the metadata announces more rows than the file holds");
   q.layout = layout_of(q.info);
@@ -543,6 +630,24 @@ caf::expected<bool> table_file_reader::next(table_piece& out) {
   auto part = head.name.substr(q.info.table.size() + 2);
   out.part = std::stoul(part.substr(0, part.find('/')));
   out.counts.clear();
+  out.evicted.clear();
+  if (head.kind == tensor_entry::evicted) {
+    out.ids.clear();
+    out.values.clear();
+    out.slots.clear();
+    out.ages.clear();
+    out.uses.clear();
+    out.evicted.resize(n);
+    if (!q.read_at(out.evicted.data(), n * 8, q.data_start + head.begin))
+      return io_error(q.path, "read failed");
+    for (auto id : out.evicted)
+      if (id >= q.info.vocabulary)
+        return q.bad(head.name + " holds id " + std::to_string(id)
+                     + ", not below the vocabulary ("
+                     + std::to_string(q.info.vocabulary) + ")");
+    ++q.next;
+    return true;
+  }
   if (head.kind == tensor_entry::counts) {
     auto c = part.substr(part.find('/') + 2);
     out.counts_first = std::stoull(c.substr(0, c.find('/')))

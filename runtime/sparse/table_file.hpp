@@ -32,6 +32,17 @@
 // rows "ages,uses", and with counts admission ("<counters>,<hashes>":
 // each part's filter).
 //
+//
+// An export (runtime/sparse/table_export.hpp) is a file of the same
+// format, version "3", with metadata export ("full" or "delta"),
+// sequence (its number in the export folder), evicted (per part, the
+// keys evicted since the last export: a delta's tombstones) and, for a
+// delta, since (per part, the push count of the export it follows; its
+// rows are those changed after it). Its rows carry values alone (slots
+// empty, no ages or counts), and after each part's rows come its
+// tombstones in pieces of table_piece_rows:
+//   "<table>/p<P>/e<E>/evicted"  U64 [n]
+//
 // A reader accepts exactly the header a writer of the same metadata writes,
 // and refuses anything else naming the file and what differs.
 #pragma once
@@ -63,6 +74,13 @@ struct table_file_info {
   /// Each part's admission counters and their hashes (0: none; version 2).
   uint64_t counters = 0;
   int hashes = 0;
+  /// An export's (version 3): "full" or "delta" (empty: a checkpoint's),
+  /// its sequence number, each part's tombstones, and a delta's push
+  /// count of each part's previous export.
+  std::string export_kind;
+  int64_t sequence = 0;
+  std::vector<uint64_t> part_evicted;
+  std::vector<int64_t> part_since;
 };
 
 /// One piece of rows: ids, values and each slot (rows x dim floats each).
@@ -77,6 +95,9 @@ struct table_piece {
   /// empty): counters [counts_first, counts_first + counts.size()).
   std::vector<uint8_t> counts;
   uint64_t counts_first = 0;
+  /// A piece of the part's tombstones instead (an export's; ids and
+  /// counts empty).
+  std::vector<uint64_t> evicted;
 };
 
 /// The tables file of a click model that belongs to the checkpoint at
@@ -106,7 +127,8 @@ public:
   create(const std::string& path, table_file_info info);
 
   /// Appends the next piece: part after part, each part's rows in pieces
-  /// of table_piece_rows (its last one shorter), then its counts in
+  /// of table_piece_rows (its last one shorter), then an export's
+  /// tombstones in pieces of as many (piece.evicted), then its counts in
   /// pieces of table_count_piece (piece.counts). errc::invalid_argument
   /// for a piece the header did not announce; errc::io_error.
   caf::error append(const table_piece& piece);
