@@ -376,6 +376,99 @@ caf::error evict_rows(self_ptr self, const replica_evict& op) {
   return caf::none;
 }
 
+caf::error follow_eviction_log(self_ptr self, const replica_eviction_log& op) {
+  auto table = table_of(self, op.table);
+  if (!table)
+    return std::move(table.error());
+  auto& t = **table;
+  if (op.replace) {
+    if (op.pushes.size() != op.keys.size())
+      return make_error(errc::wrong_size,
+                        "an eviction log of " + std::to_string(op.keys.size())
+                          + " keys and " + std::to_string(op.pushes.size())
+                          + " pushes");
+    std::vector<std::pair<int64_t, uint64_t>> log;
+    log.reserve(op.keys.size());
+    for (size_t i = 0; i < op.keys.size(); ++i)
+      log.emplace_back(op.pushes[i], op.keys[i]);
+    t.set_eviction_log(std::move(log));
+  }
+  t.forget_evicted(op.since);
+  return caf::none;
+}
+
+caf::expected<row_chunk> cut_export(self_ptr self, int32_t table,
+                                    int64_t since) {
+  auto found = table_of(self, table);
+  if (!found)
+    return std::move(found.error());
+  auto& t = **found;
+  auto& st = self->state;
+  if (!t.table().changes)
+    return make_error(errc::invalid_argument,
+                      "table \"" + t.table().name
+                        + "\" keeps no changes to export (training.export "
+                          "is not set on shard "
+                        + std::to_string(st.id) + ")");
+  if (since > t.pushes())
+    return make_error(errc::layout_mismatch,
+                      "shard " + std::to_string(st.id) + "'s table \""
+                        + t.table().name + "\" has taken "
+                        + std::to_string(t.pushes())
+                        + " pushes, fewer than the export it would follow ("
+                        + std::to_string(since) + ")");
+  st.cuts.resize(st.tables.size());
+  auto& cut = st.cuts[static_cast<size_t>(table)];
+  cut.all = since < 0;
+  cut.slots = cut.all ? std::vector<uint32_t>{} : t.changed_slots(since);
+  row_chunk head;
+  head.shard = st.id;
+  head.table = table;
+  head.rows = cut.all ? t.rows() : cut.slots.size();
+  head.pushes = t.pushes();
+  if (since >= 0) {
+    head.ids = t.evicted_since(since);
+    // What the export before this one named is in its file by now.
+    t.forget_evicted(since);
+    if (replicating(self))
+      forward(self, replica_op{replica_eviction_log{table, since, false, {},
+                                                    {}}});
+  }
+  return head;
+}
+
+caf::expected<row_chunk> export_rows(self_ptr self, int32_t table,
+                                     uint64_t first, uint64_t count) {
+  auto found = table_of(self, table);
+  if (!found)
+    return std::move(found.error());
+  auto& t = **found;
+  auto& st = self->state;
+  if (static_cast<size_t>(table) >= st.cuts.size())
+    return make_error(errc::invalid_argument,
+                      "no export of table \"" + t.table().name
+                        + "\" is cut on shard " + std::to_string(st.id));
+  auto& cut = st.cuts[static_cast<size_t>(table)];
+  uint64_t total = cut.all ? t.rows() : cut.slots.size();
+  auto n = first < total ? std::min<uint64_t>(count, total - first) : 0;
+  row_chunk c;
+  c.shard = st.id;
+  c.table = table;
+  c.rows = total;
+  c.pushes = t.pushes();
+  c.ids.resize(n);
+  c.values.resize(n * static_cast<size_t>(t.dim()));
+  if (cut.all) {
+    std::vector<uint32_t> slots(n);
+    for (uint64_t k = 0; k < n; ++k)
+      slots[k] = static_cast<uint32_t>(first + k);
+    t.copy_slots(slots.data(), n, c.ids.data(), c.values.data());
+  } else {
+    t.copy_slots(cut.slots.data() + first, n, c.ids.data(), c.values.data());
+  }
+  return c;
+}
+
 key_counts counts_of(self_ptr self, const sparse_table& t, int32_t table,
                      uint64_t first, uint64_t count) {
   key_counts c;
@@ -562,6 +655,19 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
       if (replicating(self))
         forward(self, replica_op{std::move(c)});
       return true;
+    },
+    [=](export_atom, int32_t t, int64_t since) -> caf::result<row_chunk> {
+      auto head = cut_export(self, t, since);
+      if (!head)
+        return std::move(head.error());
+      return std::move(*head);
+    },
+    [=](export_atom, int32_t t, uint64_t first,
+        uint64_t count) -> caf::result<row_chunk> {
+      auto rows = export_rows(self, t, first, count);
+      if (!rows)
+        return std::move(rows.error());
+      return std::move(*rows);
     },
     [=](stats_atom) -> shard_stats {
       auto& st = self->state;

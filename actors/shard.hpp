@@ -79,6 +79,8 @@ struct replication {
   /// Then each table's admission counts: the table, and the counter.
   size_t count_table = 0;
   uint64_t next_count = 0;
+  /// Then each table's log of evictions (delta exports' tombstones).
+  size_t log_table = 0;
   int64_t rows = 0;   ///< rows copied
   int chunks_out = 0; ///< chunks sent, not yet answered
   /// Every op sent and not yet answered, in the order sent, whatever its
@@ -131,6 +133,13 @@ struct shard_state {
   /// of the same tag joins is applied, or until that push is refused or
   /// stale.
   sync_rows sync;
+  /// Each table's last export cut (shard_ops::cut_export): every row, or
+  /// the slots of the rows changed; read while training is paused.
+  struct export_cut {
+    bool all = false;
+    std::vector<uint32_t> slots;
+  };
+  std::vector<export_cut> cuts;
   bool follower = false; ///< a replica, which its primary feeds
   caf::timespan replica_timeout{};
   replication rep;

@@ -41,6 +41,23 @@ void update_eviction(self_ptr self);
 void forward_evictions(self_ptr self);
 /// On a replica: evicts what its primary evicted.
 caf::error evict_rows(self_ptr self, const replica_evict& op);
+
+/// A replica's table's log of evictions, as its primary's (set, or
+/// forgotten up to a durable export).
+caf::error follow_eviction_log(self_ptr self, const replica_eviction_log& op);
+
+/// Cuts table `table`'s export after push `since` (-1: every row, a full
+/// export): the rows changed since, kept until the next cut, and the
+/// keys evicted since (the answer's ids); forgets the evictions at or
+/// before `since` here and on the replica. The answer's `rows` counts
+/// the rows cut, `pushes` is the table's.
+caf::expected<row_chunk> cut_export(self_ptr self, int32_t table,
+                                    int64_t since);
+
+/// Rows [first, first + count) of table `table`'s last cut: ids and
+/// values.
+caf::expected<row_chunk> export_rows(self_ptr self, int32_t table,
+                                     uint64_t first, uint64_t count);
 /// Table `t`'s admission counts [first, first + count) (whose index is
 /// `table`), with their total (0: the table counts no keys).
 key_counts counts_of(self_ptr self, const sparse_table& t, int32_t table,

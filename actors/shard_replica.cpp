@@ -203,6 +203,19 @@ void copy_rows(self_ptr self, int64_t generation) {
       r.table_begun = true;
       r.next_row += n;
       r.rows += static_cast<int64_t>(n);
+    } else if (r.log_table < st.tables.size()) {
+      // The rows' stamps came with them; the keys evicted and not yet
+      // exported come last, so that a delta cut after a takeover still
+      // names them.
+      auto& log = st.tables[r.log_table]->eviction_log();
+      replica_eviction_log l;
+      l.table = static_cast<int32_t>(r.log_table++);
+      l.replace = true;
+      for (auto& [push, key] : log) {
+        l.pushes.push_back(push);
+        l.keys.push_back(key);
+      }
+      op.op = std::move(l);
     } else {
       return last_sent(self, generation);
     }
@@ -263,6 +276,7 @@ void start_copy(self_ptr self) {
   r.count_table = 0;
   r.next_count = 0;
   r.table_begun = false;
+  r.log_table = 0;
   r.rows = 0;
   r.chunks_out = 0;
   r.began = std::chrono::steady_clock::now();
@@ -355,6 +369,10 @@ struct replica_applier {
   caf::error operator()(key_counts& op) { return restore_counts(self, op); }
 
   caf::error operator()(replica_evict& op) { return evict_rows(self, op); }
+
+  caf::error operator()(replica_eviction_log& op) {
+    return follow_eviction_log(self, op);
+  }
 
   caf::error operator()(replica_join& op) {
     join(self, op.worker);

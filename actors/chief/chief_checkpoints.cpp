@@ -21,17 +21,18 @@ std::string checkpoint_path(chief_self self, int64_t step) {
          + std::to_string(step) + ".safetensors";
 }
 
-/// Writes the shards' states as one checkpoint file at feeder position
-/// `from`; returns the error of the write.
-caf::error write_shards(chief_self self, const feeder_position& from,
-                        std::vector<shard_state_msg>& parts) {
+} // namespace
+
+caf::expected<checkpoint>
+dense_checkpoint_of(chief_self self, const feeder_position& from,
+                    std::vector<shard_state_msg>& parts) {
   auto& s = self->state;
-  auto position = from.step;
   std::vector<shard_slice> slices;
   for (auto& p : parts)
     slices.push_back(shard_slice{&p.values, &p.slots});
-  auto assembled = assemble_checkpoint(position, s.eval.layout, s.shards.ranges,
-                                       slices, parts[0].slot_names);
+  auto assembled = assemble_checkpoint(from.step, s.eval.layout,
+                                       s.shards.ranges, slices,
+                                       parts[0].slot_names);
   if (!assembled)
     return assembled.error();
   auto& ckpt = *assembled;
@@ -44,6 +45,21 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   if (!from.plan.empty()) // replicated, sharded: each worker's place
     ckpt.metadata["feeder_plan"] = from.plan;
   stamp_checkpoint(ckpt, stamp_of(self));
+  return assembled;
+}
+
+namespace {
+
+/// Writes the shards' states as one checkpoint file at feeder position
+/// `from`; returns the error of the write.
+caf::error write_shards(chief_self self, const feeder_position& from,
+                        std::vector<shard_state_msg>& parts) {
+  auto& s = self->state;
+  auto position = from.step;
+  auto assembled = dense_checkpoint_of(self, from, parts);
+  if (!assembled)
+    return assembled.error();
+  auto& ckpt = *assembled;
   auto& dir = s.opts.cfg.training.checkpoint.dir;
   std::error_code ec; // a failure shows in the write's own error
   std::filesystem::create_directories(dir, ec);
@@ -98,9 +114,11 @@ void write_checkpoint_files(chief_self self, const feeder_position& position,
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then) {
   auto& st = self->state;
-  if (st.checkpoints.taking || st.recovery.recovering()) { // one at a time
+  // One at a time, and not while an export holds the feeder.
+  if (st.checkpoints.taking || st.exports.taking
+      || st.recovery.recovering()) {
     auto again = [=] { checkpoint_now(self, then); };
-    if (st.checkpoints.taking)
+    if (st.checkpoints.taking || st.exports.taking)
       st.checkpoints.waiters.push_back(again);
     else
       st.recovery.when_over(again);

@@ -195,10 +195,12 @@ void finish_run(chief_self self) {
       });
     });
   };
+  // The last export follows the final checkpoint: both at the last step.
+  auto files = [=] { export_now(self, after_checkpoint); };
   if (!st.opts.cfg.training.checkpoint.dir.empty())
-    checkpoint_now(self, after_checkpoint);
+    checkpoint_now(self, files);
   else
-    after_checkpoint();
+    files();
 }
 
 /// When no worker runs or is being started, the ones waiting for their

@@ -136,6 +136,32 @@ std::string shard_home(chief_self self, size_t i);
 /// that one step, writes the file, resumes.
 void checkpoint_now(chief_self self, std::function<void()> then);
 
+/// The dense part of a checkpoint of the shards' `parts` at feeder
+/// position `from`, its metadata set (what an export writes too).
+caf::expected<checkpoint>
+dense_checkpoint_of(chief_self self, const feeder_position& from,
+                    std::vector<shard_state_msg>& parts);
+
+/// Writes the next export of the tables (training.export): the feeder
+/// paused as for a checkpoint, each table's rows changed since the last
+/// export (all of them when a new chain starts) and the keys evicted,
+/// then the dense file, then the manifest; then `then`. A shard lost
+/// meanwhile drops it (the next one is due again).
+void export_now(chief_self self, std::function<void()> then);
+
+/// Whether an export is due at the steps trained now (every_steps) or
+/// the time (every_seconds).
+bool export_due(chief_self self);
+
+/// The shards' rows were put back or moved: the next export starts a new
+/// chain with a full export.
+void exports_start_over(chief_self self);
+
+/// Reads the export folder's manifest, if any: this chief's exports
+/// follow its last (a new chain, starting with a full export). Its
+/// error when the folder holds a manifest that cannot be read.
+caf::error open_exports(chief_self self);
+
 // -- chief_evaluation.cpp ----------------------------------------------------
 
 /// Evaluates the current parameters on the test set, then runs `then`.

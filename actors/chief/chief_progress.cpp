@@ -84,6 +84,8 @@ void on_report(chief_self self, const worker_report& r) {
   if (!st.checkpoints.taking && !st.opts.cfg.training.checkpoint.dir.empty()
       && st.progress.schedule->take_checkpoint(st.progress.steps()))
     checkpoint_now(self, [] {});
+  if (!st.checkpoints.taking && export_due(self))
+    export_now(self, [] {});
 }
 
 } // namespace troupe::chief_ops

@@ -192,6 +192,8 @@ void finish_move(chief_self self, move_ptr m) {
 void switch_to_new(chief_self self, move_ptr m) {
   auto& st = self->state;
   st.opts.cfg.cluster.shards = static_cast<int>(m->nodes.size());
+  // The rows moved to shards of other push counts: a new export chain.
+  exports_start_over(self);
   for (auto& [name, n] : st.members.nodes())
     n.planned_shards = static_cast<int>(
       std::count(m->nodes.begin(), m->nodes.end(), name));

@@ -324,6 +324,8 @@ void start(chief_self self) {
   if (!cfg.cluster.metrics_dir.empty())
     if (auto err = metrics_log::prepare(cfg.cluster.metrics_dir))
       return fail_run(self, std::move(err));
+  if (auto err = open_exports(self))
+    return fail_run(self, std::move(err));
   // Resume: the newest checkpoint's parameters, optimizer state, shard
   // version and feeder position.
   if (cfg.training.checkpoint.resume) {

@@ -17,6 +17,7 @@
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/params/param_layout.hpp"
+#include "runtime/sparse/table_export.hpp"
 
 namespace troupe {
 
@@ -109,6 +110,26 @@ struct chief_checkpoints {
   bool set_aside_pending = false;
 };
 
+/// Exports of the tables (chief_exports.cpp).
+struct chief_exports {
+  bool taking = false;
+  /// The next export's sequence, and whether it starts a chain (a full
+  /// export): the first of a chief, and after rows were put back or
+  /// moved.
+  int64_t sequence = 0;
+  bool full_next = true;
+  /// Per table, per shard: the pushes at the last export, which the next
+  /// delta follows.
+  std::vector<std::vector<int64_t>> since;
+  export_manifest manifest;
+  int64_t next_step = 0;  ///< every_steps: the next one's
+  double last_time = 0;   ///< now_seconds() of the last one (or the start)
+  /// The last one's: step, unix time, kind, rows, tombstones, bytes, and
+  /// the seconds training stood still for it.
+  export_entry last;
+  double last_seconds = 0;
+};
+
 /// A run taken over from a chief that was lost: chief_takeover.cpp (and
 /// chief_registration.cpp, which learns the run's id from its nodes).
 struct chief_takeover {
@@ -135,6 +156,7 @@ struct chief_state {
   run_progress progress;
   chief_evaluation eval;
   chief_checkpoints checkpoints;
+  chief_exports exports;
   recovery_state recovery;
   chief_takeover takeover;
 

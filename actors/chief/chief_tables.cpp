@@ -423,6 +423,8 @@ void write_tables(chief_self self, const std::string& checkpoint_path,
 void restore_tables(chief_self self, const checkpoint& ckpt,
                     std::function<void(caf::error)> done) {
   auto it = ckpt.metadata.find("tables");
+  // Rows put back carry no push counts the export chain knows.
+  exports_start_over(self);
   if (!has_tables(self) || it == ckpt.metadata.end())
     return done(caf::none);
   auto& cfg = self->state.opts.cfg;

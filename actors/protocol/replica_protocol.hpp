@@ -76,6 +76,18 @@ struct replica_evict {
   std::vector<uint64_t> ids;
 };
 
+/// A table's log of evictions (sparse_table::eviction_log), which a delta
+/// export's tombstones come from: the entries at or before push `since`
+/// are forgotten (an export up to there is durable); with `keys`, the log
+/// is set to (pushes[i], keys[i]) first (a replica's copy).
+struct replica_eviction_log {
+  int32_t table = 0;
+  int64_t since = -1;
+  bool replace = false;
+  std::vector<int64_t> pushes;
+  std::vector<uint64_t> keys;
+};
+
 /// The chief's messages that change a shard, as its replica applies them.
 struct replica_join {
   int32_t worker = 0;
@@ -99,7 +111,8 @@ struct replica_adopt {};
 struct replica_op {
   using any = std::variant<replica_image, row_chunk, replica_join,
                            replica_leave, replica_tune, replica_forget,
-                           replica_adopt, key_counts, replica_evict>;
+                           replica_adopt, key_counts, replica_evict,
+                           replica_eviction_log>;
   any op;
 };
 
@@ -124,6 +137,15 @@ caf::error raw_form_of(Processor& f, row_chunk& x) {
 template <class Processor>
 caf::error raw_form_of(Processor& f, replica_evict& x) {
   return detail::raw_form<Processor>{f}.fields(x.table).raw(x.ids).done();
+}
+
+template <class Processor>
+caf::error raw_form_of(Processor& f, replica_eviction_log& x) {
+  return detail::raw_form<Processor>{f}
+    .fields(x.table, x.since, x.replace)
+    .raw(x.pushes)
+    .raw(x.keys)
+    .done();
 }
 
 template <class Processor>

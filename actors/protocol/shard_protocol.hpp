@@ -167,6 +167,12 @@ using shard_actor = shard_data_actor::extend<
   caf::replies_to<snapshot_atom, counts_atom, int32_t, uint64_t,
                   uint64_t>::with<key_counts>,
   caf::replies_to<restore_atom, key_counts>::with<bool>,
+  // An export of table T (training.export): its rows changed after push
+  // `since` (-1: all) cut and kept, the answer counting them (`rows`),
+  // with the table's pushes and the keys evicted since (its ids); then
+  // rows [first, first + count) of that cut, ids and values.
+  caf::replies_to<export_atom, int32_t, int64_t>::with<row_chunk>,
+  caf::replies_to<export_atom, int32_t, uint64_t, uint64_t>::with<row_chunk>,
   // Counters and (ssp) the widest clock lead it allowed.
   caf::replies_to<stats_atom>::with<shard_stats>,
   // A chief takes the shard's run over: the old chief's workers are

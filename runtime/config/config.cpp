@@ -32,9 +32,14 @@ const char* to_string(model_config::kind k) {
 }
 
 std::vector<table_setup> embedding_tables(const run_config& cfg) {
-  if (cfg.model.type == model_config::kind::click)
-    return {{cfg.model.table, cfg.training.sparse_optimizer}};
-  return cfg.model.tables;
+  auto tables = cfg.model.type == model_config::kind::click
+                  ? std::vector<table_setup>{{cfg.model.table,
+                                              cfg.training.sparse_optimizer}}
+                  : cfg.model.tables;
+  // An exporting run's rows keep what changed them (delta exports).
+  for (auto& t : tables)
+    t.table.changes = !cfg.training.exports.dir.empty();
+  return tables;
 }
 
 std::vector<int> embedding_dims(const model_config& m) {

@@ -83,6 +83,19 @@ struct checkpoint_config {
   int keep = 5;
 };
 
+/// Exports of the embedding tables for serving (runtime/sparse/
+/// table_export.hpp): a full export, then deltas of the rows changed and
+/// the keys evicted since the one before, every_steps steps or
+/// every_seconds seconds apart, and one at the end of the run.
+struct export_config {
+  std::string dir;             ///< empty: no exports
+  int64_t every_steps = 0;     ///< 0: not by steps
+  double every_seconds = 0;    ///< 0: not by time
+  /// The newest chains (a full export and its deltas) kept in dir; older
+  /// ones are removed once a newer full export is written.
+  int keep = 2;
+};
+
 /// Where a worker runs its forward and backward passes: the CPU backend
 /// (OpenBLAS) or CUDA device `index` (gpu/). Written "cpu", "gpu" (the
 /// first device) or "gpu:N".
@@ -136,6 +149,7 @@ struct training_config {
   /// each pushed row; `optimizer` trains the dense part.
   sparse_optimizer_config sparse_optimizer;
   checkpoint_config checkpoint;
+  export_config exports; ///< "export"
 };
 
 /// One OS process of a multi-process cluster: where it listens and which

@@ -112,6 +112,17 @@ training_config read_training(object_reader r) {
     t.checkpoint.keep = static_cast<int>(cr.integer("keep", 5, 0, 1 << 20));
     cr.finish();
   }
+  if (auto* e = r.find("export")) {
+    auto er = r.inner(*e, "export");
+    t.exports.dir = er.path("dir", "");
+    if (t.exports.dir.empty())
+      throw config_error{errc::invalid_config, er.at("dir"),
+                         "missing required key \"dir\""};
+    t.exports.every_steps = er.integer("every_steps", 0, 0);
+    t.exports.every_seconds = er.number("every_seconds", 0, 0, 1e9);
+    t.exports.keep = static_cast<int>(er.integer("keep", 2, 1, 1 << 20));
+    er.finish();
+  }
   r.finish();
   return t;
 }

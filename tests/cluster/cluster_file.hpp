@@ -44,6 +44,7 @@ struct cluster_spec {
   int epochs = 2;
   int64_t max_steps = 0;        ///< /training/max_steps, when > 0
   int64_t checkpoint_every = 0; ///< > 0: checkpoints in <dir>/ckpt
+  int64_t export_every = 0;     ///< > 0: table exports in <dir>/exports
   std::string on_node_loss = "move";
   double node_timeout_s = 20;
   /// Non-empty: the folder of make_certs' files; every node uses
@@ -125,6 +126,9 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
   if (spec.checkpoint_every > 0)
     training["checkpoint"] = {{"dir", dir.file("ckpt")},
                               {"every_steps", spec.checkpoint_every}};
+  if (spec.export_every > 0)
+    training["export"] = {{"dir", dir.file("exports")},
+                          {"every_steps", spec.export_every}};
   json model{{"type", "mlp"}, {"hidden", {256, 128}}, {"seed", 1}};
   json data{{"format", "idx"}, {"dir", "/usr/share/datasets/fashion-mnist"}};
   if (!spec.npy_dir.empty())

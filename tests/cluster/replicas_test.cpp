@@ -9,11 +9,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "click_checks.hpp"
 #include "running_cluster.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/sparse/table_export.hpp"
+#include "runtime/sparse/table_file.hpp"
 #include "test_util.hpp"
 
 using namespace troupe::test;
@@ -105,6 +110,61 @@ BOOST_FIXTURE_TEST_CASE(a_click_table_loses_no_step_when_a_shard_node_is_killed,
   // The replicas copied table rows, and the shards hold rows at the end.
   BOOST_TEST(has(out, "table rows copied"), out);
   check_loss_near_planted(out, planted, 1.05, "after the takeover");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_tables_exports_lose_no_delta_when_a_shard_node_is_killed,
+                        click_logs_case) {
+  ring_of_replicas(spec);
+  spec.export_every = 150;
+  spec.checkpoint_every = 1 << 20; // the final one alone
+  // A capacity the table reaches: deltas carry evicted keys too.
+  spec.click_table = {{"dim", 8}, {"evict", {{"max_rows", 200}}}};
+  running_cluster cluster{dir, spec};
+  auto out = kill_a_shard_node(cluster, 600);
+  auto exports = dir.file("exports");
+  auto m = troupe::read_export_manifest(exports);
+  BOOST_REQUIRE_MESSAGE(m, (m ? "" : troupe::describe(m.error())));
+  // One chain through the takeover: a full export, then deltas alone,
+  // numbered without a gap (the reader checks each follows the last).
+  auto& list = m->exports;
+  BOOST_REQUIRE_MESSAGE(list.size() >= 6u, out);
+  uint64_t evicted = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    BOOST_TEST(list[i].sequence == static_cast<int64_t>(i));
+    BOOST_TEST(list[i].kind == (i == 0 ? "full" : "delta"), out);
+    evicted += list[i].evicted;
+  }
+  BOOST_TEST(evicted > 0u, out);
+  auto name = list.front().tables.begin()->first;
+  auto got = troupe::read_exported_table(exports, name);
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : troupe::describe(got.error())));
+  // The last export and the final checkpoint are of the same last step:
+  // the chain's rows are the checkpoint's, bit for bit.
+  BOOST_TEST(list.back().step == std::stol(summary_field(out, 4)), out);
+  auto newest = troupe::list_checkpoints(dir.file("ckpt"));
+  BOOST_REQUIRE(!newest.empty());
+  BOOST_TEST(newest.front().step == list.back().step);
+  auto r = troupe::table_file_reader::open(
+    troupe::tables_path_of(newest.front().path));
+  BOOST_REQUIRE(r);
+  std::map<uint64_t, std::vector<float>> held;
+  troupe::table_piece piece;
+  const size_t dim = 8;
+  while (*(*r)->next(piece))
+    for (size_t k = 0; k < piece.ids.size(); ++k)
+      held[piece.ids[k]].assign(piece.values.begin() + k * dim,
+                                piece.values.begin() + (k + 1) * dim);
+  BOOST_REQUIRE_EQUAL(got->ids.size(), held.size());
+  size_t i = 0, differ = 0;
+  for (auto& [id, v] : held) {
+    differ += got->ids[i] != id
+              || std::memcmp(got->values.data() + i * dim, v.data(),
+                             dim * sizeof(float))
+                   != 0;
+    ++i;
+  }
+  BOOST_TEST(differ == 0u);
+  BOOST_TEST(has(out, "export 1 (delta: "), out);
 }
 
 BOOST_AUTO_TEST_CASE(the_shell_shows_each_replica_and_whether_it_is_in_step) {

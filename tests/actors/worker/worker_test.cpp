@@ -57,6 +57,8 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
       return {};
     },
     [=](restore_atom, const key_counts&) -> bool { return true; },
+    [=](export_atom, int32_t, int64_t) -> row_chunk { return {}; },
+    [=](export_atom, int32_t, uint64_t, uint64_t) -> row_chunk { return {}; },
     [=](snapshot_atom) -> shard_state_msg { return {}; },
     [=](restore_atom, shard_state_msg&) -> int64_t { return 0; },
     [=](stats_atom) -> shard_stats {
