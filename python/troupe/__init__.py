@@ -59,9 +59,11 @@ from ._troupe import __version__, epoch_order, join, run_node, train  # noqa: F4
 from ._troupe import (AuthError, ClusterError, ConfigError,  # noqa: F401
                       DataError, Error, StepError, TrainingError)
 from .embedding import Rows, row_gradients  # noqa: F401
+from .exports import read_export  # noqa: F401
 
 __all__ = ["train", "run_node", "join", "write_parameters",
-           "read_checkpoint", "load_state", "step_result", "epoch_order",
+           "read_checkpoint", "read_export", "load_state", "step_result",
+           "epoch_order",
            "Rows", "EmbeddingBag", "row_gradients",
            "Error", "ConfigError", "DataError", "AuthError", "StepError",
            "TrainingError", "ClusterError"]

@@ -176,6 +176,10 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
       {"type", type},
       {"schedule", {{"type", "exponential"}, {"decay_steps", 10}}}};
     c["training"]["checkpoint"] = {{"dir", dir + "/ckpt"}};
+    c["training"]["export"] = {{"dir", dir + "/exports"},
+                               {"every_steps", 10},
+                               {"every_seconds", 60},
+                               {"keep", 2}};
     c["training"]["threads"] = "auto";
     add(std::string{"optimizer "} + type, c);
   }
