@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "runtime/base/file_io.hpp"
 #include "runtime/base/json_text.hpp"
 #include "runtime/sparse/id_index.hpp"
+#include "runtime/sparse/sparse_table.hpp"
 #include "runtime/sparse/table_file.hpp"
 
 namespace troupe {
@@ -210,6 +212,83 @@ caf::error write_export_manifest(const std::string& dir,
     ::close(d);
   }
   return caf::none;
+}
+
+caf::expected<export_entry>
+write_table_export(const std::string& dir,
+                   const std::vector<sparse_table*>& parts, int64_t sequence,
+                   const std::vector<int64_t>& since) {
+  const bool full = since.empty();
+  if (parts.empty() || (!full && since.size() != parts.size()))
+    return make_error(errc::invalid_argument,
+                      "an export of " + std::to_string(parts.size())
+                        + " parts after " + std::to_string(since.size())
+                        + " push counts");
+  auto& first = *parts.front();
+  table_file_info info;
+  info.table = first.table().name;
+  info.dim = first.dim();
+  info.vocabulary = first.table().vocabulary;
+  info.optimizer = to_string(first.optimizer().type);
+  info.export_kind = full ? "full" : "delta";
+  info.sequence = sequence;
+  std::vector<std::vector<uint32_t>> slots;
+  std::vector<std::vector<uint64_t>> gone;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto& t = *parts[p];
+    slots.push_back(t.changed_slots(full ? -1 : since[p]));
+    gone.push_back(full ? std::vector<uint64_t>{} : t.evicted_since(since[p]));
+    info.part_rows.push_back(slots.back().size());
+    info.part_pushes.push_back(t.pushes());
+    info.part_evicted.push_back(gone.back().size());
+    if (!full)
+      info.part_since.push_back(since[p]);
+  }
+  export_entry e;
+  e.sequence = sequence;
+  e.kind = info.export_kind;
+  auto name = export_table_name(sequence, info.table);
+  auto path = dir + "/" + name;
+  auto w = table_file_writer::create(path, info);
+  if (!w)
+    return w.error();
+  const auto dim = static_cast<size_t>(info.dim);
+  table_piece piece;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    piece.part = p;
+    auto& s = slots[p];
+    for (size_t at = 0; at < s.size(); at += table_piece_rows) {
+      auto n = std::min<size_t>(table_piece_rows, s.size() - at);
+      piece.ids.resize(n);
+      piece.values.resize(n * dim);
+      parts[p]->copy_slots(s.data() + at, n, piece.ids.data(),
+                           piece.values.data());
+      if (auto err = (*w)->append(piece))
+        return err;
+    }
+    piece.ids.clear();
+    piece.values.clear();
+    for (size_t at = 0; at < gone[p].size(); at += table_piece_rows) {
+      auto n = std::min<size_t>(table_piece_rows, gone[p].size() - at);
+      piece.evicted.assign(gone[p].begin() + static_cast<ptrdiff_t>(at),
+                           gone[p].begin() + static_cast<ptrdiff_t>(at + n));
+      if (auto err = (*w)->append(piece))
+        return err;
+    }
+    piece.evicted.clear();
+    e.rows += s.size();
+    e.evicted += gone[p].size();
+  }
+  if (auto err = (*w)->finish())
+    return err;
+  if (!full)
+    for (size_t p = 0; p < parts.size(); ++p)
+      parts[p]->forget_evicted(since[p]);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0)
+    e.bytes = static_cast<uint64_t>(st.st_size);
+  e.tables[info.table] = name;
+  return e;
 }
 
 caf::expected<exported_table>

@@ -65,6 +65,20 @@ caf::expected<export_manifest> read_export_manifest(const std::string& dir);
 caf::error write_export_manifest(const std::string& dir,
                                  const export_manifest& m);
 
+class sparse_table;
+
+/// Writes the table file of export `sequence` of the shards' parts
+/// `parts` of one table held in this process: full when `since` is
+/// empty, else a delta of the rows each part changed after push since[p]
+/// and the keys it evicted since (which it then forgets). What the chief
+/// writes from shards in other processes, for a benchmark and tests.
+/// Returns the manifest's entry, its rows, tombstones, bytes and table
+/// file filled in (not yet in the manifest).
+caf::expected<export_entry>
+write_table_export(const std::string& dir,
+                   const std::vector<sparse_table*>& parts, int64_t sequence,
+                   const std::vector<int64_t>& since);
+
 /// A table as a chain of exports leaves it: its rows by ascending id.
 struct exported_table {
   std::string table;
