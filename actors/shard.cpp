@@ -431,8 +431,8 @@ caf::expected<row_chunk> cut_export(self_ptr self, int32_t table,
     // What the export before this one named is in its file by now.
     t.forget_evicted(since);
     if (replicating(self))
-      forward(self, replica_op{replica_eviction_log{table, since, false, {},
-                                                    {}}});
+      forward(self,
+              replica_op{replica_eviction_log{table, since, false, {}, {}}});
   }
   return head;
 }

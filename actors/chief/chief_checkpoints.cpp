@@ -30,9 +30,8 @@ dense_checkpoint_of(chief_self self, const feeder_position& from,
   std::vector<shard_slice> slices;
   for (auto& p : parts)
     slices.push_back(shard_slice{&p.values, &p.slots});
-  auto assembled = assemble_checkpoint(from.step, s.eval.layout,
-                                       s.shards.ranges, slices,
-                                       parts[0].slot_names);
+  auto assembled = assemble_checkpoint(
+    from.step, s.eval.layout, s.shards.ranges, slices, parts[0].slot_names);
   if (!assembled)
     return assembled.error();
   auto& ckpt = *assembled;
@@ -115,8 +114,7 @@ void write_checkpoint_files(chief_self self, const feeder_position& position,
 void checkpoint_now(chief_self self, std::function<void()> then) {
   auto& st = self->state;
   // One at a time, and not while an export holds the feeder.
-  if (st.checkpoints.taking || st.exports.taking
-      || st.recovery.recovering()) {
+  if (st.checkpoints.taking || st.exports.taking || st.recovery.recovering()) {
     auto again = [=] { checkpoint_now(self, then); };
     if (st.checkpoints.taking || st.exports.taking)
       st.checkpoints.waiters.push_back(again);

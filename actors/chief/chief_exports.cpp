@@ -183,7 +183,8 @@ void prune_chains(chief_self self) {
     for (auto& [table, file] : e.tables)
       std::filesystem::remove(export_dir(self) + "/" + file, ec);
   }
-  m.exports.erase(m.exports.begin(), m.exports.begin() + static_cast<long>(cut));
+  m.exports.erase(m.exports.begin(),
+                  m.exports.begin() + static_cast<long>(cut));
 }
 
 /// The tables are written: the dense file, then the manifest names them.
@@ -224,13 +225,13 @@ caf::error finish_export(chief_self self, export_job& job) {
   ex.sequence = job.sequence + 1;
   ex.last = e;
   ex.last_seconds = now_seconds() - job.began;
-  say(self, fmt("step %lld: export %lld (%s: %llu rows, %llu evicted keys, "
-                "%.1f MB; %.2f s)",
-                static_cast<long long>(e.step),
-                static_cast<long long>(e.sequence), e.kind.c_str(),
-                static_cast<unsigned long long>(e.rows),
-                static_cast<unsigned long long>(e.evicted),
-                static_cast<double>(e.bytes) / 1e6, ex.last_seconds));
+  say(self,
+      fmt("step %lld: export %lld (%s: %llu rows, %llu evicted keys, "
+          "%.1f MB; %.2f s)",
+          static_cast<long long>(e.step), static_cast<long long>(e.sequence),
+          e.kind.c_str(), static_cast<unsigned long long>(e.rows),
+          static_cast<unsigned long long>(e.evicted),
+          static_cast<double>(e.bytes) / 1e6, ex.last_seconds));
   return caf::none;
 }
 

@@ -122,8 +122,8 @@ struct chief_exports {
   /// delta follows.
   std::vector<std::vector<int64_t>> since;
   export_manifest manifest;
-  int64_t next_step = 0;  ///< every_steps: the next one's
-  double last_time = 0;   ///< now_seconds() of the last one (or the start)
+  int64_t next_step = 0; ///< every_steps: the next one's
+  double last_time = 0;  ///< now_seconds() of the last one (or the start)
   /// The last one's: step, unix time, kind, rows, tombstones, bytes, and
   /// the seconds training stood still for it.
   export_entry last;

@@ -109,10 +109,10 @@ struct replica_adopt {};
 /// One change a primary sends its replica, in the order the primary made
 /// it, between the pushes it forwards. Its type says which.
 struct replica_op {
-  using any = std::variant<replica_image, row_chunk, replica_join,
-                           replica_leave, replica_tune, replica_forget,
-                           replica_adopt, key_counts, replica_evict,
-                           replica_eviction_log>;
+  using any =
+    std::variant<replica_image, row_chunk, replica_join, replica_leave,
+                 replica_tune, replica_forget, replica_adopt, key_counts,
+                 replica_evict, replica_eviction_log>;
   any op;
 };
 

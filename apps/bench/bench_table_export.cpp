@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     size_t same = 0;
     if (got) {
       for (size_t i = 0; i < got->ids.size(); ++i) {
-        auto s = static_cast<size_t>(shard_of_row(
-          got->ids[i], static_cast<int32_t>(tables.size())));
+        auto s = static_cast<size_t>(
+          shard_of_row(got->ids[i], static_cast<int32_t>(tables.size())));
         const float* r = tables[s]->row(got->ids[i]);
         same += r != nullptr
                 && std::memcmp(r, got->values.data() + i * dim,
@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
     for (auto& tb : tables)
       held += tb->rows();
     bool ok = got && same == held && got->ids.size() == held;
-    std::printf("read back: %s\n", ok ? "every row as the tables hold it"
-                                      : "DIFFERS");
+    std::printf("read back: %s\n",
+                ok ? "every row as the tables hold it" : "DIFFERS");
     status = ok ? 0 : 1;
   }
   std::filesystem::remove_all(dir);

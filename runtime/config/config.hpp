@@ -88,9 +88,9 @@ struct checkpoint_config {
 /// the keys evicted since the one before, every_steps steps or
 /// every_seconds seconds apart, and one at the end of the run.
 struct export_config {
-  std::string dir;             ///< empty: no exports
-  int64_t every_steps = 0;     ///< 0: not by steps
-  double every_seconds = 0;    ///< 0: not by time
+  std::string dir;          ///< empty: no exports
+  int64_t every_steps = 0;  ///< 0: not by steps
+  double every_seconds = 0; ///< 0: not by time
   /// The newest chains (a full export and its deltas) kept in dir; older
   /// ones are removed once a newer full export is written.
   int keep = 2;

@@ -393,9 +393,10 @@ void sparse_table::copy_slots(const uint32_t* slots, size_t n, uint64_t* ids,
 std::vector<uint64_t> sparse_table::evicted_since(int64_t since) const {
   std::vector<uint64_t> out;
   // The log is in push order: the evictions after `since` are its tail.
-  auto from = std::partition_point(
-    gone_.begin(), gone_.end(),
-    [&](const std::pair<int64_t, uint64_t>& g) { return g.first <= since; });
+  auto from = std::partition_point(gone_.begin(), gone_.end(),
+                                   [&](const std::pair<int64_t, uint64_t>& g) {
+                                     return g.first <= since;
+                                   });
   for (auto it = from; it != gone_.end(); ++it)
     if (index_.find(it->second) == id_index::absent)
       out.push_back(it->second);
@@ -405,9 +406,10 @@ std::vector<uint64_t> sparse_table::evicted_since(int64_t since) const {
 }
 
 void sparse_table::forget_evicted(int64_t upto) {
-  auto end = std::partition_point(
-    gone_.begin(), gone_.end(),
-    [&](const std::pair<int64_t, uint64_t>& g) { return g.first <= upto; });
+  auto end = std::partition_point(gone_.begin(), gone_.end(),
+                                  [&](const std::pair<int64_t, uint64_t>& g) {
+                                    return g.first <= upto;
+                                  });
   gone_.erase(gone_.begin(), end);
 }
 

@@ -123,8 +123,8 @@ caf::expected<export_manifest> read_export_manifest(const std::string& dir) {
   std::string text(static_cast<size_t>(max_manifest_bytes) + 1, '\0');
   in.read(text.data(), max_manifest_bytes + 1);
   if (in.gcount() > max_manifest_bytes)
-    return format_error(path, "larger than " + std::to_string(max_manifest_bytes)
-                                + " bytes");
+    return format_error(
+      path, "larger than " + std::to_string(max_manifest_bytes) + " bytes");
   text.resize(static_cast<size_t>(in.gcount()));
   if (nested_deeper_than(text.data(), text.data() + text.size(), 8))
     return format_error(path, "nested too deep");
@@ -160,10 +160,9 @@ caf::expected<export_manifest> read_export_manifest(const std::string& dir) {
         return format_error(path, where + ": kind \"" + x.kind
                                     + "\" is not \"full\" or \"delta\"");
       if (x.sequence <= before)
-        return format_error(path, where + ": sequence "
-                                    + std::to_string(x.sequence)
-                                    + " does not follow "
-                                    + std::to_string(before));
+        return format_error(path,
+                            where + ": sequence " + std::to_string(x.sequence)
+                              + " does not follow " + std::to_string(before));
       if (!x.dense.empty() && !plain_name(x.dense))
         return format_error(path, where + ": \"" + x.dense
                                     + "\" is not a file in the folder");
@@ -291,9 +290,9 @@ write_table_export(const std::string& dir,
   return e;
 }
 
-caf::expected<exported_table>
-read_exported_table(const std::string& dir, const std::string& table,
-                    int64_t upto) {
+caf::expected<exported_table> read_exported_table(const std::string& dir,
+                                                  const std::string& table,
+                                                  int64_t upto) {
   auto m = read_export_manifest(dir);
   if (!m)
     return m.error();
@@ -336,13 +335,11 @@ read_exported_table(const std::string& dir, const std::string& table,
     auto& info = (*r)->info();
     if (info.export_kind != list[i].kind || info.table != table
         || info.sequence != list[i].sequence)
-      return format_error(path, "holds " + info.export_kind + " export "
-                                  + std::to_string(info.sequence)
-                                  + " of table \"" + info.table
-                                  + "\", the manifest says "
-                                  + list[i].kind + " export "
-                                  + std::to_string(list[i].sequence) + " of \""
-                                  + table + "\"");
+      return format_error(
+        path, "holds " + info.export_kind + " export "
+                + std::to_string(info.sequence) + " of table \"" + info.table
+                + "\", the manifest says " + list[i].kind + " export "
+                + std::to_string(list[i].sequence) + " of \"" + table + "\"");
     if (!rows) {
       out.dim = info.dim;
       out.vocabulary = info.vocabulary;

@@ -93,8 +93,8 @@ struct exported_table {
 /// the newest full export at or before it, then each delta after that up
 /// to it. Errors name the file: a missing one, a delta that does not
 /// follow the file before it, a table file of another table or dim.
-caf::expected<exported_table>
-read_exported_table(const std::string& dir, const std::string& table,
-                    int64_t upto = -1);
+caf::expected<exported_table> read_exported_table(const std::string& dir,
+                                                  const std::string& table,
+                                                  int64_t upto = -1);
 
 } // namespace troupe

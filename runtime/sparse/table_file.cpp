@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* format_name = "troupe-tables";
 constexpr const char* format_version = "1";
-constexpr const char* aged_format_version = "2"; ///< with ages and uses
+constexpr const char* aged_format_version = "2";   ///< with ages and uses
 constexpr const char* export_format_version = "3"; ///< an export
 /// A piece's entries take about 300 bytes: 16 MB is 50,000 pieces, 3.3G
 /// rows.
@@ -137,9 +137,8 @@ std::string check_info(const table_file_info& info) {
   if (info.sequence < 0)
     return "a negative export sequence";
   if (info.part_evicted.size() != info.part_rows.size())
-    return std::to_string(info.part_evicted.size())
-           + " tombstone counts for " + std::to_string(info.part_rows.size())
-           + " parts";
+    return std::to_string(info.part_evicted.size()) + " tombstone counts for "
+           + std::to_string(info.part_rows.size()) + " parts";
   const bool delta = info.export_kind == "delta";
   if (info.part_since.size() != (delta ? info.part_rows.size() : 0))
     return std::to_string(info.part_since.size()) + " since counts in a "
@@ -160,7 +159,7 @@ std::string check_info(const table_file_info& info) {
 json header_of(const table_file_info& info,
                const std::vector<tensor_entry>& layout) {
   json header = json::object();
-  const char* version = !info.export_kind.empty() ? export_format_version
+  const char* version = !info.export_kind.empty()        ? export_format_version
                         : info.ages || info.counters > 0 ? aged_format_version
                                                          : format_version;
   header["__metadata__"] = {{"format", format_name},
@@ -353,12 +352,11 @@ caf::error table_file_writer::append(const table_piece& piece) {
     auto part = "/p" + std::to_string(piece.part) + "/";
     if (head.kind != tensor_entry::evicted || piece.evicted.size() != head.rows
         || head.name.compare(p.info.table.size(), part.size(), part) != 0)
-      return make_error(errc::invalid_argument,
-                        p.path + ": the piece given is not " + head.name + " ("
-                          + std::to_string(head.rows) + " "
-                          + (head.kind == tensor_entry::evicted ? "tombstones"
-                                                                : "rows")
-                          + ")");
+      return make_error(
+        errc::invalid_argument,
+        p.path + ": the piece given is not " + head.name + " ("
+          + std::to_string(head.rows) + " "
+          + (head.kind == tensor_entry::evicted ? "tombstones" : "rows") + ")");
     if (!write_all(p.fd, piece.evicted.data(), head.rows * 8))
       return io_error(p.tmp, "write failed");
     ++p.next;
@@ -520,8 +518,8 @@ public:
                    + text("evicted") + "\"");
       std::vector<uint64_t> since;
       if (!parse_counts(text("since"), since))
-        return bad("metadata since is not a list of counts: \""
-                   + text("since") + "\"");
+        return bad("metadata since is not a list of counts: \"" + text("since")
+                   + "\"");
       info.part_since.assign(since.begin(), since.end());
     }
     info.slots.clear();

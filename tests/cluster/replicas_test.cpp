@@ -112,8 +112,8 @@ BOOST_FIXTURE_TEST_CASE(a_click_table_loses_no_step_when_a_shard_node_is_killed,
   check_loss_near_planted(out, planted, 1.05, "after the takeover");
 }
 
-BOOST_FIXTURE_TEST_CASE(a_tables_exports_lose_no_delta_when_a_shard_node_is_killed,
-                        click_logs_case) {
+BOOST_FIXTURE_TEST_CASE(
+  a_tables_exports_lose_no_delta_when_a_shard_node_is_killed, click_logs_case) {
   ring_of_replicas(spec);
   spec.export_every = 150;
   spec.checkpoint_every = 1 << 20; // the final one alone

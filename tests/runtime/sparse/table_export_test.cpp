@@ -52,7 +52,8 @@ struct two_parts {
     o.type = sparse_optimizer_config::kind::adam;
     o.learning_rate = 0.01;
     for (int p = 0; p < 2; ++p)
-      parts.push_back(std::make_unique<sparse_table>(exported_table_config(), o));
+      parts.push_back(
+        std::make_unique<sparse_table>(exported_table_config(), o));
   }
 
   void train(splitmix64& rng, int steps, uint64_t drift) {
@@ -68,8 +69,7 @@ struct two_parts {
         std::vector<float> g;
         while (g.size() < ids[p].size() * dim)
           g.push_back(static_cast<float>(rng.uniform01() - 0.5));
-        BOOST_REQUIRE(
-          !parts[p]->push(ids[p].data(), ids[p].size(), g.data()));
+        BOOST_REQUIRE(!parts[p]->push(ids[p].data(), ids[p].size(), g.data()));
       }
     }
   }
@@ -106,9 +106,9 @@ void require_equal(const exported_table& got,
   size_t i = 0;
   for (auto& [id, v] : live) {
     BOOST_REQUIRE_EQUAL(got.ids[i], id);
-    BOOST_REQUIRE(std::memcmp(got.values.data() + i * dim, v.data(),
-                              dim * sizeof(float))
-                  == 0);
+    BOOST_REQUIRE(
+      std::memcmp(got.values.data() + i * dim, v.data(), dim * sizeof(float))
+      == 0);
     ++i;
   }
 }
@@ -185,8 +185,8 @@ BOOST_AUTO_TEST_CASE(a_bad_manifest_is_refused_naming_the_entry) {
   BOOST_TEST(says(write(R"({"format": "x", "version": 1, "exports": []})"),
                   "not a troupe exports manifest"));
   const std::string head = R"({"format": "troupe-exports", "version": 1, )";
-  BOOST_TEST(says(write(head + R"("exports": [{"sequence": 0}]})"),
-                  "exports[0]"));
+  BOOST_TEST(
+    says(write(head + R"("exports": [{"sequence": 0}]})"), "exports[0]"));
   BOOST_TEST(says(write(head + R"("exports": [{"sequence": 0, "kind": "half",
     "step": 1, "time": 0, "tables": {}}]})"),
                   "half"));
