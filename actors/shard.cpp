@@ -690,6 +690,10 @@ shard_impl(shard_self_actor::stateful_pointer<shard_state> self,
                        t->rows_made(),
                        t->rows_rejected(),
                        t->rows_evicted()};
+        if (const auto* f = t->filter()) {
+          c.filter_used = static_cast<int64_t>(f->used());
+          c.filter_counters = static_cast<int64_t>(f->counters());
+        }
         s.rows += c.rows;
         s.row_bytes += c.row_bytes;
         s.rows_pulled += c.rows_pulled;

@@ -224,7 +224,8 @@ caf::error finish_export(chief_self self, export_job& job) {
   ex.full_next = false;
   ex.sequence = job.sequence + 1;
   ex.last = e;
-  ex.last_seconds = now_seconds() - job.began;
+  ex.last_written = now_seconds();
+  ex.last_seconds = ex.last_written - job.began;
   say(self,
       fmt("step %lld: export %lld (%s: %llu rows, %llu evicted keys, "
           "%.1f MB; %.2f s)",

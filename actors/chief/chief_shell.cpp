@@ -74,6 +74,15 @@ run_view run_of(chief_self self) {
   r.taken_from_step = st.takeover.adopted_from_step;
   r.taken_lost_steps = st.takeover.adoption_lost_steps;
   r.last_checkpoint = st.checkpoints.last;
+  if (auto& ex = st.exports; !ex.last.kind.empty()) { // this chief's last
+    r.export_sequence = ex.last.sequence;
+    r.export_step = ex.last.step;
+    r.export_kind = ex.last.kind;
+    r.export_age = now_seconds() - ex.last_written;
+    r.export_rows = static_cast<int64_t>(ex.last.rows);
+    r.export_evicted = static_cast<int64_t>(ex.last.evicted);
+    r.export_bytes = static_cast<int64_t>(ex.last.bytes);
+  }
   return r;
 }
 
@@ -149,7 +158,8 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
         auto& c = s->tables[t];
         v.tables.push_back(table_view{setups[t].table.name, c.rows, c.row_bytes,
                                       c.rows_pulled, c.rows_pushed, c.rows_made,
-                                      c.rows_rejected, c.rows_evicted});
+                                      c.rows_rejected, c.rows_evicted,
+                                      c.filter_used, c.filter_counters});
       }
     }
     if (st.opts.cfg.cluster.consistency == cluster_config::mode::ssp) {

@@ -128,6 +128,7 @@ struct chief_exports {
   /// the seconds training stood still for it.
   export_entry last;
   double last_seconds = 0;
+  double last_written = 0; ///< now_seconds() when it was written
 };
 
 /// A run taken over from a chief that was lost: chief_takeover.cpp (and

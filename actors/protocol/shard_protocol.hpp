@@ -33,6 +33,9 @@ struct shard_state_msg {
 struct table_counts {
   int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
   int64_t rows_made = 0, rows_rejected = 0, rows_evicted = 0;
+  /// Admission by count: the filter's counters above zero, and all of
+  /// them (0: the table counts no keys).
+  int64_t filter_used = 0, filter_counters = 0;
 };
 
 /// Counters of one shard, for the chief, the shell and tests.
@@ -91,7 +94,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, table_counts& x) {
   return f(caf::meta::type_name("table_counts"), x.rows, x.row_bytes,
            x.rows_pulled, x.rows_pushed, x.rows_made, x.rows_rejected,
-           x.rows_evicted);
+           x.rows_evicted, x.filter_used, x.filter_counters);
 }
 
 template <class Inspector>

@@ -80,6 +80,13 @@ struct run_view {
   bool taken_over = false;
   int64_t taken_from_step = -1, taken_lost_steps = -1;
   std::string last_checkpoint;
+  /// training.export: the last export's sequence (-1: none yet), kind
+  /// ("full", "delta"), step, seconds since it was written (the lag of a
+  /// server that applies each one), rows, tombstones and bytes.
+  int64_t export_sequence = -1, export_step = -1;
+  std::string export_kind;
+  double export_age = -1;
+  int64_t export_rows = 0, export_evicted = 0, export_bytes = 0;
 };
 
 struct node_view {
@@ -117,6 +124,7 @@ struct table_view {
   std::string name;
   int64_t rows = 0, row_bytes = 0, rows_pulled = 0, rows_pushed = 0;
   int64_t rows_made = 0, rows_rejected = 0, rows_evicted = 0;
+  int64_t filter_used = 0, filter_counters = 0; ///< see table_counts
 };
 
 struct shard_view {
@@ -167,7 +175,8 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
            x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
            x.recovering, x.stopping, x.restarts, x.shard_recoveries,
            x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,
-           x.last_checkpoint);
+           x.last_checkpoint, x.export_sequence, x.export_step, x.export_kind,
+           x.export_age, x.export_rows, x.export_evicted, x.export_bytes);
 }
 
 template <class Inspector>
@@ -189,7 +198,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, table_view& x) {
   return f(caf::meta::type_name("table_view"), x.name, x.rows, x.row_bytes,
            x.rows_pulled, x.rows_pushed, x.rows_made, x.rows_rejected,
-           x.rows_evicted);
+           x.rows_evicted, x.filter_used, x.filter_counters);
 }
 
 template <class Inspector>

@@ -124,6 +124,27 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   family(out, "troupe_lost_steps_total", "counter",
          "Steps lost to shard recoveries and trained again.")
     .sample(r.lost_steps);
+  if (r.export_sequence >= 0) { // training.export
+    family(out, "troupe_export_sequence", "gauge",
+           "The last export's number in its folder.")
+      .sample(r.export_sequence, label("kind", r.export_kind));
+    family(out, "troupe_export_step", "gauge", "The step of the last export.")
+      .sample(r.export_step);
+    family(out, "troupe_export_age_seconds", "gauge",
+           "Seconds since the last export was written: how far behind "
+           "training a server that applies each export is.")
+      .sample(r.export_age);
+    family(out, "troupe_export_rows", "gauge",
+           "Rows in the last export (a delta's: the rows changed).")
+      .sample(r.export_rows);
+    family(out, "troupe_export_evicted_keys", "gauge",
+           "Keys evicted that the last export removes (a delta's "
+           "tombstones).")
+      .sample(r.export_evicted);
+    family(out, "troupe_export_bytes", "gauge",
+           "Bytes of the last export's table files.")
+      .sample(r.export_bytes);
+  }
   if (v.feeder.answered)
     family(out, "troupe_feeder_batches_done_total", "counter",
            "Batches the feeder counts done.")
@@ -234,6 +255,21 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
               "Table rows a shard evicted (time to live, capacity), by "
               "table.",
               [](const table_view& t) { return t.rows_evicted; });
+    if (std::any_of(v.shards.begin(), v.shards.end(), [](const shard_view& s) {
+          return std::any_of(s.tables.begin(), s.tables.end(),
+                             [](const table_view& t) {
+                               return t.filter_counters > 0;
+                             });
+        })) {
+      per_table("troupe_shard_admission_counters_used", "gauge",
+                "Counters above zero in a table's admission filter on a "
+                "shard (min_count): past half of them, it admits keys "
+                "early.",
+                [](const table_view& t) { return t.filter_used; });
+      per_table("troupe_shard_admission_counters", "gauge",
+                "Counters of a table's admission filter on a shard.",
+                [](const table_view& t) { return t.filter_counters; });
+    }
   }
   // Replicas: only in a run that keeps them (cluster.shard_replicas).
   if (std::any_of(v.shards.begin(), v.shards.end(),

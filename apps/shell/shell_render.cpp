@@ -59,10 +59,18 @@ std::string bounds_text(const json& t) {
   auto count = [&](const char* key) {
     return t.contains(key) && t[key].is_number() ? t[key].get<int64_t>() : 0;
   };
+  std::string fill;
+  if (count("filter_counters") > 0) { // how full the admission filter is
+    char text[64];
+    std::snprintf(text, sizeof text, ", admission filter %.1f%% full",
+                  100.0 * static_cast<double>(count("filter_used"))
+                    / static_cast<double>(count("filter_counters")));
+    fill = text;
+  }
   if (count("rows_rejected") == 0 && count("rows_evicted") == 0)
-    return {};
+    return fill;
   return ", " + std::to_string(count("rows_rejected")) + " not admitted, "
-         + std::to_string(count("rows_evicted")) + " evicted";
+         + std::to_string(count("rows_evicted")) + " evicted" + fill;
 }
 
 /// One row per object; a column per (key, heading).
@@ -175,6 +183,12 @@ std::string for_people(const std::string& command, const json& j) {
          << cell(r["restarts"]) << ", shard recoveries "
          << cell(r["shard_recoveries"]) << " (" << cell(r["lost_steps"])
          << " steps lost)\n";
+    if (auto& e = r["last_export"]; e.is_object())
+      head << "last export " << cell(e["sequence"]) << " (" << cell(e["kind"])
+           << ") at step " << cell(e["step"]) << ", "
+           << duration(e["age_seconds"]) << " ago: " << cell(e["rows"])
+           << " rows, " << cell(e["evicted"]) << " evicted keys, "
+           << binary_size(e["bytes"].get<double>()) << "\n";
     return head.str() + table(j["actors"], actor_cols);
   }
   if (command == "workers" && j.is_array())
@@ -225,6 +239,15 @@ std::string for_people(const std::string& command, const json& j) {
   return j.dump(2) + "\n";
 }
 
+json export_json(const run_view& r) {
+  if (r.export_sequence < 0)
+    return nullptr;
+  return {{"sequence", r.export_sequence}, {"kind", r.export_kind},
+          {"step", r.export_step},         {"age_seconds", r.export_age},
+          {"rows", r.export_rows},         {"evicted", r.export_evicted},
+          {"bytes", r.export_bytes}};
+}
+
 json taken_over_json(const run_view& r) {
   if (!r.taken_over)
     return nullptr;
@@ -269,7 +292,9 @@ json run_json(const run_view& r) {
           // A run taken over from a lost chief: the checkpoint's step and
           // the steps that cost (null: not known, the shards died too).
           {"taken_over", taken_over_json(r)},
-          {"last_checkpoint", r.last_checkpoint}};
+          {"last_checkpoint", r.last_checkpoint},
+          // training.export: the last export (null: none yet).
+          {"last_export", export_json(r)}};
 }
 
 /// null for an empty string: a process that did not answer, a worker
@@ -349,7 +374,9 @@ json shard_json(const shard_view& s) {
                           {"rows_pushed", t.rows_pushed},
                           {"rows_made", t.rows_made},
                           {"rows_rejected", t.rows_rejected},
-                          {"rows_evicted", t.rows_evicted}});
+                          {"rows_evicted", t.rows_evicted},
+                          {"filter_used", t.filter_used},
+                          {"filter_counters", t.filter_counters}});
       if (!tables.empty())
         j["tables"] = tables;
     }

@@ -78,4 +78,9 @@ int admission_filter::count(uint64_t id) const {
   return least;
 }
 
+size_t admission_filter::used() const {
+  return counts_.size()
+         - static_cast<size_t>(std::count(counts_.begin(), counts_.end(), 0));
+}
+
 } // namespace troupe

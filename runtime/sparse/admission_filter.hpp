@@ -41,6 +41,10 @@ public:
   int count(uint64_t id) const;
 
   size_t counters() const { return counts_.size(); }
+  /// Counters above zero (a scan): how full the filter is. Past about
+  /// half of counters() its false-positive rate is above the one it was
+  /// sized for (its expected_keys are too few).
+  size_t used() const;
   int hashes() const { return hashes_; }
   size_t memory_bytes() const { return counts_.capacity(); }
 

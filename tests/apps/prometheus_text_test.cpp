@@ -104,6 +104,32 @@ BOOST_AUTO_TEST_CASE(table_rows_appear_only_for_a_model_with_tables) {
         "troupe_shard_rows_evicted_total" + at + "table=\"user\"} 800\n",
         std::string{"# TYPE troupe_shard_rows gauge\n"}})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
+  BOOST_TEST(text.find("troupe_shard_admission_counters") == std::string::npos,
+             text);
+  v.shards[0].tables[1].filter_used = 250;
+  v.shards[0].tables[1].filter_counters = 1000;
+  text = troupe::prometheus_text(v, process_usage{});
+  for (auto& line :
+       {"troupe_shard_admission_counters_used" + at + "table=\"user\"} 250\n",
+        "troupe_shard_admission_counters" + at + "table=\"user\"} 1000\n"})
+    BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
+}
+
+BOOST_AUTO_TEST_CASE(the_last_export_appears_once_there_is_one) {
+  cluster_view v;
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("troupe_export") == std::string::npos, text);
+  v.run.export_sequence = 3;
+  v.run.export_kind = "delta";
+  v.run.export_step = 900;
+  v.run.export_age = 12.5;
+  v.run.export_rows = 40;
+  text = troupe::prometheus_text(v, process_usage{});
+  for (auto* line : {"troupe_export_sequence{run=\"\",run_id=\"\",kind=\"delta\"} 3\n",
+                     "troupe_export_step{run=\"\",run_id=\"\"} 900\n",
+                     "troupe_export_age_seconds{run=\"\",run_id=\"\"} 12.5\n",
+                     "troupe_export_rows{run=\"\",run_id=\"\"} 40\n"})
+    BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
 }
 
 BOOST_AUTO_TEST_CASE(label_values_are_escaped) {

@@ -223,6 +223,39 @@ BOOST_AUTO_TEST_CASE(shards_show_each_tables_rows) {
   BOOST_TEST(one["tables"][1]["rows_evicted"] == 800);
   auto people = *render_view(parsed("inspect shard:0"), v, false);
   BOOST_TEST(people.find("name: item") != std::string::npos, people);
+  // Admission by count: how full the filter is.
+  s.tables[1].filter_used = 250;
+  s.tables[1].filter_counters = 1000;
+  table = *render_view(parsed("shards"), v, false);
+  BOOST_TEST(table.find("40 not admitted, 800 evicted, admission filter "
+                        "25.0% full\n")
+               != std::string::npos,
+             table);
+}
+
+// training.export: status names the last export and how long ago it was.
+BOOST_AUTO_TEST_CASE(status_shows_the_last_export) {
+  auto v = small_view();
+  auto text = *render_view(parsed("status"), v, false);
+  BOOST_TEST(text.find("last export") == std::string::npos, text);
+  BOOST_TEST(nlohmann::json::parse(*render_view(parsed("status"), v, true))
+               ["run"]["last_export"]
+                 .is_null());
+  v.run.export_sequence = 7;
+  v.run.export_kind = "delta";
+  v.run.export_step = 1200;
+  v.run.export_age = 95;
+  v.run.export_rows = 5000;
+  v.run.export_evicted = 12;
+  v.run.export_bytes = 3 * 1024 * 1024;
+  text = *render_view(parsed("status"), v, false);
+  BOOST_TEST(text.find("last export 7 (delta) at step 1200, 1m35s ago: 5000 "
+                       "rows, 12 evicted keys, 3.0 MiB\n")
+               != std::string::npos,
+             text);
+  auto j = nlohmann::json::parse(*render_view(parsed("status"), v, true));
+  BOOST_TEST(j["run"]["last_export"]["sequence"] == 7);
+  BOOST_TEST(j["run"]["last_export"]["age_seconds"] == 95.0);
 }
 
 BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
