@@ -12,6 +12,12 @@
 // .npy), and mean squared error the values alone ("y0,...,yK"; no labels
 // file).
 //
+// With --export DIR instead of --checkpoint, a click model is scored from
+// a run's exports (training.export) as a server that applies them would:
+// the click log of --input (.tsv, plain or gzipped) gets one probability
+// per line in the .csv of --output (header "p"), and the log-loss and AUC
+// over its labels are printed (models/export_scoring.hpp).
+//
 // Exit codes: 0 done; 2 bad input (command line, checkpoint, input file,
 // samples that do not fit the model); 1 a failure while running.
 #include <cmath>
@@ -28,6 +34,7 @@
 #include "apps/command_line.hpp"
 #include "apps/exit_codes.hpp"
 #include "models/checkpoint_model.hpp"
+#include "models/export_scoring.hpp"
 #include "models/trainer.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/config/run_identity.hpp"
@@ -96,10 +103,19 @@ std::vector<std::string> trained_label_columns(const checkpoint& ckpt) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Predict classes with a troupe checkpoint."};
-  std::string checkpoint_path, input, output, label_column;
+  std::string checkpoint_path, input, output, label_column, export_dir;
+  int64_t sequence = -1;
   int batch = 256;
-  app.add_option("--checkpoint", checkpoint_path, "a ckpt-<step>.safetensors")
-    ->required();
+  auto* from_checkpoint = app.add_option("--checkpoint", checkpoint_path,
+                                         "a ckpt-<step>.safetensors");
+  auto* from_export = app.add_option(
+    "--export", export_dir,
+    "a run's export folder (training.export.dir): a click model scored "
+    "from its full export and deltas");
+  from_checkpoint->excludes(from_export);
+  app.add_option("--sequence", sequence,
+                 "with --export: the export to score (default: the newest)")
+    ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
   app
     .add_option("--input", input,
                 "samples: an .npy array of features, or a .csv table")
@@ -116,6 +132,42 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 1 << 16));
   if (auto code = parse_command_line(app, argc, argv, "troupe-predict"))
     return *code;
+  if (checkpoint_path.empty() && export_dir.empty())
+    return fail(make_error(errc::invalid_config,
+                           "--checkpoint or --export is required"));
+  if (!export_dir.empty()) {
+    if (!ends_with(output, ".csv"))
+      return fail(make_error(errc::invalid_config,
+                             "--output: " + output
+                               + ": expected a .csv file name (--export "
+                                 "writes one probability per line)"));
+    try {
+      auto scored = score_clicks_from_export(export_dir, sequence, input);
+      if (!scored)
+        return fail(scored.error());
+      std::ofstream out{output};
+      out << "p\n";
+      char text[32];
+      for (auto p : scored->p) {
+        std::snprintf(text, sizeof text, "%.9g\n", p);
+        out << text;
+      }
+      if (!out.flush())
+        return fail(make_error(errc::io_error, output + ": cannot write"));
+      std::printf("export %lld (step %lld, %llu table rows): log-loss %.6f, "
+                  "AUC %.6f over %lld samples of %s -> %s\n",
+                  static_cast<long long>(scored->sequence),
+                  static_cast<long long>(scored->step),
+                  static_cast<unsigned long long>(scored->rows),
+                  scored->log_loss, scored->auc,
+                  static_cast<long long>(scored->count), input.c_str(),
+                  output.c_str());
+    } catch (const std::exception& e) {
+      std::cerr << "troupe-predict: error: " << e.what() << std::endl;
+      return 1;
+    }
+    return 0;
+  }
   bool as_csv = ends_with(output, ".csv");
   if (!as_csv && !ends_with(output, ".npy"))
     return fail(make_error(errc::invalid_config,

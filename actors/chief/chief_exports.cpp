@@ -200,6 +200,14 @@ caf::error finish_export(chief_self self, export_job& job) {
   dense->metadata["tables"] = tables;
   dense->metadata["export"] = job.full ? "full" : "delta";
   dense->metadata["sequence"] = std::to_string(job.sequence);
+  // What a key its table lacks reads as (troupe-predict --export scores
+  // as the run's evaluation did): its initial row, or zeros with
+  // admission. A click model's one table; an external model's first.
+  auto& first = embedding_tables(st.opts.cfg).front().table;
+  dense->metadata["table_seed"] = std::to_string(first.seed);
+  dense->metadata["table_init_scale"] = fmt("%.17g", first.init_scale);
+  dense->metadata["absent_rows"] =
+    first.admit.type != row_admission::kind::all ? "zeros" : "initial";
   if (auto err = write_checkpoint(export_dir(self) + "/" + name, *dense))
     return err;
   auto& e = job.entry;

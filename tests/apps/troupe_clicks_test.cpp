@@ -119,4 +119,38 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_one_line_and_exit_2) {
              o.err);
 }
 
+// troupe-predict --export: what it refuses, naming what is wrong (a
+// run's exports scored: replicas.a_tables_exports_lose_no_delta_...).
+BOOST_AUTO_TEST_CASE(predicting_from_exports_refuses_what_it_cannot_score) {
+  temp_dir tmp;
+  auto o = run_app(tmp, "troupe-predict",
+                   "--input x.tsv --output p.csv");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("--checkpoint or --export is required")
+               != std::string::npos,
+             o.err);
+  o = run_app(tmp, "troupe-predict",
+              "--checkpoint c.safetensors --export " + tmp.path()
+                + " --input x.tsv --output p.csv");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("excludes") != std::string::npos, o.err);
+  o = run_app(tmp, "troupe-predict",
+              "--export " + tmp.path() + " --input x.tsv --output p.csv");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find(tmp.file("manifest.json") + ": no such file")
+               != std::string::npos,
+             o.err);
+  troupe::test::write_file(tmp.file("manifest.json"),
+                           R"({"format": "troupe-exports", "version": 1,
+                               "exports": []})");
+  o = run_app(tmp, "troupe-predict",
+              "--export " + tmp.path() + " --input x.tsv --output p.npy");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("expected a .csv") != std::string::npos, o.err);
+  o = run_app(tmp, "troupe-predict",
+              "--export " + tmp.path() + " --input x.tsv --output p.csv");
+  BOOST_TEST(o.code == 2);
+  BOOST_TEST(o.err.find("no export at all") != std::string::npos, o.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -165,6 +167,20 @@ BOOST_FIXTURE_TEST_CASE(
   }
   BOOST_TEST(differ == 0u);
   BOOST_TEST(has(out, "export 1 (delta: "), out);
+  // A server's view: troupe-predict scores the test logs from the full
+  // export and its deltas alone, as the chief's final evaluation did.
+  auto said = dir.file("predict.txt");
+  auto cmd = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-predict --export "
+             + exports + " --input " + dir.file("logs/test.tsv")
+             + " --output " + dir.file("p.csv") + " > " + said + " 2>&1";
+  BOOST_REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, read_all(said));
+  auto scored = read_all(said);
+  auto at = scored.find("log-loss ");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, scored);
+  auto loss = std::stod(scored.substr(at + 9));
+  BOOST_TEST(std::abs(loss - last_value(out, "test loss = ")) < 1e-4,
+             scored << " against " << out);
+  BOOST_TEST(count_of(read_all(dir.file("p.csv")), "\n") == 20001u);
 }
 
 BOOST_AUTO_TEST_CASE(the_shell_shows_each_replica_and_whether_it_is_in_step) {
