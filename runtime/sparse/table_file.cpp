@@ -341,6 +341,30 @@ table_file_writer::~table_file_writer() {
     ::unlink(impl_->tmp.c_str());
 }
 
+namespace {
+
+/// Appends a piece of one flat tensor of part `part` (an export's
+/// tombstones, an admission filter's counters) where the header puts the
+/// next one of `kind`: `items` of `item_bytes` each.
+caf::error append_flat(table_file_writer::impl& p, size_t part,
+                       tensor_entry::kind_t kind, const void* data,
+                       uint64_t items, uint64_t item_bytes, const char* unit) {
+  auto& head = p.layout[p.next];
+  auto in_part = "/p" + std::to_string(part) + "/";
+  if (head.kind != kind || items != head.rows
+      || head.name.compare(p.info.table.size(), in_part.size(), in_part) != 0)
+    return make_error(errc::invalid_argument,
+                      p.path + ": the piece given is not " + head.name + " ("
+                        + std::to_string(head.rows) + " "
+                        + (head.kind == kind ? unit : "rows") + ")");
+  if (!write_all(p.fd, data, items * item_bytes))
+    return io_error(p.tmp, "write failed");
+  ++p.next;
+  return caf::none;
+}
+
+} // namespace
+
 caf::error table_file_writer::append(const table_piece& piece) {
   auto& p = *impl_;
   auto per_piece = tensors_per_piece(p.info);
@@ -348,34 +372,14 @@ caf::error table_file_writer::append(const table_piece& piece) {
     return make_error(errc::invalid_argument,
                       p.path + ": a piece beyond the header's");
   auto& head = p.layout[p.next];
-  if (head.kind == tensor_entry::evicted || !piece.evicted.empty()) {
-    auto part = "/p" + std::to_string(piece.part) + "/";
-    if (head.kind != tensor_entry::evicted || piece.evicted.size() != head.rows
-        || head.name.compare(p.info.table.size(), part.size(), part) != 0)
-      return make_error(
-        errc::invalid_argument,
-        p.path + ": the piece given is not " + head.name + " ("
-          + std::to_string(head.rows) + " "
-          + (head.kind == tensor_entry::evicted ? "tombstones" : "rows") + ")");
-    if (!write_all(p.fd, piece.evicted.data(), head.rows * 8))
-      return io_error(p.tmp, "write failed");
-    ++p.next;
-    return caf::none;
-  }
-  if (head.kind == tensor_entry::counts || !piece.counts.empty()) {
-    auto part = "/p" + std::to_string(piece.part) + "/";
-    if (head.kind != tensor_entry::counts || piece.counts.size() != head.rows
-        || head.name.compare(p.info.table.size(), part.size(), part) != 0)
-      return make_error(
-        errc::invalid_argument,
-        p.path + ": the piece given is not " + head.name + " ("
-          + std::to_string(head.rows) + " "
-          + (head.kind == tensor_entry::counts ? "counters" : "rows") + ")");
-    if (!write_all(p.fd, piece.counts.data(), head.rows))
-      return io_error(p.tmp, "write failed");
-    ++p.next;
-    return caf::none;
-  }
+  if (head.kind == tensor_entry::evicted || !piece.evicted.empty())
+    return append_flat(p, piece.part, tensor_entry::evicted,
+                       piece.evicted.data(), piece.evicted.size(), 8,
+                       "tombstones");
+  if (head.kind == tensor_entry::counts || !piece.counts.empty())
+    return append_flat(p, piece.part, tensor_entry::counts,
+                       piece.counts.data(), piece.counts.size(), 1,
+                       "counters");
   auto expected_part = head.name.substr(p.info.table.size() + 2);
   auto n = head.rows;
   const auto dim = static_cast<uint64_t>(p.info.dim);
