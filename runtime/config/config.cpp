@@ -206,6 +206,10 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     check_click_run(cfg);
     check_external_run(cfg);
     check_targets(cfg);
+    if (!cfg.training.exports.dir.empty() && embedding_tables(cfg).empty())
+      throw config_error{errc::invalid_config, "/training/export",
+                         "the model has no embedding tables to export (a "
+                         "click model's, or /model/tables)"};
     return cfg;
   } catch (const config_error& e) {
     return make_error(e.code, origin + ": " + printable(e.pointer) + ": "

@@ -562,6 +562,46 @@ BOOST_AUTO_TEST_CASE(a_tables_admission_and_eviction) {
              == 0);
 }
 
+// training.export: its keys; every table keeps what changed its rows; a
+// model without tables to export is refused, naming the key.
+BOOST_AUTO_TEST_CASE(exports_of_the_tables) {
+  troupe::test::temp_dir dir;
+  auto params = dir.file("model.safetensors");
+  auto model = R"("model": { "type": "external", "parameters": ")" + params
+               + R"(", "tables": [ { "name": "user", "vocabulary": 1000 } ] },
+    "data": { "format": "external", "train_samples": 600 }, )";
+  auto cfg = parse_run_config(
+    "{" + model + R"("training": { "export": { "dir": "out",
+      "every_steps": 50, "every_seconds": 30, "keep": 3 } } })",
+    "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  auto& e = cfg->training.exports;
+  BOOST_TEST(e.dir == "out");
+  BOOST_TEST(e.every_steps == 50);
+  BOOST_TEST(e.every_seconds == 30.0);
+  BOOST_TEST(e.keep == 3);
+  BOOST_TEST(embedding_tables(*cfg)[0].table.changes);
+  cfg = parse_run_config("{" + model + R"("training": {} })", "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(!embedding_tables(*cfg)[0].table.changes);
+  auto refused = parse_run_config(
+    R"({ "model": { "type": "mlp" }, "data": { "format": "synthetic" },
+         "training": { "export": { "dir": "out" } } })",
+    "cfg.json");
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(troupe::test::why(refused).find("/training/export: the model "
+                                             "has no embedding tables")
+               != std::string::npos,
+             troupe::test::why(refused));
+  refused = parse_run_config(
+    "{" + model + R"("training": { "export": { "every_steps": 5 } } })",
+    "cfg.json");
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(troupe::test::why(refused).find("missing required key")
+               != std::string::npos,
+             troupe::test::why(refused));
+}
+
 BOOST_AUTO_TEST_CASE(invalid_json_gives_line_and_column) {
   auto msg = error_of("{\n  \"name\": \"t\",\n  oops\n}");
   BOOST_TEST(msg.find("cfg.json: invalid JSON at line 3, column 4") == 0, msg);
