@@ -249,7 +249,10 @@ caf::error finish_export(chief_self self, export_job& job) {
 bool export_due(chief_self self) {
   auto& st = self->state;
   auto& cfg = st.opts.cfg.training.exports;
-  if (cfg.dir.empty() || st.exports.taking || !has_tables(self))
+  // Not while one is written or the shards recover: a due export waits
+  // for the next progress report (one, not one per report meanwhile).
+  if (cfg.dir.empty() || st.exports.taking || st.recovery.recovering()
+      || !has_tables(self))
     return false;
   if (cfg.every_steps > 0 && st.progress.steps() >= st.exports.next_step)
     return true;
