@@ -90,6 +90,7 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       return shell_kill(self, target);
     },
     [=](snapshot_atom) { return shell_checkpoint(self); },
+    [=](export_atom) { return shell_export(self); },
     [=](tune_atom, tune_key key, double value) {
       return shell_tune(self, key, value);
     },

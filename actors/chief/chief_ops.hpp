@@ -328,6 +328,7 @@ caf::result<std::vector<int32_t>, std::string>
 shell_add_workers(chief_self self, int32_t n, std::string node);
 caf::result<bool> shell_kill(chief_self self, const actor_ref& target);
 caf::result<std::string> shell_checkpoint(chief_self self);
+caf::result<std::string> shell_export(chief_self self);
 caf::result<double> shell_tune(chief_self self, tune_key key, double value);
 caf::result<bool> shell_pause(chief_self self, bool paused);
 caf::result<bool> shell_stop(chief_self self);

@@ -340,6 +340,33 @@ caf::result<std::string> shell_checkpoint(chief_self self) {
   return promise;
 }
 
+caf::result<std::string> shell_export(chief_self self) {
+  if (auto err = unless_started(self))
+    return err;
+  if (self->state.opts.cfg.training.exports.dir.empty())
+    return refused("export: the run has no /training/export/dir");
+  auto promise = self->make_response_promise<std::string>();
+  auto before = self->state.exports.sequence;
+  export_now(self, [=]() mutable {
+    auto& ex = self->state.exports;
+    if (ex.sequence == before) { // lost to a recovery, or failed (logged)
+      promise.deliver(make_error(errc::io_error, "export: not written; the "
+                                                 "chief's log says why"));
+      return;
+    }
+    auto& e = ex.last;
+    promise.deliver(fmt("export %lld (%s) at step %lld: %llu rows, %llu "
+                        "evicted keys, %llu bytes, in %s",
+                        static_cast<long long>(e.sequence), e.kind.c_str(),
+                        static_cast<long long>(e.step),
+                        static_cast<unsigned long long>(e.rows),
+                        static_cast<unsigned long long>(e.evicted),
+                        static_cast<unsigned long long>(e.bytes),
+                        self->state.opts.cfg.training.exports.dir.c_str()));
+  });
+  return promise;
+}
+
 caf::result<double> shell_tune(chief_self self, tune_key key, double value) {
   auto& st = self->state;
   if (auto err = unless_started(self))

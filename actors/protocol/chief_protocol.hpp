@@ -72,6 +72,9 @@ using chief_actor = caf::typed_actor<
   caf::replies_to<kill_atom, actor_ref>::with<bool>,
   // Writes a checkpoint now; replies with its path.
   caf::replies_to<snapshot_atom>::with<std::string>,
+  // Writes an export of the tables now (training.export); replies with
+  // what it wrote.
+  caf::replies_to<export_atom>::with<std::string>,
   // Sets a shard setting on every shard; replies with the value.
   caf::replies_to<tune_atom, tune_key, double>::with<double>,
   // Adds a shard on node N, or drains shard N into the others, while the

@@ -77,6 +77,7 @@ const word_verb table[] = {
   {"add-worker", verb::add_worker, true},
   {"kill", verb::kill, true},
   {"checkpoint", verb::checkpoint, false},
+  {"export", verb::export_tables, false},
   {"set", verb::tune, true},
   {"pause", verb::pause, false},
   {"resume", verb::resume, false},
@@ -101,6 +102,8 @@ const char* const shell_help =
   "drain shard:N          shard N's parameters and rows move to the "
   "others; it stops\n"
   "checkpoint             write a checkpoint now\n"
+  "export                 write an export of the tables now (a delta "
+  "after the first)\n"
   "set lr VALUE           the shards' base learning rate\n"
   "pause | resume         stop / restart handing out batches\n"
   "stop                   finish the run after the steps in flight\n"

@@ -23,6 +23,7 @@ struct shell_command {
     add_worker,
     kill,
     checkpoint,
+    export_tables,
     tune,
     pause,
     resume,

@@ -524,6 +524,10 @@ std::string render_checkpoint(const std::string& path, bool raw_json) {
   return print("checkpoint", json{{"checkpoint", path}}, raw_json);
 }
 
+std::string render_export(const std::string& text, bool raw_json) {
+  return print("export", json{{"export", text}}, raw_json);
+}
+
 std::string render_moved(const std::string& command, const std::string& text,
                          bool raw_json) {
   return print(command, json{{"moved", text}}, raw_json);

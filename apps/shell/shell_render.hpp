@@ -23,6 +23,7 @@ std::string render_added(const std::vector<int32_t>& ids,
                          const std::string& node, bool raw_json);
 std::string render_killed(const actor_ref& target, bool raw_json);
 std::string render_checkpoint(const std::string& path, bool raw_json);
+std::string render_export(const std::string& text, bool raw_json);
 /// add-shard and drain: what moved, as the chief says it.
 std::string render_moved(const std::string& command, const std::string& text,
                          bool raw_json);

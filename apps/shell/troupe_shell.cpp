@@ -141,6 +141,10 @@ int execute(const session& s, const std::string& line, bool raw_json) {
       return ask(
         s, [&](std::string& path) { return render_checkpoint(path, raw_json); },
         snapshot_atom_v);
+    case verb::export_tables:
+      return ask(
+        s, [&](std::string& text) { return render_export(text, raw_json); },
+        export_atom_v);
     case verb::tune:
       return ask(
         s, [&](double value) { return render_tuned(c.key, value, raw_json); },

@@ -86,6 +86,43 @@ std::string kill_a_shard_node(running_cluster& cluster, long step,
   return out;
 }
 
+/// The number of rows in which the export chain of `exports` differs
+/// from the table file of the newest checkpoint in `ckpt` (by id and
+/// value bits; a row on one side only counts), and the rows compared.
+std::pair<size_t, size_t> chain_against_checkpoint(const std::string& exports,
+                                                   const std::string& ckpt,
+                                                   size_t dim) {
+  auto m = troupe::read_export_manifest(exports);
+  BOOST_REQUIRE_MESSAGE(m, (m ? "" : troupe::describe(m.error())));
+  auto name = m->exports.front().tables.begin()->first;
+  auto got = troupe::read_exported_table(exports, name);
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : troupe::describe(got.error())));
+  auto newest = troupe::list_checkpoints(ckpt);
+  BOOST_REQUIRE(!newest.empty());
+  auto r = troupe::table_file_reader::open(
+    troupe::tables_path_of(newest.front().path));
+  BOOST_REQUIRE(r);
+  std::map<uint64_t, std::vector<float>> held;
+  troupe::table_piece piece;
+  while (*(*r)->next(piece))
+    for (size_t k = 0; k < piece.ids.size(); ++k)
+      held[piece.ids[k]].assign(piece.values.begin() + k * dim,
+                                piece.values.begin() + (k + 1) * dim);
+  size_t differ = got->ids.size() > held.size() ? got->ids.size() - held.size()
+                                                 : held.size() - got->ids.size();
+  size_t i = 0;
+  for (auto& [id, v] : held) {
+    if (i == got->ids.size())
+      break;
+    differ += got->ids[i] != id
+              || std::memcmp(got->values.data() + i * dim, v.data(),
+                             dim * sizeof(float))
+                   != 0;
+    ++i;
+  }
+  return {differ, held.size()};
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(replicas)
@@ -137,35 +174,14 @@ BOOST_FIXTURE_TEST_CASE(
     evicted += list[i].evicted;
   }
   BOOST_TEST(evicted > 0u, out);
-  auto name = list.front().tables.begin()->first;
-  auto got = troupe::read_exported_table(exports, name);
-  BOOST_REQUIRE_MESSAGE(got, (got ? "" : troupe::describe(got.error())));
   // The last export and the final checkpoint are of the same last step:
   // the chain's rows are the checkpoint's, bit for bit.
   BOOST_TEST(list.back().step == std::stol(summary_field(out, 4)), out);
-  auto newest = troupe::list_checkpoints(dir.file("ckpt"));
-  BOOST_REQUIRE(!newest.empty());
-  BOOST_TEST(newest.front().step == list.back().step);
-  auto r = troupe::table_file_reader::open(
-    troupe::tables_path_of(newest.front().path));
-  BOOST_REQUIRE(r);
-  std::map<uint64_t, std::vector<float>> held;
-  troupe::table_piece piece;
-  const size_t dim = 8;
-  while (*(*r)->next(piece))
-    for (size_t k = 0; k < piece.ids.size(); ++k)
-      held[piece.ids[k]].assign(piece.values.begin() + k * dim,
-                                piece.values.begin() + (k + 1) * dim);
-  BOOST_REQUIRE_EQUAL(got->ids.size(), held.size());
-  size_t i = 0, differ = 0;
-  for (auto& [id, v] : held) {
-    differ += got->ids[i] != id
-              || std::memcmp(got->values.data() + i * dim, v.data(),
-                             dim * sizeof(float))
-                   != 0;
-    ++i;
-  }
+  BOOST_TEST(troupe::list_checkpoints(dir.file("ckpt")).front().step
+             == list.back().step);
+  auto [differ, rows] = chain_against_checkpoint(exports, dir.file("ckpt"), 8);
   BOOST_TEST(differ == 0u);
+  BOOST_TEST(rows > 0u);
   BOOST_TEST(has(out, "export 1 (delta: "), out);
   // A server's view: troupe-predict scores the test logs from the full
   // export and its deltas alone, as the chief's final evaluation did.
@@ -181,6 +197,57 @@ BOOST_FIXTURE_TEST_CASE(
   BOOST_TEST(std::abs(loss - last_value(out, "test loss = ")) < 1e-4,
              scored << " against " << out);
   BOOST_TEST(count_of(read_all(dir.file("p.csv")), "\n") == 20001u);
+}
+
+// Five points of a run, two before and three after a shard node's kill:
+// each paused from the shell, an export and a checkpoint written at that
+// one step, and the chain read back as the checkpoint holds the rows.
+BOOST_FIXTURE_TEST_CASE(a_tables_exports_read_back_as_the_shards_at_five_points,
+                        click_logs_case) {
+  ring_of_replicas(spec);
+  spec.epochs = 6;
+  spec.click_eval_every = 100000;
+  spec.export_every = 1 << 20; // the shell's exports alone, and the last
+  spec.checkpoint_every = 1 << 20;
+  spec.click_table = {{"dim", 8}, {"evict", {{"max_rows", 200}}}};
+  running_cluster cluster{dir, spec};
+  auto& chief = cluster.chief();
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE_MESSAGE(
+      chief.wait_for_output("replica of shard " + std::to_string(i), 60),
+      cluster.logs());
+  auto shell = [&](const std::string& command) {
+    auto [code, said] = run_shell(dir, spec, command, false);
+    BOOST_REQUIRE_MESSAGE(code == 0, command << ": " << said);
+    return said;
+  };
+  size_t compared = 0;
+  long steps[] = {300, 800, 1600, 2400, 3200};
+  for (int point = 0; point < 5; ++point) {
+    if (point == 2) { // a takeover between the second and the third
+      cluster.node("ps1").kill9();
+      BOOST_REQUIRE_MESSAGE(chief.wait_for_output("0 steps lost", 60),
+                            cluster.logs());
+    }
+    cluster.require_step(steps[point]);
+    shell("pause");
+    auto said = shell("export");
+    // The full export came at the run's first progress report.
+    BOOST_TEST(said.find("(delta) at step") != std::string::npos, said);
+    shell("checkpoint");
+    auto [differ, rows] = chain_against_checkpoint(dir.file("exports"),
+                                                   dir.file("ckpt"), 8);
+    BOOST_TEST(differ == 0u, "at point " << point << ": " << said);
+    compared += rows;
+    shell("resume");
+  }
+  BOOST_TEST(compared > 0u);
+  cluster.require_chief_finished();
+  auto m = troupe::read_export_manifest(dir.file("exports"));
+  BOOST_REQUIRE(m);
+  for (size_t i = 0; i < m->exports.size(); ++i)
+    BOOST_TEST(m->exports[i].kind == (i == 0 ? "full" : "delta"));
+  BOOST_TEST(m->exports.size() >= 6u);
 }
 
 BOOST_AUTO_TEST_CASE(the_shell_shows_each_replica_and_whether_it_is_in_step) {
