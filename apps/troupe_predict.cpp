@@ -113,8 +113,9 @@ int main(int argc, char** argv) {
     "a run's export folder (training.export.dir): a click model scored "
     "from its full export and deltas");
   from_checkpoint->excludes(from_export);
-  app.add_option("--sequence", sequence,
-                 "with --export: the export to score (default: the newest)")
+  app
+    .add_option("--sequence", sequence,
+                "with --export: the export to score (default: the newest)")
     ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
   app
     .add_option("--input", input,
@@ -133,8 +134,8 @@ int main(int argc, char** argv) {
   if (auto code = parse_command_line(app, argc, argv, "troupe-predict"))
     return *code;
   if (checkpoint_path.empty() && export_dir.empty())
-    return fail(make_error(errc::invalid_config,
-                           "--checkpoint or --export is required"));
+    return fail(
+      make_error(errc::invalid_config, "--checkpoint or --export is required"));
   if (!export_dir.empty()) {
     if (!ends_with(output, ".csv"))
       return fail(make_error(errc::invalid_config,

@@ -49,9 +49,9 @@ bool int_list(const std::string& text, std::vector<int>& out) {
 
 } // namespace
 
-caf::expected<export_scores> score_clicks_from_export(const std::string& dir,
-                                                      int64_t sequence,
-                                                      const std::string& input) {
+caf::expected<export_scores>
+score_clicks_from_export(const std::string& dir, int64_t sequence,
+                         const std::string& input) {
   auto m = read_export_manifest(dir);
   if (!m)
     return m.error();
@@ -131,8 +131,7 @@ caf::expected<export_scores> score_clicks_from_export(const std::string& dir,
   if (auto s = ck->metadata.find("table_seed"); s != ck->metadata.end())
     whole_number(s->second, table_seed);
   t.seed = table_seed;
-  if (auto s = ck->metadata.find("table_init_scale");
-      s != ck->metadata.end())
+  if (auto s = ck->metadata.find("table_init_scale"); s != ck->metadata.end())
     t.init_scale = std::stod(s->second);
   if (auto s = ck->metadata.find("absent_rows");
       s != ck->metadata.end() && s->second == "zeros") {
@@ -163,8 +162,8 @@ caf::expected<export_scores> score_clicks_from_export(const std::string& dir,
   std::vector<uint32_t> idx;
   std::vector<float> values, logits;
   for (int64_t first = 0; first < logs->count; first += score_batch) {
-    auto n = static_cast<int>(std::min<int64_t>(score_batch,
-                                                logs->count - first));
+    auto n = static_cast<int>(
+      std::min<int64_t>(score_batch, logs->count - first));
     idx.resize(static_cast<size_t>(n));
     std::iota(idx.begin(), idx.end(), static_cast<uint32_t>(first));
     batch.plan(*logs, logs->numeric.data(), idx.data(), n);

@@ -19,7 +19,7 @@ struct export_scores {
   int64_t step = 0;      ///< its step
   int64_t count = 0;     ///< samples scored
   double log_loss = 0, auc = 0;
-  uint64_t rows = 0; ///< rows its table holds
+  uint64_t rows = 0;     ///< rows its table holds
   std::vector<double> p; ///< each sample's click probability
 };
 

@@ -206,8 +206,9 @@ caf::error finish_export(chief_self self, export_job& job) {
   auto& first = embedding_tables(st.opts.cfg).front().table;
   dense->metadata["table_seed"] = std::to_string(first.seed);
   dense->metadata["table_init_scale"] = fmt("%.17g", first.init_scale);
-  dense->metadata["absent_rows"] =
-    first.admit.type != row_admission::kind::all ? "zeros" : "initial";
+  dense->metadata["absent_rows"] = first.admit.type != row_admission::kind::all
+                                     ? "zeros"
+                                     : "initial";
   if (auto err = write_checkpoint(export_dir(self) + "/" + name, *dense))
     return err;
   auto& e = job.entry;

@@ -144,7 +144,7 @@ void write_table(chief_self self, std::vector<std::string> paths, size_t table,
       info.optimizer = to_string(setup.optimizer.type);
       info.slots =
         sparse_table{embedding_table_config{}, setup.optimizer}.slot_names();
-      info.ages = setup.table.evict.any();
+      info.ages = setup.table.keeps_ages(); // as the shards' rows come
       std::tie(info.counters, info.hashes) = filter_shape(setup.table);
       for (auto& h : heads) {
         info.part_rows.push_back(h.rows);

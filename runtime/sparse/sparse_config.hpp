@@ -68,6 +68,9 @@ struct embedding_table_config {
   /// evicted since the last one) is cut from. Set for every table of a
   /// run that exports (training.export).
   bool changes = false;
+  /// Whether each row keeps its age and push count (eviction, exports),
+  /// which a checkpoint then holds.
+  bool keeps_ages() const { return evict.any() || changes; }
 };
 
 struct sparse_optimizer_config {

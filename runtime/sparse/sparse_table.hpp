@@ -87,7 +87,7 @@ public:
 
   /// Whether rows have an age and a push count that eviction and delta
   /// exports read (and a checkpoint keeps).
-  bool keeps_ages() const { return table_.evict.any() || table_.changes; }
+  bool keeps_ages() const { return table_.keeps_ages(); }
 
   // -- delta exports (embedding_table_config::changes) ----------------------
   // A row's stamp is the push that last changed (or made) it, the clock a

@@ -377,9 +377,8 @@ caf::error table_file_writer::append(const table_piece& piece) {
                        piece.evicted.data(), piece.evicted.size(), 8,
                        "tombstones");
   if (head.kind == tensor_entry::counts || !piece.counts.empty())
-    return append_flat(p, piece.part, tensor_entry::counts,
-                       piece.counts.data(), piece.counts.size(), 1,
-                       "counters");
+    return append_flat(p, piece.part, tensor_entry::counts, piece.counts.data(),
+                       piece.counts.size(), 1, "counters");
   auto expected_part = head.name.substr(p.info.table.size() + 2);
   auto n = head.rows;
   const auto dim = static_cast<uint64_t>(p.info.dim);

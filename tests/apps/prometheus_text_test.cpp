@@ -125,10 +125,11 @@ BOOST_AUTO_TEST_CASE(the_last_export_appears_once_there_is_one) {
   v.run.export_age = 12.5;
   v.run.export_rows = 40;
   text = troupe::prometheus_text(v, process_usage{});
-  for (auto* line : {"troupe_export_sequence{run=\"\",run_id=\"\",kind=\"delta\"} 3\n",
-                     "troupe_export_step{run=\"\",run_id=\"\"} 900\n",
-                     "troupe_export_age_seconds{run=\"\",run_id=\"\"} 12.5\n",
-                     "troupe_export_rows{run=\"\",run_id=\"\"} 40\n"})
+  for (auto* line :
+       {"troupe_export_sequence{run=\"\",run_id=\"\",kind=\"delta\"} 3\n",
+        "troupe_export_step{run=\"\",run_id=\"\"} 900\n",
+        "troupe_export_age_seconds{run=\"\",run_id=\"\"} 12.5\n",
+        "troupe_export_rows{run=\"\",run_id=\"\"} 40\n"})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
 }
 

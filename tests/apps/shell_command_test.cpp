@@ -238,9 +238,9 @@ BOOST_AUTO_TEST_CASE(status_shows_the_last_export) {
   auto v = small_view();
   auto text = *render_view(parsed("status"), v, false);
   BOOST_TEST(text.find("last export") == std::string::npos, text);
-  BOOST_TEST(nlohmann::json::parse(*render_view(parsed("status"), v, true))
-               ["run"]["last_export"]
-                 .is_null());
+  BOOST_TEST(nlohmann::json::parse(
+               *render_view(parsed("status"), v, true))["run"]["last_export"]
+               .is_null());
   v.run.export_sequence = 7;
   v.run.export_kind = "delta";
   v.run.export_step = 1200;

@@ -123,8 +123,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_one_line_and_exit_2) {
 // run's exports scored: replicas.a_tables_exports_lose_no_delta_...).
 BOOST_AUTO_TEST_CASE(predicting_from_exports_refuses_what_it_cannot_score) {
   temp_dir tmp;
-  auto o = run_app(tmp, "troupe-predict",
-                   "--input x.tsv --output p.csv");
+  auto o = run_app(tmp, "troupe-predict", "--input x.tsv --output p.csv");
   BOOST_TEST(o.code == 2);
   BOOST_TEST(o.err.find("--checkpoint or --export is required")
                != std::string::npos,

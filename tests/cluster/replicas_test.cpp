@@ -109,7 +109,7 @@ std::pair<size_t, size_t> chain_against_checkpoint(const std::string& exports,
       held[piece.ids[k]].assign(piece.values.begin() + k * dim,
                                 piece.values.begin() + (k + 1) * dim);
   size_t differ = got->ids.size() > held.size() ? got->ids.size() - held.size()
-                                                 : held.size() - got->ids.size();
+                                                : held.size() - got->ids.size();
   size_t i = 0;
   for (auto& [id, v] : held) {
     if (i == got->ids.size())
@@ -187,8 +187,8 @@ BOOST_FIXTURE_TEST_CASE(
   // export and its deltas alone, as the chief's final evaluation did.
   auto said = dir.file("predict.txt");
   auto cmd = std::string{TROUPE_BINARY_DIR} + "/apps/troupe-predict --export "
-             + exports + " --input " + dir.file("logs/test.tsv")
-             + " --output " + dir.file("p.csv") + " > " + said + " 2>&1";
+             + exports + " --input " + dir.file("logs/test.tsv") + " --output "
+             + dir.file("p.csv") + " > " + said + " 2>&1";
   BOOST_REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, read_all(said));
   auto scored = read_all(said);
   auto at = scored.find("log-loss ");

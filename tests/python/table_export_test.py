@@ -52,6 +52,7 @@ def step(params, samples, rows):
 class TableExportTest(unittest.TestCase):
 
     def setUp(self):
+        self.evict = {"steps_to_live": 4}
         tmp = tempfile.TemporaryDirectory(prefix="troupe-exports-")
         self.addCleanup(tmp.cleanup)
         self.dir = tmp.name
@@ -62,14 +63,18 @@ class TableExportTest(unittest.TestCase):
         self.ckpt = os.path.join(self.dir, "ckpt")
         self.exports = os.path.join(self.dir, "exports")
         self.config = os.path.join(self.dir, "run.json")
+        self.params = params
+
+    def write_config(self):
+        params = self.params
+        table = {"name": "item", "vocabulary": 1000, "dim": DIM,
+                 "optimizer": {"type": "adagrad", "learning_rate": 0.2}}
+        if self.evict:
+            table["evict"] = self.evict
         with open(self.config, "w") as f:
             json.dump({
                 "model": {"type": "external", "parameters": params,
-                          "tables": [{"name": "item", "vocabulary": 1000,
-                                      "dim": DIM,
-                                      "evict": {"steps_to_live": 4},
-                                      "optimizer": {"type": "adagrad",
-                                                    "learning_rate": 0.2}}]},
+                          "tables": [table]},
                 "data": {"format": "external", "train_samples": SAMPLES},
                 "training": {"batch_size": BATCH, "epochs": 2,
                              "shuffle_block": SAMPLES,
@@ -82,7 +87,25 @@ class TableExportTest(unittest.TestCase):
                 "cluster": {"workers": 1, "shards": 2,
                             "mode": "sync"}}, f)
 
+    def test_without_eviction_too(self):
+        # Rows keep their ages for the exports alone: the checkpoint holds
+        # them, and the last export is still its table.
+        self.evict = None
+        self.write_config()
+        _, _, item = user_data()
+        troupe.train(self.config, step, keys={"item": item}, quiet=True)
+        with open(os.path.join(self.exports, "manifest.json")) as f:
+            last = json.load(f)["exports"][-1]
+        self.assertEqual(last["evicted"], 0)
+        keys, values = troupe.read_export(self.exports, "item")
+        ckpt = os.path.join(self.ckpt, "ckpt-%d.safetensors" % last["step"])
+        held_keys, held = troupe.read_checkpoint(ckpt, table="item")
+        order = np.argsort(held_keys)
+        np.testing.assert_array_equal(keys, held_keys[order])
+        self.assertEqual(values.tobytes(), held[order].tobytes())
+
     def test_the_last_export_is_the_final_checkpoints_table(self):
+        self.write_config()
         _, _, item = user_data()
         troupe.train(self.config, step, keys={"item": item}, quiet=True)
         with open(os.path.join(self.exports, "manifest.json")) as f:

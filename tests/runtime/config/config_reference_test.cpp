@@ -168,6 +168,11 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
       {"steps_to_live", 100}, {"max_rows", 500}, {"victims", "lfu"}};
     c["model"]["tables"][1]["admit"] = {{"probability", 0.5}};
     add("external with bounded tables", c);
+    c["training"]["export"] = {{"dir", dir + "/exports"},
+                               {"every_steps", 10},
+                               {"every_seconds", 60},
+                               {"keep", 2}};
+    add("external with tables exported", c);
   }
   // Optimizers, the schedule, checkpoints and the other training keys.
   for (auto type : {"sgd", "momentum", "adam"}) {
@@ -176,10 +181,6 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
       {"type", type},
       {"schedule", {{"type", "exponential"}, {"decay_steps", 10}}}};
     c["training"]["checkpoint"] = {{"dir", dir + "/ckpt"}};
-    c["training"]["export"] = {{"dir", dir + "/exports"},
-                               {"every_steps", 10},
-                               {"every_seconds", 60},
-                               {"keep", 2}};
     c["training"]["threads"] = "auto";
     add(std::string{"optimizer "} + type, c);
   }

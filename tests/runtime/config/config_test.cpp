@@ -570,10 +570,10 @@ BOOST_AUTO_TEST_CASE(exports_of_the_tables) {
   auto model = R"("model": { "type": "external", "parameters": ")" + params
                + R"(", "tables": [ { "name": "user", "vocabulary": 1000 } ] },
     "data": { "format": "external", "train_samples": 600 }, )";
-  auto cfg = parse_run_config(
-    "{" + model + R"("training": { "export": { "dir": "out",
+  auto cfg = parse_run_config("{" + model
+                                + R"("training": { "export": { "dir": "out",
       "every_steps": 50, "every_seconds": 30, "keep": 3 } } })",
-    "cfg.json");
+                              "cfg.json");
   BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
   auto& e = cfg->training.exports;
   BOOST_TEST(e.dir == "out");
