@@ -11,25 +11,6 @@ namespace troupe {
 
 namespace {
 
-/// "[256,128]" -> {256, 128}; nothing for text of another form.
-std::optional<std::vector<int>> int_list(const std::string& text) {
-  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
-    return std::nullopt;
-  std::vector<int> out;
-  const char* p = text.c_str() + 1;
-  while (*p != ']') {
-    char* end = nullptr;
-    long v = std::strtol(p, &end, 10);
-    if (end == p || v < 1 || v > (1 << 16))
-      return std::nullopt;
-    out.push_back(static_cast<int>(v));
-    p = *end == ',' ? end + 1 : end;
-    if (*end != ',' && *end != ']')
-      return std::nullopt;
-  }
-  return out;
-}
-
 /// The model of `mc` for samples of height x width x channels, checked
 /// against the checkpoint's tensors and loaded with its values: the end
 /// of both ways of reading a checkpoint's architecture.
@@ -134,7 +115,7 @@ model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
     mc.type = model_config::kind::cnn;
   else
     return bad("unknown model type \"" + type + "\" in its config");
-  auto hidden = int_list(get("/model/hidden"));
+  auto hidden = identity_int_list(get("/model/hidden"));
   if (!hidden)
     return bad("unreadable /model/hidden in its config");
   mc.hidden = *hidden;
@@ -148,7 +129,7 @@ model_from_checkpoint(const checkpoint& ckpt, const std::string& path,
   else
     return bad("unknown activation \"" + act + "\" in its config");
   if (mc.type == model_config::kind::cnn) {
-    auto convs = int_list(get("/model/conv_channels"));
+    auto convs = identity_int_list(get("/model/conv_channels"));
     auto kernel = std::atoi(get("/model/kernel_size").c_str());
     if (!convs || convs->size() != 2 || kernel < 1 || kernel > 15)
       return bad("unreadable convolutions in its config");

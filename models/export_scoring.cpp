@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <sstream>
 
 #include "models/click_batch.hpp"
 #include "models/model.hpp"
@@ -29,21 +28,6 @@ bool whole_number(const std::string& text, uint64_t& out) {
                       [](char c) { return c >= '0' && c <= '9'; }))
     return false;
   out = std::stoull(text);
-  return true;
-}
-
-/// "[64,32]" -> {64, 32}.
-bool int_list(const std::string& text, std::vector<int>& out) {
-  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
-    return false;
-  out.clear();
-  std::stringstream in{text.substr(1, text.size() - 2)};
-  for (std::string item; std::getline(in, item, ',');) {
-    uint64_t v = 0;
-    if (!whole_number(item, v) || v < 1 || v > (1 << 16))
-      return false;
-    out.push_back(static_cast<int>(v));
-  }
   return true;
 }
 
@@ -89,18 +73,19 @@ score_clicks_from_export(const std::string& dir, int64_t sequence,
     return bad("a model of type \"" + at("/model/type")
                + "\", not a click model");
   uint64_t numeric = 0, categorical = 0, vocabulary = 0, dim = 0, seed = 0;
+  auto hidden = identity_int_list(at("/model/hidden"));
   model_config mc;
   mc.type = model_config::kind::click;
   if (!whole_number(at("/data/numeric"), numeric)
       || !whole_number(at("/data/categorical"), categorical)
       || !whole_number(at("/data/vocabulary"), vocabulary)
       || !whole_number(at("/model/embedding/dim"), dim)
-      || !whole_number(at("/model/seed"), seed)
-      || !int_list(at("/model/hidden"), mc.hidden) || categorical == 0
+      || !whole_number(at("/model/seed"), seed) || !hidden || categorical == 0
       || dim == 0 || dim > 1024 || numeric > (1 << 16)
       || categorical > (1 << 16))
     return bad("its config does not describe a click model (numeric, "
                "categorical, vocabulary, embedding dim, seed, hidden)");
+  mc.hidden = *hidden;
   mc.seed = seed;
   mc.table.dim = static_cast<int>(dim);
   mc.table_fields = static_cast<int>(categorical);

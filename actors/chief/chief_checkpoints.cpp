@@ -127,10 +127,7 @@ void checkpoint_now(chief_self self, std::function<void()> then) {
   auto finished = [=] {
     auto& s = self->state;
     s.checkpoints.taking = false;
-    auto waiters = std::move(s.checkpoints.waiters);
-    s.checkpoints.waiters.clear();
-    for (auto& f : waiters)
-      f();
+    s.checkpoints.wake_waiters();
   };
   // A shard lost meanwhile: the recovery resumes the feeder; this
   // checkpoint is taken again afterwards.

@@ -44,21 +44,6 @@ const std::string& export_dir(chief_self self) {
   return self->state.opts.cfg.training.exports.dir;
 }
 
-/// Appends shard `part`'s tombstones to `t`'s file, in pieces.
-caf::error append_tombstones(table_export_job& t, size_t part) {
-  auto& gone = t.heads[part].ids;
-  for (size_t first = 0; first < gone.size(); first += table_piece_rows) {
-    table_piece piece;
-    piece.part = part;
-    auto n = std::min<size_t>(table_piece_rows, gone.size() - first);
-    piece.evicted.assign(gone.begin() + static_cast<ptrdiff_t>(first),
-                         gone.begin() + static_cast<ptrdiff_t>(first + n));
-    if (auto err = t.w->append(piece))
-      return err;
-  }
-  return caf::none;
-}
-
 /// Streams shard `part`'s cut rows from `first` on into `t`'s file, then
 /// its tombstones, then the next shard's; `done` once the file is whole.
 void stream_cut(chief_self self, std::shared_ptr<table_export_job> t,
@@ -68,7 +53,7 @@ void stream_cut(chief_self self, std::shared_ptr<table_export_job> t,
   if (part == t->heads.size())
     return done(t->w->finish());
   if (first >= t->heads[part].rows) {
-    if (auto err = append_tombstones(*t, part))
+    if (auto err = t->w->append_tombstones(part, t->heads[part].ids))
       return done(err);
     return stream_cut(self, t, part + 1, 0, done, lost);
   }
@@ -312,10 +297,7 @@ void export_now(chief_self self, std::function<void()> then) {
     s.exports.taking = false;
     if (!s.progress.user_paused())
       self->send(s.shards.feeder, resume_atom_v);
-    auto waiters = std::move(s.checkpoints.waiters);
-    s.checkpoints.waiters.clear();
-    for (auto& f : waiters)
-      f();
+    s.checkpoints.wake_waiters();
     then();
   };
   // A shard lost meanwhile: nothing of this export is named. A replica
@@ -323,10 +305,7 @@ void export_now(chief_self self, std::function<void()> then) {
   // start a new one (restore_tables).
   auto lost = [=] {
     self->state.exports.taking = false;
-    auto waiters = std::move(self->state.checkpoints.waiters);
-    self->state.checkpoints.waiters.clear();
-    for (auto& f : waiters)
-      f();
+    self->state.checkpoints.wake_waiters();
     then();
   };
   auto failed = [=](caf::error err) {

@@ -103,7 +103,16 @@ struct chief_checkpoints {
   std::string last;
   /// When the checkpoint being taken paused the feeder (now_seconds()).
   double began = 0;
+  /// What waits for the feeder to be free: a checkpoint or an export
+  /// asked for while one is written.
   std::vector<std::function<void()>> waiters;
+  /// Runs (and forgets) them, once the one written is done.
+  void wake_waiters() {
+    auto ready = std::move(waiters);
+    waiters.clear();
+    for (auto& f : ready)
+      f();
+  }
   /// A run told to start over: unless the nodes name a run to take over,
   /// the folder's checkpoints of other runs are set aside before it
   /// starts.

@@ -296,4 +296,22 @@ std::string new_run_id() {
   return buf;
 }
 
+std::optional<std::vector<int>> identity_int_list(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
+    return std::nullopt;
+  std::vector<int> out;
+  const char* p = text.c_str() + 1;
+  while (*p != ']') {
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (end == p || v < 1 || v > (1 << 16))
+      return std::nullopt;
+    out.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != ']')
+      return std::nullopt;
+  }
+  return out;
+}
+
 } // namespace troupe

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/config/config.hpp"
 
@@ -36,6 +38,10 @@ std::string identity_text(const identity_map& m);
 
 /// The inverse of identity_text; lines without '=' are skipped.
 identity_map parse_identity(const std::string& text);
+
+/// A list value as the identity writes it ("[256,128]" -> {256, 128},
+/// each 1..65536); nothing for text of another form.
+std::optional<std::vector<int>> identity_int_list(const std::string& text);
 
 /// SHA-256 of identity_text, as 16 hex digits (64 bits: a name for a
 /// config, not a defence against forgery, which TLS is).

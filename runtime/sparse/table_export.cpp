@@ -265,16 +265,8 @@ write_table_export(const std::string& dir,
       if (auto err = (*w)->append(piece))
         return err;
     }
-    piece.ids.clear();
-    piece.values.clear();
-    for (size_t at = 0; at < gone[p].size(); at += table_piece_rows) {
-      auto n = std::min<size_t>(table_piece_rows, gone[p].size() - at);
-      piece.evicted.assign(gone[p].begin() + static_cast<ptrdiff_t>(at),
-                           gone[p].begin() + static_cast<ptrdiff_t>(at + n));
-      if (auto err = (*w)->append(piece))
-        return err;
-    }
-    piece.evicted.clear();
+    if (auto err = (*w)->append_tombstones(p, gone[p]))
+      return err;
     e.rows += s.size();
     e.evicted += gone[p].size();
   }

@@ -365,6 +365,21 @@ caf::error append_flat(table_file_writer::impl& p, size_t part,
 
 } // namespace
 
+caf::error
+table_file_writer::append_tombstones(size_t part,
+                                     const std::vector<uint64_t>& ids) {
+  for (size_t at = 0; at < ids.size(); at += table_piece_rows) {
+    if (impl_->next >= impl_->layout.size())
+      return make_error(errc::invalid_argument,
+                        impl_->path + ": a piece beyond the header's");
+    auto n = std::min<size_t>(table_piece_rows, ids.size() - at);
+    if (auto err = append_flat(*impl_, part, tensor_entry::evicted,
+                               ids.data() + at, n, 8, "tombstones"))
+      return err;
+  }
+  return caf::none;
+}
+
 caf::error table_file_writer::append(const table_piece& piece) {
   auto& p = *impl_;
   auto per_piece = tensors_per_piece(p.info);
@@ -444,6 +459,20 @@ public:
 
   caf::error bad(const std::string& what) const {
     return format_error(path, what);
+  }
+
+  /// The ids of tensor `t` (a piece's ids, an export's tombstones) into
+  /// `into`, each checked to be below the vocabulary.
+  caf::error read_ids(const tensor_entry& t, std::vector<uint64_t>& into) {
+    into.resize(t.rows);
+    if (!read_at(into.data(), t.rows * 8, data_start + t.begin))
+      return io_error(path, "read failed");
+    for (auto id : into)
+      if (id >= info.vocabulary)
+        return bad(t.name + " holds id " + std::to_string(id)
+                   + ", not below the vocabulary ("
+                   + std::to_string(info.vocabulary) + ")");
+    return caf::none;
   }
 
   /// The metadata of `header` into info; the error says what is wrong.
@@ -632,48 +661,31 @@ caf::expected<bool> table_file_reader::next(table_piece& out) {
   out.part = std::stoul(part.substr(0, part.find('/')));
   out.counts.clear();
   out.evicted.clear();
-  if (head.kind == tensor_entry::evicted) {
-    out.ids.clear();
-    out.values.clear();
-    out.slots.clear();
-    out.ages.clear();
-    out.uses.clear();
-    out.evicted.resize(n);
-    if (!q.read_at(out.evicted.data(), n * 8, q.data_start + head.begin))
-      return io_error(q.path, "read failed");
-    for (auto id : out.evicted)
-      if (id >= q.info.vocabulary)
-        return q.bad(head.name + " holds id " + std::to_string(id)
-                     + ", not below the vocabulary ("
-                     + std::to_string(q.info.vocabulary) + ")");
-    ++q.next;
-    return true;
-  }
-  if (head.kind == tensor_entry::counts) {
-    auto c = part.substr(part.find('/') + 2);
-    out.counts_first = std::stoull(c.substr(0, c.find('/')))
-                       * table_count_piece;
+  if (head.kind == tensor_entry::evicted || head.kind == tensor_entry::counts) {
+    // A piece of one flat tensor holds no rows.
     out.ids.clear();
     out.values.clear();
     out.slots.assign(q.info.slots.size(), {});
     out.ages.clear();
     out.uses.clear();
-    out.counts.resize(n);
-    if (!q.read_at(out.counts.data(), n, q.data_start + head.begin))
-      return io_error(q.path, "read failed");
+    if (head.kind == tensor_entry::evicted) {
+      if (auto err = q.read_ids(head, out.evicted))
+        return err;
+    } else {
+      auto c = part.substr(part.find('/') + 2);
+      out.counts_first = std::stoull(c.substr(0, c.find('/')))
+                         * table_count_piece;
+      out.counts.resize(n);
+      if (!q.read_at(out.counts.data(), n, q.data_start + head.begin))
+        return io_error(q.path, "read failed");
+    }
     ++q.next;
     return true;
   }
-  out.ids.resize(n);
   out.values.resize(n * dim);
   out.slots.resize(q.info.slots.size());
-  if (!q.read_at(out.ids.data(), n * 8, q.data_start + head.begin))
-    return io_error(q.path, "read failed");
-  for (auto id : out.ids)
-    if (id >= q.info.vocabulary)
-      return q.bad(head.name + " holds id " + std::to_string(id)
-                   + ", not below the vocabulary ("
-                   + std::to_string(q.info.vocabulary) + ")");
+  if (auto err = q.read_ids(head, out.ids))
+    return err;
   for (size_t s = 0; s <= q.info.slots.size(); ++s) {
     auto& t = q.layout[q.next + 1 + s];
     auto& into = s == 0 ? out.values : out.slots[s - 1];

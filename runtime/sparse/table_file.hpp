@@ -133,6 +133,10 @@ public:
   /// for a piece the header did not announce; errc::io_error.
   caf::error append(const table_piece& piece);
 
+  /// Appends all of part `part`'s tombstones (an export's) as its
+  /// pieces, split as the header has them.
+  caf::error append_tombstones(size_t part, const std::vector<uint64_t>& ids);
+
   /// Makes the file durable and moves it into place; errc::invalid_argument
   /// when pieces are missing.
   caf::error finish();
