@@ -54,6 +54,11 @@ void release_held(self_ptr self, int32_t worker) {
   });
 }
 
+feeder_stats stats_of(const batch_plan& plan) {
+  return feeder_stats{plan.acked(), plan.position(), plan.total(),
+                      plan.epoch_samples(), plan.worker_samples()};
+}
+
 feeder_position position_of(const batch_plan& plan) {
   return feeder_position{plan.position(), plan.save()};
 }
@@ -75,6 +80,8 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
   self->state.plan.emplace(opts.samples, opts.batch, opts.seed, opts.epochs,
                            opts.max_batches, opts.partition, opts.shuffle_block,
                            opts.read_parts, opts.in_order);
+  if (opts.follow)
+    self->state.plan->follow();
   self->state.hold = opts.hold;
   return {
     [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {
@@ -133,10 +140,15 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       self->state.finished = true;
       serve_held(self);
     },
-    [=](stats_atom) -> feeder_stats {
+    [=](stats_atom) -> feeder_stats { return stats_of(*self->state.plan); },
+    [=](follow_atom, int64_t samples) -> feeder_stats {
       auto& plan = *self->state.plan;
-      return feeder_stats{plan.acked(), plan.position(), plan.total(),
-                          plan.epoch_samples(), plan.worker_samples()};
+      if (samples > 0)
+        plan.extend(static_cast<size_t>(samples));
+      else if (samples < 0)
+        plan.close();
+      serve_held(self); // new batches, or (closed) the tail and then done
+      return stats_of(plan);
     },
     [=](join_atom, const std::vector<int32_t>& workers) -> int64_t {
       for (auto w : workers)

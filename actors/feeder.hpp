@@ -32,6 +32,8 @@ struct feeder_options {
   data_partition partition = data_partition::shared;
   size_t shuffle_block = 1; ///< epoch_order's block
   bool in_order = false;    ///< training.order "stream": no shuffle
+  /// data.follow: the set grows, the plan stays open (batch_plan::follow).
+  bool follow = false;
   /// A set read part by part (batch_plan): its parts' sample counts.
   std::vector<size_t> read_parts;
   /// How long a lease request is held before "wait" (the worker asks

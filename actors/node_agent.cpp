@@ -117,6 +117,16 @@ void close_data_links(agent_state& st) {
   st.stubs.clear();
 }
 
+/// data.follow: the node's click logs take the parts the chief named
+/// last. The samples they hold; 0 where the node reads none yet.
+caf::expected<int64_t> follow_parts(self_ptr self) {
+  auto& st = self->state;
+  if (st.followed.empty() || !st.opts.data || !st.opts.data->read.train
+      || !st.opts.data->train.click_parts)
+    return int64_t{0};
+  return st.opts.data->train.click_parts->follow(st.followed);
+}
+
 } // namespace
 
 agent_state::~agent_state() {
@@ -191,6 +201,14 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
               });
       return promise;
     },
+    [=](follow_atom,
+        std::vector<std::string>& parts) -> caf::result<int64_t> {
+      self->state.followed = std::move(parts);
+      auto taken = follow_parts(self);
+      if (!taken)
+        return taken.error();
+      return *taken;
+    },
     [=](place_atom, worker_spawn& w) -> caf::result<worker_actor> {
       auto& st = self->state;
       // A worker placed where none trained before (the chief's node reads
@@ -201,6 +219,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
           return data.error();
         st.opts.data = std::make_shared<const train_test>(std::move(*data));
       }
+      if (auto taken = follow_parts(self); !taken)
+        return taken.error();
       if (w.bounds.size() != w.shards.size() + 1)
         return make_error(errc::invalid_argument,
                           "worker placement: " + std::to_string(w.shards.size())

@@ -54,6 +54,9 @@ struct agent_state {
   /// external: the tensors the run declared, as the chief sent them with
   /// the first worker placed here (worker_spawn::tensor_names).
   std::shared_ptr<const param_layout> declared;
+  /// data.follow: the training parts the chief named last, which the
+  /// node's click logs take once it reads them.
+  std::vector<std::string> followed;
   /// Data-plane connections to shard nodes, by "host:port", and the stubs
   /// that stand for their shards, shared by the workers here.
   std::map<std::string, std::shared_ptr<data_client>> data_links;

@@ -71,6 +71,7 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
                               missing_nodes(self).c_str())));
     },
     [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
+    [=](follow_atom) { on_follow_tick(self); },
     [=](restore_atom, int64_t generation) {
       auto& st = self->state;
       if (!st.recovery.waiting_for_shard_nodes()

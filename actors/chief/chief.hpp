@@ -101,7 +101,9 @@ using chief_self_actor = chief_actor::extend<
   // Worker N, which lost a shard node's data-plane connection in
   // generation G, is restarted unless a shard recovery has started it
   // meanwhile.
-  caf::reacts_to<place_atom, int32_t, int64_t, caf::error>>;
+  caf::reacts_to<place_atom, int32_t, int64_t, caf::error>,
+  // data.follow: the folder of training parts is listed again.
+  caf::reacts_to<follow_atom>>;
 
 chief_self_actor::behavior_type
 chief_impl(chief_self_actor::stateful_pointer<chief_state> self,

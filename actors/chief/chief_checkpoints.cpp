@@ -43,6 +43,7 @@ dense_checkpoint_of(chief_self self, const feeder_position& from,
     ckpt.metadata["parameters_digest"] = s.eval.parameters_digest;
   if (!from.plan.empty()) // replicated, sharded: each worker's place
     ckpt.metadata["feeder_plan"] = from.plan;
+  follow_to_checkpoint(self, ckpt);
   stamp_checkpoint(ckpt, stamp_of(self));
   return assembled;
 }

@@ -149,6 +149,26 @@ dense_checkpoint_of(chief_self self, const feeder_position& from,
 /// meanwhile drops it (the next one is due again).
 void export_now(chief_self self, std::function<void()> then);
 
+// -- a folder that grows (chief_follow) ---------------------------------------
+
+/// data.follow: lists the folder now and every poll_seconds, and takes
+/// its parts into the plan as training needs them.
+void start_following(chief_self self);
+/// The folder's listing is due (the chief's follow tick).
+void on_follow_tick(chief_self self);
+/// Steps were trained: the next part is taken when the plan runs low.
+void follow_on_report(chief_self self);
+/// A restored plan stands at batch `batches`: the parts that hold its
+/// samples are taken first (trained already: not scored), then `then`.
+void follow_cover(chief_self self, int64_t batches,
+                  std::function<void()> then);
+/// A node agent registered: it learns the parts in the plan.
+void follow_tell_agent(chief_self self, const node_agent_actor& agent);
+/// A checkpoint records the parts taken and the progressive score; a
+/// resumed run checks them against the folder and goes on counting.
+void follow_to_checkpoint(chief_self self, checkpoint& ckpt);
+caf::error follow_from_checkpoint(chief_self self, const checkpoint& ckpt);
+
 /// Whether an export is due at the steps trained now (every_steps) or
 /// the time (every_seconds).
 bool export_due(chief_self self);

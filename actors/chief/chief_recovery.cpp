@@ -249,6 +249,7 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
     restore_tables(self, *ck, [=](caf::error tables_err) {
       if (tables_err)
         return fail_run(self, std::move(tables_err));
+      follow_cover(self, position, [=] {
       self
         ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
                   position, plan, std::vector<int64_t>{})
@@ -265,6 +266,7 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
             resume_after_recovery(self);
           },
           [=](caf::error& err) { fail_run(self, std::move(err)); });
+      });
     });
   };
   auto one_done = countdown(st.shards.count(), all_restored);

@@ -103,6 +103,7 @@ caf::result<std::string, std::string> on_register(chief_self self,
   e.port = r.port;
   e.data_port = r.data_port;
   self->monitor(r.agent);
+  follow_tell_agent(self, r.agent);
   say(self,
       fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
           join_workers >= 0 ? fmt(", joining with %d worker%s", join_workers,

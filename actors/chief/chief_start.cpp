@@ -80,6 +80,7 @@ void start_workers(chief_self self) {
       }
       s.enter(run_phase::training);
       s.progress.begin(now_seconds());
+      start_following(self);
       retune_aggregate(self);
       for (auto id : ids)
         place_worker(self, id);
@@ -120,11 +121,14 @@ void start_shards(chief_self self) {
     restore_tables(self, *ck, [=](caf::error tables_err) {
       if (tables_err)
         return fail_run(self, std::move(tables_err));
-      self
-        ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                  position, from.plan, std::vector<int64_t>{})
-        .then([=](int64_t) { start_workers(self); },
-              [=](caf::error& err) { fail_run(self, std::move(err)); });
+      follow_cover(self, position, [=] {
+        self
+          ->request(self->state.shards.feeder, timeout_of(self),
+                    restore_atom_v, position, from.plan,
+                    std::vector<int64_t>{})
+          .then([=](int64_t) { start_workers(self); },
+                [=](caf::error& err) { fail_run(self, std::move(err)); });
+      });
     });
   });
   for (size_t i = 0; i < st.shards.ranges.size(); ++i) {
@@ -357,7 +361,9 @@ void start(chief_self self) {
                     + " shards: its values and optimizer state are placed "
                       "on this run's "
                     + shards);
-      if (ck->step >= st.progress.total_steps)
+      if (auto err = follow_from_checkpoint(self, *ck))
+        return fail_run(self, std::move(err));
+      if (ck->step >= st.progress.total_steps && !cfg.data.follow)
         say(self,
             fmt("the run had reached its last step (%lld): nothing "
                 "is left to train; %s train further, %s starts over",
@@ -384,12 +390,20 @@ void start(chief_self self) {
   fo.partition = cfg.training.partition;
   fo.shuffle_block = static_cast<size_t>(cfg.training.shuffle_block);
   fo.in_order = cfg.training.stream_order;
+  // A folder that grows starts empty: its parts come in as training
+  // needs them (chief_follow.cpp).
+  fo.follow = cfg.data.follow;
+  if (fo.follow)
+    fo.samples = 0;
   if (train.click_parts)
     fo.read_parts = train.click_parts->part_sizes();
   fo.hold = hold_time(cfg);
   st.shards.feeder = self->spawn<caf::monitored>(feeder_impl, fo);
+  // A folder that grows has no epochs to evaluate at the end of.
   st.progress.schedule = std::make_unique<run_schedule>(
-    st.progress.per_epoch, cfg.training.eval_every_steps,
+    cfg.data.follow ? std::numeric_limits<int64_t>::max() / 4
+                    : st.progress.per_epoch,
+    cfg.training.eval_every_steps,
     cfg.training.checkpoint.every_steps, cfg.training.log_every_steps);
   // This process's own agent; in a cluster the other nodes register.
   agent_options ao;

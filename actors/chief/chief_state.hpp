@@ -3,7 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,33 @@ struct chief_exports {
   double last_written = 0; ///< now_seconds() when it was written
 };
 
+/// A folder of training parts that grows (data.follow): chief_follow.cpp.
+struct chief_follow {
+  /// The parts in the feeder's plan, in order, and their samples (the
+  /// plan's set); the node agents hold these parts too.
+  std::vector<std::string> taken;
+  int64_t samples = 0;
+  bool taking = false;  ///< a part is being scored or handed out
+  bool closed = false;  ///< no more parts: the plan ends with its tail
+  bool ticking = false; ///< the folder is listed every poll_seconds
+  /// Files that matched at the last listing and are not known yet, by
+  /// path: their size and modification time then. A part is known once
+  /// it stayed the same for one listing (it was written whole).
+  std::map<std::string, std::pair<int64_t, int64_t>> candidates;
+  std::set<std::string> refused; ///< parts that came out of name order
+  double last_part_time = 0;     ///< now_seconds() when a part last came
+  double last_listing = 0;       ///< now_seconds() of the last listing
+  /// Progressive validation: each part scored before it is trained on.
+  int64_t scored_parts = 0, scored_samples = 0;
+  double loss_sum = 0; ///< each part's log-loss times its samples
+  struct part_score {
+    std::string name;
+    int64_t samples = 0;
+    double loss = 0, auc = 0;
+  } last;
+  bool active() const { return ticking || !taken.empty(); }
+};
+
 /// A run taken over from a chief that was lost: chief_takeover.cpp (and
 /// chief_registration.cpp, which learns the run's id from its nodes).
 struct chief_takeover {
@@ -167,6 +196,7 @@ struct chief_state {
   chief_evaluation eval;
   chief_checkpoints checkpoints;
   chief_exports exports;
+  chief_follow follow;
   recovery_state recovery;
   chief_takeover takeover;
 

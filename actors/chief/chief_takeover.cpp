@@ -121,17 +121,23 @@ void keep_live_shards(chief_self self, live_found& found, feeder_position from,
       fmt("kept the live shards: they hold the %lld steps trained "
           "since step %lld, each once; 0 steps lost",
           static_cast<long long>(kept), static_cast<long long>(position)));
-  self
-    ->request(st.shards.feeder, timeout_of(self), restore_atom_v, position,
-              from.plan, std::move(done))
-    .then(
-      [=](int64_t) {
-        auto& s = self->state;
-        s.progress.set_steps(position + kept);
-        s.progress.schedule->resume_at(s.progress.steps());
-        then();
-      },
-      [=](caf::error& err) { fail_run(self, std::move(err)); });
+  auto last = done.empty() ? position
+                          : std::max(position, *std::max_element(done.begin(),
+                                                                 done.end())
+                                                 + 1);
+  follow_cover(self, last, [=]() mutable {
+    self
+      ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
+                position, from.plan, std::move(done))
+      .then(
+        [=](int64_t) {
+          auto& s = self->state;
+          s.progress.set_steps(position + kept);
+          s.progress.schedule->resume_at(s.progress.steps());
+          then();
+        },
+        [=](caf::error& err) { fail_run(self, std::move(err)); });
+  });
 }
 
 } // namespace troupe::chief_ops

@@ -96,7 +96,11 @@ using feeder_actor = caf::typed_actor<
   // shared mode); replies with the batches in the plan now.
   caf::replies_to<join_atom, std::vector<int32_t>>::with<int64_t>,
   // Counters: batches done, position, samples done per epoch and worker.
-  caf::replies_to<stats_atom>::with<feeder_stats>>;
+  caf::replies_to<stats_atom>::with<feeder_stats>,
+  // A plan that follows a growing set (batch_plan::follow): N > 0, the set
+  // now holds N samples (batch_plan::extend); -1: it grows no more
+  // (batch_plan::close); 0: nothing changes. Replies with the counters.
+  caf::replies_to<follow_atom, int64_t>::with<feeder_stats>>;
 
 } // namespace troupe
 

@@ -136,7 +136,12 @@ using node_agent_actor = caf::typed_actor<
   caf::replies_to<who_atom>::with<std::string, std::string>,
   // This process's resident memory and CPU time (the shell's `nodes`, the
   // metrics endpoint).
-  caf::replies_to<stats_atom>::with<process_usage>>;
+  caf::replies_to<stats_atom>::with<process_usage>,
+  // data.follow: the training parts are now these, in order (those here
+  // are a beginning of them): the node's click logs take the new ones
+  // before the feeder leases their samples. Replies with the samples the
+  // node's set holds (0: it reads none yet; it takes them when it does).
+  caf::replies_to<follow_atom, std::vector<std::string>>::with<int64_t>>;
 
 /// A node process announcing itself to the chief (register_atom).
 struct node_registration {

@@ -204,6 +204,29 @@ caf::expected<run_config> parse_run_config(const std::string& text,
       cfg.training.shuffle_block = cfg.data.stream_train ? streamed_block : 1;
     cfg.data.click_block = static_cast<size_t>(cfg.training.shuffle_block);
     check_click_run(cfg);
+    if (cfg.data.follow) {
+      // A folder that grows is one epoch that never ends, in its order.
+      auto* t = root.contains("training") ? &root["training"] : nullptr;
+      auto given = [&](const char* key) {
+        return t != nullptr && t->is_object() && t->contains(key);
+      };
+      if (given("epochs"))
+        throw config_error{errc::invalid_config, "/training/epochs",
+                           "has no meaning while data.follow takes parts "
+                           "as they come: each is trained once (stop the "
+                           "run with training.max_steps, "
+                           "data.follow.stop_after_idle_seconds or a stop)"};
+      if (given("order") && !cfg.training.stream_order)
+        throw config_error{errc::invalid_config, "/training/order",
+                           "a followed folder is trained in its order "
+                           "(\"stream\"), part after part"};
+      if (cfg.training.partition != data_partition::shared)
+        throw config_error{errc::invalid_config, "/training/data_partition",
+                           "a followed folder is one stream that every "
+                           "worker leases from (\"shared\")"};
+      cfg.training.stream_order = true;
+      cfg.training.epochs = 1;
+    }
     check_external_run(cfg);
     check_targets(cfg);
     if (!cfg.training.exports.dir.empty() && embedding_tables(cfg).empty())

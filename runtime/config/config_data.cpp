@@ -174,6 +174,26 @@ data_config read_data(object_reader r) {
       for (auto& f : d.train_files)
         large = large
                 || (f.size() > 3 && f.compare(f.size() - 3, 3, ".gz") == 0);
+      if (auto* f = r.find("follow")) {
+        auto fr = r.inner(*f, "follow");
+        d.follow = true;
+        auto* train = r.find("train");
+        if (!train->is_string())
+          throw config_error{errc::invalid_config, r.at("train"),
+                             "with data.follow, one glob of the folder that "
+                             "grows (e.g. \"logs/part-*.tsv.gz\")"};
+        d.follow_glob = r.from_base(join(dir, train->get<std::string>()));
+        d.follow_poll_s = fr.number("poll_seconds", 10, 0.05, 86400);
+        d.follow_idle_stop_s = fr.number("stop_after_idle_seconds", 0, 0,
+                                         1e9);
+        fr.finish();
+        large = true; // parts come while it is read
+        if (auto* read = r.find("read");
+            read != nullptr && *read == "memory")
+          throw config_error{errc::invalid_config, r.at("read"),
+                             "a followed folder is read as a stream (its "
+                             "parts come while it is read)"};
+      }
       d.stream_train = r.choice<bool>("read", large,
                                       {{"memory", false}, {"stream", true}});
       d.click_numeric = static_cast<int>(r.integer("numeric", 0, 0, 1024));

@@ -37,45 +37,94 @@ struct click_stream::cursor {
   uint64_t used = 0;
 };
 
-click_stream::click_stream(click_schema schema, size_t block)
-  : schema_(schema), block_(std::max<size_t>(block, 1)) {}
+click_stream::click_stream(click_schema schema, size_t block,
+                           bool check_lines)
+  : schema_(schema), block_(std::max<size_t>(block, 1)),
+    check_lines_(check_lines) {}
+
+caf::expected<click_part> click_stream::open_part(const std::string& path,
+                                                  int64_t first) const {
+  click_part p;
+  p.path = path;
+  p.first = first;
+  auto stamp = file_stamp::of(path);
+  if (!stamp)
+    return stamp.error();
+  p.stamp = std::move(*stamp);
+  // Checked lines are parsed into a scratch set emptied as it fills.
+  auto scratch = empty_set(schema_);
+  auto count = read_click_file(path, schema_,
+                               check_lines_ ? &scratch : nullptr, [&] {
+                                 if (scratch.count == check_chunk)
+                                   scratch = empty_set(schema_);
+                               });
+  if (!count)
+    return count.error();
+  p.count = *count;
+  if (p.first + p.count > int64_t{0xFFFFFFFF})
+    return make_error(errc::bad_format,
+                      path
+                        + ": the click logs hold more than 2^32 - 1 "
+                          "samples, the most one set may have");
+  return p;
+}
 
 caf::expected<std::shared_ptr<click_stream>>
 click_stream::open(const std::vector<std::string>& paths,
                    const click_schema& schema, size_t block, bool check_lines) {
-  std::shared_ptr<click_stream> s{new click_stream(schema, block)};
-  auto scratch = empty_set(schema);
+  std::shared_ptr<click_stream> s{new click_stream(schema, block, check_lines)};
   for (auto& path : paths) {
-    click_part p;
-    p.path = path;
-    p.first = s->count_;
-    auto stamp = file_stamp::of(path);
-    if (!stamp)
-      return stamp.error();
-    p.stamp = std::move(*stamp);
-    // Checked lines are parsed into a scratch set emptied as it fills.
-    auto count = read_click_file(path, schema, check_lines ? &scratch : nullptr,
-                                 [&] {
-                                   if (scratch.count == check_chunk)
-                                     scratch = empty_set(schema);
-                                 });
-    if (!count)
-      return count.error();
-    p.count = *count;
-    s->count_ += p.count;
-    if (s->count_ > int64_t{0xFFFFFFFF})
-      return make_error(errc::bad_format,
-                        path
-                          + ": the click logs hold more than 2^32 - 1 "
-                            "samples, the most one set may have");
-    s->parts_.push_back(std::move(p));
+    auto p = s->open_part(path, s->count_);
+    if (!p)
+      return p.error();
+    s->count_ += p->count;
+    s->parts_.push_back(std::move(*p));
   }
   if (s->parts_.empty())
     return make_error(errc::invalid_argument, "click logs: no files");
   return s;
 }
 
+caf::expected<int64_t>
+click_stream::follow(const std::vector<std::string>& paths) const {
+  lock_type lock{mutex_};
+  for (size_t i = 0; i < std::min(paths.size(), parts_.size()); ++i)
+    if (paths[i] != parts_[i].path)
+      return make_error(errc::invalid_argument,
+                        "click logs: part " + std::to_string(i) + " is "
+                          + parts_[i].path + " here but " + paths[i]
+                          + " in the parts to follow (parts must arrive "
+                            "in name order)");
+  // One caller appends at a time; readers go on meanwhile (a part is
+  // opened, and checked, outside the lock).
+  while (parts_.size() < paths.size()) {
+    auto first = count_;
+    auto& path = paths[parts_.size()];
+    lock.unlock();
+    auto p = open_part(path, first);
+    lock.lock();
+    if (!p)
+      return p.error();
+    if (count_ != first) // another caller appended it meanwhile
+      continue;
+    count_ += p->count;
+    parts_.push_back(std::move(*p));
+  }
+  return count_;
+}
+
+int64_t click_stream::count() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return count_;
+}
+
+std::vector<click_part> click_stream::parts() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return {parts_.begin(), parts_.end()};
+}
+
 std::vector<size_t> click_stream::part_sizes() const {
+  std::lock_guard<std::mutex> guard{mutex_};
   std::vector<size_t> out;
   for (auto& p : parts_)
     out.push_back(static_cast<size_t>(p.count));

@@ -18,6 +18,11 @@
 // the file it opened (file_stamp: its size and modification time): a part
 // that went missing or changed during a run is named in a clear error
 // instead of being read as other samples.
+//
+// A set that follows a growing folder (data.follow) takes more parts while
+// it is read: follow() appends them at its end, which moves no sample
+// that was there before. The parts are kept in a deque so that a block
+// being read keeps its part while another is appended.
 #pragma once
 
 #include <condition_variable>
@@ -71,10 +76,11 @@ public:
   click_stream(const click_stream&) = delete;
   click_stream& operator=(const click_stream&) = delete;
 
-  int64_t count() const { return count_; }
+  int64_t count() const;
   size_t block() const { return block_; }
   const click_schema& schema() const { return schema_; }
-  const std::vector<click_part>& parts() const { return parts_; }
+  /// Its parts now, in order.
+  std::vector<click_part> parts() const;
   /// Each part's sample count, in order: what interleaved_order cuts.
   std::vector<size_t> part_sizes() const;
 
@@ -88,6 +94,15 @@ public:
   /// The first call starts a read-ahead thread: once a block of a part is
   /// used, the part's next block is read in the background, which the
   /// epochs' order will ask for next of that part.
+  /// The set grows (data.follow): `paths` names every part it holds, in
+  /// order; those past its parts now are opened (checked as open()
+  /// checked them) and appended. Safe alongside read(). Returns the
+  /// samples it holds. errc::invalid_argument, nothing appended, where
+  /// `paths` does not begin with the parts it holds (a part named
+  /// otherwise than before); open()'s errors for a part it cannot take.
+  /// Const since a set that grows keeps every sample where it was.
+  caf::expected<int64_t> follow(const std::vector<std::string>& paths) const;
+
   caf::expected<click_data> read(const uint32_t* idx, int n,
                                  click_read_stats* cost = nullptr) const;
 
@@ -108,7 +123,10 @@ private:
   };
   using lock_type = std::unique_lock<std::mutex>;
 
-  click_stream(click_schema schema, size_t block);
+  click_stream(click_schema schema, size_t block, bool check_lines);
+  /// Opens `path` as the part after those it holds (not appended yet).
+  caf::expected<click_part> open_part(const std::string& path,
+                                      int64_t first) const;
   /// Under the lock: the cached (or loading) block at `first`, or null.
   cached_block* find(int64_t first) const;
   /// Under the lock: a new slot for the block at `first`, evicting the
@@ -123,8 +141,10 @@ private:
 
   click_schema schema_;
   size_t block_;
-  int64_t count_ = 0;
-  std::vector<click_part> parts_;
+  bool check_lines_;
+  // Under mutex_ once the set is open (follow() appends).
+  mutable int64_t count_ = 0;
+  mutable std::deque<click_part> parts_;
   mutable std::mutex mutex_;
   mutable std::condition_variable block_ready_, ahead_wanted_;
   mutable std::vector<std::unique_ptr<cursor>> cursors_;

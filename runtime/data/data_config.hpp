@@ -71,6 +71,15 @@ struct data_config {
   /// default_data_cache_dir(). "" ("read": "memory"): they are inflated
   /// into memory.
   std::string cache_dir;
+  /// click ("follow"): the training parts are a folder that grows. New
+  /// files matching follow_glob are taken as they appear, in name order,
+  /// each trained once (training.order "stream", one open epoch); the
+  /// run ends on a stop (shell, SIGTERM), at training.max_steps, or once
+  /// no new part has come for follow_idle_stop_s (0: never).
+  bool follow = false;
+  std::string follow_glob;      ///< the "train" glob, resolved
+  double follow_poll_s = 10;    ///< how often the folder is listed
+  double follow_idle_stop_s = 0;
   /// The samples a streamed set reads at once: training.shuffle_block
   /// (read_run_config copies it), so that a block read is a block of the
   /// epoch's order.

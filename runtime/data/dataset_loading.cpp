@@ -203,7 +203,7 @@ dataset click_dataset(click_data logs) {
 
 dataset streamed_click_dataset(std::shared_ptr<const click_stream> parts) {
   dataset d;
-  auto& files = parts->parts();
+  auto files = parts->parts();
   d.source = parts_name(files.front().path, files.size());
   d.count = parts->count();
   d.height = 1;

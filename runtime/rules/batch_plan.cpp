@@ -55,6 +55,14 @@ batch_plan::batch_plan(size_t samples, int batch, uint64_t seed, int epochs,
     streams_.emplace_back();
 }
 
+void batch_plan::extend(size_t samples) {
+  if (samples <= samples_)
+    return;
+  samples_ = samples;
+  per_epoch_ = ceil_div(static_cast<int64_t>(samples), batch_);
+  cache_.clear(); // the orders were of the smaller set
+}
+
 // -- where a stream's batches lie ---------------------------------------------
 
 const std::vector<int32_t>& batch_plan::members_of(int32_t epoch) const {
@@ -141,6 +149,10 @@ bool batch_plan::cap_reached() const {
 }
 
 bool batch_plan::exhausted(const stream& s) const {
+  if (open_) // whole batches only: the tail waits for more samples
+    return cap_reached()
+           || (s.next + 1) * static_cast<int64_t>(batch_)
+                > static_cast<int64_t>(samples_);
   return cap_reached() || s.next >= stream_total(s);
 }
 
@@ -338,7 +350,7 @@ int batch_plan::requeue(int32_t worker) {
 // -- counters -----------------------------------------------------------------
 
 bool batch_plan::complete() const {
-  if (!out_.empty())
+  if (!out_.empty() || (open_ && !cap_reached()))
     return false;
   for (auto& s : streams_)
     if (!s.requeued.empty() || !exhausted(s))

@@ -22,7 +22,13 @@
 // A batch is done when its lease is acked. Leases held by a worker that is
 // lost go back to its stream's queue and are leased again before any new
 // batch of that stream (in shared mode: to whichever worker asks first), so
-// every batch is trained exactly once whatever happens to workers. A
+// every batch is trained exactly once whatever happens to workers.
+//
+// A set that grows (data.follow) has an open plan: one epoch in the set's
+// order, shared, whose batch k is samples [k * batch, (k + 1) * batch) as
+// the set grows. It leases only whole batches (the last part's tail waits
+// for the next part) and is never complete until it is closed; closing
+// leases the tail as a last, smaller batch. A
 // worker's stream waits for it: the chief restarts a failed worker under
 // the same id. The next epoch's batches are leased while stragglers of the
 // last one are still out.
@@ -80,6 +86,16 @@ public:
              bool in_order = false);
 
   data_partition partition() const { return partition_; }
+
+  /// The set grows (see above): the plan stays open until close(). Only
+  /// for a shared plan of one epoch in order.
+  void follow() { open_ = true; }
+  /// The set now has `samples` (more than before: a part was added).
+  void extend(size_t samples);
+  /// The set grows no more: its tail is leased, then the plan completes.
+  void close() { open_ = false; }
+  bool open() const { return open_; }
+  size_t samples() const { return samples_; }
   /// Batches in one epoch of the whole set.
   int64_t batches_per_epoch() const { return per_epoch_; }
 
@@ -234,6 +250,7 @@ private:
   size_t shuffle_block_;
   std::vector<size_t> read_parts_;
   bool in_order_;
+  bool open_ = false;
   int64_t per_epoch_;
   int64_t handed_ = 0; ///< new batches handed out, all streams
   int64_t next_id_ = 1;

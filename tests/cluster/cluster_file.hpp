@@ -58,6 +58,9 @@ struct cluster_spec {
   int64_t click_eval_every = 500; ///< a click run's evaluations, in steps
   /// The click logs' training set in click_dir (a file or a glob).
   std::string click_train = "train.tsv";
+  /// Not null: /data/follow of the click logs (click_train then globs the
+  /// folder that grows), and no /training/epochs.
+  nlohmann::json click_follow;
   /// The click model's /model/embedding (its admit and evict, say).
   nlohmann::json click_table = {{"dim", 8}};
   /// Non-empty: the MLP trains on the .npy files of write_fashion_mnist_npy
@@ -155,6 +158,10 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
     training["eval_every_steps"] = spec.click_eval_every;
     training["sparse_optimizer"] = {{"type", "adagrad"},
                                     {"learning_rate", 0.05}};
+    if (!spec.click_follow.is_null()) {
+      data["follow"] = spec.click_follow;
+      training.erase("epochs");
+    }
   }
   json cfg{{"name", "multi-process-test"},
            {"model", model},
