@@ -83,6 +83,20 @@ run_view run_of(chief_self self) {
     r.export_evicted = static_cast<int64_t>(ex.last.evicted);
     r.export_bytes = static_cast<int64_t>(ex.last.bytes);
   }
+  if (auto& f = st.follow; st.opts.cfg.data.follow) {
+    r.stream_parts = static_cast<int64_t>(f.taken.size());
+    r.stream_waiting = std::max<int64_t>(
+      0, static_cast<int64_t>(st.opts.data->train.click_parts->parts().size())
+           - r.stream_parts);
+    r.progressive_samples = f.scored_samples;
+    if (f.scored_samples > 0)
+      r.progressive_loss = f.loss_sum / static_cast<double>(f.scored_samples);
+    if (!f.last.name.empty()) {
+      r.last_part = f.last.name;
+      r.last_part_loss = f.last.loss;
+      r.last_part_auc = f.last.auc;
+    }
+  }
   return r;
 }
 

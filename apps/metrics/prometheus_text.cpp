@@ -124,6 +124,29 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   family(out, "troupe_lost_steps_total", "counter",
          "Steps lost to shard recoveries and trained again.")
     .sample(r.lost_steps);
+  if (r.stream_parts >= 0) { // data.follow
+    family(out, "troupe_stream_parts", "gauge",
+           "Parts of the followed folder taken into training.")
+      .sample(r.stream_parts);
+    family(out, "troupe_stream_parts_waiting", "gauge",
+           "Parts of the followed folder known and not taken yet.")
+      .sample(r.stream_waiting);
+    family(out, "troupe_progressive_samples", "gauge",
+           "Samples scored before they were trained on.")
+      .sample(r.progressive_samples);
+    if (r.progressive_loss >= 0)
+      family(out, "troupe_progressive_log_loss", "gauge",
+             "Mean log-loss of every part scored before it was trained on.")
+        .sample(r.progressive_loss);
+    if (r.last_part_loss >= 0) {
+      family(out, "troupe_last_part_log_loss", "gauge",
+             "The last part's log-loss before it was trained on.")
+        .sample(r.last_part_loss, label("part", r.last_part));
+      family(out, "troupe_last_part_auc", "gauge",
+             "The last part's AUC before it was trained on.")
+        .sample(r.last_part_auc, label("part", r.last_part));
+    }
+  }
   if (r.export_sequence >= 0) { // training.export
     family(out, "troupe_export_sequence", "gauge",
            "The last export's number in its folder.")

@@ -189,6 +189,14 @@ std::string for_people(const std::string& command, const json& j) {
            << duration(e["age_seconds"]) << " ago: " << cell(e["rows"])
            << " rows, " << cell(e["evicted"]) << " evicted keys, "
            << binary_size(e["bytes"].get<double>()) << "\n";
+    if (auto& s = r["stream"]; s.is_object())
+      head << "stream: " << cell(s["parts"]) << " parts taken, "
+           << cell(s["waiting"]) << " waiting; progressive log-loss "
+           << cell(s["progressive_log_loss"]) << " over "
+           << cell(s["progressive_samples"]) << " samples; last part "
+           << cell(s["last_part"]) << ": log-loss "
+           << cell(s["last_part_log_loss"]) << ", AUC "
+           << cell(s["last_part_auc"]) << "\n";
     return head.str() + table(j["actors"], actor_cols);
   }
   if (command == "workers" && j.is_array())
@@ -237,6 +245,19 @@ std::string for_people(const std::string& command, const json& j) {
   if (j.is_object())
     return lines(j);
   return j.dump(2) + "\n";
+}
+
+json stream_json(const run_view& r) {
+  if (r.stream_parts < 0)
+    return nullptr;
+  auto maybe = [](double x) { return x >= 0 ? json(x) : json(nullptr); };
+  return {{"parts", r.stream_parts},
+          {"waiting", r.stream_waiting},
+          {"progressive_samples", r.progressive_samples},
+          {"progressive_log_loss", maybe(r.progressive_loss)},
+          {"last_part", r.last_part.empty() ? json(nullptr) : json(r.last_part)},
+          {"last_part_log_loss", maybe(r.last_part_loss)},
+          {"last_part_auc", maybe(r.last_part_auc)}};
 }
 
 json export_json(const run_view& r) {
@@ -294,7 +315,10 @@ json run_json(const run_view& r) {
           {"taken_over", taken_over_json(r)},
           {"last_checkpoint", r.last_checkpoint},
           // training.export: the last export (null: none yet).
-          {"last_export", export_json(r)}};
+          {"last_export", export_json(r)},
+          // data.follow: the parts and the progressive validation (null:
+          // the run follows no folder).
+          {"stream", stream_json(r)}};
 }
 
 /// null for an empty string: a process that did not answer, a worker

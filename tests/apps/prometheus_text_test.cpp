@@ -133,6 +133,29 @@ BOOST_AUTO_TEST_CASE(the_last_export_appears_once_there_is_one) {
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
 }
 
+BOOST_AUTO_TEST_CASE(a_followed_folder_shows_its_parts_and_progressive_score) {
+  cluster_view v;
+  auto text = troupe::prometheus_text(v, process_usage{});
+  BOOST_TEST(text.find("troupe_stream") == std::string::npos, text);
+  BOOST_TEST(text.find("troupe_progressive") == std::string::npos, text);
+  v.run.stream_parts = 12;
+  v.run.stream_waiting = 2;
+  v.run.progressive_samples = 300000;
+  v.run.progressive_loss = 0.4625;
+  v.run.last_part = "train-011.tsv";
+  v.run.last_part_loss = 0.45;
+  v.run.last_part_auc = 0.75;
+  text = troupe::prometheus_text(v, process_usage{});
+  for (auto* line :
+       {"troupe_stream_parts{run=\"\",run_id=\"\"} 12\n",
+        "troupe_stream_parts_waiting{run=\"\",run_id=\"\"} 2\n",
+        "troupe_progressive_samples{run=\"\",run_id=\"\"} 300000\n",
+        "troupe_progressive_log_loss{run=\"\",run_id=\"\"} 0.4625\n",
+        "troupe_last_part_auc{run=\"\",run_id=\"\",part=\"train-011.tsv\"} "
+        "0.75\n"})
+    BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);
+}
+
 BOOST_AUTO_TEST_CASE(label_values_are_escaped) {
   BOOST_TEST(prometheus_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
   cluster_view v;

@@ -258,6 +258,32 @@ BOOST_AUTO_TEST_CASE(status_shows_the_last_export) {
   BOOST_TEST(j["run"]["last_export"]["age_seconds"] == 95.0);
 }
 
+// data.follow: status names the parts and the progressive validation.
+BOOST_AUTO_TEST_CASE(status_shows_a_followed_folder) {
+  auto v = small_view();
+  auto text = *render_view(parsed("status"), v, false);
+  BOOST_TEST(text.find("stream:") == std::string::npos, text);
+  BOOST_TEST(nlohmann::json::parse(
+               *render_view(parsed("status"), v, true))["run"]["stream"]
+               .is_null());
+  v.run.stream_parts = 12;
+  v.run.stream_waiting = 2;
+  v.run.progressive_samples = 300000;
+  v.run.progressive_loss = 0.5;
+  v.run.last_part = "train-011.tsv";
+  v.run.last_part_loss = 0.25;
+  v.run.last_part_auc = 0.75;
+  text = *render_view(parsed("status"), v, false);
+  BOOST_TEST(text.find("stream: 12 parts taken, 2 waiting; progressive "
+                       "log-loss 0.5 over 300000 samples; last part "
+                       "train-011.tsv: log-loss 0.25, AUC 0.75\n")
+               != std::string::npos,
+             text);
+  auto j = nlohmann::json::parse(*render_view(parsed("status"), v, true));
+  BOOST_TEST(j["run"]["stream"]["parts"] == 12);
+  BOOST_TEST(j["run"]["stream"]["progressive_log_loss"] == 0.5);
+}
+
 BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
   auto v = small_view();
   auto none = render_view(parsed("inspect shard:7"), v, true);

@@ -77,6 +77,15 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_trains_each_part_once_as_it_comes) {
   auto& chief = cluster.chief();
   BOOST_REQUIRE_MESSAGE(chief.wait_for_output("part train-001.tsv", 60),
                         cluster.logs());
+  // The shell shows the parts taken and the progressive score so far.
+  auto [code, status] = run_shell(logs.dir, spec, "status");
+  BOOST_TEST(code == 0, status);
+  auto j = nlohmann::json::parse(status, nullptr, false);
+  BOOST_REQUIRE_MESSAGE(j.is_object() && j["run"]["stream"].is_object(),
+                        status);
+  BOOST_TEST(j["run"]["stream"]["parts"].get<int>() >= 2, status);
+  BOOST_TEST(j["run"]["stream"]["progressive_log_loss"].get<double>() > 0,
+             status);
   for (int k = 2; k < part_count; ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
     logs.let_in(k);

@@ -252,6 +252,60 @@ BOOST_AUTO_TEST_CASE(an_epsilon_that_rounds_to_zero_is_refused) {
   BOOST_TEST(why.find("cfg.json: /training/optimizer/epsilon: ") == 0, why);
 }
 
+// data.follow: one glob of a folder that grows, trained once in its order;
+// what would contradict that is refused, naming the key.
+BOOST_AUTO_TEST_CASE(a_followed_folder_is_one_open_epoch_in_order) {
+  troupe::test::temp_dir dir;
+  for (auto* f : {"part-000.tsv", "test.tsv"})
+    troupe::test::write_file(dir.file(f), "");
+  auto click_data = R"({ "format": "click", "dir": ")" + dir.path()
+                    + R"(", "train": "part-*.tsv", "test": "test.tsv",
+                         "numeric": 2, "categorical": 5,
+                         "follow": { "poll_seconds": 30,
+                                     "stop_after_idle_seconds": 600 } })";
+  auto text = replace_first(
+    replace_first(synthetic_config, R"({ "type": "mlp", "hidden": [8] })",
+                  R"({ "type": "click", "embedding": { "dim": 4 } })"),
+    R"({ "format": "synthetic", "width": 4, "classes": 3 })", click_data);
+  auto cfg = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->data.follow);
+  BOOST_TEST(cfg->data.follow_glob == dir.file("part-*.tsv"));
+  BOOST_TEST(cfg->data.follow_poll_s == 30);
+  BOOST_TEST(cfg->data.follow_idle_stop_s == 600);
+  BOOST_TEST(cfg->data.stream_train); // one plain part, streamed all the same
+  BOOST_TEST(cfg->training.stream_order);
+  BOOST_TEST(cfg->training.epochs == 1);
+  auto with = [&](const std::string& training) {
+    return error_of(replace_first(text, R"("batch_size": 16,)",
+                                  R"("batch_size": 16, )" + training));
+  };
+  BOOST_TEST(with(R"("epochs": 3,)").find("cfg.json: /training/epochs: has "
+                                          "no meaning while data.follow")
+               == 0);
+  BOOST_TEST(with(R"("order": "shuffled",)")
+               .find("cfg.json: /training/order: a followed folder is "
+                     "trained in its order")
+             == 0);
+  BOOST_TEST(with(R"("data_partition": "sharded",)")
+               .find("cfg.json: /training/data_partition: a followed "
+                     "folder is one stream")
+             == 0);
+  BOOST_TEST(error_of(replace_first(text, R"("train": "part-*.tsv")",
+                                    R"("train": ["part-*.tsv"])"))
+               .find("cfg.json: /data/train: with data.follow, one glob")
+             == 0);
+  BOOST_TEST(error_of(replace_first(text, R"("test": "test.tsv")",
+                                    R"("test": "test.tsv", "read": "memory")"))
+               .find("cfg.json: /data/read: a followed folder is read as a "
+                     "stream")
+             == 0);
+  BOOST_TEST(error_of(replace_first(text, R"("poll_seconds": 30)",
+                                    R"("poll_seconds": 30, "every": 1)"))
+               .find("cfg.json: /data/follow/every")
+             == 0);
+}
+
 BOOST_AUTO_TEST_CASE(click_models_and_click_logs_go_together) {
   troupe::test::temp_dir dir;
   for (auto* f : {"train.tsv", "test.tsv"})

@@ -117,6 +117,43 @@ BOOST_AUTO_TEST_CASE(parts_read_in_blocks_give_the_in_memory_samples) {
   BOOST_TEST(stats.file_bytes > 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_set_that_follows_a_folder_takes_parts_at_its_end) {
+  // data.follow: a stream opened on the first part takes the others as
+  // they come, while it is read; its samples stay where they were.
+  opened_parts parts{32, true};
+  auto first = troupe::click_stream::open({parts.paths[0]}, schema, 32, true);
+  BOOST_REQUIRE_MESSAGE(first, why(first));
+  auto& s = **first;
+  uint32_t i = 129;
+  BOOST_REQUIRE(s.read(&i, 1));
+  auto count = s.follow({parts.paths[0], parts.paths[1]});
+  BOOST_REQUIRE_MESSAGE(count, why(count));
+  BOOST_TEST(*count == 200);
+  count = s.follow(parts.paths); // the two it has again, and one more
+  BOOST_REQUIRE_MESSAGE(count, why(count));
+  BOOST_TEST(*count == 401);
+  BOOST_TEST((s.part_sizes() == std::vector<size_t>{130, 70, 201}));
+  for (uint32_t k = 0; k < 401; k += 7) {
+    auto got = s.read(&k, 1);
+    BOOST_REQUIRE_MESSAGE(got, why(got));
+    BOOST_REQUIRE(same_sample(parts.all, k, *got, 0));
+  }
+  // Parts named otherwise than before are refused, and nothing changes.
+  auto other = s.follow({parts.paths[1], parts.paths[0]});
+  BOOST_REQUIRE(!other);
+  BOOST_TEST(why(other).find("click logs: part 0 is " + parts.paths[0]
+                             + " here but " + parts.paths[1])
+               != std::string::npos,
+             why(other));
+  BOOST_TEST(s.count() == 401);
+  // A part that cannot be read is named, and not taken.
+  auto bad = s.follow({parts.paths[0], parts.paths[1], parts.paths[2],
+                       parts.dir.file("missing.tsv")});
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(why(bad).find("missing.tsv") != std::string::npos, why(bad));
+  BOOST_TEST(s.parts().size() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(a_block_behind_its_part_reopens_the_part) {
   opened_parts parts{16, false};
   // Backwards, one sample at a time: every block from a cursor behind it

@@ -1,6 +1,7 @@
 #include "runtime/rules/batch_plan.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <numeric>
 #include <set>
 
 #include "runtime/data/dataset.hpp"
@@ -44,6 +45,51 @@ BOOST_AUTO_TEST_CASE(a_stream_is_trained_in_its_own_order) {
     for (uint32_t i = 0; i < 10; ++i)
       twice.push_back(i);
   BOOST_TEST(seen == twice);
+}
+
+BOOST_AUTO_TEST_CASE(an_open_plan_leases_whole_batches_as_the_set_grows) {
+  // data.follow: the set grows part by part; a batch may span two parts,
+  // so the tail of the newest one waits for the next, and only closing
+  // the plan leases it as a smaller last batch.
+  troupe::batch_plan plan{0, 4, 7, 1, 0, data_partition::shared, 1, {}, true};
+  plan.follow();
+  BOOST_TEST(!plan.lease(0));
+  BOOST_TEST(!plan.complete());
+  plan.extend(6); // a part of 6: one whole batch
+  std::vector<uint32_t> seen;
+  auto take = [&](int worker) {
+    auto b = plan.lease(worker);
+    if (b) {
+      seen.insert(seen.end(), b->samples.begin(), b->samples.end());
+      BOOST_TEST(plan.ack(b->id));
+    }
+    return b.has_value();
+  };
+  BOOST_TEST(take(0));
+  BOOST_TEST(!take(1)); // samples 4 and 5 wait
+  BOOST_TEST(!plan.complete());
+  plan.extend(11); // a part of 5: samples 4..7, then 8..10 wait
+  BOOST_TEST(take(1));
+  BOOST_TEST(!take(0));
+  BOOST_TEST(plan.position() == 2);
+  plan.close();
+  BOOST_TEST(take(0)); // the tail: 8, 9, 10
+  BOOST_TEST(!take(1));
+  BOOST_TEST(plan.complete());
+  std::vector<uint32_t> all(11);
+  std::iota(all.begin(), all.end(), 0u);
+  BOOST_TEST(seen == all);
+  // A plan restored at batch 2 (the chief's follow_cover gave it its
+  // parts back first) goes on from there.
+  troupe::batch_plan again{0, 4, 7, 1, 0, data_partition::shared, 1, {}, true};
+  again.follow();
+  again.extend(11);
+  BOOST_TEST(!again.restore(2));
+  BOOST_TEST(!again.lease(0)); // 8..10 wait for the next part
+  again.extend(15);
+  auto b = again.lease(0);
+  BOOST_REQUIRE(b);
+  BOOST_TEST(b->samples == (std::vector<uint32_t>{8, 9, 10, 11}));
 }
 
 BOOST_AUTO_TEST_CASE(skipped_samples_leave_every_batch_leased_after) {
