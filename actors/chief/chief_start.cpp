@@ -192,6 +192,8 @@ void adopt_run(chief_self self, std::function<void()> restore) {
         return fail_run(self, version.error());
       since = st.shards.initial_version = *version;
       position = feeder_position_of((*found)->ckpt);
+      if (auto err = follow_from_checkpoint(self, (*found)->ckpt))
+        return fail_run(self, std::move(err));
       st.takeover.adopted_from_step = position.step;
       say(self, fmt("taking over run %s from its checkpoint %s at step %lld",
                     st.run_id.c_str(), (*found)->path.c_str(),

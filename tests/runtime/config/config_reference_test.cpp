@@ -143,6 +143,17 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
       c["model"]["embedding"]["admit"] = {{"probability", 0.5}};
     add(std::string{"click, sparse "} + sparse, c);
   }
+  // The click model following a folder that grows (no epochs there).
+  {
+    auto c = base_config();
+    c["model"] = {{"type", "click"}, {"embedding", {{"dim", 4}}}};
+    c["data"] = {{"format", "click"},  {"dir", dir},   {"train", "train*.tsv"},
+                 {"test", "test.tsv"}, {"numeric", 2}, {"categorical", 3},
+                 {"follow",
+                  {{"poll_seconds", 5}, {"stop_after_idle_seconds", 60}}}};
+    c["training"].erase("epochs");
+    add("click, following a folder", c);
+  }
   // An external model on the user's own data.
   {
     auto c = base_config();
