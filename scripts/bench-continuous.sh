@@ -112,8 +112,12 @@ def run(name, embedding):
         f.write(out)
     test = re.findall(r"test loss = ([0-9.]+), test AUC = ([0-9.]+)", out)
     parts = re.findall(r"progressive log-loss = ([0-9.]+), AUC = ([0-9.]+) "
-                       r"over (\d+) samples", out)
+                       r"over (\d+) samples before", out)
     scored = sum(int(n) for _, _, n in parts)
+    stream = re.search(r"stream: \d+ parts trained; progressive log-loss = "
+                       r"([0-9.]+)", out)
+    seconds = [float(s) for s in re.findall(r"before training on it "
+                                            r"\(([0-9.]+) s\)", out)]
     summary = [l for l in out.splitlines() if l.startswith("continuous-")]
     rows = sum(int(re.search(r"shard %d: (\d+) table rows" % s, out).group(1))
                for s in (0, 1))
@@ -122,10 +126,12 @@ def run(name, embedding):
     return {"rate": float(summary[-1].split()[7]), "rows": rows,
             "parts": len(parts),
             "trained": int(trained[-1]) if trained else 0,
-            "progressive_loss": sum(float(l) * int(n) for l, _, n in parts)
-                                / scored,
-            "progressive_auc": sum(float(a) * int(n) for _, a, n in parts)
-                               / scored,
+            "progressive_loss": float(stream.group(1)),
+            "parts_loss": sum(float(l) * int(n) for l, _, n in parts)
+                          / scored,
+            "parts_auc": sum(float(a) * int(n) for _, a, n in parts)
+                         / scored,
+            "score_seconds": sum(seconds),
             "test_loss": float(test[-1][0]), "test_auc": float(test[-1][1]),
             "quarter_mib": at_fraction(samples, 0.25) / 1024,
             "half_mib": at_fraction(samples, 0.5) / 1024,
@@ -148,18 +154,23 @@ for name, embedding in [
     results[name] = run(name, embedding)
 
 print(f"{data}: {first['parts']} parts, {first['trained']} samples, "
-      f"{first['rows']} ids seen")
+      f"{first['rows']} ids seen; scoring the parts took "
+      f"{first['score_seconds']:.0f} s of the unbounded run")
 print(f"{'run':<36} {'samples/s':>9} {'ratio':>6} {'rows':>9} {'of ids':>6} "
       f"{'ps1 MiB 1/4':>11} {'1/2':>6} {'end':>6} {'2nd half':>8} "
-      f"{'prog. loss':>10} {'prog. AUC':>9} {'test loss':>9} {'test AUC':>8}")
+      f"{'prog. loss':>10} {'parts loss':>10} {'parts AUC':>9} "
+      f"{'test loss':>9} {'test AUC':>8}")
 for name, r in results.items():
     print(f"{name:<36} {r['rate']:>9.0f} {r['rate'] / first['rate']:>6.2f} "
           f"{r['rows']:>9} {r['rows'] / first['rows']:>6.2f} "
           f"{r['quarter_mib']:>11.0f} {r['half_mib']:>6.0f} "
           f"{r['end_mib']:>6.0f} {r['end_mib'] - r['half_mib']:>+8.0f} "
-          f"{r['progressive_loss']:>10.4f} {r['progressive_auc']:>9.4f} "
-          f"{r['test_loss']:>9.4f} {r['test_auc']:>8.4f}")
-print("prog.: each part scored before it was trained on (the run's metric); "
-      "ps1 MiB: its resident memory a quarter, half way and at the end of "
-      "the run; 2nd half: its growth from half way to the end")
+          f"{r['progressive_loss']:>10.4f} {r['parts_loss']:>10.4f} "
+          f"{r['parts_auc']:>9.4f} {r['test_loss']:>9.4f} "
+          f"{r['test_auc']:>8.4f}")
+print("prog. loss: every sample's log-loss before the step that trained on "
+      "it (the run's metric); parts: each part scored whole before its first "
+      "step (AUC: the parts' samples-weighted mean); ps1 MiB: its resident "
+      "memory a quarter, half way and at the end of the run; 2nd half: its "
+      "growth from half way to the end")
 PY

@@ -18,6 +18,7 @@ void print_summary(chief_self self, const cluster_summary& r) {
   for (auto n : r.epoch_samples)
     per_epoch += " " + std::to_string(n);
   say(self, "samples trained per epoch:" + per_epoch);
+  follow_summary(self);
   // replicated, sharded: what each worker's own stream got (an epoch a
   // worker joined after shows 0).
   if (c.training.partition != data_partition::shared)

@@ -165,12 +165,16 @@ void count_score(chief_self self, const std::string& name, eval_result r,
   f.last = {name, r.count, r.loss, auc};
   say(self,
       fmt("part %s: progressive log-loss = %.5f, AUC = %.5f over %lld "
-          "samples before training on it; all %lld parts: log-loss = %.5f "
+          "samples before training on it (%.1f s); all %lld parts: "
+          "log-loss = %.5f; per sample before its step: log-loss = %.5f "
           "over %lld samples",
           name.c_str(), r.loss, auc, static_cast<long long>(r.count),
-          static_cast<long long>(f.scored_parts),
-          f.loss_sum / static_cast<double>(std::max<int64_t>(f.scored_samples, 1)),
-          static_cast<long long>(f.scored_samples)));
+          f.score_seconds, static_cast<long long>(f.scored_parts),
+          f.loss_sum
+            / static_cast<double>(std::max<int64_t>(f.scored_samples, 1)),
+          f.step_loss_sum
+            / static_cast<double>(std::max<int64_t>(f.step_samples, 1)),
+          static_cast<long long>(f.step_samples)));
 }
 
 /// The whole batches of the plan's set.
@@ -179,9 +183,19 @@ int64_t plan_batches(chief_self self) {
          / static_cast<int64_t>(self->state.opts.cfg.training.batch_size);
 }
 
-/// Batches the plan keeps ahead of training: a few per worker.
+/// Batches the plan keeps ahead of training: a few per worker, or as
+/// many as train while a part is scored (from the last one's scoring
+/// time and the rate so far), so that training need not wait for it.
 int64_t lead(chief_self self) {
-  return 4 * std::max(1, self->state.members.live_workers());
+  auto& st = self->state;
+  int64_t few = 4 * std::max(1, st.members.live_workers());
+  auto seconds = st.progress.training_seconds(now_seconds());
+  if (seconds <= 0 || st.follow.score_seconds <= 0)
+    return few;
+  auto rate = static_cast<double>(st.progress.samples()) / seconds;
+  auto scoring = 1.5 * st.follow.score_seconds * rate
+                 / st.opts.cfg.training.batch_size;
+  return std::max(few, static_cast<int64_t>(scoring));
 }
 
 /// Scores known part `path` and hands it out; then the next one, if
@@ -193,31 +207,54 @@ void score_and_take(chief_self self, const std::string& path) {
     return fail_run(self, logs.error());
   }
   auto data = std::make_shared<dataset>(click_dataset(std::move(*logs)));
-  evaluate_clicks(
-    self, *data,
-    [=](eval_result r, double auc) {
-      auto& s = self->state;
-      (void) data; // the set lives as long as its evaluation
-      if (s.stopping()) {
-        s.follow.taking = false;
-        return;
-      }
-      count_score(self, base_name(path), r, auc);
-      take(self, s.follow.taken.size());
-      hand_out(self, [=] {
-        self->state.follow.taking = false;
-        take_next(self, false); // a backlog goes on at once
-      });
-    },
-    [=] { // a shard was lost meanwhile: scored again after the recovery
+  auto began = now_seconds();
+  // The model as the shards hold it now, dense part and rows, in the
+  // chief's evaluator, which no evaluation uses meanwhile: one waits.
+  auto& st = self->state;
+  st.eval.evaluating = true;
+  auto release = [=] {
+    auto& s = self->state;
+    s.eval.evaluating = false;
+    run_when_evaluated(self);
+    auto waiters = std::move(s.eval.waiters);
+    s.eval.waiters.clear();
+    for (auto& f : waiters)
+      evaluate_now(self, std::move(f));
+  };
+  auto lost = [=] { // a shard was lost meanwhile: scored after the recovery
+    self->state.follow.taking = false;
+    release();
+  };
+  auto scored = [=](eval_result r, double auc) {
+    auto& s = self->state;
+    (void) data; // the set lives as long as its evaluation
+    s.follow.score_seconds = now_seconds() - began;
+    release();
+    if (s.stopping()) {
+      s.follow.taking = false;
+      return;
+    }
+    count_score(self, base_name(path), r, auc);
+    take(self, s.follow.taken.size());
+    hand_out(self, [=] {
       self->state.follow.taking = false;
+      take_next(self, false); // a backlog goes on at once
     });
+  };
+  pull_params(
+    self,
+    [=](std::vector<float>& params, int64_t) {
+      self->state.eval.evaluator->set_params(params.data());
+      evaluate_clicks(self, *data, scored, lost);
+    },
+    lost);
 }
 
 void take_next(chief_self self, bool surely) {
   auto& st = self->state;
   auto& f = st.follow;
-  if (f.taking || f.closed || st.stopping() || st.recovery.recovering())
+  if (f.taking || f.closed || st.stopping() || st.recovery.recovering()
+      || st.eval.evaluating)
     return;
   auto parts = known_parts(self).parts();
   if (f.taken.size() >= parts.size())
@@ -232,8 +269,10 @@ void take_next(chief_self self, bool surely) {
   self->request(st.shards.feeder, timeout_of(self), follow_atom_v, int64_t{0})
     .then(
       [=](feeder_stats& fs) {
-        if (plan_batches(self) - fs.position > lead(self)) {
-          self->state.follow.taking = false;
+        auto& s = self->state;
+        if (plan_batches(self) - fs.position > lead(self)
+            || s.eval.evaluating || s.stopping()) {
+          s.follow.taking = false;
           return;
         }
         score_and_take(self, path);
@@ -296,9 +335,13 @@ void on_follow_tick(chief_self self) {
                      follow_atom_v);
 }
 
-void follow_on_report(chief_self self) {
-  if (self->state.follow.ticking)
-    take_next(self, false);
+void follow_on_report(chief_self self, const worker_report& r) {
+  auto& f = self->state.follow;
+  if (!f.ticking)
+    return;
+  f.step_samples += r.samples;
+  f.step_loss_sum += r.loss_sum;
+  take_next(self, false);
 }
 
 void follow_cover(chief_self self, int64_t batches,
@@ -344,6 +387,22 @@ void follow_tell_agent(chief_self self, const node_agent_actor& agent) {
           });
 }
 
+void follow_summary(chief_self self) {
+  auto& f = self->state.follow;
+  if (!self->state.opts.cfg.data.follow)
+    return;
+  auto mean = [](double sum, int64_t n) {
+    return n > 0 ? sum / static_cast<double>(n) : 0.0;
+  };
+  say(self, fmt("stream: %zu parts trained; progressive log-loss = %.5f "
+                "over %lld samples, each before its step; parts scored "
+                "before training: log-loss = %.5f over %lld samples",
+                f.taken.size(), mean(f.step_loss_sum, f.step_samples),
+                static_cast<long long>(f.step_samples),
+                mean(f.loss_sum, f.scored_samples),
+                static_cast<long long>(f.scored_samples)));
+}
+
 void follow_to_checkpoint(chief_self self, checkpoint& ckpt) {
   auto& f = self->state.follow;
   if (!self->state.opts.cfg.data.follow)
@@ -352,10 +411,10 @@ void follow_to_checkpoint(chief_self self, checkpoint& ckpt) {
   for (auto& p : f.taken)
     names += (names.empty() ? "" : "\n") + base_name(p);
   ckpt.metadata["followed_parts"] = names;
-  ckpt.metadata["progressive"] = fmt("%lld %lld %.17g",
-                                     static_cast<long long>(f.scored_parts),
-                                     static_cast<long long>(f.scored_samples),
-                                     f.loss_sum);
+  ckpt.metadata["progressive"] = fmt(
+    "%lld %lld %.17g %lld %.17g", static_cast<long long>(f.scored_parts),
+    static_cast<long long>(f.scored_samples), f.loss_sum,
+    static_cast<long long>(f.step_samples), f.step_loss_sum);
 }
 
 caf::error follow_from_checkpoint(chief_self self, const checkpoint& ckpt) {
@@ -365,12 +424,14 @@ caf::error follow_from_checkpoint(chief_self self, const checkpoint& ckpt) {
     return caf::none;
   if (auto it = ckpt.metadata.find("progressive"); it != ckpt.metadata.end()) {
     std::istringstream in{it->second};
-    long long parts = 0, samples = 0;
-    double sum = 0;
-    if (in >> parts >> samples >> sum) {
+    long long parts = 0, samples = 0, steps = 0;
+    double sum = 0, step_sum = 0;
+    if (in >> parts >> samples >> sum >> steps >> step_sum) {
       f.scored_parts = parts;
       f.scored_samples = samples;
       f.loss_sum = sum;
+      f.step_samples = steps;
+      f.step_loss_sum = step_sum;
     }
   }
   auto it = ckpt.metadata.find("followed_parts");

@@ -157,7 +157,7 @@ void start_following(chief_self self);
 /// The folder's listing is due (the chief's follow tick).
 void on_follow_tick(chief_self self);
 /// Steps were trained: the next part is taken when the plan runs low.
-void follow_on_report(chief_self self);
+void follow_on_report(chief_self self, const worker_report& r);
 /// A restored plan stands at batch `batches`: the parts that hold its
 /// samples are taken first (trained already: not scored), then `then`.
 void follow_cover(chief_self self, int64_t batches,
@@ -167,6 +167,8 @@ void follow_tell_agent(chief_self self, const node_agent_actor& agent);
 /// A checkpoint records the parts taken and the progressive score; a
 /// resumed run checks them against the folder and goes on counting.
 void follow_to_checkpoint(chief_self self, checkpoint& ckpt);
+/// The run's summary line of a followed folder (nothing otherwise).
+void follow_summary(chief_self self);
 caf::error follow_from_checkpoint(chief_self self, const checkpoint& ckpt);
 
 /// Whether an export is due at the steps trained now (every_steps) or

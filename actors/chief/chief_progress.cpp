@@ -86,7 +86,7 @@ void on_report(chief_self self, const worker_report& r) {
     checkpoint_now(self, [] {});
   if (!st.checkpoints.taking && export_due(self))
     export_now(self, [] {});
-  follow_on_report(self);
+  follow_on_report(self, r);
 }
 
 } // namespace troupe::chief_ops

@@ -88,9 +88,12 @@ run_view run_of(chief_self self) {
     r.stream_waiting = std::max<int64_t>(
       0, static_cast<int64_t>(st.opts.data->train.click_parts->parts().size())
            - r.stream_parts);
-    r.progressive_samples = f.scored_samples;
+    r.progressive_samples = f.step_samples;
+    if (f.step_samples > 0)
+      r.progressive_loss = f.step_loss_sum
+                           / static_cast<double>(f.step_samples);
     if (f.scored_samples > 0)
-      r.progressive_loss = f.loss_sum / static_cast<double>(f.scored_samples);
+      r.parts_loss = f.loss_sum / static_cast<double>(f.scored_samples);
     if (!f.last.name.empty()) {
       r.last_part = f.last.name;
       r.last_part_loss = f.last.loss;

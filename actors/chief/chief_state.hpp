@@ -158,9 +158,15 @@ struct chief_follow {
   std::set<std::string> refused; ///< parts that came out of name order
   double last_part_time = 0;     ///< now_seconds() when a part last came
   double last_listing = 0;       ///< now_seconds() of the last listing
-  /// Progressive validation: each part scored before it is trained on.
+  /// Progressive validation, per sample: the workers' loss of each
+  /// sample before the step that trains on it (one pass: it never
+  /// trained on it before), summed over the samples trained.
+  int64_t step_samples = 0;
+  double step_loss_sum = 0;
+  /// Per part: each part scored whole before its first step.
   int64_t scored_parts = 0, scored_samples = 0;
-  double loss_sum = 0; ///< each part's log-loss times its samples
+  double loss_sum = 0;       ///< each part's log-loss times its samples
+  double score_seconds = 0;  ///< what scoring the last part took
   struct part_score {
     std::string name;
     int64_t samples = 0;

@@ -88,11 +88,13 @@ struct run_view {
   double export_age = -1;
   int64_t export_rows = 0, export_evicted = 0, export_bytes = 0;
   /// data.follow (stream_parts -1: not followed): the parts in the plan,
-  /// those known and waiting, and the progressive validation so far
-  /// (samples scored, their mean log-loss; the last part's log-loss and
-  /// AUC).
+  /// those known and waiting, and the progressive validation so far: per
+  /// sample (the samples trained, the mean of their loss before their
+  /// step), and per part (each scored whole before its first step: their
+  /// mean log-loss, the last one's log-loss and AUC).
   int64_t stream_parts = -1, stream_waiting = 0, progressive_samples = 0;
-  double progressive_loss = -1, last_part_loss = -1, last_part_auc = -1;
+  double progressive_loss = -1, parts_loss = -1, last_part_loss = -1,
+         last_part_auc = -1;
   std::string last_part;
 };
 
@@ -185,7 +187,8 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
            x.last_checkpoint, x.export_sequence, x.export_step, x.export_kind,
            x.export_age, x.export_rows, x.export_evicted, x.export_bytes,
            x.stream_parts, x.stream_waiting, x.progressive_samples,
-           x.progressive_loss, x.last_part_loss, x.last_part_auc, x.last_part);
+           x.progressive_loss, x.parts_loss, x.last_part_loss, x.last_part_auc,
+           x.last_part);
 }
 
 template <class Inspector>

@@ -132,12 +132,17 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
            "Parts of the followed folder known and not taken yet.")
       .sample(r.stream_waiting);
     family(out, "troupe_progressive_samples", "gauge",
-           "Samples scored before they were trained on.")
+           "Samples trained, each scored before its step.")
       .sample(r.progressive_samples);
     if (r.progressive_loss >= 0)
       family(out, "troupe_progressive_log_loss", "gauge",
-             "Mean log-loss of every part scored before it was trained on.")
+             "Mean log-loss of the samples trained, each before its step.")
         .sample(r.progressive_loss);
+    if (r.parts_loss >= 0)
+      family(out, "troupe_parts_log_loss", "gauge",
+             "Mean log-loss of the parts, each scored whole before its "
+             "first step.")
+        .sample(r.parts_loss);
     if (r.last_part_loss >= 0) {
       family(out, "troupe_last_part_log_loss", "gauge",
              "The last part's log-loss before it was trained on.")

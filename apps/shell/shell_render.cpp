@@ -193,7 +193,10 @@ std::string for_people(const std::string& command, const json& j) {
       head << "stream: " << cell(s["parts"]) << " parts taken, "
            << cell(s["waiting"]) << " waiting; progressive log-loss "
            << cell(s["progressive_log_loss"]) << " over "
-           << cell(s["progressive_samples"]) << " samples; last part "
+           << cell(s["progressive_samples"])
+           << " samples, each before its step; parts scored before "
+              "training: log-loss "
+           << cell(s["parts_log_loss"]) << ", last part "
            << cell(s["last_part"]) << ": log-loss "
            << cell(s["last_part_log_loss"]) << ", AUC "
            << cell(s["last_part_auc"]) << "\n";
@@ -255,6 +258,7 @@ json stream_json(const run_view& r) {
           {"waiting", r.stream_waiting},
           {"progressive_samples", r.progressive_samples},
           {"progressive_log_loss", maybe(r.progressive_loss)},
+          {"parts_log_loss", maybe(r.parts_loss)},
           {"last_part", r.last_part.empty() ? json(nullptr) : json(r.last_part)},
           {"last_part_log_loss", maybe(r.last_part_loss)},
           {"last_part_auc", maybe(r.last_part_auc)}};

@@ -142,6 +142,7 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_shows_its_parts_and_progressive_score) {
   v.run.stream_waiting = 2;
   v.run.progressive_samples = 300000;
   v.run.progressive_loss = 0.4625;
+  v.run.parts_loss = 0.5;
   v.run.last_part = "train-011.tsv";
   v.run.last_part_loss = 0.45;
   v.run.last_part_auc = 0.75;
@@ -151,6 +152,7 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_shows_its_parts_and_progressive_score) {
         "troupe_stream_parts_waiting{run=\"\",run_id=\"\"} 2\n",
         "troupe_progressive_samples{run=\"\",run_id=\"\"} 300000\n",
         "troupe_progressive_log_loss{run=\"\",run_id=\"\"} 0.4625\n",
+        "troupe_parts_log_loss{run=\"\",run_id=\"\"} 0.5\n",
         "troupe_last_part_auc{run=\"\",run_id=\"\",part=\"train-011.tsv\"} "
         "0.75\n"})
     BOOST_TEST(text.find(line) != std::string::npos, line << " in " << text);

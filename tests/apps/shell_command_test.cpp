@@ -270,13 +270,15 @@ BOOST_AUTO_TEST_CASE(status_shows_a_followed_folder) {
   v.run.stream_waiting = 2;
   v.run.progressive_samples = 300000;
   v.run.progressive_loss = 0.5;
+  v.run.parts_loss = 0.625;
   v.run.last_part = "train-011.tsv";
   v.run.last_part_loss = 0.25;
   v.run.last_part_auc = 0.75;
   text = *render_view(parsed("status"), v, false);
   BOOST_TEST(text.find("stream: 12 parts taken, 2 waiting; progressive "
-                       "log-loss 0.5 over 300000 samples; last part "
-                       "train-011.tsv: log-loss 0.25, AUC 0.75\n")
+                       "log-loss 0.5 over 300000 samples, each before its "
+                       "step; parts scored before training: log-loss 0.625, "
+                       "last part train-011.tsv: log-loss 0.25, AUC 0.75\n")
                != std::string::npos,
              text);
   auto j = nlohmann::json::parse(*render_view(parsed("status"), v, true));
