@@ -17,21 +17,22 @@
 # over every part and the samples-weighted mean of the parts' AUCs, and
 # the test log-loss and AUC on logs drawn as the stream stands at its end.
 # Data: troupe-clicks --drift 5 (every 1000 logs each field's Zipf ranks
-# move on to 5 new values) of 1M values a field (Zipf 1.1: a long tail,
+# move on to 5 new values) of 10M values a field (Zipf 1.1: a long tail,
 # most of it seen once), written once into runs/bench-continuous-N; every
 # part is in the folder from the start, so the chief takes each as
 # training needs it (a backlog, as after an outage).
 # Usage: scripts/bench-continuous.sh [training logs, default 20000000]
-#        [parts, default 40]
+#        [parts, default 40] [values a field, default 10000000]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
 troupe_bench_setup
 lines="${1:-20000000}"
 parts="${2:-40}"
-data="$TROUPE_ROOT/runs/bench-continuous-$lines-$parts"
+values="${3:-10000000}"
+data="$TROUPE_ROOT/runs/bench-continuous-$lines-$parts-$values"
 if [[ ! -f "$data/test.tsv" ]]; then
   "$TROUPE_BUILD/apps/troupe-clicks" --out "$data" --train "$lines" \
-    --test 50000 --numeric 2 --categorical 4 --values 1000000 --zipf 1.1 \
+    --test 50000 --numeric 2 --categorical 4 --values "$values" --zipf 1.1 \
     --drift 5 --parts "$parts" --seed 5
 fi
 exec /usr/bin/python3 - "$data" <<'PY'

@@ -69,7 +69,8 @@ void list_folder(chief_self self) {
   std::map<std::string, std::pair<int64_t, int64_t>> seen;
   bool waiting = false; // an earlier new file is still being written
   for (auto& path : listing(st.opts.cfg.data.follow_glob)) {
-    if (std::binary_search(known.begin(), known.end(), path))
+    if (std::binary_search(known.begin(), known.end(), path)
+        || f.refused.count(path) > 0)
       continue;
     if (path < known.back()) {
       if (f.refused.insert(path).second)
@@ -85,8 +86,13 @@ void list_folder(chief_self self) {
     std::pair<int64_t, int64_t> now{stamp->bytes, stamp->modified_ns};
     seen[path] = now;
     auto it = f.candidates.find(path);
-    if (!waiting && it != f.candidates.end() && it->second == now
-        && now.first > 0)
+    bool steady = it != f.candidates.end() && it->second == now;
+    if (steady && now.first == 0) { // no samples: nothing to wait for
+      if (f.refused.insert(path).second)
+        say(self, "data.follow: " + path + " is empty; left out");
+      continue;
+    }
+    if (!waiting && steady)
       ready.push_back(path);
     else
       waiting = true;
@@ -150,7 +156,7 @@ void hand_out(chief_self self, std::function<void()> then) {
 /// Appends known part `j` to the plan's parts.
 void take(chief_self self, size_t j) {
   auto& f = self->state.follow;
-  auto part = known_parts(self).parts()[j];
+  auto part = known_parts(self).part(j);
   f.taken.push_back(part.path);
   f.samples = part.first + part.count;
 }
@@ -256,8 +262,7 @@ void take_next(chief_self self, bool surely) {
   if (f.taking || f.closed || st.stopping() || st.recovery.recovering()
       || st.eval.evaluating)
     return;
-  auto parts = known_parts(self).parts();
-  if (f.taken.size() >= parts.size())
+  if (f.taken.size() >= known_parts(self).part_count())
     return;
   // The steps the workers reported trail those leased by a report's
   // worth per worker: the feeder, asked only when it may be time, says.
@@ -265,7 +270,7 @@ void take_next(chief_self self, bool surely) {
   if (!surely && reported_left > lead(self) + 16 * st.members.live_workers())
     return;
   f.taking = true;
-  auto path = parts[f.taken.size()].path;
+  auto path = known_parts(self).part(f.taken.size()).path;
   self->request(st.shards.feeder, timeout_of(self), follow_atom_v, int64_t{0})
     .then(
       [=](feeder_stats& fs) {
@@ -289,7 +294,7 @@ void close_when_idle(chief_self self) {
   auto& f = st.follow;
   auto idle = st.opts.cfg.data.follow_idle_stop_s;
   if (idle <= 0 || f.closed || f.taking
-      || f.taken.size() < known_parts(self).parts().size()
+      || f.taken.size() < known_parts(self).part_count()
       || now_seconds() - f.last_part_time < idle)
     return;
   f.closed = true;

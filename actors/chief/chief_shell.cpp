@@ -86,7 +86,7 @@ run_view run_of(chief_self self) {
   if (auto& f = st.follow; st.opts.cfg.data.follow) {
     r.stream_parts = static_cast<int64_t>(f.taken.size());
     r.stream_waiting = std::max<int64_t>(
-      0, static_cast<int64_t>(st.opts.data->train.click_parts->parts().size())
+      0, static_cast<int64_t>(st.opts.data->train.click_parts->part_count())
            - r.stream_parts);
     r.progressive_samples = f.step_samples;
     if (f.step_samples > 0)

@@ -106,8 +106,13 @@ identity_map training_identity(const run_config& cfg) {
         files.push_back(base(*f));
     for (auto* list : {&d.train_files, &d.train_label_files, &d.test_files,
                        &d.test_label_files})
-      for (auto& f : *list)
-        files.push_back(base(f));
+      // A followed folder grows while the run goes on: its glob is the
+      // set, whatever parts a node or a chief run again saw at its start.
+      if (list == &d.train_files && d.follow)
+        files.push_back(base(d.follow_glob));
+      else
+        for (auto& f : *list)
+          files.push_back(base(f));
     if (d.format == data_config::kind::npz) {
       files.push_back(base(d.archive));
       for (auto& a : d.arrays)
@@ -123,6 +128,8 @@ identity_map training_identity(const run_config& cfg) {
     if (d.format == data_config::kind::click) {
       if (d.stream_train) // only when set: its epochs' order is another
         m["/data/read"] = "stream";
+      if (d.follow)
+        m["/data/follow"] = "true";
       m["/data/numeric"] = std::to_string(d.click_numeric);
       m["/data/categorical"] = std::to_string(d.click_categorical);
       m["/data/vocabulary"] = std::to_string(d.click_vocabulary);

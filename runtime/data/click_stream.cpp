@@ -123,6 +123,16 @@ std::vector<click_part> click_stream::parts() const {
   return {parts_.begin(), parts_.end()};
 }
 
+size_t click_stream::part_count() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return parts_.size();
+}
+
+click_part click_stream::part(size_t i) const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return parts_.at(i);
+}
+
 std::vector<size_t> click_stream::part_sizes() const {
   std::lock_guard<std::mutex> guard{mutex_};
   std::vector<size_t> out;

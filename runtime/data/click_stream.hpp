@@ -79,8 +79,10 @@ public:
   int64_t count() const;
   size_t block() const { return block_; }
   const click_schema& schema() const { return schema_; }
-  /// Its parts now, in order.
+  /// Its parts now, in order; how many, and part `i` (< part_count()).
   std::vector<click_part> parts() const;
+  size_t part_count() const;
+  click_part part(size_t i) const;
   /// Each part's sample count, in order: what interleaved_order cuts.
   std::vector<size_t> part_sizes() const;
 

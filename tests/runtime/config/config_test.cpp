@@ -276,6 +276,13 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_is_one_open_epoch_in_order) {
   BOOST_TEST(cfg->data.stream_train); // one plain part, streamed all the same
   BOOST_TEST(cfg->training.stream_order);
   BOOST_TEST(cfg->training.epochs == 1);
+  // The glob is the set: a node or a chief started after more parts came
+  // runs the same run.
+  troupe::test::write_file(dir.file("part-001.tsv"), "");
+  auto grown = parse_run_config(text, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(grown, troupe::test::why(grown));
+  BOOST_TEST(grown->data.train_files.size() == 2u);
+  BOOST_TEST(training_identity(*grown) == training_identity(*cfg));
   auto with = [&](const std::string& training) {
     return error_of(replace_first(text, R"("batch_size": 16,)",
                                   R"("batch_size": 16, )" + training));
