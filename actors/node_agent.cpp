@@ -201,8 +201,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
               });
       return promise;
     },
-    [=](follow_atom,
-        std::vector<std::string>& parts) -> caf::result<int64_t> {
+    [=](follow_atom, std::vector<std::string>& parts) -> caf::result<int64_t> {
       self->state.followed = std::move(parts);
       auto taken = follow_parts(self);
       if (!taken)

@@ -3,12 +3,15 @@
 // stayed the same for one listing becomes a known part (the chief's own
 // click logs take it, counting its samples). Known parts enter the
 // feeder's open plan one at a time, as training needs them: when the
-// plan has fewer than a few batches per worker left, the next part is
-// scored with the model as it stands (progressive validation: every part
-// is scored before any of it is trained on), every node agent takes it,
-// and then the feeder leases its samples. Parts are taken in name order,
-// which is the order they arrive in when named by time; a file that
-// comes after a later name was known is left out, and said so.
+// plan has fewer batches left than train while a part is scored (and at
+// least a few per worker), the next part is scored with the model the
+// shards hold (progressive validation: every part is scored before any
+// of it is trained on), every node agent takes it, and then the feeder
+// leases its samples. The workers' own loss, computed before each step,
+// is the other view of it: every sample scored before it is trained on.
+// Parts are taken in name order, which is the order they arrive in when
+// named by time; a file that comes after a later name was known is left
+// out, and said so.
 //
 // A restored plan (a resumed run, a chief that takes over) first takes
 // the parts that hold the samples it trained, without scoring them; a
@@ -110,10 +113,11 @@ void list_folder(chief_self self) {
   for (auto& path : ready)
     f.candidates.erase(path);
   f.last_part_time = now_seconds();
-  say(self, fmt("data.follow: %zu new part%s (%s%s); %lld samples known",
-                ready.size(), ready.size() == 1 ? "" : "s",
-                base_name(ready.front()).c_str(),
-                ready.size() > 1 ? " ..." : "", static_cast<long long>(*count)));
+  say(self,
+      fmt("data.follow: %zu new part%s (%s%s); %lld samples known",
+          ready.size(), ready.size() == 1 ? "" : "s",
+          base_name(ready.front()).c_str(), ready.size() > 1 ? " ..." : "",
+          static_cast<long long>(*count)));
 }
 
 /// Every node agent that is up takes the parts in the plan, then the
@@ -169,18 +173,17 @@ void count_score(chief_self self, const std::string& name, eval_result r,
   f.scored_samples += r.count;
   f.loss_sum += r.loss * static_cast<double>(r.count);
   f.last = {name, r.count, r.loss, auc};
-  say(self,
-      fmt("part %s: progressive log-loss = %.5f, AUC = %.5f over %lld "
-          "samples before training on it (%.1f s); all %lld parts: "
-          "log-loss = %.5f; per sample before its step: log-loss = %.5f "
-          "over %lld samples",
-          name.c_str(), r.loss, auc, static_cast<long long>(r.count),
-          f.score_seconds, static_cast<long long>(f.scored_parts),
-          f.loss_sum
-            / static_cast<double>(std::max<int64_t>(f.scored_samples, 1)),
-          f.step_loss_sum
-            / static_cast<double>(std::max<int64_t>(f.step_samples, 1)),
-          static_cast<long long>(f.step_samples)));
+  say(self, fmt("part %s: progressive log-loss = %.5f, AUC = %.5f over %lld "
+                "samples before training on it (%.1f s); all %lld parts: "
+                "log-loss = %.5f; per sample before its step: log-loss = %.5f "
+                "over %lld samples",
+                name.c_str(), r.loss, auc, static_cast<long long>(r.count),
+                f.score_seconds, static_cast<long long>(f.scored_parts),
+                f.loss_sum
+                  / static_cast<double>(std::max<int64_t>(f.scored_samples, 1)),
+                f.step_loss_sum
+                  / static_cast<double>(std::max<int64_t>(f.step_samples, 1)),
+                static_cast<long long>(f.step_samples)));
 }
 
 /// The whole batches of the plan's set.
@@ -233,7 +236,7 @@ void score_and_take(chief_self self, const std::string& path) {
   };
   auto scored = [=](eval_result r, double auc) {
     auto& s = self->state;
-    (void) data; // the set lives as long as its evaluation
+    (void)data; // the set lives as long as its evaluation
     s.follow.score_seconds = now_seconds() - began;
     release();
     if (s.stopping()) {
@@ -275,8 +278,8 @@ void take_next(chief_self self, bool surely) {
     .then(
       [=](feeder_stats& fs) {
         auto& s = self->state;
-        if (plan_batches(self) - fs.position > lead(self)
-            || s.eval.evaluating || s.stopping()) {
+        if (plan_batches(self) - fs.position > lead(self) || s.eval.evaluating
+            || s.stopping()) {
           s.follow.taking = false;
           return;
         }
@@ -360,21 +363,20 @@ void follow_cover(chief_self self, int64_t batches,
     take(self, st.follow.taken.size());
   if (st.follow.samples < need)
     return fail_run(
-      self, make_error(errc::data_changed,
-                       fmt("data.follow: the run trained %lld samples, but "
-                           "the parts of %s hold %lld: a part it trained "
-                           "went missing",
-                           static_cast<long long>(need),
-                           st.opts.cfg.data.follow_glob.c_str(),
-                           static_cast<long long>(parts.empty()
-                                                    ? 0
-                                                    : parts.back().first
-                                                        + parts.back().count))));
+      self,
+      make_error(
+        errc::data_changed,
+        fmt("data.follow: the run trained %lld samples, but "
+            "the parts of %s hold %lld: a part it trained "
+            "went missing",
+            static_cast<long long>(need), st.opts.cfg.data.follow_glob.c_str(),
+            static_cast<long long>(
+              parts.empty() ? 0 : parts.back().first + parts.back().count))));
   if (st.follow.samples > 0)
-    say(self, fmt("data.follow: the %zu parts trained before (%lld samples) "
-                  "are in the plan again",
-                  st.follow.taken.size(),
-                  static_cast<long long>(st.follow.samples)));
+    say(self,
+        fmt("data.follow: the %zu parts trained before (%lld samples) "
+            "are in the plan again",
+            st.follow.taken.size(), static_cast<long long>(st.follow.samples)));
   hand_out(self, std::move(then));
 }
 
@@ -448,8 +450,9 @@ caf::error follow_from_checkpoint(chief_self self, const checkpoint& ckpt) {
   for (size_t i = 0; std::getline(in, name); ++i)
     if (i >= parts.size() || base_name(parts[i].path) != name)
       return make_error(errc::data_changed,
-                        "data.follow: the checkpoint's part " + std::to_string(i)
-                          + " is " + name + ", but the folder's is "
+                        "data.follow: the checkpoint's part "
+                          + std::to_string(i) + " is " + name
+                          + ", but the folder's is "
                           + (i < parts.size() ? base_name(parts[i].path)
                                               : std::string{"missing"})
                           + ": the parts trained before changed");

@@ -160,8 +160,7 @@ void on_follow_tick(chief_self self);
 void follow_on_report(chief_self self, const worker_report& r);
 /// A restored plan stands at batch `batches`: the parts that hold its
 /// samples are taken first (trained already: not scored), then `then`.
-void follow_cover(chief_self self, int64_t batches,
-                  std::function<void()> then);
+void follow_cover(chief_self self, int64_t batches, std::function<void()> then);
 /// A node agent registered: it learns the parts in the plan.
 void follow_tell_agent(chief_self self, const node_agent_actor& agent);
 /// A checkpoint records the parts taken and the progressive score; a

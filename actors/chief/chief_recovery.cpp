@@ -250,22 +250,22 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
       if (tables_err)
         return fail_run(self, std::move(tables_err));
       follow_cover(self, position, [=] {
-      self
-        ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                  position, plan, std::vector<int64_t>{})
-        .then(
-          [=](int64_t) {
-            auto& s = self->state;
-            auto lost = std::max<int64_t>(0, s.progress.steps() - position);
-            s.recovery.lose_steps(lost);
-            s.progress.set_steps(position);
-            say(self, fmt("shards restored from %s at step %lld; %lld steps "
-                          "lost, to be trained again",
-                          path.c_str(), static_cast<long long>(position),
-                          static_cast<long long>(lost)));
-            resume_after_recovery(self);
-          },
-          [=](caf::error& err) { fail_run(self, std::move(err)); });
+        self
+          ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
+                    position, plan, std::vector<int64_t>{})
+          .then(
+            [=](int64_t) {
+              auto& s = self->state;
+              auto lost = std::max<int64_t>(0, s.progress.steps() - position);
+              s.recovery.lose_steps(lost);
+              s.progress.set_steps(position);
+              say(self, fmt("shards restored from %s at step %lld; %lld steps "
+                            "lost, to be trained again",
+                            path.c_str(), static_cast<long long>(position),
+                            static_cast<long long>(lost)));
+              resume_after_recovery(self);
+            },
+            [=](caf::error& err) { fail_run(self, std::move(err)); });
       });
     });
   };

@@ -123,9 +123,8 @@ void start_shards(chief_self self) {
         return fail_run(self, std::move(tables_err));
       follow_cover(self, position, [=] {
         self
-          ->request(self->state.shards.feeder, timeout_of(self),
-                    restore_atom_v, position, from.plan,
-                    std::vector<int64_t>{})
+          ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
+                    position, from.plan, std::vector<int64_t>{})
           .then([=](int64_t) { start_workers(self); },
                 [=](caf::error& err) { fail_run(self, std::move(err)); });
       });
@@ -405,8 +404,8 @@ void start(chief_self self) {
   st.progress.schedule = std::make_unique<run_schedule>(
     cfg.data.follow ? std::numeric_limits<int64_t>::max() / 4
                     : st.progress.per_epoch,
-    cfg.training.eval_every_steps,
-    cfg.training.checkpoint.every_steps, cfg.training.log_every_steps);
+    cfg.training.eval_every_steps, cfg.training.checkpoint.every_steps,
+    cfg.training.log_every_steps);
   // This process's own agent; in a cluster the other nodes register.
   agent_options ao;
   ao.node = st.own_node();

@@ -165,8 +165,8 @@ struct chief_follow {
   double step_loss_sum = 0;
   /// Per part: each part scored whole before its first step.
   int64_t scored_parts = 0, scored_samples = 0;
-  double loss_sum = 0;       ///< each part's log-loss times its samples
-  double score_seconds = 0;  ///< what scoring the last part took
+  double loss_sum = 0;      ///< each part's log-loss times its samples
+  double score_seconds = 0; ///< what scoring the last part took
   struct part_score {
     std::string name;
     int64_t samples = 0;

@@ -121,10 +121,10 @@ void keep_live_shards(chief_self self, live_found& found, feeder_position from,
       fmt("kept the live shards: they hold the %lld steps trained "
           "since step %lld, each once; 0 steps lost",
           static_cast<long long>(kept), static_cast<long long>(position)));
-  auto last = done.empty() ? position
-                          : std::max(position, *std::max_element(done.begin(),
-                                                                 done.end())
-                                                 + 1);
+  auto last = done.empty()
+                ? position
+                : std::max(position,
+                           *std::max_element(done.begin(), done.end()) + 1);
   follow_cover(self, last, [=]() mutable {
     self
       ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,

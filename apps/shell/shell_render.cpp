@@ -259,7 +259,8 @@ json stream_json(const run_view& r) {
           {"progressive_samples", r.progressive_samples},
           {"progressive_log_loss", maybe(r.progressive_loss)},
           {"parts_log_loss", maybe(r.parts_loss)},
-          {"last_part", r.last_part.empty() ? json(nullptr) : json(r.last_part)},
+          {"last_part",
+           r.last_part.empty() ? json(nullptr) : json(r.last_part)},
           {"last_part_log_loss", maybe(r.last_part_loss)},
           {"last_part_auc", maybe(r.last_part_auc)}};
 }

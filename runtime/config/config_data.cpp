@@ -184,12 +184,10 @@ data_config read_data(object_reader r) {
                              "grows (e.g. \"logs/part-*.tsv.gz\")"};
         d.follow_glob = r.from_base(join(dir, train->get<std::string>()));
         d.follow_poll_s = fr.number("poll_seconds", 10, 0.05, 86400);
-        d.follow_idle_stop_s = fr.number("stop_after_idle_seconds", 0, 0,
-                                         1e9);
+        d.follow_idle_stop_s = fr.number("stop_after_idle_seconds", 0, 0, 1e9);
         fr.finish();
         large = true; // parts come while it is read
-        if (auto* read = r.find("read");
-            read != nullptr && *read == "memory")
+        if (auto* read = r.find("read"); read != nullptr && *read == "memory")
           throw config_error{errc::invalid_config, r.at("read"),
                              "a followed folder is read as a stream (its "
                              "parts come while it is read)"};

@@ -37,8 +37,7 @@ struct click_stream::cursor {
   uint64_t used = 0;
 };
 
-click_stream::click_stream(click_schema schema, size_t block,
-                           bool check_lines)
+click_stream::click_stream(click_schema schema, size_t block, bool check_lines)
   : schema_(schema), block_(std::max<size_t>(block, 1)),
     check_lines_(check_lines) {}
 
@@ -53,8 +52,8 @@ caf::expected<click_part> click_stream::open_part(const std::string& path,
   p.stamp = std::move(*stamp);
   // Checked lines are parsed into a scratch set emptied as it fills.
   auto scratch = empty_set(schema_);
-  auto count = read_click_file(path, schema_,
-                               check_lines_ ? &scratch : nullptr, [&] {
+  auto count = read_click_file(path, schema_, check_lines_ ? &scratch : nullptr,
+                               [&] {
                                  if (scratch.count == check_chunk)
                                    scratch = empty_set(schema_);
                                });

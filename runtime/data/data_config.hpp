@@ -77,8 +77,8 @@ struct data_config {
   /// run ends on a stop (shell, SIGTERM), at training.max_steps, or once
   /// no new part has come for follow_idle_stop_s (0: never).
   bool follow = false;
-  std::string follow_glob;      ///< the "train" glob, resolved
-  double follow_poll_s = 10;    ///< how often the folder is listed
+  std::string follow_glob;   ///< the "train" glob, resolved
+  double follow_poll_s = 10; ///< how often the folder is listed
   double follow_idle_stop_s = 0;
   /// The samples a streamed set reads at once: training.shuffle_block
   /// (read_run_config copies it), so that a block read is a block of the

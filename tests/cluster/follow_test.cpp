@@ -27,9 +27,8 @@ constexpr long part_lines = 25000;
 /// `part_count` parts held back in <dir>/logs/held, to be let in.
 struct growing_folder {
   temp_dir dir;
-  troupe::planted_scores planted = make_click_logs(dir, "logs",
-                                                   part_count * part_lines,
-                                                   5000);
+  troupe::planted_scores planted = make_click_logs(
+    dir, "logs", part_count* part_lines, 5000);
   std::string parts[part_count];
 
   growing_folder() {
@@ -108,8 +107,7 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_trains_each_part_once_as_it_comes) {
                       "has (8)"),
              out);
   // Every sample of every part once, the last part's tail included.
-  BOOST_TEST(epoch_samples(out)
-               == (std::vector<long>{part_count * part_lines}),
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{part_count * part_lines}),
              out);
   auto steps = (part_count * part_lines + 255) / 256;
   BOOST_TEST(final_versions(out) == (std::vector<long>{steps}), out);
@@ -154,8 +152,7 @@ BOOST_AUTO_TEST_CASE(a_followed_run_outlives_its_chief) {
                           + ": progressive log-loss = "),
                out);
   // Not one sample trained twice or left out across the takeover.
-  BOOST_TEST(epoch_samples(out)
-               == (std::vector<long>{part_count * part_lines}),
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>{part_count * part_lines}),
              out);
   auto steps = (part_count * part_lines + 255) / 256;
   BOOST_TEST(final_versions(out) == (std::vector<long>{steps}), out);

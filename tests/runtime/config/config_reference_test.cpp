@@ -147,8 +147,12 @@ std::vector<std::pair<std::string, json>> every_branch(const std::string& dir) {
   {
     auto c = base_config();
     c["model"] = {{"type", "click"}, {"embedding", {{"dim", 4}}}};
-    c["data"] = {{"format", "click"},  {"dir", dir},   {"train", "train*.tsv"},
-                 {"test", "test.tsv"}, {"numeric", 2}, {"categorical", 3},
+    c["data"] = {{"format", "click"},
+                 {"dir", dir},
+                 {"train", "train*.tsv"},
+                 {"test", "test.tsv"},
+                 {"numeric", 2},
+                 {"categorical", 3},
                  {"follow",
                   {{"poll_seconds", 5}, {"stop_after_idle_seconds", 60}}}};
     c["training"].erase("epochs");

@@ -287,9 +287,10 @@ BOOST_AUTO_TEST_CASE(a_followed_folder_is_one_open_epoch_in_order) {
     return error_of(replace_first(text, R"("batch_size": 16,)",
                                   R"("batch_size": 16, )" + training));
   };
-  BOOST_TEST(with(R"("epochs": 3,)").find("cfg.json: /training/epochs: has "
-                                          "no meaning while data.follow")
-               == 0);
+  BOOST_TEST(with(R"("epochs": 3,)")
+               .find("cfg.json: /training/epochs: has "
+                     "no meaning while data.follow")
+             == 0);
   BOOST_TEST(with(R"("order": "shuffled",)")
                .find("cfg.json: /training/order: a followed folder is "
                      "trained in its order")
