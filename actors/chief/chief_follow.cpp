@@ -173,17 +173,20 @@ void count_score(chief_self self, const std::string& name, eval_result r,
   f.scored_samples += r.count;
   f.loss_sum += r.loss * static_cast<double>(r.count);
   f.last = {name, r.count, r.loss, auc};
+  auto per_sample =
+    f.step_samples > 0
+      ? fmt("; per sample before its step: log-loss = %.5f over %lld samples",
+            f.step_loss_sum / static_cast<double>(f.step_samples),
+            static_cast<long long>(f.step_samples))
+      : std::string{};
   say(self, fmt("part %s: progressive log-loss = %.5f, AUC = %.5f over %lld "
                 "samples before training on it (%.1f s); all %lld parts: "
-                "log-loss = %.5f; per sample before its step: log-loss = %.5f "
-                "over %lld samples",
+                "log-loss = %.5f%s",
                 name.c_str(), r.loss, auc, static_cast<long long>(r.count),
                 f.score_seconds, static_cast<long long>(f.scored_parts),
                 f.loss_sum
                   / static_cast<double>(std::max<int64_t>(f.scored_samples, 1)),
-                f.step_loss_sum
-                  / static_cast<double>(std::max<int64_t>(f.step_samples, 1)),
-                static_cast<long long>(f.step_samples)));
+                per_sample.c_str()));
 }
 
 /// The whole batches of the plan's set.

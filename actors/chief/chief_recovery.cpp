@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "actors/chief/chief_ops.hpp"
@@ -24,11 +25,19 @@ namespace troupe::chief_ops {
 void skip_changed_file(chief_self self, int32_t id, const caf::error& reason) {
   auto& st = self->state;
   auto why = describe(reason);
-  const dataset::file_part* hit = nullptr;
-  for (auto& f : st.opts.data->train.files)
+  // Streamed click logs name their parts now (a followed folder's new
+  // ones too); other sets, the files they were opened with.
+  auto files = st.opts.data->train.files;
+  if (auto& parts = st.opts.data->train.click_parts) {
+    files.clear();
+    for (auto& p : parts->parts())
+      files.push_back({p.path, p.first, p.count});
+  }
+  std::optional<dataset::file_part> hit;
+  for (auto& f : files)
     if (why.find(f.path + ": ") != std::string::npos)
-      hit = &f;
-  if (hit == nullptr)
+      hit = f;
+  if (!hit)
     return fail_run(self, reason);
   auto& w = st.members.worker(id);
   w.last_error = why;
