@@ -37,23 +37,12 @@ fi
 exec /usr/bin/python3 - "$data" "${3:-3}" <<'PY'
 import json, os, re, statistics, subprocess, sys, threading, time
 sys.path.insert(0, "scripts")
-from benchlib import scratch_dir, two_shards_two_workers
+from benchlib import rss_kib, scratch_dir, two_shards_two_workers
 
 data, repeats = sys.argv[1], int(sys.argv[2])
 node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
 work = scratch_dir()
 results = {}
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 def run(name, embedding, round_no):

@@ -38,22 +38,11 @@ fi
 exec /usr/bin/python3 - "$data" <<'PY'
 import json, os, re, subprocess, sys, threading, time
 sys.path.insert(0, "scripts")
-from benchlib import scratch_dir, two_shards_two_workers
+from benchlib import rss_kib, scratch_dir, two_shards_two_workers
 
 data = sys.argv[1]
 node = os.path.join(os.environ["TROUPE_BUILD"], "apps", "troupe-node")
 work = scratch_dir()
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 def at_fraction(samples, fraction):

@@ -35,7 +35,7 @@ fi
 exec /usr/bin/python3 - "$data" "$per_part" "$hours" "${2:-0.5}" <<'PY'
 import glob, json, os, re, shutil, subprocess, sys, threading, time
 sys.path.insert(0, "scripts")
-from benchlib import free_port, scratch_dir
+from benchlib import free_port, rss_kib, scratch_dir
 import troupe
 
 data, per_part, hours, pace = (sys.argv[1], int(sys.argv[2]),
@@ -101,17 +101,6 @@ for k in range(2):
     let_in(k)
 procs = {n: start(n, n + ".log") for n in names if n != "chief"}
 chief = start("chief", "chief.log")
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 memory = []  # (hour, KiB of ps0 + ps2)

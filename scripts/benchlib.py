@@ -1,7 +1,7 @@
 """The benchmark scripts' shared pieces, in one module instead of a copy in
-each script's Python: a free loopback port, a scratch folder that goes away
-at exit, a results file of "key ... value" lines read into lists per key
-for medians, runs alternated over rounds and their medians,
+each script's Python: a free loopback port, a process's resident memory, a
+scratch folder that goes away at exit, a results file of "key ... value"
+lines read into lists per key for medians, runs alternated over rounds and their medians,
 config/local.json's run as a cluster of processes and as one process,
 config/cluster-local.json's run for the shard benchmarks, the click
 benchmarks' run config, a cluster file run as troupe-node processes,
@@ -79,6 +79,18 @@ def two_shards_two_workers():
              **({"shards": 1} if n.startswith("ps") else {"workers": 1})}
             for n in ("ps0", "ps1", "w0", "w1")]
 
+
+
+def rss_kib(pid):
+    """Process `pid`'s resident memory in KiB, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 def scratch_dir():
     """A new folder, removed with what it holds when the script ends."""
