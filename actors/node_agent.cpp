@@ -159,6 +159,10 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.staleness = cfg.cluster.staleness;
       so.block.stale_lr = cfg.cluster.stale_lr;
       so.block.stale_momentum = cfg.cluster.stale_momentum;
+      so.block.sync_lr = cfg.cluster.sync_lr;
+      so.block.delay_compensation = cfg.cluster.delay_compensation;
+      so.block.history = compensation_history(cfg.cluster.workers,
+                                              s.state.values.size());
       so.block.elastic_rate = cfg.cluster.elastic_rate();
       if (s.buffers.size() % 2 != 0)
         return make_error(errc::invalid_argument,

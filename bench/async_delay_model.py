@@ -6,10 +6,14 @@ computed on the parameters of `delay` updates ago, as a shard sees pushes
 with n workers. It shows whether an accuracy gap under asynchrony comes
 from the optimizer or from the runtime.
 
-  python3 bench/async_delay_model.py DELAY LR [none|divide] [BATCH] [EPOCHS]
+  python3 bench/async_delay_model.py DELAY LR [none|divide|gap|dc] [BATCH]
+                                     [EPOCHS] [LAMBDA]
 
 divide scales each update's learning rate by 1 / max(1, delay), as
-cluster.stale_lr "divide" does. Needs python3-numpy.
+cluster.stale_lr "divide" does; gap divides each coordinate's step by its
+gap, as stale_lr "gap" does; dc corrects the gradient to first order with
+lambda LAMBDA (default 2), as cluster.delay_compensation does
+(runtime/params/stale_compensation.hpp has both). Needs python3-numpy.
 """
 import gzip
 import sys
@@ -48,6 +52,7 @@ def main():
     rule = sys.argv[3] if len(sys.argv) > 3 else "none"
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 128
     epochs = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+    lam = float(sys.argv[6]) if len(sys.argv) > 6 else 2.0
     x = idx("train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
     y = idx("train-labels-idx1-ubyte.gz").astype(np.int64)
     xt = idx("t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
@@ -60,6 +65,8 @@ def main():
               np.zeros(b, np.float32)]
     m = [np.zeros_like(t) for t in p]
     v = [np.zeros_like(t) for t in p]
+    step_mean = [np.zeros_like(t) for t in p]  # gap's C
+    square_mean = [np.zeros_like(t) for t in p]  # dc's ms
     history = [[t.copy() for t in p]]  # the last delay + 1 versions
     scale = 1.0 / max(1, delay) if rule == "divide" else 1.0
     step = 0
@@ -72,9 +79,19 @@ def main():
             t = step + 1
             alpha = lr * scale * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
             for i in range(6):
-                m[i] = 0.9 * m[i] + 0.1 * g[i]
-                v[i] = 0.999 * v[i] + 0.001 * g[i] ** 2
-                p[i] -= alpha * m[i] / (np.sqrt(v[i]) + 1e-8)
+                gi, scale_i, moved = g[i], 1.0, p[i] - stale[i]
+                if rule == "dc":
+                    square_mean[i] = 0.95 * square_mean[i] + 0.05 * gi * gi
+                    gi = gi + lam * gi * gi / np.sqrt(square_mean[i] + 1e-7) * moved
+                if rule == "gap" and step > 0:
+                    gap = np.abs(moved) / np.maximum(step_mean[i], 1e-30)
+                    scale_i = 1.0 / np.maximum(1.0, gap)
+                m[i] = 0.9 * m[i] + 0.1 * gi
+                v[i] = 0.999 * v[i] + 0.001 * gi ** 2
+                change = alpha * scale_i * m[i] / (np.sqrt(v[i]) + 1e-8)
+                p[i] -= change
+                step_mean[i] = (np.abs(change) if step == 0
+                                else 0.99 * step_mean[i] + 0.01 * np.abs(change))
             step += 1
             history = (history + [[t.copy() for t in p]])[-(delay + 1):]
     h = xt

@@ -47,9 +47,10 @@ struct worker_entry {
   int restarts = 0;
   bool placing = false; ///< an agent is starting it
   int64_t steps = 0, samples = 0, clock = 0;
-  int64_t staleness = 0;   ///< of its last report
-  double seconds = 0;      ///< compute wall time of its steps
-  double read_seconds = 0; ///< of which reading samples (worker_report)
+  int64_t staleness = 0;     ///< of its last report
+  int64_t staleness_sum = 0; ///< of all its steps (worker_report)
+  double seconds = 0;        ///< compute wall time of its steps
+  double read_seconds = 0;   ///< of which reading samples (worker_report)
   int64_t read_bytes = 0;
   double last_loss = 0;
   std::string last_error; ///< why it last failed; empty: it has not
@@ -63,6 +64,7 @@ struct worker_entry {
                                      const run_schedule& schedule) {
     clock = r.clock;
     staleness = r.staleness;
+    staleness_sum += r.staleness_sum;
     seconds += r.step_seconds;
     read_seconds += r.read_seconds;
     read_bytes += r.read_bytes;

@@ -164,13 +164,17 @@ caf::error raw_form_of(Processor& f, block_image& x) {
     .lists(x.slots)
     .fields(x.lowered_beta1_ratio, x.version, x.learning_rate, x.aggregate,
             x.log_base, x.unnamed_through, x.stale_mean, x.accepted, x.stale,
-            x.refused, x.staleness_sum, x.staleness_max)
+            x.refused, x.staleness_sum, x.staleness_max, x.uncompensated)
     .raw(x.workers)
     .raw(x.clocks)
     .raw(x.log)
     .raw(x.sum)
     .raw(x.pushed)
     .raw(x.last_update)
+    .raw(x.compensation.versions)
+    .lists(x.compensation.values)
+    .raw(x.compensation.step_mean)
+    .raw(x.compensation.square_mean)
     .done();
 }
 

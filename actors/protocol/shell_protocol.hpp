@@ -116,6 +116,8 @@ struct worker_view {
   std::string node, state;
   int64_t step = 0, clock = 0, samples = 0, staleness = 0, window_steps = 0;
   double examples_per_sec = 0, loss = 0, compute_seconds = 0;
+  /// The mean staleness of its steps, all its incarnations.
+  double mean_staleness = 0;
   /// Of its steps' wall time, what reading their samples took, and the
   /// bytes read (worker_report).
   double read_seconds = 0;
@@ -201,9 +203,9 @@ typename Inspector::result_type inspect(Inspector& f, node_view& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_view& x) {
   return f(caf::meta::type_name("worker_view"), x.id, x.node, x.state, x.step,
-           x.clock, x.samples, x.staleness, x.window_steps, x.examples_per_sec,
-           x.loss, x.compute_seconds, x.read_seconds, x.read_bytes, x.restarts,
-           x.pid, x.host, x.program, x.last_error);
+           x.clock, x.samples, x.staleness, x.mean_staleness, x.window_steps,
+           x.examples_per_sec, x.loss, x.compute_seconds, x.read_seconds,
+           x.read_bytes, x.restarts, x.pid, x.host, x.program, x.last_error);
 }
 
 template <class Inspector>

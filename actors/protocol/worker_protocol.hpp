@@ -26,6 +26,9 @@ struct worker_report {
   /// The most updates any shard applied between a pull of these steps and
   /// their push (0: the push met the version it was computed on).
   int64_t staleness = 0;
+  /// The steps' staleness (each step's most over the shards), summed:
+  /// over `steps`, the mean.
+  int64_t staleness_sum = 0;
   /// Reading the steps' samples from the dataset (a streamed part's
   /// blocks, a mapped file's pages): wall time the steps waited on it,
   /// and the bytes read (from the file: compressed ones for gzip).
@@ -37,7 +40,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.worker, x.epoch, x.steps,
            x.samples, x.hits, x.loss_sum, x.step_seconds, x.clock, x.staleness,
-           x.read_seconds, x.read_bytes);
+           x.staleness_sum, x.read_seconds, x.read_bytes);
 }
 
 /// A worker (actors/worker/worker.hpp).

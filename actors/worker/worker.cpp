@@ -114,8 +114,12 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
     },
     [=](std::vector<push_ack>& acks) {
       auto& r = self->state.report;
+      int64_t step_staleness = 0;
       for (size_t i = 0; i < acks.size(); ++i)
-        r.staleness = std::max(r.staleness, acks[i].version - 1 - pulled[i]);
+        step_staleness = std::max(step_staleness,
+                                  acks[i].version - 1 - pulled[i]);
+      r.staleness = std::max(r.staleness, step_staleness);
+      r.staleness_sum += step_staleness;
       applied();
     },
     [=](caf::error& err) { fail(self, std::move(err)); });

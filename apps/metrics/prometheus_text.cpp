@@ -205,6 +205,11 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
              "The most updates a shard applied between a pull of the "
              "worker and its push, over its last report.",
              [](const worker_view& w) { return w.staleness; });
+  per_worker("troupe_worker_staleness_mean", "gauge",
+             "The mean staleness of a worker's steps (the most updates a "
+             "shard applied between the step's pull and its push), all its "
+             "incarnations.",
+             [](const worker_view& w) { return w.mean_staleness; });
   per_worker(
     "troupe_worker_loss", "gauge",
     "The training loss of a worker's last report.",

@@ -126,7 +126,8 @@ const std::vector<std::pair<std::string, std::string>> actor_cols = {
 /// shows as its interpreter) and why it last failed.
 std::vector<std::pair<std::string, std::string>> worker_cols() {
   auto cols = actor_cols;
-  cols.insert(cols.end(), {{"pid", "PID"},
+  cols.insert(cols.end(), {{"mean_staleness", "MEAN_STALENESS"},
+                           {"pid", "PID"},
                            {"host", "HOST"},
                            {"program", "PROGRAM"},
                            {"last_error", "LAST_ERROR"}});
@@ -364,6 +365,7 @@ json worker_json(const worker_view& w) {
           {"samples", w.samples},
           {"examples_per_sec", w.examples_per_sec},
           {"staleness", w.staleness},
+          {"mean_staleness", w.mean_staleness},
           {"loss", w.loss},
           {"restarts", w.restarts},
           {"pid", w.pid >= 0 ? json(w.pid) : json(nullptr)},

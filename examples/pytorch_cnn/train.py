@@ -43,7 +43,10 @@ def prepare(a):
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
     # In sync mode the workers' gradients are averaged: each worker takes
-    # half the batch, so a step sees as many samples as PyTorch alone.
+    # its share of the batch, so a step sees as many samples as PyTorch
+    # alone, at PyTorch's learning rate (sync_lr none: troupe's default
+    # scales the rate by sqrt(workers) for workers that each take a whole
+    # batch).
     batch = a.batch // a.workers if a.mode == "sync" else a.batch
     config = {
         "name": "fashion-cnn-" + a.mode,
@@ -53,7 +56,8 @@ def prepare(a):
                      "optimizer": {"type": "sgd", "learning_rate": a.lr},
                      "checkpoint": {"dir": os.path.join(d, "ckpt")},
                      "log_every_steps": 200},
-        "cluster": {"mode": a.mode, "node_timeout_s": 60, "nodes": [
+        "cluster": {"mode": a.mode, "sync_lr": "none", "node_timeout_s": 60,
+                    "nodes": [
             {"name": "ps", "host": "127.0.0.1", "port": port(), "shards": 1}]
             + [{"name": "w%d" % i, "host": "127.0.0.1", "port": port(),
                 "workers": 1} for i in range(a.workers)]}}

@@ -68,7 +68,9 @@ def prepare(a):
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
     # In sync mode the workers' gradients are averaged: each worker takes
-    # half the batch, so a step sees as many samples as PyTorch alone.
+    # half the batch, so a step sees as many samples as PyTorch alone, at
+    # its learning rate (sync_lr none: troupe's default scales the rate by
+    # sqrt(workers) for workers that each take a whole batch).
     batch = a.batch // 2 if a.mode == "sync" else a.batch
     tables = [{"name": table_name(f), "vocabulary": v, "dim": a.dim}
               for f, v in enumerate(spec["vocabularies"])]
@@ -83,7 +85,7 @@ def prepare(a):
                      "sparse_optimizer": {"type": "adagrad",
                                           "learning_rate": a.table_lr},
                      "checkpoint": {"dir": os.path.join(d, "ckpt")}},
-        "cluster": {"mode": a.mode, "prefetch": a.prefetch,
+        "cluster": {"mode": a.mode, "prefetch": a.prefetch, "sync_lr": "none",
                     "node_timeout_s": 60, "nodes": [
             {"name": "ps0", "host": "127.0.0.1", "port": port(),
              "shards": 1},

@@ -202,6 +202,7 @@ struct cluster_config {
   using mode = consistency_mode;
   using stale_rate = troupe::stale_rate;
   using stale_momentum_rule = troupe::stale_momentum_rule;
+  using sync_rate = troupe::sync_rate;
   int shards = 2;
   int workers = 2;
   /// Replicas per shard, each on another node than its primary and kept
@@ -215,6 +216,10 @@ struct cluster_config {
   int staleness = 3;
   stale_rate stale_lr = stale_rate::divide;
   stale_momentum_rule stale_momentum = stale_momentum_rule::none;
+  sync_rate sync_lr = sync_rate::sqrt;
+  /// async, ssp: DC-ASGD's lambda (runtime/params/stale_compensation.hpp);
+  /// 0: off.
+  double delay_compensation = 0;
   /// async: start a step's pull and lease as the step before starts
   /// computing, so the shards' update overlaps the next compute; the
   /// values then lack the worker's own last update (one step more stale).

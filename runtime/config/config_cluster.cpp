@@ -157,7 +157,12 @@ cluster_config read_cluster(object_reader r) {
   c.staleness = static_cast<int>(r.integer("staleness", 3, 0, 1 << 20));
   c.stale_lr = r.choice("stale_lr", cluster_config::stale_rate::divide,
                         {{"divide", cluster_config::stale_rate::divide},
-                         {"none", cluster_config::stale_rate::none}});
+                         {"none", cluster_config::stale_rate::none},
+                         {"gap", cluster_config::stale_rate::gap}});
+  c.delay_compensation = r.number("delay_compensation", 0, 0, 1e6);
+  c.sync_lr = r.choice("sync_lr", cluster_config::sync_rate::sqrt,
+                       {{"sqrt", cluster_config::sync_rate::sqrt},
+                        {"none", cluster_config::sync_rate::none}});
   c.stale_momentum = r.choice(
     "stale_momentum", cluster_config::stale_momentum_rule::none,
     {{"reduce", cluster_config::stale_momentum_rule::reduce},

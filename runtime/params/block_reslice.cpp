@@ -98,6 +98,13 @@ reslice(const std::vector<block_image>& parts, const std::vector<size_t>& sizes,
   for (auto& slot : shared.slots)
     slot.clear();
   shared.sum.clear();
+  // The kept versions start over at the new slices' (stale pushes of
+  // before are updated as divide would); the moving means are cut.
+  shared.compensation = {};
+  auto step_mean = joined(
+    parts, [](auto& p) -> auto& { return p.compensation.step_mean; });
+  auto square_mean = joined(
+    parts, [](auto& p) -> auto& { return p.compensation.square_mean; });
   std::vector<block_image> out;
   size_t from = 0;
   for (auto n : sizes) {
@@ -107,6 +114,10 @@ reslice(const std::vector<block_image>& parts, const std::vector<size_t>& sizes,
       img.slots[s] = cut(slots[s], from, n);
     if (!sum.empty())
       img.sum = cut(sum, from, n);
+    if (step_mean.size() == total)
+      img.compensation.step_mean = cut(step_mean, from, n);
+    if (square_mean.size() == total)
+      img.compensation.square_mean = cut(square_mean, from, n);
     out.push_back(std::move(img));
     from += n;
   }

@@ -10,8 +10,11 @@ namespace troupe {
 enum class consistency_mode { async, sync, ssp, easgd };
 /// async and ssp: the learning rate of a push that `s` updates of other
 /// pushes overtook (its staleness): divide scales it by 1 / max(1, s),
-/// the staleness-dependent rate of Zhang et al. (2016); none keeps it.
-enum class stale_rate { divide, none };
+/// the staleness-dependent rate of Zhang et al. (2016); gap scales each
+/// coordinate's step by how far that coordinate moved since the push's
+/// values, in steps (Barkai et al., 2020; stale_compensation.hpp); none
+/// keeps it.
+enum class stale_rate { divide, none, gap };
 /// async and ssp: the optimizer's momentum (Adam's beta1, the momentum
 /// optimizer's m). n workers pushing in turn add momentum of their own,
 /// about 1 - 1/n (Mitliagkas et al., 2016), and their pushes are about n
@@ -20,5 +23,11 @@ enum class stale_rate { divide, none };
 /// average over about 32 pushes; s <= 1 keeps it). none (the default)
 /// keeps it. docs/benchmarks.md's scaling section has the measured effect.
 enum class stale_momentum_rule { reduce, none };
+/// sync: the learning rate of an update that averages k pushes (a batch k
+/// times the worker's): sqrt scales it by sqrt(k), the square-root rule
+/// for Adam and for SGD (Malladi et al., 2022; Krizhevsky, 2014), so that
+/// the rate given for one worker holds for many; none keeps it, as TF's
+/// SyncReplicasOptimizer does.
+enum class sync_rate { sqrt, none };
 
 } // namespace troupe

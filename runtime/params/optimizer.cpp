@@ -84,12 +84,27 @@ void adam_update(float* __restrict p, const float* __restrict g,
   }
 }
 
+// Adam with each coordinate's step scaled (the gap-aware rule).
+TROUPE_UPDATE_LOOP
+void adam_update_scaled(float* __restrict p, const float* __restrict g,
+                        float* __restrict mv, float* __restrict vv,
+                        const float* __restrict scale, size_t n, float alpha,
+                        float wd, float b1, float b2, float eps) {
+  for (size_t i = 0; i < n; ++i) {
+    float gi = g[i] + wd * p[i];
+    mv[i] = b1 * mv[i] + (1.f - b1) * gi;
+    vv[i] = b2 * vv[i] + (1.f - b2) * gi * gi;
+    p[i] -= alpha * scale[i] * mv[i] / (std::sqrt(vv[i]) + eps);
+  }
+}
+
 #undef TROUPE_UPDATE_LOOP
 
 } // namespace
 
 void optimizer::apply(float* params, const float* grads, int64_t step,
-                      double lr_scale, double implicit_momentum) {
+                      double lr_scale, double implicit_momentum,
+                      const float* step_scale) {
   const float lr = static_cast<float>(learning_rate_at(cfg_, step) * lr_scale);
   const float wd = static_cast<float>(cfg_.weight_decay);
   auto lowered = [&](double momentum) {
@@ -97,6 +112,12 @@ void optimizer::apply(float* params, const float* grads, int64_t step,
                                  : momentum;
   };
   scoped_flush_denormals flush{cfg_.flush_denormals};
+  if (step_scale && cfg_.type != optimizer_config::kind::adam) {
+    scaled_.resize(size_);
+    for (size_t i = 0; i < size_; ++i)
+      scaled_[i] = grads[i] * step_scale[i];
+    grads = scaled_.data();
+  }
   switch (cfg_.type) {
     case optimizer_config::kind::sgd:
       return sgd_update(params, grads, size_, lr, wd);
@@ -114,6 +135,12 @@ void optimizer::apply(float* params, const float* grads, int64_t step,
       const float alpha = static_cast<float>(
         lr * std::sqrt(1.0 - std::pow(cfg_.beta2, t))
         / (1.0 - std::pow(cfg_.beta1, t) * lowered_beta1_ratio_));
+      if (step_scale)
+        return adam_update_scaled(params, grads, slot_a_.data(), slot_b_.data(),
+                                  step_scale, size_, alpha, wd,
+                                  static_cast<float>(beta1),
+                                  static_cast<float>(cfg_.beta2),
+                                  static_cast<float>(cfg_.epsilon));
       return adam_update(params, grads, slot_a_.data(), slot_b_.data(), size_,
                          alpha, wd, static_cast<float>(beta1),
                          static_cast<float>(cfg_.beta2),

@@ -59,9 +59,13 @@ public:
   /// correction; `lr_scale` multiplies this step's learning rate, and
   /// `implicit_momentum` (in [0, 1)) is subtracted from this step's
   /// momentum (Adam's beta1, the momentum optimizer's m), not below 0: a
-  /// stale push's, see param_block. Both arrays have size() elements.
+  /// stale push's, see param_block. `step_scale`, when given, scales
+  /// each coordinate's step (Adam: after its normalisation; SGD and
+  /// momentum: the gradient): the gap-aware rule (stale_compensation).
+  /// Every array has size() elements.
   void apply(float* params, const float* grads, int64_t step,
-             double lr_scale = 1.0, double implicit_momentum = 0);
+             double lr_scale = 1.0, double implicit_momentum = 0,
+             const float* step_scale = nullptr);
 
   size_t size() const { return size_; }
   const optimizer_config& config() const { return cfg_; }
@@ -88,6 +92,7 @@ private:
   size_t size_;
   std::vector<float> slot_a_; // momentum accumulator, or Adam's m
   std::vector<float> slot_b_; // Adam's v
+  std::vector<float> scaled_; // SGD's and momentum's scaled gradient
   /// Adam's bias correction divides m by 1 - (the product of every step's
   /// beta1). With beta1 lowered for some steps that product is
   /// beta1^(step + 1) times this: the product of (lowered beta1 / beta1),

@@ -41,18 +41,33 @@ copy_if_finite(float* __restrict to, const float* __restrict from, size_t n) {
   return bad == 0;
 }
 
+/// The compensation a block of `o` keeps: only async and ssp pushes are
+/// stale, and only the gap and delay compensation need the values.
+stale_compensation::options
+compensation_options(const param_block::options& o) {
+  stale_compensation::options c;
+  if (!param_block::logs_batches(o.mode))
+    return c;
+  c.gap = o.stale_lr == stale_rate::gap;
+  c.lambda = o.delay_compensation;
+  c.history = c.gap || c.lambda > 0 ? std::max<size_t>(o.history, 2) : 0;
+  return c;
+}
+
 } // namespace
 
 param_block::param_block(options opts, std::vector<float> initial)
   : opts_(opts),
     values_(std::make_shared<std::vector<float>>(std::move(initial))),
-    opt_(opts.optimizer, values_->size()) {
+    opt_(opts.optimizer, values_->size()),
+    compensation_(compensation_options(opts_), values_->size()) {
   for (auto& r : opts_.buffers)
     if (r.begin > r.end || r.end > values_->size())
       throw std::invalid_argument("param_block: a buffer range outside the "
                                   "block");
   if (opts_.mode == consistency_mode::sync)
     sum_.assign(values_->size(), 0.f);
+  compensation_.remember(version_, values_);
 }
 
 void param_block::add_worker(int32_t id) {
@@ -96,17 +111,23 @@ void param_block::apply_update(const float* grads, stale_adjust adjust) {
                             v.begin() + r.end);
     // The optimizer's step is the block's version: the learning-rate
     // schedule and Adam's bias correction follow the updates applied here.
-    opt_.apply(v.data(), grads, version_, adjust.lr_scale,
-               adjust.implicit_momentum);
+    opt_.apply(v.data(), adjust.grads ? adjust.grads : grads, version_,
+               adjust.lr_scale, adjust.implicit_momentum, adjust.step_scale);
     size_t k = 0;
     for (auto& r : opts_.buffers)
       for (size_t i = r.begin; i < r.end; ++i)
         v[i] = buffer_values_[k++] - grads[i];
   }
   ++version_;
+  if (compensation_.active()) {
+    if (auto* before = compensation_.values_at(version_ - 1))
+      compensation_.observe(*before, *values_);
+    compensation_.remember(version_, values_);
+  }
 }
 
-stale_adjust param_block::adjust_for_staleness(int64_t tag) {
+stale_adjust param_block::adjust_for_staleness(int64_t tag,
+                                               const float* grads) {
   // A tag past the version (values pulled before a restore to an older
   // checkpoint) is as fresh as can be.
   auto stale = std::max<int64_t>(0, version_ - tag);
@@ -122,6 +143,17 @@ stale_adjust param_block::adjust_for_staleness(int64_t tag) {
   stale_mean_ += (static_cast<double>(stale) - stale_mean_) / 32.0;
   if (opts_.stale_momentum == stale_momentum_rule::reduce && stale_mean_ > 1.0)
     adjust.implicit_momentum = 1.0 - 1.0 / stale_mean_;
+  bool compensated = false;
+  if (compensation_.active() && stale > 0) {
+    if (auto* used = compensation_.values_at(tag)) {
+      auto u = compensation_.prepare(*values_, *used, grads);
+      adjust.grads = u.grads;
+      adjust.step_scale = u.step_scale;
+      compensated = true;
+    } else {
+      ++stats_.uncompensated;
+    }
+  }
   if (stale <= 1)
     return adjust;
   auto s = static_cast<double>(stale);
@@ -131,7 +163,10 @@ stale_adjust param_block::adjust_for_staleness(int64_t tag) {
   // 8 workers, 4 epochs: test accuracy 0.70-0.78 at the full rate,
   // 0.78-0.82 divided while workers prefetched; 0.8142 and 0.8246 without
   // (docs/benchmarks.md, "Scaling with workers, shards and threads").
-  if (opts_.stale_lr == stale_rate::divide)
+  // The gap replaces divide where it has the values the push was
+  // computed on, and falls back to it where it has not.
+  if (opts_.stale_lr == stale_rate::divide
+      || (opts_.stale_lr == stale_rate::gap && !compensated))
     adjust.lr_scale = 1.0 / s;
   return adjust;
 }
@@ -191,8 +226,9 @@ caf::expected<param_block::outcome> param_block::push(int32_t worker,
       ++stats_.stale;
       return outcome::duplicate;
     }
-    apply_update(data, logs_batches(opts_.mode) ? adjust_for_staleness(tag)
-                                                : stale_adjust{});
+    apply_update(data, logs_batches(opts_.mode)
+                         ? adjust_for_staleness(tag, data)
+                         : stale_adjust{});
     if (logs_batches(opts_.mode))
       log_update(batch);
     ++clock->second;
@@ -255,7 +291,10 @@ bool param_block::apply_aggregate_if_complete() {
     for (auto& g : sum_)
       g *= inv;
   }
-  apply_update(sum_.data());
+  stale_adjust adjust;
+  if (opts_.sync_lr == sync_rate::sqrt)
+    adjust.lr_scale = std::sqrt(static_cast<double>(pushed_.size()));
+  apply_update(sum_.data(), adjust);
   last_update_ = std::move(pushed_);
   pushed_.clear();
   return true;
@@ -321,6 +360,8 @@ caf::error param_block::restore(
     *mine[i].second = slots[i].second;
   values_ = std::make_shared<std::vector<float>>(std::move(values));
   version_ = version;
+  compensation_.forget();
+  compensation_.remember(version_, values_);
   pushed_.clear();
   log_base_ = version;
   log_.clear();
@@ -391,6 +432,8 @@ block_image param_block::image() const {
   img.refused = stats_.refused;
   img.staleness_sum = stats_.staleness_sum;
   img.staleness_max = stats_.staleness_max;
+  img.uncompensated = stats_.uncompensated;
+  img.compensation = compensation_.copy();
   return img;
 }
 
@@ -423,6 +466,10 @@ caf::error param_block::load(const block_image& img) {
       || !log_fits)
     return fail(errc::invalid_argument,
                 "is inconsistent (its clocks, sync sum or applied log)");
+  stale_compensation compensation{compensation_.opts(), size()};
+  if (!compensation.load(img.compensation))
+    return fail(errc::wrong_size, "keeps versions or step means of another "
+                                  "size than its values");
   for (size_t i = 0; i < mine.size(); ++i)
     *mine[i].second = img.slots[i];
   opt_.set_lowered_beta1_ratio(img.lowered_beta1_ratio);
@@ -447,8 +494,11 @@ caf::error param_block::load(const block_image& img) {
     sum_ = img.sum;
   pushed_ = {img.pushed.begin(), img.pushed.end()};
   last_update_ = {img.last_update.begin(), img.last_update.end()};
-  stats_ = {img.accepted, img.stale, img.refused, img.staleness_sum,
-            img.staleness_max};
+  stats_ = {img.accepted,      img.stale,         img.refused,
+            img.staleness_sum, img.staleness_max, img.uncompensated};
+  compensation_ = std::move(compensation);
+  if (!compensation_.values_at(version_)) // an image of another rule
+    compensation_.remember(version_, values_);
   return {};
 }
 

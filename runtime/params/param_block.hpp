@@ -44,6 +44,7 @@
 #include "runtime/params/consistency.hpp"
 #include "runtime/params/optimizer.hpp"
 #include "runtime/params/param_layout.hpp"
+#include "runtime/params/stale_compensation.hpp"
 
 namespace troupe {
 
@@ -69,7 +70,10 @@ struct block_image {
   std::vector<float> sum; ///< sync: empty while nobody has pushed
   std::vector<int32_t> pushed, last_update;
   int64_t accepted = 0, stale = 0, refused = 0, staleness_sum = 0,
-          staleness_max = 0;
+          staleness_max = 0, uncompensated = 0;
+  /// stale_rate::gap, delay compensation: the versions kept and the
+  /// moving means (stale_compensation).
+  stale_compensation::image compensation;
 };
 
 /// How a stale push's update differs from a fresh one's: see
@@ -77,6 +81,10 @@ struct block_image {
 struct stale_adjust {
   double lr_scale = 1.0;
   double implicit_momentum = 0;
+  /// stale_compensation's: the gradient to apply in place of the pushed
+  /// one, and each coordinate's step scale; null: the pushed one, 1.
+  const float* grads = nullptr;
+  const float* step_scale = nullptr;
 };
 
 class param_block {
@@ -91,6 +99,14 @@ public:
     stale_rate stale_lr = stale_rate::none;
     /// async, ssp: the momentum of stale pushes.
     stale_momentum_rule stale_momentum = stale_momentum_rule::none;
+    /// sync: the learning rate of an update of several pushes.
+    sync_rate sync_lr = sync_rate::none;
+    /// async, ssp: DC-ASGD's lambda (stale_compensation); 0: off.
+    double delay_compensation = 0;
+    /// async, ssp with stale_rate::gap or delay compensation: the versions
+    /// whose values the block keeps for stale pushes (about twice the
+    /// workers: with prefetch a worker's push is two pulls behind).
+    size_t history = 0;
     /// The parts of the block that buffers hold (tensor_slot::buffer),
     /// relative to its start: an update subtracts the pushed change there
     /// as it is (the mean of a sync update's changes), without the
@@ -110,6 +126,9 @@ public:
     /// async, ssp: the staleness of the applied pushes, summed and at most.
     int64_t staleness_sum = 0;
     int64_t staleness_max = 0;
+    /// stale_rate::gap, delay compensation: stale pushes computed on a
+    /// version the block no longer kept (updated as divide would).
+    int64_t uncompensated = 0;
   };
 
   /// Whether blocks of mode `m` keep the applied log: async and ssp, where
@@ -210,7 +229,7 @@ private:
   void apply_update(const float* grads, stale_adjust adjust = {});
   /// async, ssp: the adjustment of a push computed on version `tag`, by the
   /// rules stale_lr and stale_momentum, counting its staleness.
-  stale_adjust adjust_for_staleness(int64_t tag);
+  stale_adjust adjust_for_staleness(int64_t tag, const float* grads);
   /// sync: applies the mean of this version's pushes once enough are in;
   /// true when it did.
   bool apply_aggregate_if_complete();
@@ -225,6 +244,7 @@ private:
   int64_t version_ = 0;
   counters stats_;
   double stale_mean_ = 0; ///< the pushes' staleness, moving average
+  stale_compensation compensation_;
   std::map<int32_t, int64_t> clocks_;
   /// The applied log (async, ssp): log_[k] is the batch of update
   /// log_base_ + k + 1; sorted_ the same batches in order, for the

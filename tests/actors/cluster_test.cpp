@@ -113,13 +113,25 @@ BOOST_AUTO_TEST_CASE(one_async_worker_without_prefetch_is_plain_sgd) {
 }
 
 BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {
-  cluster_fixture f;
   auto cfg = small_run(mode::sync, 2, 2);
-  auto r = f.run_ok(cfg);
-  BOOST_TEST(r.pushes_stale == 0);
-  BOOST_TEST(r.version == r.steps / 2);
-  // The same epochs with one SGD step per pair of consecutive batches.
-  check_close(f.final_params, plain_sgd(cfg, 2 * cfg.training.batch_size),
+  {
+    // sync_lr none, as TF's SyncReplicasOptimizer: the same epochs with
+    // one SGD step per pair of consecutive batches.
+    cluster_fixture f;
+    cfg.cluster.sync_lr = cluster_config::sync_rate::none;
+    auto r = f.run_ok(cfg);
+    BOOST_TEST(r.pushes_stale == 0);
+    BOOST_TEST(r.version == r.steps / 2);
+    check_close(f.final_params, plain_sgd(cfg, 2 * cfg.training.batch_size),
+                1e-5f);
+  }
+  // sqrt (the default): the same steps at sqrt(2) times the rate.
+  cluster_fixture f;
+  cfg.cluster.sync_lr = cluster_config::sync_rate::sqrt;
+  f.run_ok(cfg);
+  auto scaled = cfg;
+  scaled.training.optimizer.learning_rate *= std::sqrt(2.0);
+  check_close(f.final_params, plain_sgd(scaled, 2 * cfg.training.batch_size),
               1e-5f);
 }
 

@@ -138,7 +138,8 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(actors[4]["id"] == "worker:0");
   BOOST_TEST(actors[4]["node"] == "w0");
   BOOST_TEST(actors[4]["state"] == "running");
-  for (auto key : {"step", "examples_per_sec", "staleness", "restarts"})
+  for (auto key :
+       {"step", "examples_per_sec", "staleness", "mean_staleness", "restarts"})
     BOOST_TEST(actors[4].contains(key), key);
 
   // The table for people has the same actors.

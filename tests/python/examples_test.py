@@ -135,17 +135,24 @@ class Examples(unittest.TestCase):
                              versions)
             self.assertEqual(state[bn + ".num_batches_tracked"].dtype.name,
                              "int64")
-        # PyTorch alone on the same batches: at this size single runs
-        # differ by up to 1.2 points either way (each troupe worker
-        # normalizes by its half of the batch); the full-size figures
-        # are in docs/benchmarks.md.
-        alone = subprocess.run([sys.executable, "alone.py", "--order",
-                                "troupe"] + shape, cwd=folder,
-                               capture_output=True, text=True)
-        self.assertEqual(alone.returncode, 0, alone.stderr)
-        reference = json.loads(alone.stdout.strip().splitlines()[-1])
-        self.assertLess(abs(accuracy - reference["test_accuracy"]), 0.025,
-                        (accuracy, reference, log))
+        # PyTorch alone on the same batches (each troupe worker normalizes
+        # by its half of the batch). At this size PyTorch alone's own runs
+        # span 0.81-0.855 over seeds 1-3 on one machine, and which seed
+        # lands where changes with the CPU's kernels, so the run must land
+        # within 2.5 points of the span of seeds 1-3, not of one run; the
+        # full-size figures are in docs/benchmarks.md.
+        references = []
+        for seed in ("1", "2", "3"):
+            alone = subprocess.run([sys.executable, "alone.py", "--order",
+                                    "troupe", "--seed", seed] + shape,
+                                   cwd=folder, capture_output=True, text=True)
+            self.assertEqual(alone.returncode, 0, alone.stderr)
+            references.append(json.loads(
+                alone.stdout.strip().splitlines()[-1])["test_accuracy"])
+        self.assertGreater(accuracy, min(references) - 0.025,
+                           (accuracy, references, log))
+        self.assertLess(accuracy, max(references) + 0.025,
+                        (accuracy, references, log))
 
 
     def test_pytorch_dlrm_with_its_tables_on_two_shard_processes(self):

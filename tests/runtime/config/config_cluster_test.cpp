@@ -71,6 +71,8 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
   BOOST_TEST(
     (c.stale_momentum == cluster_config::stale_momentum_rule::none)); // default
   BOOST_TEST(!c.prefetch);                                            // default
+  BOOST_TEST((c.sync_lr == cluster_config::sync_rate::sqrt));         // default
+  BOOST_TEST(c.delay_compensation == 0);                              // default
 }
 
 BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
@@ -143,6 +145,11 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
   BOOST_TEST(
     with(R"({ "stale_momentum": "halve" })").find("/cluster/stale_momentum")
+    != std::string::npos);
+  BOOST_TEST(with(R"({ "sync_lr": "linear" })").find("/cluster/sync_lr")
+             != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "delay_compensation": -1 })").find("/cluster/delay_compensation")
     != std::string::npos);
   BOOST_TEST(with(R"({ "prefetch": "yes" })").find("/cluster/prefetch")
              != std::string::npos);
