@@ -1,5 +1,6 @@
 #include "actors/chief/chief_members.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/rules/placement.hpp"
@@ -83,6 +84,14 @@ chief_members::forget_worker(const caf::actor_addr& addr) {
   auto id = it->second;
   worker_of_.erase(it);
   return id;
+}
+
+int chief_members::live_workers() const {
+  // Counted, not listed: the stream's part planning asks on every report.
+  return static_cast<int>(
+    std::count_if(workers_.begin(), workers_.end(), [](auto& entry) {
+      return entry.second.state != worker_phase::finished;
+    }));
 }
 
 std::vector<int32_t> chief_members::live_ids() const {

@@ -142,7 +142,7 @@ public:
   /// The worker that was `addr`, which the chief no longer watches.
   std::optional<int32_t> forget_worker(const caf::actor_addr& addr);
   /// Workers not finished, and their ids.
-  int live_workers() const { return static_cast<int>(live_ids().size()); }
+  int live_workers() const;
   std::vector<int32_t> live_ids() const;
   /// Workers not finished, by node.
   std::map<std::string, int> workers_per_node() const;

@@ -1,0 +1,108 @@
+// Many node processes on one host: 24 troupe-node processes (the chief's,
+// two shard nodes, 21 worker nodes) register within seconds, a worker node
+// killed with kill -9 and one frozen with SIGSTOP are each found down
+// within the link's timeout, and the shell answers for all of them. The
+// size that fits the default suite; scripts/bench-membership.sh measures
+// 128 (docs/scale.md).
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "running_cluster.hpp"
+
+using namespace troupe::test;
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+/// Whether the chief's output has a line saying that node `name` is down.
+bool said_down(process& chief, const std::string& name) {
+  std::istringstream lines{chief.out()};
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("node " + name + " (", 0) == 0
+        && line.find(") is down") != std::string::npos)
+      return true;
+  return false;
+}
+
+/// Seconds until the chief says node `name` is down; -1 after `limit`.
+double seconds_until_down(process& chief, const std::string& name,
+                          double limit) {
+  auto start = clock_type::now();
+  while (seconds_since(start) < limit) {
+    if (said_down(chief, name))
+      return seconds_since(start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(many_nodes)
+
+BOOST_AUTO_TEST_CASE(two_dozen_nodes_register_lose_two_and_answer_the_shell) {
+  constexpr int worker_nodes = 21;
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 1000; // stopped from the shell
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}};
+  for (int i = 0; i < worker_nodes; ++i)
+    spec.nodes.push_back({"w" + std::to_string(i), 0, 1});
+  const auto nodes = spec.nodes.size();
+  auto start = clock_type::now();
+  running_cluster cluster{dir, spec};
+  // Every process starts and registers: well within 10 s, though the
+  // suite runs beside this test (128 take under 1 s on an idle host).
+  BOOST_REQUIRE_MESSAGE(cluster.chief().wait_for_output(
+                          "all " + std::to_string(nodes) + " nodes are up", 30),
+                        cluster.logs());
+  BOOST_TEST(seconds_since(start) < 10.0, cluster.logs());
+  cluster.require_step(100);
+
+  // kill -9 closes the node's socket: the chief hears of it at once.
+  cluster.node("w3").kill9();
+  auto killed = seconds_until_down(cluster.chief(), "w3", 10);
+  BOOST_TEST(killed >= 0, cluster.logs());
+  BOOST_TEST(killed < 1.0, "w3 found down after " << killed << " s");
+
+  // A frozen node keeps its socket open: found when its link has been
+  // silent for connection_timeout_ms (1500 in the test cluster file),
+  // within a second more.
+  cluster.node("w7").freeze();
+  auto frozen = seconds_until_down(cluster.chief(), "w7", 10);
+  BOOST_TEST(frozen >= 1.4, "w7 found down after " << frozen << " s");
+  BOOST_TEST(frozen < 2.5, "w7 found down after " << frozen << " s");
+
+  // The shell lists every node, the two lost ones down, within a second.
+  auto asked = clock_type::now();
+  auto [code, out] = run_shell(dir, spec, "nodes");
+  auto answered = seconds_since(asked);
+  BOOST_REQUIRE_MESSAGE(code == 0, out);
+  BOOST_TEST(answered < 1.0);
+  auto listed = json::parse(out);
+  BOOST_TEST(listed.size() == nodes, out);
+  int down = 0;
+  for (auto& n : listed)
+    down += n["state"] == "down";
+  BOOST_TEST(down == 2, out);
+  asked = clock_type::now();
+  auto [scode, status] = run_shell(dir, spec, "status");
+  BOOST_TEST(seconds_since(asked) < 1.0);
+  BOOST_REQUIRE_MESSAGE(scode == 0, status);
+  BOOST_TEST(json::parse(status)["run"]["mode"] == "async");
+
+  auto [stop, said] = run_shell(dir, spec, "stop");
+  BOOST_TEST(stop == 0, said);
+  cluster.require_chief_finished(120);
+  cluster.node("w7").signal(SIGCONT);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
