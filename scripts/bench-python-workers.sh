@@ -3,29 +3,30 @@
 # worker, dropout) as Python worker processes are added, in one run: PyTorch
 # alone (alone.py, one process), troupe with one worker, then for each
 # count in COUNTS troupe async (stale_lr divide, the default) and sync with
-# every worker taking a whole batch of 64 at the rate given for one
-# (sync_lr sqrt, the default; the example itself splits a sync batch among
-# its workers instead). Node ps holds the chief and the shard; each worker
+# every worker taking a whole batch of 64 at the rate given for one, by each
+# sync_lr rule of RULES (the example itself splits a sync batch among its
+# workers instead). Node ps holds the chief and the shard; each worker
 # is a Python process of one thread (train.py node). Prints each run's test
 # accuracy and its points from troupe's one worker, and samples/s.
 # Usage: scripts/bench-python-workers.sh [epochs, default 2]
-#                                        [worker counts, default "4 8 16"]
+#          [worker counts, default "4 8 16"] [sync rules, default "linear sqrt"]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
 troupe_bench_setup
-exec /usr/bin/python3 - "${1:-2}" "${2:-4 8 16}" <<'PY'
+exec /usr/bin/python3 - "${1:-2}" "${2:-4 8 16}" "${3:-linear sqrt}" <<'PY'
 import json, os, subprocess, sys, time
 
 from benchlib import chief_summary, run_json_script, scratch_dir
 
 epochs, counts = int(sys.argv[1]), [int(w) for w in sys.argv[2].split()]
+rules = sys.argv[3].split()
 example = os.path.abspath("examples/pytorch_cnn")
 work = scratch_dir()
 python = "/usr/bin/python3"
 
 
-def troupe(mode, workers):
-    run = os.path.join(work, f"{mode}-{workers}")
+def troupe(mode, workers, rule=None):
+    run = os.path.join(work, f"{mode}-{workers}-{rule}")
     subprocess.run([python, "train.py", "prepare", run, "--mode", mode,
                     "--epochs", str(epochs), "--workers", str(workers)],
                    cwd=example, check=True, capture_output=True)
@@ -34,7 +35,9 @@ def troupe(mode, workers):
         c = json.load(f)
     c["training"]["batch_size"] = 64  # a whole batch for every worker
     c["training"]["eval_every_steps"] = 10**9
-    c["cluster"].pop("sync_lr", None)  # the default: sqrt
+    c["cluster"].pop("sync_lr", None)
+    if rule:
+        c["cluster"]["sync_lr"] = rule
     with open(config, "w") as f:
         json.dump(c, f)
 
@@ -62,11 +65,13 @@ one, one_rate = troupe("async", 1)
 print(f"{epochs} epochs, SGD 0.05, batch 64 a worker; PyTorch alone "
       f"{alone['test_accuracy']:.4f} ({alone['samples_per_sec']:.0f} samples/s), "
       f"troupe 1 worker {one:.4f} ({one_rate:.0f} samples/s)", flush=True)
-print(f"{'workers':>7} {'async divide':>22} {'sync sqrt':>22}", flush=True)
+columns = [("async", None)] + [("sync", r) for r in rules]
+print(f"{'workers':>7} " + " ".join(f"{m + ' ' + (r or 'divide'):>22}"
+                                    for m, r in columns), flush=True)
 for w in counts:
     cells = []
-    for mode in ("async", "sync"):
-        acc, rate = troupe(mode, w)
+    for mode, rule in columns:
+        acc, rate = troupe(mode, w, rule)
         cells.append(f"{acc:.4f} ({100 * (acc - one):+5.1f}) {rate:>6.0f}/s")
     print(f"{w:>7} " + " ".join(f"{c:>22}" for c in cells), flush=True)
 PY

@@ -162,6 +162,7 @@ cluster_config read_cluster(object_reader r) {
   c.delay_compensation = r.number("delay_compensation", 0, 0, 1e6);
   c.sync_lr = r.choice("sync_lr", cluster_config::sync_rate::sqrt,
                        {{"sqrt", cluster_config::sync_rate::sqrt},
+                        {"linear", cluster_config::sync_rate::linear},
                         {"none", cluster_config::sync_rate::none}});
   c.stale_momentum = r.choice(
     "stale_momentum", cluster_config::stale_momentum_rule::none,

@@ -24,10 +24,14 @@ enum class stale_rate { divide, none, gap };
 /// keeps it. docs/benchmarks.md's scaling section has the measured effect.
 enum class stale_momentum_rule { reduce, none };
 /// sync: the learning rate of an update that averages k pushes (a batch k
-/// times the worker's): sqrt scales it by sqrt(k), the square-root rule
-/// for Adam and for SGD (Malladi et al., 2022; Krizhevsky, 2014), so that
-/// the rate given for one worker holds for many; none keeps it, as TF's
-/// SyncReplicasOptimizer does.
-enum class sync_rate { sqrt, none };
+/// times the worker's), so that the rate given for one worker holds for
+/// many: sqrt scales it by sqrt(k), the square-root rule for Adam
+/// (Malladi et al., 2022), and the config's default for every optimizer
+/// since it never steps further than k steps of one worker would; linear
+/// by k, the linear rule for SGD and momentum (Goyal et al., 2017), which
+/// wants a warm-up troupe does not have past about 8 workers
+/// (docs/benchmarks.md); none keeps it, as TF's SyncReplicasOptimizer
+/// does.
+enum class sync_rate { sqrt, linear, none };
 
 } // namespace troupe

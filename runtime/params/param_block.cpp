@@ -292,8 +292,11 @@ bool param_block::apply_aggregate_if_complete() {
       g *= inv;
   }
   stale_adjust adjust;
+  auto k = static_cast<double>(pushed_.size());
   if (opts_.sync_lr == sync_rate::sqrt)
-    adjust.lr_scale = std::sqrt(static_cast<double>(pushed_.size()));
+    adjust.lr_scale = std::sqrt(k);
+  else if (opts_.sync_lr == sync_rate::linear)
+    adjust.lr_scale = k;
   apply_update(sum_.data(), adjust);
   last_update_ = std::move(pushed_);
   pushed_.clear();

@@ -125,14 +125,19 @@ BOOST_AUTO_TEST_CASE(sync_with_k_replicas_equals_k_times_batch_sgd) {
     check_close(f.final_params, plain_sgd(cfg, 2 * cfg.training.batch_size),
                 1e-5f);
   }
-  // sqrt (the default): the same steps at sqrt(2) times the rate.
-  cluster_fixture f;
-  cfg.cluster.sync_lr = cluster_config::sync_rate::sqrt;
-  f.run_ok(cfg);
-  auto scaled = cfg;
-  scaled.training.optimizer.learning_rate *= std::sqrt(2.0);
-  check_close(f.final_params, plain_sgd(scaled, 2 * cfg.training.batch_size),
-              1e-5f);
+  // sqrt (the default): the same steps at sqrt(2) times the rate; linear:
+  // at twice the rate.
+  for (auto [rule, scale] :
+       {std::pair{cluster_config::sync_rate::sqrt, std::sqrt(2.0)},
+        std::pair{cluster_config::sync_rate::linear, 2.0}}) {
+    cluster_fixture f;
+    cfg.cluster.sync_lr = rule;
+    f.run_ok(cfg);
+    auto scaled = cfg;
+    scaled.training.optimizer.learning_rate *= scale;
+    check_close(f.final_params, plain_sgd(scaled, 2 * cfg.training.batch_size),
+                1e-5f);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(sync_backup_workers_pushes_are_dropped_as_stale) {

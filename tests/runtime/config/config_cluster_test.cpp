@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
   BOOST_TEST(
     with(R"({ "stale_momentum": "halve" })").find("/cluster/stale_momentum")
     != std::string::npos);
-  BOOST_TEST(with(R"({ "sync_lr": "linear" })").find("/cluster/sync_lr")
+  BOOST_TEST(with(R"({ "sync_lr": "cubic" })").find("/cluster/sync_lr")
              != std::string::npos);
   BOOST_TEST(
     with(R"({ "delay_compensation": -1 })").find("/cluster/delay_compensation")

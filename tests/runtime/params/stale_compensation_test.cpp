@@ -2,6 +2,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "runtime/params/block_reslice.hpp"
 #include "runtime/params/param_block.hpp"
@@ -138,10 +139,12 @@ BOOST_AUTO_TEST_CASE(a_reslice_cuts_the_means_and_drops_the_versions) {
   BOOST_TEST((*parts)[0].compensation.versions.empty());
 }
 
-// sync_lr sqrt: the mean of k pushes is applied at sqrt(k) times the rate,
-// and one worker's update at the rate given.
-BOOST_AUTO_TEST_CASE(sync_sqrt_scales_an_update_of_k_pushes_by_sqrt_k) {
-  for (auto rule : {sync_rate::sqrt, sync_rate::none}) {
+// sync_lr: the mean of k pushes is applied at sqrt(k) (sqrt) or k (linear)
+// times the rate, and one worker's update at the rate given.
+BOOST_AUTO_TEST_CASE(sync_rules_scale_an_update_of_k_pushes) {
+  for (auto [rule, four, alone] : {std::tuple{sync_rate::sqrt, 1.f, 1.5f},
+                                   std::tuple{sync_rate::linear, 2.f, 2.5f},
+                                   std::tuple{sync_rate::none, 0.5f, 1.f}}) {
     block::options o;
     o.mode = consistency_mode::sync;
     o.sync_lr = rule;
@@ -153,11 +156,11 @@ BOOST_AUTO_TEST_CASE(sync_sqrt_scales_an_update_of_k_pushes_by_sqrt_k) {
       b.add_worker(w);
     for (int32_t w = 0; w < 4; ++w)
       push(b, w, 0, {-1.f});
-    BOOST_TEST(values_of(b)[0] == (rule == sync_rate::sqrt ? 1.f : 0.5f));
+    BOOST_TEST(values_of(b)[0] == four);
     for (int32_t w = 1; w < 4; ++w)
       b.remove_worker(w);
     push(b, 0, 1, {-1.f}); // alone: the rate given
-    BOOST_TEST(values_of(b)[0] == (rule == sync_rate::sqrt ? 1.5f : 1.f));
+    BOOST_TEST(values_of(b)[0] == alone);
   }
 }
 
