@@ -160,6 +160,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.stale_lr = cfg.cluster.stale_lr;
       so.block.stale_momentum = cfg.cluster.stale_momentum;
       so.block.sync_lr = cfg.cluster.sync_lr;
+      so.block.sync_warmup = cfg.cluster.sync_warmup;
       so.block.delay_compensation = cfg.cluster.delay_compensation;
       so.block.history = compensation_history(cfg.cluster.workers,
                                               s.state.values.size());

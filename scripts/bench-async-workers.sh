@@ -6,7 +6,8 @@
 # 127.0.0.1. For each worker count, the rules:
 #   async, stale_lr divide (the default), none, gap;
 #   async, divide with delay_compensation 2 (DC-ASGD-a);
-#   sync (every worker's push in each update), sync_lr none and sqrt;
+#   sync (every worker's push in each update), sync_lr none and sqrt, and
+#   linear reached over the first 30 updates (sync_warmup 30);
 # then PyTorch alone on the same model, batch and epochs (one process,
 # bench/pytorch_mlp_adam.py). Every run is given the learning rate of one
 # worker. Prints each rule's median test accuracy over REPEATS runs and its
@@ -30,7 +31,9 @@ rules = {"async divide": {},
          "async gap": {"stale_lr": "gap"},
          "async divide+dc": {"delay_compensation": 2},
          "sync none": {"mode": "sync", "sync_lr": "none"},
-         "sync sqrt": {"mode": "sync", "sync_lr": "sqrt"}}
+         "sync sqrt": {"mode": "sync", "sync_lr": "sqrt"},
+         "sync linear, warm-up 30": {"mode": "sync", "sync_lr": "linear",
+                                     "sync_warmup": 30}}
 
 
 def cluster_file(workers, extra):
@@ -77,10 +80,10 @@ torch = median_of(lambda: run_json_script(
 print(f"{epochs} epochs, Adam 0.001, batch 128 per worker, medians of {repeats}; "
       f"troupe 1 worker {one:.4f}, PyTorch alone {torch:.4f} "
       f"({100 * (torch - one):+.2f} pt)", flush=True)
-print(f"{'workers':>7} " + " ".join(f"{r:>16}" for r in rules), flush=True)
+print(f"{'workers':>7} " + " ".join(f"{r:>24}" for r in rules), flush=True)
 for w in counts:
     acc = {r: median_of(lambda: troupe(w, extra)) for r, extra in rules.items()}
     print(f"{w:>7} " + " ".join(
-        f"{acc[r]:>7.4f} ({100 * (acc[r] - one):+5.1f})" for r in rules),
+        f"{acc[r]:>16.4f} ({100 * (acc[r] - one):+5.1f})" for r in rules),
         flush=True)
 PY

@@ -10,16 +10,18 @@
 # accuracy and its points from troupe's one worker, and samples/s.
 # Usage: scripts/bench-python-workers.sh [epochs, default 2]
 #          [worker counts, default "4 8 16"] [sync rules, default "linear sqrt"]
+#          [cluster keys of every troupe run as JSON, default {}]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
 troupe_bench_setup
-exec /usr/bin/python3 - "${1:-2}" "${2:-4 8 16}" "${3:-linear sqrt}" <<'PY'
+exec /usr/bin/python3 - "${1:-2}" "${2:-4 8 16}" "${3:-linear sqrt}" "${4:-{\}}" <<'PY'
 import json, os, subprocess, sys, time
 
 from benchlib import chief_summary, run_json_script, scratch_dir
 
 epochs, counts = int(sys.argv[1]), [int(w) for w in sys.argv[2].split()]
 rules = sys.argv[3].split()
+extra = json.loads(sys.argv[4])
 example = os.path.abspath("examples/pytorch_cnn")
 work = scratch_dir()
 python = "/usr/bin/python3"
@@ -36,6 +38,7 @@ def troupe(mode, workers, rule=None):
     c["training"]["batch_size"] = 64  # a whole batch for every worker
     c["training"]["eval_every_steps"] = 10**9
     c["cluster"].pop("sync_lr", None)
+    c["cluster"].update(extra)
     if rule:
         c["cluster"]["sync_lr"] = rule
     with open(config, "w") as f:

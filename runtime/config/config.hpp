@@ -217,6 +217,8 @@ struct cluster_config {
   stale_rate stale_lr = stale_rate::divide;
   stale_momentum_rule stale_momentum = stale_momentum_rule::none;
   sync_rate sync_lr = sync_rate::sqrt;
+  /// sync: updates over which sync_lr's scaled rate is reached.
+  int64_t sync_warmup = 0;
   /// async, ssp: DC-ASGD's lambda (runtime/params/stale_compensation.hpp);
   /// 0: off.
   double delay_compensation = 0;

@@ -164,6 +164,7 @@ cluster_config read_cluster(object_reader r) {
                        {{"sqrt", cluster_config::sync_rate::sqrt},
                         {"linear", cluster_config::sync_rate::linear},
                         {"none", cluster_config::sync_rate::none}});
+  c.sync_warmup = r.integer("sync_warmup", 0, 0, int64_t{1} << 40);
   c.stale_momentum = r.choice(
     "stale_momentum", cluster_config::stale_momentum_rule::none,
     {{"reduce", cluster_config::stale_momentum_rule::reduce},

@@ -28,9 +28,10 @@ enum class stale_momentum_rule { reduce, none };
 /// many: sqrt scales it by sqrt(k), the square-root rule for Adam
 /// (Malladi et al., 2022), and the config's default for every optimizer
 /// since it never steps further than k steps of one worker would; linear
-/// by k, the linear rule for SGD and momentum (Goyal et al., 2017), which
-/// wants a warm-up troupe does not have past about 8 workers
-/// (docs/benchmarks.md); none keeps it, as TF's SyncReplicasOptimizer
+/// by k, the linear rule of Goyal et al. (2017), with the warm-up they
+/// pair it with in param_block::options::sync_warmup (with Adam it kept
+/// 16 workers within a point, with SGD it diverged at 16:
+/// docs/benchmarks.md); none keeps it, as TF's SyncReplicasOptimizer
 /// does.
 enum class sync_rate { sqrt, linear, none };
 

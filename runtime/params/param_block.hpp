@@ -101,6 +101,8 @@ public:
     stale_momentum_rule stale_momentum = stale_momentum_rule::none;
     /// sync: the learning rate of an update of several pushes.
     sync_rate sync_lr = sync_rate::none;
+    /// sync: updates over which the scaled rate is reached (0: at once).
+    int64_t sync_warmup = 0;
     /// async, ssp: DC-ASGD's lambda (stale_compensation); 0: off.
     double delay_compensation = 0;
     /// async, ssp with stale_rate::gap or delay compensation: the versions

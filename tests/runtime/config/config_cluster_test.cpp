@@ -148,6 +148,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
     != std::string::npos);
   BOOST_TEST(with(R"({ "sync_lr": "cubic" })").find("/cluster/sync_lr")
              != std::string::npos);
+  BOOST_TEST(with(R"({ "sync_warmup": -5 })").find("/cluster/sync_warmup")
+             != std::string::npos);
   BOOST_TEST(
     with(R"({ "delay_compensation": -1 })").find("/cluster/delay_compensation")
     != std::string::npos);

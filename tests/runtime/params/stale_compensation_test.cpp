@@ -164,6 +164,29 @@ BOOST_AUTO_TEST_CASE(sync_rules_scale_an_update_of_k_pushes) {
   }
 }
 
+// sync_warmup: the scaled rate is reached over the first updates, in equal
+// steps from the rate given.
+BOOST_AUTO_TEST_CASE(sync_warmup_rises_to_the_scaled_rate) {
+  block::options o;
+  o.mode = consistency_mode::sync;
+  o.sync_lr = sync_rate::linear;
+  o.sync_warmup = 2;
+  o.aggregate = 3;
+  o.optimizer.type = optimizer_config::kind::sgd;
+  o.optimizer.learning_rate = 1;
+  block b{o, {0.f}};
+  for (int32_t w = 0; w < 3; ++w)
+    b.add_worker(w);
+  std::vector<float> after;
+  for (int64_t update = 0; update < 3; ++update) {
+    for (int32_t w = 0; w < 3; ++w)
+      push(b, w, update, {-1.f});
+    after.push_back(values_of(b)[0]);
+  }
+  // Rates 1 + 2 * 1/2, then 3 (reached at update 2 of 2), then 3.
+  BOOST_TEST(after == (std::vector<float>{2.f, 5.f, 8.f}));
+}
+
 BOOST_AUTO_TEST_CASE(history_follows_the_workers_within_its_bounds) {
   BOOST_TEST(compensation_history(1, 100) == 4u);
   BOOST_TEST(compensation_history(16, 100) == 34u);
