@@ -28,6 +28,22 @@ block sgd_block(stale_rate rule, double lambda = 0, size_t history = 8) {
   return b;
 }
 
+/// A sync block of one value, SGD at rate `lr`, updates of `workers`
+/// pushes, workers 0 to workers - 1.
+block sync_block(sync_rate rule, int workers, double lr, int64_t warmup = 0) {
+  block::options o;
+  o.mode = consistency_mode::sync;
+  o.sync_lr = rule;
+  o.sync_warmup = warmup;
+  o.aggregate = workers;
+  o.optimizer.type = optimizer_config::kind::sgd;
+  o.optimizer.learning_rate = lr;
+  block b{o, {0.f}};
+  for (int32_t w = 0; w < workers; ++w)
+    b.add_worker(w);
+  return b;
+}
+
 void push(block& b, int32_t worker, int64_t tag, std::vector<float> g) {
   BOOST_REQUIRE(b.push(worker, tag, g.data(), g.size()));
 }
@@ -145,15 +161,7 @@ BOOST_AUTO_TEST_CASE(sync_rules_scale_an_update_of_k_pushes) {
   for (auto [rule, four, alone] : {std::tuple{sync_rate::sqrt, 1.f, 1.5f},
                                    std::tuple{sync_rate::linear, 2.f, 2.5f},
                                    std::tuple{sync_rate::none, 0.5f, 1.f}}) {
-    block::options o;
-    o.mode = consistency_mode::sync;
-    o.sync_lr = rule;
-    o.aggregate = 4;
-    o.optimizer.type = optimizer_config::kind::sgd;
-    o.optimizer.learning_rate = 0.5;
-    block b{o, {0.f}};
-    for (int32_t w = 0; w < 4; ++w)
-      b.add_worker(w);
+    auto b = sync_block(rule, 4, 0.5);
     for (int32_t w = 0; w < 4; ++w)
       push(b, w, 0, {-1.f});
     BOOST_TEST(values_of(b)[0] == four);
@@ -167,16 +175,7 @@ BOOST_AUTO_TEST_CASE(sync_rules_scale_an_update_of_k_pushes) {
 // sync_warmup: the scaled rate is reached over the first updates, in equal
 // steps from the rate given.
 BOOST_AUTO_TEST_CASE(sync_warmup_rises_to_the_scaled_rate) {
-  block::options o;
-  o.mode = consistency_mode::sync;
-  o.sync_lr = sync_rate::linear;
-  o.sync_warmup = 2;
-  o.aggregate = 3;
-  o.optimizer.type = optimizer_config::kind::sgd;
-  o.optimizer.learning_rate = 1;
-  block b{o, {0.f}};
-  for (int32_t w = 0; w < 3; ++w)
-    b.add_worker(w);
+  auto b = sync_block(sync_rate::linear, 3, 1, 2);
   std::vector<float> after;
   for (int64_t update = 0; update < 3; ++update) {
     for (int32_t w = 0; w < 3; ++w)
