@@ -156,9 +156,10 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       return self->state.plan->total();
     },
     [=](restore_atom, int64_t position, const std::string& saved,
-        const std::vector<int64_t>& done) -> caf::result<int64_t> {
+        const std::vector<int64_t>& done,
+        const std::vector<int64_t>& again) -> caf::result<int64_t> {
       auto& st = self->state;
-      if (auto err = st.plan->restore(position, done, saved))
+      if (auto err = st.plan->restore(position, done, saved, again))
         return err;
       // Nothing is outstanding now: a pending pause has settled.
       if (st.pause_reply) {

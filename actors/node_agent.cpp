@@ -23,15 +23,22 @@ caf::expected<shard_data_actor> data_stub(self_ptr self,
                                           const std::string& address,
                                           int32_t shard, uint64_t size) {
   auto& st = self->state;
+  // A connection that broke stays broken: it goes with its stubs, its
+  // threads and its socket, whichever node it reached (a shard node that
+  // was restarted listens at another port, so its old address is never
+  // asked for again); one to `address` starts over.
+  for (auto l = st.data_links.begin(); l != st.data_links.end();) {
+    if (!l->second || !l->second->failed()) {
+      ++l;
+      continue;
+    }
+    l->second->close();
+    for (auto it = st.stubs.begin(); it != st.stubs.end();)
+      it = it->first.first == l->first ? st.stubs.erase(it) : std::next(it);
+    l = st.data_links.erase(l);
+  }
   auto key = std::make_pair(address, shard);
   auto& link = st.data_links[address];
-  if (link && link->failed()) {
-    // A connection that broke stays broken: start over with a new one.
-    link->close();
-    link = nullptr;
-    for (auto it = st.stubs.begin(); it != st.stubs.end();)
-      it = it->first.first == address ? st.stubs.erase(it) : std::next(it);
-  }
   if (auto it = st.stubs.find(key); it != st.stubs.end())
     return it->second;
   auto addr = parse_address(address);
@@ -161,6 +168,8 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.stale_momentum = cfg.cluster.stale_momentum;
       so.block.sync_lr = cfg.cluster.sync_lr;
       so.block.sync_warmup = cfg.cluster.sync_warmup;
+      so.block.ordered_batches = cfg.training.partition
+                                 == data_partition::shared;
       so.block.delay_compensation = cfg.cluster.delay_compensation;
       so.block.history = compensation_history(cfg.cluster.workers,
                                               s.state.values.size());
@@ -352,6 +361,31 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
           promise.deliver(std::move(out));
         });
       return promise;
+    },
+    [=](keep_atom, kept_shards& kept) -> std::string {
+      auto& st = self->state;
+      auto listed = [&](const shard_actor& h) {
+        return std::find(kept.handles.begin(), kept.handles.end(), h)
+               != kept.handles.end();
+      };
+      std::string stopped;
+      for (auto* m : {&st.shards, &st.replicas})
+        for (auto it = m->begin(); it != m->end();) {
+          auto [id, h] = *it;
+          bool awaited =
+            m == &st.shards
+            && std::count(kept.awaited.begin(), kept.awaited.end(), id) > 0;
+          if (listed(h) || awaited) {
+            ++it;
+            continue;
+          }
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          stopped += (stopped.empty() ? "" : ", ")
+                     + std::string{m == &st.shards ? "" : "the replica of "}
+                     + "shard " + std::to_string(id);
+          it = m->erase(it);
+        }
+      return stopped;
     },
     [=](finish_atom, caf::error& reason) {
       auto& st = self->state;

@@ -72,6 +72,13 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
     },
     [=](stop_atom, const std::string& who) { on_stop_request(self, who); },
     [=](follow_atom) { on_follow_tick(self); },
+    [=](forget_atom, const std::string& node) {
+      self->state.answers.node_lost(node);
+    },
+    [=](replicate_atom) {
+      if (!self->state.recovery.recovering())
+        place_replicas(self);
+    },
     [=](restore_atom, int64_t generation) {
       auto& st = self->state;
       if (!st.recovery.waiting_for_shard_nodes()

@@ -103,7 +103,12 @@ using chief_self_actor = chief_actor::extend<
   // meanwhile.
   caf::reacts_to<place_atom, int32_t, int64_t, caf::error>,
   // data.follow: the folder of training parts is listed again.
-  caf::reacts_to<follow_atom>>;
+  caf::reacts_to<follow_atom>,
+  // A replica that could not be started is tried again.
+  caf::reacts_to<replicate_atom>,
+  // Node N is lost: the answers still awaited from it are given up
+  // (node_answers).
+  caf::reacts_to<forget_atom, std::string>>;
 
 chief_self_actor::behavior_type
 chief_impl(chief_self_actor::stateful_pointer<chief_state> self,

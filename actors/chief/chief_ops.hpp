@@ -22,6 +22,7 @@
 #include "actors/chief/chief_state.hpp"
 #include "actors/fan_out.hpp"
 #include "models/trainer.hpp"
+#include "runtime/base/errc.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/rules/takeover.hpp"
 
@@ -120,6 +121,28 @@ template <class Spawn>
 auto place_on(chief_self self, const std::string& node, Spawn spawn) {
   return self->request(self->state.members.node(node).agent, timeout_of(self),
                        place_atom_v, std::move(spawn));
+}
+
+/// Runs `ok` with the reply to request `h`, made to node `node`, or
+/// `failed` with its error, or with node_unreachable as soon as the node
+/// is lost (node_answers): whichever comes first, once.
+template <class Reply, class Handle, class Ok, class Failed>
+void answer_from(chief_self self, const std::string& node, Handle h, Ok ok,
+                 Failed failed) {
+  auto done = self->state.answers.await(node, [=]() mutable {
+    auto err = make_error(errc::node_unreachable,
+                          "node " + node + " was lost before it answered");
+    failed(err);
+  });
+  h.then(
+    [=](Reply& r) mutable {
+      if (node_answers::first(done))
+        ok(r);
+    },
+    [=](caf::error& err) mutable {
+      if (node_answers::first(done))
+        failed(err);
+    });
 }
 
 /// Starts shard `i` on `node` through its agent with `state`.
@@ -234,6 +257,11 @@ struct live_found {
 void adopt_live_shards(chief_self self, int64_t since,
                        std::function<void(live_found&)> then,
                        bool any_count = false);
+
+/// Stops every live shard `found` that is not one of the run's shards now
+/// (the verdict was to restore: the shards start anew, and a copy left
+/// alive elsewhere would make the next takeover find one shard twice).
+void stop_live_shards_left(chief_self self, const live_found& found);
 
 /// The live shards of a verdict to keep them become the run's shards (the
 /// log says so); the feeder goes on from the checkpoint's `position` with

@@ -19,6 +19,8 @@ void node_lost(chief_self self, const std::string& name,
     return;
   say(self, fmt("node %s (%s) is down: %s", name.c_str(),
                 members.node(name).address().c_str(), why.c_str()));
+  // After the handler that saw the loss has settled the chief's state.
+  self->send(self, forget_atom_v, name);
 }
 
 /// Per shard, where a worker on `node` reaches it on the data plane:
@@ -96,29 +98,29 @@ void place_worker(chief_self self, int32_t id) {
     }
   }
   auto gen = st.recovery.generation();
-  place_on(self, node, std::move(ws))
-    .then(
-      [=](worker_actor& h) {
-        auto& s = self->state;
-        s.members.worker(id).placing = false;
-        if (s.ended() || s.recovery.generation() != gen) {
-          self->send_exit(h, caf::exit_reason::user_shutdown);
-          return;
-        }
-        self->monitor(h);
-        s.members.worker_started(id, h);
-        auto& e = s.members.worker(id);
-        if (s.members.node(node)
-              .leaving) { // it started as its node began to leave
-          e.state = worker_phase::leaving;
-          self->send(h, finish_atom_v);
-        }
-      },
-      [=](caf::error& err) {
-        self->state.members.worker(id).placing = false;
-        node_lost(self, node, "placing worker failed: " + describe(err));
-        place_worker(self, id);
-      });
+  answer_from<worker_actor>(
+    self, node, place_on(self, node, std::move(ws)),
+    [=](worker_actor& h) {
+      auto& s = self->state;
+      s.members.worker(id).placing = false;
+      if (s.ended() || s.recovery.generation() != gen) {
+        self->send_exit(h, caf::exit_reason::user_shutdown);
+        return;
+      }
+      self->monitor(h);
+      s.members.worker_started(id, h);
+      auto& e = s.members.worker(id);
+      if (s.members.node(node)
+            .leaving) { // it started as its node began to leave
+        e.state = worker_phase::leaving;
+        self->send(h, finish_atom_v);
+      }
+    },
+    [=](caf::error& err) {
+      self->state.members.worker(id).placing = false;
+      node_lost(self, node, "placing worker failed: " + describe(err));
+      place_worker(self, id);
+    });
 }
 
 /// Joins worker ids on every shard; `then` runs once all have answered.

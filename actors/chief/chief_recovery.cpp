@@ -261,7 +261,8 @@ void restore_from_checkpoint(chief_self self, std::shared_ptr<checkpoint> ck,
       follow_cover(self, position, [=] {
         self
           ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                    position, plan, std::vector<int64_t>{})
+                    position, plan, std::vector<int64_t>{},
+                    std::vector<int64_t>{})
           .then(
             [=](int64_t) {
               auto& s = self->state;
@@ -335,6 +336,7 @@ void restore_after_loss(chief_self self) {
                               [=] { resume_after_recovery(self); });
     say(self,
         fmt("cannot keep the live shards (%s)", live.verdict.why_not.c_str()));
+    stop_live_shards_left(self, live);
     restore_from_checkpoint(self, shared, since, path);
   });
 }
@@ -370,8 +372,16 @@ void after_workers_stopped(chief_self self) {
     return restore_after_loss(self);
   auto in_step = std::make_shared<bool>(promotable.size() == lost.size());
   auto all_done = countdown(promotable.size(), [=] {
-    if (*in_step)
+    if (*in_step) {
+      // A shard whose loss was seen after these promotions began (the
+      // workers had stopped already, so they began at the first loss):
+      // its replica's turn now.
+      auto& handles = self->state.shards.handles();
+      if (std::any_of(handles.begin(), handles.end(),
+                      [](const shard_actor& h) { return !h; }))
+        return after_workers_stopped(self);
       return go_on_after_takeover(self);
+    }
     if (self->state.opts.cfg.training.checkpoint.dir.empty())
       return fail_run(self,
                       make_error(errc::actor_down,
@@ -392,30 +402,30 @@ void after_workers_stopped(chief_self self) {
       all_done();
       continue;
     }
-    self
-      ->request(n->agent, timeout_of(self), promote_atom_v,
-                static_cast<int32_t>(i))
-      .then(
-        [=](int64_t version) {
-          auto& s = self->state;
-          s.shards.replica_took_over(i, h);
-          s.shards.started(i, h, node);
-          say(self, fmt("shard %zu: its replica on node %s took over at "
-                        "version %lld%s",
-                        i, node.c_str(), static_cast<long long>(version),
-                        was_in_step ? ""
-                                    : " (its copy was not complete: the "
-                                      "shards are restored from the "
-                                      "newest checkpoint)"));
-          all_done();
-        },
-        [=](caf::error& err) {
-          *in_step = false;
-          say(self, fmt("the replica of shard %zu on node %s could not take "
-                        "over: %s",
-                        i, node.c_str(), describe(err).c_str()));
-          all_done();
-        });
+    answer_from<int64_t>(
+      self, node,
+      self->request(n->agent, timeout_of(self), promote_atom_v,
+                    static_cast<int32_t>(i)),
+      [=](int64_t version) {
+        auto& s = self->state;
+        s.shards.replica_took_over(i, h);
+        s.shards.started(i, h, node);
+        say(self, fmt("shard %zu: its replica on node %s took over at "
+                      "version %lld%s",
+                      i, node.c_str(), static_cast<long long>(version),
+                      was_in_step ? ""
+                                  : " (its copy was not complete: the "
+                                    "shards are restored from the "
+                                    "newest checkpoint)"));
+        all_done();
+      },
+      [=](caf::error& err) {
+        *in_step = false;
+        say(self, fmt("the replica of shard %zu on node %s could not take "
+                      "over: %s",
+                      i, node.c_str(), describe(err).c_str()));
+        all_done();
+      });
   }
 }
 

@@ -31,6 +31,44 @@ std::string check_registration(const std::string& name, const std::string& host,
   return {};
 }
 
+namespace {
+
+/// A node back from a lost link still runs the shards and replicas it had:
+/// meanwhile their replicas may have taken over elsewhere, or this chief
+/// given them up. It keeps those the run still has there, and any shard
+/// a recovery waits for; the others stop (a stale copy of a shard would
+/// make the next takeover find one shard on two nodes).
+void keep_current_shards(chief_self self, const std::string& name,
+                         const node_agent_actor& agent) {
+  auto& shards = self->state.shards;
+  kept_shards kept;
+  for (size_t i = 0; i < shards.count(); ++i) {
+    if (!shards.handles()[i])
+      kept.awaited.push_back(static_cast<int32_t>(i));
+    else if (shards.node_of(i) == name)
+      kept.handles.push_back(shards.handles()[i]);
+    if (shards.has_replica(i) && shards.replicas()[i].node == name)
+      kept.handles.push_back(shards.replicas()[i].handle);
+  }
+  self->request(agent, timeout_of(self), keep_atom_v, std::move(kept))
+    .then(
+      [=](const std::string& stopped) {
+        if (!stopped.empty())
+          say(self, "node " + name
+                      + " came back with what the run no longer "
+                        "has there; stopped: "
+                      + stopped);
+      },
+      [=](const caf::error& err) {
+        say(self, "node " + name
+                    + ": could not stop what the run no longer "
+                      "has there: "
+                    + describe(err));
+      });
+}
+
+} // namespace
+
 caf::result<std::string, std::string> on_register(chief_self self,
                                                   node_registration r) {
   auto& name = r.name;
@@ -104,6 +142,8 @@ caf::result<std::string, std::string> on_register(chief_self self,
   e.data_port = r.data_port;
   self->monitor(r.agent);
   follow_tell_agent(self, r.agent);
+  if (st.nodes_ready() && !served_run.empty() && served_run == st.run_id)
+    keep_current_shards(self, name, r.agent);
   say(self,
       fmt("node %s (%s) is up%s", name.c_str(), e.address().c_str(),
           join_workers >= 0 ? fmt(", joining with %d worker%s", join_workers,

@@ -17,6 +17,9 @@ namespace {
 /// out of memory) would otherwise be copied again and again.
 constexpr int max_replica_failures = 3;
 
+/// How long after a replica failed to start the chief tries again.
+constexpr auto replica_retry = std::chrono::seconds(1);
+
 /// The live node for shard i's replica: one meant for shards, not the
 /// primary's, holding the fewest replicas; of those the next after the
 /// primary's in the cluster file's order, so that a fresh run's replicas
@@ -106,32 +109,36 @@ void place_replicas(chief_self self) {
     sp.state.values.assign(st.shards.ranges[i].end - st.shards.ranges[i].begin,
                            0.f);
     auto layout = st.shards.layout;
-    place_on(self, node, std::move(sp))
-      .then(
-        [=](shard_actor& h) {
-          auto& s = self->state;
-          if (s.shards.layout != layout) { // the shards moved meanwhile
-            self->send_exit(h, caf::exit_reason::user_shutdown);
-            return;
-          }
-          s.shards.replicas()[i].placing = false;
-          if (s.ended()) {
-            self->send_exit(h, caf::exit_reason::user_shutdown);
-            return;
-          }
-          self->monitor(h);
-          s.shards.replica_started(i, h);
-          if (s.shards.handles()[i])
-            ask_primary(self, i);
-        },
-        [=](caf::error& err) {
-          if (self->state.shards.layout != layout)
-            return;
-          self->state.shards.replicas()[i].placing = false;
-          say(self, fmt("cannot start the replica of shard %zu on node %s: "
-                        "%s",
-                        i, node.c_str(), describe(err).c_str()));
-        });
+    answer_from<shard_actor>(
+      self, node, place_on(self, node, std::move(sp)),
+      [=](shard_actor& h) {
+        auto& s = self->state;
+        if (s.shards.layout != layout) { // the shards moved meanwhile
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          return;
+        }
+        s.shards.replicas()[i].placing = false;
+        if (s.ended()) {
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          return;
+        }
+        self->monitor(h);
+        s.shards.replica_started(i, h);
+        if (s.shards.handles()[i])
+          ask_primary(self, i);
+      },
+      [=](caf::error& err) {
+        if (self->state.shards.layout != layout)
+          return;
+        self->state.shards.replicas()[i].placing = false;
+        say(self, fmt("cannot start the replica of shard %zu on node %s: "
+                      "%s; trying again in %.1f s",
+                      i, node.c_str(), describe(err).c_str(),
+                      std::chrono::duration<double>(replica_retry).count()));
+        // Placed anew (maybe elsewhere) unless something else has
+        // placed it by then: a node registering, a replica lost.
+        self->delayed_send(self, replica_retry, replicate_atom_v);
+      });
   }
 }
 

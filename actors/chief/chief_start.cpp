@@ -124,7 +124,8 @@ void start_shards(chief_self self) {
       follow_cover(self, position, [=] {
         self
           ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                    position, from.plan, std::vector<int64_t>{})
+                    position, from.plan, std::vector<int64_t>{},
+                    std::vector<int64_t>{})
           .then([=](int64_t) { start_workers(self); },
                 [=](caf::error& err) { fail_run(self, std::move(err)); });
       });
@@ -245,6 +246,9 @@ void adopt_run(chief_self self, std::function<void()> restore) {
                 static_cast<long long>(since),
                 static_cast<long long>(s.takeover.adoption_lost_steps)));
       }
+      // The shards start anew where the cluster file puts them: a live
+      // one elsewhere (a replica that took over) must not live on beside.
+      stop_live_shards_left(self, found);
       restore();
     },
     true);

@@ -11,6 +11,7 @@
 
 #include "actors/chief/chief.hpp"
 #include "actors/chief/chief_members.hpp"
+#include "actors/chief/node_answers.hpp"
 #include "actors/chief/recovery_state.hpp"
 #include "actors/chief/run_progress.hpp"
 #include "actors/chief/shard_placement.hpp"
@@ -197,6 +198,8 @@ struct chief_state {
   run_phase phase = run_phase::waiting_for_nodes;
 
   chief_members members;
+  /// Answers awaited from member nodes, given up when their node is lost.
+  node_answers answers;
   shard_placement shards;
   run_progress progress;
   chief_evaluation eval;

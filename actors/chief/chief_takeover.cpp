@@ -68,36 +68,56 @@ void adopt_live_shards(chief_self self, int64_t since,
       names.push_back(name);
       agents.push_back(n.agent);
     }
-  ask_all_settled<live_shards>(
-    agents.size(),
-    [=](size_t i) {
-      return self->request(agents[i], timeout_of(self), adopt_atom_v, since);
-    },
-    [=, then = std::move(then)](auto& replies) {
-      live_found found;
-      for (size_t i = 0; i < replies.size(); ++i) {
-        if (!replies[i])
-          continue;
-        auto& r = *replies[i];
-        for (size_t k = 0; k < r.handles.size() && k < r.histories.size();
-             ++k) {
-          found.nodes.push_back(names[i]);
-          found.handles.push_back(r.handles[k]);
-          found.histories.push_back(std::move(r.histories[k]));
-        }
+  // Every node's answer, or its error (a node lost meanwhile errs at
+  // once: node_answers).
+  using outcome = caf::expected<live_shards>;
+  auto answers = std::make_shared<std::vector<outcome>>(agents.size(),
+                                                        outcome{caf::error{}});
+  auto gathered = [=, then = std::move(then)] {
+    auto& replies = *answers;
+    live_found found;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i])
+        continue;
+      auto& r = *replies[i];
+      for (size_t k = 0; k < r.handles.size() && k < r.histories.size(); ++k) {
+        found.nodes.push_back(names[i]);
+        found.handles.push_back(r.handles[k]);
+        found.histories.push_back(std::move(r.histories[k]));
       }
-      found.verdict = judge_takeover(self->state.shards.ranges.size(), since,
-                                     found.histories);
-      if (any_count && !found.verdict.keep_live)
-        keep_moved_count(self, since, found);
-      // Shards of these modes keep no log (param_block): the verdict is
-      // to restore; say why in the mode's words.
-      auto mode = self->state.opts.cfg.cluster.consistency;
-      if (!param_block::logs_batches(mode))
-        found.verdict.why_not = std::string{"in "} + to_string(mode)
-                                + " mode an update is not one batch";
-      then(found);
-    });
+    }
+    found.verdict = judge_takeover(self->state.shards.ranges.size(), since,
+                                   found.histories);
+    if (any_count && !found.verdict.keep_live)
+      keep_moved_count(self, since, found);
+    // Shards of these modes keep no log (param_block): the verdict is
+    // to restore; say why in the mode's words.
+    auto mode = self->state.opts.cfg.cluster.consistency;
+    if (!param_block::logs_batches(mode))
+      found.verdict.why_not = std::string{"in "} + to_string(mode)
+                              + " mode an update is not one batch";
+    then(found);
+  };
+  auto answered = countdown(agents.size(), gathered);
+  for (size_t i = 0; i < agents.size(); ++i)
+    answer_from<live_shards>(
+      self, names[i],
+      self->request(agents[i], timeout_of(self), adopt_atom_v, since),
+      [=](live_shards& r) {
+        (*answers)[i] = std::move(r);
+        answered();
+      },
+      [=](caf::error& err) {
+        (*answers)[i] = std::move(err);
+        answered();
+      });
+}
+
+void stop_live_shards_left(chief_self self, const live_found& found) {
+  auto& kept = self->state.shards.handles();
+  for (auto& h : found.handles)
+    if (std::find(kept.begin(), kept.end(), h) == kept.end())
+      self->send_exit(h, caf::exit_reason::user_shutdown);
 }
 
 void keep_live_shards(chief_self self, live_found& found, feeder_position from,
@@ -117,23 +137,33 @@ void keep_live_shards(chief_self self, live_found& found, feeder_position from,
   }
   auto done = found.verdict.done;
   auto kept = static_cast<int64_t>(done.size());
+  auto again = found.verdict.again;
+  auto uneven = static_cast<long long>(again.size());
   say(self,
       fmt("kept the live shards: they hold the %lld steps trained "
-          "since step %lld, each once; 0 steps lost",
-          static_cast<long long>(kept), static_cast<long long>(position)));
-  auto last = done.empty()
-                ? position
-                : std::max(position,
-                           *std::max_element(done.begin(), done.end()) + 1);
+          "since step %lld, each once; 0 steps lost%s",
+          static_cast<long long>(kept), static_cast<long long>(position),
+          uneven == 0
+            ? ""
+            : fmt(" (%lld batches that reached some shards and not others "
+                  "come again: the shards that applied them drop them)",
+                  uneven)
+                .c_str()));
+  // The plan reaches past every batch named, done or to come again.
+  auto last = position;
+  for (auto* named : {&done, &again})
+    if (!named->empty())
+      last = std::max(last,
+                      *std::max_element(named->begin(), named->end()) + 1);
   follow_cover(self, last, [=]() mutable {
     self
       ->request(self->state.shards.feeder, timeout_of(self), restore_atom_v,
-                position, from.plan, std::move(done))
+                position, from.plan, std::move(done), std::move(again))
       .then(
         [=](int64_t) {
           auto& s = self->state;
           s.progress.set_steps(position + kept);
-          s.progress.schedule->resume_at(s.progress.steps());
+          s.progress.schedule->resume_at(s.progress.steps(), position);
           then();
         },
         [=](caf::error& err) { fail_run(self, std::move(err)); });

@@ -88,9 +88,10 @@ using feeder_actor = caf::typed_actor<
   // Leases nothing more: workers get done.
   caf::reacts_to<finish_atom>,
   // Continues from a checkpointed position and plan text with the given
-  // plan numbers after it done too (batch_plan::restore); replies with the
+  // plan numbers after it done too, and the others given first
+  // (batch_plan::restore's done_after and again); replies with the
   // position.
-  caf::replies_to<restore_atom, int64_t, std::string,
+  caf::replies_to<restore_atom, int64_t, std::string, std::vector<int64_t>,
                   std::vector<int64_t>>::with<int64_t>,
   // Gives workers their own streams (replicated, sharded; nothing in
   // shared mode); replies with the batches in the plan now.

@@ -89,6 +89,23 @@ typename Inspector::result_type inspect(Inspector& f, live_shards& x) {
   return f(caf::meta::type_name("live_shards"), x.handles, x.histories);
 }
 
+/// What a node that lost its link to the chief, and registered with it
+/// again, keeps of the shards and replicas it still runs (node_agent_actor's
+/// keep): meanwhile the chief may have made a replica elsewhere the shard,
+/// or given a replica up, and two shards of one id must never live.
+struct kept_shards {
+  /// The run's shards and replicas on that node, as the chief has them.
+  std::vector<shard_actor> handles;
+  /// Shards the chief lost and is waiting for: whatever runs as one of
+  /// them on the node stays (it is what the recovery waits for).
+  std::vector<int32_t> awaited;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kept_shards& x) {
+  return f(caf::meta::type_name("kept_shards"), x.handles, x.awaited);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spawn& x) {
   return f(caf::meta::type_name("shard_spawn"), x.id, x.aggregate, x.state,
@@ -126,6 +143,10 @@ using node_agent_actor = caf::typed_actor<
   // adopted (see shard_actor) and answers what it applied since version
   // V (a shard that does not answer is left out, as if it had died).
   caf::replies_to<adopt_atom, int64_t>::with<live_shards>,
+  // The chief this node registered with again (its link was lost a
+  // while) keeps these: every other shard and replica here stops. Replies
+  // with what stopped ("shard 0, the replica of shard 3"; "" for none).
+  caf::replies_to<keep_atom, kept_shards>::with<std::string>,
   // The run is over: stop everything here and quit, with the run's error
   // as the exit reason (none: the run succeeded), which the node process
   // reports.
@@ -175,6 +196,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(troupe_node_agent, troupe::type_ids::node_agent)
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::worker_spawn))
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::live_shards))
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::shard_map))
+  CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::kept_shards))
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::node_registration))
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::node_agent_actor))
   CAF_ADD_TYPE_ID(troupe_node_agent, (troupe::process_usage))

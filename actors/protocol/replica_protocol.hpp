@@ -163,8 +163,9 @@ caf::error raw_form_of(Processor& f, block_image& x) {
     .fields(x.slot_names)
     .lists(x.slots)
     .fields(x.lowered_beta1_ratio, x.version, x.learning_rate, x.aggregate,
-            x.log_base, x.unnamed_through, x.stale_mean, x.accepted, x.stale,
-            x.refused, x.staleness_sum, x.staleness_max, x.uncompensated)
+            x.log_base, x.unnamed_through, x.done_below, x.stale_mean,
+            x.accepted, x.stale, x.refused, x.staleness_sum, x.staleness_max,
+            x.uncompensated)
     .raw(x.workers)
     .raw(x.clocks)
     .raw(x.log)

@@ -17,17 +17,17 @@ namespace {
 
 using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
-caf::timespan timeout_of(self_ptr self) {
-  return request_timeout(self->state.opts.cfg);
-}
-
-/// The timeout of a request to shard `i`: none of the worker's own for a
-/// data-plane stub, which times its requests out itself (at the same
-/// request timeout, as its connection was opened with).
-caf::duration timeout_of_shard(self_ptr self, size_t i) {
-  if (times_out_itself(self->state.opts.shards[i]))
-    return caf::infinite;
-  return caf::duration{timeout_of(self)};
+/// The timeout of a request to a shard or to the feeder, made at every
+/// step: none of the worker's own. A data-plane stub times its requests
+/// out itself (at the request timeout its connection was opened with); a
+/// shard in this process and the feeder answer every request, holding one
+/// at most their hold time, and when either is lost the chief (or, with
+/// the chief, the node agent) stops this worker. A timeout would cost an
+/// entry in CAF's clock per request, which CAF 0.17 keeps until it fires,
+/// answered or not: at 10,000 steps/s with four shards in the process,
+/// 30 s of timeouts are 2.7 million entries on the heap.
+caf::duration timeout_per_step(self_ptr) {
+  return caf::infinite;
 }
 
 void fail(self_ptr self, caf::error err) {
@@ -43,7 +43,7 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   // Asked of a shard map that is gone: pull_all asks the new one.
   auto moved = [=] { return self->state.placement != placement; };
   self
-    ->request(st.opts.shards[i], timeout_of_shard(self, i), pull_atom_v,
+    ->request(st.opts.shards[i], timeout_per_step(self), pull_atom_v,
               st.opts.id,
               i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
@@ -109,7 +109,7 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;
       g.size = s.opts.ranges[i].size();
-      return self->request(s.opts.shards[i], timeout_of_shard(self, i),
+      return self->request(s.opts.shards[i], timeout_per_step(self),
                            push_atom_v, std::move(g));
     },
     [=](std::vector<push_ack>& acks) {
@@ -146,7 +146,7 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
         auto& m = (*all)[i];
         auto shard = static_cast<size_t>(m.shard);
         return self->request(self->state.opts.shards[shard],
-                             timeout_of_shard(self, shard), atom, std::move(m));
+                             timeout_per_step(self), atom, std::move(m));
       },
       std::move(done), failed);
     return;
@@ -165,7 +165,7 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
         m.parts.push_back(std::move((*all)[i]));
       auto shard = static_cast<size_t>(m.parts.front().shard);
       return self->request(self->state.opts.shards[shard],
-                           timeout_of_shard(self, shard), atom, std::move(m));
+                           timeout_per_step(self), atom, std::move(m));
     },
     [=](std::vector<parts_reply>& replies) {
       std::vector<Reply> out(all->size());
@@ -468,7 +468,8 @@ void send_step(self_ptr self) {
 /// worker asks again at once: that is one message per hold, not a poll.
 void lease_then(self_ptr self, std::function<void(bool held)> then) {
   auto& st = self->state;
-  self->request(st.opts.feeder, timeout_of(self), lease_atom_v, st.opts.id)
+  self
+    ->request(st.opts.feeder, timeout_per_step(self), lease_atom_v, st.opts.id)
     .then(
       [=](lease_reply& r) {
         if (r.status == lease_reply::done) {

@@ -34,11 +34,12 @@ std::shared_ptr<std::vector<float>> pooled_floats(size_t n);
 ///   running cluster (perf record -e page-faults: sysmalloc under
 ///   thread_safe_actor_clock and the worker's pulls). With one arena the
 ///   same run makes none (scripts/bench-scaling.sh), and ran 3-5% faster.
-/// The price: a process keeps its peak heap until it exits. Left: CAF
-/// 0.17 keeps every request's timeout in its clock until it fires, answered
-/// or not, so the clock's map grows for the first request_timeout_ms of a
-/// run (a tiny model at 12,000 steps/s: 0.25 faults per step then); a
-/// large model's freed buffers absorb it.
+/// The price, a process that keeps its peak heap (and its fragments) until
+/// it exits, is paid back every 30 s: a thread of its own ("troupe.trim")
+/// gives the heap's whole free pages back (malloc_trim), so that resident
+/// memory follows what the process holds. CAF 0.17 keeps every request's
+/// timeout in its clock until it fires, answered or not: the workers'
+/// requests of every step carry none (actors/worker/worker.cpp).
 void keep_freed_memory();
 
 /// Buffers smaller than this (256 KiB) are not pooled: malloc keeps such

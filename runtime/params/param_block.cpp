@@ -218,7 +218,8 @@ caf::expected<param_block::outcome> param_block::push(int32_t worker,
     if (!all_finite(data, n))
       return non_finite();
     if (logs_batches(opts_.mode) && batch >= 0
-        && std::binary_search(sorted_.begin(), sorted_.end(), batch)) {
+        && (batch < done_below_
+            || std::binary_search(sorted_.begin(), sorted_.end(), batch))) {
       // Its worker pushed it before, or another worker trained it again
       // after that one was lost: applying it twice would weigh it twice.
       // It still counts as the worker's step for ssp.
@@ -376,6 +377,9 @@ caf::error param_block::restore(
   log_base_ = version;
   log_.clear();
   sorted_.clear();
+  // The batches after the restored checkpoint are trained again, whatever
+  // a newer forget_through() had done.
+  done_below_ = 0;
   unnamed_through_ = -1;
   return {};
 }
@@ -399,6 +403,8 @@ void param_block::forget_through(int64_t version) {
   std::vector<int64_t> gone(log_.begin(),
                             log_.begin() + static_cast<std::ptrdiff_t>(n));
   std::sort(gone.begin(), gone.end());
+  if (opts_.ordered_batches && !gone.empty())
+    done_below_ = std::max(done_below_, gone.back() + 1);
   sorted_.erase(std::remove_if(sorted_.begin(), sorted_.end(),
                                [&](int64_t b) {
                                  return std::binary_search(gone.begin(),
@@ -432,6 +438,7 @@ block_image param_block::image() const {
   img.log = log_;
   img.log_base = log_base_;
   img.unnamed_through = unnamed_through_;
+  img.done_below = done_below_;
   img.stale_mean = stale_mean_;
   if (!pushed_.empty())
     img.sum = sum_;
@@ -499,6 +506,7 @@ caf::error param_block::load(const block_image& img) {
   std::sort(sorted_.begin(), sorted_.end());
   log_base_ = img.log_base;
   unnamed_through_ = img.unnamed_through;
+  done_below_ = img.done_below;
   stale_mean_ = img.stale_mean;
   if (!img.sum.empty())
     sum_ = img.sum;

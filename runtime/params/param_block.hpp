@@ -66,6 +66,8 @@ struct block_image {
   std::vector<int64_t> log; ///< the applied log, from log_base
   int64_t log_base = 0;
   int64_t unnamed_through = -1;
+  int64_t done_below = 0; ///< options::ordered_batches
+
   double stale_mean = 0;
   std::vector<float> sum; ///< sync: empty while nobody has pushed
   std::vector<int32_t> pushed, last_update;
@@ -109,6 +111,12 @@ public:
     /// whose values the block keeps for stale pushes (about twice the
     /// workers: with prefetch a worker's push is two pulls behind).
     size_t history = 0;
+    /// The feeder numbers its batches in one order (data partition
+    /// "shared"): once a checkpoint holds batches, every batch below the
+    /// highest of them is done, and a push of one is a duplicate even when
+    /// the log has forgotten it (a push held back in a cut link and
+    /// delivered after its batch was trained again and checkpointed).
+    bool ordered_batches = false;
     /// The parts of the block that buffers hold (tensor_slot::buffer),
     /// relative to its start: an update subtracts the pushed change there
     /// as it is (the mean of a sync update's changes), without the
@@ -256,6 +264,8 @@ private:
   std::vector<int64_t> sorted_;
   int64_t log_base_ = 0;
   int64_t unnamed_through_ = -1;
+  /// ordered_batches: every batch below this is done (forget_through).
+  int64_t done_below_ = 0;
   void log_update(int64_t batch);
   // sync: the sum of this version's pushes and who sent them; the sum
   // holds nothing while nobody has pushed (the first push overwrites it).

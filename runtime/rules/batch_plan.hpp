@@ -167,12 +167,15 @@ public:
   /// The batches `done_after` (plan numbers after the position, e.g. those
   /// the live shards of a lost chief's run applied) are done too; the ones
   /// between that are not come first, as if requeued. Clears leases.
+  /// The batches `again` (some live shards applied them and others did
+  /// not) come first too, whatever their number.
   /// errc::invalid_argument, the plan unchanged, for a number before the
   /// position, past the plan or given twice; errc::bad_format for a
   /// `saved` text that is not this partition's or does not fit.
   caf::error restore(int64_t position,
                      const std::vector<int64_t>& done_after = {},
-                     const std::string& saved = {});
+                     const std::string& saved = {},
+                     const std::vector<int64_t>& again = {});
 
 private:
   struct stream {
@@ -238,7 +241,8 @@ private:
   void reset();
   caf::error restore_streams(int64_t position,
                              const std::vector<int64_t>& done_after,
-                             const std::string& saved);
+                             const std::string& saved,
+                             const std::vector<int64_t>& again);
   caf::error load(const std::string& saved);
 
   size_t samples_;

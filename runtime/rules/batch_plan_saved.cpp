@@ -56,9 +56,10 @@ void batch_plan::reset() {
 
 caf::error batch_plan::restore(int64_t position,
                                const std::vector<int64_t>& done_after,
-                               const std::string& saved) {
+                               const std::string& saved,
+                               const std::vector<int64_t>& again) {
   if (per_worker())
-    return restore_streams(position, done_after, saved);
+    return restore_streams(position, done_after, saved, again);
   if (!saved.empty())
     return make_error(errc::bad_format,
                       "the checkpoint's feeder plan is for another data "
@@ -70,18 +71,23 @@ caf::error batch_plan::restore(int64_t position,
   position = std::min(position, total);
   std::vector<int64_t> done(done_after);
   std::sort(done.begin(), done.end());
-  for (size_t k = 0; k < done.size(); ++k)
-    if (done[k] < position || done[k] >= total
-        || (k > 0 && done[k] == done[k - 1]))
+  // Every batch named, done or again, once.
+  std::vector<int64_t> named(done);
+  named.insert(named.end(), again.begin(), again.end());
+  std::sort(named.begin(), named.end());
+  for (size_t k = 0; k < named.size(); ++k)
+    if (named[k] < position || named[k] >= total
+        || (k > 0 && named[k] == named[k - 1]))
       return make_error(errc::invalid_argument,
-                        "feeder restore: batch " + std::to_string(done[k])
-                          + (done[k] < position || done[k] >= total
+                        "feeder restore: batch " + std::to_string(named[k])
+                          + (named[k] < position || named[k] >= total
                                ? " is outside [" + std::to_string(position)
                                    + ", " + std::to_string(total) + ")"
                                : " is named twice"));
   reset();
   auto& s = streams_[0];
-  s.next = done.empty() ? position : std::max(position, done.back() + 1);
+  // Up to the last batch named, those not done come first.
+  s.next = named.empty() ? position : std::max(position, named.back() + 1);
   handed_ = s.next;
   acked_ = position + static_cast<int64_t>(done.size());
   for (int64_t b = 0; b < position; ++b)
@@ -100,10 +106,11 @@ caf::error batch_plan::restore(int64_t position,
 
 caf::error batch_plan::restore_streams(int64_t position,
                                        const std::vector<int64_t>& done_after,
-                                       const std::string& saved) {
+                                       const std::string& saved,
+                                       const std::vector<int64_t>& again) {
   auto known_before = known_;
   if (saved.empty()) {
-    if (position != 0 || !done_after.empty())
+    if (position != 0 || !done_after.empty() || !again.empty())
       return make_error(errc::bad_format,
                         "the checkpoint has no feeder plan, which a run with "
                         "data partition "
@@ -120,9 +127,14 @@ caf::error batch_plan::restore_streams(int64_t position,
                       "the checkpoint's step " + std::to_string(position)
                         + " is not its feeder plan's "
                         + std::to_string(next.acked_) + " batches done");
-  // The batches done after the checkpoint, by stream.
+  // The batches done after the checkpoint, by stream, and how far each
+  // stream's named batches (done or again) reach.
   std::map<size_t, std::set<int64_t>> done;
-  for (auto number : done_after) {
+  std::map<size_t, int64_t> reach;
+  std::vector<int64_t> named(done_after);
+  named.insert(named.end(), again.begin(), again.end());
+  for (size_t n = 0; n < named.size(); ++n) {
+    auto number = named[n];
     auto worker = static_cast<int32_t>((number >> stream_bits) - 1);
     auto k = number & stream_mask;
     auto* s = number < 0 ? nullptr : next.stream_of(worker);
@@ -134,18 +146,29 @@ caf::error batch_plan::restore_streams(int64_t position,
                         "feeder restore: batch " + std::to_string(number)
                           + " is not one the checkpoint left to do");
     auto index = static_cast<size_t>(s - next.streams_.data());
+    auto& r = reach[index];
+    r = std::max(r, k + 1);
+    if (n >= done_after.size()) { // again: not done, named once
+      if (done[index].count(k) > 0
+          || std::count(again.begin(), again.end(), number) > 1)
+        return make_error(errc::invalid_argument, "feeder restore: batch "
+                                                    + std::to_string(number)
+                                                    + " is named twice");
+      continue;
+    }
     if (!done[index].insert(k).second)
       return make_error(errc::invalid_argument, "feeder restore: batch "
                                                   + std::to_string(number)
                                                   + " is named twice");
   }
-  for (auto& [index, ks] : done) {
+  for (auto& [index, far] : reach) {
+    auto& ks = done[index];
     auto& s = next.streams_[index];
     std::deque<int64_t> still;
     for (auto k : s.requeued)
       if (ks.count(k) == 0)
         still.push_back(k);
-    auto end = std::max(s.next, *ks.rbegin() + 1);
+    auto end = std::max(s.next, far);
     for (auto k = s.next; k < end; ++k)
       if (ks.count(k) == 0)
         still.push_back(k);

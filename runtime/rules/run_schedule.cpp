@@ -11,10 +11,11 @@ run_schedule::run_schedule(int64_t per_epoch, int64_t eval_every,
     log_every_(std::max<int64_t>(1, log_every)), next_eval_(eval_every_),
     next_checkpoint_(checkpoint_every_) {}
 
-void run_schedule::resume_at(int64_t step) {
+void run_schedule::resume_at(int64_t step, int64_t checkpointed) {
   next_eval_ = step + (eval_every_ - step % eval_every_);
   if (checkpoint_every_ > 0)
-    next_checkpoint_ = step + checkpoint_every_;
+    next_checkpoint_ = (checkpointed >= 0 ? checkpointed : step)
+                       + checkpoint_every_;
 }
 
 bool run_schedule::take_eval(int64_t steps) {

@@ -15,8 +15,13 @@ public:
                int64_t log_every);
 
   /// Continues a run resumed at `step`: the next evaluation at the next
-  /// multiple of its interval, the next checkpoint one interval on.
-  void resume_at(int64_t step);
+  /// multiple of its interval, the next checkpoint one interval after the
+  /// newest one, at `checkpointed` (-1: at `step`). A chief that takes a
+  /// run over keeping the steps its shards trained since the checkpoint
+  /// owes a checkpoint that much sooner: counted from its own start, a
+  /// run whose chief fails more often than the interval would never
+  /// write one, and its shards' applied logs would grow without bound.
+  void resume_at(int64_t step, int64_t checkpointed = -1);
 
   /// Whether an evaluation is due at `steps`; if so the next one moves
   /// past `steps` (several crossed at once count once).

@@ -1,6 +1,7 @@
 #include "runtime/rules/takeover.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace troupe {
 
@@ -54,17 +55,27 @@ takeover_verdict judge_takeover(size_t shards, int64_t since,
              != h->batches.end())
       return refuse("shard " + id + " names a batch twice");
   }
-  for (size_t i = 1; i < shards; ++i)
-    if (by_id[i]->batches != by_id[0]->batches)
-      return refuse("shards 0 and " + num(static_cast<int64_t>(i))
-                    + " applied different batches since update " + num(since)
-                    + " (" + num(static_cast<int64_t>(by_id[0]->batches.size()))
-                    + " and "
-                    + num(static_cast<int64_t>(by_id[i]->batches.size()))
-                    + "): a push reached one and not the other");
+  // A push that reached some shards and not others (its worker stopped
+  // with the chief): that batch is not done; it comes again, and the
+  // shards that applied it drop it as a duplicate (their logs), so every
+  // shard still applies every batch once.
   v.keep_live = true;
-  if (shards > 0)
-    v.done = by_id[0]->batches;
+  if (shards == 0)
+    return v;
+  std::vector<int64_t> all = by_id[0]->batches;
+  v.done = by_id[0]->batches;
+  for (size_t i = 1; i < shards; ++i) {
+    auto& b = by_id[i]->batches;
+    std::vector<int64_t> common, either;
+    std::set_intersection(v.done.begin(), v.done.end(), b.begin(), b.end(),
+                          std::back_inserter(common));
+    std::set_union(all.begin(), all.end(), b.begin(), b.end(),
+                   std::back_inserter(either));
+    v.done = std::move(common);
+    all = std::move(either);
+  }
+  std::set_difference(all.begin(), all.end(), v.done.begin(), v.done.end(),
+                      std::back_inserter(v.again));
   return v;
 }
 

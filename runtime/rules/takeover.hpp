@@ -3,14 +3,16 @@
 // checkpoint: only when it can prove that no step is lost or doubled.
 //
 // The proof rests on the shards' applied logs (runtime/params/param_block):
-// each shard names the batches it applied since the checkpoint's version. When
-// every shard of the run is alive, each log reaches back to that version,
-// and all name the same batches, then the shards hold exactly the
-// checkpoint plus those batches, each applied once everywhere. The feeder
-// goes on from the checkpoint's position with those batches done
-// (batch_plan::restore); every other batch is trained, once. Anything
-// else (a shard that died with its chief, a log that starts later, a push
-// that reached some shards and not others, a mode without logs) and the
+// each shard names the batches it applied since the checkpoint's version.
+// When every shard of the run is alive and each log reaches back to that
+// version, the shards hold the checkpoint plus their logged batches, each
+// applied once. The batches every shard names are done: the feeder goes
+// on from the checkpoint's position with them done (batch_plan::restore).
+// A batch only some shards name (a push that reached some and not others
+// before its worker stopped) comes again: the shards that applied it drop
+// it as a duplicate, the others apply it, so each shard still applies
+// every batch once and no step is lost. Anything else (a shard that died
+// with its chief, a log that starts later, a mode without logs) and the
 // shards are restored from the checkpoint, losing the steps since.
 #pragma once
 
@@ -32,9 +34,12 @@ struct shard_history {
 };
 
 struct takeover_verdict {
-  bool keep_live = false;      ///< the live shards' values are kept
-  std::string why_not;         ///< when not: the reason, for the log
-  std::vector<int64_t> done;   ///< when kept: batches done since, ascending
+  bool keep_live = false;    ///< the live shards' values are kept
+  std::string why_not;       ///< when not: the reason, for the log
+  std::vector<int64_t> done; ///< when kept: batches done since, ascending
+  /// When kept: batches some shards applied and others not, ascending:
+  /// they come again first (batch_plan::restore's `again`).
+  std::vector<int64_t> again;
   int64_t newest_version = -1; ///< the most updates a live shard applied
 };
 

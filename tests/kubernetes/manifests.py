@@ -24,7 +24,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 EXAMPLES = os.path.join(ROOT, "examples", "kubernetes")
 BUILD = os.environ.get("TROUPE_BUILD_DIR", os.path.join(ROOT, "build"))
 NODE = os.path.join(BUILD, "apps", "troupe-node")
-IP = "/usr/sbin/ip"
 
 # What the training operator (kubeflow.org/v1) does: TF_CONFIG goes into
 # the container of this name, with the port of this name (else 2222).

@@ -37,8 +37,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
 from procs import (  # noqa: E402 (the path above first)
     Failure, check, free_ports, say)
+import netlab  # noqa: E402
 from manifests import (  # noqa: E402
-    IP, NAMESPACE, NODE, NODE_TIMEOUT_S, REPLICAS, RUN_SECONDS,
+    NAMESPACE, NODE, NODE_TIMEOUT_S, REPLICAS, RUN_SECONDS,
     check_config_is_read, check_readme, check_statefulset, check_tfjob,
     load, node_options, one, operator_port)
 
@@ -301,87 +302,22 @@ def check_statefulset_snippet(sts):
 
 # --- network namespaces: the pods' own names and ports
 
-class Lab:
-    """One network namespace per pod, each with eth0 at an address of its
-    own on a bridge in a further namespace; nothing reaches the host's
-    network. Only as root."""
+class Lab(netlab.Lab):
+    """One network namespace per pod (tests/pylib/netlab.py)."""
 
     def __init__(self, pods):
-        self.prefix = "trk8s%d" % os.getpid()
-        self.subnet = os.getpid() % 250 + 1
-        self.made = []
-        try:
-            sw = self.prefix + "-sw"
-            self.add_ns(sw)
-            ip("-n", sw, "link", "add", "name", "br0", "type", "bridge")
-            ip("-n", sw, "link", "set", "br0", "up")
-            for i in range(pods):
-                ns = self.ns(i)
-                self.add_ns(ns)
-                ip("-n", sw, "link", "add", "name", "p%d" % i, "type", "veth",
-                   "peer", "name", "eth0", "netns", ns)
-                ip("-n", sw, "link", "set", "p%d" % i, "master", "br0")
-                ip("-n", sw, "link", "set", "p%d" % i, "up")
-                ip("-n", ns, "addr", "add", self.address(i) + "/24", "dev",
-                   "eth0")
-                ip("-n", ns, "link", "set", "eth0", "up")
-        except Exception:
-            self.remove()
-            raise
-
-    @staticmethod
-    def unavailable():
-        """Why this machine cannot build a lab ("" when it can), tried with
-        a lab of one pod."""
-        if os.geteuid() != 0:
-            return "not root"
-        if not os.access(IP, os.X_OK):
-            return "no %s (iproute2)" % IP
-        try:
-            lab = Lab(1)
-        except Failure as e:
-            return str(e)
-        try:
-            with tempfile.NamedTemporaryFile("w") as hosts:
-                out = subprocess.run(lab.command(0, hosts.name, ["/bin/true"]),
-                                     capture_output=True, text=True,
-                                     timeout=30)
-            if out.returncode != 0:
-                return "a hosts file of its own: " + out.stderr.strip()
-        finally:
-            lab.remove()
-        return ""
-
-    def add_ns(self, name):
-        ip("netns", "add", name)
-        self.made.append(name)
-        ip("-n", name, "link", "set", "lo", "up")
-
-    def ns(self, i):
-        return "%s-n%d" % (self.prefix, i)
-
-    def address(self, i):
-        return "10.215.%d.%d" % (self.subnet, i + 1)
+        super().__init__(pods, prefix="trk8s", net=215)
 
     def command(self, i, hosts_file, argv):
-        """argv in pod i's namespace, with hosts_file as its /etc/hosts
-        (`ip netns exec` gives it a mount namespace of its own)."""
-        return [IP, "netns", "exec", self.ns(i), "/bin/sh", "-c",
-                'mount --bind "$0" /etc/hosts && exec "$@"',
-                hosts_file] + argv
+        return self.command_with_hosts(i, hosts_file, argv)
 
-    def remove(self):
-        for name in reversed(self.made):
-            subprocess.run([IP, "netns", "del", name], capture_output=True,
-                           timeout=30)
-        self.made = []
-
-
-def ip(*args):
-    out = subprocess.run([IP] + list(args), capture_output=True, text=True,
-                         timeout=30)
-    check(out.returncode == 0, "ip %s: %s" % (" ".join(args),
-                                              out.stderr.strip()))
+    @classmethod
+    def unavailable(cls):
+        """Why no lab ("" when one can be made), tried with a pod that
+        binds a hosts file of its own."""
+        with tempfile.NamedTemporaryFile("w") as hosts:
+            return super().unavailable(
+                lambda lab: lab.command(0, hosts.name, ["/bin/true"]))
 
 
 def write_hosts(path, entries):

@@ -1,6 +1,6 @@
 // The chief's state parts that own their data (actors/chief/chief_members,
-// shard_placement, run_progress, recovery_state): each keeps its indexes
-// with the entries they index, and its counts as the reports say.
+// shard_placement, run_progress, recovery_state, node_answers): each keeps its
+// indexes with the entries they index, and its counts as the reports say.
 #include <boost/test/unit_test.hpp>
 
 #include "actors/chief/chief_state.hpp"
@@ -181,6 +181,33 @@ BOOST_AUTO_TEST_CASE(a_recovery_makes_earlier_requests_stale) {
   BOOST_TEST(r.recoveries() == 1);
   BOOST_TEST(r.moves() == 1);
   BOOST_TEST(r.move_seconds() == 1.5);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_node_gives_up_its_awaited_answers_once) {
+  node_answers answers;
+  int lost_ps0 = 0, lost_ps1 = 0;
+  auto a = answers.await("ps0", [&] { ++lost_ps0; });
+  auto b = answers.await("ps0", [&] { ++lost_ps0; });
+  auto c = answers.await("ps1", [&] { ++lost_ps1; });
+  // The reply to a came: it is settled, and the node's loss skips it.
+  BOOST_TEST(node_answers::first(a));
+  BOOST_TEST(!node_answers::first(a));
+  answers.node_lost("ps0");
+  BOOST_TEST(lost_ps0 == 1); // b only
+  BOOST_TEST(lost_ps1 == 0);
+  // b's reply (or timeout) that comes after all is not taken.
+  BOOST_TEST(!node_answers::first(b));
+  answers.node_lost("ps0"); // nothing is awaited from it any more
+  BOOST_TEST(lost_ps0 == 1);
+  BOOST_TEST(answers.in_flight() == 1u);
+  // Settled answers leave when the next one is awaited: the map stays as
+  // small as what is in flight.
+  BOOST_TEST(node_answers::first(c));
+  auto d = answers.await("ps1", [&] { ++lost_ps1; });
+  BOOST_TEST(answers.in_flight() == 1u);
+  answers.node_lost("ps1");
+  BOOST_TEST(lost_ps1 == 1);
+  BOOST_TEST(*d);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

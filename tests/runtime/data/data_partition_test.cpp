@@ -267,6 +267,30 @@ BOOST_AUTO_TEST_CASE(batches_done_after_a_saved_plan_are_not_leased_again) {
   BOOST_TEST(b.acked() == 4);
 }
 
+BOOST_AUTO_TEST_CASE(batches_some_shards_applied_come_first_in_their_stream) {
+  batch_plan a{60, 10, 4, 2, 0, troupe::data_partition::replicated};
+  a.join(0);
+  a.join(1);
+  a.ack(a.lease(0)->id);
+  auto text = a.save();
+  auto position = a.position();
+  // Worker 0's batch 1 is done everywhere; its batch 3 and worker 1's 0
+  // reached some shards only: they come first, with worker 0's 2 that
+  // none applied.
+  batch_plan b{60, 10, 4, 2, 0, troupe::data_partition::replicated};
+  BOOST_REQUIRE(!b.restore(position, {(int64_t{1} << 40) | 1}, text,
+                           {(int64_t{1} << 40) | 3, int64_t{2} << 40}));
+  BOOST_TEST(b.acked() == 2);
+  BOOST_TEST(b.lease(0)->batch == ((int64_t{1} << 40) | 2));
+  BOOST_TEST(b.lease(0)->batch == ((int64_t{1} << 40) | 3));
+  BOOST_TEST(b.lease(0)->batch == ((int64_t{1} << 40) | 4));
+  BOOST_TEST(b.lease(1)->batch == (int64_t{2} << 40));
+  // Named done and again: refused.
+  auto err = b.restore(position, {(int64_t{1} << 40) | 1}, text,
+                       {(int64_t{1} << 40) | 1});
+  BOOST_TEST((err == errc::invalid_argument));
+}
+
 BOOST_AUTO_TEST_CASE(bad_plan_texts_are_refused_by_what_is_wrong) {
   batch_plan plan{60, 10, 4, 2, 0, troupe::data_partition::sharded};
   plan.join(0);

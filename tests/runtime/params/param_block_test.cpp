@@ -268,6 +268,33 @@ BOOST_AUTO_TEST_CASE(the_applied_log_names_the_batches_since_a_version) {
   BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3) == block::outcome::applied));
 }
 
+BOOST_AUTO_TEST_CASE(ordered_batches_below_a_checkpoint_stay_done) {
+  block::options o;
+  o.mode = mode::async;
+  o.optimizer.type = optimizer_config::kind::sgd;
+  o.optimizer.learning_rate = 0.5;
+  o.ordered_batches = true;
+  block b{o, {1.f, 2.f, 3.f}};
+  b.add_worker(0);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  for (int64_t batch : {0, 2, 1})
+    b.push(0, 0, g.data(), g.size(), batch);
+  // A checkpoint holds updates 1..3 (batches 0..2): the log forgets them,
+  // and a push of batch 1 held back in a cut link is still a duplicate.
+  b.forget_through(3);
+  BOOST_TEST(
+    (*b.push(0, 0, g.data(), g.size(), 1) == block::outcome::duplicate));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 3) == block::outcome::applied));
+  // A replica's copy holds the same horizon.
+  block copy{o, {0.f, 0.f, 0.f}};
+  BOOST_REQUIRE(!copy.load(b.image()));
+  BOOST_TEST(
+    (*copy.push(0, 0, g.data(), g.size(), 2) == block::outcome::duplicate));
+  // A restore trains the batches after its checkpoint again.
+  BOOST_REQUIRE(!b.restore(values_of(b), {}, 3));
+  BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 1) == block::outcome::applied));
+}
+
 BOOST_AUTO_TEST_CASE(sync_and_easgd_keep_no_log) {
   for (auto m : {mode::sync, mode::easgd}) {
     auto b = make_block(m);

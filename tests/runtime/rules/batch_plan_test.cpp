@@ -228,6 +228,32 @@ BOOST_AUTO_TEST_CASE(restore_with_batches_done_after_the_position) {
   BOOST_TEST(plan.epoch_samples() == (std::vector<int64_t>{50, 50}));
 }
 
+BOOST_AUTO_TEST_CASE(restore_gives_batches_some_shards_applied_first) {
+  // Every live shard applied 3 and 4; batch 8 reached some shards only
+  // before their chief was lost: it comes first, with 5..7 that none
+  // applied, and once trained the plan is whole.
+  troupe::batch_plan plan{50, 10, 9, 2, 0};
+  BOOST_REQUIRE(!plan.restore(3, {3, 4}, {}, {8}));
+  BOOST_TEST(plan.acked() == 5);
+  BOOST_TEST(plan.queued() == 4u);
+  std::vector<int64_t> next;
+  std::vector<int64_t> ids;
+  while (auto g = plan.lease(0)) {
+    next.push_back(g->batch);
+    ids.push_back(g->id);
+  }
+  BOOST_TEST(next == (std::vector<int64_t>{5, 6, 7, 8, 9}));
+  for (auto id : ids)
+    plan.ack(id);
+  BOOST_TEST(plan.complete());
+  BOOST_TEST(plan.epoch_samples() == (std::vector<int64_t>{50, 50}));
+  // Named as done and again, or again twice: refused.
+  BOOST_TEST(describe(plan.restore(3, {4}, {}, {4}))
+             == "feeder restore: batch 4 is named twice");
+  BOOST_TEST(describe(plan.restore(3, {}, {}, {2}))
+             == "feeder restore: batch 2 is outside [3, 10)");
+}
+
 BOOST_AUTO_TEST_CASE(restore_refuses_batches_it_cannot_place) {
   troupe::batch_plan plan{50, 10, 9, 2, 0};
   plan.ack(plan.lease(0)->id);

@@ -31,6 +31,12 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_keeps_the_grid_of_evaluations) {
   BOOST_TEST(s.next_checkpoint() == 295); // one interval on
   s.resume_at(90);
   BOOST_TEST(s.next_eval() == 120); // strictly after the step
+  // A chief that kept 250 steps trained since the checkpoint at 95: the
+  // next checkpoint is due at once, the one after on the grid from there.
+  s.resume_at(345, 95);
+  BOOST_TEST(s.next_checkpoint() == 295);
+  BOOST_TEST(s.take_checkpoint(346));
+  BOOST_TEST(s.next_checkpoint() == 495);
 }
 
 BOOST_AUTO_TEST_CASE(log_lines_name_the_multiple_crossed) {

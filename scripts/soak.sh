@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The soak (tests/soak/soak_test.py) at full length: one cluster of eight
+# troupe-node processes, each in a network namespace of its own (as root;
+# otherwise on 127.0.0.1 without link cuts), trains while workers, shard
+# nodes and the chief are killed with kill -9 and links are cut, one after
+# another, for MINUTES; then no step may be lost, every shard must end at
+# the run's step count, every sample must train once per epoch, every
+# process must exit 0, and the memory of the processes that lived through
+# it must stay within 10% of its value after the first 5 minutes. ctest
+# runs a 150 s version (soak.short).
+# Usage: scripts/soak.sh [minutes, default 60] [seed, default the time]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+troupe_setup
+cd "$TROUPE_ROOT"
+minutes="${1:-60}"
+TROUPE_BUILD_DIR="$TROUPE_BUILD" /usr/bin/python3 tests/soak/soak_test.py \
+  --seconds "$((minutes * 60))" --rss-after-s 300 --least 60 \
+  ${2:+--seed "$2"}
