@@ -15,5 +15,6 @@ troupe_setup
 cd "$TROUPE_ROOT"
 minutes="${1:-60}"
 TROUPE_BUILD_DIR="$TROUPE_BUILD" /usr/bin/python3 tests/soak/soak_test.py \
-  --seconds "$((minutes * 60))" --rss-after-s 300 --least 60 \
+  --seconds "$((minutes * 60))" --rss-after-s 300 --rss-tolerance 0.10 \
+  --least 60 \
   ${2:+--seed "$2"}

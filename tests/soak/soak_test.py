@@ -363,10 +363,12 @@ class Soak:
                     name, base / 1024, self.args.rss_after_s, *holds,
                     min(alike) / 1024, max(alike) / 1024, len(alike),
                     max(r[1] for r in later) / 1024, later[-1][1] / 1024))
-            check(max(alike) <= base * 1.1 and min(alike) >= base * 0.9,
-                  "node %s: resident memory within 10%% of its value at %d "
+            tol = self.args.rss_tolerance
+            check(max(alike) <= base * (1 + tol)
+                  and min(alike) >= base * (1 - tol),
+                  "node %s: resident memory within %d%% of its value at %d "
                   "s whenever it held as many shards and replicas" % (
-                      name, self.args.rss_after_s))
+                      name, round(tol * 100), self.args.rss_after_s))
 
     def report(self):
         for kind in sorted({e[0] for e in self.events}):
@@ -398,6 +400,10 @@ def main():
                    help="how long the cluster may take to be whole again")
     p.add_argument("--rss-after-s", type=int, default=60,
                    help="memory is compared with its value this far in")
+    p.add_argument("--rss-tolerance", type=float, default=0.25,
+                   help="how far memory may stray from its value at "
+                   "--rss-after-s (default 0.25: in a short run the heap is "
+                   "still settling; scripts/soak.sh holds the hour to 0.10)")
     p.add_argument("--least", type=int, default=2,
                    help="disturbances of each kind the run must see")
     p.add_argument("--seed", type=int, default=None)
