@@ -26,7 +26,7 @@ using self_ptr = worker_actor::stateful_pointer<worker_state>;
 /// entry in CAF's clock per request, which CAF 0.17 keeps until it fires,
 /// answered or not: at 10,000 steps/s with four shards in the process,
 /// 30 s of timeouts are 2.7 million entries on the heap.
-caf::duration timeout_per_step(self_ptr) {
+caf::duration timeout_per_step() {
   return caf::infinite;
 }
 
@@ -43,8 +43,7 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   // Asked of a shard map that is gone: pull_all asks the new one.
   auto moved = [=] { return self->state.placement != placement; };
   self
-    ->request(st.opts.shards[i], timeout_per_step(self), pull_atom_v,
-              st.opts.id,
+    ->request(st.opts.shards[i], timeout_per_step(), pull_atom_v, st.opts.id,
               i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
       [=](const float_block& b) {
@@ -109,8 +108,8 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;
       g.size = s.opts.ranges[i].size();
-      return self->request(s.opts.shards[i], timeout_per_step(self),
-                           push_atom_v, std::move(g));
+      return self->request(s.opts.shards[i], timeout_per_step(), push_atom_v,
+                           std::move(g));
     },
     [=](std::vector<push_ack>& acks) {
       auto& r = self->state.report;
@@ -145,8 +144,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       [=](size_t i) {
         auto& m = (*all)[i];
         auto shard = static_cast<size_t>(m.shard);
-        return self->request(self->state.opts.shards[shard],
-                             timeout_per_step(self), atom, std::move(m));
+        return self->request(self->state.opts.shards[shard], timeout_per_step(),
+                             atom, std::move(m));
       },
       std::move(done), failed);
     return;
@@ -164,8 +163,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       for (auto i : (*groups)[g])
         m.parts.push_back(std::move((*all)[i]));
       auto shard = static_cast<size_t>(m.parts.front().shard);
-      return self->request(self->state.opts.shards[shard],
-                           timeout_per_step(self), atom, std::move(m));
+      return self->request(self->state.opts.shards[shard], timeout_per_step(),
+                           atom, std::move(m));
     },
     [=](std::vector<parts_reply>& replies) {
       std::vector<Reply> out(all->size());
@@ -468,8 +467,7 @@ void send_step(self_ptr self) {
 /// worker asks again at once: that is one message per hold, not a poll.
 void lease_then(self_ptr self, std::function<void(bool held)> then) {
   auto& st = self->state;
-  self
-    ->request(st.opts.feeder, timeout_per_step(self), lease_atom_v, st.opts.id)
+  self->request(st.opts.feeder, timeout_per_step(), lease_atom_v, st.opts.id)
     .then(
       [=](lease_reply& r) {
         if (r.status == lease_reply::done) {

@@ -6,6 +6,8 @@
 #include <boost/test/unit_test.hpp>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "runtime/data/dataset.hpp"
 #include "runtime/base/errc.hpp"
@@ -243,13 +245,18 @@ BOOST_AUTO_TEST_CASE(a_saved_plan_goes_on_as_the_original) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(batches_done_after_a_saved_plan_are_not_leased_again) {
+/// A replicated plan of workers 0 and 1 with worker 0's first batch acked,
+/// as a checkpoint saves it: its text and position.
+static std::pair<std::string, int64_t> checkpointed_two_streams() {
   batch_plan a{60, 10, 4, 2, 0, troupe::data_partition::replicated};
   a.join(0);
   a.join(1);
   a.ack(a.lease(0)->id);
-  auto text = a.save();
-  auto position = a.position();
+  return {a.save(), a.position()};
+}
+
+BOOST_AUTO_TEST_CASE(batches_done_after_a_saved_plan_are_not_leased_again) {
+  auto [text, position] = checkpointed_two_streams();
   // After the checkpoint: worker 0's batches 1 and 3 and worker 1's 0 were
   // applied by the shards; worker 0's 2 was not.
   std::vector<int64_t> done{(int64_t{1} << 40) | 1, (int64_t{1} << 40) | 3,
@@ -268,12 +275,7 @@ BOOST_AUTO_TEST_CASE(batches_done_after_a_saved_plan_are_not_leased_again) {
 }
 
 BOOST_AUTO_TEST_CASE(batches_some_shards_applied_come_first_in_their_stream) {
-  batch_plan a{60, 10, 4, 2, 0, troupe::data_partition::replicated};
-  a.join(0);
-  a.join(1);
-  a.ack(a.lease(0)->id);
-  auto text = a.save();
-  auto position = a.position();
+  auto [text, position] = checkpointed_two_streams();
   // Worker 0's batch 1 is done everywhere; its batch 3 and worker 1's 0
   // reached some shards only: they come first, with worker 0's 2 that
   // none applied.
