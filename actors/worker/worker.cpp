@@ -483,9 +483,10 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
       [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
-/// One step. async and ssp ask for the batch and the values at once. sync
-/// pulls first: a worker then leases its batch for step s+1 only after
-/// update s, so every update averages consecutive batches, one per worker.
+/// One step. async asks for the batch and the values at once. sync and
+/// ssp pull first (ssp: see below). sync: a worker then leases its batch
+/// for step s+1 only after update s, so every update averages consecutive
+/// batches, one per worker.
 /// async with cluster.prefetch: as a step starts computing, the next
 /// step's pull and lease go out, so their answers wait in the mailbox when
 /// it is done and the shards' update of this step overlaps the next one's
@@ -523,6 +524,15 @@ void next_step(self_ptr self) {
     case cluster_config::mode::sync:
       // Nobody pushes while this lease is held (sync updates need every
       // worker), so the values pulled before it are still current.
+      return pull_all(self, [=] { lease_then(self, [=](bool) { work(); }); });
+    case cluster_config::mode::ssp:
+      // The pull may wait for the slowest worker, which needs a lease to
+      // catch up: a worker that held a lease meanwhile would keep a pause
+      // (a checkpoint, a move of the shards) from settling, and the
+      // slowest worker from ever getting one. So the lease comes after
+      // the pull, and a lease that was held does not pull again (it might
+      // wait once more, lease in hand): the values met the bound when
+      // pulled, and a pause adds at most the pushes it let settle.
       return pull_all(self, [=] { lease_then(self, [=](bool) { work(); }); });
     default: {
       auto left = std::make_shared<int>(2);

@@ -24,15 +24,18 @@ namespace {
 /// called off (sync shards whose updates under way differ: a backup
 /// worker's push in one and not the other) is asked again, as a person
 /// would.
-void move(const temp_dir& dir, const cluster_spec& spec,
-          const std::string& command) {
+void move(running_cluster& cluster, const temp_dir& dir,
+          const cluster_spec& spec, const std::string& command) {
   auto [code, out] = run_shell(dir, spec, command, false);
   for (int k = 0; k < 20 && code != 0 && has(out, "not made: "); ++k) {
     BOOST_TEST_MESSAGE(command << ": " << out << "; again");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::tie(code, out) = run_shell(dir, spec, command, false);
   }
-  BOOST_REQUIRE_MESSAGE(code == 0, command + ": " + out);
+  // A move that hangs shows why in the chief's log.
+  BOOST_REQUIRE_MESSAGE(code == 0, command + ": " + out + "\nthe chief:\n"
+                                     + cluster.chief().out()
+                                     + cluster.chief().err());
   BOOST_TEST(has(out, "moved: "), out);
   BOOST_TEST_MESSAGE(command << ": " << out);
 }
@@ -46,7 +49,7 @@ void five_moves(running_cluster& cluster, const temp_dir& dir,
   for (auto* command : {"add-shard ps2", "drain shard:0", "add-shard ps0",
                         "drain shard:1", "add-shard ps1"}) {
     cluster.require_step(step);
-    move(dir, spec, command);
+    move(cluster, dir, spec, command);
     step += every;
   }
 }

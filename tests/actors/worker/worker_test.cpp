@@ -4,6 +4,8 @@
 // goes on when they are applied (backpressure). On CAF's test coordinator:
 // the test runs every message until none is due, so "stops" means that the
 // worker has nothing more to do, not that it was quiet for a while.
+// An ssp worker whose pull waits for the slowest worker holds no lease
+// meanwhile, so a pause of the feeder settles.
 #include "actors/worker/worker.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -18,17 +20,21 @@ using namespace troupe::test;
 
 namespace {
 
-/// A shard that answers pulls at once and holds every push until it is
-/// told "release" (through tune, the one steering message it has).
+/// A shard that answers pulls at once (or, with `hold_pulls`, never: an
+/// ssp worker too far ahead of the slowest) and holds every push until it
+/// is told "release" (through tune, the one steering message it has).
 struct slow_shard_state {
   static inline const char* name = "slow_shard";
   std::vector<float> values;
   std::vector<caf::typed_response_promise<push_ack>> held;
+  std::vector<caf::typed_response_promise<float_block>> held_pulls;
   int64_t pushes = 0;
+  int64_t pulls = 0;
 };
 
 shard_actor::behavior_type
-slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
+slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n,
+           bool hold_pulls) {
   self->state.values.assign(n, 0.f);
   auto snapshot = [=] {
     return std::make_shared<const std::vector<float>>(self->state.values);
@@ -36,8 +42,13 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n) {
   return {
     [=](join_atom, int32_t) -> int64_t { return 0; },
     [=](leave_atom, int32_t) {},
-    [=](pull_atom, int32_t, int64_t) -> float_block {
-      return {0, 0, snapshot()};
+    [=](pull_atom, int32_t, int64_t) -> caf::result<float_block> {
+      ++self->state.pulls;
+      if (!hold_pulls)
+        return float_block{0, 0, snapshot()};
+      auto p = self->make_response_promise<float_block>();
+      self->state.held_pulls.push_back(p);
+      return p;
     },
     [=](push_atom, const gradient_push&) -> caf::result<push_ack> {
       ++self->state.pushes;
@@ -110,7 +121,7 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
     fo.batch = cfg.training.batch_size;
     fo.epochs = 4;
     auto feeder = d.sys->spawn(feeder_impl, fo);
-    auto shard = d.sys->spawn(slow_shard, total);
+    auto shard = d.sys->spawn(slow_shard, total, false);
     worker_options wo;
     wo.id = 0;
     wo.cfg = cfg;
@@ -135,6 +146,53 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
       caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     d.run();
   }
+}
+
+BOOST_AUTO_TEST_CASE(an_ssp_worker_waiting_for_the_slowest_holds_no_lease) {
+  // The slowest worker needs a lease to catch up: one held by a worker
+  // waiting for it would keep a pause (a checkpoint, a move) from ever
+  // settling, and the slowest from its batches.
+  deterministic_system d;
+  auto cfg = small_run(cluster_config::mode::ssp, 1, 1);
+  auto data = std::make_shared<const train_test>(
+    std::move(*load_datasets(cfg.data)));
+  auto backend = make_cpu_backend(1);
+  auto m = make_model(cfg.model, data->train.height, data->train.width,
+                      data->train.channels, data->train.classes, *backend);
+  BOOST_REQUIRE(m);
+  auto total = (*m)->layout().total();
+  feeder_options fo;
+  fo.samples = data->train.count;
+  fo.batch = cfg.training.batch_size;
+  fo.epochs = 1;
+  auto feeder = d.sys->spawn(feeder_impl, fo);
+  auto shard = d.sys->spawn(slow_shard, total, true);
+  worker_options wo;
+  wo.id = 0;
+  wo.cfg = cfg;
+  wo.data = data;
+  wo.feeder = feeder;
+  wo.shards = {shard};
+  wo.ranges = {flat_range{0, total}};
+  auto w = d.sys->spawn(worker_impl, std::move(wo));
+  d.run();
+  BOOST_TEST(state_of<slow_shard_state>(shard).pulls == 1);
+  auto& plan = *state_of<feeder_state>(feeder).plan;
+  BOOST_TEST(plan.quiet());
+  BOOST_TEST(plan.position() == 0);
+  // A pause asked now is answered.
+  bool settled = false;
+  auto asker = d.sys->spawn([&](caf::event_based_actor* self) {
+    self->request(feeder, caf::infinite, pause_atom_v)
+      .then([&](feeder_position&) { settled = true; });
+  });
+  d.run();
+  BOOST_TEST(settled);
+  for (auto h :
+       {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(shard),
+        caf::actor_cast<caf::actor>(feeder)})
+    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  d.run();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
