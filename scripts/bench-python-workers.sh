@@ -5,9 +5,12 @@
 # count in COUNTS troupe async (stale_lr divide, the default) and sync with
 # every worker taking a whole batch of 64 at the rate given for one, by each
 # sync_lr rule of RULES (the example itself splits a sync batch among its
-# workers instead). Node ps holds the chief and the shard; each worker
-# is a Python process of one thread (train.py node). Prints each run's test
-# accuracy and its points from troupe's one worker, and samples/s.
+# workers instead), beside PyTorch alone with the one batch that the linear
+# rule makes of k workers' (64k samples at k times the rate): what no
+# scaling of the rate gets past. Node ps holds the chief and the shard;
+# each worker is a Python process of one thread (train.py node). Prints
+# each run's test accuracy and its points from troupe's one worker, and
+# samples/s.
 # Usage: scripts/bench-python-workers.sh [epochs, default 2]
 #          [worker counts, default "4 8 16"] [sync rules, default "linear sqrt"]
 #          [cluster keys of every troupe run as JSON, default {}]
@@ -69,10 +72,16 @@ print(f"{epochs} epochs, SGD 0.05, batch 64 a worker; PyTorch alone "
       f"{alone['test_accuracy']:.4f} ({alone['samples_per_sec']:.0f} samples/s), "
       f"troupe 1 worker {one:.4f} ({one_rate:.0f} samples/s)", flush=True)
 columns = [("async", None)] + [("sync", r) for r in rules]
-print(f"{'workers':>7} " + " ".join(f"{m + ' ' + (r or 'divide'):>22}"
-                                    for m, r in columns), flush=True)
+print(f"{'workers':>7} {'PyTorch, 64k at 0.05k':>22} "
+      + " ".join(f"{m + ' ' + (r or 'divide'):>22}" for m, r in columns),
+      flush=True)
 for w in counts:
-    cells = []
+    big = run_json_script(["alone.py", "--epochs", str(epochs), "--order",
+                           "troupe", "--batch", str(64 * w), "--lr",
+                           str(0.05 * w)], cwd=example)
+    acc = big["test_accuracy"]
+    cells = [f"{acc:.4f} ({100 * (acc - one):+5.1f}) "
+             f"{big['samples_per_sec']:>6.0f}/s"]
     for mode, rule in columns:
         acc, rate = troupe(mode, w, rule)
         cells.append(f"{acc:.4f} ({100 * (acc - one):+5.1f}) {rate:>6.0f}/s")

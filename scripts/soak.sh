@@ -6,8 +6,8 @@
 # another, for MINUTES; then no step may be lost, every shard must end at
 # the run's step count, every sample must train once per epoch, every
 # process must exit 0, and the memory of the processes that lived through
-# it must stay within 10% of its value after the first 5 minutes. ctest
-# runs a 150 s version (soak.short).
+# it (a minute's median) must stay within 10% of its value in the minute
+# after the first 5. ctest runs a 150 s version (soak.short).
 # Usage: scripts/soak.sh [minutes, default 60] [seed, default the time]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
