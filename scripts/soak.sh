@@ -9,12 +9,16 @@
 # it (a minute's median) must stay within 10% of its value in the minute
 # after the first 5. ctest runs a 150 s version (soak.short).
 # Usage: scripts/soak.sh [minutes, default 60] [seed, default the time]
+#          [more options of tests/soak/soak_test.py, e.g. --keep FOLDER to
+#          keep the logs and memory.csv]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 troupe_setup
 cd "$TROUPE_ROOT"
 minutes="${1:-60}"
+seed="${2:-}"
+shift $(($# < 2 ? $# : 2))
 TROUPE_BUILD_DIR="$TROUPE_BUILD" /usr/bin/python3 tests/soak/soak_test.py \
   --seconds "$((minutes * 60))" --rss-after-s 300 --rss-tolerance 0.10 \
   --least 60 \
-  ${2:+--seed "$2"}
+  ${seed:+--seed "$seed"} "$@"

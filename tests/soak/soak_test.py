@@ -342,10 +342,10 @@ class Soak:
         holding spread by 25% on a small shard node (freed buffers stay
         until the heap is trimmed, every 30 s: runtime/params/
         buffer_pool.hpp). So a process's memory is the median of its
-        samples over a minute: each minute
-        from --rss-after-s on in which it held as many shards and replicas
-        as then (in at least 30 samples) is held to the first such minute's.
-        Every sample goes to memory.csv in the run's folder."""
+        samples over a minute: each minute from --rss-after-s on in which
+        it held as many shards and replicas as then (in at least 30
+        samples) is held to the first such minute's. Every sample goes to
+        memory.csv in the run's folder."""
         with open(os.path.join(self.folder, "memory.csv"), "w") as f:
             f.write("node,seconds,kib,threads,fds,shards,replicas\n")
             for name in LONG_LIVED:

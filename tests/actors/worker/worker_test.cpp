@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(an_ssp_worker_waiting_for_the_slowest_holds_no_lease) {
   BOOST_TEST(plan.position() == 0);
   // A pause asked now is answered.
   bool settled = false;
-  auto asker = d.sys->spawn([&](caf::event_based_actor* self) {
+  d.sys->spawn([&](caf::event_based_actor* self) {
     self->request(feeder, caf::infinite, pause_atom_v)
       .then([&](feeder_position&) { settled = true; });
   });
