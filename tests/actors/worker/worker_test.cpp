@@ -94,6 +94,49 @@ slow_shard(shard_actor::stateful_pointer<slow_shard_state> self, size_t n,
   };
 }
 
+/// Worker 0 of `cfg` against a feeder of `epochs` and one slow_shard
+/// (holding pulls or not) on `d`; stop() ends all three.
+struct one_worker {
+  deterministic_system& d;
+  feeder_self_actor feeder;
+  shard_actor shard;
+  worker_actor worker;
+
+  one_worker(deterministic_system& sys, const run_config& cfg, int epochs,
+             bool hold_pulls)
+    : d(sys) {
+    auto data = std::make_shared<const train_test>(
+      std::move(*load_datasets(cfg.data)));
+    auto backend = make_cpu_backend(1);
+    auto m = make_model(cfg.model, data->train.height, data->train.width,
+                        data->train.channels, data->train.classes, *backend);
+    BOOST_REQUIRE(m);
+    auto total = (*m)->layout().total();
+    feeder_options fo;
+    fo.samples = data->train.count;
+    fo.batch = cfg.training.batch_size;
+    fo.epochs = epochs;
+    feeder = d.sys->spawn(feeder_impl, fo);
+    shard = d.sys->spawn(slow_shard, total, hold_pulls);
+    worker_options wo;
+    wo.id = 0;
+    wo.cfg = cfg;
+    wo.data = data;
+    wo.feeder = feeder;
+    wo.shards = {shard};
+    wo.ranges = {flat_range{0, total}};
+    worker = d.sys->spawn(worker_impl, std::move(wo));
+  }
+
+  void stop() {
+    for (auto h : {caf::actor_cast<caf::actor>(worker),
+                   caf::actor_cast<caf::actor>(shard),
+                   caf::actor_cast<caf::actor>(feeder)})
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    d.run();
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(worker)
@@ -109,27 +152,8 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
     deterministic_system d;
     auto cfg = small_run(mode, 1, 1);
     cfg.cluster.prefetch = prefetch;
-    auto data = std::make_shared<const train_test>(
-      std::move(*load_datasets(cfg.data)));
-    auto backend = make_cpu_backend(1);
-    auto m = make_model(cfg.model, data->train.height, data->train.width,
-                        data->train.channels, data->train.classes, *backend);
-    BOOST_REQUIRE(m);
-    auto total = (*m)->layout().total();
-    feeder_options fo;
-    fo.samples = data->train.count;
-    fo.batch = cfg.training.batch_size;
-    fo.epochs = 4;
-    auto feeder = d.sys->spawn(feeder_impl, fo);
-    auto shard = d.sys->spawn(slow_shard, total, false);
-    worker_options wo;
-    wo.id = 0;
-    wo.cfg = cfg;
-    wo.data = data;
-    wo.feeder = feeder;
-    wo.shards = {shard};
-    wo.ranges = {flat_range{0, total}};
-    auto w = d.sys->spawn(worker_impl, std::move(wo));
+    one_worker run{d, cfg, 4, false};
+    auto shard = run.shard;
     auto pushes = [&] { return state_of<slow_shard_state>(shard).pushes; };
     int64_t bound = max_unsettled + (prefetch ? 1 : 0);
     // The worker pushes that many steps and stops there.
@@ -140,11 +164,7 @@ BOOST_AUTO_TEST_CASE(a_bounded_number_of_pushes_is_in_flight) {
     caf::anon_send(shard, tune_atom_v, std::string{"release"}, 0.0);
     d.run();
     BOOST_TEST(pushes() == 2 * bound, what);
-    for (auto h :
-         {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(shard),
-          caf::actor_cast<caf::actor>(feeder)})
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    d.run();
+    run.stop();
   }
 }
 
@@ -153,28 +173,9 @@ BOOST_AUTO_TEST_CASE(an_ssp_worker_waiting_for_the_slowest_holds_no_lease) {
   // waiting for it would keep a pause (a checkpoint, a move) from ever
   // settling, and the slowest from its batches.
   deterministic_system d;
-  auto cfg = small_run(cluster_config::mode::ssp, 1, 1);
-  auto data = std::make_shared<const train_test>(
-    std::move(*load_datasets(cfg.data)));
-  auto backend = make_cpu_backend(1);
-  auto m = make_model(cfg.model, data->train.height, data->train.width,
-                      data->train.channels, data->train.classes, *backend);
-  BOOST_REQUIRE(m);
-  auto total = (*m)->layout().total();
-  feeder_options fo;
-  fo.samples = data->train.count;
-  fo.batch = cfg.training.batch_size;
-  fo.epochs = 1;
-  auto feeder = d.sys->spawn(feeder_impl, fo);
-  auto shard = d.sys->spawn(slow_shard, total, true);
-  worker_options wo;
-  wo.id = 0;
-  wo.cfg = cfg;
-  wo.data = data;
-  wo.feeder = feeder;
-  wo.shards = {shard};
-  wo.ranges = {flat_range{0, total}};
-  auto w = d.sys->spawn(worker_impl, std::move(wo));
+  one_worker run{d, small_run(cluster_config::mode::ssp, 1, 1), 1, true};
+  auto shard = run.shard;
+  auto feeder = run.feeder;
   d.run();
   BOOST_TEST(state_of<slow_shard_state>(shard).pulls == 1);
   auto& plan = *state_of<feeder_state>(feeder).plan;
@@ -188,11 +189,7 @@ BOOST_AUTO_TEST_CASE(an_ssp_worker_waiting_for_the_slowest_holds_no_lease) {
   });
   d.run();
   BOOST_TEST(settled);
-  for (auto h :
-       {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(shard),
-        caf::actor_cast<caf::actor>(feeder)})
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  d.run();
+  run.stop();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
