@@ -1,15 +1,20 @@
 // Many node processes on one host: 24 troupe-node processes (the chief's,
 // two shard nodes, 21 worker nodes) register within seconds, a worker node
 // killed with kill -9 and one frozen with SIGSTOP are each found down
-// within the link's timeout, and the shell answers for all of them. The
+// within the link's timeout, and the shell answers for all of them. As an
+// operator would check it: no worker node links to another (the links a
+// node holds do not grow with the workers), and the paused cluster burns
+// no CPU, moves no bytes and grows no memory in any of its processes. The
 // size that fits the default suite; scripts/bench-membership.sh measures
 // 128 (docs/scale.md).
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "idle_checks.hpp"
 #include "running_cluster.hpp"
 
 using namespace troupe::test;
@@ -44,6 +49,40 @@ double seconds_until_down(process& chief, const std::string& name,
   return -1;
 }
 
+/// Checks the links of the cluster's node processes as `ss -tnp` shows
+/// them: a worker node holds links to the chief and the shard nodes only,
+/// none to another worker node; the chief holds one to each member node
+/// (at most one more while a shell asks).
+void check_links(running_cluster& cluster, const cluster_spec& spec) {
+  std::set<uint16_t> worker_ports;
+  std::vector<std::string> workers;
+  for (auto& n : spec.nodes)
+    if (n.name.rfind("w", 0) == 0) {
+      workers.push_back(n.name);
+      for (auto port : listening_ports(cluster.node(n.name).pid()))
+        worker_ports.insert(port);
+    }
+  size_t most = 0;
+  for (auto& w : workers) {
+    auto pid = cluster.node(w).pid();
+    auto own = listening_ports(pid);
+    auto links = tcp_links(pid);
+    most = std::max(most, links.size());
+    for (auto& l : links)
+      BOOST_TEST(!(own.count(l.local_port) == 0
+                   && worker_ports.count(l.remote_port) != 0),
+                 w << " links to another worker node's port " << l.remote_port);
+  }
+  auto chief_links = tcp_links(cluster.chief().pid()).size();
+  BOOST_TEST_MESSAGE("links: the chief " << chief_links
+                                         << ", a worker node at most " << most);
+  BOOST_TEST(chief_links >= spec.nodes.size() - 1);
+  BOOST_TEST(chief_links <= spec.nodes.size());
+  // The chief, and per shard node its data plane and at most a direct
+  // control link (measured: 3, the chief and two data planes).
+  BOOST_TEST(most <= 5u);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(many_nodes)
@@ -66,6 +105,17 @@ BOOST_AUTO_TEST_CASE(two_dozen_nodes_register_lose_two_and_answer_the_shell) {
                         cluster.logs());
   BOOST_TEST(seconds_since(start) < 10.0, cluster.logs());
   cluster.require_step(100);
+  check_links(cluster, spec);
+
+  // Paused, none of the 24 processes works: the chief's heartbeats from
+  // 23 nodes cost it under 5% of a core.
+  BOOST_REQUIRE(run_shell(dir, spec, "pause").first == 0);
+  std::vector<std::pair<std::string, const process*>> all{
+    {"chief", &cluster.chief()}};
+  for (size_t i = 1; i < nodes; ++i)
+    all.emplace_back(spec.nodes[i].name, &cluster.node(spec.nodes[i].name));
+  check_cluster_idle(dir, spec, all, 3);
+  BOOST_REQUIRE(run_shell(dir, spec, "resume").first == 0);
 
   // kill -9 closes the node's socket: the chief hears of it at once.
   cluster.node("w3").kill9();
