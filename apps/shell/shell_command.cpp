@@ -69,9 +69,9 @@ struct word_verb {
 
 const word_verb table[] = {
   {"help", verb::help, false},
-  {"status", verb::status, false},
-  {"nodes", verb::nodes, false},
-  {"workers", verb::workers, false},
+  {"status", verb::status, true},
+  {"nodes", verb::nodes, true},
+  {"workers", verb::workers, true},
   {"shards", verb::shards, false},
   {"inspect", verb::inspect, true},
   {"add-worker", verb::add_worker, true},
@@ -89,11 +89,12 @@ const word_verb table[] = {
 } // namespace
 
 const char* const shell_help =
-  "status                 every actor: role, node, state, step/version, "
-  "examples/s, staleness, restarts\n"
+  "status [all]           every actor: role, node, state, step/version, "
+  "examples/s, staleness, restarts (past 40, the counts by state, those "
+  "not running, then the first others; all: every one)\n"
   "inspect ACTOR          one actor's full state (chief, feeder, shard:N, "
   "worker:N)\n"
-  "nodes | workers | shards\n"
+  "nodes [all] | workers [all] | shards\n"
   "add-worker [N] [NODE]  start N more workers (default 1, on the least "
   "loaded node)\n"
   "kill ACTOR             kill a worker or shard (fault drill)\n"
@@ -145,6 +146,13 @@ caf::expected<shell_command> parse_shell_command(const std::string& line) {
     return c;
   }
   switch (c.what) {
+    case verb::status:
+    case verb::nodes:
+    case verb::workers:
+      if (w.size() > 2 || (w.size() == 2 && w[1] != "all"))
+        return usage("usage: " + c.word + " [all]");
+      c.all = w.size() == 2;
+      return c;
     case verb::inspect: {
       bool known = false;
       if (w.size() < 2)

@@ -39,6 +39,7 @@ struct shell_command {
                      ///< add-shard: where
   tune_key key = tune_key::lr; ///< set
   double value = 0;            ///< set
+  bool all = false; ///< status, nodes, workers: list every row, however many
 };
 
 /// The longest command line.

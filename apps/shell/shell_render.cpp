@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <nlohmann/json.hpp>
 
+#include "apps/shell/shell_summary.hpp"
 #include "runtime/base/errc.hpp"
 
 namespace troupe {
@@ -165,8 +166,20 @@ std::string duration(const json& seconds) {
   return buf;
 }
 
-/// Tables for lists of actors and nodes, "key: value" lines for the rest.
-std::string for_people(const std::string& command, const json& j) {
+/// A table of `rows`, summarised past a screenful unless `all`.
+std::string
+long_table(const std::string& command, const json& rows,
+           const std::vector<std::pair<std::string, std::string>>& cols,
+           bool all) {
+  if (all)
+    return table(rows, cols);
+  auto listed = summarise_rows(rows, command);
+  return listed.line + table(listed.rows, cols);
+}
+
+/// Tables for lists of actors and nodes, "key: value" lines for the rest;
+/// long lists summarised unless `all`.
+std::string for_people(const std::string& command, const json& j, bool all) {
   if (command == "help" && j.contains("help"))
     return j["help"].get<std::string>() + "\n";
   if (command == "status" && j.contains("actors")) {
@@ -201,10 +214,10 @@ std::string for_people(const std::string& command, const json& j) {
            << cell(s["last_part"]) << ": log-loss "
            << cell(s["last_part_log_loss"]) << ", AUC "
            << cell(s["last_part_auc"]) << "\n";
-    return head.str() + table(j["actors"], actor_cols);
+    return head.str() + long_table(command, j["actors"], actor_cols, all);
   }
   if (command == "workers" && j.is_array())
-    return table(j, worker_cols());
+    return long_table(command, j, worker_cols(), all);
   if (command == "shards" && j.is_array()) {
     auto cols = actor_cols;
     bool replicas = false;
@@ -235,16 +248,18 @@ std::string for_people(const std::string& command, const json& j) {
       r["memory"] = r["resident_bytes"].is_number()
                       ? json(binary_size(r["resident_bytes"].get<double>()))
                       : json(nullptr);
-    return table(rows, {{"name", "NODE"},
-                        {"address", "ADDRESS"},
-                        {"state", "STATE"},
-                        {"chief", "CHIEF"},
-                        {"shards", "SHARDS"},
-                        {"workers", "WORKERS"},
-                        {"memory", "RSS"},
-                        {"cpu_seconds", "CPU_SECONDS"},
-                        {"pid", "PID"},
-                        {"program", "PROGRAM"}});
+    return long_table(command, rows,
+                      {{"name", "NODE"},
+                       {"address", "ADDRESS"},
+                       {"state", "STATE"},
+                       {"chief", "CHIEF"},
+                       {"shards", "SHARDS"},
+                       {"workers", "WORKERS"},
+                       {"memory", "RSS"},
+                       {"cpu_seconds", "CPU_SECONDS"},
+                       {"pid", "PID"},
+                       {"program", "PROGRAM"}},
+                      all);
   }
   if (j.is_object())
     return lines(j);
@@ -503,8 +518,9 @@ caf::expected<json> inspect_json(const actor_ref& a, const cluster_view& v) {
   return no_such("unknown actor");
 }
 
-std::string print(const std::string& command, const json& j, bool raw_json) {
-  return raw_json ? j.dump() + "\n" : for_people(command, j);
+std::string print(const std::string& command, const json& j, bool raw_json,
+                  bool all = true) {
+  return raw_json ? j.dump() + "\n" : for_people(command, j, all);
 }
 
 } // namespace
@@ -539,7 +555,7 @@ caf::expected<std::string> render_view(const shell_command& c,
     default:
       return no_such("\"" + c.word + "\" is not answered from the status");
   }
-  return print(c.word, j, raw_json);
+  return print(c.word, j, raw_json, c.all);
 }
 
 std::string render_added(const std::vector<int32_t>& ids,

@@ -88,6 +88,9 @@ BOOST_AUTO_TEST_CASE(lines_become_typed_commands) {
   auto dr = parsed("drain shard:1");
   BOOST_TEST((dr.what == verb::drain));
   BOOST_TEST(dr.target.index == 1);
+  BOOST_TEST(!parsed("status").all);
+  BOOST_TEST(parsed("status all").all);
+  BOOST_TEST((parsed("nodes all").what == verb::nodes));
 }
 
 BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
@@ -127,7 +130,9 @@ BOOST_AUTO_TEST_CASE(bad_lines_are_refused_with_the_usage) {
   BOOST_TEST(
     refusal("inspect gremlin:1")
     == "unknown actor \"gremlin:1\" (chief, feeder, shard:N, worker:N)");
-  BOOST_TEST(refusal("status now") == "status takes no arguments, got \"now\"");
+  BOOST_TEST(refusal("status now") == "usage: status [all]");
+  BOOST_TEST(refusal("workers all 2") == "usage: workers [all]");
+  BOOST_TEST(refusal("pause now") == "pause takes no arguments, got \"now\"");
   BOOST_TEST(refusal("status " + std::string(5000, 'x'))
              == "a command line of 5007 characters (at most 4096)");
 }
@@ -284,6 +289,58 @@ BOOST_AUTO_TEST_CASE(status_shows_a_followed_folder) {
   auto j = nlohmann::json::parse(*render_view(parsed("status"), v, true));
   BOOST_TEST(j["run"]["stream"]["parts"] == 12);
   BOOST_TEST(j["run"]["stream"]["progressive_log_loss"] == 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(a_long_list_is_summarised_for_a_person_not_for_scripts) {
+  // 100 workers, 3 of them down: the table says how many of each role
+  // are in each state, lists the 3 first and then the chief, the feeder
+  // and the first running ones, 40 rows in all; `all` and --json list
+  // every one.
+  auto v = small_view();
+  v.workers.clear();
+  for (int32_t i = 0; i < 100; ++i) {
+    worker_view w;
+    w.id = i;
+    w.node = "w" + std::to_string(i);
+    w.state = i == 50 || i == 70 || i == 90 ? "down" : "running";
+    v.workers.push_back(w);
+  }
+  auto rows = [](const std::string& text) {
+    size_t n = 0;
+    for (auto c : text)
+      n += c == '\n';
+    return n;
+  };
+  for (auto* command : {"status", "workers"}) {
+    auto text = *render_view(parsed(command), v, false);
+    BOOST_TEST(text.find("3 down, 97 running); listed: 40, the 3 not running "
+                         "or up first")
+                 != std::string::npos,
+               text);
+    BOOST_TEST(text.find("(`" + std::string{command} + " all` lists every one)")
+                 != std::string::npos,
+               text);
+    auto down_at = text.find(" w90 ");
+    BOOST_TEST((down_at != std::string::npos && down_at < text.find(" w0 ")),
+               text);
+    BOOST_TEST(text.find(" w60 ") == std::string::npos, text);
+    auto all = *render_view(parsed(std::string{command} + " all"), v, false);
+    BOOST_TEST(all.find(" w60 ") != std::string::npos, all);
+    BOOST_TEST(all.find("listed:") == std::string::npos, all);
+  }
+  auto status = *render_view(parsed("status"), v, false);
+  // The run line, the summary, the heading and 40 rows.
+  BOOST_TEST(rows(status) == 43u, status);
+  BOOST_TEST(status.find("103 actors (chief 1 training; feeder 1 leasing; "
+                         "shard 1 running; worker 3 down, 97 running)")
+               != std::string::npos,
+             status);
+  BOOST_TEST(status.find("\nchief ") != std::string::npos, status);
+  auto j = nlohmann::json::parse(*render_view(parsed("status"), v, true));
+  BOOST_TEST(j["actors"].size() == 103u);
+  // A short list is listed whole, without the line.
+  auto few = *render_view(parsed("status"), small_view(), false);
+  BOOST_TEST(few.find("listed:") == std::string::npos, few);
 }
 
 BOOST_AUTO_TEST_CASE(inspecting_an_actor_the_cluster_lacks_is_an_error) {
