@@ -14,10 +14,11 @@
 # distance in points from troupe's one worker.
 # Usage: scripts/bench-async-workers.sh [epochs, default 4]
 #          [worker counts, default "4 8 16"] [repeats, default 1]
+#          [rules: words, a rule runs if its name holds one; default all]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/benchlib.sh"
 troupe_bench_setup
-exec /usr/bin/python3 - "${1:-4}" "${2:-4 8 16}" "${3:-1}" <<'PY'
+exec /usr/bin/python3 - "${1:-4}" "${2:-4 8 16}" "${3:-1}" "${4:-}" <<'PY'
 import json, os, statistics, subprocess, sys
 
 from benchlib import (chief_summary, free_port, run_json_script,
@@ -34,6 +35,11 @@ rules = {"async divide": {},
          "sync sqrt": {"mode": "sync", "sync_lr": "sqrt"},
          "sync linear, warm-up 30": {"mode": "sync", "sync_lr": "linear",
                                      "sync_warmup": 30}}
+if sys.argv[4].split():
+    rules = {r: extra for r, extra in rules.items()
+             if any(word in r for word in sys.argv[4].split())}
+    if not rules:
+        sys.exit(f"no rule's name holds any of: {sys.argv[4]}")
 
 
 def cluster_file(workers, extra):
