@@ -114,5 +114,5 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-    "libcaf-dev, libssl-dev, nlohmann-json3-dev, zlib1g-dev, libcpp-httplib-dev, pkg-config, python3-numpy")
+    "libcaf-dev, libssl-dev, nlohmann-json3-dev, zlib1g-dev, python3-numpy")
 include(CPack)

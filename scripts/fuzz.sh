@@ -17,7 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 # tests/fuzz/<t>_fuzz.cpp, seeds in tests/fuzz/corpus/<t>/
 all_targets=(data_plane key_handshake basp_check config cluster_file idx cifar
              safetensors npy npz csv feeder_plan click_log table_file
-             layer_list)
+             layer_list http_request)
 
 limit=(-max_total_time=60)
 what="60s"

@@ -19,7 +19,7 @@ export PYTHONPATH="$TROUPE_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}"
 troupe_run_packages=(
   cmake g++ make pkg-config
   libcaf-dev nlohmann-json3-dev libopenblas-dev
-  libssl-dev openssl zlib1g-dev libcli11-dev libedit-dev libcpp-httplib-dev
+  libssl-dev openssl zlib1g-dev libcli11-dev libedit-dev
   # config/local.json trains on it; scripts/run.sh plots the run.
   dataset-fashion-mnist gnuplot-nox
 )

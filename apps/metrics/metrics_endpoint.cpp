@@ -1,9 +1,8 @@
 #include "apps/metrics/metrics_endpoint.hpp"
 
-#include <httplib.h>
-
-#include "runtime/base/host_port.hpp"
+#include "apps/web/http_server.hpp"
 #include "runtime/base/errc.hpp"
+#include "runtime/base/host_port.hpp"
 
 namespace troupe {
 
@@ -19,50 +18,44 @@ parse_metrics_listen(const std::string& text) {
 caf::expected<std::unique_ptr<metrics_endpoint>>
 metrics_endpoint::start(const std::string& host, uint16_t port,
                         render_fn render) {
-  std::unique_ptr<metrics_endpoint> e{new metrics_endpoint};
-  e->server_ = std::make_unique<httplib::Server>();
-  auto& s = *e->server_;
-  // One scrape at a time is plenty for a dashboard and keeps an idle
-  // endpoint at one sleeping thread (httplib's default pool has 8 or more).
-  s.new_task_queue = [] { return new httplib::ThreadPool(1); };
-  // A client that sends nothing, or too much, is closed quickly.
-  s.set_read_timeout(5, 0);
-  s.set_write_timeout(5, 0);
-  s.set_keep_alive_timeout(5);
-  s.set_payload_max_length(4096);
-  s.Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
-    std::string text;
-    if (render(text)) {
-      res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+  auto serve = [render](const http_request& req) {
+    http_response res;
+    if (req.path != "/metrics") {
+      res.status = 404;
+      res.body = "not found: this port serves /metrics\n";
+    } else if (req.method != "GET" && req.method != "HEAD") {
+      res.status = 405;
+      res.headers.emplace_back("Allow", "GET, HEAD");
+      res.body = "/metrics is read with GET\n";
+    } else if (std::string text; render(text)) {
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      res.body = std::move(text);
     } else {
       res.status = 503;
-      res.set_content(text + "\n", "text/plain; charset=utf-8");
+      res.body = text + "\n";
     }
-  });
-  int bound = port == 0 ? s.bind_to_any_port(host)
-                        : (s.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0)
-    // The address came from the command line: bad input (exit 2).
-    return make_error(errc::invalid_config,
-                      "metrics endpoint: cannot listen at " + host + ":"
-                        + std::to_string(port)
-                        + " (taken, or not an address of this host)");
-  e->host_ = host;
-  e->port_ = static_cast<uint16_t>(bound);
-  auto* server = e->server_.get();
-  e->thread_ = std::thread{[server] { server->listen_after_bind(); }};
+    return res;
+  };
+  auto server = http_server::start(host, port, std::move(serve));
+  if (!server)
+    return server.error();
+  std::unique_ptr<metrics_endpoint> e{new metrics_endpoint};
+  e->server_ = std::move(*server);
   return e;
 }
 
-metrics_endpoint::~metrics_endpoint() {
-  if (server_)
-    server_->stop();
-  if (thread_.joinable())
-    thread_.join();
+metrics_endpoint::~metrics_endpoint() = default;
+
+uint16_t metrics_endpoint::port() const {
+  return server_->port();
+}
+
+const std::string& metrics_endpoint::host() const {
+  return server_->host();
 }
 
 std::string metrics_endpoint::url() const {
-  return "http://" + host_ + ":" + std::to_string(port_) + "/metrics";
+  return "http://" + host() + ":" + std::to_string(port()) + "/metrics";
 }
 
 } // namespace troupe

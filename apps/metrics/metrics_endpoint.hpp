@@ -1,22 +1,20 @@
 // An HTTP endpoint that serves GET /metrics in the Prometheus text format
-// (cpp-httplib, Debian's libcpp-httplib-dev) on a thread of its own. What
-// it serves comes from `render`, called once per scrape on that thread.
+// on a thread of its own (apps/web/http_server.hpp: idle or slow clients
+// keep no scrape waiting). What it serves comes from `render`, called once
+// per scrape on that thread.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "caf/expected.hpp"
 
-namespace httplib {
-class Server;
-}
-
 namespace troupe {
+
+class http_server;
 
 /// The HOST:PORT of a --metrics-listen flag (port 0 allowed: any free
 /// one); errc::invalid_config naming the flag and the text otherwise.
@@ -35,8 +33,8 @@ public:
 
   ~metrics_endpoint(); ///< stops serving; waits for a scrape under way
 
-  uint16_t port() const { return port_; }
-  const std::string& host() const { return host_; }
+  uint16_t port() const;
+  const std::string& host() const;
   /// "http://HOST:PORT/metrics".
   std::string url() const;
 
@@ -45,10 +43,7 @@ public:
 
 private:
   metrics_endpoint() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::string host_;
-  uint16_t port_ = 0;
+  std::unique_ptr<http_server> server_;
 };
 
 } // namespace troupe
