@@ -90,21 +90,24 @@ done
 #    64 MB.
 #  - feeder_plan: 4 KB of a checkpoint's plan text for a plan of 97
 #    samples and 4 epochs: each stream is at most 40 batches.
+#  - http_request: 2 KB, past the target's 1 KB head and 256-byte body
+#    limits; the reader copies at most its input: 64 MB.
 declare -A max_len=([data_plane]=0 [key_handshake]=256 [basp_check]=4096
                     [config]=16384 [cluster_file]=16384
                     [idx]=4096 [cifar]=4096 [safetensors]=65536
                     [npy]=4096 [npz]=8192 [csv]=4096 [feeder_plan]=4096
-                    [click_log]=4096 [table_file]=65536 [layer_list]=4096)
+                    [click_log]=4096 [table_file]=65536 [layer_list]=4096
+                    [http_request]=2048)
 declare -A malloc_mb=([data_plane]=64 [key_handshake]=64 [basp_check]=64
                       [config]=64 [cluster_file]=64
                       [idx]=64 [cifar]=64 [safetensors]=64 [npy]=64
                       [npz]=64 [csv]=64 [feeder_plan]=64 [click_log]=64
-                      [table_file]=64 [layer_list]=256)
+                      [table_file]=64 [layer_list]=256 [http_request]=64)
 declare -A timeout_s=([data_plane]=30 [key_handshake]=10 [basp_check]=10
                       [config]=10 [cluster_file]=10
                       [idx]=10 [cifar]=10 [safetensors]=10 [npy]=10
                       [npz]=10 [csv]=10 [feeder_plan]=10 [click_log]=10
-                      [table_file]=10 [layer_list]=10)
+                      [table_file]=10 [layer_list]=10 [http_request]=10)
 # Keys and values of the JSON formats, so mutations make words the
 # readers know.
 declare -A dict=([config]=config.dict [cluster_file]=config.dict
