@@ -1,6 +1,7 @@
 // A long list of actors or nodes for a person: past a screenful the shell
-// prints how many are in each state, every one not in its usual state
-// (running, up, leasing) and then the first of the others, so that
+// prints how many of each role are in each state, every worker or shard
+// not running and every node not up, then the chief, the feeder and the
+// first of the others, so that
 // `status` of a run with thousands of workers stays a screen long and
 // shows what needs looking at. `status all` (and `nodes all`, `workers
 // all`) lists every one; --json always does, for scripts.
