@@ -1,5 +1,7 @@
 #include "apps/launch/chief_metrics.hpp"
 
+#include "apps/launch/chief_api.hpp"
+#include "apps/launch/view_poller.hpp"
 #include "apps/metrics/prometheus_text.hpp"
 #include "caf/scoped_actor.hpp"
 
@@ -32,8 +34,12 @@ metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
 caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
   caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
   std::shared_ptr<chief_slot> slot, caf::timespan timeout, std::ostream* log) {
+  // The /api/ views read the poller's view; it lives as long as the
+  // endpoint's handler, which the endpoint's end lets go of last.
+  auto poller = std::make_shared<view_poller>(sys, slot, timeout);
   auto started = metrics_endpoint::start(
-    at.first, at.second, chief_metrics(sys, std::move(slot), timeout));
+    at.first, at.second, chief_metrics(sys, std::move(slot), timeout),
+    [poller](const http_request& req) { return chief_api(*poller, req); });
   if (started && log)
     *log << "metrics: " << (*started)->url() << std::endl;
   return started;

@@ -1,6 +1,7 @@
 // What troupe-node's --metrics-listen serves: the chief's cluster view (the
 // shell's `status`, asked for at every scrape) as Prometheus text, plus
-// this process's memory and CPU.
+// this process's memory and CPU, at /metrics; and the same view's JSON
+// at /api/ (apps/launch/chief_api.hpp).
 #pragma once
 
 #include <cstdint>

@@ -11,13 +11,8 @@ view_poller::view_poller(caf::actor_system& sys,
                          caf::timespan timeout,
                          std::chrono::milliseconds interval,
                          std::chrono::seconds linger)
-  : sys_(sys),
-    slot_(std::move(slot)),
-    timeout_(timeout),
-    interval_(interval),
-    linger_(linger),
-    thread_([this] { run(); }) {
-}
+  : sys_(sys), slot_(std::move(slot)), timeout_(timeout), interval_(interval),
+    linger_(linger), thread_([this] { run(); }) {}
 
 view_poller::~view_poller() {
   {

@@ -30,18 +30,17 @@ public:
     std::string error;
   };
 
-  view_poller(caf::actor_system& sys, std::shared_ptr<chief_slot> slot,
-              caf::timespan timeout,
-              std::chrono::milliseconds interval = std::chrono::milliseconds{
-                500},
-              std::chrono::seconds linger = std::chrono::seconds{10});
+  view_poller(
+    caf::actor_system& sys, std::shared_ptr<chief_slot> slot,
+    caf::timespan timeout,
+    std::chrono::milliseconds interval = std::chrono::milliseconds{500},
+    std::chrono::seconds linger = std::chrono::seconds{10});
   ~view_poller(); ///< waits for a question to the chief under way
 
   /// The latest snapshot, and notes that someone looks. The first call
   /// waits up to `first_wait` for the first answer; null if none came.
   std::shared_ptr<const snapshot>
-  latest(std::chrono::milliseconds first_wait = std::chrono::milliseconds{
-           500});
+  latest(std::chrono::milliseconds first_wait = std::chrono::milliseconds{500});
 
   /// How many times the chief has been asked (for the tests: none while
   /// nobody looks).

@@ -17,12 +17,16 @@ parse_metrics_listen(const std::string& text) {
 
 caf::expected<std::unique_ptr<metrics_endpoint>>
 metrics_endpoint::start(const std::string& host, uint16_t port,
-                        render_fn render) {
-  auto serve = [render](const http_request& req) {
+                        render_fn render, more_fn more) {
+  auto serve = [render, more](const http_request& req) {
     http_response res;
+    if (req.path != "/metrics" && more) {
+      if (auto answer = more(req))
+        return std::move(*answer);
+    }
     if (req.path != "/metrics") {
       res.status = 404;
-      res.body = "not found: this port serves /metrics\n";
+      res.body = "not found: " + req.path + "\n";
     } else if (req.method != "GET" && req.method != "HEAD") {
       res.status = 405;
       res.headers.emplace_back("Allow", "GET, HEAD");

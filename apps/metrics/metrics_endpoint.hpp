@@ -7,14 +7,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "apps/web/http_server.hpp"
 
 #include "caf/expected.hpp"
 
 namespace troupe {
-
-class http_server;
 
 /// The HOST:PORT of a --metrics-listen flag (port 0 allowed: any free
 /// one); errc::invalid_config naming the flag and the text otherwise.
@@ -26,10 +27,16 @@ public:
   /// The exposition text, or an error text (then the scrape gets 503).
   using render_fn = std::function<bool(std::string& text)>;
 
+  /// What else the port serves: the answer for a path other than
+  /// /metrics, or nullopt (404).
+  using more_fn =
+    std::function<std::optional<http_response>(const http_request&)>;
+
   /// Listens at `host`:`port` (0: a free port, see port()).
   /// errc::invalid_config naming the address when it cannot bind.
   static caf::expected<std::unique_ptr<metrics_endpoint>>
-  start(const std::string& host, uint16_t port, render_fn render);
+  start(const std::string& host, uint16_t port, render_fn render,
+        more_fn more = {});
 
   ~metrics_endpoint(); ///< stops serving; waits for a scrape under way
 

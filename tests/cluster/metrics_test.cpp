@@ -5,6 +5,8 @@
 
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "prometheus_scrape.hpp"
 #include "running_cluster.hpp"
 
@@ -162,6 +164,58 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   run.require_finished(240);
   // The endpoint closes with the run.
   BOOST_TEST(http_get(port, "/metrics").first == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_api_views_are_the_shells_json_kept_fresh) {
+  using json = nlohmann::json;
+  temp_dir dir;
+  auto cfg = one_process_run(dir, 2, 6);
+  running_cluster run{
+    dir, {"node", {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}}};
+  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
+                        run.logs());
+  auto port = metrics_port(run.chief());
+  BOOST_REQUIRE(port > 0);
+  run.require_step(100);
+  // The status twice, 1.5 s apart: the view moves and is never older than
+  // the poller's half second and one answer of the chief's.
+  auto status = [&] {
+    auto [code, body] = http_get(port, "/api/status");
+    BOOST_REQUIRE_MESSAGE(code == 200, code << " " << body);
+    return json::parse(body);
+  };
+  auto first = status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto second = status();
+  BOOST_TEST(first["run"]["name"] == "multi-process-test");
+  BOOST_TEST(second["run"]["steps"].get<int64_t>()
+             > first["run"]["steps"].get<int64_t>());
+  BOOST_TEST(second["view"]["age_seconds"].get<double>() < 2.0);
+  // chief, feeder, 2 shards, 2 workers, as the shell lists them.
+  BOOST_TEST(second["actors"].size() == 6u, second.dump());
+  BOOST_TEST(second["actors"][5]["id"] == "worker:1");
+  for (auto [view, size] :
+       {std::pair{"nodes", 1u}, {"workers", 2u}, {"shards", 2u}}) {
+    auto [code, body] = http_get(port, std::string{"/api/"} + view);
+    BOOST_TEST(code == 200, view);
+    BOOST_TEST(json::parse(body).size() == size, view << ": " << body);
+  }
+  // Typed as JSON, never cached, never sniffed.
+  auto raw = http_exchange(port, "GET /api/workers HTTP/1.1\r\n"
+                                 "Connection: close\r\n\r\n");
+  BOOST_TEST(has(raw, "\r\nContent-Type: application/json; charset=utf-8\r\n"),
+             raw);
+  BOOST_TEST(has(raw, "\r\nCache-Control: no-store\r\n"), raw);
+  BOOST_TEST(has(raw, "\r\nX-Content-Type-Options: nosniff\r\n"), raw);
+  // An unknown view, and a view written to.
+  auto [missing, why] = http_get(port, "/api/nope");
+  BOOST_TEST(missing == 404);
+  BOOST_TEST(has(why, "no view /api/nope"), why);
+  auto post = http_exchange(port, "POST /api/status HTTP/1.1\r\n"
+                                  "Content-Length: 0\r\nConnection: close"
+                                  "\r\n\r\n");
+  BOOST_TEST(post.rfind("HTTP/1.1 405 ", 0) == 0, post);
+  run.require_finished(240);
 }
 
 BOOST_AUTO_TEST_CASE(troupe_train_serves_and_writes_its_metrics_too) {

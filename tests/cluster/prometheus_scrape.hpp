@@ -19,10 +19,10 @@
 
 namespace troupe::test {
 
-/// GET `path` from 127.0.0.1:`port` as HTTP/1.0; returns (status, body), or
-/// (0, why) when no answer came within `timeout_ms` in all.
-inline std::pair<int, std::string>
-http_get(uint16_t port, const std::string& path, int timeout_ms = 10000) {
+/// Sends `request` to 127.0.0.1:`port` and returns what comes back until
+/// the server closes (HTTP/1.0, or "Connection: close"), or "" on failure.
+inline std::string http_exchange(uint16_t port, const std::string& request,
+                                 int timeout_ms = 10000) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -30,13 +30,12 @@ http_get(uint16_t port, const std::string& path, int timeout_ms = 10000) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     ::close(fd);
-    return {0, "cannot connect"};
+    return "";
   }
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-      != static_cast<ssize_t>(req.size())) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL)
+      != static_cast<ssize_t>(request.size())) {
     ::close(fd);
-    return {0, "cannot send"};
+    return "";
   }
   std::string resp;
   char buf[4096];
@@ -50,6 +49,15 @@ http_get(uint16_t port, const std::string& path, int timeout_ms = 10000) {
     resp.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
+  return resp;
+}
+
+/// GET `path` from 127.0.0.1:`port` as HTTP/1.0; returns (status, body), or
+/// (0, why) when no answer came within `timeout_ms` in all.
+inline std::pair<int, std::string>
+http_get(uint16_t port, const std::string& path, int timeout_ms = 10000) {
+  auto resp = http_exchange(
+    port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", timeout_ms);
   auto head_end = resp.find("\r\n\r\n");
   int status = 0;
   if (resp.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos

@@ -1,0 +1,69 @@
+#include "apps/launch/chief_api.hpp"
+
+#include <string>
+
+#include "apps/metrics/view_json.hpp"
+
+namespace troupe {
+
+namespace {
+
+using json = nlohmann::json;
+
+http_response json_answer(int status, const json& j) {
+  // Names in the JSON come from configs and joining nodes: dump() escapes
+  // them as JSON strings, and the content type keeps a browser from
+  // reading the answer as a page.
+  return {status, "application/json; charset=utf-8",
+          j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+          {}};
+}
+
+} // namespace
+
+std::optional<http_response> chief_api(view_poller& poller,
+                                       const http_request& req) {
+  const std::string prefix = "/api/";
+  if (req.path.rfind(prefix, 0) != 0)
+    return std::nullopt;
+  auto view = req.path.substr(prefix.size());
+  if (view != "status" && view != "nodes" && view != "workers"
+      && view != "shards")
+    return json_answer(404, {{"error", "no view " + req.path
+                                         + " (status, nodes, workers, "
+                                           "shards)"}});
+  if (req.method != "GET" && req.method != "HEAD") {
+    auto r = json_answer(405, {{"error", req.path + " is read with GET"}});
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
+  auto s = poller.latest();
+  if (!s)
+    return json_answer(503, {{"error", "the chief has not answered yet"}});
+  if (!s->answered)
+    return json_answer(503, {{"error", s->error}});
+  auto& v = s->view;
+  json j;
+  if (view == "status") {
+    j = status_json(v);
+    auto taken = std::chrono::duration_cast<std::chrono::milliseconds>(
+      s->taken.time_since_epoch());
+    j["view"] = {{"taken_unix_ms", taken.count()},
+                 {"age_seconds", std::chrono::duration<double>(
+                                   std::chrono::system_clock::now() - s->taken)
+                                   .count()}};
+  } else if (view == "nodes") {
+    j = nodes_json(v);
+  } else if (view == "workers") {
+    j = json::array();
+    for (auto& w : v.workers)
+      j.push_back(worker_json(w));
+  } else {
+    j = json::array();
+    for (auto& sh : v.shards)
+      j.push_back(shard_json(sh));
+  }
+  return json_answer(200, j);
+}
+
+} // namespace troupe

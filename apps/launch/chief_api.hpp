@@ -1,0 +1,26 @@
+// The JSON twins of the shell's views on the chief's metrics port, read
+// from the view_poller's latest view (no request waits on the chief):
+//   GET /api/status   {"run": ..., "actors": [...], "view": {...}}
+//   GET /api/nodes    the shell's `nodes --json`
+//   GET /api/workers  the shell's `workers --json`
+//   GET /api/shards   the shell's `shards --json`
+// Each has the shape of the shell's --json (apps/metrics/view_json.hpp);
+// /api/status adds "view": when it was taken ("taken_unix_ms") and its age
+// ("age_seconds"). Before the chief answers, or when it cannot, 503 with
+// {"error": why}. Other /api/ paths 404, other methods 405.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "apps/launch/view_poller.hpp"
+#include "apps/web/http_server.hpp"
+
+namespace troupe {
+
+/// The answer to `req` when its path is one of the /api/ views above;
+/// nullopt for any other path.
+std::optional<http_response> chief_api(view_poller& poller,
+                                       const http_request& req);
+
+} // namespace troupe
