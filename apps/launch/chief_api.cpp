@@ -14,7 +14,8 @@ http_response json_answer(int status, const json& j) {
   // Names in the JSON come from configs and joining nodes: dump() escapes
   // them as JSON strings, and the content type keeps a browser from
   // reading the answer as a page.
-  return {status, "application/json; charset=utf-8",
+  return {status,
+          "application/json; charset=utf-8",
           j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
           {}};
 }

@@ -3,6 +3,7 @@
 #include "apps/launch/chief_api.hpp"
 #include "apps/launch/view_poller.hpp"
 #include "apps/metrics/prometheus_text.hpp"
+#include "apps/web/page_files.hpp"
 #include "caf/scoped_actor.hpp"
 
 namespace troupe {
@@ -39,7 +40,11 @@ caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
   auto poller = std::make_shared<view_poller>(sys, slot, timeout);
   auto started = metrics_endpoint::start(
     at.first, at.second, chief_metrics(sys, std::move(slot), timeout),
-    [poller](const http_request& req) { return chief_api(*poller, req); });
+    [poller](const http_request& req) {
+      if (auto api = chief_api(*poller, req))
+        return api;
+      return page_answer(req);
+    });
   if (started && log)
     *log << "metrics: " << (*started)->url() << std::endl;
   return started;

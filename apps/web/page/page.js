@@ -1,0 +1,225 @@
+// The run's page: polls the chief's /api/ views once a second and draws
+// them. Every name and value goes into the page as text (textContent),
+// never as markup: node and run names come from configs and joining nodes.
+"use strict";
+
+const POLL_MS = 1000;
+const MAX_POINTS = 2000;
+const series = { loss: [], accuracy: [], rate: [] };
+let lastFailure = null;
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function fmt(v, digits) {
+  if (v === null || v === undefined || v === "") return "-";
+  if (typeof v === "number") {
+    if (!Number.isFinite(v)) return "-";
+    if (Number.isInteger(v)) return v.toLocaleString("en");
+    return Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(digits || 4);
+  }
+  return String(v);
+}
+
+function duration(s) {
+  if (typeof s !== "number" || s < 0) return "-";
+  s = Math.round(s);
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = s % 60;
+  return h ? `${h}h${String(m).padStart(2, "0")}m` : m ? `${m}m${String(r).padStart(2, "0")}s` : `${r}s`;
+}
+
+function bytes(b) {
+  if (typeof b !== "number") return "-";
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (b >= 1024 && i + 1 < u.length) { b /= 1024; i++; }
+  return (i ? b.toFixed(1) : b.toFixed(0)) + " " + u[i];
+}
+
+function push(list, point) {
+  const last = list[list.length - 1];
+  if (last && last[0] === point[0]) { list[list.length - 1] = point; return; }
+  list.push(point);
+  if (list.length > MAX_POINTS) // keep every other of the older half
+    list.splice(0, list.length, ...list.filter((p, i) => i >= MAX_POINTS / 2 || i % 2 === 0));
+}
+
+function runState(run) {
+  if (run.stopping) return "stopping";
+  if (run.recovering) return "recovering";
+  if (run.paused) return "paused";
+  return "training";
+}
+
+function showRun(status) {
+  const run = status.run;
+  document.getElementById("run-name").textContent = run.name;
+  document.title = "troupe: " + run.name;
+  const state = runState(run);
+  const badge = document.getElementById("run-state");
+  badge.textContent = state;
+  badge.className = "badge " + state;
+  document.getElementById("run-line").textContent =
+    `${run.mode}, run ${run.run_id}, config ${String(run.config_digest).slice(0, 12)}`;
+  const figures = document.getElementById("figures");
+  figures.replaceChildren();
+  const add = (label, value) => {
+    const d = el("div");
+    d.append(el("b", value), el("span", label, "muted"));
+    figures.append(d);
+  };
+  add("step", `${fmt(run.steps)} of ${fmt(run.total_steps)}`);
+  add("epoch", fmt(run.epoch, 3));
+  add("samples/s", fmt(run.examples_per_sec));
+  add("elapsed (without pauses)", duration(run.seconds));
+  add("ETA", duration(run.eta_seconds));
+  add("loss", fmt(run.loss));
+  add("test accuracy", fmt(run.test_accuracy));
+  add("learning rate", fmt(run.learning_rate));
+  add("restarts", fmt(run.restarts));
+  add("shard recoveries", `${fmt(run.shard_recoveries)} (${fmt(run.lost_steps)} steps lost)`);
+  add("last checkpoint", run.last_checkpoint || "-");
+  if (run.last_export)
+    add("last export", `${fmt(run.last_export.sequence)} at step ${fmt(run.last_export.step)}, ${duration(run.last_export.age_seconds)} ago`);
+  document.getElementById("run-json").textContent = JSON.stringify(run, null, 2);
+  if (typeof run.loss === "number") push(series.loss, [run.steps, run.loss]);
+  if (typeof run.test_accuracy === "number") push(series.accuracy, [run.steps, run.test_accuracy]);
+  if (typeof run.examples_per_sec === "number" && run.seconds > 0)
+    push(series.rate, [run.seconds / 60, run.examples_per_sec]);
+}
+
+function median(values) {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length ? v[Math.floor(v.length / 2)] : 0;
+}
+
+function table(id, columns, rows, rowClass) {
+  const t = document.getElementById(id);
+  const head = el("tr");
+  for (const [, title] of columns) head.append(el("th", title));
+  const body = [head];
+  for (const r of rows) {
+    const tr = el("tr", undefined, rowClass ? rowClass(r) : "");
+    for (const [key, , show] of columns) tr.append(el("td", show ? show(r[key], r) : fmt(r[key])));
+    body.push(tr);
+  }
+  t.replaceChildren(...body);
+}
+
+function showActors(status) {
+  const workers = status.actors.filter((a) => a.role === "worker");
+  const shards = status.actors.filter((a) => a.role === "shard");
+  // Marked: a worker whose staleness is past twice the median (and 4), or
+  // whose rate is under half the median of the running ones.
+  const running = workers.filter((w) => w.state === "running");
+  const stale = Math.max(4, 2 * median(running.map((w) => w.staleness)));
+  const slow = 0.5 * median(running.map((w) => w.examples_per_sec));
+  const mark = (w) => w.state !== "running" ? "down"
+    : w.staleness > stale ? "stale" : w.examples_per_sec < slow ? "stale" : "";
+  document.getElementById("workers-count").textContent =
+    `${running.length} of ${workers.length} running`;
+  table("workers", [["id", "worker"], ["node", "node"], ["state", "state"],
+    ["step", "step"], ["examples_per_sec", "samples/s"], ["staleness", "staleness"],
+    ["mean_staleness", "mean staleness"], ["loss", "loss"], ["restarts", "restarts"],
+    ["last_error", "last failure"]], workers, mark);
+  table("shards", [["id", "shard"], ["node", "node"], ["state", "state"],
+    ["version", "version"], ["size", "parameters"], ["rows", "rows"],
+    ["pulled_bytes", "pulled", bytes], ["pushed_bytes", "pushed", bytes],
+    ["replica_node", "replica"], ["replica", "replica state"], ["replica_lag", "lag"]],
+    shards, (s) => s.state !== "running" ? "down" : "");
+}
+
+function showNodes(nodes) {
+  document.getElementById("nodes-count").textContent =
+    `${nodes.filter((n) => n.state === "up").length} of ${nodes.length} up`;
+  table("nodes", [["name", "node"], ["address", "address"], ["state", "state"],
+    ["shards", "shards"], ["workers", "workers"], ["pid", "pid"], ["host", "host"],
+    ["resident_bytes", "memory", bytes], ["cpu_seconds", "CPU s"], ["program", "program"]],
+    nodes, (n) => n.state !== "up" ? "down" : "");
+}
+
+// A line chart on a canvas: each series [[x, y], ...] with its colour and
+// name; axes scaled to the data, y from 0 when all values are positive.
+function chart(id, lines, xName) {
+  const c = document.getElementById(id);
+  const g = c.getContext("2d");
+  const W = c.width, H = c.height, L = 48, R = 8, T = 8, B = 28;
+  g.clearRect(0, 0, W, H);
+  const pts = lines.flatMap((l) => l.points);
+  g.font = "11px system-ui, sans-serif";
+  g.fillStyle = "#667";
+  if (pts.length < 2) { g.fillText("waiting for points", L, H / 2); return; }
+  let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
+  let [y0, y1] = [Math.min(0, ...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
+  if (x1 === x0) x1 = x0 + 1;
+  if (y1 === y0) y1 = y0 + 1;
+  const X = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const Y = (y) => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+  g.strokeStyle = "#d8dde3";
+  g.beginPath();
+  for (let i = 0; i <= 4; i++) {
+    const y = y0 + (y1 - y0) * i / 4;
+    g.moveTo(L, Y(y)); g.lineTo(W - R, Y(y));
+    g.fillText(fmt(y, 3), 2, Y(y) + 4);
+    const x = x0 + (x1 - x0) * i / 4;
+    g.fillText(fmt(x, 3), Math.min(X(x), W - 40), H - 10);
+  }
+  g.stroke();
+  g.fillText(xName, W - R - g.measureText(xName).width, H - B - 4);
+  let legend = L + 4;
+  for (const l of lines) {
+    if (!l.points.length) continue;
+    g.strokeStyle = l.colour;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    l.points.forEach(([x, y], i) => (i ? g.lineTo(X(x), Y(y)) : g.moveTo(X(x), Y(y))));
+    g.stroke();
+    g.lineWidth = 1;
+    g.fillStyle = l.colour;
+    g.fillText(l.name, legend, T + 10);
+    legend += g.measureText(l.name).width + 12;
+  }
+  g.fillStyle = "#667";
+}
+
+function draw() {
+  chart("chart-loss", [{ name: "loss", colour: "#0969da", points: series.loss },
+    { name: "test accuracy", colour: "#1a7f37", points: series.accuracy }], "step");
+  chart("chart-rate", [{ name: "samples/s", colour: "#8250df", points: series.rate }], "minutes");
+}
+
+async function getJson(path) {
+  const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || `${path}: ${r.status}`);
+  return body;
+}
+
+async function poll() {
+  try {
+    const [status, nodes] = await Promise.all([getJson("/api/status"), getJson("/api/nodes")]);
+    showRun(status);
+    showActors(status);
+    showNodes(nodes);
+    draw();
+    lastFailure = null;
+    document.getElementById("run-error").hidden = true;
+    document.getElementById("footer").textContent =
+      `view ${fmt(status.view.age_seconds, 2)} s old at ${new Date().toLocaleTimeString()}`;
+  } catch (e) {
+    lastFailure = e;
+    const err = document.getElementById("run-error");
+    err.textContent = "the chief does not answer: " + e.message;
+    err.hidden = false;
+    const badge = document.getElementById("run-state");
+    badge.textContent = "gone";
+    badge.className = "badge gone";
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
