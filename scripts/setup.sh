@@ -38,6 +38,8 @@ troupe_test_packages=(
   # The Prometheus test (tests/prometheus) scrapes a run with prometheus and
   # checks the endpoint's text with promtool.
   prometheus
+  # The page's test (tests/web) drives headless Chromium with Selenium.
+  chromium chromium-driver python3-selenium
   # .ci/run checks that every C++ file follows .clang-format.
   clang-format
 )

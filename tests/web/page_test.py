@@ -1,0 +1,201 @@
+"""The chief's page in a real browser: headless Chromium driven by
+Selenium (Debian's chromium, chromium-driver and python3-selenium) against
+a live cluster of troupe-node processes on 127.0.0.1 whose run and one
+node are named with markup (`<img src=x onerror=...>`):
+
+- the page loads, names the run as text (no element made of the name, no
+  alert), says the run is training;
+- its charts' points grow while the run trains;
+- a worker node killed with kill -9 shows its worker down, and running
+  again once the node is started again;
+- the browser's console holds no error;
+- every answer of the page and of /api/ says what it is and is not cached;
+- screenshots at three moments (training, a worker lost, back) are kept
+  under the build folder (web-screenshots/).
+
+Run by ctest (web.page) with TROUPE_BUILD_DIR. Exit 77 (skipped) when a
+tool is missing, outside CI (scripts/setup.sh installs them)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import (  # noqa: E402 (the path above first)
+    Failure, check, free_ports, missing_tools, read, say, scratch_run,
+    stop_process, troupe_program, wait_until)
+
+MARKUP = '<img src=x onerror="document.title=\'pwned\'">'
+RUN_NAME = "page " + MARKUP
+ODD_NODE = "w1" + MARKUP
+NODES = ["chief", "ps0", "w0", ODD_NODE]
+
+
+def cluster_file(folder, ports):
+    nodes = [{"name": "chief", "host": "127.0.0.1", "port": ports[0]},
+             {"name": "ps0", "host": "127.0.0.1", "port": ports[1],
+              "shards": 2},
+             {"name": "w0", "host": "127.0.0.1", "port": ports[2],
+              "workers": 2},
+             {"name": ODD_NODE, "host": "127.0.0.1", "port": ports[3],
+              "workers": 1}]
+    config = {
+        "name": RUN_NAME,
+        "model": {"type": "mlp", "hidden": [64], "seed": 1},
+        "data": {"format": "idx",
+                 "dir": "/usr/share/datasets/fashion-mnist"},
+        "training": {
+            "batch_size": 128, "epochs": 1000, "seed": 1, "threads": 1,
+            "log_every_steps": 200, "eval_every_steps": 400,
+            "optimizer": {"type": "adam", "learning_rate": 0.001}},
+        "cluster": {"mode": "async", "chief": "chief", "nodes": nodes,
+                    "heartbeat_interval_ms": 200,
+                    "connection_timeout_ms": 1500,
+                    "on_node_loss": "wait"}}
+    path = os.path.join(folder, "page.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return path
+
+
+def browser():
+    """Headless Chromium through chromedriver, its console kept."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                 "--disable-dev-shm-usage", "--window-size=1280,1600",
+                 "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")),
+                            options=options)
+
+
+def headers_of(url):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return {k.lower(): v for k, v in r.getheaders()}
+
+
+def main():
+    missing_tools({n: shutil.which(n)
+                   for n in ("chromium", "chromedriver")},
+                  "apt-get install chromium chromium-driver python3-selenium")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing_tools({"python3-selenium": None},
+                      "apt-get install python3-selenium")
+    node = troupe_program("troupe-node")
+    shots = os.path.join(os.environ["TROUPE_BUILD_DIR"], "web-screenshots")
+    os.makedirs(shots, exist_ok=True)
+    with scratch_run("troupe-page-") as run:
+        *ports, metrics = free_ports(5)
+        path = cluster_file(run.folder, ports)
+        logs = {n: os.path.join(run.folder, "node%d.log" % i)
+                for i, n in enumerate(NODES)}
+        procs = {}
+        driver = None
+
+        def start(name):
+            args = [node, "--config", path, "--node", name]
+            if name == "chief":
+                args += ["--metrics-listen", "127.0.0.1:%d" % metrics]
+            with open(logs[name], "a") as out:
+                procs[name] = subprocess.Popen(
+                    args, stdout=out, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL)
+
+        def teardown():
+            if driver is not None:
+                driver.quit()
+            for p in procs.values():
+                stop_process(p)
+        run.teardown = teardown
+        run.on_failure = lambda: say("\n".join(
+            "--- %s\n%s" % (n, read(logs[n])[-3000:]) for n in NODES))
+        for name in NODES:
+            start(name)
+        base = "http://127.0.0.1:%d" % metrics
+        wait_until("the chief's first steps", lambda: "\nstep " in
+                   read(logs["chief"]), 60)
+
+        # What the page and its views say they are.
+        page = headers_of(base + "/")
+        check(page["content-type"] == "text/html; charset=utf-8"
+              and page["cache-control"] == "no-store"
+              and "script-src 'self'" in page["content-security-policy"],
+              "the page is HTML, not cached, and runs only its own script",
+              str(page))
+        api = headers_of(base + "/api/status")
+        check(api["content-type"] == "application/json; charset=utf-8"
+              and api["cache-control"] == "no-store"
+              and api["x-content-type-options"] == "nosniff",
+              "/api/status is JSON, not cached, not sniffed", str(api))
+
+        driver = browser()
+        driver.get(base + "/")
+        js = driver.execute_script
+
+        def text(id_):
+            return js("return document.getElementById(arguments[0])"
+                      ".textContent", id_)
+
+        wait_until("the page to show the run training",
+                   lambda: text("run-state") == "training", 20)
+        check(text("run-name") == RUN_NAME,
+              "the run's name shows as text, markup and all", text("run-name"))
+        check(js("return document.querySelectorAll('img').length") == 0
+              and driver.title != "pwned",
+              "no element was made of a name (the run's, a node's)")
+        points = js("return series.loss.length")
+        wait_until("the loss chart to gain points",
+                   lambda: js("return series.loss.length") >= points + 3, 20)
+        check(js("return series.rate.length") >= 2,
+              "the samples/s chart has points too")
+        driver.save_screenshot(os.path.join(shots, "1-training.png"))
+
+        # A worker node killed with kill -9: its worker shows down, then
+        # running again once the node is back.
+        def worker_row(state):
+            return js("""
+              for (const tr of document.querySelectorAll('#workers tr'))
+                if (tr.cells[0].textContent === 'worker:2')
+                  return tr.cells[2].textContent === arguments[0];
+              return false;""", state)
+        wait_until("worker:2 listed running", lambda: worker_row("running"),
+                   20)
+        procs[ODD_NODE].kill()
+        procs[ODD_NODE].wait()
+        wait_until("the page to show worker:2 not running",
+                   lambda: not worker_row("running") and js(
+                       "return document.querySelectorAll("
+                       "'#workers tr.down').length") == 1, 15)
+        check(True, "a worker node killed with kill -9 shows as down")
+        driver.save_screenshot(os.path.join(shots, "2-worker-lost.png"))
+        start(ODD_NODE)
+        wait_until("worker:2 running again", lambda: worker_row("running"),
+                   30)
+        check(True, "the node started again shows its worker running")
+        check(any(ODD_NODE == r for r in js(
+            "return [...document.querySelectorAll('#nodes tr')]"
+            ".map(r => r.cells[0].textContent)")),
+              "the node's name shows as text in the nodes table")
+        driver.save_screenshot(os.path.join(shots, "3-back.png"))
+
+        errors = [e for e in driver.get_log("browser")
+                  if e.get("level") == "SEVERE"]
+        check(not errors, "no error in the browser's console",
+              json.dumps(errors, indent=1))
+        say("screenshots in " + shots)
+    return run.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
