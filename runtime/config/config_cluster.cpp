@@ -26,11 +26,22 @@ std::vector<node_config> read_nodes(const json& v, const std::string& at,
     object_reader r{v[i], at + "/" + std::to_string(i), base};
     node_config n;
     // Names and hosts go into messages, logs and the training identity
-    // (one "key=value" line each): no control characters.
+    // (one "key=value" line each): no control characters. A node's name
+    // is also what it registers with, which the chief takes in printable
+    // ASCII without spaces, at most 64 characters: refused here, before a
+    // run whose node could never join starts.
     auto name = r.require("name");
+    auto printable = [](const std::string& s) {
+      for (char c : s)
+        if (c <= ' ' || c > '~')
+          return false;
+      return true;
+    };
     if (!name.is_string() || name.get<std::string>().empty()
-        || has_control(name.get<std::string>()))
-      fail(r.at("name"), "a non-empty string without control characters", name);
+        || name.get<std::string>().size() > 64
+        || !printable(name.get<std::string>()))
+      fail(r.at("name"),
+           "a name of 1 to 64 printable ASCII characters without spaces", name);
     n.name = name.get<std::string>();
     for (auto& m : nodes)
       if (m.name == n.name)

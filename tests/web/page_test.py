@@ -32,7 +32,9 @@ from procs import (  # noqa: E402 (the path above first)
 
 MARKUP = '<img src=x onerror="document.title=\'pwned\'">'
 RUN_NAME = "page " + MARKUP
-ODD_NODE = "w1" + MARKUP
+# A node's name has no spaces (the cluster file refuses them); markup
+# does without.
+ODD_NODE = "w1<img/src=x/onerror=document.title='pwned'>"
 NODES = ["chief", "ps0", "w0", ODD_NODE]
 
 

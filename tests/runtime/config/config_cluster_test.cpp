@@ -91,6 +91,12 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
                                   { "name": "a", "port": 7001, "workers": 1 } ] })")
                .find("/cluster/nodes/1/name: node \"a\" is listed twice")
              != std::string::npos);
+  // What the chief would refuse at registration is refused here.
+  BOOST_TEST(with(R"({ "nodes": [ { "name": "a b", "port": 7000, "shards": 1 },
+                                  { "name": "c", "port": 7001, "workers": 1 } ] })")
+               .find("/cluster/nodes/0/name: expected a name of 1 to 64 "
+                     "printable ASCII characters without spaces")
+             != std::string::npos);
   BOOST_TEST(with(R"({ "nodes": [ { "name": "a", "port": 7000, "shards": 1 },
                                   { "name": "b", "port": 7000, "workers": 1 } ] })")
                .find("/cluster/nodes/1/port: 127.0.0.1:7000 is already node "
