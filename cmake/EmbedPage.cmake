@@ -4,7 +4,8 @@
 # their own to find at run time (apps/web/page_files.hpp).
 set(entries "")
 foreach(spec "index.html|/|text/html" "page.js|/page.js|text/javascript"
-             "page.css|/page.css|text/css")
+             "page.css|/page.css|text/css"
+             "favicon.svg|/favicon.svg|image/svg+xml")
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)
   list(GET parts 1 path)

@@ -15,7 +15,7 @@
 namespace troupe {
 
 struct page_file {
-  const char* path;         ///< "/", "/page.js", "/page.css"
+  const char* path;         ///< "/", "/page.js", "/page.css", "/favicon.svg"
   const char* content_type; ///< "text/html; charset=utf-8", ...
   std::string_view body;
 };
