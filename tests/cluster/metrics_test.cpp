@@ -159,8 +159,9 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
     if (key.rfind("troupe_run_info{mode=\"async\"", 0) == 0 && value == 1)
       info = true;
   BOOST_TEST(info);
-  // Other paths are not found.
-  BOOST_TEST(http_get(port, "/").first == 404);
+  // The page is at /; other paths are not found.
+  BOOST_TEST(http_get(port, "/").first == 200);
+  BOOST_TEST(http_get(port, "/nope").first == 404);
   run.require_finished(240);
   // The endpoint closes with the run.
   BOOST_TEST(http_get(port, "/metrics").first == 0);
