@@ -46,7 +46,9 @@ caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
       return page_answer(req);
     });
   if (started && log)
-    *log << "metrics: " << (*started)->url() << std::endl;
+    *log << "metrics: " << (*started)->url() << "\npage: http://"
+         << (*started)->host() << ":" << (*started)->port() << "/"
+         << std::endl;
   return started;
 }
 
