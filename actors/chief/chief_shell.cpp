@@ -60,6 +60,15 @@ run_view run_of(chief_self self) {
   opt.learning_rate = st.progress.base_lr > 0 ? st.progress.base_lr
                                               : opt.learning_rate;
   r.learning_rate = learning_rate_at(opt, st.progress.steps());
+  // sync: the shards scale it for an update of k pushes (sync_lr); its
+  // steps are batches, k to an update.
+  if (c.cluster.consistency == cluster_config::mode::sync) {
+    auto k = c.cluster.replicas_to_aggregate > 0
+               ? c.cluster.replicas_to_aggregate
+               : std::max(1, st.members.live_workers());
+    r.learning_rate *= sync_rate_scale(
+      c.cluster.sync_lr, k, st.progress.steps() / k, c.cluster.sync_warmup);
+  }
   r.loss = st.progress.recent_loss();
   if (r.examples_per_sec > 0)
     r.eta_seconds = static_cast<double>(

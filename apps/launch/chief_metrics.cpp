@@ -47,8 +47,7 @@ caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
     });
   if (started && log)
     *log << "metrics: " << (*started)->url() << "\npage: http://"
-         << (*started)->host() << ":" << (*started)->port() << "/"
-         << std::endl;
+         << (*started)->host() << ":" << (*started)->port() << "/" << std::endl;
   return started;
 }
 

@@ -3,6 +3,9 @@
 // param_block keep them, and the config reader only chooses one.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+
 namespace troupe {
 
 /// How the shards combine the workers' pushes (cluster.consistency; the
@@ -34,5 +37,20 @@ enum class stale_momentum_rule { reduce, none };
 /// docs/benchmarks.md); none keeps it, as TF's SyncReplicasOptimizer
 /// does.
 enum class sync_rate { sqrt, linear, none };
+
+/// sync: the factor `rule` puts on the rate of an update of `k` pushes,
+/// the update after `version` (reached over the first `warmup` updates,
+/// from 1): what the shards apply, and what the status reports.
+inline double sync_rate_scale(sync_rate rule, double k, int64_t version,
+                              int64_t warmup) {
+  double scale = rule == sync_rate::sqrt     ? std::sqrt(k)
+                 : rule == sync_rate::linear ? k
+                                             : 1.0;
+  if (warmup > 0 && version < warmup)
+    scale = 1.0
+            + (scale - 1.0) * static_cast<double>(version + 1)
+                / static_cast<double>(warmup);
+  return scale;
+}
 
 } // namespace troupe

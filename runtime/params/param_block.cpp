@@ -293,18 +293,11 @@ bool param_block::apply_aggregate_if_complete() {
       g *= inv;
   }
   stale_adjust adjust;
-  auto k = static_cast<double>(pushed_.size());
-  if (opts_.sync_lr == sync_rate::sqrt)
-    adjust.lr_scale = std::sqrt(k);
-  else if (opts_.sync_lr == sync_rate::linear)
-    adjust.lr_scale = k;
   // The scaled rate is reached over the first sync_warmup updates, from
   // the rate given (Goyal et al.'s gradual warm-up).
-  if (opts_.sync_warmup > 0 && version_ < opts_.sync_warmup)
-    adjust.lr_scale = 1.0
-                      + (adjust.lr_scale - 1.0)
-                          * static_cast<double>(version_ + 1)
-                          / static_cast<double>(opts_.sync_warmup);
+  adjust.lr_scale = sync_rate_scale(opts_.sync_lr,
+                                    static_cast<double>(pushed_.size()),
+                                    version_, opts_.sync_warmup);
   apply_update(sum_.data(), adjust);
   last_update_ = std::move(pushed_);
   pushed_.clear();

@@ -386,6 +386,18 @@ BOOST_AUTO_TEST_CASE(none_applies_a_stale_push_at_the_full_rate) {
   BOOST_TEST(b.stats().staleness_max == 3);
 }
 
+BOOST_AUTO_TEST_CASE(sync_rules_scale_the_rate_of_k_pushes_after_the_warm_up) {
+  // What the shards apply and the chief's status reports alike.
+  BOOST_TEST(sync_rate_scale(sync_rate::none, 8, 100, 0) == 1.0);
+  BOOST_TEST(sync_rate_scale(sync_rate::sqrt, 16, 100, 0) == 4.0);
+  BOOST_TEST(sync_rate_scale(sync_rate::linear, 6, 100, 30) == 6.0);
+  // Over the first 30 updates, from 1 to k: update 15 (after version 14)
+  // is halfway.
+  BOOST_TEST(sync_rate_scale(sync_rate::linear, 7, 14, 30) == 4.0);
+  BOOST_TEST(sync_rate_scale(sync_rate::linear, 7, 0, 30) == 1.0 + 6.0 / 30);
+  BOOST_TEST(sync_rate_scale(sync_rate::linear, 7, 29, 30) == 7.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(param_block_image)
