@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/base/hex_text.hpp"
 
 namespace troupe {
 
@@ -27,16 +28,6 @@ std::string to_hex(const uint8_t* data, size_t n) {
     out += hex_digits[data[i] & 0xf];
   }
   return out;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 std::string octal_mode(mode_t mode) {

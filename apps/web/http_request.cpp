@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "runtime/base/hex_text.hpp"
+
 namespace troupe {
 
 namespace {
@@ -34,16 +36,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 /// Percent-decodes a path; false on a bad escape or a decoded NUL.
