@@ -33,6 +33,16 @@ uint16_t metrics_port(const process& p) {
   return static_cast<uint16_t>(std::atoi(out.c_str() + at + 26));
 }
 
+/// The metrics port of `run` once it serves and has trained 100 steps.
+uint16_t serving_port(running_cluster& run) {
+  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
+                        run.logs());
+  auto port = metrics_port(run.chief());
+  BOOST_REQUIRE(port > 0);
+  run.require_step(100);
+  return port;
+}
+
 /// `e` with every sample's run labels (run="...",run_id="...", which every
 /// series carries first) taken out of its key, so that checks name the
 /// labels of their own; a sample without them fails the test.
@@ -84,11 +94,7 @@ BOOST_AUTO_TEST_CASE(a_scrape_during_the_run_shows_it_moving) {
   auto cfg = one_process_run(dir, 2, 6);
   running_cluster run{
     dir, {"node", {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}}};
-  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
-                        run.logs());
-  auto port = metrics_port(run.chief());
-  BOOST_REQUIRE(port > 0);
-  run.require_step(100);
+  auto port = serving_port(run);
   const std::string worker0 =
     R"(troupe_worker_steps_total{worker="0",node="local"})";
   auto first = scrape(port, worker0);
@@ -173,11 +179,7 @@ BOOST_AUTO_TEST_CASE(the_api_views_are_the_shells_json_kept_fresh) {
   auto cfg = one_process_run(dir, 2, 6);
   running_cluster run{
     dir, {"node", {"--config", cfg, "--metrics-listen", "127.0.0.1:0"}}};
-  BOOST_REQUIRE_MESSAGE(run.chief().wait_for_output("metrics: http://", 60),
-                        run.logs());
-  auto port = metrics_port(run.chief());
-  BOOST_REQUIRE(port > 0);
-  run.require_step(100);
+  auto port = serving_port(run);
   // The status twice, 1.5 s apart: the view moves and is never older than
   // the poller's half second and one answer of the chief's.
   auto status = [&] {
