@@ -5,9 +5,12 @@
 # nodes and the chief are killed with kill -9 and links are cut, one after
 # another, for MINUTES; then no step may be lost, every shard must end at
 # the run's step count, every sample must train once per epoch, every
-# process must exit 0, and the memory of the processes that lived through
-# it (a minute's median) must stay within 10% of its value in the minute
-# after the first 5. ctest runs a 150 s version (soak.short).
+# process must exit 0, and the heap in use of the processes that lived
+# through it (a minute's median, as their agents report it) must stay
+# within 10% of its value in the minute after the first 5, their resident
+# memory within 20% (it also holds what the allocator keeps after a free,
+# which spreads with the order of frees: docs/benchmarks.md "The soak").
+# ctest runs a 150 s version (soak.short).
 # Usage: scripts/soak.sh [minutes, default 60] [seed, default the time]
 #          [more options of tests/soak/soak_test.py, e.g. --keep FOLDER to
 #          keep the logs and memory.csv]
@@ -19,6 +22,7 @@ minutes="${1:-60}"
 seed="${2:-}"
 shift $(($# < 2 ? $# : 2))
 TROUPE_BUILD_DIR="$TROUPE_BUILD" /usr/bin/python3 tests/soak/soak_test.py \
-  --seconds "$((minutes * 60))" --rss-after-s 300 --rss-tolerance 0.10 \
+  --seconds "$((minutes * 60))" --rss-after-s 300 --heap-tolerance 0.10 \
+  --rss-tolerance 0.20 \
   --least 60 \
   ${seed:+--seed "$seed"} "$@"

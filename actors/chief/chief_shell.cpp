@@ -219,6 +219,7 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
 /// A node's process as it (or, for the chief's, this process) answered.
 void take_usage(node_view& v, const process_usage& u) {
   v.resident_bytes = u.resident_bytes;
+  v.heap_bytes = u.heap_bytes;
   v.cpu_seconds = u.cpu_seconds;
   v.pid = u.pid;
   v.host = u.host;

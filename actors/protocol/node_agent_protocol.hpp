@@ -122,7 +122,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_usage& x) {
   return f(caf::meta::type_name("process_usage"), x.resident_bytes,
-           x.cpu_seconds, x.pid, x.host, x.program);
+           x.heap_bytes, x.cpu_seconds, x.pid, x.host, x.program);
 }
 
 /// The node agent (actors/node_agent.hpp): one per OS process; starts
@@ -155,8 +155,8 @@ using node_agent_actor = caf::typed_actor<
   // the cluster file), for a shell or a node that came to this port
   // looking for the chief.
   caf::replies_to<who_atom>::with<std::string, std::string>,
-  // This process's resident memory and CPU time (the shell's `nodes`, the
-  // metrics endpoint).
+  // This process's resident memory, heap in use and CPU time (the shell's
+  // `nodes`, the metrics endpoint).
   caf::replies_to<stats_atom>::with<process_usage>,
   // data.follow: the training parts are now these, in order (those here
   // are a beginning of them): the node's click logs take the new ones

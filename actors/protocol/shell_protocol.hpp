@@ -102,8 +102,9 @@ struct node_view {
   std::string name, address;
   bool up = false, chief = false, joined = false;
   std::vector<int32_t> shards, workers;
-  /// Its process's resident memory and CPU time; -1: it did not answer.
-  int64_t resident_bytes = -1;
+  /// Its process's resident memory, heap in use (process_usage) and CPU
+  /// time; -1: it did not answer.
+  int64_t resident_bytes = -1, heap_bytes = -1;
   double cpu_seconds = -1;
   /// Its process (-1, empty: it did not answer): a user's Python worker
   /// process shows as its interpreter ("python3").
@@ -196,8 +197,8 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_view& x) {
   return f(caf::meta::type_name("node_view"), x.name, x.address, x.up, x.chief,
-           x.joined, x.shards, x.workers, x.resident_bytes, x.cpu_seconds,
-           x.pid, x.host, x.program);
+           x.joined, x.shards, x.workers, x.resident_bytes, x.heap_bytes,
+           x.cpu_seconds, x.pid, x.host, x.program);
 }
 
 template <class Inspector>

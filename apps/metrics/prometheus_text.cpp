@@ -332,12 +332,19 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   per_node("troupe_node_resident_memory_bytes", "gauge",
            "Resident memory of a node's process.",
            [](const node_view& n) { return n.resident_bytes; });
+  per_node("troupe_node_heap_bytes", "gauge",
+           "Heap in use in a node's process: what malloc handed out and did "
+           "not have back.",
+           [](const node_view& n) { return n.heap_bytes; });
   per_node("troupe_node_cpu_seconds_total", "counter",
            "User and system CPU time of a node's process.",
            [](const node_view& n) { return n.cpu_seconds; });
   family(out, "process_resident_memory_bytes", "gauge",
          "Resident memory of the serving process (the chief's).")
     .sample(self.resident_bytes);
+  family(out, "process_heap_bytes", "gauge",
+         "Heap in use in the serving process (the chief's).")
+    .sample(self.heap_bytes);
   family(out, "process_cpu_seconds_total", "counter",
          "User and system CPU time of the serving process.")
     .sample(self.cpu_seconds);

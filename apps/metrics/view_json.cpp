@@ -117,6 +117,7 @@ json nodes_json(const cluster_view& v) {
        // null: its process did not answer (down, or slow)
        {"resident_bytes",
         n.resident_bytes >= 0 ? json(n.resident_bytes) : json(nullptr)},
+       {"heap_bytes", n.heap_bytes >= 0 ? json(n.heap_bytes) : json(nullptr)},
        {"cpu_seconds",
         n.cpu_seconds >= 0 ? json(n.cpu_seconds) : json(nullptr)},
        {"pid", n.pid >= 0 ? json(n.pid) : json(nullptr)},

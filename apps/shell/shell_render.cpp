@@ -245,10 +245,14 @@ std::string for_people(const std::string& command, const json& j, bool all) {
   if (command == "nodes" && j.is_array()) {
     // A person reads memory in binary units; scripts keep the bytes (--json).
     json rows = j;
-    for (auto& r : rows)
-      r["memory"] = r["resident_bytes"].is_number()
-                      ? json(binary_size(r["resident_bytes"].get<double>()))
-                      : json(nullptr);
+    auto binary = [](const json& bytes) {
+      return bytes.is_number() ? json(binary_size(bytes.get<double>()))
+                               : json(nullptr);
+    };
+    for (auto& r : rows) {
+      r["memory"] = binary(r["resident_bytes"]);
+      r["heap"] = binary(r["heap_bytes"]);
+    }
     return long_table(command, rows,
                       {{"name", "NODE"},
                        {"address", "ADDRESS"},
@@ -257,6 +261,7 @@ std::string for_people(const std::string& command, const json& j, bool all) {
                        {"shards", "SHARDS"},
                        {"workers", "WORKERS"},
                        {"memory", "RSS"},
+                       {"heap", "HEAP"},
                        {"cpu_seconds", "CPU_SECONDS"},
                        {"pid", "PID"},
                        {"program", "PROGRAM"}},

@@ -1,6 +1,7 @@
 #include "runtime/base/process_usage.hpp"
 
 #include <fstream>
+#include <malloc.h>
 #include <string>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@ process_usage own_process_usage() {
   int64_t size = 0, resident = 0;
   if (statm >> size >> resident)
     u.resident_bytes = resident * sysconf(_SC_PAGESIZE);
+  const struct mallinfo2 heap = mallinfo2();
+  u.heap_bytes = static_cast<int64_t>(heap.uordblks + heap.hblkhd);
   u.pid = getpid();
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0)

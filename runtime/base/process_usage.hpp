@@ -8,9 +8,15 @@
 
 namespace troupe {
 
-/// From /proc/self/statm and getrusage (0 where they cannot be read).
+/// From /proc/self/statm, mallinfo2 and getrusage (0 where they cannot be
+/// read).
 struct process_usage {
   int64_t resident_bytes = 0;
+  /// What malloc has handed out and not had back (mallinfo2's uordblks
+  /// and hblkhd, all arenas): the heap in use. Resident memory also holds
+  /// what the allocator keeps after a free, which comes and goes with the
+  /// order of frees; this does not, so it is what shows a leak.
+  int64_t heap_bytes = 0;
   double cpu_seconds = 0; ///< user and system
   int64_t pid = 0;
   std::string host;    ///< gethostname()

@@ -3,6 +3,9 @@
 // and id; label values are escaped.
 #include "apps/metrics/prometheus_text.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 #include <boost/test/unit_test.hpp>
 
 using namespace troupe;
@@ -59,6 +62,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
   up.name = "ps0";
   up.resident_bytes = 123456789;
   up.cpu_seconds = 2.5;
+  up.heap_bytes = 4096;
   silent.name = "w0";
   v.nodes = {up, silent};
   auto text = troupe::prometheus_text(v, process_usage{});
@@ -70,6 +74,10 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
     text);
   BOOST_TEST(text.find("\ntroupe_node_cpu_seconds_total{run=\"\",run_id=\"\","
                        "node=\"ps0\"} 2.5\n")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("\ntroupe_node_heap_bytes{run=\"\",run_id=\"\","
+                       "node=\"ps0\"} 4096\n")
                != std::string::npos,
              text);
   BOOST_TEST(text.find("node=\"w0\"} ") == std::string::npos, text);
@@ -170,6 +178,20 @@ BOOST_AUTO_TEST_CASE(this_process_has_memory_and_cpu) {
   auto u = own_process_usage();
   BOOST_TEST(u.resident_bytes > 1000000);
   BOOST_TEST(u.cpu_seconds > 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_heap_in_use_follows_what_is_allocated_and_freed) {
+  auto before = own_process_usage().heap_bytes;
+  BOOST_TEST(before > 0);
+  constexpr size_t size = 64 << 20;
+  auto* block = static_cast<char*>(std::malloc(size));
+  BOOST_REQUIRE(block != nullptr);
+  std::memset(block, 1, size);
+  auto held = own_process_usage().heap_bytes;
+  BOOST_TEST(held - before >= static_cast<int64_t>(size));
+  std::free(block);
+  auto after = own_process_usage().heap_bytes;
+  BOOST_TEST(held - after >= static_cast<int64_t>(size));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

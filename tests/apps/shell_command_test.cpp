@@ -189,15 +189,20 @@ BOOST_AUTO_TEST_CASE(nodes_show_memory_a_person_reads) {
   a.name = "chief";
   a.up = true;
   a.resident_bytes = 43'305'779; // 41.3 MiB
+  a.heap_bytes = 3'250'586;      // 3.1 MiB
   b.name = "w0";                 // did not answer
   v.nodes = {a, b};
   auto table = *render_view(parsed("nodes"), v, false);
   BOOST_TEST(table.find("RSS") != std::string::npos, table);
   BOOST_TEST(table.find("41.3 MiB") != std::string::npos, table);
+  BOOST_TEST(table.find("HEAP") != std::string::npos, table);
+  BOOST_TEST(table.find("3.1 MiB") != std::string::npos, table);
   BOOST_TEST(table.find("43305779") == std::string::npos, table);
   auto rows = nlohmann::json::parse(*render_view(parsed("nodes"), v, true));
   BOOST_TEST(rows[0]["resident_bytes"] == 43305779);
   BOOST_TEST(rows[1]["resident_bytes"].is_null());
+  BOOST_TEST(rows[0]["heap_bytes"] == 3250586);
+  BOOST_TEST(rows[1]["heap_bytes"].is_null());
 }
 
 // Embedding tables: each table's rows and traffic on each shard.

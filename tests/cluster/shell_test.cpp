@@ -155,6 +155,10 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
     BOOST_REQUIRE_EQUAL(nodes.size(), 3u);
     for (auto& n : nodes) {
       BOOST_TEST(n["resident_bytes"].get<double>() > 20e6, n.dump());
+      BOOST_TEST(n["heap_bytes"].get<double>() > 0, n.dump());
+      BOOST_TEST(n["heap_bytes"].get<double>()
+                   < n["resident_bytes"].get<double>(),
+                 n.dump());
       BOOST_TEST(n["cpu_seconds"].get<double>() > 0, n.dump());
     }
   }

@@ -138,7 +138,8 @@ function showNodes(nodes) {
     `${nodes.filter((n) => n.state === "up").length} of ${nodes.length} up`;
   table("nodes", [["name", "node"], ["address", "address"], ["state", "state"],
     ["shards", "shards"], ["workers", "workers"], ["pid", "pid"], ["host", "host"],
-    ["resident_bytes", "memory", bytes], ["cpu_seconds", "CPU s"], ["program", "program"]],
+    ["resident_bytes", "memory", bytes], ["heap_bytes", "heap", bytes],
+    ["cpu_seconds", "CPU s"], ["program", "program"]],
     nodes, (n) => n.state !== "up" ? "down" : "");
 }
 
