@@ -4,6 +4,8 @@
 # their own to find at run time (apps/web/page_files.hpp).
 set(entries "")
 foreach(spec "index.html|/|text/html" "page.js|/page.js|text/javascript"
+             "hmac.js|/hmac.js|text/javascript"
+             "steer.js|/steer.js|text/javascript"
              "page.css|/page.css|text/css"
              "favicon.svg|/favicon.svg|image/svg+xml")
   string(REPLACE "|" ";" parts "${spec}")

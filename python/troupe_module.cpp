@@ -321,8 +321,12 @@ py::dict train(const std::string& config_path, py::object step,
     std::unique_ptr<metrics_endpoint> metrics;
     caf::expected<cluster_summary> result{caf::sec::none};
     if (metrics_at) {
-      auto started = serve_chief_metrics(sys, *metrics_at, slot,
-                                         request_timeout(opts.cfg), opts.log);
+      auto steering = page_steering_key(sys, links.key_file, opts.log);
+      auto started =
+        steering
+          ? serve_chief_metrics(sys, *metrics_at, slot,
+                                request_timeout(opts.cfg), *steering, opts.log)
+          : caf::expected<std::unique_ptr<metrics_endpoint>>{steering.error()};
       if (started)
         metrics = std::move(*started);
       else

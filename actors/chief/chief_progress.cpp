@@ -14,7 +14,8 @@ void set_user_pause(chief_self self, bool paused) {
   auto& st = self->state;
   if (!st.progress.set_user_paused(paused, now_seconds()))
     return;
-  say(self, paused ? "paused by the shell" : "resumed by the shell");
+  say(self, paused ? "paused (by the shell or the page)"
+                   : "resumed (by the shell or the page)");
   if (paused)
     self->request(st.shards.feeder, timeout_of(self), pause_atom_v)
       .then([](feeder_position&) {}, [](caf::error&) {});

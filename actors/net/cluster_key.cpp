@@ -18,18 +18,6 @@ namespace troupe {
 
 namespace {
 
-constexpr char hex_digits[] = "0123456789abcdef";
-
-std::string to_hex(const uint8_t* data, size_t n) {
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out += hex_digits[data[i] >> 4];
-    out += hex_digits[data[i] & 0xf];
-  }
-  return out;
-}
-
 std::string octal_mode(mode_t mode) {
   char buf[8];
   std::snprintf(buf, sizeof(buf), "%04o", static_cast<unsigned>(mode & 07777));

@@ -17,6 +17,7 @@ http_response json_answer(int status, const json& j) {
   return {status,
           "application/json; charset=utf-8",
           j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+          {},
           {}};
 }
 

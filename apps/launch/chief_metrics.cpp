@@ -1,6 +1,8 @@
 #include "apps/launch/chief_metrics.hpp"
 
+#include "actors/net/remote.hpp"
 #include "apps/launch/chief_api.hpp"
+#include "apps/launch/page_steering.hpp"
 #include "apps/launch/view_poller.hpp"
 #include "apps/metrics/prometheus_text.hpp"
 #include "apps/web/page_files.hpp"
@@ -32,15 +34,39 @@ metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
   };
 }
 
-caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
-  caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
-  std::shared_ptr<chief_slot> slot, caf::timespan timeout, std::ostream* log) {
-  // The /api/ views read the poller's view; it lives as long as the
-  // endpoint's handler, which the endpoint's end lets go of last.
+caf::expected<cluster_key> page_steering_key(caf::actor_system& sys,
+                                             const std::string& key_file,
+                                             std::ostream* log) {
+  auto security = security_of(sys);
+  if (security->guard && security->guard->key() != nullptr)
+    return *security->guard->key();
+  bool made = false;
+  auto key = load_or_make_key(key_file.empty() ? default_key_path() : key_file,
+                              made);
+  if (key && made && log)
+    *log << "cluster key: made " << describe(*key)
+         << " (the page steers with it)" << std::endl;
+  return key;
+}
+
+caf::expected<std::unique_ptr<metrics_endpoint>>
+serve_chief_metrics(caf::actor_system& sys,
+                    const std::pair<std::string, uint16_t>& at,
+                    std::shared_ptr<chief_slot> slot, caf::timespan timeout,
+                    cluster_key steering_key, std::ostream* log) {
+  // The /api/ views read the poller's view; it and the steering live as
+  // long as the endpoint's handler, which the endpoint's end lets go of
+  // last.
   auto poller = std::make_shared<view_poller>(sys, slot, timeout);
+  // A steering command the chief has not answered in 8 s is reported as
+  // such, before the port's 10 s for a request runs out.
+  auto steering = std::make_shared<page_steering>(
+    sys, slot, std::move(steering_key), std::chrono::seconds(8));
   auto started = metrics_endpoint::start(
     at.first, at.second, chief_metrics(sys, std::move(slot), timeout),
-    [poller](const http_request& req) {
+    [poller, steering](const http_request& req) {
+      if (auto steer = steering->answer(req))
+        return steer;
       if (auto api = chief_api(*poller, req))
         return api;
       return page_answer(req);

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "actors/net/cluster_key.hpp"
 #include "actors/protocol/chief_protocol.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "caf/actor_system.hpp"
@@ -41,10 +42,23 @@ metrics_endpoint::render_fn chief_metrics(caf::actor_system& sys,
                                           std::shared_ptr<chief_slot> slot,
                                           caf::timespan timeout);
 
+/// The key a request to steer from the page must prove
+/// (apps/launch/page_steering.hpp): the cluster key when `sys`'s links use
+/// one, else the key file of the user who runs the chief (`key_file`, or
+/// the default one), made if missing and said so on `log`. Under mutual
+/// TLS or --insecure the page so steers with a secret only that user has.
+caf::expected<cluster_key> page_steering_key(caf::actor_system& sys,
+                                             const std::string& key_file,
+                                             std::ostream* log);
+
 /// Serves chief_metrics at `at`, bound now (before the run starts, so a
-/// taken port fails at once), and says where on `log` (null: nowhere).
-caf::expected<std::unique_ptr<metrics_endpoint>> serve_chief_metrics(
-  caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
-  std::shared_ptr<chief_slot> slot, caf::timespan timeout, std::ostream* log);
+/// taken port fails at once), with the /api views, the page, and steering
+/// for requests that prove `steering_key`; says where on `log` (null:
+/// nowhere).
+caf::expected<std::unique_ptr<metrics_endpoint>>
+serve_chief_metrics(caf::actor_system& sys,
+                    const std::pair<std::string, uint16_t>& at,
+                    std::shared_ptr<chief_slot> slot, caf::timespan timeout,
+                    cluster_key steering_key, std::ostream* log);
 
 } // namespace troupe

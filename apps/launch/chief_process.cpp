@@ -78,8 +78,11 @@ run_chief_node(run_config cfg, chief_process what,
   auto slot = std::make_shared<chief_slot>();
   std::unique_ptr<metrics_endpoint> metrics;
   if (what.metrics_at) {
-    auto started = serve_chief_metrics(sys, *what.metrics_at, slot,
-                                       request_timeout(opts.cfg), &std::cout);
+    auto key = page_steering_key(sys, links.key_file, &std::cout);
+    if (!key)
+      return key.error();
+    auto started = serve_chief_metrics(
+      sys, *what.metrics_at, slot, request_timeout(opts.cfg), *key, &std::cout);
     if (!started)
       return started.error();
     metrics = std::move(*started);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "runtime/base/errc.hpp"
@@ -23,11 +24,37 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 struct connection {
+  uint64_t serial = 0; ///< which connection of all on this fd
   std::string in;
   std::string out;
   size_t sent = 0;
   bool closing = false; ///< close once `out` is sent
+  /// A deferred answer is awaited (http_response::later); how to send it.
+  bool waiting = false, keep_alive = true, head_only = false;
   clock_type::time_point deadline;
+};
+
+/// Deferred answers given on other threads, for the loop to send. Every
+/// reply shares it, so that a late one finds it shut (wake -1) rather
+/// than a loop that is gone.
+struct deferred_answers {
+  struct answer {
+    int fd;
+    uint64_t serial;
+    http_response res;
+  };
+  std::mutex mutex;
+  int wake = -1; ///< an eventfd the loop watches
+  std::vector<answer> queue;
+
+  void give(int fd, uint64_t serial, http_response res) {
+    std::lock_guard<std::mutex> guard{mutex};
+    if (wake < 0)
+      return;
+    queue.push_back({fd, serial, std::move(res)});
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake, &one, sizeof one);
+  }
 };
 
 bool has_header(const http_response& r, const char* name) {
@@ -38,7 +65,7 @@ bool has_header(const http_response& r, const char* name) {
 }
 
 http_response refusal(int status, const std::string& why) {
-  return {status, "text/plain; charset=utf-8", why + "\n", {}};
+  return {status, "text/plain; charset=utf-8", why + "\n", {}, {}};
 }
 
 } // namespace
@@ -70,8 +97,17 @@ struct http_server::loop {
   http_server_options opts;
   std::atomic<size_t>* open = nullptr;
   std::unordered_map<int, connection> conns;
+  uint64_t serials = 0;
+  std::shared_ptr<deferred_answers> deferred =
+    std::make_shared<deferred_answers>();
 
   ~loop() {
+    {
+      std::lock_guard<std::mutex> guard{deferred->mutex};
+      if (deferred->wake >= 0)
+        ::close(deferred->wake);
+      deferred->wake = -1;
+    }
     for (auto& [fd, c] : conns)
       ::close(fd);
     for (int fd : {listener, epoll, wake, spare})
@@ -129,6 +165,7 @@ struct http_server::loop {
       if (conns.size() >= opts.max_connections)
         close_conn(oldest());
       auto& c = conns[fd];
+      c.serial = ++serials;
       c.deadline = clock_type::now() + opts.request_timeout;
       open->store(conns.size());
       watch(fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
@@ -136,9 +173,10 @@ struct http_server::loop {
   }
 
   /// Answers the request at the front of `c.in`, if it is whole and
-  /// nothing waits to be sent; false when there is none to answer.
-  bool answer(connection& c) {
-    if (!c.out.empty() || c.closing || c.in.empty())
+  /// nothing waits to be sent; false when there is none to answer, or its
+  /// answer is deferred.
+  bool answer(int fd, connection& c) {
+    if (!c.out.empty() || c.closing || c.waiting || c.in.empty())
       return false;
     http_request req;
     auto r = read_http_request(c.in, opts.limits, req);
@@ -158,10 +196,68 @@ struct http_server::loop {
     } catch (const std::exception& e) {
       res = refusal(500, std::string{"the server failed: "} + e.what());
     }
-    c.out = http_answer_bytes(res, req.keep_alive, req.method == "HEAD");
-    c.closing = !req.keep_alive;
-    c.deadline = clock_type::now() + opts.request_timeout;
+    c.keep_alive = req.keep_alive;
+    c.head_only = req.method == "HEAD";
+    if (res.later) {
+      c.waiting = true; // until the answer comes, or the request's time ends
+      auto once = std::make_shared<std::atomic<bool>>(false);
+      http_reply reply = [box = deferred, fd, serial = c.serial,
+                          once](http_response given) {
+        if (!once->exchange(true))
+          box->give(fd, serial, std::move(given));
+      };
+      try {
+        res.later(reply);
+      } catch (const std::exception& e) {
+        reply(refusal(500, std::string{"the server failed: "} + e.what()));
+      }
+      return false;
+    }
+    send_answer(c, res);
     return true;
+  }
+
+  void send_answer(connection& c, const http_response& res) {
+    c.out = http_answer_bytes(res, c.keep_alive, c.head_only);
+    c.closing = c.closing || !c.keep_alive; // closing: the client left
+    c.deadline = clock_type::now() + opts.request_timeout;
+  }
+
+  /// Sends what is due and answers the requests whole in `c.in`,
+  /// pipelined ones too; false when the connection is done with.
+  bool serve(int fd, connection& c) {
+    if (!flush(fd, c))
+      return false;
+    while (answer(fd, c)) {
+      if (!flush(fd, c))
+        return false;
+      if (!c.out.empty())
+        break; // the client reads slower than this answers
+    }
+    return true;
+  }
+
+  /// The deferred answers given since last time, each to its connection
+  /// if that is still open and waiting.
+  void take_deferred() {
+    uint64_t count = 0;
+    [[maybe_unused]] auto n = ::read(deferred->wake, &count, sizeof count);
+    std::vector<deferred_answers::answer> given;
+    {
+      std::lock_guard<std::mutex> guard{deferred->mutex};
+      given.swap(deferred->queue);
+    }
+    for (auto& a : given) {
+      auto it = conns.find(a.fd);
+      if (it == conns.end() || it->second.serial != a.serial
+          || !it->second.waiting)
+        continue; // closed meanwhile (its time ran out, or the client left)
+      auto& c = it->second;
+      c.waiting = false;
+      send_answer(c, a.res);
+      if (!serve(a.fd, c))
+        close_conn(a.fd);
+    }
   }
 
   /// Sends what it can; false when the connection is done with. While an
@@ -222,17 +318,10 @@ struct http_server::loop {
     } else if (events & EPOLLHUP) {
       return close_conn(fd);
     }
-    // The answers to the requests whole in `in`, pipelined ones too.
-    if (!flush(fd, c))
+    if (!serve(fd, c))
       return close_conn(fd);
-    while (answer(c)) {
-      if (!flush(fd, c))
-        return close_conn(fd);
-      if (!c.out.empty())
-        break; // the client reads slower than this answers
-    }
     if (eof) {
-      if (c.out.empty())
+      if (c.out.empty() && !c.waiting)
         return close_conn(fd);
       c.closing = true;
     }
@@ -268,7 +357,9 @@ struct http_server::loop {
         int fd = events[i].data.fd;
         if (fd == wake)
           return;
-        if (fd == listener)
+        if (fd == deferred->wake)
+          take_deferred();
+        else if (fd == listener)
           accept_all();
         else
           on_event(fd, events[i].events);
@@ -328,13 +419,15 @@ http_server::start(const std::string& host, uint16_t port, http_handler handler,
   l.epoll = ::epoll_create1(EPOLL_CLOEXEC);
   l.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   l.spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (l.epoll < 0 || l.wake < 0)
+  l.deferred->wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (l.epoll < 0 || l.wake < 0 || l.deferred->wake < 0)
     return fail(std::strerror(errno));
   l.handler = std::move(handler);
   l.opts = options;
   l.open = &s->open_;
   l.watch(l.listener, EPOLLIN, EPOLL_CTL_ADD);
   l.watch(l.wake, EPOLLIN, EPOLL_CTL_ADD);
+  l.watch(l.deferred->wake, EPOLLIN, EPOLL_CTL_ADD);
   auto* lp = s->loop_.get();
   s->thread_ = std::thread{[lp] { lp->run(); }};
   return s;

@@ -13,6 +13,11 @@
 // out of descriptors, the newest connection is closed at once rather than
 // left in the backlog. Every answer says Cache-Control: no-store and
 // X-Content-Type-Options: nosniff unless its handler says otherwise.
+//
+// A handler that must wait for its answer (a steering command the chief
+// answers) defers it (http_response::later): the connection waits, read no
+// further, while every other connection is served, until the answer is
+// given from any thread or the request's time runs out.
 #pragma once
 
 #include <atomic>
@@ -30,12 +35,23 @@
 
 namespace troupe {
 
+struct http_response;
+
+/// Gives a deferred request its answer; callable from any thread, once
+/// (later calls, and calls after the connection closed or the server
+/// stopped, do nothing).
+using http_reply = std::function<void(http_response)>;
+
 struct http_response {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   /// More headers ("Location", "Cache-Control" to replace no-store, ...).
   std::vector<std::pair<std::string, std::string>> headers;
+  /// Set: the answer comes later. The server calls it at once, on its
+  /// thread, with the reply to give when the answer is known; the rest of
+  /// this response is not sent.
+  std::function<void(http_reply)> later;
 };
 
 /// Answers one request; runs on the server's thread, so it must not wait

@@ -1,9 +1,10 @@
 // The metrics port's page: its files (apps/web/page/, built into the
 // program by cmake/EmbedPage.cmake, so nothing is fetched from elsewhere
 // when it is viewed) and how they are served. The page only reads the
-// port's /api/ views; its headers keep a browser from running anything
-// but the page's own script (Content-Security-Policy), from framing it
-// and from sending its address elsewhere.
+// port's /api/ views and posts steering commands to it; its headers keep a
+// browser from running anything but the page's own script
+// (Content-Security-Policy), from framing it and from sending its address
+// elsewhere.
 #pragma once
 
 #include <optional>
@@ -15,7 +16,7 @@
 namespace troupe {
 
 struct page_file {
-  const char* path;         ///< "/", "/page.js", "/page.css", "/favicon.svg"
+  const char* path;         ///< "/", "/page.js", "/steer.js", ...
   const char* content_type; ///< "text/html; charset=utf-8", ...
   std::string_view body;
 };

@@ -8,20 +8,30 @@ node are named with markup (`<img src=x onerror=...>`):
 - its charts' points grow while the run trains;
 - a worker node killed with kill -9 shows its worker down, and running
   again once the node is started again;
-- the browser's console holds no error;
+- its SHA-256 and HMAC give RFC 4231's and hashlib's digests;
+- steering from the page: pause is refused without the key (401) and with
+  another key (403), and with the cluster key pauses the run, which the
+  page and /api/status then show; resume and set lr likewise; a GET of
+  /api/steer is refused (405);
+- the browser's console holds no error (the refused steering requests'
+  own network lines aside);
 - every answer of the page and of /api/ says what it is and is not cached;
-- screenshots at three moments (training, a worker lost, back) are kept
-  under the build folder (web-screenshots/).
+- screenshots at four moments (training, a worker lost, back, paused from
+  the page) are kept under the build folder (web-screenshots/).
 
 Run by ctest (web.page) with TROUPE_BUILD_DIR. Exit 77 (skipped) when a
 tool is missing, outside CI (scripts/setup.sh installs them)."""
 
+import hashlib
+import hmac
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -83,6 +93,112 @@ def browser():
 def headers_of(url):
     with urllib.request.urlopen(url, timeout=5) as r:
         return {k.lower(): v for k, v in r.getheaders()}
+
+
+def status_of(url):
+    """The HTTP status of a GET of `url`."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def run_of(base):
+    with urllib.request.urlopen(base + "/api/status", timeout=5) as r:
+        return json.load(r)["run"]
+
+
+def check_digests(js):
+    """The page's SHA-256 and HMAC-SHA256 against RFC 4231 and hashlib."""
+    got = js("const t = (s) => new TextEncoder().encode(s);"
+             "return toHex(hmacSha256(t('Jefe'), "
+             "t('what do ya want for nothing?')))")
+    check(got == "5bdcc146bf60754e6a042426089575c7"
+                 "5a003f089d2739839dec58b964ec3843",
+          "the page's HMAC-SHA256 gives RFC 4231's test case 2", got)
+    for n in (0, 55, 56, 64, 1000):
+        data = bytes((7 * i + 3) % 256 for i in range(n))
+        key = bytes(range(100))  # longer than a block: hashed first
+        page = js("const d = new Uint8Array(arguments[0]);"
+                  "const k = new Uint8Array(arguments[1]);"
+                  "return [toHex(sha256(d)), toHex(hmacSha256(k, d))]",
+                  list(data), list(key))
+        check(page == [hashlib.sha256(data).hexdigest(),
+                       hmac.new(key, data, hashlib.sha256).hexdigest()],
+              "the page's SHA-256 and HMAC of %d bytes are hashlib's" % n,
+              str(page))
+
+
+def check_steering(driver, js, text, base, chief_log, shots):
+    """Pause, resume and set lr from the page: refused without the key
+    and with another, carried out with the cluster key."""
+    from selenium.webdriver.common.by import By
+    path = re.search(r"cluster key [0-9a-f]+ in (\S+)", chief_log).group(1)
+    with open(path) as f:
+        key = f.read().strip()
+    check(status_of(base + "/api/steer") == 405,
+          "a GET of /api/steer is refused (405): steering never goes over "
+          "GET")
+    js("document.getElementById('steer').open = true")
+
+    def answer():
+        return text("steer-answer")
+
+    def send(command_button):
+        js("document.getElementById('steer-answer').textContent = ''")
+        driver.find_element(By.CSS_SELECTOR,
+                            "button[data-command='%s']" % command_button
+                            ).click()
+        wait_until("the page's answer to " + command_button,
+                   lambda: answer() and not answer().endswith("sending"), 15)
+        return answer()
+
+    def give_key(hex_text):
+        field = driver.find_element(By.ID, "key")
+        field.send_keys(hex_text)
+        driver.find_element(By.CSS_SELECTOR, "#key-form button").click()
+
+    said = send("pause")
+    check("refused (401)" in said and "cluster key" in said
+          and not run_of(base)["paused"],
+          "pause without the key is refused, and the run goes on", said)
+    give_key("ab" * 32)
+    said = send("pause")
+    check("refused (403)" in said and "another key" in said
+          and not run_of(base)["paused"],
+          "pause with another key is refused, and the run goes on", said)
+    give_key(key)
+    check(text("key-state") == "key given", "the page holds the key")
+    said = send("pause")
+    check(said.startswith("pause: ") and "refused" not in said,
+          "pause with the cluster key is carried out", said)
+    # /api/status is the view polled every 500 ms.
+    wait_until("/api/status to say the run is paused",
+               lambda: run_of(base)["paused"], 5)
+    wait_until("the page to show the run paused",
+               lambda: text("run-state") == "paused", 10)
+    steps = run_of(base)["steps"]
+    time.sleep(1.5)
+    check(run_of(base)["steps"] - steps <= 8,
+          "the paused run takes no new batches (at most those in flight)")
+    driver.save_screenshot(os.path.join(shots, "4-paused.png"))
+    said = send("resume")
+    check(said.startswith("resume: "), "resume from the page is carried out",
+          said)
+    wait_until("/api/status to say the run is not paused",
+               lambda: not run_of(base)["paused"], 5)
+    wait_until("the page to show the run training",
+               lambda: text("run-state") == "training", 10)
+    js("document.getElementById('lr').value = '0.0005'")
+    js("document.getElementById('steer-answer').textContent = ''")
+    driver.find_element(By.CSS_SELECTOR, "#lr-form button").click()
+    wait_until("the page's answer to set lr",
+               lambda: answer() and not answer().endswith("sending"), 15)
+    check(answer().startswith("set lr 0.0005: "),
+          "set lr from the page is carried out", answer())
+    wait_until("/api/status to show the learning rate set",
+               lambda: abs(run_of(base)["learning_rate"] - 0.0005) < 1e-9, 5)
 
 
 def main():
@@ -191,8 +307,15 @@ def main():
               "the node's name shows as text in the nodes table")
         driver.save_screenshot(os.path.join(shots, "3-back.png"))
 
+        check_digests(js)
+        check_steering(driver, js, text, base, read(logs["chief"]), shots)
+
+        # A refused request's status is a network line in the console, not
+        # a script's error: those of the refusals above are expected.
         errors = [e for e in driver.get_log("browser")
-                  if e.get("level") == "SEVERE"]
+                  if e.get("level") == "SEVERE"
+                  and not (e.get("source") == "network"
+                           and "/api/steer" in e.get("message", ""))]
         check(not errors, "no error in the browser's console",
               json.dumps(errors, indent=1))
         say("screenshots in " + shots)

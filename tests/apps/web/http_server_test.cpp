@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,7 +120,7 @@ std::unique_ptr<troupe::http_server> hello_server(http_server_options o = {}) {
       if (r.path == "/boom")
         throw std::runtime_error("boom");
       if (r.path != "/hello")
-        return http_response{404, "text/plain; charset=utf-8", "no\n", {}};
+        return http_response{404, "text/plain; charset=utf-8", "no\n", {}, {}};
       res.body = "hello " + r.method + " " + r.body;
       return res;
     },
@@ -307,6 +308,76 @@ BOOST_AUTO_TEST_CASE(an_address_it_cannot_take_is_refused_by_name) {
              text);
   BOOST_TEST(!troupe::http_server::start(
     "192.0.2.1", 0, [](const http_request&) { return http_response{}; }));
+}
+
+// A deferred answer: its connection waits while others are served, the
+// answer given from another thread arrives, the connection then serves its
+// next request; one whose time runs out is closed, and its late reply is
+// dropped.
+BOOST_AUTO_TEST_CASE(a_deferred_answer_keeps_no_one_else_waiting) {
+  std::mutex mutex;
+  std::vector<http_reply> held;
+  http_server_options o;
+  o.request_timeout = 1500ms;
+  auto s = troupe::http_server::start(
+    "127.0.0.1", 0,
+    [&](const http_request& r) {
+      http_response res;
+      if (r.path == "/slow")
+        res.later = [&](http_reply reply) {
+          std::lock_guard<std::mutex> guard{mutex};
+          held.push_back(std::move(reply));
+        };
+      else
+        res.body = "quick";
+      return res;
+    },
+    o);
+  BOOST_REQUIRE(s);
+  auto port = (*s)->port();
+  int waiting = connect_to(port);
+  send_all(waiting, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto [quick, took] = get(port, "/quick");
+  BOOST_TEST(quick.find("quick") != std::string::npos, quick);
+  BOOST_TEST(took < 1.0);
+  BOOST_TEST(read_answer(waiting, 200ms).empty()); // still waiting
+  http_reply reply;
+  {
+    std::lock_guard<std::mutex> guard{mutex};
+    BOOST_REQUIRE_EQUAL(held.size(), 1u);
+    reply = held[0];
+  }
+  std::thread{[reply] {
+    reply(http_response{202, "application/json", "{\"done\":1}", {}, {}});
+  }}.join();
+  reply(http_response{500, "text/plain", "twice", {}, {}}); // ignored
+  auto first = read_answer(waiting, 2000ms);
+  BOOST_TEST(starts(first, "HTTP/1.1 202 "), first);
+  BOOST_TEST(first.find("{\"done\":1}") != std::string::npos, first);
+  auto second = read_answer(waiting, 2000ms);
+  BOOST_TEST(second.find("quick") != std::string::npos, second);
+  BOOST_TEST(second.find("twice") == std::string::npos, second);
+  ::close(waiting);
+  // Never answered: closed at the request timeout; the late reply is
+  // dropped, and the server goes on.
+  int forgotten = connect_to(port);
+  send_all(forgotten, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto start = clock_type::now();
+  auto nothing = read_until_closed(forgotten, 4000ms);
+  BOOST_TEST(nothing.empty(), nothing);
+  BOOST_TEST(std::chrono::duration<double>(clock_type::now() - start).count()
+             < 3.5);
+  ::close(forgotten);
+  {
+    std::lock_guard<std::mutex> guard{mutex};
+    BOOST_REQUIRE_EQUAL(held.size(), 2u);
+    held[1](http_response{});
+  }
+  BOOST_TEST(get(port, "/again").first.find("quick") != std::string::npos);
+  // A reply that outlives the server does nothing.
+  s->reset();
+  held[1](http_response{});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

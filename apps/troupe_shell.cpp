@@ -26,6 +26,7 @@
 #include "apps/command_line.hpp"
 #include "apps/launch/link_options.hpp"
 #include "apps/launch/reach_chief.hpp"
+#include "apps/shell/chief_request.hpp"
 #include "apps/shell/shell_command.hpp"
 #include "apps/shell/shell_render.hpp"
 
@@ -57,114 +58,20 @@ struct session {
   std::string where; ///< host:port
 };
 
-/// Where an answer goes: set once, from the actor that waited for it. The
-/// actor holds it by shared_ptr, so nothing it touches dies with ask()'s
-/// frame once the promise is set.
-using answer_slot = std::shared_ptr<std::promise<caf::expected<std::string>>>;
-
-/// A handler of the answer's types (a typed response handler needs them
-/// spelled out) that hands what `render` makes of it to `slot`.
-template <class Render, class... Args>
-auto render_into(caf::event_based_actor* self, answer_slot slot, Render render,
-                 caf::detail::type_list<Args...>) {
-  return [self, slot, render](Args... answer) mutable {
-    self->quit();
-    slot->set_value(render(std::forward<Args>(answer)...));
-  };
-}
-
-/// Sends `request` to the chief and prints what `render` makes of the
-/// answer. Returns the exit code. The request goes out from an actor that
-/// also monitors the chief: a request to a chief whose process died gets
-/// no error until its timeout (a proxy does not fail fast), while the
-/// monitor says so at once, in plain words.
-template <class Render, class... Ts>
-int ask(const session& s, Render render, Ts... request) {
-  auto slot = std::make_shared<std::promise<caf::expected<std::string>>>();
-  auto answer = slot->get_future();
-  using args = typename caf::detail::get_callable_trait<Render>::arg_types;
-  auto gone = "the chief at " + s.where + " is gone (";
-  auto silent = "the chief at " + s.where + " did not answer within "
-                + std::to_string(answer_patience.count())
-                + " s: it is frozen, overloaded or cut off";
-  s.sys.spawn([=](caf::event_based_actor* self) {
-    self->set_down_handler([=](caf::down_msg& dm) {
-      self->quit();
-      slot->set_value(make_error(errc::node_unreachable,
-                                 gone + to_string(dm.reason)
-                                   + "): it stopped or its process died"));
-    });
-    self->monitor(s.chief);
-    self->request(s.chief, answer_patience, request...)
-      .then(render_into(self, slot, render, args{}), [=](caf::error& err) {
-        self->quit();
-        if (err == caf::sec::request_timeout)
-          slot->set_value(make_error(errc::node_unreachable, silent));
-        else
-          slot->set_value(std::move(err));
-      });
-  });
-  return report(answer.get());
-}
-
 /// Parses one command line, sends the chief the typed request and prints
 /// the answer. Returns the exit code.
 int execute(const session& s, const std::string& line, bool raw_json) {
   auto parsed = parse_shell_command(line);
   if (!parsed)
     return report(parsed.error());
-  auto c = std::move(*parsed);
-  using verb = shell_command::verb;
-  switch (c.what) {
-    case verb::help: return report(render_view(c, cluster_view{}, raw_json));
-    case verb::add_worker:
-      return ask(
-        s,
-        [&](std::vector<int32_t>& ids, std::string& node) {
-          return render_added(ids, node, raw_json);
-        },
-        join_atom_v, c.count, c.node);
-    case verb::kill:
-      return ask(
-        s, [&](bool) { return render_killed(c.target, raw_json); }, kill_atom_v,
-        c.target);
-    case verb::add_shard:
-    case verb::drain: {
-      auto render = [&](std::string& text) {
-        return render_moved(c.word, text, raw_json);
-      };
-      return c.what == verb::add_shard
-               ? ask(s, render, grow_atom_v, c.node)
-               : ask(s, render, drain_atom_v, c.target.index);
-    }
-    case verb::checkpoint:
-      return ask(
-        s, [&](std::string& path) { return render_checkpoint(path, raw_json); },
-        snapshot_atom_v);
-    case verb::export_tables:
-      return ask(
-        s, [&](std::string& text) { return render_export(text, raw_json); },
-        export_atom_v);
-    case verb::tune:
-      return ask(
-        s, [&](double value) { return render_tuned(c.key, value, raw_json); },
-        tune_atom_v, c.key, c.value);
-    case verb::pause:
-    case verb::resume: {
-      auto render = [&](bool paused) {
-        return render_paused(paused, raw_json);
-      };
-      return c.what == verb::pause ? ask(s, render, pause_atom_v)
-                                   : ask(s, render, resume_atom_v);
-    }
-    case verb::stop:
-      return ask(
-        s, [&](bool) { return render_stopping(raw_json); }, stop_atom_v);
-    default: // answered from the cluster view
-      return ask(
-        s, [&](cluster_view& v) { return render_view(c, v, raw_json); },
-        stats_atom_v);
-  }
+  // Shared with the actor that sets it, which may outlive this frame.
+  auto slot = std::make_shared<std::promise<caf::expected<std::string>>>();
+  auto answer = slot->get_future();
+  request_chief(s.sys, s.chief, s.where, *parsed, raw_json, answer_patience,
+                [slot](caf::expected<std::string> text) {
+                  slot->set_value(std::move(text));
+                });
+  return report(answer.get());
 }
 
 #ifdef TROUPE_HAVE_LIBEDIT
