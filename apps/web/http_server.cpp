@@ -1,6 +1,7 @@
 #include "apps/web/http_server.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <strings.h>
@@ -430,6 +431,8 @@ http_server::start(const std::string& host, uint16_t port, http_handler handler,
   l.watch(l.deferred->wake, EPOLLIN, EPOLL_CTL_ADD);
   auto* lp = s->loop_.get();
   s->thread_ = std::thread{[lp] { lp->run(); }};
+  // Named, so that top -H and the tests see what the port costs.
+  ::pthread_setname_np(s->thread_.native_handle(), "troupe-http");
   return s;
 }
 
