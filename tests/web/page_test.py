@@ -27,7 +27,6 @@ import hmac
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -37,8 +36,9 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
 from procs import (  # noqa: E402 (the path above first)
-    Failure, check, free_ports, missing_tools, read, say, scratch_run,
-    stop_process, troupe_program, wait_until)
+    Failure, check, free_ports, read, say, scratch_run, stop_process,
+    troupe_program, wait_until)
+from browser import browser, need_browser  # noqa: E402
 
 MARKUP = '<img src=x onerror="document.title=\'pwned\'">'
 RUN_NAME = "page " + MARKUP
@@ -73,21 +73,6 @@ def cluster_file(folder, ports):
     with open(path, "w") as f:
         json.dump(config, f)
     return path
-
-
-def browser():
-    """Headless Chromium through chromedriver, its console kept."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                 "--disable-dev-shm-usage", "--window-size=1280,1600",
-                 "--no-first-run", "--disable-extensions"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")),
-                            options=options)
 
 
 def headers_of(url):
@@ -202,14 +187,7 @@ def check_steering(driver, js, text, base, chief_log, shots):
 
 
 def main():
-    missing_tools({n: shutil.which(n)
-                   for n in ("chromium", "chromedriver")},
-                  "apt-get install chromium chromium-driver python3-selenium")
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing_tools({"python3-selenium": None},
-                      "apt-get install python3-selenium")
+    need_browser()
     node = troupe_program("troupe-node")
     shots = os.path.join(os.environ["TROUPE_BUILD_DIR"], "web-screenshots")
     os.makedirs(shots, exist_ok=True)
