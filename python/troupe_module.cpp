@@ -282,7 +282,13 @@ py::dict train(const std::string& config_path, py::object step,
   opts.cfg = cfg;
   opts.config_text = std::move(text);
   opts.data = std::make_shared<const train_test>(std::move(*data));
-  opts.log = quiet ? nullptr : &std::cout;
+  // With a metrics port the chief's log is also kept, for the page (and
+  // kept only, when quiet).
+  auto tail = metrics_at ? std::make_shared<log_tail>(quiet ? nullptr
+                                                            : std::cout.rdbuf())
+                         : nullptr;
+  std::ostream kept_log{tail.get()}; // unused without a tail
+  opts.log = tail ? &kept_log : quiet ? nullptr : &std::cout;
   opts.listen = shell_at;
   opts.shell_key = key;
   opts.words = python_words();
@@ -322,11 +328,12 @@ py::dict train(const std::string& config_path, py::object step,
     caf::expected<cluster_summary> result{caf::sec::none};
     if (metrics_at) {
       auto steering = page_steering_key(sys, links.key_file, opts.log);
-      auto started =
-        steering
-          ? serve_chief_metrics(sys, *metrics_at, slot,
-                                request_timeout(opts.cfg), *steering, opts.log)
-          : caf::expected<std::unique_ptr<metrics_endpoint>>{steering.error()};
+      auto started = steering
+                       ? serve_chief_metrics(sys, *metrics_at, slot,
+                                             request_timeout(opts.cfg),
+                                             *steering, tail, opts.log)
+                       : caf::expected<std::unique_ptr<metrics_endpoint>>{
+                         steering.error()};
       if (started)
         metrics = std::move(*started);
       else

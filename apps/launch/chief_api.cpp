@@ -21,24 +21,57 @@ http_response json_answer(int status, const json& j) {
           {}};
 }
 
+/// The log lines past ?after=SEQ.
+http_response log_answer(const log_tail& tail, const http_request& req) {
+  int64_t after = 0;
+  const std::string key = "after=";
+  auto at = req.query.find(key);
+  if (at != std::string::npos && (at == 0 || req.query[at - 1] == '&')) {
+    try {
+      after = std::stoll(req.query.substr(at + key.size()));
+    } catch (const std::exception&) {
+      return json_answer(400, {{"error", "/api/log?after=SEQ takes a line's "
+                                         "number, not "
+                                           + req.query}});
+    }
+  }
+  json lines = json::array();
+  int64_t last = after;
+  for (auto& l : tail.since(after)) {
+    json one;
+    one["seq"] = l.seq;
+    one["unix_ms"] = l.unix_ms;
+    one["text"] = l.text;
+    lines.push_back(std::move(one));
+    last = l.seq;
+  }
+  json j;
+  j["lines"] = std::move(lines);
+  j["last"] = last;
+  j["started_unix_ms"] = tail.started_unix_ms();
+  return json_answer(200, j);
+}
+
 } // namespace
 
-std::optional<http_response> chief_api(view_poller& poller,
-                                       const http_request& req) {
+std::optional<http_response>
+chief_api(view_poller& poller, const log_tail* tail, const http_request& req) {
   const std::string prefix = "/api/";
   if (req.path.rfind(prefix, 0) != 0)
     return std::nullopt;
   auto view = req.path.substr(prefix.size());
   if (view != "status" && view != "nodes" && view != "workers"
-      && view != "shards")
+      && view != "shards" && (view != "log" || tail == nullptr))
     return json_answer(404, {{"error", "no view " + req.path
                                          + " (status, nodes, workers, "
-                                           "shards)"}});
+                                           "shards, log)"}});
   if (req.method != "GET" && req.method != "HEAD") {
     auto r = json_answer(405, {{"error", req.path + " is read with GET"}});
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
+  if (view == "log")
+    return log_answer(*tail, req);
   auto s = poller.latest();
   if (!s)
     return json_answer(503, {{"error", "the chief has not answered yet"}});

@@ -53,7 +53,8 @@ caf::expected<std::unique_ptr<metrics_endpoint>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    cluster_key steering_key, std::ostream* log) {
+                    cluster_key steering_key,
+                    std::shared_ptr<const log_tail> tail, std::ostream* log) {
   // The /api/ views read the poller's view; it and the steering live as
   // long as the endpoint's handler, which the endpoint's end lets go of
   // last.
@@ -64,10 +65,10 @@ serve_chief_metrics(caf::actor_system& sys,
     sys, slot, std::move(steering_key), std::chrono::seconds(8));
   auto started = metrics_endpoint::start(
     at.first, at.second, chief_metrics(sys, std::move(slot), timeout),
-    [poller, steering](const http_request& req) {
+    [poller, steering, tail](const http_request& req) {
       if (auto steer = steering->answer(req))
         return steer;
-      if (auto api = chief_api(*poller, req))
+      if (auto api = chief_api(*poller, tail.get(), req))
         return api;
       return page_answer(req);
     });

@@ -13,6 +13,7 @@
 
 #include "actors/net/cluster_key.hpp"
 #include "actors/protocol/chief_protocol.hpp"
+#include "apps/launch/log_tail.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "caf/actor_system.hpp"
 
@@ -52,13 +53,14 @@ caf::expected<cluster_key> page_steering_key(caf::actor_system& sys,
                                              std::ostream* log);
 
 /// Serves chief_metrics at `at`, bound now (before the run starts, so a
-/// taken port fails at once), with the /api views, the page, and steering
-/// for requests that prove `steering_key`; says where on `log` (null:
-/// nowhere).
+/// taken port fails at once), with the /api views (/api/log from `tail`,
+/// when there is one), the page, and steering for requests that prove
+/// `steering_key`; says where on `log` (null: nowhere).
 caf::expected<std::unique_ptr<metrics_endpoint>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    cluster_key steering_key, std::ostream* log);
+                    cluster_key steering_key,
+                    std::shared_ptr<const log_tail> tail, std::ostream* log);
 
 } // namespace troupe

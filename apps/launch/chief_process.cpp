@@ -67,7 +67,11 @@ run_chief_node(run_config cfg, chief_process what,
   opts.cfg = std::move(cfg);
   opts.config_text = std::move(what.config_text);
   opts.data = std::make_shared<const train_test>(std::move(*data));
-  opts.log = &std::cout;
+  // With a metrics port the chief's log is also kept, for the page.
+  auto tail = what.metrics_at ? std::make_shared<log_tail>(std::cout.rdbuf())
+                              : nullptr;
+  std::ostream kept_log{tail.get()}; // unused without a tail
+  opts.log = tail ? &kept_log : &std::cout;
   opts.listen = what.listen;
   opts.shell_key = links.key_file;
   opts.external = std::move(what.external);
@@ -78,11 +82,12 @@ run_chief_node(run_config cfg, chief_process what,
   auto slot = std::make_shared<chief_slot>();
   std::unique_ptr<metrics_endpoint> metrics;
   if (what.metrics_at) {
-    auto key = page_steering_key(sys, links.key_file, &std::cout);
+    auto key = page_steering_key(sys, links.key_file, opts.log);
     if (!key)
       return key.error();
-    auto started = serve_chief_metrics(
-      sys, *what.metrics_at, slot, request_timeout(opts.cfg), *key, &std::cout);
+    auto started = serve_chief_metrics(sys, *what.metrics_at, slot,
+                                       request_timeout(opts.cfg), *key, tail,
+                                       opts.log);
     if (!started)
       return started.error();
     metrics = std::move(*started);

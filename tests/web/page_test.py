@@ -163,6 +163,10 @@ def check_steering(driver, js, text, base, chief_log, shots):
                lambda: run_of(base)["paused"], 5)
     wait_until("the page to show the run paused",
                lambda: text("run-state") == "paused", 10)
+    wait_until("the page's events to say the run was paused",
+               lambda: "paused (by the shell or the page)" in text("events"),
+               10)
+    check(True, "the page's events say the run was paused")
     steps = run_of(base)["steps"]
     time.sleep(1.5)
     check(run_of(base)["steps"] - steps <= 8,
@@ -285,6 +289,24 @@ def main():
               "the node's name shows as text in the nodes table")
         driver.save_screenshot(os.path.join(shots, "3-back.png"))
 
+        # The chief's log: /api/log, and the page's events and log tail.
+        with urllib.request.urlopen(base + "/api/log?after=0",
+                                    timeout=5) as r:
+            logged = json.load(r)
+        seqs = [l["seq"] for l in logged["lines"]]
+        check(seqs == sorted(seqs) and logged["last"] == seqs[-1]
+              and any(l["text"].startswith("step ")
+                      for l in logged["lines"]),
+              "/api/log lists the chief's lines in order (%d)" % len(seqs))
+        events = js("return [...document.querySelectorAll('#events li')]"
+                    ".map((li) => li.lastChild.textContent)")
+        check(any("lost" in e for e in events)
+              and not any(e.startswith("step ") or e.startswith("worker ")
+                          and ": step " in e for e in events),
+              "the page's events name the lost node, without progress "
+              "lines", "\n".join(events))
+        check("step " in text("log-tail"),
+              "the page's log tail holds the progress lines too")
         check_digests(js)
         check_steering(driver, js, text, base, read(logs["chief"]), shots)
 

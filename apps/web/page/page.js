@@ -206,11 +206,13 @@ async function getJson(path) {
 async function poll() {
   try {
     const asked = performance.now();
-    const [status, nodes] = await Promise.all([getJson("/api/status"), getJson("/api/nodes")]);
+    const [status, nodes, logged] = await Promise.all([getJson("/api/status"),
+      getJson("/api/nodes"), getJson(`/api/log?after=${log.last}`)]);
     const answered = performance.now();
     showRun(status);
     showActors(status);
     showNodes(nodes);
+    takeLog(logged);
     draw();
     lastPoll.fetch_ms = answered - asked;
     lastPoll.render_ms = performance.now() - answered;
