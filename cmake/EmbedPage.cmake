@@ -6,6 +6,7 @@ set(entries "")
 foreach(spec "index.html|/|text/html" "page.js|/page.js|text/javascript"
              "hmac.js|/hmac.js|text/javascript"
              "events.js|/events.js|text/javascript"
+             "history.js|/history.js|text/javascript"
              "steer.js|/steer.js|text/javascript"
              "page.css|/page.css|text/css"
              "favicon.svg|/favicon.svg|image/svg+xml")

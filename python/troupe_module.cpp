@@ -328,12 +328,13 @@ py::dict train(const std::string& config_path, py::object step,
     caf::expected<cluster_summary> result{caf::sec::none};
     if (metrics_at) {
       auto steering = page_steering_key(sys, links.key_file, opts.log);
-      auto started = steering
-                       ? serve_chief_metrics(sys, *metrics_at, slot,
-                                             request_timeout(opts.cfg),
-                                             *steering, tail, opts.log)
-                       : caf::expected<std::unique_ptr<metrics_endpoint>>{
-                         steering.error()};
+      auto started =
+        steering
+          ? serve_chief_metrics(sys, *metrics_at, slot,
+                                request_timeout(opts.cfg),
+                                {*steering, tail, opts.cfg.cluster.metrics_dir},
+                                opts.log)
+          : caf::expected<std::unique_ptr<metrics_endpoint>>{steering.error()};
       if (started)
         metrics = std::move(*started);
       else

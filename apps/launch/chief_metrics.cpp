@@ -2,6 +2,7 @@
 
 #include "actors/net/remote.hpp"
 #include "apps/launch/chief_api.hpp"
+#include "apps/launch/metrics_history.hpp"
 #include "apps/launch/page_steering.hpp"
 #include "apps/launch/view_poller.hpp"
 #include "apps/metrics/prometheus_text.hpp"
@@ -53,8 +54,7 @@ caf::expected<std::unique_ptr<metrics_endpoint>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    cluster_key steering_key,
-                    std::shared_ptr<const log_tail> tail, std::ostream* log) {
+                    chief_port_parts parts, std::ostream* log) {
   // The /api/ views read the poller's view; it and the steering live as
   // long as the endpoint's handler, which the endpoint's end lets go of
   // last.
@@ -62,12 +62,15 @@ serve_chief_metrics(caf::actor_system& sys,
   // A steering command the chief has not answered in 8 s is reported as
   // such, before the port's 10 s for a request runs out.
   auto steering = std::make_shared<page_steering>(
-    sys, slot, std::move(steering_key), std::chrono::seconds(8));
+    sys, slot, std::move(parts.steering_key), std::chrono::seconds(8));
   auto started = metrics_endpoint::start(
     at.first, at.second, chief_metrics(sys, std::move(slot), timeout),
-    [poller, steering, tail](const http_request& req) {
+    [poller, steering, tail = std::move(parts.tail),
+     dir = std::move(parts.metrics_dir)](const http_request& req) {
       if (auto steer = steering->answer(req))
         return steer;
+      if (auto runs = metrics_history(dir, req))
+        return runs;
       if (auto api = chief_api(*poller, tail.get(), req))
         return api;
       return page_answer(req);

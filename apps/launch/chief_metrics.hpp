@@ -52,15 +52,21 @@ caf::expected<cluster_key> page_steering_key(caf::actor_system& sys,
                                              const std::string& key_file,
                                              std::ostream* log);
 
+/// What the chief's metrics port serves besides the metrics, the /api
+/// views and the page.
+struct chief_port_parts {
+  cluster_key steering_key;             ///< what a steering request proves
+  std::shared_ptr<const log_tail> tail; ///< /api/log (null: none kept)
+  std::string metrics_dir;              ///< /api/runs ("": none)
+};
+
 /// Serves chief_metrics at `at`, bound now (before the run starts, so a
-/// taken port fails at once), with the /api views (/api/log from `tail`,
-/// when there is one), the page, and steering for requests that prove
-/// `steering_key`; says where on `log` (null: nowhere).
+/// taken port fails at once), with the /api views, the page, and `parts`;
+/// says where on `log` (null: nowhere).
 caf::expected<std::unique_ptr<metrics_endpoint>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,
-                    cluster_key steering_key,
-                    std::shared_ptr<const log_tail> tail, std::ostream* log);
+                    chief_port_parts parts, std::ostream* log);
 
 } // namespace troupe

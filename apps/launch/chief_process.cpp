@@ -85,9 +85,9 @@ run_chief_node(run_config cfg, chief_process what,
     auto key = page_steering_key(sys, links.key_file, opts.log);
     if (!key)
       return key.error();
-    auto started = serve_chief_metrics(sys, *what.metrics_at, slot,
-                                       request_timeout(opts.cfg), *key, tail,
-                                       opts.log);
+    auto started = serve_chief_metrics(
+      sys, *what.metrics_at, slot, request_timeout(opts.cfg),
+      {*key, tail, opts.cfg.cluster.metrics_dir}, opts.log);
     if (!started)
       return started.error();
     metrics = std::move(*started);

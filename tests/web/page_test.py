@@ -66,6 +66,7 @@ def cluster_file(folder, ports):
             "log_every_steps": 200, "eval_every_steps": 400,
             "optimizer": {"type": "adam", "learning_rate": 0.001}},
         "cluster": {"mode": "async", "chief": "chief", "nodes": nodes,
+                    "metrics_dir": os.path.join(folder, "metrics"),
                     "heartbeat_interval_ms": 200,
                     "connection_timeout_ms": 1500,
                     "on_node_loss": "wait"}}
@@ -92,6 +93,62 @@ def status_of(url):
 def run_of(base):
     with urllib.request.urlopen(base + "/api/status", timeout=5) as r:
         return json.load(r)["run"]
+
+
+def write_older_run(folder):
+    """An earlier run's CSV files in the metrics folder, as troupe writes
+    them, for the page to chart beside the live one."""
+    os.makedirs(folder, exist_ok=True)
+    label = ("# run=older run_id=0123456789abcdef mode=async workers=3 "
+             "data_partition=shared\n")
+    with open(os.path.join(folder, "older-0123456789abcdef.csv"), "w") as f:
+        f.write(label + "seconds,step,epoch,test_accuracy,test_loss\n")
+        for i in range(1, 6):
+            f.write("%.3f,%d,%.4f,%.6f,%.6g\n" % (
+                2.0 * i, 400 * i, 0.85 * i, 0.80 + 0.01 * i, 0.5 - 0.02 * i))
+    with open(os.path.join(folder, "older-0123456789abcdef.progress.csv"),
+              "w") as f:
+        f.write(label + "seconds,step,epoch,loss,examples_per_sec\n")
+        for i in range(1, 11):
+            f.write("%.3f,%d,%.4f,%.6g,%.1f\n" % (
+                1.0 * i, 200 * i, 0.43 * i, 0.6 - 0.02 * i, 50000.0))
+
+
+def check_history(js, base):
+    """The metrics folder's runs: listed, charted side by side, their
+    CSV files downloadable, and no path past the folder."""
+    with urllib.request.urlopen(base + "/api/runs", timeout=5) as r:
+        runs = json.load(r)
+    check(len(runs) == 2 and runs[0]["file"] == "older-0123456789abcdef"
+          and runs[1]["label"].startswith("run=" + RUN_NAME),
+          "/api/runs lists the older run and this one, oldest first",
+          json.dumps(runs))
+    wait_until("the page to chart both runs", lambda: js(
+        "return history.runs.length === 2 && history.runs.every("
+        "(h) => h.progress.length > 0) && !document.getElementById("
+        "'history').hidden"), 20)
+    check(True, "the page charts both runs of the metrics folder")
+    links = js("return [...document.querySelectorAll('#runs a')]"
+               ".map((a) => a.getAttribute('href'))")
+    check(len(links) == 4, "each run offers its two CSV files", str(links))
+    live = runs[1]["progress"]
+    with urllib.request.urlopen(base + live, timeout=5) as r:
+        headers = {k.lower(): v for k, v in r.getheaders()}
+        body = r.read().decode()
+    check(headers["content-type"] == "text/csv; charset=utf-8"
+          and headers["content-disposition"].startswith(
+              "attachment; filename=\"")
+          and all(c not in headers["content-disposition"][22:-1]
+                  for c in "<>\"' ")
+          and body.startswith("# run=" + RUN_NAME)
+          and "seconds,step,epoch,loss,examples_per_sec" in body,
+          "a run's CSV comes as a download, its file name made safe",
+          str(headers))
+    for bad in ("/api/runs/..%2F..%2Fetc%2Fpasswd",
+                "/api/runs/../page.json", "/api/runs/older.csv",
+                "/api/runs/older-0123456789abcdef.jsonl"):
+        check(status_of(base + bad) == 404,
+              "%s is refused (404): only the folder's runs' CSV files" % bad)
 
 
 def check_digests(js):
@@ -198,6 +255,7 @@ def main():
     with scratch_run("troupe-page-") as run:
         *ports, metrics = free_ports(5)
         path = cluster_file(run.folder, ports)
+        write_older_run(os.path.join(run.folder, "metrics"))
         logs = {n: os.path.join(run.folder, "node%d.log" % i)
                 for i, n in enumerate(NODES)}
         procs = {}
@@ -307,6 +365,7 @@ def main():
               "lines", "\n".join(events))
         check("step " in text("log-tail"),
               "the page's log tail holds the progress lines too")
+        check_history(js, base)
         check_digests(js)
         check_steering(driver, js, text, base, read(logs["chief"]), shots)
 
