@@ -69,6 +69,9 @@ caf::error write_shards(chief_self self, const feeder_position& from,
   if (auto err = write_checkpoint(path, ckpt))
     return err;
   s.checkpoints.last = path;
+  s.checkpoints.last_step = position;
+  s.checkpoints.last_written = now_seconds();
+  s.checkpoints.last_took = s.checkpoints.last_written - s.checkpoints.began;
   // How long training stood still for it, and what a table run wrote
   // beside the dense file: what an operator sizes checkpoint intervals by.
   std::string took = fmt("%.1f s", now_seconds() - s.checkpoints.began);

@@ -84,6 +84,11 @@ run_view run_of(chief_self self) {
   r.taken_from_step = st.takeover.adopted_from_step;
   r.taken_lost_steps = st.takeover.adoption_lost_steps;
   r.last_checkpoint = st.checkpoints.last;
+  if (st.checkpoints.last_step >= 0) {
+    r.checkpoint_step = st.checkpoints.last_step;
+    r.checkpoint_age = now_seconds() - st.checkpoints.last_written;
+    r.checkpoint_took = st.checkpoints.last_took;
+  }
   if (auto& ex = st.exports; !ex.last.kind.empty()) { // this chief's last
     r.export_sequence = ex.last.sequence;
     r.export_step = ex.last.step;

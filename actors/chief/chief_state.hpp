@@ -104,6 +104,10 @@ struct chief_evaluation {
 struct chief_checkpoints {
   bool taking = false;
   std::string last;
+  /// The last one's step, when it was written (now_seconds()) and how long
+  /// training stood still for it (-1, 0: none yet).
+  int64_t last_step = -1;
+  double last_written = 0, last_took = 0;
   /// When the checkpoint being taken paused the feeder (now_seconds()).
   double began = 0;
   /// What waits for the feeder to be free: a checkpoint or an export

@@ -80,6 +80,10 @@ struct run_view {
   bool taken_over = false;
   int64_t taken_from_step = -1, taken_lost_steps = -1;
   std::string last_checkpoint;
+  /// The last checkpoint's step, seconds since it was written, and the
+  /// seconds training stood still for it (-1: none yet by this chief).
+  int64_t checkpoint_step = -1;
+  double checkpoint_age = -1, checkpoint_took = -1;
   /// training.export: the last export's sequence (-1: none yet), kind
   /// ("full", "delta"), step, seconds since it was written (the lag of a
   /// server that applies each one), rows, tombstones and bytes.
@@ -187,7 +191,8 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
            x.total_steps, x.learning_rate, x.loss, x.eta_seconds, x.paused,
            x.recovering, x.stopping, x.restarts, x.shard_recoveries,
            x.lost_steps, x.taken_over, x.taken_from_step, x.taken_lost_steps,
-           x.last_checkpoint, x.export_sequence, x.export_step, x.export_kind,
+           x.last_checkpoint, x.checkpoint_step, x.checkpoint_age,
+           x.checkpoint_took, x.export_sequence, x.export_step, x.export_kind,
            x.export_age, x.export_rows, x.export_evicted, x.export_bytes,
            x.stream_parts, x.stream_waiting, x.progressive_samples,
            x.progressive_loss, x.parts_loss, x.last_part_loss, x.last_part_auc,

@@ -39,6 +39,14 @@ json export_json(const run_view& r) {
           {"bytes", r.export_bytes}};
 }
 
+json checkpoint_json(const run_view& r) {
+  if (r.checkpoint_step < 0)
+    return nullptr;
+  return {{"step", r.checkpoint_step},
+          {"age_seconds", r.checkpoint_age},
+          {"took_seconds", r.checkpoint_took}};
+}
+
 json taken_over_json(const run_view& r) {
   if (!r.taken_over)
     return nullptr;
@@ -96,6 +104,8 @@ json run_json(const run_view& r) {
           // the steps that cost (null: not known, the shards died too).
           {"taken_over", taken_over_json(r)},
           {"last_checkpoint", r.last_checkpoint},
+          // This chief's last: its step, age and pause (null: none yet).
+          {"checkpoint", checkpoint_json(r)},
           // training.export: the last export (null: none yet).
           {"last_export", export_json(r)},
           // data.follow: the parts and the progressive validation (null:

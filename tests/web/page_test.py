@@ -64,6 +64,7 @@ def cluster_file(folder, ports):
         "training": {
             "batch_size": 128, "epochs": 1000, "seed": 1, "threads": 1,
             "log_every_steps": 200, "eval_every_steps": 400,
+            "checkpoint": {"dir": os.path.join(folder, "checkpoints")},
             "optimizer": {"type": "adam", "learning_rate": 0.001}},
         "cluster": {"mode": "async", "chief": "chief", "nodes": nodes,
                     "metrics_dir": os.path.join(folder, "metrics"),
@@ -236,6 +237,21 @@ def check_steering(driver, js, text, base, chief_log, shots):
                lambda: not run_of(base)["paused"], 5)
     wait_until("the page to show the run training",
                lambda: text("run-state") == "training", 10)
+    said = send("checkpoint")
+    check(said.startswith("checkpoint: ") and "refused" not in said,
+          "checkpoint now from the page is carried out", said)
+    wait_until("/api/status to name the checkpoint's step and age",
+               lambda: (run_of(base).get("checkpoint") or {}).get("step", 0)
+               > 0, 10)
+    ckpt = run_of(base)["checkpoint"]
+    check(0 <= ckpt["age_seconds"] < 30 and ckpt["took_seconds"] >= 0,
+          "the checkpoint's age and pause are stated", json.dumps(ckpt))
+    wait_until("the page's figures to show the checkpoint's step",
+               lambda: "step %s" % format(ckpt["step"], ",") in text(
+                   "figures"), 10)
+    wait_until("the page's events to show the checkpoint",
+               lambda: ": checkpoint " in text("events"), 10)
+    check(True, "the page shows the checkpoint's step, age and event")
     js("document.getElementById('lr').value = '0.0005'")
     js("document.getElementById('steer-answer').textContent = ''")
     driver.find_element(By.CSS_SELECTOR, "#lr-form button").click()
@@ -358,9 +374,9 @@ def main():
               "/api/log lists the chief's lines in order (%d)" % len(seqs))
         events = js("return [...document.querySelectorAll('#events li')]"
                     ".map((li) => li.lastChild.textContent)")
+        progress = re.compile(r"^(step \d+, |worker \d+: step \d+)")
         check(any("lost" in e for e in events)
-              and not any(e.startswith("step ") or e.startswith("worker ")
-                          and ": step " in e for e in events),
+              and not any(progress.match(e) for e in events),
               "the page's events name the lost node, without progress "
               "lines", "\n".join(events))
         check("step " in text("log-tail"),

@@ -8,8 +8,9 @@ const MAX_LOG_LINES = 500;
 const MAX_EVENTS = 40;
 const log = { lines: [], last: 0, started: null };
 // Progress, not events: "step 400, epoch 0.85, ...", the evaluations'
-// "step 400, epoch 0.85: test accuracy ...", "worker 1: step ...".
-const PROGRESS = /^(\[INSECURE links\] )?(step \d+[,:]|worker \d+: step \d+)/;
+// "step 400, epoch 0.85: test accuracy ...", "worker 1: step ..." (but
+// "step 400: checkpoint ..." is an event).
+const PROGRESS = /^(\[INSECURE links\] )?(step \d+, |worker \d+: step \d+)/;
 
 function takeLog(answer) {
   if (answer.started_unix_ms !== log.started) { // another chief's process

@@ -85,7 +85,9 @@ function showRun(status) {
   add("learning rate", fmt(run.learning_rate));
   add("restarts", fmt(run.restarts));
   add("shard recoveries", `${fmt(run.shard_recoveries)} (${fmt(run.lost_steps)} steps lost)`);
-  add("last checkpoint", run.last_checkpoint || "-");
+  add("last checkpoint", run.checkpoint
+    ? `step ${fmt(run.checkpoint.step)}, ${duration(run.checkpoint.age_seconds)} ago (${fmt(run.checkpoint.took_seconds, 2)} s)`
+    : run.last_checkpoint || "-");
   if (run.last_export)
     add("last export", `${fmt(run.last_export.sequence)} at step ${fmt(run.last_export.step)}, ${duration(run.last_export.age_seconds)} ago`);
   document.getElementById("run-json").textContent = JSON.stringify(run, null, 2);
