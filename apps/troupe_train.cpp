@@ -5,6 +5,7 @@
 // checkpoint that does not fit); 1 a failure while training (e.g. the loss
 // turned NaN, a disk error).
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -102,6 +103,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     troupe::local_status status;
+    // With a metrics port the run's lines are also kept, for the page.
+    auto tail = metrics_at
+                  ? std::make_shared<troupe::log_tail>(std::cout.rdbuf())
+                  : nullptr;
+    std::ostream kept_log{tail.get()}; // unused without a tail
+    std::ostream& out = tail ? kept_log : std::cout;
     std::unique_ptr<troupe::metrics_endpoint> metrics;
     if (metrics_at) {
       auto started = troupe::metrics_endpoint::start(
@@ -109,14 +116,18 @@ int main(int argc, char** argv) {
         [&status, &cfg](std::string& page) {
           page = troupe::local_metrics(status, *cfg);
           return true;
+        },
+        [&status, &cfg, tail](const troupe::http_request& req) {
+          return troupe::local_port_answer(status, *cfg, tail.get(), req);
         });
       if (!started)
         return fail(started.error());
       metrics = std::move(*started);
-      std::cout << "metrics: " << metrics->url() << std::endl;
+      out << "metrics: " << metrics->url() << "\npage: http://"
+          << metrics->host() << ":" << metrics->port() << "/" << std::endl;
     }
-    std::cout << "run: " << cfg->name << " (" << config_path << ")\n";
-    auto summary = troupe::run_local_training(*cfg, *data, **backend, std::cout,
+    out << "run: " << cfg->name << " (" << config_path << ")\n";
+    auto summary = troupe::run_local_training(*cfg, *data, **backend, out,
                                               &status);
     metrics.reset(); // before `status` goes
     if (!summary)

@@ -1,8 +1,8 @@
 #include "apps/launch/chief_metrics.hpp"
 
 #include "actors/net/remote.hpp"
-#include "apps/launch/chief_api.hpp"
-#include "apps/launch/metrics_history.hpp"
+#include "apps/metrics/view_api.hpp"
+#include "apps/metrics/metrics_history.hpp"
 #include "apps/launch/page_steering.hpp"
 #include "apps/launch/view_poller.hpp"
 #include "apps/metrics/prometheus_text.hpp"
@@ -71,7 +71,17 @@ serve_chief_metrics(caf::actor_system& sys,
         return steer;
       if (auto runs = metrics_history(dir, req))
         return runs;
-      if (auto api = chief_api(*poller, tail.get(), req))
+      // The poller's latest view, kept alive while the answer is made.
+      std::shared_ptr<const view_poller::snapshot> held;
+      auto latest = [&] {
+        held = poller->latest();
+        if (!held)
+          return api_view{nullptr, {}, "the chief has not answered yet"};
+        if (!held->answered)
+          return api_view{nullptr, {}, held->error};
+        return api_view{&held->view, held->taken, {}};
+      };
+      if (auto api = view_api(latest, tail.get(), req))
         return api;
       return page_answer(req);
     });

@@ -1,7 +1,7 @@
 // What troupe-node's --metrics-listen serves: the chief's cluster view (the
 // shell's `status`, asked for at every scrape) as Prometheus text, plus
 // this process's memory and CPU, at /metrics; and the same view's JSON
-// at /api/ (apps/launch/chief_api.hpp).
+// at /api/ (apps/metrics/view_api.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include "actors/net/cluster_key.hpp"
 #include "actors/protocol/chief_protocol.hpp"
-#include "apps/launch/log_tail.hpp"
+#include "apps/metrics/log_tail.hpp"
 #include "apps/metrics/metrics_endpoint.hpp"
 #include "caf/actor_system.hpp"
 

@@ -1,10 +1,15 @@
 #include "apps/metrics/local_metrics.hpp"
 
+#include <chrono>
+
+#include "apps/metrics/metrics_history.hpp"
 #include "apps/metrics/prometheus_text.hpp"
+#include "apps/metrics/view_api.hpp"
+#include "apps/web/page_files.hpp"
 
 namespace troupe {
 
-std::string local_metrics(local_status& status, const run_config& cfg) {
+cluster_view local_view(local_status& status, const run_config& cfg) {
   cluster_view v;
   auto& r = v.run;
   {
@@ -38,7 +43,39 @@ std::string local_metrics(local_status& status, const run_config& cfg) {
   if (r.examples_per_sec > 0)
     r.eta_seconds = static_cast<double>(r.total_steps - r.steps)
                     * cfg.training.batch_size / r.examples_per_sec;
-  return prometheus_text(v, own_process_usage());
+  node_view self;
+  self.name = "local";
+  self.up = self.chief = true;
+  self.workers = {0};
+  auto u = own_process_usage();
+  self.resident_bytes = u.resident_bytes;
+  self.heap_bytes = u.heap_bytes;
+  self.cpu_seconds = u.cpu_seconds;
+  self.pid = u.pid;
+  self.host = u.host;
+  self.program = u.program;
+  v.nodes.push_back(std::move(self));
+  return v;
+}
+
+std::string local_metrics(local_status& status, const run_config& cfg) {
+  return prometheus_text(local_view(status, cfg), own_process_usage());
+}
+
+std::optional<http_response> local_port_answer(local_status& status,
+                                               const run_config& cfg,
+                                               const log_tail* tail,
+                                               const http_request& req) {
+  if (auto runs = metrics_history(cfg.cluster.metrics_dir, req))
+    return runs;
+  cluster_view v;
+  auto now = [&] {
+    v = local_view(status, cfg);
+    return api_view{&v, std::chrono::system_clock::now(), {}};
+  };
+  if (auto api = view_api(now, tail, req))
+    return api;
+  return page_answer(req);
 }
 
 } // namespace troupe

@@ -2,7 +2,7 @@
 // goes through to the process's output, whole lines are kept with their
 // time and number, the oldest give way, a long line is cut, and lines
 // written at once from several threads stay whole.
-#include "apps/launch/log_tail.hpp"
+#include "apps/metrics/log_tail.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -333,6 +333,18 @@ def main():
                    lambda: js("return series.loss.length") >= points + 3, 20)
         check(js("return series.rate.length") >= 2,
               "the samples/s chart has points too")
+        def shard_rates():
+            return js("""
+              const t = document.getElementById('shards');
+              const head = [...t.rows[0].cells].map((c) => c.textContent);
+              return [...t.rows].slice(1).map((r) => [
+                r.cells[head.indexOf('pulls')].textContent,
+                r.cells[head.indexOf('pushes')].textContent]);""")
+        wait_until("the shards' pull and push rates", lambda: shard_rates()
+                   and all(p.endswith("/s") and not p.startswith("0 ")
+                           for row in shard_rates() for p in row), 20)
+        check(True, "each shard shows its pull and push rates: %s" %
+              shard_rates())
         driver.save_screenshot(os.path.join(shots, "1-training.png"))
 
         # A worker node killed with kill -9: its worker shows down, then

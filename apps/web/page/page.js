@@ -91,6 +91,8 @@ function showRun(status) {
   if (run.last_export)
     add("last export", `${fmt(run.last_export.sequence)} at step ${fmt(run.last_export.step)}, ${duration(run.last_export.age_seconds)} ago`);
   document.getElementById("run-json").textContent = JSON.stringify(run, null, 2);
+  // troupe-train's one process has no chief to steer.
+  document.getElementById("steer").hidden = run.mode === "local";
   if (typeof run.loss === "number") push(series.loss, [run.steps, run.loss]);
   if (typeof run.test_accuracy === "number") push(series.accuracy, [run.steps, run.test_accuracy]);
   if (typeof run.examples_per_sec === "number" && run.seconds > 0)
@@ -115,9 +117,29 @@ function table(id, columns, rows, rowClass) {
   t.replaceChildren(...body);
 }
 
+// Each shard's bytes pulled and pushed at the last view, for its rates.
+const shardBytes = new Map();
+
+/// Bytes per second pulled from and pushed to each shard since the last
+/// view (null until there are two).
+function addShardRates(shards, takenMs) {
+  for (const s of shards) {
+    const before = shardBytes.get(s.id);
+    const seconds = before ? (takenMs - before.at) / 1000 : 0;
+    if (before && seconds > 0 && typeof s.pulled_bytes === "number") {
+      s.pull_rate = Math.max(0, (s.pulled_bytes - before.pulled) / seconds);
+      s.push_rate = Math.max(0, (s.pushed_bytes - before.pushed) / seconds);
+    }
+    if (!before || seconds > 0)
+      shardBytes.set(s.id, { at: takenMs, pulled: s.pulled_bytes, pushed: s.pushed_bytes });
+  }
+}
+
 function showActors(status) {
   const workers = status.actors.filter((a) => a.role === "worker");
   const shards = status.actors.filter((a) => a.role === "shard");
+  addShardRates(shards, status.view.taken_unix_ms);
+  const perSecond = (v) => typeof v === "number" ? bytes(v) + "/s" : "-";
   // Marked: a worker whose staleness is past twice the median (and 4), or
   // whose rate is under half the median of the running ones.
   const running = workers.filter((w) => w.state === "running");
@@ -134,8 +156,22 @@ function showActors(status) {
   table("shards", [["id", "shard"], ["node", "node"], ["state", "state"],
     ["version", "version"], ["size", "parameters"], ["rows", "rows"],
     ["pulled_bytes", "pulled", bytes], ["pushed_bytes", "pushed", bytes],
+    ["pull_rate", "pulls", perSecond], ["push_rate", "pushes", perSecond],
     ["replica_node", "replica"], ["replica", "replica state"], ["replica_lag", "lag"]],
     shards, (s) => s.state !== "running" ? "down" : "");
+  showTables(shards);
+}
+
+// Embedding tables, a row per shard's slice of each: its rows and their
+// bytes, rows pulled and pushed, and admission (rows made, rejected by the
+// filter) and eviction; hidden for a run without tables.
+function showTables(shards) {
+  const rows = shards.flatMap((s) => (s.tables || []).map((t) => ({ shard: s.id, ...t })));
+  document.getElementById("tables-section").hidden = rows.length === 0;
+  if (!rows.length) return;
+  table("tables", [["shard", "shard"], ["name", "table"], ["rows", "rows"],
+    ["row_bytes", "memory", bytes], ["rows_pulled", "pulled"], ["rows_pushed", "pushed"],
+    ["rows_made", "admitted"], ["rows_rejected", "rejected"], ["rows_evicted", "evicted"]], rows);
 }
 
 function showNodes(nodes) {

@@ -1,4 +1,4 @@
-#include "apps/launch/metrics_history.hpp"
+#include "apps/metrics/metrics_history.hpp"
 
 #include <sys/stat.h>
 

@@ -1,12 +1,10 @@
-#include "apps/launch/chief_api.hpp"
+#include "apps/metrics/view_api.hpp"
 
 #include <string>
 
 #include "apps/metrics/view_json.hpp"
 
 namespace troupe {
-
-namespace {
 
 using json = nlohmann::json;
 
@@ -20,6 +18,8 @@ http_response json_answer(int status, const json& j) {
           {},
           {}};
 }
+
+namespace {
 
 /// The log lines past ?after=SEQ.
 http_response log_answer(const log_tail& tail, const http_request& req) {
@@ -54,14 +54,15 @@ http_response log_answer(const log_tail& tail, const http_request& req) {
 
 } // namespace
 
-std::optional<http_response>
-chief_api(view_poller& poller, const log_tail* tail, const http_request& req) {
+std::optional<http_response> view_api(const std::function<api_view()>& view,
+                                      const log_tail* tail,
+                                      const http_request& req) {
   const std::string prefix = "/api/";
   if (req.path.rfind(prefix, 0) != 0)
     return std::nullopt;
-  auto view = req.path.substr(prefix.size());
-  if (view != "status" && view != "nodes" && view != "workers"
-      && view != "shards" && (view != "log" || tail == nullptr))
+  auto name = req.path.substr(prefix.size());
+  if (name != "status" && name != "nodes" && name != "workers"
+      && name != "shards" && (name != "log" || tail == nullptr))
     return json_answer(404, {{"error", "no view " + req.path
                                          + " (status, nodes, workers, "
                                            "shards, log)"}});
@@ -70,26 +71,24 @@ chief_api(view_poller& poller, const log_tail* tail, const http_request& req) {
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
-  if (view == "log")
+  if (name == "log")
     return log_answer(*tail, req);
-  auto s = poller.latest();
-  if (!s)
-    return json_answer(503, {{"error", "the chief has not answered yet"}});
-  if (!s->answered)
-    return json_answer(503, {{"error", s->error}});
-  auto& v = s->view;
+  auto s = view();
+  if (s.view == nullptr)
+    return json_answer(503, {{"error", s.error}});
+  auto& v = *s.view;
   json j;
-  if (view == "status") {
+  if (name == "status") {
     j = status_json(v);
     auto taken = std::chrono::duration_cast<std::chrono::milliseconds>(
-      s->taken.time_since_epoch());
+      s.taken.time_since_epoch());
     j["view"] = {{"taken_unix_ms", taken.count()},
                  {"age_seconds", std::chrono::duration<double>(
-                                   std::chrono::system_clock::now() - s->taken)
+                                   std::chrono::system_clock::now() - s.taken)
                                    .count()}};
-  } else if (view == "nodes") {
+  } else if (name == "nodes") {
     j = nodes_json(v);
-  } else if (view == "workers") {
+  } else if (name == "workers") {
     j = json::array();
     for (auto& w : v.workers)
       j.push_back(worker_json(w));

@@ -1,4 +1,4 @@
-#include "apps/launch/log_tail.hpp"
+#include "apps/metrics/log_tail.hpp"
 
 #include <algorithm>
 #include <chrono>
