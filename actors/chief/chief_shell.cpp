@@ -221,16 +221,6 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
   return v;
 }
 
-/// A node's process as it (or, for the chief's, this process) answered.
-void take_usage(node_view& v, const process_usage& u) {
-  v.resident_bytes = u.resident_bytes;
-  v.heap_bytes = u.heap_bytes;
-  v.cpu_seconds = u.cpu_seconds;
-  v.pid = u.pid;
-  v.host = u.host;
-  v.program = u.program;
-}
-
 /// How long the shell's questions to the shards and the feeder may take:
 /// one that does not answer in time shows as down.
 constexpr auto shell_patience = std::chrono::seconds(5);

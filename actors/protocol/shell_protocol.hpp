@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "caf/meta/type_name.hpp"
+#include "runtime/base/process_usage.hpp"
 
 namespace troupe {
 
@@ -115,6 +116,16 @@ struct node_view {
   int64_t pid = -1;
   std::string host, program;
 };
+
+/// Node `v`'s process as it (its agent, or this process) answered.
+inline void take_usage(node_view& v, const process_usage& u) {
+  v.resident_bytes = u.resident_bytes;
+  v.heap_bytes = u.heap_bytes;
+  v.cpu_seconds = u.cpu_seconds;
+  v.pid = u.pid;
+  v.host = u.host;
+  v.program = u.program;
+}
 
 struct worker_view {
   int32_t id = 0;

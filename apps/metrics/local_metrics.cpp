@@ -47,13 +47,7 @@ cluster_view local_view(local_status& status, const run_config& cfg) {
   self.name = "local";
   self.up = self.chief = true;
   self.workers = {0};
-  auto u = own_process_usage();
-  self.resident_bytes = u.resident_bytes;
-  self.heap_bytes = u.heap_bytes;
-  self.cpu_seconds = u.cpu_seconds;
-  self.pid = u.pid;
-  self.host = u.host;
-  self.program = u.program;
+  take_usage(self, own_process_usage());
   v.nodes.push_back(std::move(self));
   return v;
 }
