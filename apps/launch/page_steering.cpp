@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/shell/chief_request.hpp"
+#include "apps/metrics/view_api.hpp"
 #include "apps/shell/shell_command.hpp"
 #include "runtime/base/errc.hpp"
 #include "runtime/base/hex_text.hpp"
@@ -23,14 +24,6 @@ using steady = std::chrono::steady_clock;
 /// What the proof's HMAC covers before the body: a proof made for
 /// anything else troupe signs with the key can never pass for one here.
 constexpr char proof_label[] = "troupe page steer\n";
-
-http_response json_answer(int status, const json& j) {
-  return {status,
-          "application/json; charset=utf-8",
-          j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
-          {},
-          {}};
-}
 
 http_response refuse(int status, const std::string& why) {
   return json_answer(status, {{"error", why}});

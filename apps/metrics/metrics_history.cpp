@@ -1,4 +1,5 @@
 #include "apps/metrics/metrics_history.hpp"
+#include "apps/metrics/view_api.hpp"
 
 #include <sys/stat.h>
 
@@ -63,14 +64,6 @@ std::string safe_file_name(const std::string& name) {
   return out;
 }
 
-http_response answer(int status, const json& j) {
-  return {status,
-          "application/json; charset=utf-8",
-          j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
-          {},
-          {}};
-}
-
 struct run_files {
   std::string stem;
   bool evaluations = false, progress = false;
@@ -116,7 +109,7 @@ std::optional<http_response> metrics_history(const std::string& dir,
   if (req.path != root && req.path.rfind(root + "/", 0) != 0)
     return std::nullopt;
   if (req.method != "GET" && req.method != "HEAD") {
-    auto r = answer(405, {{"error", req.path + " is read with GET"}});
+    auto r = json_answer(405, {{"error", req.path + " is read with GET"}});
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
@@ -140,7 +133,7 @@ std::optional<http_response> metrics_history(const std::string& dir,
                                     : json(nullptr);
       list.push_back(std::move(one));
     }
-    return answer(200, list);
+    return json_answer(200, list);
   }
   // A file: only one of a run the folder lists, by its exact name.
   auto name = req.path.substr(root.size() + 1);
@@ -149,18 +142,18 @@ std::optional<http_response> metrics_history(const std::string& dir,
   auto it = runs.find(stem);
   if (stem.empty() || it == runs.end()
       || !(progress ? it->second.progress : it->second.evaluations))
-    return answer(404,
-                  {{"error", "no run's file " + name
-                               + " in the metrics folder (see /api/runs)"}});
+    return json_answer(
+      404, {{"error", "no run's file " + name
+                        + " in the metrics folder (see /api/runs)"}});
   auto path = dir + "/" + name;
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (ec)
-    return answer(404, {{"error", name + ": " + ec.message()}});
+    return json_answer(404, {{"error", name + ": " + ec.message()}});
   if (size > max_history_file_bytes)
-    return answer(413,
-                  {{"error", name + " is " + std::to_string(size >> 20)
-                               + " MiB: read it from the metrics folder"}});
+    return json_answer(
+      413, {{"error", name + " is " + std::to_string(size >> 20)
+                        + " MiB: read it from the metrics folder"}});
   std::ifstream in{path, std::ios::binary};
   std::ostringstream body;
   body << in.rdbuf();
