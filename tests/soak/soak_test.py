@@ -35,8 +35,9 @@ When the time is up the shell stops the run, and then:
   (a shard node's memory follows what it holds, and shards move to it as
   others are killed), a minute's median each time. Two measures: the
   heap in use, as the node's agent reports it (`nodes`: what malloc
-  handed out and did not have back, so a leak shows in it), within
-  --heap-tolerance; and the resident memory, within --rss-tolerance,
+  handed out and did not have back, so a leak shows in it), at most
+  --heap-tolerance above (a leak only climbs; the heap falls when a
+  shard's buffers go); and the resident memory, within --rss-tolerance,
   which also holds what the allocator keeps after a free and so spreads
   with the order of frees (the heap is trimmed every 30 s).
 
@@ -413,6 +414,15 @@ class Soak:
                             [(t, kib, h) for t, kib, _, _, h in m.rss], 30,
                             self.args.rss_tolerance)
 
+    def must_hold_a_minute(self, name):
+        """Whether the node must have held one holding of shards and
+        replicas for a whole minute. A worker node holds none, so always;
+        a shard node's holding changes with every shard killed elsewhere
+        (every 10-20 s in the short run), so only in a run with ten
+        minutes or more to compare."""
+        return (name not in SHARD_NODES
+                or self.args.seconds - self.args.rss_after_s >= 600)
+
     def peers_started(self, since, until):
         return sum(since <= r < until for r in self.restarts)
 
@@ -463,16 +473,27 @@ class Soak:
                     len(medians),
                     min(min(v) for v in minutes.values()) / 1024,
                     max(max(v) for v in minutes.values()) / 1024))
-            check(high <= base * (1 + tol) and low >= base * (1 - tol),
-                  "node %s: %s (a minute's median%s) within %d%% of its "
+            # A leak only climbs, so the heap is held from above alone:
+            # a shard node's heap falls by a megabyte when a shard moves
+            # off it and its buffers go. The resident memory is held both
+            # ways, its spread being what the tolerance bounds.
+            one_sided = per_peer_of is not None
+            check(high <= base * (1 + tol)
+                  and (one_sided or low >= base * (1 - tol)),
+                  "node %s: %s (a minute's median%s) %s %d%% of its "
                   "first minute's from %d s at %d shards and %d replicas" % (
                       name, what, "" if per_peer_of is None else
-                      ", less CAF's per peer", round(tol * 100), after,
-                      *holds))
+                      ", less CAF's per peer",
+                      "at most" if one_sided else "within",
+                      round(tol * 100), after, *holds))
         say("%s: %s %.1f MiB at most, %.1f MiB at the end" % (
             name, what, max(r[1] for r in later) / 1024, later[-1][1] / 1024))
-        check(compared >= 1, "node %s: a minute of %s from %d s on at one "
-              "holding of shards and replicas" % (name, what, after))
+        if self.must_hold_a_minute(name):
+            check(compared >= 1, "node %s: a minute of %s from %d s on at "
+                  "one holding of shards and replicas" % (name, what, after))
+        elif compared == 0:
+            say("%s: no holding of shards and replicas lasted a minute of "
+                "%s samples in this short run: not compared" % (name, what))
 
     def report(self):
         for kind in sorted({e[0] for e in self.events}):
