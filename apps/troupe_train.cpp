@@ -104,11 +104,9 @@ int main(int argc, char** argv) {
     }
     troupe::local_status status;
     // With a metrics port the run's lines are also kept, for the page.
-    auto tail = metrics_at
-                  ? std::make_shared<troupe::log_tail>(std::cout.rdbuf())
-                  : nullptr;
-    std::ostream kept_log{tail.get()}; // unused without a tail
-    std::ostream& out = tail ? kept_log : std::cout;
+    troupe::kept_log run_log{metrics_at.has_value(), &std::cout};
+    auto tail = run_log.tail();
+    std::ostream& out = *run_log.stream();
     std::unique_ptr<troupe::metrics_endpoint> metrics;
     if (metrics_at) {
       auto started = troupe::metrics_endpoint::start(

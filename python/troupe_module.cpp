@@ -284,11 +284,9 @@ py::dict train(const std::string& config_path, py::object step,
   opts.data = std::make_shared<const train_test>(std::move(*data));
   // With a metrics port the chief's log is also kept, for the page (and
   // kept only, when quiet).
-  auto tail = metrics_at ? std::make_shared<log_tail>(quiet ? nullptr
-                                                            : std::cout.rdbuf())
-                         : nullptr;
-  std::ostream kept_log{tail.get()}; // unused without a tail
-  opts.log = tail ? &kept_log : quiet ? nullptr : &std::cout;
+  kept_log run_log{metrics_at.has_value(), quiet ? nullptr : &std::cout};
+  auto tail = run_log.tail();
+  opts.log = run_log.stream();
   opts.listen = shell_at;
   opts.shell_key = key;
   opts.words = python_words();

@@ -28,6 +28,11 @@ bool chief_members::is_up(const std::string& name) const {
   return it != nodes_.end() && it->second.up;
 }
 
+void chief_members::heard_from(const std::string& name, double now) {
+  if (auto it = nodes_.find(name); it != nodes_.end())
+    it->second.heard_at = now;
+}
+
 node_entry& chief_members::register_agent(const std::string& name,
                                           node_agent_actor agent) {
   auto& e = nodes_[name];

@@ -84,6 +84,9 @@ struct node_entry {
   node_agent_actor agent; ///< null while down
   bool up = false;
   bool joined = false; ///< added to a running cluster
+  /// When the chief last heard from it (now_seconds(): its registration,
+  /// its agent's answer, a report of a worker there); -1: never.
+  double heard_at = -1;
   /// It asked to leave the run: answered once its workers are down.
   std::optional<caf::typed_response_promise<bool>> leaving;
   int planned_shards = 0, planned_workers = 0;
@@ -117,6 +120,8 @@ public:
   /// start, a node joining).
   node_entry& add_node(const std::string& name) { return nodes_[name]; }
   bool is_up(const std::string& name) const;
+  /// The chief heard from node `name` at `now` (no-op: no such node).
+  void heard_from(const std::string& name, double now);
 
   /// Node `name`'s agent registered: the node is up, and the agent's
   /// down message will name it.

@@ -38,6 +38,7 @@ void on_report(chief_self self, const worker_report& r) {
   auto* w = st.members.find_worker(r.worker);
   if (w == nullptr) // not a worker of this run
     return;
+  st.members.heard_from(w->node, now_seconds());
   auto run_line = st.progress.count(r, now_seconds());
   if (auto line = w->count(r, *st.progress.schedule)) {
     const auto& window = line->window;

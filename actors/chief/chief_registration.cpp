@@ -1,6 +1,7 @@
 // Nodes joining the chief: registrations (bounded, identity checked, a
 // lost chief's run named), a stop request, and a node leaving the run.
 #include "actors/chief/chief_ops.hpp"
+#include "actors/timing.hpp"
 #include "runtime/base/errc.hpp"
 
 namespace troupe::chief_ops {
@@ -137,6 +138,7 @@ caf::result<std::string, std::string> on_register(chief_self self,
                 + ", whose chief was lost: this chief takes it over");
   }
   auto& e = st.members.register_agent(name, r.agent);
+  e.heard_at = now_seconds();
   e.host = r.host;
   e.port = r.port;
   e.data_port = r.data_port;

@@ -261,9 +261,21 @@ caf::result<cluster_view> shell_status(chief_self self) {
         return self->request(agents[k].second, shell_patience, stats_atom_v);
       },
       [=](auto& replies) mutable {
+        auto& members = self->state.members;
+        const double now = now_seconds();
         for (size_t k = 0; k < replies.size(); ++k)
-          if (replies[k])
-            take_usage(view->nodes[agents[k].first], *replies[k]);
+          if (replies[k]) {
+            auto& node = view->nodes[agents[k].first];
+            take_usage(node, *replies[k]);
+            members.heard_from(node.name, now);
+          }
+        for (auto& node : view->nodes) {
+          auto* entry = members.find_node(node.name);
+          if (node.chief)
+            node.heard_age = 0; // the chief's own process
+          else if (entry != nullptr && entry->heard_at >= 0)
+            node.heard_age = now - entry->heard_at;
+        }
         // Each worker shows its node's process: found by name, not by a
         // scan of the nodes per worker (10,000 of each would take 10^8).
         std::unordered_map<std::string, const node_view*> by_name;

@@ -122,7 +122,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_spawn& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_usage& x) {
   return f(caf::meta::type_name("process_usage"), x.resident_bytes,
-           x.heap_bytes, x.cpu_seconds, x.pid, x.host, x.program);
+           x.heap_bytes, x.cpu_seconds, x.started_unix, x.pid, x.host,
+           x.program);
 }
 
 /// The node agent (actors/node_agent.hpp): one per OS process; starts

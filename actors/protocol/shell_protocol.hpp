@@ -115,10 +115,17 @@ struct node_view {
   /// process shows as its interpreter ("python3").
   int64_t pid = -1;
   std::string host, program;
+  /// Its process's start in seconds since the epoch (-1: it did not
+  /// answer), and the seconds since the chief last heard from the node:
+  /// its registration, its agent's answer, a report of one of its workers
+  /// (-1: never). A node that answers is heard as the view is made; one
+  /// whose links are cut ages until the node timeout declares it lost.
+  double started_unix = -1, heard_age = -1;
 };
 
 /// Node `v`'s process as it (its agent, or this process) answered.
 inline void take_usage(node_view& v, const process_usage& u) {
+  v.started_unix = u.started_unix > 0 ? u.started_unix : -1;
   v.resident_bytes = u.resident_bytes;
   v.heap_bytes = u.heap_bytes;
   v.cpu_seconds = u.cpu_seconds;
@@ -214,7 +221,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_view& x) {
   return f(caf::meta::type_name("node_view"), x.name, x.address, x.up, x.chief,
            x.joined, x.shards, x.workers, x.resident_bytes, x.heap_bytes,
-           x.cpu_seconds, x.pid, x.host, x.program);
+           x.cpu_seconds, x.pid, x.host, x.program, x.started_unix,
+           x.heard_age);
 }
 
 template <class Inspector>

@@ -68,10 +68,9 @@ run_chief_node(run_config cfg, chief_process what,
   opts.config_text = std::move(what.config_text);
   opts.data = std::make_shared<const train_test>(std::move(*data));
   // With a metrics port the chief's log is also kept, for the page.
-  auto tail = what.metrics_at ? std::make_shared<log_tail>(std::cout.rdbuf())
-                              : nullptr;
-  std::ostream kept_log{tail.get()}; // unused without a tail
-  opts.log = tail ? &kept_log : &std::cout;
+  kept_log run_log{what.metrics_at.has_value(), &std::cout};
+  auto tail = run_log.tail();
+  opts.log = run_log.stream();
   opts.listen = what.listen;
   opts.shell_key = links.key_file;
   opts.external = std::move(what.external);

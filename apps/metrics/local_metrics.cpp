@@ -48,6 +48,7 @@ cluster_view local_view(local_status& status, const run_config& cfg) {
   self.up = self.chief = true;
   self.workers = {0};
   take_usage(self, own_process_usage());
+  self.heard_age = 0; // this process
   v.nodes.push_back(std::move(self));
   return v;
 }

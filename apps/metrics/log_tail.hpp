@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <ostream>
 #include <streambuf>
 #include <string>
 #include <vector>
@@ -50,6 +52,30 @@ private:
   std::deque<line> lines_;
   int64_t next_seq_ = 1;
   int64_t started_unix_ms_;
+};
+
+/// A process's log, kept for its metrics port when it has one: with
+/// `keep`, lines go through a log_tail to `out` (null: kept only);
+/// without, straight to `out`. Lives as long as the run writes to it.
+class kept_log {
+public:
+  kept_log(bool keep, std::ostream* out)
+    : tail_(keep ? std::make_shared<log_tail>(out ? out->rdbuf() : nullptr)
+                 : nullptr),
+      through_(tail_.get()), out_(tail_ ? &through_ : out) {}
+
+  kept_log(const kept_log&) = delete;
+  kept_log& operator=(const kept_log&) = delete;
+
+  /// Where the run writes (null: nowhere).
+  std::ostream* stream() { return out_; }
+  /// The lines kept (null: none are).
+  const std::shared_ptr<log_tail>& tail() const { return tail_; }
+
+private:
+  std::shared_ptr<log_tail> tail_;
+  std::ostream through_; ///< into tail_, unused without it
+  std::ostream* out_;
 };
 
 } // namespace troupe

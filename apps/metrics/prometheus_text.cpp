@@ -16,6 +16,16 @@ std::string number(int64_t x) {
   return std::to_string(x);
 }
 
+/// A time in seconds since the epoch: ten digits before the point, more
+/// than a float's nine.
+struct epoch_seconds {
+  double value;
+};
+
+std::string number(epoch_seconds t) {
+  return number_text(t.value, digits::decimal);
+}
+
 /// The text being written, and the labels every series of it carries:
 /// the run's name and id, so that the series of two runs scraped by one
 /// Prometheus stay apart.
@@ -339,6 +349,17 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   per_node("troupe_node_cpu_seconds_total", "counter",
            "User and system CPU time of a node's process.",
            [](const node_view& n) { return n.cpu_seconds; });
+  {
+    family f(out, "troupe_node_start_time_seconds", "gauge",
+             "Start of a node's process, in seconds since the epoch.");
+    for (auto& n : v.nodes)
+      if (n.started_unix >= 0)
+        f.sample(epoch_seconds{n.started_unix}, label("node", n.name));
+  }
+  per_node("troupe_node_heard_age_seconds", "gauge",
+           "Seconds since the chief last heard from a node (its agent's "
+           "answer, a report of one of its workers).",
+           [](const node_view& n) { return n.heard_age; });
   family(out, "process_resident_memory_bytes", "gauge",
          "Resident memory of the serving process (the chief's).")
     .sample(self.resident_bytes);
@@ -348,6 +369,9 @@ std::string prometheus_text(const cluster_view& v, const process_usage& self) {
   family(out, "process_cpu_seconds_total", "counter",
          "User and system CPU time of the serving process.")
     .sample(self.cpu_seconds);
+  family(out, "process_start_time_seconds", "gauge",
+         "Start of the serving process, in seconds since the epoch.")
+    .sample(epoch_seconds{self.started_unix});
   return out.text;
 }
 

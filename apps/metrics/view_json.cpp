@@ -132,7 +132,13 @@ json nodes_json(const cluster_view& v) {
         n.cpu_seconds >= 0 ? json(n.cpu_seconds) : json(nullptr)},
        {"pid", n.pid >= 0 ? json(n.pid) : json(nullptr)},
        {"host", text_or_null(n.host)},
-       {"program", text_or_null(n.program)}});
+       {"program", text_or_null(n.program)},
+       // seconds since the epoch; null: its process did not answer
+       {"process_started",
+        n.started_unix >= 0 ? json(n.started_unix) : json(nullptr)},
+       // null: the chief never heard from it
+       {"heard_seconds_ago",
+        n.heard_age >= 0 ? json(n.heard_age) : json(nullptr)}});
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <iterator>
 #include <sstream>
 #include <vector>
@@ -249,9 +250,17 @@ std::string for_people(const std::string& command, const json& j, bool all) {
       return bytes.is_number() ? json(binary_size(bytes.get<double>()))
                                : json(nullptr);
     };
+    // How long each process has run, by this host's clock (a host whose
+    // clock is off shows off by as much; --json keeps the start).
+    const double now = static_cast<double>(std::time(nullptr));
     for (auto& r : rows) {
       r["memory"] = binary(r["resident_bytes"]);
       r["heap"] = binary(r["heap_bytes"]);
+      const json& started = r["process_started"];
+      r["up"] = started.is_number()
+                  ? duration(std::max(0.0, now - started.get<double>()))
+                  : "-";
+      r["heard"] = duration(r["heard_seconds_ago"]);
     }
     return long_table(command, rows,
                       {{"name", "NODE"},
@@ -263,6 +272,8 @@ std::string for_people(const std::string& command, const json& j, bool all) {
                        {"memory", "RSS"},
                        {"heap", "HEAP"},
                        {"cpu_seconds", "CPU_SECONDS"},
+                       {"up", "UP"},
+                       {"heard", "HEARD"},
                        {"pid", "PID"},
                        {"program", "PROGRAM"}},
                       all);

@@ -18,6 +18,10 @@ struct process_usage {
   /// order of frees; this does not, so it is what shows a leak.
   int64_t heap_bytes = 0;
   double cpu_seconds = 0; ///< user and system
+  /// When the process started, in seconds since the epoch (from
+  /// /proc/self/stat's start time after /proc/stat's boot time): a Python
+  /// worker's interpreter counts from its own start, not the module's.
+  double started_unix = 0;
   int64_t pid = 0;
   std::string host;    ///< gethostname()
   std::string program; ///< /proc/self/comm: "troupe-node", "python3"

@@ -71,4 +71,28 @@ BOOST_AUTO_TEST_CASE(lines_from_several_threads_stay_whole) {
   BOOST_TEST(lines == 2000u);
 }
 
+// A process's log: kept and written through with a metrics port, kept only
+// when quiet, written straight through without a port.
+BOOST_AUTO_TEST_CASE(a_kept_log_keeps_only_when_asked) {
+  std::ostringstream out;
+  {
+    troupe::kept_log kept{true, &out};
+    BOOST_REQUIRE(kept.tail() != nullptr);
+    *kept.stream() << "node ps0 joined\n" << std::flush;
+    BOOST_TEST(out.str() == "node ps0 joined\n");
+    BOOST_REQUIRE_EQUAL(kept.tail()->since(0).size(), 1u);
+  }
+  {
+    troupe::kept_log quiet{true, nullptr};
+    *quiet.stream() << "kept only\n" << std::flush;
+    BOOST_TEST(quiet.tail()->since(0).at(0).text == "kept only");
+    BOOST_TEST(out.str() == "node ps0 joined\n");
+  }
+  troupe::kept_log plain{false, &out};
+  BOOST_TEST(plain.tail() == nullptr);
+  BOOST_TEST(plain.stream() == &out);
+  troupe::kept_log nowhere{false, nullptr};
+  BOOST_TEST(nowhere.stream() == nullptr);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

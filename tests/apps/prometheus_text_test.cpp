@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <boost/test/unit_test.hpp>
 
@@ -63,6 +64,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
   up.resident_bytes = 123456789;
   up.cpu_seconds = 2.5;
   up.heap_bytes = 4096;
+  up.started_unix = 1796000000.5;
+  up.heard_age = 0.25;
   silent.name = "w0";
   v.nodes = {up, silent};
   auto text = troupe::prometheus_text(v, process_usage{});
@@ -78,6 +81,14 @@ BOOST_AUTO_TEST_CASE(a_node_that_did_not_answer_has_no_usage_sample) {
              text);
   BOOST_TEST(text.find("\ntroupe_node_heap_bytes{run=\"\",run_id=\"\","
                        "node=\"ps0\"} 4096\n")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("\ntroupe_node_start_time_seconds{run=\"\",run_id="
+                       "\"\",node=\"ps0\"} 1796000000.5\n")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("\ntroupe_node_heard_age_seconds{run=\"\",run_id="
+                       "\"\",node=\"ps0\"} 0.25\n")
                != std::string::npos,
              text);
   BOOST_TEST(text.find("node=\"w0\"} ") == std::string::npos, text);
@@ -178,6 +189,11 @@ BOOST_AUTO_TEST_CASE(this_process_has_memory_and_cpu) {
   auto u = own_process_usage();
   BOOST_TEST(u.resident_bytes > 1000000);
   BOOST_TEST(u.cpu_seconds > 0);
+  // This test program started within the last minutes, by the wall clock
+  // (its start read from /proc, not from when the library was loaded).
+  const double now = static_cast<double>(std::time(nullptr));
+  BOOST_TEST(u.started_unix <= now + 1);
+  BOOST_TEST(u.started_unix > now - 600);
 }
 
 BOOST_AUTO_TEST_CASE(the_heap_in_use_follows_what_is_allocated_and_freed) {

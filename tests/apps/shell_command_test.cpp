@@ -5,6 +5,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <ctime>
+
 // GCC 12 reports a false -Warray-bounds inside nlohmann::json (at -O2).
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <nlohmann/json.hpp>
@@ -190,7 +192,10 @@ BOOST_AUTO_TEST_CASE(nodes_show_memory_a_person_reads) {
   a.up = true;
   a.resident_bytes = 43'305'779; // 41.3 MiB
   a.heap_bytes = 3'250'586;      // 3.1 MiB
-  b.name = "w0";                 // did not answer
+  a.started_unix = static_cast<double>(std::time(nullptr)) - 3725;
+  a.heard_age = 0;
+  b.name = "w0"; // did not answer
+  b.heard_age = 12.4;
   v.nodes = {a, b};
   auto table = *render_view(parsed("nodes"), v, false);
   BOOST_TEST(table.find("RSS") != std::string::npos, table);
@@ -198,7 +203,16 @@ BOOST_AUTO_TEST_CASE(nodes_show_memory_a_person_reads) {
   BOOST_TEST(table.find("HEAP") != std::string::npos, table);
   BOOST_TEST(table.find("3.1 MiB") != std::string::npos, table);
   BOOST_TEST(table.find("43305779") == std::string::npos, table);
+  // How long each has run and since the chief heard from it: the chief's
+  // process up 1h02m (3725 s), heard now; w0 silent for 12 s.
+  BOOST_TEST(table.find("UP") != std::string::npos, table);
+  BOOST_TEST(table.find("HEARD") != std::string::npos, table);
+  BOOST_TEST(table.find("1h02m") != std::string::npos, table);
+  BOOST_TEST(table.find("12s") != std::string::npos, table);
   auto rows = nlohmann::json::parse(*render_view(parsed("nodes"), v, true));
+  BOOST_TEST(rows[0]["heard_seconds_ago"] == 0.0);
+  BOOST_TEST(rows[1]["heard_seconds_ago"] == 12.4);
+  BOOST_TEST(rows[1]["process_started"].is_null());
   BOOST_TEST(rows[0]["resident_bytes"] == 43305779);
   BOOST_TEST(rows[1]["resident_bytes"].is_null());
   BOOST_TEST(rows[0]["heap_bytes"] == 3250586);

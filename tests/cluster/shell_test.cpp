@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <poll.h>
@@ -160,6 +161,13 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
                    < n["resident_bytes"].get<double>(),
                  n.dump());
       BOOST_TEST(n["cpu_seconds"].get<double>() > 0, n.dump());
+      // Started within this test, each process, and heard from as the
+      // view was made (its agent answered; the chief is its own).
+      const double now = static_cast<double>(std::time(nullptr));
+      BOOST_TEST(n["process_started"].get<double>() > now - 600, n.dump());
+      BOOST_TEST(n["process_started"].get<double>() <= now + 1, n.dump());
+      BOOST_TEST(n["heard_seconds_ago"].get<double>() >= 0, n.dump());
+      BOOST_TEST(n["heard_seconds_ago"].get<double>() < 1, n.dump());
     }
   }
 

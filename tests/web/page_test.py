@@ -7,7 +7,8 @@ node are named with markup (`<img src=x onerror=...>`):
   alert), says the run is training;
 - its charts' points grow while the run trains;
 - a worker node killed with kill -9 shows its worker down, and running
-  again once the node is started again;
+  again once the node is started again; every node shows when its
+  process started (that node's the latest) and is heard from now;
 - its SHA-256 and HMAC give RFC 4231's and hashlib's digests;
 - steering from the page: pause is refused without the key (401) and with
   another key (403), and with the cluster key pauses the run, which the
@@ -373,6 +374,32 @@ def main():
             "return [...document.querySelectorAll('#nodes tr')]"
             ".map(r => r.cells[0].textContent)")),
               "the node's name shows as text in the nodes table")
+
+        # Each node's process: up since when (the one started again the
+        # latest), heard from now.
+        def node_times():
+            return js("""
+              const t = document.getElementById('nodes');
+              const head = [...t.rows[0].cells].map((c) => c.textContent);
+              return [...t.rows].slice(1).map((r) => [r.cells[0].textContent,
+                r.cells[head.indexOf('up since')].textContent,
+                r.cells[head.indexOf('heard')].textContent]);""")
+
+        def up_seconds(text):  # "12:34:56 (1m05s)" -> 65
+            m = re.search(r"\((?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?\)$", text)
+            if not m:
+                return None
+            h, mi, se = (int(g) if g else 0 for g in m.groups())
+            return 3600 * h + 60 * mi + se
+
+        wait_until("every node heard from now", lambda: all(
+            heard == "now" for _, _, heard in node_times()), 15)
+        times = {name: up_seconds(up) for name, up, _ in node_times()}
+        check(all(v is not None for v in times.values())
+              and times[ODD_NODE] == min(times.values())
+              and times[ODD_NODE] < max(times.values()),
+              "each node shows when its process started, the one started "
+              "again the latest: %s" % node_times())
         driver.save_screenshot(os.path.join(shots, "3-back.png"))
 
         # The chief's log: /api/log, and the page's events and log tail.

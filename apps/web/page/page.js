@@ -174,14 +174,31 @@ function showTables(shards) {
     ["rows_made", "admitted"], ["rows_rejected", "rejected"], ["rows_evicted", "evicted"]], rows);
 }
 
+// A process's start as this browser's time of day, and how long ago.
+function upSince(unix) {
+  if (typeof unix !== "number") return "-";
+  const time = new Date(unix * 1000).toLocaleTimeString("en-GB");
+  return `${time} (${duration(Date.now() / 1000 - unix)})`;
+}
+
+function heardAgo(s) {
+  return typeof s !== "number" ? "-" : s < 1 ? "now" : duration(s) + " ago";
+}
+
+// A node the chief has not heard from for this long (its agent did not
+// answer the last views) is marked before its timeout declares it lost.
+const SILENT_S = 5;
+
 function showNodes(nodes) {
   document.getElementById("nodes-count").textContent =
     `${nodes.filter((n) => n.state === "up").length} of ${nodes.length} up`;
   table("nodes", [["name", "node"], ["address", "address"], ["state", "state"],
     ["shards", "shards"], ["workers", "workers"], ["pid", "pid"], ["host", "host"],
+    ["process_started", "up since", upSince], ["heard_seconds_ago", "heard", heardAgo],
     ["resident_bytes", "memory", bytes], ["heap_bytes", "heap", bytes],
     ["cpu_seconds", "CPU s"], ["program", "program"]],
-    nodes, (n) => n.state !== "up" ? "down" : "");
+    nodes, (n) => n.state !== "up" ? "down"
+      : typeof n.heard_seconds_ago !== "number" || n.heard_seconds_ago > SILENT_S ? "stale" : "");
 }
 
 // A line chart on a canvas: each series [[x, y], ...] with its colour and
