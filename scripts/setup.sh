@@ -40,6 +40,9 @@ troupe_test_packages=(
   prometheus
   # The page's test (tests/web) drives headless Chromium with Selenium.
   chromium chromium-driver python3-selenium
+  # The TensorBoard test (tests/tensorboard) parses the event files' records
+  # with Google's protobuf library.
+  python3-protobuf
   # .ci/run checks that every C++ file follows .clang-format.
   clang-format
 )

@@ -66,6 +66,7 @@ caf::error metrics_log::open(const std::string& dir, const metrics_run& run) {
   if (auto err = open_one(jsonl_, base_ + ".jsonl", nullptr))
     return err;
   score_key_ = "test_" + run.score;
+  score_tag_ = "test/" + run.score;
   auto header = "seconds,step,epoch," + score_key_ + ",test_loss\n";
   if (auto err = open_one(csv_, base_ + ".csv", header.c_str()))
     return err;
@@ -80,7 +81,7 @@ caf::error metrics_log::open(const std::string& dir, const metrics_run& run) {
                json_quote(run.partition).c_str(),
                static_cast<long long>(run.start_step));
   std::fflush(jsonl_.get());
-  return {};
+  return tensorboard_.open(dir + "/tensorboard/" + run.name + "-" + run.run_id);
 }
 
 void metrics_log::emit(const std::string& record) {
@@ -123,6 +124,9 @@ void metrics_log::progress(double seconds, int64_t step, double epoch,
             examples_per_sec))
     csv_line(progress_csv_, "%.3f,%lld,%.4f,%.6g,%.1f\n", seconds,
              static_cast<long long>(step), epoch, loss, examples_per_sec);
+  tensorboard_.scalar("train/loss", step, loss);
+  tensorboard_.scalar("train/examples_per_sec", step, examples_per_sec);
+  tensorboard_.scalar("train/epoch", step, epoch);
 }
 
 void metrics_log::worker(int32_t id, double seconds, int64_t step, double loss,
@@ -140,6 +144,8 @@ void metrics_log::evaluation(double seconds, int64_t step, double epoch,
             score, loss))
     csv_line(csv_, "%.3f,%lld,%.4f,%.6f,%.6g\n", seconds,
              static_cast<long long>(step), epoch, score, loss);
+  tensorboard_.scalar(score_tag_, step, score);
+  tensorboard_.scalar("test/loss", step, loss);
 }
 
 } // namespace troupe

@@ -10,7 +10,9 @@
 // - `.progress.csv`: the progress lines (seconds, step, epoch, loss,
 //   examples/s).
 // The CSV files start with a "# run=... mode=... workers=..." line, which
-// scripts/plot.sh puts in the plot's legend.
+// scripts/plot.sh puts in the plot's legend. The same scalars also go to
+// TensorBoard's event files in `<dir>/tensorboard/<run>-<run id>/`
+// (tensorboard_events.hpp): `tensorboard --logdir <dir>/tensorboard`.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "caf/error.hpp"
+#include "runtime/base/tensorboard_events.hpp"
 
 namespace troupe {
 
@@ -80,8 +83,10 @@ private:
 
   std::string base_;
   std::string score_key_ = "test_accuracy";
+  std::string score_tag_ = "test/accuracy"; ///< TensorBoard's name of it
   std::function<void(const std::string&)> listener_;
   file jsonl_, csv_, progress_csv_;
+  tensorboard_events tensorboard_;
 };
 
 } // namespace troupe
