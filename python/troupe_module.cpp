@@ -322,17 +322,15 @@ py::dict train(const std::string& config_path, py::object step,
     if (shell_guard)
       apply_link_security(sys, shell_guard, links);
     auto slot = std::make_shared<chief_slot>();
-    std::unique_ptr<metrics_endpoint> metrics;
+    std::unique_ptr<chief_port> metrics;
     caf::expected<cluster_summary> result{caf::sec::none};
     if (metrics_at) {
       auto steering = page_steering_key(sys, links.key_file, opts.log);
       auto started =
-        steering
-          ? serve_chief_metrics(sys, *metrics_at, slot,
-                                request_timeout(opts.cfg),
-                                {*steering, tail, opts.cfg.cluster.metrics_dir},
-                                opts.log)
-          : caf::expected<std::unique_ptr<metrics_endpoint>>{steering.error()};
+        steering ? serve_chief_metrics(
+          sys, *metrics_at, slot, request_timeout(opts.cfg),
+          {*steering, tail, opts.cfg.cluster.metrics_dir}, opts.log)
+                 : caf::expected<std::unique_ptr<chief_port>>{steering.error()};
       if (started)
         metrics = std::move(*started);
       else
@@ -347,6 +345,8 @@ py::dict train(const std::string& config_path, py::object step,
           caf::anon_send(chief, stop_atom_v, std::string{"Ctrl-C"});
       });
     slot->set({});
+    if (metrics)
+      metrics->close(result);
     metrics.reset();
     std::lock_guard<std::mutex> guard{mtx};
     summary = std::move(result);

@@ -87,6 +87,9 @@ struct node_entry {
   /// When the chief last heard from it (now_seconds(): its registration,
   /// its agent's answer, a report of a worker there); -1: never.
   double heard_at = -1;
+  /// Its process as its agent last said (the views show it while the
+  /// agent is silent); empty: it has not said yet.
+  std::optional<process_usage> usage;
   /// It asked to leave the run: answered once its workers are down.
   std::optional<caf::typed_response_promise<bool>> leaving;
   int planned_shards = 0, planned_workers = 0;

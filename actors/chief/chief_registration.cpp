@@ -139,6 +139,7 @@ caf::result<std::string, std::string> on_register(chief_self self,
   }
   auto& e = st.members.register_agent(name, r.agent);
   e.heard_at = now_seconds();
+  e.usage.reset(); // a new process: what the last one said is void
   e.host = r.host;
   e.port = r.port;
   e.data_port = r.data_port;

@@ -221,9 +221,15 @@ shard_view shard_view_of(chief_self self, size_t i, const shard_stats* s) {
   return v;
 }
 
-/// How long the shell's questions to the shards and the feeder may take:
-/// one that does not answer in time shows as down.
-constexpr auto shell_patience = std::chrono::seconds(5);
+/// How long the view's questions to the shards and the feeder may take:
+/// one that does not answer in time shows as down. Short, because the
+/// page asks for a view twice a second and the whole view waits for the
+/// slowest (a frozen node's shard answers nothing until its links time
+/// out, 3 s by default).
+constexpr auto shell_patience = std::chrono::seconds(2);
+/// And each node's agent, for its process's usage: one that does not
+/// answer in time shows what it last said, its heard age growing.
+constexpr auto agent_patience = std::chrono::seconds(1);
 
 } // namespace
 
@@ -258,17 +264,23 @@ caf::result<cluster_view> shell_status(chief_self self) {
     ask_all_settled<process_usage>(
       agents.size(),
       [=](size_t k) {
-        return self->request(agents[k].second, shell_patience, stats_atom_v);
+        return self->request(agents[k].second, agent_patience, stats_atom_v);
       },
       [=](auto& replies) mutable {
         auto& members = self->state.members;
         const double now = now_seconds();
-        for (size_t k = 0; k < replies.size(); ++k)
+        for (size_t k = 0; k < replies.size(); ++k) {
+          auto& node = view->nodes[agents[k].first];
+          auto* entry = members.find_node(node.name);
           if (replies[k]) {
-            auto& node = view->nodes[agents[k].first];
             take_usage(node, *replies[k]);
             members.heard_from(node.name, now);
+            if (entry != nullptr)
+              entry->usage = *replies[k];
+          } else if (entry != nullptr && entry->usage) {
+            take_usage(node, *entry->usage); // as it last said
           }
+        }
         for (auto& node : view->nodes) {
           auto* entry = members.find_node(node.name);
           if (node.chief)

@@ -101,6 +101,10 @@ struct run_view {
   double progressive_loss = -1, parts_loss = -1, last_part_loss = -1,
          last_part_auc = -1;
   std::string last_part;
+  /// Once the run is over (the chief's port keeps its last view for a
+  /// page that watches): "done" or "failed", and why it failed; both
+  /// empty while it runs.
+  std::string outcome, error;
 };
 
 struct node_view {
@@ -214,7 +218,7 @@ typename Inspector::result_type inspect(Inspector& f, run_view& x) {
            x.export_age, x.export_rows, x.export_evicted, x.export_bytes,
            x.stream_parts, x.stream_waiting, x.progressive_samples,
            x.progressive_loss, x.parts_loss, x.last_part_loss, x.last_part_auc,
-           x.last_part);
+           x.last_part, x.outcome, x.error);
 }
 
 template <class Inspector>

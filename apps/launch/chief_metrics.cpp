@@ -8,6 +8,7 @@
 #include "apps/metrics/prometheus_text.hpp"
 #include "apps/web/page_files.hpp"
 #include "caf/scoped_actor.hpp"
+#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
@@ -50,7 +51,22 @@ caf::expected<cluster_key> page_steering_key(caf::actor_system& sys,
   return key;
 }
 
-caf::expected<std::unique_ptr<metrics_endpoint>>
+chief_port::chief_port(std::unique_ptr<metrics_endpoint> endpoint,
+                       std::shared_ptr<view_poller> views)
+  : endpoint_(std::move(endpoint)), views_(std::move(views)) {}
+
+chief_port::~chief_port() = default;
+
+void chief_port::close(const caf::expected<cluster_summary>& result) {
+  if (result)
+    views_->finish("done", "", &*result);
+  else
+    views_->finish("failed", describe(result.error()), nullptr);
+  views_->wait_for_watchers(std::chrono::seconds(5));
+  endpoint_.reset();
+}
+
+caf::expected<std::unique_ptr<chief_port>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,
@@ -85,10 +101,12 @@ serve_chief_metrics(caf::actor_system& sys,
         return api;
       return page_answer(req);
     });
-  if (started && log)
+  if (!started)
+    return started.error();
+  if (log)
     *log << "metrics: " << (*started)->url() << "\npage: http://"
          << (*started)->host() << ":" << (*started)->port() << "/" << std::endl;
-  return started;
+  return std::make_unique<chief_port>(std::move(*started), std::move(poller));
 }
 
 } // namespace troupe

@@ -60,10 +60,32 @@ struct chief_port_parts {
   std::string metrics_dir;              ///< /api/runs ("": none)
 };
 
+class view_poller;
+
+/// The chief's metrics port: its endpoint, and the views its page reads.
+class chief_port {
+public:
+  chief_port(std::unique_ptr<metrics_endpoint> endpoint,
+             std::shared_ptr<view_poller> views);
+  ~chief_port();
+
+  /// The run is over with `result`: the page's view says "done" or
+  /// "failed" (and why), and a page that watches gets up to 5 s to read
+  /// it before the port closes; none when nobody watches.
+  void close(const caf::expected<cluster_summary>& result);
+
+  chief_port(const chief_port&) = delete;
+  chief_port& operator=(const chief_port&) = delete;
+
+private:
+  std::unique_ptr<metrics_endpoint> endpoint_;
+  std::shared_ptr<view_poller> views_;
+};
+
 /// Serves chief_metrics at `at`, bound now (before the run starts, so a
 /// taken port fails at once), with the /api views, the page, and `parts`;
 /// says where on `log` (null: nowhere).
-caf::expected<std::unique_ptr<metrics_endpoint>>
+caf::expected<std::unique_ptr<chief_port>>
 serve_chief_metrics(caf::actor_system& sys,
                     const std::pair<std::string, uint16_t>& at,
                     std::shared_ptr<chief_slot> slot, caf::timespan timeout,

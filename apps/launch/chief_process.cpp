@@ -79,7 +79,7 @@ run_chief_node(run_config cfg, chief_process what,
   auto data_plane = opts.data_plane;
   // Bound before the run starts, so a taken port fails the command at once.
   auto slot = std::make_shared<chief_slot>();
-  std::unique_ptr<metrics_endpoint> metrics;
+  std::unique_ptr<chief_port> metrics;
   if (what.metrics_at) {
     auto key = page_steering_key(sys, links.key_file, opts.log);
     if (!key)
@@ -100,6 +100,8 @@ run_chief_node(run_config cfg, chief_process what,
       slot->set(chief);
     });
   slot->set({}); // lets go of the chief's handle
+  if (metrics)
+    metrics->close(summary); // a page that watches sees how it ended
   metrics.reset();
   signals.on_first(nullptr); // likewise
   if (data_plane)

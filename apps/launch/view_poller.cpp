@@ -33,11 +33,52 @@ view_poller::latest(std::chrono::milliseconds first_wait) {
   std::unique_lock<std::mutex> lock{mutex_};
   auto was_idle = steady::now() - looked_at_ > linger_;
   looked_at_ = steady::now();
+  if (final_) {
+    ++final_reads_;
+    wake_.notify_all(); // wait_for_watchers counts them
+    return latest_;
+  }
   if (was_idle)
     wake_.notify_all();
   if (!latest_)
     wake_.wait_for(lock, first_wait, [this] { return latest_ != nullptr; });
   return latest_;
+}
+
+void view_poller::finish(const std::string& outcome, const std::string& error,
+                         const cluster_summary* summary) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto last = std::make_shared<snapshot>();
+  if (latest_ && latest_->answered)
+    *last = *latest_;
+  last->answered = true;
+  auto& run = last->view.run;
+  run.phase = "ended";
+  run.paused = run.recovering = run.stopping = false;
+  run.eta_seconds = -1;
+  run.outcome = outcome;
+  run.error = error;
+  if (summary != nullptr) {
+    run.steps = summary->steps;
+    run.epoch = summary->epochs;
+    run.seconds = summary->seconds;
+    run.examples_per_sec = summary->examples_per_sec;
+    run.test_accuracy = summary->test_accuracy;
+  }
+  // Every node and worker as last seen: the processes may be gone.
+  last->own = own_process_usage();
+  last->taken = std::chrono::system_clock::now();
+  latest_ = std::move(last);
+  final_ = true;
+  final_reads_ = 0;
+}
+
+void view_poller::wait_for_watchers(std::chrono::milliseconds most,
+                                    size_t reads) {
+  std::unique_lock<std::mutex> lock{mutex_};
+  if (steady::now() - looked_at_ > linger_)
+    return; // nobody watches
+  wake_.wait_for(lock, most, [&] { return final_reads_ >= reads; });
 }
 
 size_t view_poller::asked() const {
@@ -76,10 +117,16 @@ void view_poller::run() {
     });
     if (stopping_)
       return;
+    if (final_) { // the run is over: nothing to ask
+      wake_.wait(lock, [this] { return stopping_; });
+      return;
+    }
     ++asked_;
     lock.unlock();
     auto fresh = std::make_shared<const snapshot>(ask_chief());
     lock.lock();
+    if (final_)
+      continue; // finished while the chief was asked
     latest_ = std::move(fresh);
     wake_.notify_all(); // a first latest() waits for it
     wake_.wait_for(lock, interval_, [this] { return stopping_; });

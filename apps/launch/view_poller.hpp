@@ -46,6 +46,18 @@ public:
   /// nobody looks).
   size_t asked() const;
 
+  /// The run is over: its last view is kept as its final one, with
+  /// `outcome` ("done", "failed") and `error`, and `summary`'s figures
+  /// when it has them (null: failed); the chief is not asked again.
+  void finish(const std::string& outcome, const std::string& error,
+              const cluster_summary* summary);
+
+  /// After finish: if someone looked within `linger`, waits until the
+  /// final view has been read `reads` times (a page reads three views a
+  /// poll) or `most` has passed, so that a page that watches shows how
+  /// the run ended. Returns at once when nobody watches.
+  void wait_for_watchers(std::chrono::milliseconds most, size_t reads = 3);
+
   view_poller(const view_poller&) = delete;
   view_poller& operator=(const view_poller&) = delete;
 
@@ -61,6 +73,8 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool final_ = false;     ///< finish() was called
+  size_t final_reads_ = 0; ///< latest() calls since
   std::chrono::steady_clock::time_point looked_at_{};
   std::shared_ptr<const snapshot> latest_;
   size_t asked_ = 0;

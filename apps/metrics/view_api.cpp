@@ -65,7 +65,8 @@ std::optional<http_response> view_api(const std::function<api_view()>& view,
       && name != "shards" && (name != "log" || tail == nullptr))
     return json_answer(404, {{"error", "no view " + req.path
                                          + " (status, nodes, workers, "
-                                           "shards, log)"}});
+                                           "shards, log; runs and "
+                                           "challenge where served)"}});
   if (req.method != "GET" && req.method != "HEAD") {
     auto r = json_answer(405, {{"error", req.path + " is read with GET"}});
     r.headers.emplace_back("Allow", "GET, HEAD");

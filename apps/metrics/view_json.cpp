@@ -96,6 +96,10 @@ json run_json(const run_view& r) {
           {"paused", r.paused},
           {"recovering", r.recovering},
           {"phase", r.phase},
+          // null while the run goes on; "done" or "failed" in the view
+          // the port keeps after it (view_poller::finish)
+          {"outcome", text_or_null(r.outcome)},
+          {"error", text_or_null(r.error)},
           {"stopping", r.stopping},
           {"restarts", r.restarts},
           {"shard_recoveries", r.shard_recoveries},

@@ -47,6 +47,8 @@ struct cluster_spec {
   int64_t export_every = 0;     ///< > 0: table exports in <dir>/exports
   std::string on_node_loss = "move";
   double node_timeout_s = 20;
+  /// How long a silent link lasts before its node is lost.
+  int64_t connection_timeout_ms = 1500;
   /// Non-empty: the folder of make_certs' files; every node uses
   /// cluster.pem, and run_shell and joiners client.pem.
   std::string tls_dir;
@@ -173,7 +175,7 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"nodes", nodes},
              {"node_timeout_s", spec.node_timeout_s},
              {"heartbeat_interval_ms", 200},
-             {"connection_timeout_ms", 1500},
+             {"connection_timeout_ms", spec.connection_timeout_ms},
              {"on_node_loss", spec.on_node_loss},
              {"max_restarts", 10}}}};
   if (spec.shard_replicas > 0)

@@ -364,6 +364,55 @@ BOOST_AUTO_TEST_CASE(status_json_and_commands_that_act) {
   BOOST_TEST(late.wait(15) == 0, late.seen());
 }
 
+// A node whose process is frozen (SIGSTOP) holds no view up: its agent is
+// given a second, then the view shows what it last said, heard from
+// longer ago, and once it runs again it is heard from now.
+BOOST_AUTO_TEST_CASE(a_frozen_node_holds_no_view_up) {
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 50;                   // ended by "stop"
+  spec.connection_timeout_ms = 10000; // frozen, not lost, in this test
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}};
+  running_cluster cluster{dir, spec};
+  cluster.require_step(50);
+  auto nodes_now = [&] {
+    auto [code, text] = run_shell(dir, spec, "nodes");
+    BOOST_REQUIRE_MESSAGE(code == 0, text);
+    for (auto& n : json::parse(text))
+      if (n["name"] == "w0")
+        return n;
+    BOOST_FAIL("no node w0 in " + text);
+    return json{};
+  };
+  BOOST_TEST(nodes_now()["heard_seconds_ago"].get<double>() < 1);
+  const pid_t w0 = cluster.node("w0").pid();
+  ::kill(w0, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto asked = std::chrono::steady_clock::now();
+  auto frozen = nodes_now();
+  const double took = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - asked)
+                        .count();
+  ::kill(w0, SIGCONT);
+  // A shell's start and its connection, and the agent's second: the old
+  // wait for a silent agent was 5 s.
+  BOOST_TEST(took < 4.0, "nodes answered in " << took << " s");
+  BOOST_TEST(frozen["state"] == "up", frozen.dump());
+  BOOST_TEST(frozen["heard_seconds_ago"].get<double>() >= 1.5, frozen.dump());
+  BOOST_TEST(frozen["resident_bytes"].is_number(), frozen.dump());
+  BOOST_TEST(frozen["pid"] == w0, frozen.dump());
+  // Running again: heard from now.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  json back;
+  do {
+    back = nodes_now();
+  } while (back["heard_seconds_ago"].get<double>() >= 1
+           && std::chrono::steady_clock::now() < deadline);
+  BOOST_TEST(back["heard_seconds_ago"].get<double>() < 1, back.dump());
+  BOOST_REQUIRE(run_shell(dir, spec, "stop").first == 0);
+  cluster.require_finished(60);
+}
+
 BOOST_AUTO_TEST_CASE(the_embedded_mode_listens_for_the_shell) {
   temp_dir dir;
   cluster_spec spec;

@@ -17,8 +17,10 @@ node are named with markup (`<img src=x onerror=...>`):
 - the browser's console holds no error (the refused steering requests'
   own network lines aside);
 - every answer of the page and of /api/ says what it is and is not cached;
-- screenshots at four moments (training, a worker lost, back, paused from
-  the page) are kept under the build folder (web-screenshots/).
+- the run stopped, the page says it is done before the chief's port
+  closes, and that the chief's process has exited after;
+- screenshots at five moments (training, a worker lost, back, paused from
+  the page, done) are kept under the build folder (web-screenshots/).
 
 Run by ctest (web.page) with TROUPE_BUILD_DIR. Exit 77 (skipped) when a
 tool is missing, outside CI (scripts/setup.sh installs them)."""
@@ -28,6 +30,7 @@ import hmac
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -432,6 +435,20 @@ def main():
                            and "/api/steer" in e.get("message", ""))]
         check(not errors, "no error in the browser's console",
               json.dumps(errors, indent=1))
+
+        # The run stopped (the chief's first SIGTERM, as the shell's stop):
+        # the page, which watches, is shown how it ended before the port
+        # closes, and keeps saying so once the chief's process is gone.
+        procs["chief"].send_signal(signal.SIGTERM)
+        wait_until("the page to say the run is done",
+                   lambda: text("run-state") == "done", 30)
+        check(procs["chief"].wait(30) == 0, "the chief exits 0")
+        wait_until("the page to say the chief's process has exited",
+                   lambda: "has exited" in text("run-error"), 10)
+        check(text("run-state") == "done",
+              "the page says the run is done, and that the chief's process "
+              "has exited: %r" % text("run-error"))
+        driver.save_screenshot(os.path.join(shots, "5-done.png"))
         say("screenshots in " + shots)
     return run.exit_code
 

@@ -51,12 +51,20 @@ function push(list, point) {
     list.splice(0, list.length, ...list.filter((p, i) => i >= MAX_POINTS / 2 || i % 2 === 0));
 }
 
+// The run's state: how it ended once it has (the port keeps its last view
+// a few seconds for a page that watches), else what it does now.
 function runState(run) {
+  if (run.outcome) return run.outcome;
   if (run.stopping) return "stopping";
   if (run.recovering) return "recovering";
   if (run.paused) return "paused";
+  if (run.phase === "waiting_for_nodes") return "waiting for nodes";
+  if (run.phase === "starting" || run.phase === "finishing") return run.phase;
   return "training";
 }
+
+// How the run ended, once the page has seen it (kept when the port goes).
+let ended = null;
 
 function showRun(status) {
   const run = status.run;
@@ -65,7 +73,8 @@ function showRun(status) {
   const state = runState(run);
   const badge = document.getElementById("run-state");
   badge.textContent = state;
-  badge.className = "badge " + state;
+  badge.className = "badge " + state.replace(/ /g, "-");
+  if (run.outcome) ended = run;
   document.getElementById("run-line").textContent =
     `${run.mode}, run ${run.run_id}, config ${String(run.config_digest).slice(0, 12)}`;
   const figures = document.getElementById("figures");
@@ -186,8 +195,9 @@ function heardAgo(s) {
 }
 
 // A node the chief has not heard from for this long (its agent did not
-// answer the last views) is marked before its timeout declares it lost.
-const SILENT_S = 5;
+// answer the last views, which ask every half second) is marked before
+// its links time out (3 s by default) and it is declared lost.
+const SILENT_S = 2;
 
 function showNodes(nodes) {
   document.getElementById("nodes-count").textContent =
@@ -273,18 +283,27 @@ async function poll() {
     lastPoll.render_ms = performance.now() - answered;
     lastPoll.polls++;
     lastFailure = null;
-    document.getElementById("run-error").hidden = true;
+    const failed = status.run.error;
+    document.getElementById("run-error").textContent = failed ? "the run failed: " + failed : "";
+    document.getElementById("run-error").hidden = !failed;
     document.getElementById("footer").textContent =
       `view ${fmt(status.view.age_seconds, 2)} s old at ${new Date().toLocaleTimeString()}` +
       ` (fetched in ${lastPoll.fetch_ms.toFixed(0)} ms, drawn in ${lastPoll.render_ms.toFixed(0)} ms)`;
   } catch (e) {
     lastFailure = e;
     const err = document.getElementById("run-error");
-    err.textContent = "the chief does not answer: " + e.message;
-    err.hidden = false;
     const badge = document.getElementById("run-state");
-    badge.textContent = "gone";
-    badge.className = "badge gone";
+    if (ended) { // the chief's process has exited after the run ended
+      err.textContent = (ended.error ? "the run failed: " + ended.error + "; " : "") +
+        "the chief's process has exited";
+      badge.textContent = ended.outcome;
+    } else {
+      err.textContent = "the chief does not answer (" + e.message +
+        "): its process stopped, or the network between here and it";
+      badge.textContent = "gone";
+    }
+    err.hidden = false;
+    badge.className = "badge " + badge.textContent;
   }
   setTimeout(poll, POLL_MS);
 }

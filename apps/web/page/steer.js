@@ -44,6 +44,9 @@ function setUpSteering() {
     const input = document.getElementById("key");
     const text = input.value.trim();
     input.value = "";
+    // An empty box keeps the key the page holds (pressing the button again
+    // must not drop it); a wrong one drops it, so the page is read-only.
+    if (!text) return say(steeringKey ? "the key is kept" : "no key given", !steeringKey);
     const key = fromHex(text);
     const state = document.getElementById("key-state");
     if (!key || key.length !== 32) {
