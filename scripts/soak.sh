@@ -6,11 +6,12 @@
 # another, for MINUTES; then no step may be lost, every shard must end at
 # the run's step count, every sample must train once per epoch, every
 # process must exit 0, and the heap in use of the processes that lived
-# through it (a minute's median, as their agents report it) must stay
-# at most 10% above its value in the minute after the first 5 at as many
-# shards and replicas (a leak only climbs), their resident
-# memory within 20% (it also holds what the allocator keeps after a free,
-# which spreads with the order of frees: docs/benchmarks.md "The soak").
+# through it (the median of five minutes' medians, as their agents report
+# it) must stay at most 10% above its value in the first such window after
+# the first 5 minutes at as many shards and replicas (a leak only climbs),
+# their resident memory within 20% (it also holds what the allocator keeps
+# after a free, which spreads with the order of frees: docs/benchmarks.md
+# "The soak").
 # ctest runs a 150 s version (soak.short).
 # Usage: scripts/soak.sh [minutes, default 60] [seed, default the time]
 #          [more options of tests/soak/soak_test.py, e.g. --keep FOLDER to
