@@ -269,17 +269,18 @@ caf::result<cluster_view> shell_status(chief_self self) {
       [=](auto& replies) mutable {
         auto& members = self->state.members;
         const double now = now_seconds();
+        // Each agent's node shows what its agent said now, or last.
         for (size_t k = 0; k < replies.size(); ++k) {
           auto& node = view->nodes[agents[k].first];
           auto* entry = members.find_node(node.name);
+          if (entry == nullptr)
+            continue;
           if (replies[k]) {
-            take_usage(node, *replies[k]);
-            members.heard_from(node.name, now);
-            if (entry != nullptr)
-              entry->usage = *replies[k];
-          } else if (entry != nullptr && entry->usage) {
-            take_usage(node, *entry->usage); // as it last said
+            entry->usage = std::move(*replies[k]);
+            entry->heard_at = now;
           }
+          if (entry->usage)
+            take_usage(node, *entry->usage);
         }
         for (auto& node : view->nodes) {
           auto* entry = members.find_node(node.name);

@@ -30,10 +30,11 @@ When the time is up the shell stops the run, and then:
   that (every sample once per epoch);
 - every process exits 0;
 - the memory of each process that lived from the start to the end stays
-  within a tolerance of its value in the first minute from --rss-after-s
+  within a tolerance of its value in the first minutes from --rss-after-s
   on in which it held as many shards and replicas, for each such holding
   (a shard node's memory follows what it holds, and shards move to it as
-  others are killed), a minute's median each time. Two measures: the
+  others are killed): the medians of the minutes held, taken WINDOW at a
+  time, each window's median against the first's. Two measures: the
   heap in use, as the node's agent reports it (`nodes`: what malloc
   handed out and did not have back, so a leak shows in it), at most
   --heap-tolerance above (a leak only climbs; the heap falls when a
