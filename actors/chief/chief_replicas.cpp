@@ -63,12 +63,19 @@ void ask_primary(chief_self self, size_t i) {
   auto& node = st.members.node(st.shards.replicas()[i].node);
   auto address = node.host + ":" + std::to_string(node.data_port);
   st.shards.replicas()[i].asked = now_seconds();
+  st.shards.replicas()[i].primary_answered = false;
+  auto ask = ++st.shards.replicas()[i].asks;
   ask_shard(self, i, replicate_atom_v, shard_data_actor{}, address)
-    .then([](bool) {},
-          [=](caf::error& err) {
-            say(self, fmt("shard %zu could not start its replica: %s", i,
-                          describe(err).c_str()));
-          });
+    .then(
+      [=](bool) {
+        auto& replicas = self->state.shards.replicas();
+        if (i < replicas.size() && replicas[i].asks == ask)
+          replicas[i].primary_answered = true;
+      },
+      [=](caf::error& err) {
+        say(self, fmt("shard %zu could not start its replica: %s", i,
+                      describe(err).c_str()));
+      });
 }
 
 } // namespace
@@ -147,6 +154,10 @@ void on_replica_news(chief_self self, int32_t shard, int64_t version,
   auto& st = self->state;
   auto i = static_cast<size_t>(shard);
   if (i >= st.shards.replicas().size() || !st.shards.replicas()[i].handle)
+    return;
+  // Before the primary's answer to the latest ask, its news are of an
+  // earlier replica (shard_placement.hpp).
+  if (!st.shards.replicas()[i].primary_answered)
     return;
   auto& node = st.shards.replicas()[i].node;
   if (version >= 0) {

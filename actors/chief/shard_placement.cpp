@@ -56,6 +56,7 @@ void shard_placement::replica_started(size_t i, shard_actor handle) {
   replica_index_of_[handle.address()] = i;
   replicas_[i].handle = std::move(handle);
   replicas_[i].in_step = false;
+  replicas_[i].primary_answered = false;
 }
 
 void shard_placement::replica_gone(size_t i) {

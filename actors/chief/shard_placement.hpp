@@ -28,6 +28,13 @@ struct replica_entry {
   bool in_step = false; ///< its primary says it holds every acked push
   bool placing = false; ///< an agent is starting it
   double asked = 0;     ///< when its primary was asked to copy to it
+  /// The asks of its primary so far, and whether the latest is answered.
+  /// News the primary sends before its answer are of the replica before
+  /// this one (its answer comes after them on the same way), and must
+  /// not stop this one: a late "gave up" for each replica in turn once
+  /// stopped every new one, until the shard ran without any.
+  uint64_t asks = 0;
+  bool primary_answered = false;
   /// Replicas the shard's primary gave up (a failed update, not a lost
   /// node): past max_replica_failures the shard runs without one.
   int failures = 0;
