@@ -2,8 +2,10 @@
 # Samples/s of the 784-256-128-10 MLP (config/local.json: batch 128, Adam,
 # async) for 1, 2 and 4 workers against 1 and 2 shards, each worker and
 # each shard its own troupe-node process on 127.0.0.1 (plus the chief's),
-# next to the same cluster inside one process, alternating, REPEATS times
-# each; medians, and their ratio. Evaluation only at the end.
+# their data plane through shared memory (the default on one host) and
+# over TCP ("shared_memory": false), next to the same cluster inside one
+# process, alternating, REPEATS times each; medians, and their ratios to
+# one process. Evaluation only at the end.
 # Usage: scripts/bench-nodes.sh [epochs, default 2] [workers, default "1 2 4"]
 #                              [shards, default "1 2"] [repeats, default 3]
 set -euo pipefail
@@ -18,7 +20,7 @@ median() { tr ' ' '\n' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 node="$TROUPE_BUILD/apps/troupe-node"
-printf "%7s %6s %16s %18s %6s\n" workers shards "processes (s/s)" "one process (s/s)" ratio
+printf "%7s %6s %18s %16s %18s %7s %7s\n" workers shards "shared mem. (s/s)" "TCP (s/s)" "one process (s/s)" "shared" "TCP"
 for shards in $shard_counts; do
   for workers in $worker_counts; do
     python3 - "$epochs" "$shards" "$workers" "$work" <<'PY'
@@ -27,21 +29,31 @@ from benchlib import write_local_clusters
 epochs, shards, workers, work = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 members = write_local_clusters("config/local.json", work, epochs, shards, workers)
 open(f"{work}/members", "w").write(" ".join(members))
+import json
+cluster = json.load(open(f"{work}/cluster.json"))
+cluster["cluster"]["shared_memory"] = False
+json.dump(cluster, open(f"{work}/cluster-tcp.json", "w"))
 PY
-    multis=() singles=()
-    for ((r = 1; r <= repeats; ++r)); do
+    multis=() tcps=() singles=()
+    # One run of the cluster of file $1: its samples/s.
+    processes() {
       for m in $(cat "$work/members"); do
-        "$node" --config "$work/cluster.json" --node "$m" >/dev/null 2>&1 &
+        "$node" --config "$1" --node "$m" >/dev/null 2>&1 &
       done
-      multis+=("$("$node" --config "$work/cluster.json" --node chief \
-                 | grep -A1 '^run ' | tail -1 | awk '{print $8}')")
+      "$node" --config "$1" --node chief | grep -A1 '^run ' | tail -1 | awk '{print $8}'
       wait
+    }
+    for ((r = 1; r <= repeats; ++r)); do
+      multis+=("$(processes "$work/cluster.json")")
+      tcps+=("$(processes "$work/cluster-tcp.json")")
       singles+=("$("$node" --config "$work/one.json" | grep -A1 '^run ' \
                   | tail -1 | awk '{print $8}')")
     done
     multi="$(echo "${multis[*]}" | median)"
+    tcp="$(echo "${tcps[*]}" | median)"
     single="$(echo "${singles[*]}" | median)"
-    ratio="$(awk -v m="$multi" -v s="$single" 'BEGIN { if (s > 0) printf "%.2f", m / s; else print "-" }')"
-    printf "%7d %6d %16s %18s %6s\n" "$workers" "$shards" "$multi" "$single" "$ratio"
+    ratio_of() { awk -v m="$1" -v s="$single" 'BEGIN { if (s > 0) printf "%.2f", m / s; else print "-" }'; }
+    printf "%7d %6d %18s %16s %18s %7s %7s\n" "$workers" "$shards" "$multi" "$tcp" "$single" \
+      "$(ratio_of "$multi")" "$(ratio_of "$tcp")"
   done
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pull+push round trips of 40 KB, 4 MB and 100 MB float buffers between two
 # processes on 127.0.0.1, side by side in one run: troupe through its data
-# plane (bench-transfer, what workers on other nodes use), troupe through
+# plane (bench-transfer, what workers on other nodes use: through shared
+# memory, as on one host, and over TCP, as between hosts), troupe through
 # CAF's own connection (--via basp), ps-lite's push+pull (1 server, 1
 # worker, scripts/bench-pslite.sh; built beside the project from a ps-lite
 # checkout, see scripts/build-pslite.sh), each with and without transparent
@@ -52,6 +53,7 @@ for ((r = 1; r <= repeats; ++r)); do
       env_pages=()
       [ "$pages" = huge ] && env_pages=("$huge")
       echo "troupe $1 $pages $(run_one env "${env_pages[@]}" "$bench" --floats "$1" --rounds "$2")" >>"$results"
+      echo "tcp $1 $pages $(run_one env "${env_pages[@]}" "$bench" --floats "$1" --rounds "$2" --via tcp)" >>"$results"
       echo "keyed $1 $pages $(run_one env "${env_pages[@]}" "$bench" --floats "$1" --rounds "$2" "${key[@]}")" >>"$results"
       echo "basp $1 $pages $(run_one env "${env_pages[@]}" "$bench" --floats "$1" --rounds "$2" --via basp)" >>"$results"
       echo "keyedbasp $1 $pages $(run_one env "${env_pages[@]}" "$bench" --floats "$1" --rounds "$2" --via basp "${key[@]}")" >>"$results"
@@ -83,18 +85,24 @@ for line in open(sys.argv[1]):
         vals[("iperf3", "-", "-")].append(float(parts[2]))
 tcp = median(vals[("iperf3", "-", "-")])
 print(f"loopback TCP (iperf3, one stream): {tcp:.0f} MB/s")
-print(f"{'buffer':>7} {'huge pages':>10} {'troupe ms':>10} {'via BASP ms':>12} "
-      f"{'ps-lite ms':>11} {'ps-lite/troupe':>15} {'troupe MB/s':>12} {'of iperf3':>10}")
+print("troupe: the data plane through shared memory; TCP: the same with shared memory off")
+print(f"{'buffer':>7} {'huge pages':>10} {'troupe ms':>10} {'TCP ms':>8} {'via BASP ms':>12} "
+      f"{'ps-lite ms':>11} {'ps-lite/troupe':>15} {'ps-lite/TCP':>12} {'troupe MB/s':>12} "
+      f"{'of iperf3':>10} {'TCP of iperf3':>14}")
 for floats, name in (("10000", "40 KB"), ("1000000", "4 MB"), ("25000000", "100 MB")):
     for pages in ("plain", "huge"):
         t = median(vals[("troupe", floats, pages)])
+        c = median(vals[("tcp", floats, pages)])
         b = median(vals[("basp", floats, pages)])
         p = vals.get(("pslite", floats, pages))
         p_ms = f"{median(p):.3f}" if p else "-"
         ratio = f"{median(p) / t:.2f}" if p else "-"
+        ratio_tcp = f"{median(p) / c:.2f}" if p else "-"
         mbs = 2 * 4 * int(floats) / (t / 1000) / 1e6
-        print(f"{name:>7} {'yes' if pages == 'huge' else 'no':>10} {t:>10.3f} {b:>12.3f} "
-              f"{p_ms:>11} {ratio:>15} {mbs:>12.0f} {mbs / tcp:>10.2f}")
+        mbs_tcp = 2 * 4 * int(floats) / (c / 1000) / 1e6
+        print(f"{name:>7} {'yes' if pages == 'huge' else 'no':>10} {t:>10.3f} {c:>8.3f} {b:>12.3f} "
+              f"{p_ms:>11} {ratio:>15} {ratio_tcp:>12} {mbs:>12.0f} {mbs / tcp:>10.2f} "
+              f"{mbs_tcp / tcp:>14.2f}")
 print()
 print("the cluster key's cost: ms per round trip, links that proved the key")
 print("against links that proved nothing (above 1: the key costs)")

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <deque>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "actors/data_plane/shared_upgrade.hpp"
 #include "actors/net/link_socket.hpp"
 #include "actors/net/remote.hpp"
 #include "actors/net/sockets.hpp"
@@ -54,7 +56,10 @@ public:
       guard_(std::move(guard)) {}
 
   void begin() {
-    reader_ = std::thread([this] { run(); });
+    reader_ = std::thread([this] {
+      run();
+      release_link();
+    });
   }
 
   std::string address() const { return host_ + ":" + std::to_string(port_); }
@@ -131,6 +136,8 @@ public:
       closed_ = true;
       if (sock_)
         sock_->shutdown();
+      if (tcp_)
+        tcp_->shutdown();
       else if (fd_ >= 0) // connecting, or in the handshake
         ::shutdown(fd_, SHUT_RDWR);
     }
@@ -139,6 +146,7 @@ public:
     writer_->stop();
     std::lock_guard<std::mutex> guard{mtx_};
     sock_.reset();
+    tcp_.reset();
     for (auto& s : stubs_)
       caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
     stubs_.clear();
@@ -180,11 +188,34 @@ private:
       }
       ssl = proof->take_session();
     }
-    auto sock = std::make_shared<link_socket>(fd, std::move(ssl));
+    auto tcp = std::make_shared<link_socket>(fd, std::move(ssl));
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      tcp_ = tcp;
+      fd_ = -1; // tcp_'s now; close() shuts it down, ending an offer too
+      if (closed_)
+        tcp->shutdown();
+    }
+    std::shared_ptr<byte_link> sock = tcp;
+    if (shared_links_allowed(sys_)) {
+      std::string note;
+      auto shared = offer_shared_link(*tcp, timeout_, note);
+      if (!shared)
+        return fail_all(describe(shared.error()));
+      if (*shared)
+        sock = std::move(*shared);
+      else if (note != "another host")
+        std::cerr << "troupe: data plane to " << address()
+                  << ": TCP, not shared memory: " << note << std::endl;
+    }
     {
       std::lock_guard<std::mutex> guard{mtx_};
       sock_ = sock;
       up_ = true;
+      if (closed_) {
+        sock->shutdown();
+        tcp->shutdown();
+      }
     }
     writer_->start(sock);
     for (;;) {
@@ -261,6 +292,19 @@ private:
     }
   }
 
+  /// The connection has ended: its link goes now (a shared segment is
+  /// unmapped), not when the client is closed.
+  void release_link() {
+    writer_->break_link();
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (sock_)
+      sock_->shutdown();
+    if (tcp_)
+      tcp_->shutdown();
+    sock_.reset();
+    tcp_.reset();
+  }
+
   uint64_t size_of(int32_t shard) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = sizes_.find(shard);
@@ -324,8 +368,10 @@ private:
   std::thread reader_;
   std::shared_ptr<frame_writer> writer_ = std::make_shared<frame_writer>();
   std::mutex mtx_;
-  int fd_ = -1; ///< until sock_ takes it over
-  std::shared_ptr<link_socket> sock_;
+  int fd_ = -1; ///< until tcp_ takes it over
+  std::shared_ptr<link_socket> tcp_;
+  /// What the frames travel on: tcp_, or shared memory in its place.
+  std::shared_ptr<byte_link> sock_;
   bool up_ = false, broken_ = false, closed_ = false;
   std::string why_;
   std::map<uint64_t, waiting> waiting_;

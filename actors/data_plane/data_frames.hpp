@@ -45,7 +45,7 @@ struct outgoing {
 };
 
 /// Writes (the rest of) one frame; see link_socket::write.
-inline written write_frame(link_socket& sock, outgoing& o, bool wait) {
+inline written write_frame(byte_link& sock, outgoing& o, bool wait) {
   const void* head = &o.head;
   size_t head_len = sizeof(o.head);
   if (!o.ids.empty()) {
@@ -98,8 +98,9 @@ public:
     auto bytes = o.bytes();
     if (sock_ && !busy_ && queue_.empty() && bytes <= inline_bytes) {
       busy_ = true;
+      auto sock = sock_; // break_link may drop the writer's own meanwhile
       guard.unlock();
-      auto result = write_frame(*sock_, o, false);
+      auto result = write_frame(*sock, o, false);
       guard.lock();
       busy_ = false;
       if (result == written::failed)
@@ -121,7 +122,7 @@ public:
     return true;
   }
 
-  void start(std::shared_ptr<link_socket> sock) {
+  void start(std::shared_ptr<byte_link> sock) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       sock_ = std::move(sock);
@@ -137,20 +138,35 @@ public:
     }
     if (thread_.joinable())
       thread_.join();
+    std::lock_guard<std::mutex> guard{mtx_};
+    sock_.reset();
+  }
+
+  /// The connection ended (its reader saw it): drop what is queued and
+  /// let go of the link, so that a shared segment is unmapped now, not
+  /// when the last reply sink holding this writer goes.
+  void break_link() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    fail();
+    cv_.notify_one();
   }
 
 private:
-  /// The socket failed: drop what is queued; the reader then sees the
-  /// broken connection and ends the session. Called under the lock.
+  /// The socket failed: drop what is queued and the link (a write in
+  /// progress holds a reference of its own); the reader then sees the broken
+  /// connection and ends the session. Called under the lock.
   void fail() {
     broken_ = true;
     queue_.clear();
-    sock_->shutdown();
+    if (sock_)
+      sock_->shutdown();
+    sock_.reset();
   }
 
   void run() {
     for (;;) {
       outgoing o;
+      std::shared_ptr<byte_link> sock;
       {
         std::unique_lock<std::mutex> guard{mtx_};
         cv_.wait(guard, [&] {
@@ -161,8 +177,9 @@ private:
         o = std::move(queue_.front());
         queue_.pop_front();
         busy_ = true;
+        sock = sock_;
       }
-      bool ok = write_frame(*sock_, o, true) == written::all;
+      bool ok = write_frame(*sock, o, true) == written::all;
       {
         std::lock_guard<std::mutex> guard{mtx_};
         busy_ = false;
@@ -179,7 +196,7 @@ private:
   std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<outgoing> queue_;
-  std::shared_ptr<link_socket> sock_;
+  std::shared_ptr<byte_link> sock_;
   bool busy_ = false; ///< a frame is being written
   std::function<void()> progress_;
   bool stopping_ = false;

@@ -72,6 +72,13 @@ struct data_frame {
     /// parts and ids as in row_pulls, then each part's ids x dim floats
     /// in order. Answered with one ack.
     row_pushes = 11,
+    /// The client's first frame, when it may use shared memory: count
+    /// bytes of its host's boot id follow
+    /// (actors/data_plane/shared_upgrade.hpp)
+    shared_offer = 12,
+    /// The answer to shared_offer; flag: 1 yes, 0 no; count bytes follow:
+    /// yes, the Unix socket's name, a newline and the token; no, why not
+    shared_answer = 13,
   };
   uint32_t magic = magic_value;
   uint8_t op = 0;
@@ -100,6 +107,8 @@ constexpr uint64_t max_error_text = 64 * 1024;
 /// The most bytes of one replica frame: a shard's whole dense state, or a
 /// chunk of table rows (about 8 MB of them: actors/shard_replica.cpp).
 constexpr uint64_t max_replica_bytes = uint64_t{1} << 32;
+/// The most bytes after a shared_offer or shared_answer.
+constexpr uint64_t max_shared_text = 256;
 
 /// What is wrong with a header received by a server (`from_client`) or a
 /// client; empty when it is well formed.

@@ -25,6 +25,7 @@
 #include "actors/net/front_door.hpp"
 #include "runtime/base/errc.hpp"
 #include "actors/data_plane/data_frames.hpp"
+#include "actors/data_plane/shared_upgrade.hpp"
 
 namespace troupe {
 
@@ -36,9 +37,11 @@ std::string check_frame(const data_frame& f, bool from_client) {
   bool request = f.op == data_frame::pull || f.op == data_frame::push
                  || f.op == data_frame::row_pull || f.op == data_frame::row_push
                  || f.op == data_frame::replica || f.op == data_frame::row_pulls
-                 || f.op == data_frame::row_pushes;
+                 || f.op == data_frame::row_pushes
+                 || f.op == data_frame::shared_offer;
   bool reply = f.op == data_frame::values || f.op == data_frame::ack
-               || f.op == data_frame::error || f.op == data_frame::rows;
+               || f.op == data_frame::error || f.op == data_frame::rows
+               || f.op == data_frame::shared_answer;
   if (from_client ? !request : !reply)
     return "unexpected operation " + std::to_string(f.op);
   bool floats = f.op == data_frame::push || f.op == data_frame::values
@@ -61,7 +64,12 @@ std::string check_frame(const data_frame& f, bool from_client) {
     return "announces " + std::to_string(f.count) + " bytes of error text";
   if (f.op == data_frame::replica && f.count > max_replica_bytes)
     return "announces a replica frame of " + std::to_string(f.count) + " bytes";
-  if (!floats && !ids && f.op != data_frame::error
+  bool shared = f.op == data_frame::shared_offer
+                || f.op == data_frame::shared_answer;
+  if (shared && f.count > max_shared_text)
+    return "announces " + std::to_string(f.count)
+           + " bytes of a shared-memory offer or answer";
+  if (!floats && !ids && !shared && f.op != data_frame::error
       && f.op != data_frame::replica && f.count != 0)
     return "a frame without payload announces " + std::to_string(f.count);
   if (f.shard < 0)
@@ -223,7 +231,42 @@ struct session {
   explicit session(caf::actor_system& system) : sys(system) {}
   caf::actor_system& sys;
   std::shared_ptr<shard_registry> shards;
-  std::shared_ptr<link_socket> sock;
+  std::shared_ptr<link_socket> tcp;
+  /// What the frames travel on: tcp, or shared memory in its place
+  /// (replaced by the reader thread alone, under `mtx`).
+  std::shared_ptr<byte_link> sock;
+  std::mutex mtx;
+  bool stopping = false;
+
+  /// Frames go on `link` from now on; false when the session is stopping.
+  bool switch_to(std::shared_ptr<byte_link> link) {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (stopping) {
+      link->shutdown();
+      return false;
+    }
+    sock = std::move(link);
+    return true;
+  }
+
+  /// Ends the connection: its link, and the TCP connection under it.
+  void shut() {
+    std::lock_guard<std::mutex> guard{mtx};
+    stopping = true;
+    if (sock)
+      sock->shutdown();
+    if (tcp)
+      tcp->shutdown();
+  }
+
+  /// Lets go of both once the reader and the writer are done: a shared
+  /// segment is unmapped, and the socket closed, when the peer goes.
+  void release() {
+    std::lock_guard<std::mutex> guard{mtx};
+    sock.reset();
+    tcp.reset();
+  }
+
   std::shared_ptr<frame_writer> writer = std::make_shared<frame_writer>();
   std::shared_ptr<request_gate> gate = std::make_shared<request_gate>();
   /// Each shard's, made at its first request (the reader thread's alone).
@@ -405,8 +448,21 @@ bool read_replica_op(session& s, const data_frame& f) {
   return true;
 }
 
+/// Answers a client's offer of shared memory (its first frame, `f`):
+/// false when the connection is to close.
+bool answer_offer(session& s, const data_frame& f) {
+  auto link = answer_shared_link(*s.tcp, f, shared_links_allowed(s.sys));
+  if (!link) {
+    std::cerr << "troupe: data plane: closing the connection from "
+              << s.tcp->peer() << ": " << describe(link.error()) << std::endl;
+    return false;
+  }
+  return !*link || s.switch_to(std::move(*link));
+}
+
 /// Reads requests until the connection ends or sends a bad frame.
 void serve_connection(session& s) {
+  bool first = true;
   for (;;) {
     data_frame f;
     if (!s.sock->read_exact(&f, sizeof(f)))
@@ -415,6 +471,24 @@ void serve_connection(session& s) {
       std::cerr << "troupe: data plane: closing the connection from "
                 << s.sock->peer() << ": " << why << std::endl;
       break;
+    }
+    if (f.op == data_frame::shared_offer) {
+      if (!first) {
+        std::cerr << "troupe: data plane: closing the connection from "
+                  << s.sock->peer()
+                  << ": an offer of shared memory after its first frame"
+                  << std::endl;
+        break;
+      }
+      first = false;
+      if (!answer_offer(s, f))
+        break;
+      s.writer->start(s.sock);
+      continue;
+    }
+    if (first) {
+      first = false;
+      s.writer->start(s.sock);
     }
     if (!s.gate->admit(*s.writer))
       break;
@@ -452,9 +526,10 @@ void serve_connection(session& s) {
       break;
     ask(s, f, push_atom_v, message_of<gradient_push>(f, {}, std::move(values)));
   }
-  s.sock->shutdown();
+  s.shut();
   s.writer->stop();
   s.sinks.clear();
+  s.release();
   s.done = true;
 }
 
@@ -501,7 +576,7 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& s : sessions_) {
       s->gate->close();
-      s->sock->shutdown();
+      s->shut();
     }
     for (auto& s : sessions_)
       finish(*s);
@@ -552,9 +627,10 @@ private:
     }
     auto s = std::make_unique<session>(sys_);
     s->shards = shards_;
+    s->tcp = sock;
     s->sock = sock;
+    // The writer starts on what the first frame leaves the frames on.
     s->writer->on_progress([gate = s->gate] { gate->answered(); });
-    s->writer->start(sock);
     auto* raw = s.get();
     s->reader = std::thread([raw] { serve_connection(*raw); });
     sessions_.push_back(std::move(s));

@@ -6,14 +6,12 @@
 #include <mutex>
 #include <string>
 
+#include "actors/net/byte_link.hpp"
 #include "actors/net/tls.hpp"
 
 namespace troupe {
 
-/// How far a write got.
-enum class written { all, some, failed };
-
-class link_socket {
+class link_socket final : public byte_link {
 public:
   /// Takes `fd` over (closed by the destructor). With a session, `fd`
   /// must be non-blocking and the handshake finished; the session is
@@ -26,19 +24,22 @@ public:
   link_socket& operator=(const link_socket&) = delete;
 
   /// Reads exactly n bytes; false when the connection ends first.
-  bool read_exact(void* data, size_t n);
+  bool read_exact(void* data, size_t n) override;
 
   /// Writes header and payload from byte `done` on (of the two together).
   /// With `wait` false it stops when the socket's buffer is full
   /// (written::some; `done` says how far): an actor must never wait for a
   /// peer that does not read. A closed peer is an error, not SIGPIPE.
   written write(const void* head, size_t head_len, const void* body,
-                size_t body_len, size_t& done, bool wait);
+                size_t body_len, size_t& done, bool wait) override;
 
   /// Ends both directions: a blocked read or write returns. Thread-safe.
-  void shutdown();
+  void shutdown() override;
 
-  std::string peer() const;
+  std::string peer() const override;
+
+  /// The socket, for a poll that only watches it (no reads or writes).
+  int fd() const { return fd_; }
 
 private:
   written write_plain(const void* head, size_t head_len, const void* body,

@@ -65,6 +65,7 @@ void init_network(caf::actor_system_config& cfg, const cluster_config& c) {
   // context switch. bench-transfer, 4 MB pull+push: 1120-1150 MB/s with
   // one worker, 1300-1440 MB/s without (100 MB: 1200-1380 vs 1400-1500).
   cfg.set("middleman.workers", size_t{0});
+  caf::put(cfg.content, "troupe.shared-memory", c.shared_memory);
 }
 
 } // namespace troupe

@@ -4,8 +4,10 @@
 // (actors/data_plane/data_link, what workers on other nodes use) and published
 // for BASP on free ports; the parent pulls the values and pushes a gradient of
 // the same size, --rounds times after the warm-up rounds, through a
-// data-plane stub (--via data, the default) or the BASP proxy (--via
-// basp), and prints MB/s (bytes moved in both directions per second) and
+// data-plane stub (--via data, the default: shared memory, as two
+// processes on one host use it; --via tcp: the data plane with shared
+// memory off, as between hosts) or the BASP proxy (--via basp), and
+// prints MB/s (bytes moved in both directions per second) and
 // ms per round. Both sides run with the malloc settings of every networked
 // troupe process (init_network). With --tls DIR both links are mutual TLS
 // with DIR/ca.pem, DIR/bench.pem and DIR/bench.key (scripts/make-certs.sh
@@ -34,10 +36,10 @@ namespace {
 /// The child: a shard, published and on the data plane, until the parent
 /// tells it to stop.
 int serve(size_t floats, int ready_fd, const std::string& tls_dir,
-          const std::string& key_file) {
+          const std::string& key_file, const cluster_config& links) {
   caf::actor_system_config cfg;
   init_config(cfg);
-  init_network(cfg, cluster_config{});
+  init_network(cfg, links);
   caf::actor_system sys{cfg};
   guard_links(sys, load_bench_guard(tls_dir, key_file, "bench-transfer"),
               false);
@@ -77,14 +79,19 @@ int main(int argc, char** argv) {
     .add_option("--warmup", warmup,
                 "untimed round trips first (connection, heap growth)")
     ->check(CLI::Range(1, 1000));
-  app.add_option("--via", via, "data (the data plane) or basp")
-    ->check(CLI::IsMember({"data", "basp"}));
+  app
+    .add_option("--via", via,
+                "data (the data plane, shared memory on this host), tcp (the "
+                "data plane without shared memory) or basp")
+    ->check(CLI::IsMember({"data", "tcp", "basp"}));
   app.add_option("--tls", tls_dir,
                  "mutual TLS with DIR/ca.pem, DIR/bench.pem, DIR/bench.key");
   app.add_option("--key", key_file,
                  "prove the cluster key in FILE (made when missing)");
   if (auto code = troupe::parse_command_line(app, argc, argv, "bench-transfer"))
     return *code;
+  cluster_config links;
+  links.shared_memory = via == "data";
   // Bad files: one error, before the fork.
   load_bench_guard(tls_dir, key_file, "bench-transfer");
   int fds[2];
@@ -93,7 +100,7 @@ int main(int argc, char** argv) {
   pid_t child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
-    return serve(floats, fds[1], tls_dir, key_file);
+    return serve(floats, fds[1], tls_dir, key_file, links);
   }
   ::close(fds[1]);
   uint16_t ports[2] = {0, 0};
@@ -105,7 +112,7 @@ int main(int argc, char** argv) {
   {
     caf::actor_system_config cfg;
     init_config(cfg);
-    init_network(cfg, cluster_config{});
+    init_network(cfg, links);
     caf::actor_system sys{cfg};
     guard_links(sys, load_bench_guard(tls_dir, key_file, "bench-transfer"),
                 false);
@@ -123,7 +130,7 @@ int main(int argc, char** argv) {
     }
     std::shared_ptr<data_client> link;
     shard_data_actor target = *shard;
-    if (via == "data") {
+    if (via != "basp") {
       link = data_client::open(sys, "127.0.0.1", ports[1],
                                std::chrono::seconds(10));
       target = link->stub(0, floats);

@@ -257,6 +257,9 @@ struct cluster_config {
   /// closed and its actors are reported down.
   int64_t heartbeat_interval_ms = 500;
   int64_t connection_timeout_ms = 3000;
+  /// A worker and a shard on one host exchange values and gradients
+  /// through shared memory, not TCP (actors/data_plane/shared_link.hpp).
+  bool shared_memory = true;
   node_loss on_node_loss = node_loss::move;
   cluster_tls tls;
 

@@ -197,6 +197,7 @@ cluster_config read_cluster(object_reader r) {
     throw config_error{errc::invalid_config, r.at("connection_timeout_ms"),
                        "must exceed heartbeat_interval_ms ("
                          + std::to_string(c.heartbeat_interval_ms) + ")"};
+  c.shared_memory = r.boolean("shared_memory", true);
   c.data_port_offset = static_cast<int>(
     r.integer("data_port_offset", 0, 0, 65534));
   c.base_port = static_cast<int>(r.integer("base_port", 7400, 1, 65534));

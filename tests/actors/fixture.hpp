@@ -23,9 +23,12 @@ namespace troupe::test {
 struct net_system {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  net_system() {
+  /// `shared_memory`: whether its data plane may use shared memory.
+  explicit net_system(bool shared_memory = true) {
     init_config(cfg);
-    init_network(cfg, cluster_config{});
+    cluster_config c;
+    c.shared_memory = shared_memory;
+    init_network(cfg, c);
     sys = std::make_unique<caf::actor_system>(cfg);
   }
 };

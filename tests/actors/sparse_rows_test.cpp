@@ -527,7 +527,22 @@ BOOST_AUTO_TEST_CASE(a_client_drops_a_server_that_answers_rows_not_asked_for) {
     if (fd < 0)
       return;
     data_frame req;
-    if (::recv(fd, &req, sizeof(req), MSG_WAITALL) == sizeof(req)) {
+    bool read = ::recv(fd, &req, sizeof(req), MSG_WAITALL) == sizeof(req);
+    // The client's first frame offers shared memory: this server says no,
+    // as one on another host does.
+    if (read && req.op == data_frame::shared_offer) {
+      std::string boot(req.count, '\0');
+      ::recv(fd, boot.data(), boot.size(), MSG_WAITALL);
+      data_frame no;
+      no.op = data_frame::shared_answer;
+      no.id = req.id;
+      std::string why = "another host";
+      no.count = why.size();
+      ::send(fd, &no, sizeof(no), 0);
+      ::send(fd, why.data(), why.size(), 0);
+      read = ::recv(fd, &req, sizeof(req), MSG_WAITALL) == sizeof(req);
+    }
+    if (read) {
       std::vector<uint64_t> ids(req.count);
       ::recv(fd, ids.data(), ids.size() * sizeof(uint64_t), MSG_WAITALL);
       data_frame reply;

@@ -49,6 +49,8 @@ struct cluster_spec {
   double node_timeout_s = 20;
   /// How long a silent link lasts before its node is lost.
   int64_t connection_timeout_ms = 1500;
+  /// false: /cluster/shared_memory false, every data-plane link on TCP.
+  bool shared_memory = true;
   /// Non-empty: the folder of make_certs' files; every node uses
   /// cluster.pem, and run_shell and joiners client.pem.
   std::string tls_dir;
@@ -178,6 +180,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
              {"connection_timeout_ms", spec.connection_timeout_ms},
              {"on_node_loss", spec.on_node_loss},
              {"max_restarts", 10}}}};
+  if (!spec.shared_memory)
+    cfg["cluster"]["shared_memory"] = false;
   if (spec.shard_replicas > 0)
     cfg["cluster"]["shard_replicas"] = spec.shard_replicas;
   if (spec.replicas_to_aggregate > 0)

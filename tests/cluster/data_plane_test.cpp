@@ -22,9 +22,13 @@ BOOST_AUTO_TEST_SUITE(data_plane)
 
 BOOST_AUTO_TEST_CASE(
   workers_reach_every_shard_node_directly_and_the_chief_relays_nothing) {
+  // Over TCP, as between hosts ("shared_memory": false; on one host the
+  // parameters go through shared memory instead: shared_memory_test.cpp),
+  // so that the sockets' counters see them.
   temp_dir dir;
   cluster_spec spec;
   spec.epochs = 3;
+  spec.shared_memory = false;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"ps1", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
   running_cluster cluster{dir, spec};
   cluster.require_step(100);
@@ -57,6 +61,8 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(chief_bytes >= 0);
   BOOST_TEST(chief_bytes < 0.02 * moved);
   BOOST_TEST(static_cast<double>(worker_bytes) > 0.9 * moved);
+  for (auto* node : {"w0", "w1", "ps0", "ps1"})
+    BOOST_TEST(shared_segments(cluster.node(node).pid()) == 0, node);
   cluster.require_finished();
   BOOST_TEST(epoch_samples(chief.out())
                == (std::vector<long>{60000, 60000, 60000}),

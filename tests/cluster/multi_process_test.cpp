@@ -17,12 +17,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// The chief's line for node `i` of `spec` going down.
-std::string down_line(const cluster_spec& spec, size_t i) {
-  return "node " + spec.nodes[i].name
-         + " (127.0.0.1:" + std::to_string(spec.nodes[i].port) + ") is down";
-}
-
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -167,6 +168,35 @@ inline bool has_link_to(pid_t pid, const std::string& ip, uint16_t port) {
     if (l.remote_ip == ip && l.remote_port == port)
       return true;
   return false;
+}
+
+/// How many shared data-plane segments `pid` maps (one per shared-memory
+/// link: actors/data_plane/shared_link.hpp); -1 when its maps are
+/// unreadable.
+inline int shared_segments(pid_t pid) {
+  std::ifstream maps{"/proc/" + std::to_string(pid) + "/maps"};
+  if (!maps)
+    return -1;
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    n += line.find("memfd:troupe-data-plane") != std::string::npos;
+  return n;
+}
+
+/// Polls shared_segments every 50 ms until it is `count`, for up to
+/// `timeout_s`; the seconds it took, or -1.
+inline double wait_for_segments(pid_t pid, int count, double timeout_s) {
+  auto began = std::chrono::steady_clock::now();
+  for (;;) {
+    auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                                - began)
+                    .count();
+    if (shared_segments(pid) == count)
+      return waited;
+    if (waited > timeout_s)
+      return -1;
+    ::usleep(50000);
+  }
 }
 
 /// Polls has_link_to every 100 ms for up to `timeout_s`: a node opens its

@@ -232,6 +232,12 @@ private:
   procs earlier_chiefs_;
 };
 
+/// The chief's line for node `i` of `spec` going down.
+inline std::string down_line(const cluster_spec& spec, size_t i) {
+  return "node " + spec.nodes[i].name
+         + " (127.0.0.1:" + std::to_string(spec.nodes[i].port) + ") is down";
+}
+
 /// Each worker node of `workers` holds its own connection to the data plane
 /// of each shard node of `shards` (on 127.0.0.1): the chief relays no
 /// parameters between them.

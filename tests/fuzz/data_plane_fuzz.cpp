@@ -55,6 +55,11 @@ struct world {
 
   world() {
     init_config(cfg);
+    // TCP only: an offer of shared memory is refused, which still reads
+    // and answers it (no boot id in a corpus is the host's, and the Unix
+    // socket's hand-over is tested in shared_link_test.cpp), and a client
+    // reads the server's bytes as replies from its first on.
+    caf::put(cfg.content, "troupe.shared-memory", false);
     sys = std::make_unique<caf::actor_system>(cfg);
     shard_options o;
     o.initial.assign(shard_floats, 1.f);

@@ -9,7 +9,7 @@ import struct
 
 MAGIC = 0x50445254
 (PULL, PUSH, VALUES, ACK, ERROR, ROW_PULL, ROW_PUSH, ROWS, REPLICA,
- ROW_PULLS, ROW_PUSHES) = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+ ROW_PULLS, ROW_PUSHES, SHARED_OFFER, SHARED_ANSWER) = range(1, 14)
 
 
 def frame(op, count=0, ident=1, flag=0, shard=0, worker=0, tag=0, table=0):
@@ -66,6 +66,16 @@ COUNTS_OP = bytes([7]) + key_counts([1, 2, 255, 0], first=60)
 EVICT_OP = bytes([8]) + replica_evict([7, 9])
 seeds = {
     "server_pull": SERVER + frame(PULL),
+    # An offer of shared memory (the server has it turned off, and no
+    # boot id in a corpus is the host's), then a pull; one after the
+    # first frame; one announcing too much text.
+    "server_shared_offer": SERVER + frame(SHARED_OFFER, 10) + b"not-a-boot"
+                           + frame(PULL, ident=2),
+    "server_shared_offer_late": SERVER + frame(PULL)
+                                + frame(SHARED_OFFER, 4, ident=2) + b"abcd",
+    "server_shared_offer_huge": SERVER + frame(SHARED_OFFER, 1 << 20),
+    "server_shared_answer": SERVER + frame(SHARED_ANSWER, 4, flag=1)
+                            + b"a\nbc",
     "server_push3": SERVER + frame(PUSH, 3) + floats(1, 1, 1),
     "server_push_then_pull": SERVER + frame(PUSH, 3) + floats(0.5, 0, -1)
                              + frame(PULL, ident=2, tag=1),

@@ -305,6 +305,18 @@ BOOST_AUTO_TEST_CASE(check_frame_names_what_is_wrong) {
   f.count = 0;
   BOOST_TEST(check_frame(f, true).find("unexpected operation 99")
              != std::string::npos);
+  // An offer of shared memory goes to a server, its answer to a client,
+  // each with at most a few hundred bytes of text.
+  f.op = data_frame::shared_offer;
+  f.count = 36;
+  BOOST_TEST(check_frame(f, true).empty());
+  BOOST_TEST(!check_frame(f, false).empty());
+  f.count = max_shared_text + 1;
+  BOOST_TEST(check_frame(f, true).find("shared-memory") != std::string::npos);
+  f.op = data_frame::shared_answer;
+  f.count = 80;
+  BOOST_TEST(check_frame(f, false).empty());
+  BOOST_TEST(!check_frame(f, true).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
