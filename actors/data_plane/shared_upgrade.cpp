@@ -1,5 +1,6 @@
 #include "actors/data_plane/shared_upgrade.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -112,46 +113,53 @@ bool write_text_frame(link_socket& tcp, data_frame f, const std::string& text) {
          == written::all;
 }
 
-/// The server's descriptors go to the client with one byte of data.
-bool send_fds(int sock, const shared_fds& fds) {
+/// One byte and room for a link's descriptors, as sendmsg and recvmsg
+/// take them.
+struct fd_message {
   char byte = 'S';
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * shared_fds::count)]{};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  auto* cm = CMSG_FIRSTHDR(&msg);
+
+  fd_message() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  fd_message(const fd_message&) = delete;
+  fd_message& operator=(const fd_message&) = delete;
+};
+
+/// The server's descriptors go to the client with one byte of data.
+bool send_fds(int sock, const shared_fds& fds) {
+  fd_message m;
+  auto* cm = CMSG_FIRSTHDR(&m.msg);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(int) * shared_fds::count);
   std::memcpy(CMSG_DATA(cm), fds.fds.data(), sizeof(int) * shared_fds::count);
-  return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+  return ::sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
 }
 
-/// Receives what send_fds sent; false unless exactly that came.
+/// Receives what send_fds sent; false unless exactly that came. What
+/// descriptors came are in `out` either way, which closes them.
 bool receive_fds(int sock, shared_fds& out, clock_type::time_point deadline) {
   if (!wait_until(sock, POLLIN, deadline))
     return false;
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * shared_fds::count)]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  auto got = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  if (got != 1 || byte != 'S' || (msg.msg_flags & MSG_CTRUNC) != 0)
-    return false;
-  auto* cm = CMSG_FIRSTHDR(&msg);
-  if (cm == nullptr || cm->cmsg_level != SOL_SOCKET
-      || cm->cmsg_type != SCM_RIGHTS
-      || cm->cmsg_len != CMSG_LEN(sizeof(int) * shared_fds::count))
-    return false;
-  std::memcpy(out.fds.data(), CMSG_DATA(cm), sizeof(int) * shared_fds::count);
-  return true;
+  fd_message m;
+  m.byte = 0;
+  auto got = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  auto* cm = got == 1 ? CMSG_FIRSTHDR(&m.msg) : nullptr;
+  size_t came = 0;
+  if (cm != nullptr && cm->cmsg_level == SOL_SOCKET
+      && cm->cmsg_type == SCM_RIGHTS) {
+    came = std::min<size_t>((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int),
+                            shared_fds::count);
+    std::memcpy(out.fds.data(), CMSG_DATA(cm), came * sizeof(int));
+  }
+  return m.byte == 'S' && (m.msg.msg_flags & MSG_CTRUNC) == 0
+         && came == shared_fds::count;
 }
 
 } // namespace
