@@ -98,13 +98,15 @@ public:
     auto bytes = o.bytes();
     if (sock_ && !busy_ && queue_.empty() && bytes <= inline_bytes) {
       busy_ = true;
-      auto sock = sock_; // break_link may drop the writer's own meanwhile
+      byte_link* sock = sock_.get(); // kept while busy_ (fail, stop)
       guard.unlock();
       auto result = write_frame(*sock, o, false);
       guard.lock();
       busy_ = false;
       if (result == written::failed)
         fail();
+      else if (broken_ || joined_) // ended while this frame was written
+        sock_.reset();
       else if (result == written::some) // the thread writes the rest first
         queue_.push_front(std::move(o));
       // Only when there is work for the thread (frames queued while this
@@ -139,7 +141,9 @@ public:
     if (thread_.joinable())
       thread_.join();
     std::lock_guard<std::mutex> guard{mtx_};
-    sock_.reset();
+    joined_ = true;
+    if (!busy_) // else post() lets go once its frame is written
+      sock_.reset();
   }
 
   /// The connection ended (its reader saw it): drop what is queued and
@@ -152,21 +156,24 @@ public:
   }
 
 private:
-  /// The socket failed: drop what is queued and the link (a write in
-  /// progress holds a reference of its own); the reader then sees the broken
-  /// connection and ends the session. Called under the lock.
+  /// The socket failed: drop what is queued and the link (after the write
+  /// in progress, if any: a writer reaches the link through sock_ without a
+  /// reference of its own, so that a small frame costs no reference count);
+  /// the reader then sees the broken connection and ends the session.
+  /// Called under the lock.
   void fail() {
     broken_ = true;
     queue_.clear();
     if (sock_)
       sock_->shutdown();
-    sock_.reset();
+    if (!busy_)
+      sock_.reset();
   }
 
   void run() {
     for (;;) {
       outgoing o;
-      std::shared_ptr<byte_link> sock;
+      byte_link* sock = nullptr; // kept while busy_ (fail, stop)
       {
         std::unique_lock<std::mutex> guard{mtx_};
         cv_.wait(guard, [&] {
@@ -177,7 +184,7 @@ private:
         o = std::move(queue_.front());
         queue_.pop_front();
         busy_ = true;
-        sock = sock_;
+        sock = sock_.get();
       }
       bool ok = write_frame(*sock, o, true) == written::all;
       {
@@ -185,6 +192,8 @@ private:
         busy_ = false;
         if (!ok)
           fail();
+        else if (broken_) // broken while this frame was written
+          sock_.reset();
       }
       if (progress_)
         progress_();
@@ -197,7 +206,8 @@ private:
   std::condition_variable cv_;
   std::deque<outgoing> queue_;
   std::shared_ptr<byte_link> sock_;
-  bool busy_ = false; ///< a frame is being written
+  bool busy_ = false;   ///< a frame is being written
+  bool joined_ = false; ///< stop() has joined the thread
   std::function<void()> progress_;
   bool stopping_ = false;
   bool broken_ = false;

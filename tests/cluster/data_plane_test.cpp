@@ -37,30 +37,16 @@ BOOST_AUTO_TEST_CASE(
   // The bytes through the chief's sockets against the parameter bytes
   // the workers pulled and pushed meanwhile (one pull and one push of
   // the whole model per step).
-  auto chief_before = tcp_bytes(chief.pid());
-  auto worker_before = tcp_bytes(cluster.node("w0").pid())
-                       + tcp_bytes(cluster.node("w1").pid());
-  auto step_before = last_step(chief.out());
-  BOOST_REQUIRE(chief.wait_for_step(step_before + 600, 180));
-  // The steps are read before the sockets' counters, as step_before was
-  // read after them: the counters then hold at least these steps' bytes.
-  // (Read after, under load, the log ran on while the counters were read,
-  // and the workers seemed to move 14% less than the steps needed.)
-  auto steps = last_step(chief.out()) - step_before;
-  auto chief_bytes = tcp_bytes(chief.pid()) - chief_before;
-  auto worker_bytes = tcp_bytes(cluster.node("w0").pid())
-                      + tcp_bytes(cluster.node("w1").pid()) - worker_before;
-  auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
-  BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
-                             << moved / 1e6 << " MB of parameters ("
-                             << worker_bytes / 1e6
-                             << " MB on their sockets); the "
-                                "chief's sockets "
-                             << chief_bytes / 1e6 << " MB, "
-                             << 100 * chief_bytes / moved << "%");
-  BOOST_TEST(chief_bytes >= 0);
-  BOOST_TEST(chief_bytes < 0.02 * moved);
-  BOOST_TEST(static_cast<double>(worker_bytes) > 0.9 * moved);
+  auto t = traffic_over(cluster, {"w0", "w1"}, 600, 180);
+  BOOST_TEST_MESSAGE("over " << t.steps << " steps the workers moved "
+                             << t.moved / 1e6 << " MB of parameters ("
+                             << t.worker_bytes / 1e6
+                             << " MB on their sockets); the chief's sockets "
+                             << t.chief_bytes / 1e6 << " MB, "
+                             << 100 * t.chief_bytes / t.moved << "%");
+  BOOST_TEST(t.chief_bytes >= 0);
+  BOOST_TEST(t.chief_bytes < 0.02 * t.moved);
+  BOOST_TEST(static_cast<double>(t.worker_bytes) > 0.9 * t.moved);
   for (auto* node : {"w0", "w1", "ps0", "ps1"})
     BOOST_TEST(shared_segments(cluster.node(node).pid()) == 0, node);
   cluster.require_finished();

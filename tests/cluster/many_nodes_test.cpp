@@ -23,10 +23,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
 /// Whether the chief's output has a line saying that node `name` is down.
 bool said_down(process& chief, const std::string& name) {
   std::istringstream lines{chief.out()};

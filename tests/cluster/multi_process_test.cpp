@@ -17,10 +17,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
 /// Over the next `steps` steps, the bytes through the chief's sockets stay
 /// under 2% of the parameter bytes the workers pull and push.
 void check_chief_relays_nothing(const process& chief, long steps,

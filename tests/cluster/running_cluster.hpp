@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -231,6 +232,49 @@ private:
   std::unique_ptr<process> chief_;
   procs earlier_chiefs_;
 };
+
+/// Seconds from `t` to now, for how long a detection or a recovery took.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+    .count();
+}
+
+/// What the sockets of the chief and of some worker nodes carried while a
+/// run trained some steps, and the parameter bytes the workers pulled and
+/// pushed meanwhile (the whole MLP once each way per step).
+struct socket_traffic {
+  long steps = 0;
+  double moved = 0;
+  long long chief_bytes = 0, worker_bytes = 0;
+};
+
+/// socket_traffic over the next `steps` steps of `cluster`'s run, for the
+/// worker nodes `workers`; fails the test if they take over `seconds`.
+inline socket_traffic traffic_over(running_cluster& cluster,
+                                   const std::vector<std::string>& workers,
+                                   long steps, double seconds) {
+  auto& chief = cluster.chief();
+  auto worker_bytes = [&] {
+    long long sum = 0;
+    for (auto& w : workers)
+      sum += tcp_bytes(cluster.node(w).pid());
+    return sum;
+  };
+  const auto chief_before = tcp_bytes(chief.pid());
+  const auto workers_before = worker_bytes();
+  const auto from = last_step(chief.out());
+  BOOST_REQUIRE(chief.wait_for_step(from + steps, seconds));
+  // The steps are read before the sockets' counters, as `from` was read
+  // after them: the counters then hold at least these steps' bytes. (Read
+  // after, under load, the log ran on while the counters were read, and
+  // the workers seemed to move 14% less than the steps needed.)
+  socket_traffic t;
+  t.steps = last_step(chief.out()) - from;
+  t.chief_bytes = tcp_bytes(chief.pid()) - chief_before;
+  t.worker_bytes = worker_bytes() - workers_before;
+  t.moved = static_cast<double>(t.steps) * 2 * mlp_param_bytes;
+  return t;
+}
 
 /// The chief's line for node `i` of `spec` going down.
 inline std::string down_line(const cluster_spec& spec, size_t i) {

@@ -9,15 +9,6 @@
 
 using namespace troupe::test;
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-    .count();
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(shared_memory)
 
 BOOST_AUTO_TEST_CASE(workers_and_shards_on_one_host_share_memory_not_tcp) {
@@ -37,19 +28,12 @@ BOOST_AUTO_TEST_CASE(workers_and_shards_on_one_host_share_memory_not_tcp) {
   // The TCP connections stay up (they carried the hand-over), but the
   // parameters no longer cross them.
   check_direct_links(cluster, {"w0", "w1"}, {"ps0", "ps1"});
-  auto worker_before = tcp_bytes(cluster.node("w0").pid())
-                       + tcp_bytes(cluster.node("w1").pid());
-  auto step_before = last_step(chief.out());
-  BOOST_REQUIRE(chief.wait_for_step(step_before + 400, 180));
-  auto worker_bytes = tcp_bytes(cluster.node("w0").pid())
-                      + tcp_bytes(cluster.node("w1").pid()) - worker_before;
-  auto steps = last_step(chief.out()) - step_before;
-  auto moved = static_cast<double>(steps) * 2 * mlp_param_bytes;
-  BOOST_TEST_MESSAGE("over " << steps << " steps the workers moved "
-                             << moved / 1e6 << " MB of parameters, "
-                             << worker_bytes / 1e6 << " MB on their sockets");
-  BOOST_TEST(worker_bytes >= 0);
-  BOOST_TEST(worker_bytes < 0.02 * moved);
+  auto t = traffic_over(cluster, {"w0", "w1"}, 400, 180);
+  BOOST_TEST_MESSAGE("over " << t.steps << " steps the workers moved "
+                             << t.moved / 1e6 << " MB of parameters, "
+                             << t.worker_bytes / 1e6 << " MB on their sockets");
+  BOOST_TEST(t.worker_bytes >= 0);
+  BOOST_TEST(t.worker_bytes < 0.02 * t.moved);
   cluster.require_finished();
   BOOST_TEST(epoch_samples(chief.out())
                == (std::vector<long>{60000, 60000, 60000}),
