@@ -4,14 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/compute/vector_kernels.hpp"
+
 namespace troupe {
-
-namespace {
-
-constexpr float inv_sqrt2 = 0.70710678118654752f;
-constexpr float inv_sqrt_2pi = 0.39894228040143268f;
-
-} // namespace
 
 activation_layer::activation_layer(image_shape in, layer_activation act)
   : parameterless_layer(in), act_(act) {}
@@ -35,10 +30,7 @@ void activation_layer::forward(compute_backend&, const float*, const float* x,
       for (size_t i = 0; i < n; ++i)
         y[i] = 1.f / (1.f + std::exp(-x[i]));
       return;
-    case layer_activation::gelu:
-      for (size_t i = 0; i < n; ++i)
-        y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * inv_sqrt2));
-      return;
+    case layer_activation::gelu: vec::chosen_kernels().gelu(x, y, n); return;
     case layer_activation::softmax: {
       const size_t c = static_cast<size_t>(in_.channels);
       for (size_t r = 0; r < n / c; ++r) {
@@ -80,11 +72,7 @@ void activation_layer::backward(compute_backend&, const float*, const float* x,
       return;
     case layer_activation::gelu:
       // d/dx x * Phi(x) = Phi(x) + x * phi(x)
-      for (size_t i = 0; i < n; ++i) {
-        const float cdf = 0.5f * (1.f + std::erf(x[i] * inv_sqrt2));
-        const float pdf = inv_sqrt_2pi * std::exp(-0.5f * x[i] * x[i]);
-        dx[i] = dy[i] * (cdf + x[i] * pdf);
-      }
+      vec::chosen_kernels().gelu_grad(x, dy, dx, n);
       return;
     case layer_activation::softmax: {
       // dx = y * (dy - <dy, y>) per row

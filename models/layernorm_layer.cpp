@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "runtime/compute/vector_kernels.hpp"
+
 namespace troupe {
 
 layernorm_layer::layernorm_layer(param_layout& layout, const std::string& name,
@@ -36,25 +38,10 @@ void layernorm_layer::forward(compute_backend&, const float* params,
   const size_t rows = static_cast<size_t>(batch) * in_.height * in_.width;
   const float* gamma = params + gamma_;
   const float* beta = params + beta_;
-  for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * c;
-    // Two passes in double: the variance of values far from 0 stays exact.
-    double mean = 0, var = 0;
-    for (size_t i = 0; i < c; ++i)
-      mean += xr[i];
-    mean /= static_cast<double>(c);
-    for (size_t i = 0; i < c; ++i)
-      var += (xr[i] - mean) * (xr[i] - mean);
-    var /= static_cast<double>(c);
-    const auto inv = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
-    inv_std_[r] = inv;
-    float* nr = normalized_.data() + r * c;
-    float* yr = y + r * c;
-    for (size_t i = 0; i < c; ++i) {
-      nr[i] = static_cast<float>(xr[i] - mean) * inv;
-      yr[i] = nr[i] * gamma[i] + beta[i];
-    }
-  }
+  const vec::kernels& k = vec::chosen_kernels();
+  for (size_t r = 0; r < rows; ++r)
+    inv_std_[r] = k.layernorm_row(x + r * c, gamma, beta, epsilon_, c,
+                                  normalized_.data() + r * c, y + r * c);
 }
 
 void layernorm_layer::backward(compute_backend&, const float* params,
@@ -67,27 +54,11 @@ void layernorm_layer::backward(compute_backend&, const float* params,
   float* dbeta = grads + beta_;
   std::fill(dgamma, dgamma + c, 0.f);
   std::fill(dbeta, dbeta + c, 0.f);
-  for (size_t r = 0; r < rows; ++r) {
-    const float* nr = normalized_.data() + r * c;
-    const float* gr = dy + r * c;
-    double mean_g = 0, mean_gn = 0; // of dL/dnormalized, and times it
-    for (size_t i = 0; i < c; ++i) {
-      dgamma[i] += gr[i] * nr[i];
-      dbeta[i] += gr[i];
-      const float g = gr[i] * gamma[i];
-      mean_g += g;
-      mean_gn += g * nr[i];
-    }
-    if (dx == nullptr)
-      continue;
-    mean_g /= static_cast<double>(c);
-    mean_gn /= static_cast<double>(c);
-    float* dxr = dx + r * c;
-    const float inv = inv_std_[r];
-    for (size_t i = 0; i < c; ++i)
-      dxr[i] =
-        inv * static_cast<float>(gr[i] * gamma[i] - mean_g - nr[i] * mean_gn);
-  }
+  const vec::kernels& k = vec::chosen_kernels();
+  for (size_t r = 0; r < rows; ++r)
+    k.layernorm_grad_row(normalized_.data() + r * c, dy + r * c, gamma,
+                         inv_std_[r], c, dgamma, dbeta,
+                         dx != nullptr ? dx + r * c : nullptr);
 }
 
 } // namespace troupe

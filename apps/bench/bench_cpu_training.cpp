@@ -14,6 +14,7 @@
 #include "apps/command_line.hpp"
 #include "models/model.hpp"
 #include "runtime/compute/blas_loader.hpp"
+#include "runtime/compute/conv_kernels.hpp"
 #include "runtime/compute/cpu_backend.hpp"
 #include "models/trainer.hpp"
 #include "runtime/base/random.hpp"
@@ -257,10 +258,13 @@ int main(int argc, char** argv) {
                                              "bench-cpu-training"))
     return *code;
   auto& lib = blas::get();
+  const char* conv_isa = conv::chosen_kernels().isa;
   if (!json)
-    std::printf("OpenBLAS kernels: %s (%s)\n%-22s %5s %7s %12s %11s %12s %7s\n",
-                lib.core.c_str(), lib.choice.c_str(), "model", "batch",
-                "threads", "samples/s", "loop GF/s", "sgemm GF/s", "ratio");
+    std::printf("OpenBLAS kernels: %s (%s), troupe's convolution: %s\n"
+                "%-22s %5s %7s %12s %11s %12s %7s\n",
+                lib.core.c_str(), lib.choice.c_str(), conv_isa, "model",
+                "batch", "threads", "samples/s", "loop GF/s", "sgemm GF/s",
+                "ratio");
   std::vector<std::pair<spec, int>> runs; // model, batch
   if (model == "mlp" || model == "all")
     for (auto& s : {mlp_spec({100}, activation::sigmoid),
@@ -273,11 +277,13 @@ int main(int argc, char** argv) {
     for (int t : threads) {
       auto r = measure(s, batch, t, seconds);
       if (json)
-        std::printf("{\"impl\":\"troupe\",\"kernels\":\"%s\",\"model\":\"%s\","
-                    "\"batch\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"
-                    "\"loop_gflops\":%.2f,\"sgemm_gflops\":%.2f}\n",
-                    lib.core.c_str(), r.model.c_str(), r.batch, r.threads,
-                    r.samples_per_sec, r.loop_gflops, r.sgemm_gflops);
+        std::printf("{\"impl\":\"troupe\",\"kernels\":\"%s\",\"conv\":\"%s\","
+                    "\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
+                    "\"samples_per_sec\":%.1f,\"loop_gflops\":%.2f,"
+                    "\"sgemm_gflops\":%.2f}\n",
+                    lib.core.c_str(), conv_isa, r.model.c_str(), r.batch,
+                    r.threads, r.samples_per_sec, r.loop_gflops,
+                    r.sgemm_gflops);
       else
         std::printf("%-22s %5d %7d %12.0f %11.1f %12.1f %6.0f%%\n",
                     r.model.c_str(), r.batch, r.threads, r.samples_per_sec,

@@ -5,23 +5,11 @@
 #include <stdexcept>
 
 #include "runtime/base/build_config.hpp"
+#include "runtime/compute/cpu_features.hpp"
 
 namespace troupe::blas {
 
 namespace {
-
-bool cpu_runs_avx512_kernels() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  // libgcc also checks XCR0, i.e. that the OS saves the AVX-512 registers.
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd")
-         && __builtin_cpu_supports("avx512bw")
-         && __builtin_cpu_supports("avx512dq")
-         && __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
 
 template <class Fn>
 Fn symbol(void* handle, const char* name) {
@@ -43,7 +31,7 @@ library load() {
                                  : "";
   std::string coretype; // what we ask for, or "" to leave the env alone
   if (policy == "auto" || policy.empty()) {
-    if (cpu_runs_avx512_kernels()) {
+    if (cpu_runs_avx512()) {
       coretype = "SkylakeX";
       lib.choice = "auto: AVX-512 usable, SkylakeX kernels";
       if (had_coretype && inherited != coretype)

@@ -1,5 +1,6 @@
 // The portable kernels (plain loops, the reference) and the choice of set.
 #include "runtime/compute/conv_kernels.hpp"
+#include "runtime/compute/cpu_features.hpp"
 
 namespace troupe::conv {
 
@@ -60,15 +61,51 @@ void filter_grad(const padded_images& x, const float* dy, int n,
 
 } // namespace
 
+void row_windows(const padded_images& x, int64_t m, int rows, int count,
+                 const float** window) {
+  const int out_h = x.out_height(), out_w = x.out_width();
+  const int64_t per_image = static_cast<int64_t>(out_h) * out_w;
+  int64_t image = m / per_image;
+  const auto rest = static_cast<int>(m % per_image);
+  int oy = rest / out_w, ox = rest % out_w;
+  for (int r = 0; r < count; ++r) {
+    if (r >= rows) {
+      window[r] = window[rows - 1];
+      continue;
+    }
+    window[r] = x.data + static_cast<size_t>(image) * x.image_floats()
+                + (static_cast<size_t>(oy) * x.width + ox) * x.channels;
+    if (++ox == out_w) {
+      ox = 0;
+      if (++oy == out_h) {
+        oy = 0;
+        ++image;
+      }
+    }
+  }
+}
+
 const kernels& generic_kernels() {
   static const kernels set{"generic", &forward, &filter_grad};
   return set;
 }
 
-const kernels& best_kernels() {
-  static const kernels& best = avx2_kernels() != nullptr ? *avx2_kernels()
-                                                         : generic_kernels();
-  return best;
+const kernels& chosen_kernels() {
+  static const kernels& chosen = []() -> const kernels& {
+    switch (chosen_cpu_kernels()) {
+      case cpu_kernels::avx512:
+        if (avx512_kernels() != nullptr)
+          return *avx512_kernels();
+        [[fallthrough]];
+      case cpu_kernels::avx2:
+        if (avx2_kernels() != nullptr)
+          return *avx2_kernels();
+        [[fallthrough]];
+      case cpu_kernels::generic: break;
+    }
+    return generic_kernels();
+  }();
+  return chosen;
 }
 
 } // namespace troupe::conv

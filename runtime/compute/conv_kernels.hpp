@@ -36,8 +36,15 @@ struct padded_images {
   }
 };
 
+/// window[r] = where output row m + r's window starts in x, for r < rows;
+/// rows up to `count` repeat the last (a tile's rows past the output's
+/// end). One division for the first row, steps after it: two divisions a
+/// row were 2% of the CNN's step.
+void row_windows(const padded_images& x, int64_t m, int rows, int count,
+                 const float** window);
+
 struct kernels {
-  const char* isa; ///< "avx2+fma" or "generic"
+  const char* isa; ///< "avx512", "avx2+fma" or "generic"
 
   /// Rows [m0, m1) of y (rows (image, oy, ox), n columns, row stride n) =
   /// the convolution of x with `filters` plus bias (n values, or null),
@@ -55,11 +62,15 @@ struct kernels {
                       int64_t batch_rows, int b0, int b1, float* dw);
 };
 
-/// The fastest set this CPU runs.
-const kernels& best_kernels();
+/// The set chosen_cpu_kernels() names (cpu_features.hpp:
+/// TROUPE_CPU_KERNELS, or the fastest this CPU runs).
+const kernels& chosen_kernels();
 /// Portable loops, the reference the others are tested against.
 const kernels& generic_kernels();
 /// The AVX2+FMA set, or null where it is not built or the CPU lacks it.
 const kernels* avx2_kernels();
+/// The AVX-512 set (F, with 32 zmm registers saved by the OS), or null
+/// where it is not built or the CPU or OS lacks it.
+const kernels* avx512_kernels();
 
 } // namespace troupe::conv

@@ -10,6 +10,7 @@
 // end of the output repeat the last real row and are not stored, so a tail
 // costs a partial tile of work and no second code path.
 #include "runtime/compute/conv_kernels.hpp"
+#include "runtime/compute/cpu_features.hpp"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 
@@ -31,42 +32,49 @@ struct tile {
   }
 };
 
-/// acc(r, :) += sum_t a[r][t * a_step] * b[t * panel_width + :], t < count.
-/// The sums live in twelve named locals for the loop: GCC keeps a struct
-/// reached through a reference in memory, and a store per FMA halves speed.
+/// acc(r, :) += sum over o < outer, t < inner of a[r][o * a_outer + t *
+/// a_step] * b[(o * inner + t) * panel_width + :]: the packed right operand
+/// runs on through both loops, the left one jumps by a_outer between runs
+/// (the next kernel row in forward(), the next image row in filter_grad()).
+/// Both loops are in here so that the sums stay in registers for the whole
+/// tile (a call per run stored and reloaded them every 5 steps in the first
+/// layer). They live in twelve named locals: GCC keeps a struct reached
+/// through a reference in memory, and a store per FMA halves speed.
 __attribute__((always_inline)) inline void
 accumulate(tile& acc, const float* const (&a)[tile_rows], size_t a_step,
-           const float* b, int count) {
+           size_t a_outer, const float* b, int inner, int outer) {
   __m256 c00 = acc.c[0][0], c01 = acc.c[0][1], c10 = acc.c[1][0],
          c11 = acc.c[1][1], c20 = acc.c[2][0], c21 = acc.c[2][1],
          c30 = acc.c[3][0], c31 = acc.c[3][1], c40 = acc.c[4][0],
          c41 = acc.c[4][1], c50 = acc.c[5][0], c51 = acc.c[5][1];
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
               *a5 = a[5];
-  for (int t = 0; t < count; ++t) {
-    const __m256 b0 = _mm256_loadu_ps(b);
-    const __m256 b1 = _mm256_loadu_ps(b + 8);
-    b += panel_width;
-    const size_t i = static_cast<size_t>(t) * a_step;
-    __m256 v = _mm256_broadcast_ss(a0 + i);
-    c00 = _mm256_fmadd_ps(v, b0, c00);
-    c01 = _mm256_fmadd_ps(v, b1, c01);
-    v = _mm256_broadcast_ss(a1 + i);
-    c10 = _mm256_fmadd_ps(v, b0, c10);
-    c11 = _mm256_fmadd_ps(v, b1, c11);
-    v = _mm256_broadcast_ss(a2 + i);
-    c20 = _mm256_fmadd_ps(v, b0, c20);
-    c21 = _mm256_fmadd_ps(v, b1, c21);
-    v = _mm256_broadcast_ss(a3 + i);
-    c30 = _mm256_fmadd_ps(v, b0, c30);
-    c31 = _mm256_fmadd_ps(v, b1, c31);
-    v = _mm256_broadcast_ss(a4 + i);
-    c40 = _mm256_fmadd_ps(v, b0, c40);
-    c41 = _mm256_fmadd_ps(v, b1, c41);
-    v = _mm256_broadcast_ss(a5 + i);
-    c50 = _mm256_fmadd_ps(v, b0, c50);
-    c51 = _mm256_fmadd_ps(v, b1, c51);
-  }
+  for (int o = 0; o < outer; ++o)
+    for (int t = 0; t < inner; ++t) {
+      const __m256 b0 = _mm256_loadu_ps(b);
+      const __m256 b1 = _mm256_loadu_ps(b + 8);
+      b += panel_width;
+      const size_t i = static_cast<size_t>(o) * a_outer
+                       + static_cast<size_t>(t) * a_step;
+      __m256 v = _mm256_broadcast_ss(a0 + i);
+      c00 = _mm256_fmadd_ps(v, b0, c00);
+      c01 = _mm256_fmadd_ps(v, b1, c01);
+      v = _mm256_broadcast_ss(a1 + i);
+      c10 = _mm256_fmadd_ps(v, b0, c10);
+      c11 = _mm256_fmadd_ps(v, b1, c11);
+      v = _mm256_broadcast_ss(a2 + i);
+      c20 = _mm256_fmadd_ps(v, b0, c20);
+      c21 = _mm256_fmadd_ps(v, b1, c21);
+      v = _mm256_broadcast_ss(a3 + i);
+      c30 = _mm256_fmadd_ps(v, b0, c30);
+      c31 = _mm256_fmadd_ps(v, b1, c31);
+      v = _mm256_broadcast_ss(a4 + i);
+      c40 = _mm256_fmadd_ps(v, b0, c40);
+      c41 = _mm256_fmadd_ps(v, b1, c41);
+      v = _mm256_broadcast_ss(a5 + i);
+      c50 = _mm256_fmadd_ps(v, b0, c50);
+      c51 = _mm256_fmadd_ps(v, b1, c51);
+    }
   acc.c[0][0] = c00, acc.c[0][1] = c01, acc.c[1][0] = c10, acc.c[1][1] = c11;
   acc.c[2][0] = c20, acc.c[2][1] = c21, acc.c[3][0] = c30, acc.c[3][1] = c31;
   acc.c[4][0] = c40, acc.c[4][1] = c41, acc.c[5][0] = c50, acc.c[5][1] = c51;
@@ -108,31 +116,18 @@ void store(const tile& acc, int rows, int cols, float* out, size_t ld,
 
 void forward(const padded_images& x, const float* filters, int n,
              const float* bias, bool relu, float* y, int64_t m0, int64_t m1) {
-  const int out_w = x.out_width(), run = x.kernel * x.channels;
-  const int64_t per_image = static_cast<int64_t>(x.out_height()) * out_w;
+  const int run = x.kernel * x.channels;
   const size_t row_stride = static_cast<size_t>(x.width) * x.channels;
   const size_t panel_floats = static_cast<size_t>(x.patch()) * panel_width;
   for (int64_t m = m0; m < m1; m += tile_rows) {
     const int rows = static_cast<int>(std::min<int64_t>(tile_rows, m1 - m));
     const float* window[tile_rows];
-    for (int r = 0; r < tile_rows; ++r) {
-      const int64_t row = m + std::min(r, rows - 1);
-      const int64_t image = row / per_image, rest = row % per_image;
-      window[r] = x.data + static_cast<size_t>(image) * x.image_floats()
-                  + static_cast<size_t>((rest / out_w) * x.width + rest % out_w)
-                      * x.channels;
-    }
+    row_windows(x, m, rows, tile_rows, window);
     for (int p = 0; p < panels(n); ++p) {
       tile acc;
       acc.zero();
-      const float* f = filters + p * panel_floats;
-      for (int ky = 0; ky < x.kernel; ++ky) {
-        const float* a[tile_rows];
-        for (int r = 0; r < tile_rows; ++r)
-          a[r] = window[r] + ky * row_stride;
-        accumulate(acc, a, 1, f + static_cast<size_t>(ky) * run * panel_width,
-                   run);
-      }
+      accumulate(acc, window, 1, row_stride, filters + p * panel_floats, run,
+                 x.kernel);
       const int col0 = p * panel_width;
       store(acc, rows, std::min(panel_width, n - col0),
             y + static_cast<size_t>(m) * n + col0, static_cast<size_t>(n),
@@ -163,16 +158,13 @@ void filter_grad(const padded_images& x, const float* dy, int n,
           const int col = q + std::min(r, rows - 1);
           offset[r] = (col / run) * row_stride + col % run;
         }
+        const float* a[tile_rows];
+        for (int r = 0; r < tile_rows; ++r)
+          a[r] = image + offset[r];
         tile acc;
         acc.zero();
-        for (int oy = 0; oy < out_h; ++oy) {
-          const float* line = image + oy * row_stride;
-          const float* a[tile_rows];
-          for (int r = 0; r < tile_rows; ++r)
-            a[r] = line + offset[r];
-          accumulate(acc, a, static_cast<size_t>(x.channels),
-                     d + static_cast<size_t>(oy) * out_w * panel_width, out_w);
-        }
+        accumulate(acc, a, static_cast<size_t>(x.channels), row_stride, d,
+                   out_w, out_h);
         const int col0 = p * panel_width;
         store(acc, rows, std::min(panel_width, n - col0),
               dw + static_cast<size_t>(q) * n + col0, static_cast<size_t>(n),
@@ -186,11 +178,7 @@ void filter_grad(const padded_images& x, const float* dy, int n,
 
 const kernels* avx2_kernels() {
   static const kernels set{"avx2+fma", &forward, &filter_grad};
-  static const bool usable = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return usable ? &set : nullptr;
+  return cpu_runs_avx2_fma() ? &set : nullptr;
 }
 
 } // namespace troupe::conv

@@ -11,6 +11,7 @@
 #include "runtime/compute/conv_kernels.hpp"
 #include "runtime/compute/cpu_activation.hpp"
 #include "runtime/compute/cpu_conv.hpp"
+#include "runtime/compute/vector_kernels.hpp"
 #include "runtime/compute/thread_pool.hpp"
 
 namespace troupe {
@@ -30,14 +31,16 @@ class cpu_backend final : public compute_backend {
 public:
   cpu_backend(int threads, bool direct_conv)
     : threads_(threads < 1 ? 1 : threads), pool_(threads_),
-      conv_(direct_conv ? &conv::best_kernels() : nullptr) {
+      conv_(direct_conv ? &conv::chosen_kernels() : nullptr),
+      vec_(&vec::chosen_kernels()) {
     blas::get(); // loads OpenBLAS now: a missing library fails at start
   }
 
   std::string describe() const override {
     auto& lib = blas::get();
-    return "cpu (OpenBLAS " + lib.core + " kernels, "
-           + (conv_ != nullptr ? std::string{"direct conv "} + conv_->isa
+    return "cpu (OpenBLAS " + lib.core + " kernels, troupe " + vec_->isa
+           + " kernels, "
+           + (conv_ != nullptr ? std::string{"direct conv"}
                                : std::string{"im2col conv"})
            + ", " + std::to_string(threads_)
            + (threads_ == 1 ? " thread)" : " threads)");
@@ -141,8 +144,12 @@ public:
           dy[i] *= 1.f - y[i] * y[i];
         return;
       case activation::relu:
-        for (size_t i = 0; i < n; ++i)
-          dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+        // Split over the threads when large (a convolution's output):
+        // alone, it took a tenth of the CNN's step on two threads.
+        in_chunks(n, [y, dy](size_t i0, size_t i1) {
+          for (size_t i = i0; i < i1; ++i)
+            dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+        });
         return;
     }
   }
@@ -231,38 +238,23 @@ public:
 
   void maxpool_forward(const float* x, int batch, int h, int w, int c, int size,
                        int stride, float* y, int32_t* argmax) override {
-    const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
-    for (int b = 0; b < batch; ++b)
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox) {
-          size_t out = ((static_cast<size_t>(b) * oh + oy) * ow + ox) * c;
-          float* best = y + out;
-          int32_t* where = argmax + out;
-          // The window's first pixel starts the maximum; the others replace
-          // it where greater, in a loop GCC vectorises (keep_greater): the
-          // CNN's pools were 9% of its step with a branch per channel.
-          for (int ky = 0; ky < size; ++ky)
-            for (int kx = 0; kx < size; ++kx) {
-              const auto in = static_cast<int32_t>(
-                ((static_cast<size_t>(b) * h + oy * stride + ky) * w
-                 + ox * stride + kx)
-                * c);
-              const float* xi = x + in;
-              if (ky == 0 && kx == 0) {
-                for (int ch = 0; ch < c; ++ch) {
-                  best[ch] = xi[ch];
-                  where[ch] = in + ch;
-                }
-                continue;
-              }
-              keep_greater(xi, best, where, in, c);
-            }
-        }
+    const size_t in = static_cast<size_t>(batch) * h * w * c;
+    const int parts = in < parallel_floats
+                        ? 1
+                        : std::min(threads_, std::max(batch, 1));
+    pool_.parallel_for(parts, [&](int i) {
+      auto [b0, b1] = split_range(batch, parts, i);
+      vec_->maxpool(x, static_cast<int>(b0), static_cast<int>(b1), h, w, c,
+                    size, stride, y, argmax);
+    });
   }
 
   void maxpool_backward(const float* dy, const int32_t* argmax, size_t n_y,
                         float* dx, size_t n_x) override {
-    std::fill(dx, dx + n_x, 0.f);
+    in_chunks(n_x,
+              [dx](size_t i0, size_t i1) { std::fill(dx + i0, dx + i1, 0.f); });
+    // One thread: windows may overlap (stride < size), and two outputs
+    // then add into one input.
     for (size_t i = 0; i < n_y; ++i)
       dx[argmax[i]] += dy[i];
   }
@@ -286,6 +278,25 @@ public:
   }
 
 private:
+  /// Arrays from this many floats up are split over the threads by the
+  /// element-wise passes: a part then takes tens of microseconds, against
+  /// the few a wake-up of the pool costs.
+  static constexpr size_t parallel_floats = size_t{1} << 16;
+
+  /// fn(i0, i1) over [0, n) in one part per thread, or in one call when n
+  /// is small.
+  template <class Fn>
+  void in_chunks(size_t n, Fn&& fn) {
+    if (threads_ == 1 || n < parallel_floats) {
+      fn(size_t{0}, n);
+      return;
+    }
+    pool_.parallel_for(threads_, [&](int i) {
+      auto [i0, i1] = split_range(static_cast<int64_t>(n), threads_, i);
+      fn(static_cast<size_t>(i0), static_cast<size_t>(i1));
+    });
+  }
+
   /// Threads a gemm of this size is split over: all of them above ~2
   /// MFLOP, where a part runs for tens of microseconds against the few a
   /// wake-up of the pool costs; one below.
@@ -307,20 +318,6 @@ private:
     return ptr;
   }
 
-  /// best = max(best, xi) per channel; where = in + ch where xi won.
-  /// Written so GCC 12 vectorises it: __restrict (else the three may
-  /// overlap), and the index chosen by a mask (a select on `greater` for
-  /// both stores stays a branch per channel: "control flow in loop").
-  static void keep_greater(const float* __restrict xi, float* __restrict best,
-                           int32_t* __restrict where, int32_t in, int c) {
-    for (int ch = 0; ch < c; ++ch) {
-      const float v = xi[ch], b = best[ch];
-      const int32_t mask = -static_cast<int32_t>(v > b);
-      best[ch] = v > b ? v : b;
-      where[ch] = (where[ch] & ~mask) | ((in + ch) & mask);
-    }
-  }
-
   static size_t pixel(const conv_shape& s, int b, int iy, int ix) {
     return ((static_cast<size_t>(b) * s.height + iy) * s.width + ix)
            * s.channels;
@@ -329,6 +326,7 @@ private:
   int threads_;
   thread_pool pool_;
   const conv::kernels* conv_; ///< null: convolutions go through im2col
+  const vec::kernels* vec_;   ///< pooling, same instruction set as conv_
 };
 
 } // namespace

@@ -73,7 +73,11 @@ std::vector<const conv::kernels*> kernel_sets() {
   if (conv::avx2_kernels() != nullptr)
     sets.push_back(conv::avx2_kernels());
   else
-    BOOST_TEST_MESSAGE("no AVX2+FMA on this CPU: generic kernels only");
+    BOOST_TEST_MESSAGE("no AVX2+FMA on this CPU: not testing those kernels");
+  if (conv::avx512_kernels() != nullptr)
+    sets.push_back(conv::avx512_kernels());
+  else
+    BOOST_TEST_MESSAGE("no AVX-512 on this CPU: not testing those kernels");
   return sets;
 }
 

@@ -1,0 +1,32 @@
+// The baseline set and the choice of set. This file is built for the
+// compiler's default target; vector_kernels_avx2.cpp and
+// vector_kernels_avx512.cpp build the same loops for their sets.
+#include "runtime/compute/cpu_features.hpp"
+#include "runtime/compute/vector_loops.hpp"
+
+namespace troupe::vec {
+
+const kernels& generic_kernels() {
+  static const kernels set = make_set("generic");
+  return set;
+}
+
+const kernels& chosen_kernels() {
+  static const kernels& chosen = []() -> const kernels& {
+    switch (chosen_cpu_kernels()) {
+      case cpu_kernels::avx512:
+        if (avx512_kernels() != nullptr)
+          return *avx512_kernels();
+        [[fallthrough]];
+      case cpu_kernels::avx2:
+        if (avx2_kernels() != nullptr)
+          return *avx2_kernels();
+        [[fallthrough]];
+      case cpu_kernels::generic: break;
+    }
+    return generic_kernels();
+  }();
+  return chosen;
+}
+
+} // namespace troupe::vec
