@@ -34,6 +34,31 @@ BOOST_AUTO_TEST_CASE(trains_a_synthetic_config) {
              o.out);
 }
 
+// troupe's own CPU kernels are chosen at start (TROUPE_CPU_KERNELS, else
+// the fastest the CPU runs) and named in the run's header; an unknown
+// name stops the run at once, naming the variable.
+BOOST_AUTO_TEST_CASE(the_cpu_kernels_are_chosen_at_start_and_named) {
+  temp_dir tmp;
+  troupe::test::write_file(tmp.file("cfg.json"), good);
+  ::setenv("TROUPE_CPU_KERNELS", "generic", 1);
+  auto generic = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  ::setenv("TROUPE_CPU_KERNELS", "sse9", 1);
+  auto unknown = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  ::unsetenv("TROUPE_CPU_KERNELS");
+  auto chosen = run_train(tmp, "--config " + tmp.file("cfg.json"));
+  BOOST_TEST(generic.code == 0, generic.err);
+  BOOST_TEST(generic.out.find("troupe generic kernels") != std::string::npos,
+             generic.out);
+  BOOST_TEST(unknown.code == 1);
+  BOOST_TEST(unknown.err
+             == "troupe-train: error: TROUPE_CPU_KERNELS=sse9: unknown; use "
+                "auto, avx512, avx2 or generic\n");
+  BOOST_TEST(unknown.out.find("step") == std::string::npos, unknown.out);
+  BOOST_TEST(chosen.code == 0, chosen.err);
+  BOOST_TEST(chosen.out.find(" kernels, direct conv") != std::string::npos,
+             chosen.out);
+}
+
 // With a validation split the run watches the held-out samples and scores
 // the test set once, at the end.
 BOOST_AUTO_TEST_CASE(

@@ -323,8 +323,13 @@ class Soak:
             self.sample()
             time.sleep(min(0.5, max(0, until - time.monotonic())))
 
+    def kinds(self):
+        """The disturbances of this run: --kinds, less link cuts where
+        there is no lab to cut them in."""
+        return [k for k in self.args.kinds if k != "link" or self.lab]
+
     def run(self):
-        kinds = list(KILLED) + (["link"] if self.lab else [])
+        kinds = self.kinds()
         say("soak: %d nodes%s, %d s of %s" % (
             len(NODES), " in network namespaces" if self.lab else
             " on 127.0.0.1 (no link cuts: %s)" % self.args.no_lab_why,
@@ -526,7 +531,7 @@ class Soak:
             say("%-6s %4d times, whole again after %.2f s median, %.2f s at "
                 "most" % (kind, len(took), statistics.median(took),
                           max(took)))
-        for kind in list(KILLED) + (["link"] if self.lab else []):
+        for kind in self.kinds():
             took = [e for e in self.events if e[0] == kind]
             check(len(took) >= self.args.least,
                   "%d disturbances of kind %s (at least %d)" % (
@@ -560,9 +565,19 @@ def main():
                    "from that (default 0.25)")
     p.add_argument("--least", type=int, default=2,
                    help="disturbances of each kind the run must see")
+    every_kind = list(KILLED) + ["link"]
+    p.add_argument("--kinds", type=lambda text: text.split(","),
+                   default=every_kind,
+                   help="the disturbances, comma-separated (default all: "
+                   "%s), e.g. link alone to see what cut links cost" %
+                   ",".join(every_kind))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--keep", help="copy the logs into this folder")
     args = p.parse_args()
+    unknown = sorted(set(args.kinds) - set(every_kind))
+    if unknown or not args.kinds:
+        p.error("--kinds: %s; use some of %s" % (
+            ", ".join(unknown) or "none given", ",".join(every_kind)))
     seed = args.seed if args.seed is not None else int(time.time())
     random.seed(seed)
     say("seed %d" % seed)
