@@ -91,20 +91,8 @@ const kernels& generic_kernels() {
 }
 
 const kernels& chosen_kernels() {
-  static const kernels& chosen = []() -> const kernels& {
-    switch (chosen_cpu_kernels()) {
-      case cpu_kernels::avx512:
-        if (avx512_kernels() != nullptr)
-          return *avx512_kernels();
-        [[fallthrough]];
-      case cpu_kernels::avx2:
-        if (avx2_kernels() != nullptr)
-          return *avx2_kernels();
-        [[fallthrough]];
-      case cpu_kernels::generic: break;
-    }
-    return generic_kernels();
-  }();
+  static const kernels& chosen = pick_kernels(avx512_kernels(), avx2_kernels(),
+                                              generic_kernels());
   return chosen;
 }
 

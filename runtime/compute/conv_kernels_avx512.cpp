@@ -10,11 +10,9 @@
 // 5-7% faster than 12 (fewer loads of the panels per FMA). 28 independent
 // accumulators cover the FMA latency of two 512-bit units (4 cycles, 2 per
 // cycle); 16 loads per 28 FMAs stay within the load ports. A lone last
-// panel (an odd panel count) takes a 14 x 16 tile. On the CNN's shapes
-// they reach 55-65% of the FMA units' peak, 80% when their operands are
-// all in L1; the AVX2 loops reach 75%.
-// Rows past the end repeat the last real row and are not stored; columns
-// past n are masked off at the store.
+// panel (an odd panel count) takes a 14 x 16 tile. Rows past the end
+// repeat the last real row and are not stored; columns past n are masked
+// off at the store.
 #include "runtime/compute/conv_kernels.hpp"
 #include "runtime/compute/cpu_features.hpp"
 

@@ -23,4 +23,24 @@ enum class cpu_kernels { generic, avx2, avx512 };
 /// the CPU does not run it (the first backend made, at start-up).
 cpu_kernels chosen_cpu_kernels();
 
+/// Of one family of kernel sets, the one chosen_cpu_kernels() names, or
+/// where that one is not built (null) the next slower one that is. For
+/// files built for baseline x86-64 only, as the choice must run anywhere.
+template <class Set>
+const Set& pick_kernels(const Set* avx512, const Set* avx2,
+                        const Set& generic) {
+  switch (chosen_cpu_kernels()) {
+    case cpu_kernels::avx512:
+      if (avx512 != nullptr)
+        return *avx512;
+      [[fallthrough]];
+    case cpu_kernels::avx2:
+      if (avx2 != nullptr)
+        return *avx2;
+      [[fallthrough]];
+    case cpu_kernels::generic: break;
+  }
+  return generic;
+}
+
 } // namespace troupe
