@@ -239,40 +239,18 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
     .count();
 }
 
-/// What the sockets of the chief and of some worker nodes carried while a
-/// run trained some steps, and the parameter bytes the workers pulled and
-/// pushed meanwhile (the whole MLP once each way per step).
-struct socket_traffic {
-  long steps = 0;
-  double moved = 0;
-  long long chief_bytes = 0, worker_bytes = 0;
-};
-
-/// socket_traffic over the next `steps` steps of `cluster`'s run, for the
-/// worker nodes `workers`; fails the test if they take over `seconds`.
+/// traffic_over() (cluster_file.hpp) for the worker nodes named
+/// `workers`; fails the test if they take over `seconds`.
 inline socket_traffic traffic_over(running_cluster& cluster,
                                    const std::vector<std::string>& workers,
                                    long steps, double seconds) {
-  auto& chief = cluster.chief();
-  auto worker_bytes = [&] {
-    long long sum = 0;
-    for (auto& w : workers)
-      sum += tcp_bytes(cluster.node(w).pid());
-    return sum;
-  };
-  const auto chief_before = tcp_bytes(chief.pid());
-  const auto workers_before = worker_bytes();
-  const auto from = last_step(chief.out());
-  BOOST_REQUIRE(chief.wait_for_step(from + steps, seconds));
-  // The steps are read before the sockets' counters, as `from` was read
-  // after them: the counters then hold at least these steps' bytes. (Read
-  // after, under load, the log ran on while the counters were read, and
-  // the workers seemed to move 14% less than the steps needed.)
-  socket_traffic t;
-  t.steps = last_step(chief.out()) - from;
-  t.chief_bytes = tcp_bytes(chief.pid()) - chief_before;
-  t.worker_bytes = worker_bytes() - workers_before;
-  t.moved = static_cast<double>(t.steps) * 2 * mlp_param_bytes;
+  std::vector<pid_t> pids;
+  for (auto& w : workers)
+    pids.push_back(cluster.node(w).pid());
+  auto t = traffic_over(cluster.chief(), pids, steps, seconds);
+  BOOST_REQUIRE_MESSAGE(t.reached, "the run did not train "
+                                     << steps << " more steps in " << seconds
+                                     << " s");
   return t;
 }
 
