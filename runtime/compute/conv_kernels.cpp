@@ -86,7 +86,7 @@ void row_windows(const padded_images& x, int64_t m, int rows, int count,
 }
 
 const kernels& generic_kernels() {
-  static const kernels set{"generic", &forward, &filter_grad};
+  static const kernels set{"generic", 1, &forward, &filter_grad};
   return set;
 }
 

@@ -45,6 +45,9 @@ void row_windows(const padded_images& x, int64_t m, int rows, int count,
 
 struct kernels {
   const char* isa; ///< "avx512", "avx2+fma" or "generic"
+  /// Output rows forward() computes at once: a range it is given is best
+  /// a multiple of this (a tail costs a whole tile).
+  int tile_rows;
 
   /// Rows [m0, m1) of y (rows (image, oy, ox), n columns, row stride n) =
   /// the convolution of x with `filters` plus bias (n values, or null),

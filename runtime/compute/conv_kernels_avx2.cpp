@@ -177,7 +177,7 @@ void filter_grad(const padded_images& x, const float* dy, int n,
 } // namespace
 
 const kernels* avx2_kernels() {
-  static const kernels set{"avx2+fma", &forward, &filter_grad};
+  static const kernels set{"avx2+fma", tile_rows, &forward, &filter_grad};
   return cpu_runs_avx2_fma() ? &set : nullptr;
 }
 

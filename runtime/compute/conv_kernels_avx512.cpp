@@ -207,7 +207,7 @@ void filter_grad(const padded_images& x, const float* dy, int n,
 } // namespace
 
 const kernels* avx512_kernels() {
-  static const kernels set{"avx512", &forward, &filter_grad};
+  static const kernels set{"avx512", tile_rows, &forward, &filter_grad};
   return cpu_runs_avx512() ? &set : nullptr;
 }
 

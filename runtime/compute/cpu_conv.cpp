@@ -124,8 +124,7 @@ int row_parts(thread_pool& pool, int64_t rows) {
 }
 
 /// Runs the forward loop over all rows of x's convolution, split by rows
-/// at multiples of 42, a multiple of every set's tile (6 rows for AVX2, 14
-/// for AVX-512).
+/// at multiples of the set's tile.
 void forward_rows(const conv::kernels& k, thread_pool& pool,
                   const conv::padded_images& x, int batch, const float* filters,
                   int n, const float* bias, bool relu, float* y) {
@@ -133,7 +132,7 @@ void forward_rows(const conv::kernels& k, thread_pool& pool,
                        * x.out_width();
   const int parts = row_parts(pool, rows);
   auto aligned = [&](int i) {
-    return i == parts ? rows : rows * i / parts / 42 * 42;
+    return i == parts ? rows : rows * i / parts / k.tile_rows * k.tile_rows;
   };
   pool.parallel_for(parts, [&](int i) {
     const int64_t m0 = aligned(i), m1 = aligned(i + 1);
