@@ -54,6 +54,18 @@ compensation_options(const param_block::options& o) {
   return c;
 }
 
+/// Gives back what `v` holds beyond twice `room` (a vector grows by
+/// doubling, so up to twice is what the last `room` entries left).
+void keep_room_for(std::vector<int64_t>& v, size_t room) {
+  room = std::max<size_t>(room, 1024);
+  if (v.capacity() <= 2 * room)
+    return;
+  std::vector<int64_t> smaller;
+  smaller.reserve(room);
+  smaller.assign(v.begin(), v.end());
+  v.swap(smaller);
+}
+
 } // namespace
 
 param_block::param_block(options opts, std::vector<float> initial)
@@ -183,8 +195,8 @@ void param_block::log_update(int64_t batch) {
     return;
   }
   // Batches come nearly in order: the insert is at or close to the end,
-  // and the capacity is kept across forget_through(), so the steady state
-  // allocates nothing.
+  // and forget_through() keeps the capacity of the last stretch between
+  // checkpoints, so the steady state allocates nothing.
   sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), batch),
                  batch);
 }
@@ -406,6 +418,15 @@ void param_block::forget_through(int64_t version) {
                 sorted_.end());
   log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(n));
   log_base_ += static_cast<int64_t>(n);
+  // A vector keeps its capacity, so without this the heap would hold the
+  // longest stretch between two checkpoints the shard ever saw, for good:
+  // a chief lost before its checkpoint stretches one, and the soak's shard
+  // nodes climbed with those (docs/benchmarks.md, "The soak"). Room for
+  // the stretch just ended is kept, so stretches of one length allocate
+  // nothing.
+  const size_t stretch = n + log_.size();
+  keep_room_for(log_, stretch);
+  keep_room_for(sorted_, stretch);
 }
 
 void param_block::forget_workers() {

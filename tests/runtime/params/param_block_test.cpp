@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/base/errc.hpp"
+#include "runtime/base/process_usage.hpp"
 
 using namespace troupe;
 using mode = consistency_mode;
@@ -293,6 +294,30 @@ BOOST_AUTO_TEST_CASE(ordered_batches_below_a_checkpoint_stay_done) {
   // A restore trains the batches after its checkpoint again.
   BOOST_REQUIRE(!b.restore(values_of(b), {}, 3));
   BOOST_TEST((*b.push(0, 0, g.data(), g.size(), 1) == block::outcome::applied));
+}
+
+BOOST_AUTO_TEST_CASE(the_log_gives_back_a_long_stretch_at_the_next_checkpoint) {
+  auto b = make_block(mode::async);
+  std::vector<float> g{1.f, 1.f, 1.f};
+  int64_t batch = 0;
+  auto stretch = [&](int64_t updates) {
+    for (int64_t i = 0; i < updates; ++i)
+      b.push(0, b.version(), g.data(), g.size(), batch++);
+    b.forget_through(b.version());
+  };
+  stretch(2000);
+  const auto before = own_process_usage().heap_bytes;
+  // A chief lost before its checkpoint: 300,000 updates between two, 16
+  // bytes each in the log.
+  stretch(300'000);
+  BOOST_TEST(own_process_usage().heap_bytes - before > 4'000'000);
+  // The next stretch is short again, and the heap follows it down.
+  stretch(2000);
+  BOOST_TEST(own_process_usage().heap_bytes - before < 200'000);
+  // The log still does its work after giving its room back.
+  b.push(0, b.version(), g.data(), g.size(), batch);
+  BOOST_TEST((*b.push(0, b.version(), g.data(), g.size(), batch)
+              == block::outcome::duplicate));
 }
 
 BOOST_AUTO_TEST_CASE(sync_and_easgd_keep_no_log) {
