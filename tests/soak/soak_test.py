@@ -51,6 +51,7 @@ import json
 import os
 import random
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -204,6 +205,8 @@ class Soak:
         self.members = {}
         for i, name in enumerate(NODES):
             argv = [node, "--config", config, "--node", name]
+            if name in args.wrap:  # e.g. heaptrack, for a climb's cause
+                argv = shlex.split(args.wrap[name]) + argv
             self.members[name] = Member(name, folder, self.inside(i, argv))
         self.events = []  # (kind, victim, seconds until whole again)
         # (time.monotonic(), kind) of each node started again
@@ -573,7 +576,22 @@ def main():
                    ",".join(every_kind))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--keep", help="copy the logs into this folder")
+    p.add_argument("--wrap", action="append", default=[],
+                   metavar="NODE=COMMAND",
+                   help="start NODE under COMMAND (split as a shell would), "
+                   "e.g. ps3='heaptrack -o FILE' to see what its heap holds "
+                   "over the run; may be given for several nodes. The "
+                   "memory checks then fail for it: they read the process "
+                   "started, the tool's")
     args = p.parse_args()
+    wraps = {}
+    for w in args.wrap:
+        name, _, command = w.partition("=")
+        if name not in NODES or not command:
+            p.error("--wrap %s: give NODE=COMMAND, NODE one of %s" % (
+                w, ",".join(NODES)))
+        wraps[name] = command
+    args.wrap = wraps
     unknown = sorted(set(args.kinds) - set(every_kind))
     if unknown or not args.kinds:
         p.error("--kinds: %s; use some of %s" % (
