@@ -1,7 +1,8 @@
 """The operator's scripts as an operator meets them: scripts/plot.sh tells
 two runs of one config apart and names a regression's score, and
 scripts/setup.sh's quiet runner says nothing until a step fails, then
-shows the step's last lines."""
+shows the step's last lines, and the soak refuses options it cannot
+follow, naming what was wrong, before it starts anything."""
 import os
 import shutil
 import subprocess
@@ -131,6 +132,23 @@ def test_quiet_steps(tmp):
           "a step that fails shows its last lines", seen)
 
 
+def test_soak_options():
+    soak = os.path.join(ROOT, "tests", "soak", "soak_test.py")
+    for args, said in [
+            (["--wrap", "ps3"], "--wrap ps3: give NODE=COMMAND, NODE one of "
+             "chief,ps0,ps1,ps2,ps3,w0,w1,w2"),
+            (["--wrap", "ps9=heaptrack"], "--wrap ps9=heaptrack: give "
+             "NODE=COMMAND"),
+            (["--wrap", "w0="], "--wrap w0=: give NODE=COMMAND"),
+            (["--kinds", "link,flood"], "--kinds: flood; use some of "
+             "worker,shard,chief,link")]:
+        run = subprocess.run([sys.executable, soak] + args,
+                             capture_output=True, text=True, timeout=60)
+        check(run.returncode == 2 and said in run.stderr,
+              "soak_test.py %s is refused" % " ".join(args), run.stderr)
+        check("seed" not in run.stdout, "and starts nothing", run.stdout)
+
+
 def main():
     missing_tools({"gnuplot": shutil.which("gnuplot")},
                   "apt-get install gnuplot-nox")
@@ -138,6 +156,7 @@ def main():
     try:
         test_plot(tmp)
         test_quiet_steps(tmp)
+        test_soak_options()
     except Failure as e:
         sys.exit("FAILED: %s" % e)
     finally:
