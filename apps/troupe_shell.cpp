@@ -144,19 +144,19 @@ char** complete(const char* text, int, int) {
 }
 #endif
 
-/// The chief's run id and config digest (from its status), or an error.
+/// The chief's run id and config digest, or an error.
 caf::expected<std::pair<std::string, std::string>>
 run_identity_of(caf::actor_system& sys, const chief_actor& chief) {
   caf::scoped_actor self{sys};
   caf::expected<std::pair<std::string, std::string>> out{
     caf::sec::request_timeout};
-  self->request(chief, std::chrono::seconds(30), stats_atom_v)
+  self->request(chief, std::chrono::seconds(30), who_atom_v)
     .receive(
-      [&](cluster_view& v) {
-        if (v.run.run_id.empty())
-          out = make_error(errc::bad_format, "the chief's status names no run");
+      [&](std::string& run_id, std::string& digest) {
+        if (run_id.empty())
+          out = make_error(errc::bad_format, "the chief names no run yet");
         else
-          out = std::make_pair(v.run.run_id, v.run.config_digest);
+          out = std::make_pair(std::move(run_id), std::move(digest));
       },
       [&](caf::error& err) { out = std::move(err); });
   return out;

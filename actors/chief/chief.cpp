@@ -91,6 +91,9 @@ chief_impl(chief_self_actor::stateful_pointer<chief_state> self,
       return on_leave(self, node);
     },
     [=](stats_atom) { return shell_status(self); },
+    [=](who_atom) -> caf::result<std::string, std::string> {
+      return {self->state.run_id, self->state.digest};
+    },
     [=](join_atom, int32_t n, std::string& node) {
       return shell_add_workers(self, n, std::move(node));
     },

@@ -230,6 +230,64 @@ constexpr auto shell_patience = std::chrono::seconds(2);
 /// And each node's agent, for its process's usage: one that does not
 /// answer in time shows what it last said, its heard age growing.
 constexpr auto agent_patience = std::chrono::seconds(1);
+/// The agents to ask for their process's usage, by the view's node index
+/// (the chief's own process answers for itself where no agent runs in
+/// it).
+std::vector<std::pair<size_t, node_agent_actor>>
+agents_to_ask(chief_self self, std::vector<node_view>& nodes) {
+  std::vector<std::pair<size_t, node_agent_actor>> agents;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto it = self->state.members.nodes().find(nodes[i].name);
+    if (it != self->state.members.nodes().end() && it->second.up
+        && it->second.agent)
+      agents.emplace_back(i, it->second.agent);
+    else if (nodes[i].chief)
+      take_usage(nodes[i], own_process_usage());
+  }
+  return agents;
+}
+
+/// Each agent's node shows what its agent said now, or last.
+void take_agent_replies(
+  chief_self self, std::vector<node_view>& nodes,
+  const std::vector<std::pair<size_t, node_agent_actor>>& agents,
+  std::vector<caf::expected<process_usage>>& replies) {
+  auto& members = self->state.members;
+  const double now = now_seconds();
+  for (size_t k = 0; k < replies.size(); ++k) {
+    auto& node = nodes[agents[k].first];
+    auto* entry = members.find_node(node.name);
+    if (entry == nullptr)
+      continue;
+    if (replies[k]) {
+      entry->usage = std::move(*replies[k]);
+      entry->heard_at = now;
+    }
+    if (entry->usage)
+      take_usage(node, *entry->usage);
+  }
+  for (auto& node : nodes) {
+    auto* entry = members.find_node(node.name);
+    if (node.chief)
+      node.heard_age = 0; // the chief's own process
+    else if (entry != nullptr && entry->heard_at >= 0)
+      node.heard_age = now - entry->heard_at;
+  }
+}
+
+/// Each worker shows its node's process: found by name, not by a scan of
+/// the nodes per worker (10,000 of each would take 10^8).
+void take_worker_processes(cluster_view& view) {
+  std::unordered_map<std::string, const node_view*> by_name;
+  for (auto& node : view.nodes)
+    by_name.emplace(node.name, &node);
+  for (auto& w : view.workers)
+    if (auto it = by_name.find(w.node); it != by_name.end()) {
+      w.pid = it->second->pid;
+      w.host = it->second->host;
+      w.program = it->second->program;
+    }
+}
 
 } // namespace
 
@@ -241,68 +299,29 @@ caf::result<cluster_view> shell_status(chief_self self) {
   view->nodes = nodes_of(self);
   for (auto& [id, w] : st.members.workers())
     view->workers.push_back(worker_view_of(self, id, w));
-  // Only the live shards are asked; the feeder with them.
+  // Only the live shards are asked; the feeder and each node's agent at
+  // the same time, so the view waits for the slowest of them, not for
+  // their sum. At normal priority: CAF 0.17.6 loses the answer to a
+  // request sent with message_priority::high to another process (tried:
+  // the receiver answers, the asker times out), so the view cannot jump
+  // a busy shard's queue.
   std::vector<size_t> live;
   for (size_t i = 0; i < st.shards.count(); ++i)
     if (st.shards.handles()[i])
       live.push_back(i);
-  auto n = st.shards.count();
-  auto feeder = st.shards.feeder;
-  // Last, each node's process: its agent says (the chief's own process
-  // answers for itself where no agent runs in it).
-  auto ask_nodes = [=]() mutable {
-    std::vector<std::pair<size_t, node_agent_actor>> agents;
-    auto& nodes = view->nodes;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      auto it = self->state.members.nodes().find(nodes[i].name);
-      if (it != self->state.members.nodes().end() && it->second.up
-          && it->second.agent)
-        agents.emplace_back(i, it->second.agent);
-      else if (nodes[i].chief)
-        take_usage(nodes[i], own_process_usage());
-    }
-    ask_all_settled<process_usage>(
-      agents.size(),
-      [=](size_t k) {
-        return self->request(agents[k].second, agent_patience, stats_atom_v);
-      },
-      [=](auto& replies) mutable {
-        auto& members = self->state.members;
-        const double now = now_seconds();
-        // Each agent's node shows what its agent said now, or last.
-        for (size_t k = 0; k < replies.size(); ++k) {
-          auto& node = view->nodes[agents[k].first];
-          auto* entry = members.find_node(node.name);
-          if (entry == nullptr)
-            continue;
-          if (replies[k]) {
-            entry->usage = std::move(*replies[k]);
-            entry->heard_at = now;
-          }
-          if (entry->usage)
-            take_usage(node, *entry->usage);
-        }
-        for (auto& node : view->nodes) {
-          auto* entry = members.find_node(node.name);
-          if (node.chief)
-            node.heard_age = 0; // the chief's own process
-          else if (entry != nullptr && entry->heard_at >= 0)
-            node.heard_age = now - entry->heard_at;
-        }
-        // Each worker shows its node's process: found by name, not by a
-        // scan of the nodes per worker (10,000 of each would take 10^8).
-        std::unordered_map<std::string, const node_view*> by_name;
-        for (auto& node : view->nodes)
-          by_name.emplace(node.name, &node);
-        for (auto& w : view->workers)
-          if (auto it = by_name.find(w.node); it != by_name.end()) {
-            w.pid = it->second->pid;
-            w.host = it->second->host;
-            w.program = it->second->program;
-          }
-        promise.deliver(std::move(*view));
-      });
-  };
+  auto shard_replies =
+    std::make_shared<std::vector<caf::expected<shard_stats>>>();
+  auto done = countdown(3, [=]() mutable {
+    auto n = self->state.shards.count();
+    std::vector<const shard_stats*> by_shard(n, nullptr);
+    for (size_t k = 0; k < shard_replies->size(); ++k)
+      if ((*shard_replies)[k] && live[k] < n) // n falls if a shard drained
+        by_shard[live[k]] = &*(*shard_replies)[k];
+    for (size_t i = 0; i < n && i < self->state.shards.ranges.size(); ++i)
+      view->shards.push_back(shard_view_of(self, i, by_shard[i]));
+    take_worker_processes(*view);
+    promise.deliver(std::move(*view));
+  });
   ask_all_settled<shard_stats>(
     live.size(),
     [=](size_t k) {
@@ -310,22 +329,29 @@ caf::result<cluster_view> shell_status(chief_self self) {
                            shell_patience, stats_atom_v);
     },
     [=](auto& replies) mutable {
-      std::vector<const shard_stats*> by_shard(n, nullptr);
-      for (size_t k = 0; k < replies.size(); ++k)
-        if (replies[k])
-          by_shard[live[k]] = &*replies[k];
-      for (size_t i = 0; i < n && i < self->state.shards.ranges.size(); ++i)
-        view->shards.push_back(shard_view_of(self, i, by_shard[i]));
-      if (!feeder)
-        return ask_nodes();
-      self->request(feeder, shell_patience, stats_atom_v)
-        .then(
-          [=](feeder_stats& fs) mutable {
-            view->feeder = {true, fs.acked, fs.position,
-                            std::move(fs.epoch_samples)};
-            ask_nodes();
-          },
-          [=](caf::error&) mutable { ask_nodes(); });
+      *shard_replies = std::move(replies);
+      done();
+    });
+  if (auto feeder = st.shards.feeder)
+    self->request(feeder, shell_patience, stats_atom_v)
+      .then(
+        [=](feeder_stats& fs) mutable {
+          view->feeder = {true, fs.acked, fs.position,
+                          std::move(fs.epoch_samples)};
+          done();
+        },
+        [=](caf::error&) mutable { done(); });
+  else
+    done();
+  auto agents = agents_to_ask(self, view->nodes);
+  ask_all_settled<process_usage>(
+    agents.size(),
+    [=](size_t k) {
+      return self->request(agents[k].second, agent_patience, stats_atom_v);
+    },
+    [=](auto& replies) mutable {
+      take_agent_replies(self, view->nodes, agents, replies);
+      done();
     });
   return promise;
 }

@@ -65,6 +65,10 @@ using chief_actor = caf::typed_actor<
   // are asked for their counters (5 s at most; one that does not answer is
   // down).
   caf::replies_to<stats_atom>::with<cluster_view>,
+  // The run id and config digest, from the chief alone (empty before the
+  // run starts): a shell's first question, answered without the view's
+  // round of the shards and agents.
+  caf::replies_to<who_atom>::with<std::string, std::string>,
   // N more workers on a node (empty: the least loaded); their ids, node.
   caf::replies_to<join_atom, int32_t, std::string>::with<std::vector<int32_t>,
                                                          std::string>,
