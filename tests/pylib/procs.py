@@ -92,11 +92,16 @@ def port_is_free(port):
             return False
 
 
+_handed_out = set()
+
+
 def free_ports(count, offset=1, spacing=1):
     """`count` ports p, each free on 127.0.0.1 now with p + offset, ...
     (spacing ports in all from each p); below the ephemeral range, so that
-    no outgoing connection takes one between this check and a bind."""
-    taken, ports = set(), []
+    no outgoing connection takes one between this check and a bind, and
+    none handed out before by this process (two nodes of one cluster file
+    given one port fail the file's check)."""
+    taken, ports = _handed_out, []
     rng = random.SystemRandom()
     for _ in range(2000):
         p = rng.randrange(20000, 32000 - max(offset, spacing))

@@ -9,8 +9,8 @@ troupe-node binary."""
 
 import json
 import os
-import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -18,13 +18,11 @@ import numpy as np
 
 import troupe
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import free_port  # noqa: E402
+
 FEATURES, SAMPLES, BATCH, LR = 4, 160, 8, 0.1
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ClusterWorker(unittest.TestCase):

@@ -6,17 +6,14 @@ started, waited for, read and killed."""
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+from procs import free_port  # noqa: E402,F401  (the tests import it here)
 
 
 class python_nodes:
