@@ -68,16 +68,25 @@ inline written write_frame(byte_link& sock, outgoing& o, bool wait) {
 }
 
 /// A queue of frames and the thread that writes them, in order, to one
-/// socket. Frames posted before start() wait for it. A small frame posted
-/// while nothing is queued or being written is written at once by the
-/// caller, as far as the socket takes it without waiting: a request or an
-/// ack then costs no thread hand-off (it is what keeps a 40 KB round trip
-/// as fast as on CAF's own connection), and an actor never waits for a
-/// peer that does not read; the thread writes the rest, and every large
-/// frame.
+/// socket. Frames posted before start() wait for it. A frame of up to
+/// inline_bytes posted while nothing is queued or being written is
+/// written at once by the caller, as far as the socket takes it without
+/// waiting: a request, an ack, a gradient or a model's values then cost
+/// no thread hand-off (it is what keeps a 40 KB round trip as fast as on
+/// CAF's own connection), and an actor never waits for a peer that does
+/// not read; the thread writes the rest, and every larger frame.
 class frame_writer {
 public:
-  static constexpr size_t inline_bytes = 64 * 1024;
+  /// A shared-memory ring's room (shared_link::default_ring_bytes): a
+  /// frame that fits is most often taken whole. Raised from 64 KiB, it
+  /// took the writer thread's hand-off off both large frames of a step
+  /// (the worker's push, the shard's values): 4-14% more samples/s across
+  /// processes in scripts/bench-nodes.sh's clusters of 1 and 2 workers,
+  /// 2% at 4 workers on 1 shard, against the build before, alternating
+  /// (docs/benchmarks.md). A shard's actor then copies its answers
+  /// itself, one worker's after another, where each connection's thread
+  /// copied its own; on 2 cores that measured no slower.
+  static constexpr size_t inline_bytes = 2 * 1024 * 1024;
 
   ~frame_writer() { stop(); }
 
