@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <deque>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fcntl.h>
@@ -27,17 +27,22 @@ namespace troupe {
 
 using namespace data_wire;
 
-/// A stub: the shard's data requests, which it sends on the connection,
-/// and what the connection's reader thread hands it (a reply by request
-/// id, or the news that the connection broke).
+/// A stub: the shard's data requests, which it sends on the connection
+/// (the connection's reader thread answers each asker itself), the news
+/// that the connection broke, and its timer for requests left unanswered.
 using stub_actor =
-  shard_data_actor::extend<caf::reacts_to<data_atom, uint64_t, float_block>,
-                           caf::reacts_to<data_atom, uint64_t, row_block>,
-                           caf::reacts_to<data_atom, uint64_t, row_blocks>,
-                           caf::reacts_to<data_atom, uint64_t, push_ack>,
-                           caf::reacts_to<data_atom, uint64_t, caf::error>,
-                           caf::reacts_to<data_atom, caf::error>,
+  shard_data_actor::extend<caf::reacts_to<data_atom, caf::error>,
                            caf::reacts_to<expire_atom>>;
+
+/// Who asked a stub a request: the reader thread answers them directly.
+/// A reply through the stub cost one more thread hand-off per request,
+/// on the path a worker waits on (docs/benchmarks.md, "Processes against
+/// one process").
+struct asker {
+  caf::strong_actor_ptr stub;   ///< the reply's sender
+  caf::strong_actor_ptr source; ///< null: nobody (a stub's own send)
+  caf::message_id id;           ///< the request's
+};
 
 // -- the client --------------------------------------------------------------
 
@@ -78,19 +83,21 @@ public:
     return next++;
   }
 
-  /// Sends a request whose reply goes to `to` (a stub, or an actor that
-  /// sends without one); false (and nothing goes to `to`) when the
-  /// connection is gone. A row_pull's reply must hold `row_floats` floats:
-  /// the rows asked for, and no others; a row_pulls' reply is split into
-  /// its parts' rows, each part's table and floats as `part_floats` says.
+  /// Sends a request whose reply goes to `from`'s asker, when it names
+  /// one (a stub's request), or else to `to` as a data_atom message (an
+  /// actor that sends without a stub); false (and no reply goes anywhere)
+  /// when the connection is gone. A row_pull's reply must hold `row_floats`
+  /// floats: the rows asked for, and no others; a row_pulls' reply is split
+  /// into its parts' rows, each part's table and floats as `part_floats` says.
   bool send(outgoing o, caf::actor to, uint64_t row_floats = 0,
-            std::vector<row_part> part_floats = {}) {
+            std::vector<row_part> part_floats = {}, asker from = {}) {
     std::lock_guard<std::mutex> guard{mtx_};
     if (broken_)
       return false;
     auto id = o.head.id;
-    waiting_[id] = {std::move(to), o.head.op, row_floats,
-                    std::move(part_floats)};
+    waiting_[id] = {std::move(to),   o.head.op,
+                    row_floats,      std::move(part_floats),
+                    std::move(from), std::chrono::steady_clock::now()};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
@@ -224,7 +231,14 @@ private:
         return fail_all("the connection broke");
       if (auto bad = check_frame(f, false); !bad.empty())
         return fail_all("bad frame from the shard node: " + bad);
-      auto [to, asked, row_floats, part_floats] = take_waiting(f.id);
+      auto w = take_waiting(f.id);
+      auto asked = w.op;
+      // Whoever waits for this reply is no longer among the waiting that
+      // fail_all fails.
+      auto fail = [&](const std::string& reason) {
+        fail_all(reason);
+        deliver(w, f.id, link_error(reason));
+      };
       // A reply answers its kind of request (an error answers any), and
       // the rows of a row pull are the ones asked for.
       bool fits = f.op == data_frame::error || asked == 0
@@ -238,56 +252,50 @@ private:
                       && (asked == data_frame::row_pull
                           || asked == data_frame::row_pulls));
       if (!fits)
-        return fail_all("bad frame from the shard node: a reply of the "
-                        "wrong kind to request "
-                        + std::to_string(f.id));
+        return fail("bad frame from the shard node: a reply of the "
+                    "wrong kind to request "
+                    + std::to_string(f.id));
       if (f.op == data_frame::rows) {
         // Nobody waiting (row_floats 0) means no rows were asked for.
-        if (f.count != row_floats)
-          return fail_all("bad frame from the shard node: "
-                          + std::to_string(f.count)
-                          + " floats of rows for "
-                            "request "
-                          + std::to_string(f.id)
-                          + ", which asked "
-                            "for "
-                          + std::to_string(row_floats));
+        if (f.count != w.row_floats)
+          return fail("bad frame from the shard node: "
+                      + std::to_string(f.count)
+                      + " floats of rows for "
+                        "request "
+                      + std::to_string(f.id)
+                      + ", which asked "
+                        "for "
+                      + std::to_string(w.row_floats));
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
-          return fail_all("the connection broke");
-        if (!to)
+          return fail("the connection broke");
+        if (!w.waits())
           continue;
         if (asked == data_frame::row_pulls)
-          caf::anon_send(to, data_atom_v, f.id,
-                         split_rows(f.shard, *values, part_floats));
+          deliver(w, f.id, split_rows(f.shard, *values, w.part_floats));
         else
-          caf::anon_send(to, data_atom_v, f.id,
-                         message_of<row_block>(f, {}, std::move(values)));
+          deliver(w, f.id, message_of<row_block>(f, {}, std::move(values)));
         continue;
       }
       if (f.op == data_frame::values) {
         // Values of the shard's size, or none with "ask again" (version -1).
         if (auto size = size_of(f.shard);
             f.count != size && !(f.count == 0 && f.tag < 0))
-          return fail_all("bad frame from the shard node: "
-                          + std::to_string(f.count) + " values for shard "
-                          + std::to_string(f.shard) + ", which holds "
-                          + std::to_string(size));
+          return fail("bad frame from the shard node: "
+                      + std::to_string(f.count) + " values for shard "
+                      + std::to_string(f.shard) + ", which holds "
+                      + std::to_string(size));
         auto values = pooled_floats(f.count);
         if (!sock->read_exact(values->data(), f.count * sizeof(float)))
-          return fail_all("the connection broke");
-        if (to)
-          caf::anon_send(to, data_atom_v, f.id,
-                         message_of<float_block>(f, {}, std::move(values)));
+          return fail("the connection broke");
+        deliver(w, f.id, message_of<float_block>(f, {}, std::move(values)));
       } else if (f.op == data_frame::ack) {
-        if (to)
-          caf::anon_send(to, data_atom_v, f.id, message_of<push_ack>(f));
+        deliver(w, f.id, message_of<push_ack>(f));
       } else {
         std::string text(f.count, '\0');
         if (!sock->read_exact(text.data(), text.size()))
-          return fail_all("the connection broke");
-        if (to)
-          caf::anon_send(to, data_atom_v, f.id, error_of(f, std::move(text)));
+          return fail("the connection broke");
+        deliver(w, f.id, error_of(f, std::move(text)));
       }
     }
   }
@@ -311,13 +319,63 @@ private:
     return it == sizes_.end() ? 0 : it->second;
   }
 
+public:
   struct waiting {
-    caf::actor to; ///< the stub, or the actor that sent without one
+    caf::actor to; ///< the actor that sent without a stub
     uint8_t op = 0;
     uint64_t row_floats = 0; ///< row_pull(s): floats its reply must hold
     std::vector<row_part> part_floats; ///< row_pulls: each part's
+    asker from;                        ///< a stub's request: who asked it
+    std::chrono::steady_clock::time_point sent;
+    bool waits() const { return to || from.source; }
   };
 
+  /// Hands request `id`'s reply (or error) to whoever waits for it: a
+  /// stub's asker as the answer to its request, from any thread (an
+  /// enqueue without an execution unit schedules the asker as a send from
+  /// outside CAF does), or `to` as a data_atom message.
+  template <class T>
+  static void deliver(waiting& w, uint64_t id, T&& value) {
+    if (w.from.source)
+      w.from.source->enqueue(w.from.stub, w.from.id.response_id(),
+                             caf::make_message(std::forward<T>(value)),
+                             nullptr);
+    else if (w.to)
+      caf::anon_send(w.to, data_atom_v, id, std::forward<T>(value));
+  }
+
+  /// Takes the stubs' requests that have waited the connection's timeout
+  /// by `now`, to be failed with request_timeout.
+  std::vector<std::pair<uint64_t, waiting>>
+  take_expired(std::chrono::steady_clock::time_point now) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::vector<std::pair<uint64_t, waiting>> out;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (!it->second.from.source) {
+        ++it;
+        continue;
+      }
+      // Ids are taken in about the order sent: a later one is caught by
+      // the next check.
+      if (it->second.sent + timeout_ > now)
+        break;
+      out.emplace_back(it->first, std::move(it->second));
+      it = waiting_.erase(it);
+    }
+    return out;
+  }
+
+  /// When the oldest stub request still waiting expires; nullopt when
+  /// none waits.
+  std::optional<std::chrono::steady_clock::time_point> next_expiry() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& [id, w] : waiting_)
+      if (w.from.source)
+        return w.sent + timeout_;
+    return std::nullopt;
+  }
+
+private:
   /// The rows of a row_pulls reply (as many floats as its parts'), each
   /// part's in a buffer of its own.
   static row_blocks split_rows(int32_t shard, const std::vector<float>& all,
@@ -334,8 +392,8 @@ private:
     return out;
   }
 
-  /// The stub waiting for request `id`, the request's operation (0 when
-  /// nobody waits for it) and what its rows must hold.
+  /// Who waits for request `id`, the request's operation (0 when nobody
+  /// waits for it) and what its rows must hold.
   waiting take_waiting(uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = waiting_.find(id);
@@ -354,7 +412,7 @@ private:
     why_ = why;
     auto err = link_error(why);
     for (auto& [id, w] : waiting_)
-      caf::anon_send(w.to, data_atom_v, id, err);
+      deliver(w, id, err);
     waiting_.clear();
     for (auto& s : stubs_)
       caf::anon_send(s, data_atom_v, err);
@@ -384,61 +442,44 @@ namespace {
 
 struct stub_state {
   static inline const char* name = shard_stub_name; // times_out_itself
-  std::map<uint64_t, caf::response_promise> open;
-  /// When each open request expires, in the order they were sent (all
-  /// have the connection's timeout, so that is their deadlines' order);
-  /// answered ones leave from the front.
-  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
-    deadlines;
   bool expiry_set = false; ///< an expire_atom is on its way
   caf::error broken;
 };
 
 using stub_pointer = stub_actor::stateful_pointer<stub_state>;
 
-/// Fails request `id` with request_timeout if it is still open after the
-/// connection's timeout. One timer on CAF's clock at a time, not one per
-/// request: a worker asks a stub without a timeout of its own
-/// (times_out_itself), which saves its clock thread a hand-off per request.
-void expire_later(stub_pointer self, caf::timespan timeout, uint64_t id) {
+/// Sets the timer for the oldest request waiting on `link`. One timer on
+/// CAF's clock per stub at a time, not one per request: a worker asks a
+/// stub without a timeout of its own (times_out_itself), which saves its
+/// clock thread a hand-off per request. Any stub's timer fails any
+/// stub's expired requests: each goes to its asker directly.
+void expire_later(stub_pointer self, data_client_impl& link) {
   auto& st = self->state;
-  st.deadlines.emplace_back(std::chrono::steady_clock::now() + timeout, id);
-  if (!st.expiry_set) {
-    st.expiry_set = true;
-    self->delayed_send(self, timeout, expire_atom_v);
-  }
-}
-
-/// Drops the answered requests at the front of the deadlines.
-void forget_answered(stub_state& st) {
-  while (!st.deadlines.empty()
-         && st.open.count(st.deadlines.front().second) == 0)
-    st.deadlines.pop_front();
-}
-
-/// Fails the requests whose deadline has passed; sets the timer for the
-/// next one.
-void expire_due(stub_pointer self, caf::timespan timeout) {
-  auto& st = self->state;
-  st.expiry_set = false;
+  if (st.expiry_set)
+    return;
+  auto due = link.next_expiry();
+  if (!due)
+    return;
+  st.expiry_set = true;
   auto now = std::chrono::steady_clock::now();
-  for (forget_answered(st); !st.deadlines.empty(); forget_answered(st)) {
-    auto [due, id] = st.deadlines.front();
-    if (due > now) {
-      st.expiry_set = true;
-      self->delayed_send(self, std::min<caf::timespan>(due - now, timeout),
-                         expire_atom_v);
-      return;
-    }
-    st.deadlines.pop_front();
-    auto it = st.open.find(id);
-    it->second.deliver(caf::make_error(caf::sec::request_timeout));
-    st.open.erase(it);
-  }
+  self->delayed_send(
+    self, std::max<caf::timespan>(*due - now, caf::timespan{0}), expire_atom_v);
 }
 
-/// Sends `o` for shard `shard` on `link`; the reply, of type T, comes back
-/// through the reader thread to this stub, which delivers it.
+/// Fails the requests whose time is up with request_timeout; sets the
+/// timer for the next one.
+void expire_due(stub_pointer self, data_client_impl& link) {
+  self->state.expiry_set = false;
+  for (auto& [id, w] : link.take_expired(std::chrono::steady_clock::now()))
+    data_client_impl::deliver(w, id,
+                              caf::make_error(caf::sec::request_timeout));
+  expire_later(self, link);
+}
+
+/// Sends `o` for shard `shard` on `link`; the reply, of type T, goes from
+/// the connection's reader thread straight to whoever asked. The promise
+/// only marks the request as answered later; nothing delivers it once
+/// the request is on its way.
 template <class T>
 caf::result<T> send_request(stub_pointer self, data_client_impl& link,
                             int32_t shard, outgoing o, uint64_t row_floats = 0,
@@ -451,13 +492,15 @@ caf::result<T> send_request(stub_pointer self, data_client_impl& link,
   auto id = link.next_id();
   o.head.id = id;
   o.head.shard = shard;
-  self->state.open.emplace(id, static_cast<caf::response_promise&>(rp));
-  expire_later(self, link.timeout(), id);
-  if (!link.send(std::move(o), caf::actor_cast<caf::actor>(self), row_floats,
-                 std::move(part_floats))) {
-    self->state.open.erase(id);
+  auto& promise = static_cast<caf::response_promise&>(rp);
+  asker from{caf::actor_cast<caf::strong_actor_ptr>(self), promise.source(),
+             promise.id()};
+  if (!link.send(std::move(o), nullptr, row_floats, std::move(part_floats),
+                 std::move(from))) {
     rp.deliver(link.broken_reason());
+    return rp;
   }
+  expire_later(self, link);
   return rp;
 }
 
@@ -595,14 +638,6 @@ caf::expected<outgoing> replica_frame(const replica_op& op) {
 stub_actor::behavior_type stub_impl(stub_pointer self,
                                     std::shared_ptr<data_client_impl> link,
                                     int32_t shard, std::vector<int> row_dims) {
-  auto answer = [=](uint64_t id, auto&& value) {
-    auto it = self->state.open.find(id);
-    if (it == self->state.open.end())
-      return;
-    it->second.deliver(std::forward<decltype(value)>(value));
-    self->state.open.erase(it);
-    forget_answered(self->state);
-  };
   return {
     [=](pull_atom, int32_t worker, int64_t min_version) {
       return send_request<float_block>(self, *link, shard,
@@ -653,21 +688,9 @@ stub_actor::behavior_type stub_impl(stub_pointer self,
         return std::move(frame.error());
       return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
-    [=](data_atom, uint64_t id, float_block& b) { answer(id, std::move(b)); },
-    [=](data_atom, uint64_t id, row_block& b) { answer(id, std::move(b)); },
-    [=](data_atom, uint64_t id, row_blocks& b) { answer(id, std::move(b)); },
-    [=](data_atom, uint64_t id, push_ack& a) { answer(id, a); },
-    [=](data_atom, uint64_t id, caf::error& err) {
-      answer(id, std::move(err));
-    },
-    [=](data_atom, caf::error& err) {
-      self->state.broken = err;
-      for (auto& [id, rp] : self->state.open)
-        rp.deliver(err);
-      self->state.open.clear();
-      self->state.deadlines.clear();
-    },
-    [=](expire_atom) { expire_due(self, link->timeout()); },
+    // Its open requests failed with the connection (fail_all).
+    [=](data_atom, caf::error& err) { self->state.broken = err; },
+    [=](expire_atom) { expire_due(self, *link); },
   };
 }
 
