@@ -40,7 +40,7 @@ using stub_actor =
 /// one process").
 struct asker {
   caf::strong_actor_ptr stub;   ///< the reply's sender
-  caf::strong_actor_ptr source; ///< null: nobody (a stub's own send)
+  caf::strong_actor_ptr source; ///< null: asked without a sender, unanswered
   caf::message_id id;           ///< the request's
 };
 
@@ -68,10 +68,6 @@ public:
   }
 
   std::string address() const { return host_ + ":" + std::to_string(port_); }
-
-  /// How long the connection may take to come up, and a request to be
-  /// answered.
-  caf::timespan timeout() const { return timeout_; }
 
   caf::actor_system& system() { return sys_; }
 
@@ -421,6 +417,8 @@ private:
   caf::actor_system& sys_;
   std::string host_;
   uint16_t port_;
+  /// How long the connection may take to come up, and a request to be
+  /// answered.
   caf::timespan timeout_;
   std::shared_ptr<const link_guard> guard_; ///< null: plaintext, no proof
   std::thread reader_;
