@@ -863,13 +863,10 @@ std::shared_ptr<stub_path> path_past(const shard_data_actor& stub) {
   return known_stubs().find(caf::actor_cast<caf::abstract_actor*>(stub));
 }
 
-namespace {
-
-/// Sends request `xs...` on `path` as `stub` would, its answer to
-/// `source` as the response to its request `id`.
 template <class... Ts>
-void post_past(stub_path& path, const shard_data_actor& stub,
-               caf::strong_actor_ptr source, caf::message_id id, Ts&&... xs) {
+void post_past_stub(stub_path& path, const shard_data_actor& stub,
+                    caf::strong_actor_ptr source, caf::message_id id,
+                    Ts... xs) {
   auto r = request_frames{path.shard, path.row_dims}(xs...);
   asker from{caf::actor_cast<caf::strong_actor_ptr>(stub), std::move(source),
              id};
@@ -883,43 +880,19 @@ void post_past(stub_path& path, const shard_data_actor& stub,
     caf::anon_send(caf::actor_cast<caf::actor>(stub), expire_atom_v);
 }
 
-} // namespace
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    pull_atom a, int32_t worker, int64_t min_version) {
-  post_past(path, stub, std::move(asker), id, a, worker, min_version);
-}
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    push_atom a, gradient_push g) {
-  post_past(path, stub, std::move(asker), id, a, g);
-}
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    pull_atom a, row_request r) {
-  post_past(path, stub, std::move(asker), id, a, r);
-}
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    push_atom a, row_push p) {
-  post_past(path, stub, std::move(asker), id, a, p);
-}
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    pull_atom a, row_requests r) {
-  post_past(path, stub, std::move(asker), id, a, r);
-}
-
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id,
-                    push_atom a, row_pushes p) {
-  post_past(path, stub, std::move(asker), id, a, p);
-}
+// The requests a worker sends past a stub.
+#define TROUPE_POSTED_PAST_STUB(...)                                           \
+  template void post_past_stub<__VA_ARGS__>(stub_path&,                        \
+                                            const shard_data_actor&,           \
+                                            caf::strong_actor_ptr,             \
+                                            caf::message_id, __VA_ARGS__);
+TROUPE_POSTED_PAST_STUB(pull_atom, int32_t, int64_t)
+TROUPE_POSTED_PAST_STUB(push_atom, gradient_push)
+TROUPE_POSTED_PAST_STUB(pull_atom, row_request)
+TROUPE_POSTED_PAST_STUB(push_atom, row_push)
+TROUPE_POSTED_PAST_STUB(pull_atom, row_requests)
+TROUPE_POSTED_PAST_STUB(push_atom, row_pushes)
+#undef TROUPE_POSTED_PAST_STUB
 
 namespace {
 

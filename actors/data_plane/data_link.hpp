@@ -217,29 +217,16 @@ struct stub_path;
 /// process; null otherwise (a shard's own handle, a BASP proxy).
 std::shared_ptr<stub_path> path_past(const shard_data_actor& stub);
 
-/// Sends the request as `stub` would, on `path`'s connection: its answer,
-/// or why it could not leave, comes to `asker` as the response to the
-/// asker's request `id`, sent by `stub`; a request left unanswered fails
-/// with request_timeout at the connection's timeout, as one asked of the
-/// stub does.
+/// Sends request `xs...` as `stub` would, on `path`'s connection: its
+/// answer, or why it could not leave, comes to `asker` as the response to
+/// the asker's request `id`, sent by `stub`; a request left unanswered
+/// fails with request_timeout at the connection's timeout, as one asked of
+/// the stub does. Defined for the requests a worker sends (pull and push,
+/// of values and of rows; data_client.cpp names them), so any other fails
+/// to link.
+template <class... Ts>
 void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, pull_atom,
-                    int32_t worker, int64_t min_version);
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, push_atom,
-                    gradient_push g);
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, pull_atom,
-                    row_request r);
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, push_atom,
-                    row_push p);
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, pull_atom,
-                    row_requests r);
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, push_atom,
-                    row_pushes p);
+                    caf::strong_actor_ptr asker, caf::message_id id, Ts... xs);
 
 /// `self->request(dest, caf::infinite, xs...)`, posted past `dest`'s stub
 /// when it is one. The answer comes as the request's would, so `.then` and
@@ -250,7 +237,8 @@ auto request_past_stub(Self* self, const shard_data_actor& dest, Ts&&... xs)
   -> decltype(self->request(dest, caf::infinite, std::forward<Ts>(xs)...)) {
   if (auto path = path_past(dest)) {
     auto id = self->new_request_id(caf::message_priority::normal);
-    post_past_stub(*path, dest, self->ctrl(), id, std::forward<Ts>(xs)...);
+    post_past_stub<std::decay_t<Ts>...>(*path, dest, self->ctrl(), id,
+                                        std::forward<Ts>(xs)...);
     return {id.response_id(), self};
   }
   return self->request(dest, caf::infinite, std::forward<Ts>(xs)...);

@@ -45,6 +45,24 @@ struct served_shard {
   }
 };
 
+/// A shard that answers nothing, served on the data plane.
+struct silent_server {
+  cluster_fixture f;
+  shard_data_actor shard = f.sys->spawn(silent_shard);
+  std::shared_ptr<data_server> server;
+
+  silent_server() {
+    auto started = data_server::start(*f.sys, "127.0.0.1", 0);
+    BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
+    server = *started;
+    server->serve(0, shard, 3);
+  }
+  ~silent_server() {
+    server->stop();
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+};
+
 /// The reply to a pull through `h`: values, or the error.
 caf::expected<float_block> pull(caf::scoped_actor& self,
                                 const shard_data_actor& h) {
@@ -136,13 +154,10 @@ BOOST_AUTO_TEST_CASE(a_request_past_the_stub_is_answered_as_one_to_it) {
 
 BOOST_AUTO_TEST_CASE(
   a_request_past_the_stub_times_out_and_fails_with_its_link) {
-  cluster_fixture f;
-  auto silent = f.sys->spawn(silent_shard);
-  auto started = data_server::start(*f.sys, "127.0.0.1", 0);
-  BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
-  auto server = *started;
-  server->serve(0, silent, 3);
-  auto client = data_client::open(*f.sys, "127.0.0.1", server->port(), 300ms);
+  silent_server quiet;
+  auto& f = quiet.f;
+  auto client = data_client::open(*f.sys, "127.0.0.1", quiet.server->port(),
+                                  300ms);
   auto first = client->stub(0, 3);
   auto second = client->stub(0, 3);
   auto began = std::chrono::steady_clock::now();
@@ -161,28 +176,24 @@ BOOST_AUTO_TEST_CASE(
   BOOST_REQUIRE(!b);
   BOOST_TEST((b.error() == caf::sec::request_timeout), describe(b.error()));
   // A lost server fails what is asked past the stub too.
-  server->stop();
+  quiet.server->stop();
   for (int i = 0; i < 100 && !client->failed(); ++i)
     std::this_thread::sleep_for(10ms);
   b = pull_past(*f.sys, second);
   BOOST_REQUIRE(!b);
   BOOST_TEST((b.error() == errc::node_unreachable), describe(b.error()));
   client->close();
-  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_stub_times_out_what_its_shard_leaves_unanswered) {
-  cluster_fixture f;
-  auto silent = f.sys->spawn(silent_shard);
-  auto started = data_server::start(*f.sys, "127.0.0.1", 0);
-  BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
-  auto server = *started;
-  server->serve(0, silent, 3);
-  auto client = data_client::open(*f.sys, "127.0.0.1", server->port(), 300ms);
+  silent_server quiet;
+  auto& f = quiet.f;
+  auto client = data_client::open(*f.sys, "127.0.0.1", quiet.server->port(),
+                                  300ms);
   auto stub = client->stub(0, 3);
   // A worker asks a stub without a timeout of its own, a shard with one.
   BOOST_TEST(times_out_itself(stub));
-  BOOST_TEST(!times_out_itself(silent));
+  BOOST_TEST(!times_out_itself(quiet.shard));
   caf::scoped_actor self{*f.sys};
   auto began = std::chrono::steady_clock::now();
   caf::error err;
@@ -205,8 +216,6 @@ BOOST_AUTO_TEST_CASE(a_stub_times_out_what_its_shard_leaves_unanswered) {
   BOOST_TEST(static_cast<bool>(pull(asker, good)));
   answering->close();
   client->close();
-  server->stop();
-  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
