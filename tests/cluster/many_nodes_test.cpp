@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(two_dozen_nodes_register_lose_two_and_answer_the_shell) {
   // two losses in about half the runs. The losses do not cause it, the
   // load does: 21 worker processes training on 2 cores. There the shell
   // took 0.2-0.9 s before the losses as after, and 0.04 s with the run
-  // paused; it needs about 0.03 s of CPU but switches threads about 100
+  // paused; it needs about 0.03 s of CPU but switches threads 70-110
   // times, and waits its turn on a core at each. Run at nice -10 it
   // answered in 0.10-0.18 s in 6 of 8 calls (docs/scale.md, "The shell on a
   // busy host").
