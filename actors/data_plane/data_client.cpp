@@ -11,7 +11,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -86,29 +85,18 @@ public:
   /// when the connection is gone. A row_pull's reply must hold `row_floats`
   /// floats: the rows asked for, and no others; a row_pulls' reply is split
   /// into its parts' rows, each part's table and floats as `part_floats` says.
-  /// A request with an asker sets `arm` when the connection's timer for
-  /// its stubs' requests is not running: the caller starts it then (one
-  /// timer for the connection, not one per request).
   bool send(outgoing o, caf::actor to, uint64_t row_floats = 0,
-            std::vector<row_part> part_floats = {}, asker from = {},
-            bool* arm = nullptr) {
+            std::vector<row_part> part_floats = {}, asker from = {}) {
     std::lock_guard<std::mutex> guard{mtx_};
     if (broken_)
       return false;
     auto id = o.head.id;
-    bool timed = from.source != nullptr;
-    auto* stub = caf::actor_cast<caf::abstract_actor*>(from.stub);
     waiting_[id] = {std::move(to),   o.head.op,
                     row_floats,      std::move(part_floats),
                     std::move(from), std::chrono::steady_clock::now()};
     if (!writer_->post(std::move(o))) {
       waiting_.erase(id);
       return false;
-    }
-    if (timed && !timer_running_ && arm != nullptr) {
-      timer_running_ = true;
-      timer_owner_ = stub;
-      *arm = true;
     }
     return true;
   }
@@ -124,27 +112,6 @@ public:
     stubs_.push_back(std::move(stub));
     sizes_[shard] = size;
     row_dims_[shard] = std::move(row_dims);
-  }
-
-  /// Stub `gone` has ended. Its timer, if it ran the connection's, ends
-  /// with it: another stub takes it over when requests still wait.
-  void stub_gone(const caf::abstract_actor* gone) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto it = std::find_if(stubs_.begin(), stubs_.end(), [&](auto& s) {
-      return caf::actor_cast<caf::abstract_actor*>(s) == gone;
-    });
-    if (it != stubs_.end())
-      stubs_.erase(it);
-    if (!timer_running_ || timer_owner_ != gone)
-      return;
-    timer_running_ = false;
-    bool timed = std::any_of(waiting_.begin(), waiting_.end(),
-                             [](auto& w) { return w.second.from.source; });
-    if (timed && !stubs_.empty()) {
-      timer_running_ = true;
-      caf::anon_send(caf::actor_cast<caf::actor>(stubs_.front()),
-                     expire_atom_v);
-    }
   }
 
   /// The widths of shard `shard`'s tables, as its stub was made with.
@@ -394,19 +361,13 @@ public:
     return out;
   }
 
-  /// When the oldest stub request still waiting expires, for the timer
-  /// that stub `owner` runs; nullopt, and the timer stops, when none
-  /// waits.
-  std::optional<std::chrono::steady_clock::time_point>
-  next_expiry(const caf::abstract_actor* owner) {
+  /// When the oldest stub request still waiting expires; nullopt when
+  /// none waits.
+  std::optional<std::chrono::steady_clock::time_point> next_expiry() {
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& [id, w] : waiting_)
-      if (w.from.source) {
-        timer_running_ = true;
-        timer_owner_ = owner;
+      if (w.from.source)
         return w.sent + timeout_;
-      }
-    timer_running_ = false;
     return std::nullopt;
   }
 
@@ -471,72 +432,33 @@ private:
   std::string why_;
   std::map<uint64_t, waiting> waiting_;
   std::vector<stub_actor> stubs_;
-  /// Whether a stub's timer will look at the stubs' requests again, and
-  /// whose it is.
-  bool timer_running_ = false;
-  const caf::abstract_actor* timer_owner_ = nullptr;
   std::map<int32_t, uint64_t> sizes_; ///< floats per shard, from the stubs
   std::map<int32_t, std::vector<int>> row_dims_; ///< and their tables' widths
 };
 
-/// A running stub's connection, shard and tables' widths.
-struct stub_path {
-  std::shared_ptr<data_client_impl> link;
-  int32_t shard = 0;
-  std::vector<int> row_dims;
-};
-
 namespace {
-
-/// The running stubs of this process, by actor: what path_past finds. A
-/// stub leaves it as it ends, before its actor's memory can be reused.
-class stub_paths {
-public:
-  void add(const caf::abstract_actor* stub, std::shared_ptr<stub_path> path) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    paths_[stub] = std::move(path);
-  }
-
-  void remove(const caf::abstract_actor* stub) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    paths_.erase(stub);
-  }
-
-  std::shared_ptr<stub_path> find(const caf::abstract_actor* stub) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    auto it = paths_.find(stub);
-    return it == paths_.end() ? nullptr : it->second;
-  }
-
-private:
-  std::mutex mtx_;
-  std::unordered_map<const caf::abstract_actor*, std::shared_ptr<stub_path>>
-    paths_;
-};
-
-/// Never destroyed: a stub may end while the process exits.
-stub_paths& known_stubs() {
-  static auto* paths = new stub_paths;
-  return *paths;
-}
 
 struct stub_state {
   static inline const char* name = shard_stub_name; // times_out_itself
+  bool expiry_set = false; ///< an expire_atom is on its way
   caf::error broken;
 };
 
 using stub_pointer = stub_actor::stateful_pointer<stub_state>;
 
-/// Sets the connection's timer for the oldest request of its stubs still
-/// waiting, or lets it stop when none waits. One timer on CAF's clock per
-/// connection, run by one of its stubs, not one per request: a worker
-/// asks without a timeout of its own (times_out_itself), which saves its
-/// clock thread a hand-off per request. Each expired request goes to its
-/// asker directly.
+/// Sets the timer for the oldest request waiting on `link`. One timer on
+/// CAF's clock per stub at a time, not one per request: a worker asks a
+/// stub without a timeout of its own (times_out_itself), which saves its
+/// clock thread a hand-off per request. Any stub's timer fails any
+/// stub's expired requests: each goes to its asker directly.
 void expire_later(stub_pointer self, data_client_impl& link) {
-  auto due = link.next_expiry(caf::actor_cast<caf::abstract_actor*>(self));
+  auto& st = self->state;
+  if (st.expiry_set)
+    return;
+  auto due = link.next_expiry();
   if (!due)
     return;
+  st.expiry_set = true;
   auto now = std::chrono::steady_clock::now();
   self->delayed_send(
     self, std::max<caf::timespan>(*due - now, caf::timespan{0}), expire_atom_v);
@@ -545,10 +467,39 @@ void expire_later(stub_pointer self, data_client_impl& link) {
 /// Fails the requests whose time is up with request_timeout; sets the
 /// timer for the next one.
 void expire_due(stub_pointer self, data_client_impl& link) {
+  self->state.expiry_set = false;
   for (auto& [id, w] : link.take_expired(std::chrono::steady_clock::now()))
     data_client_impl::deliver(w, id,
                               caf::make_error(caf::sec::request_timeout));
   expire_later(self, link);
+}
+
+/// Sends `o` for shard `shard` on `link`; the reply, of type T, goes from
+/// the connection's reader thread straight to whoever asked. The promise
+/// only marks the request as answered later; nothing delivers it once
+/// the request is on its way.
+template <class T>
+caf::result<T> send_request(stub_pointer self, data_client_impl& link,
+                            int32_t shard, outgoing o, uint64_t row_floats = 0,
+                            std::vector<row_part> part_floats = {}) {
+  auto rp = self->make_response_promise<T>();
+  if (self->state.broken) {
+    rp.deliver(self->state.broken);
+    return rp;
+  }
+  auto id = link.next_id();
+  o.head.id = id;
+  o.head.shard = shard;
+  auto& promise = static_cast<caf::response_promise&>(rp);
+  asker from{caf::actor_cast<caf::strong_actor_ptr>(self), promise.source(),
+             promise.id()};
+  if (!link.send(std::move(o), nullptr, row_floats, std::move(part_floats),
+                 std::move(from))) {
+    rp.deliver(link.broken_reason());
+    return rp;
+  }
+  expire_later(self, link);
+  return rp;
 }
 
 /// The width of table `t` of a shard whose tables are `row_dims` wide; 0
@@ -680,148 +631,60 @@ caf::expected<outgoing> replica_frame(const replica_op& op) {
   return o;
 }
 
-/// A request's frame, and what its reply must hold.
-struct prepared {
-  outgoing frame;
-  uint64_t row_floats = 0;           ///< row_pull(s): floats of the reply
-  std::vector<row_part> part_floats; ///< row_pulls: each part's
-};
-
-/// The requests a stub of shard `shard`, whose tables are `row_dims`
-/// wide, sends: each one's frame, or why it cannot leave.
-struct request_frames {
-  int32_t shard;
-  const std::vector<int>& row_dims;
-
-  caf::expected<prepared> operator()(pull_atom, int32_t worker,
-                                     int64_t min_version) const {
-    return prepared{pull_frame(worker, min_version), 0, {}};
-  }
-
-  caf::expected<prepared> operator()(push_atom, gradient_push& g) const {
-    return prepared{request_frame(g), 0, {}};
-  }
-
-  caf::expected<prepared> operator()(pull_atom, row_request& r) const {
-    auto dim = dim_of(row_dims, r.table);
-    if (dim == 0)
-      return no_table(shard, row_dims, r.table);
-    if (r.ids.size() > max_frame_rows)
-      return make_error(errc::invalid_argument,
-                        "a pull of " + std::to_string(r.ids.size())
-                          + " rows (at most " + std::to_string(max_frame_rows)
-                          + " per request)");
-    auto row_floats = r.ids.size() * dim; // before the frame takes the ids
-    return prepared{request_frame(r), row_floats, {}};
-  }
-
-  caf::expected<prepared> operator()(push_atom, row_push& p) const {
-    auto frame = row_push_frame(shard, row_dims, p);
-    if (!frame)
-      return std::move(frame.error());
-    return prepared{std::move(*frame), 0, {}};
-  }
-
-  caf::expected<prepared> operator()(pull_atom, row_requests& r) const {
-    auto parts = row_pulls_parts(shard, row_dims, r);
-    if (!parts)
-      return std::move(parts.error());
-    uint64_t total = 0;
-    for (auto& part : *parts)
-      total += part.floats;
-    return prepared{parts_frame(data_frame::row_pulls, r.parts), total,
-                    std::move(*parts)};
-  }
-
-  caf::expected<prepared> operator()(push_atom, row_pushes& p) const {
-    if (auto err = check_row_pushes(shard, row_dims, p))
-      return err;
-    return prepared{parts_frame(data_frame::row_pushes, p.parts), 0, {}};
-  }
-
-  caf::expected<prepared> operator()(replicate_atom, replica_op& op) const {
-    auto frame = replica_frame(op);
-    if (!frame)
-      return std::move(frame.error());
-    return prepared{std::move(*frame), 0, {}};
-  }
-};
-
-/// Sends request `r` for shard `shard` on `link`, its reply to `from`
-/// (from the connection's reader thread); sets `arm` when the
-/// connection's timer must be started. Why it did not leave otherwise.
-caf::error post_request(data_client_impl& link, int32_t shard,
-                        caf::expected<prepared> r, asker from, bool& arm) {
-  if (!r)
-    return std::move(r.error());
-  auto& o = r->frame;
-  o.head.id = data_client_impl::next_id();
-  o.head.shard = shard;
-  if (!link.send(std::move(o), nullptr, r->row_floats,
-                 std::move(r->part_floats), std::move(from), &arm))
-    return link.broken_reason();
-  return {};
-}
-
-/// Sends the request that `r` prepared on the stub's link. The promise
-/// only marks the request as answered later; nothing delivers it once
-/// the request is on its way.
-template <class T>
-caf::result<T> send_request(stub_pointer self, data_client_impl& link,
-                            int32_t shard, caf::expected<prepared> r) {
-  auto rp = self->make_response_promise<T>();
-  if (self->state.broken) {
-    rp.deliver(self->state.broken);
-    return rp;
-  }
-  auto& promise = static_cast<caf::response_promise&>(rp);
-  asker from{caf::actor_cast<caf::strong_actor_ptr>(self), promise.source(),
-             promise.id()};
-  bool arm = false;
-  if (auto err = post_request(link, shard, std::move(r), std::move(from), arm))
-    rp.deliver(std::move(err));
-  else if (arm)
-    expire_later(self, link);
-  return rp;
-}
-
 /// Stands for a remote shard: pull and push, of values and of rows, go
 /// over the data link.
 stub_actor::behavior_type stub_impl(stub_pointer self,
                                     std::shared_ptr<data_client_impl> link,
                                     int32_t shard, std::vector<int> row_dims) {
-  std::weak_ptr<data_client_impl> weak = link;
-  caf::abstract_actor* me = self;
-  self->attach_functor([weak, me] {
-    known_stubs().remove(me);
-    if (auto l = weak.lock())
-      l->stub_gone(me);
-  });
-  auto frames = [shard, row_dims](auto&&... xs) {
-    return request_frames{shard, row_dims}(xs...);
-  };
   return {
-    [=](pull_atom a, int32_t worker, int64_t min_version) {
+    [=](pull_atom, int32_t worker, int64_t min_version) {
       return send_request<float_block>(self, *link, shard,
-                                       frames(a, worker, min_version));
+                                       pull_frame(worker, min_version));
     },
-    [=](push_atom a, gradient_push& g) {
-      return send_request<push_ack>(self, *link, shard, frames(a, g));
+    [=](push_atom, gradient_push& g) {
+      return send_request<push_ack>(self, *link, shard, request_frame(g));
     },
-    [=](pull_atom a, row_request& r) {
-      return send_request<row_block>(self, *link, shard, frames(a, r));
+    [=](pull_atom, row_request& r) -> caf::result<row_block> {
+      auto dim = dim_of(row_dims, r.table);
+      if (dim == 0)
+        return no_table(shard, row_dims, r.table);
+      if (r.ids.size() > max_frame_rows)
+        return make_error(errc::invalid_argument,
+                          "a pull of " + std::to_string(r.ids.size())
+                            + " rows (at most " + std::to_string(max_frame_rows)
+                            + " per request)");
+      auto row_floats = r.ids.size() * dim;
+      return send_request<row_block>(self, *link, shard, request_frame(r),
+                                     row_floats);
     },
-    [=](push_atom a, row_push& p) {
-      return send_request<push_ack>(self, *link, shard, frames(a, p));
+    [=](push_atom, row_push& p) -> caf::result<push_ack> {
+      auto frame = row_push_frame(shard, row_dims, p);
+      if (!frame)
+        return std::move(frame.error());
+      return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
-    [=](pull_atom a, row_requests& r) {
-      return send_request<row_blocks>(self, *link, shard, frames(a, r));
+    [=](pull_atom, row_requests& r) -> caf::result<row_blocks> {
+      auto parts = row_pulls_parts(shard, row_dims, r);
+      if (!parts)
+        return std::move(parts.error());
+      uint64_t total = 0;
+      for (auto& part : *parts)
+        total += part.floats;
+      return send_request<row_blocks>(
+        self, *link, shard, parts_frame(data_frame::row_pulls, r.parts), total,
+        std::move(*parts));
     },
-    [=](push_atom a, row_pushes& p) {
-      return send_request<push_ack>(self, *link, shard, frames(a, p));
+    [=](push_atom, row_pushes& p) -> caf::result<push_ack> {
+      if (auto err = check_row_pushes(shard, row_dims, p))
+        return err;
+      return send_request<push_ack>(
+        self, *link, shard, parts_frame(data_frame::row_pushes, p.parts));
     },
-    [=](replicate_atom a, replica_op& op) {
-      return send_request<push_ack>(self, *link, shard, frames(a, op));
+    [=](replicate_atom, replica_op& op) -> caf::result<push_ack> {
+      auto frame = replica_frame(op);
+      if (!frame)
+        return std::move(frame.error());
+      return send_request<push_ack>(self, *link, shard, std::move(*frame));
     },
     // Its open requests failed with the connection (fail_all).
     [=](data_atom, caf::error& err) { self->state.broken = err; },
@@ -852,47 +715,9 @@ shard_data_actor data_client::stub(int32_t shard, uint64_t size,
                                    std::vector<int> row_dims) {
   // The stub keeps the connection's state alive for as long as it runs.
   auto h = impl_->system().spawn(stub_impl, impl_, shard, row_dims);
-  impl_->add_stub(h, shard, size, row_dims);
-  known_stubs().add(caf::actor_cast<caf::abstract_actor*>(h),
-                    std::make_shared<stub_path>(
-                      stub_path{impl_, shard, std::move(row_dims)}));
+  impl_->add_stub(h, shard, size, std::move(row_dims));
   return h;
 }
-
-std::shared_ptr<stub_path> path_past(const shard_data_actor& stub) {
-  return known_stubs().find(caf::actor_cast<caf::abstract_actor*>(stub));
-}
-
-template <class... Ts>
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr source, caf::message_id id,
-                    Ts... xs) {
-  auto r = request_frames{path.shard, path.row_dims}(xs...);
-  asker from{caf::actor_cast<caf::strong_actor_ptr>(stub), std::move(source),
-             id};
-  auto answer_to = from; // send() may take `from` and still fail
-  bool arm = false;
-  if (auto err = post_request(*path.link, path.shard, std::move(r),
-                              std::move(from), arm))
-    answer_to.source->enqueue(answer_to.stub, id.response_id(),
-                              caf::make_message(std::move(err)), nullptr);
-  else if (arm) // the stub runs the connection's timer
-    caf::anon_send(caf::actor_cast<caf::actor>(stub), expire_atom_v);
-}
-
-// The requests a worker sends past a stub.
-#define TROUPE_POSTED_PAST_STUB(...)                                           \
-  template void post_past_stub<__VA_ARGS__>(stub_path&,                        \
-                                            const shard_data_actor&,           \
-                                            caf::strong_actor_ptr,             \
-                                            caf::message_id, __VA_ARGS__);
-TROUPE_POSTED_PAST_STUB(pull_atom, int32_t, int64_t)
-TROUPE_POSTED_PAST_STUB(push_atom, gradient_push)
-TROUPE_POSTED_PAST_STUB(pull_atom, row_request)
-TROUPE_POSTED_PAST_STUB(push_atom, row_push)
-TROUPE_POSTED_PAST_STUB(pull_atom, row_requests)
-TROUPE_POSTED_PAST_STUB(push_atom, row_pushes)
-#undef TROUPE_POSTED_PAST_STUB
 
 namespace {
 

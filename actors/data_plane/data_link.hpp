@@ -207,41 +207,4 @@ private:
   std::shared_ptr<data_client_impl> impl_;
 };
 
-/// The connection behind a running stub of this process's data plane
-/// (data_client::stub), for a requester that posts its requests past the
-/// stub: the stub's mailbox and the thread that would run it are one
-/// hand-off fewer per request (docs/architecture.md, "The data plane").
-struct stub_path;
-
-/// `stub`'s connection when it is a running data-plane stub of this
-/// process; null otherwise (a shard's own handle, a BASP proxy).
-std::shared_ptr<stub_path> path_past(const shard_data_actor& stub);
-
-/// Sends request `xs...` as `stub` would, on `path`'s connection: its
-/// answer, or why it could not leave, comes to `asker` as the response to
-/// the asker's request `id`, sent by `stub`; a request left unanswered
-/// fails with request_timeout at the connection's timeout, as one asked of
-/// the stub does. Defined for the requests a worker sends (pull and push,
-/// of values and of rows; data_client.cpp names them), so any other fails
-/// to link.
-template <class... Ts>
-void post_past_stub(stub_path& path, const shard_data_actor& stub,
-                    caf::strong_actor_ptr asker, caf::message_id id, Ts... xs);
-
-/// `self->request(dest, caf::infinite, xs...)`, posted past `dest`'s stub
-/// when it is one. The answer comes as the request's would, so `.then` and
-/// `.receive` take it alike. Only without a timeout of the asker's: a
-/// stub times its requests out itself (times_out_itself).
-template <class Self, class... Ts>
-auto request_past_stub(Self* self, const shard_data_actor& dest, Ts&&... xs)
-  -> decltype(self->request(dest, caf::infinite, std::forward<Ts>(xs)...)) {
-  if (auto path = path_past(dest)) {
-    auto id = self->new_request_id(caf::message_priority::normal);
-    post_past_stub<std::decay_t<Ts>...>(*path, dest, self->ctrl(), id,
-                                        std::forward<Ts>(xs)...);
-    return {id.response_id(), self};
-  }
-  return self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
-}
-
 } // namespace troupe

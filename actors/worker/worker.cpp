@@ -7,7 +7,6 @@
 #include <map>
 #include <type_traits>
 
-#include "actors/data_plane/data_link.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/timing.hpp"
 #include "runtime/base/errc.hpp"
@@ -31,16 +30,6 @@ caf::duration timeout_per_step() {
   return caf::infinite;
 }
 
-/// Asks shard `i` (its handle in the worker's shard map) `xs...`, with
-/// no timeout (timeout_per_step). Where the handle is a data-plane stub,
-/// the request goes past it onto its connection: one thread hand-off
-/// fewer per request, on the path every step waits on.
-template <class... Ts>
-auto ask_shard(self_ptr self, size_t i, Ts&&... xs) {
-  return request_past_stub(self, self->state.opts.shards[i],
-                           std::forward<Ts>(xs)...);
-}
-
 void fail(self_ptr self, caf::error err) {
   self->quit(std::move(err));
 }
@@ -53,8 +42,9 @@ void pull_one(self_ptr self, size_t i, std::function<void()> one_done) {
   auto placement = st.placement;
   // Asked of a shard map that is gone: pull_all asks the new one.
   auto moved = [=] { return self->state.placement != placement; };
-  ask_shard(self, i, pull_atom_v, st.opts.id,
-            i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
+  self
+    ->request(st.opts.shards[i], timeout_per_step(), pull_atom_v, st.opts.id,
+              i < st.min_versions.size() ? st.min_versions[i] : int64_t{0})
     .then(
       [=](const float_block& b) {
         if (moved())
@@ -118,7 +108,8 @@ void push_all(self_ptr self, std::shared_ptr<const std::vector<float>> flat,
       g.buffer = flat;
       g.offset = s.opts.ranges[i].begin;
       g.size = s.opts.ranges[i].size();
-      return ask_shard(self, i, push_atom_v, std::move(g));
+      return self->request(s.opts.shards[i], timeout_per_step(), push_atom_v,
+                           std::move(g));
     },
     [=](std::vector<push_ack>& acks) {
       auto& r = self->state.report;
@@ -153,7 +144,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       [=](size_t i) {
         auto& m = (*all)[i];
         auto shard = static_cast<size_t>(m.shard);
-        return ask_shard(self, shard, atom, std::move(m));
+        return self->request(self->state.opts.shards[shard], timeout_per_step(),
+                             atom, std::move(m));
       },
       std::move(done), failed);
     return;
@@ -171,7 +163,8 @@ void ask_row_shards(self_ptr self, Atom atom, std::vector<Message> messages,
       for (auto i : (*groups)[g])
         m.parts.push_back(std::move((*all)[i]));
       auto shard = static_cast<size_t>(m.parts.front().shard);
-      return ask_shard(self, shard, atom, std::move(m));
+      return self->request(self->state.opts.shards[shard], timeout_per_step(),
+                           atom, std::move(m));
     },
     [=](std::vector<parts_reply>& replies) {
       std::vector<Reply> out(all->size());

@@ -137,21 +137,20 @@ int main(int argc, char** argv) {
     }
     auto grad = std::make_shared<const std::vector<float>>(floats, 1.0f);
     caf::scoped_actor self{sys};
-    // Asked as a worker asks (actors/worker/worker.cpp, ask_shard): past
-    // the stub onto its connection, and without a timeout of its own. A
-    // stub times its requests out itself, and each timeout of the asker's
-    // would be an entry on CAF's clock and a wake-up of its thread per
-    // request: 0.225 against 0.167 ms per 40 KB pull+push through shared
-    // memory, before the requests went past the stub (docs/benchmarks.md).
-    // The forked shard answers every request; a stub's connection fails
-    // those still open when it breaks.
+    // Asked as a worker asks (actors/worker/worker.cpp, timeout_per_step):
+    // without a timeout of its own. A stub times its requests out itself,
+    // and each timeout of the asker's would be an entry on CAF's clock and a
+    // wake-up of its thread per request: 0.225 against 0.167 ms per 40 KB
+    // pull+push through shared memory (docs/benchmarks.md). The forked
+    // shard answers every request; a stub fails those still open when its
+    // link breaks.
     auto round = [&] {
       bool ok = true;
-      request_past_stub(self.ptr(), target, pull_atom_v, int32_t{0}, int64_t{0})
+      self->request(target, caf::infinite, pull_atom_v, int32_t{0}, int64_t{0})
         .receive([&](float_block& b) { ok = b.values->size() == floats; },
                  [&](caf::error&) { ok = false; });
       gradient_push g{0, 0, 0, -1, grad, 0, floats};
-      request_past_stub(self.ptr(), target, push_atom_v, g)
+      self->request(target, caf::infinite, push_atom_v, g)
         .receive([&](push_ack&) {}, [&](caf::error&) { ok = false; });
       return ok;
     };

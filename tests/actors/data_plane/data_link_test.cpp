@@ -6,8 +6,6 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <future>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -45,24 +43,6 @@ struct served_shard {
   }
 };
 
-/// A shard that answers nothing, served on the data plane.
-struct silent_server {
-  cluster_fixture f;
-  shard_data_actor shard = f.sys->spawn(silent_shard);
-  std::shared_ptr<data_server> server;
-
-  silent_server() {
-    auto started = data_server::start(*f.sys, "127.0.0.1", 0);
-    BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
-    server = *started;
-    server->serve(0, shard, 3);
-  }
-  ~silent_server() {
-    server->stop();
-    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
-  }
-};
-
 /// The reply to a pull through `h`: values, or the error.
 caf::expected<float_block> pull(caf::scoped_actor& self,
                                 const shard_data_actor& h) {
@@ -81,119 +61,22 @@ caf::error push(caf::scoped_actor& self, const shard_data_actor& h,
   return out;
 }
 
-/// The answer to a pull that an actor posts past `stub` (as a worker
-/// does), or after 10 s a runtime_error of the test's own, so that a
-/// request nobody answers fails the test rather than hanging it.
-caf::expected<float_block> pull_past(caf::actor_system& sys,
-                                     const shard_data_actor& stub) {
-  auto result = std::make_shared<std::promise<caf::expected<float_block>>>();
-  auto answered = result->get_future();
-  sys.spawn([=](caf::event_based_actor* self) {
-    request_past_stub(self, stub, pull_atom_v, int32_t{0}, int64_t{0})
-      .then(
-        [=](float_block& b) {
-          result->set_value(std::move(b));
-          self->quit();
-        },
-        [=](caf::error& e) {
-          result->set_value(std::move(e));
-          self->quit();
-        });
-  });
-  if (answered.wait_for(10s) != std::future_status::ready)
-    return caf::make_error(caf::sec::runtime_error, "no answer in 10 s");
-  return answered.get();
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_link)
 
-BOOST_AUTO_TEST_CASE(a_request_past_the_stub_is_answered_as_one_to_it) {
-  served_shard s;
-  auto client = data_client::open(*s.f.sys, "127.0.0.1", s.server->port(), 5s);
-  auto stub = client->stub(0, 3);
-  BOOST_TEST(static_cast<bool>(path_past(stub)));
-  // A shard's own handle has no stub to pass: asked as usual.
-  BOOST_TEST(!path_past(s.shard));
-  auto direct = pull_past(*s.f.sys, s.shard);
-  BOOST_REQUIRE_MESSAGE(direct, troupe::test::why(direct));
-  auto b = pull_past(*s.f.sys, stub);
-  BOOST_REQUIRE_MESSAGE(b, troupe::test::why(b));
-  BOOST_TEST(*b->values == (std::vector<float>{1.f, 2.f, 3.f}));
-  // A blocking asker takes the answer too; a push and then a pull.
-  caf::scoped_actor self{*s.f.sys};
-  caf::error err;
-  request_past_stub(self.ptr(), stub, push_atom_v,
-                    gradient_push::of(0, 0, 0, {1.f, 1.f, 1.f}))
-    .receive([](push_ack&) {}, [&](caf::error& e) { err = std::move(e); });
-  BOOST_TEST(!err, describe(err));
-  b = pull_past(*s.f.sys, stub);
-  BOOST_REQUIRE(b);
-  BOOST_TEST(*b->values == (std::vector<float>{0.f, 1.f, 2.f}));
-  BOOST_TEST(b->version == 1);
-  // The shard's refusal comes back with its code; so does the stub's own
-  // (a table the shard lacks), before anything leaves.
-  request_past_stub(self.ptr(), stub, push_atom_v,
-                    gradient_push::of(0, 0, 0, {1.f, 1.f}))
-    .receive([](push_ack&) { BOOST_FAIL("a push of the wrong size passed"); },
-             [&](caf::error& e) { err = std::move(e); });
-  BOOST_TEST((err == errc::wrong_size), describe(err));
-  request_past_stub(self.ptr(), stub, pull_atom_v,
-                    row_request{0, 4, 0, {1}, false})
-    .receive([](row_block&) { BOOST_FAIL("rows of a missing table came"); },
-             [&](caf::error& e) { err = std::move(e); });
-  BOOST_TEST((err == errc::invalid_argument), describe(err));
-  // A stub that ended has no path left.
-  caf::anon_send_exit(stub, caf::exit_reason::user_shutdown);
-  for (int i = 0; i < 100 && path_past(stub); ++i)
-    std::this_thread::sleep_for(10ms);
-  BOOST_TEST(!path_past(stub));
-  client->close();
-}
-
-BOOST_AUTO_TEST_CASE(
-  a_request_past_the_stub_times_out_and_fails_with_its_link) {
-  silent_server quiet;
-  auto& f = quiet.f;
-  auto client = data_client::open(*f.sys, "127.0.0.1", quiet.server->port(),
-                                  300ms);
-  auto first = client->stub(0, 3);
-  auto second = client->stub(0, 3);
-  auto began = std::chrono::steady_clock::now();
-  auto b = pull_past(*f.sys, first);
-  auto waited = std::chrono::steady_clock::now() - began;
-  BOOST_REQUIRE(!b);
-  BOOST_TEST((b.error() == caf::sec::request_timeout), describe(b.error()));
-  BOOST_TEST((waited >= 300ms && waited < 5s));
-  // The connection's timer runs in one stub: when that stub ends with a
-  // request waiting, another takes the timer over.
-  auto asked = std::async(std::launch::async,
-                          [&] { return pull_past(*f.sys, first); });
-  std::this_thread::sleep_for(50ms);
-  caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
-  b = asked.get();
-  BOOST_REQUIRE(!b);
-  BOOST_TEST((b.error() == caf::sec::request_timeout), describe(b.error()));
-  // A lost server fails what is asked past the stub too.
-  quiet.server->stop();
-  for (int i = 0; i < 100 && !client->failed(); ++i)
-    std::this_thread::sleep_for(10ms);
-  b = pull_past(*f.sys, second);
-  BOOST_REQUIRE(!b);
-  BOOST_TEST((b.error() == errc::node_unreachable), describe(b.error()));
-  client->close();
-}
-
 BOOST_AUTO_TEST_CASE(a_stub_times_out_what_its_shard_leaves_unanswered) {
-  silent_server quiet;
-  auto& f = quiet.f;
-  auto client = data_client::open(*f.sys, "127.0.0.1", quiet.server->port(),
-                                  300ms);
+  cluster_fixture f;
+  auto silent = f.sys->spawn(silent_shard);
+  auto started = data_server::start(*f.sys, "127.0.0.1", 0);
+  BOOST_REQUIRE_MESSAGE(started, troupe::test::why(started));
+  auto server = *started;
+  server->serve(0, silent, 3);
+  auto client = data_client::open(*f.sys, "127.0.0.1", server->port(), 300ms);
   auto stub = client->stub(0, 3);
   // A worker asks a stub without a timeout of its own, a shard with one.
   BOOST_TEST(times_out_itself(stub));
-  BOOST_TEST(!times_out_itself(quiet.shard));
+  BOOST_TEST(!times_out_itself(silent));
   caf::scoped_actor self{*f.sys};
   auto began = std::chrono::steady_clock::now();
   caf::error err;
@@ -216,6 +99,8 @@ BOOST_AUTO_TEST_CASE(a_stub_times_out_what_its_shard_leaves_unanswered) {
   BOOST_TEST(static_cast<bool>(pull(asker, good)));
   answering->close();
   client->close();
+  server->stop();
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_stub_pulls_and_pushes_through_the_data_plane) {
