@@ -171,6 +171,7 @@ node_agent_impl(node_agent_actor::stateful_pointer<agent_state> self,
       so.block.ordered_batches = cfg.training.partition
                                  == data_partition::shared;
       so.block.delay_compensation = cfg.cluster.delay_compensation;
+      so.block.lookahead = cfg.cluster.stale_lookahead;
       so.block.history = compensation_history(cfg.cluster.workers,
                                               s.state.values.size());
       so.block.elastic_rate = cfg.cluster.elastic_rate();

@@ -23,7 +23,10 @@ float_block answer(self_ptr self, int32_t worker) {
     st.ssp_max_lead = std::max(st.ssp_max_lead,
                                st.block->clock(worker) - st.block->min_clock());
   }
-  auto values = st.block->values();
+  // A worker's pull may get the values extrapolated (stale_lookahead);
+  // the chief's (evaluation, checkpoints: worker -1) the values themselves.
+  auto values = worker >= 0 ? st.block->values_for_workers()
+                            : st.block->values();
   st.pulled_bytes += static_cast<int64_t>(values->size() * sizeof(float));
   return float_block{st.id, st.block->version(), std::move(values)};
 }

@@ -6,14 +6,17 @@ computed on the parameters of `delay` updates ago, as a shard sees pushes
 with n workers. It shows whether an accuracy gap under asynchrony comes
 from the optimizer or from the runtime.
 
-  python3 bench/async_delay_model.py DELAY LR [none|divide|gap|dc] [BATCH]
-                                     [EPOCHS] [LAMBDA]
+  python3 bench/async_delay_model.py DELAY LR [none|divide|gap|dc|look|gap+look]
+                                     [BATCH] [EPOCHS] [LAMBDA]
 
 divide scales each update's learning rate by 1 / max(1, delay), as
 cluster.stale_lr "divide" does; gap divides each coordinate's step by its
 gap, as stale_lr "gap" does; dc corrects the gradient to first order with
 lambda LAMBDA (default 2), as cluster.delay_compensation does
-(runtime/params/stale_compensation.hpp has both). Needs python3-numpy.
+(runtime/params/stale_compensation.hpp has both); look takes each gradient
+on the values carried on along their last update DELAY more times, w +
+DELAY (w - w_before), as cluster.stale_lookahead 1 does (gap+look: both,
+the gap measured from that point). Needs python3-numpy.
 """
 import gzip
 import sys
@@ -67,8 +70,10 @@ def main():
     v = [np.zeros_like(t) for t in p]
     step_mean = [np.zeros_like(t) for t in p]  # gap's C
     square_mean = [np.zeros_like(t) for t in p]  # dc's ms
-    history = [[t.copy() for t in p]]  # the last delay + 1 versions
+    last_step = [np.zeros_like(t) for t in p]  # look's w - w_before
+    history = [[t.copy() for t in p]]  # what the last delay + 1 pulls got
     scale = 1.0 / max(1, delay) if rule == "divide" else 1.0
+    look = rule in ("look", "gap+look")
     step = 0
     for _ in range(epochs):
         order = rng.permutation(len(x))
@@ -83,17 +88,20 @@ def main():
                 if rule == "dc":
                     square_mean[i] = 0.95 * square_mean[i] + 0.05 * gi * gi
                     gi = gi + lam * gi * gi / np.sqrt(square_mean[i] + 1e-7) * moved
-                if rule == "gap" and step > 0:
+                if rule in ("gap", "gap+look") and step > 0:
                     gap = np.abs(moved) / np.maximum(step_mean[i], 1e-30)
                     scale_i = 1.0 / np.maximum(1.0, gap)
                 m[i] = 0.9 * m[i] + 0.1 * gi
                 v[i] = 0.999 * v[i] + 0.001 * gi ** 2
                 change = alpha * scale_i * m[i] / (np.sqrt(v[i]) + 1e-8)
                 p[i] -= change
+                last_step[i] = -change
                 step_mean[i] = (np.abs(change) if step == 0
                                 else 0.99 * step_mean[i] + 0.01 * np.abs(change))
             step += 1
-            history = (history + [[t.copy() for t in p]])[-(delay + 1):]
+            pulled = [t + delay * s if look else t.copy()
+                      for t, s in zip(p, last_step)]
+            history = (history + [pulled])[-(delay + 1):]
     h = xt
     for i in range(3):
         h = h @ p[2 * i] + p[2 * i + 1]

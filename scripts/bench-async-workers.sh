@@ -6,6 +6,7 @@
 # 127.0.0.1. For each worker count, the rules:
 #   async, stale_lr divide (the default), none, gap;
 #   async, divide with delay_compensation 2 (DC-ASGD-a);
+#   async, divide and gap with stale_lookahead 1;
 #   sync (every worker's push in each update), sync_lr none and sqrt, and
 #   linear reached over the first 30 updates (sync_warmup 30);
 # then PyTorch alone on the same model, batch and epochs (one process,
@@ -31,6 +32,8 @@ rules = {"async divide": {},
          "async none": {"stale_lr": "none"},
          "async gap": {"stale_lr": "gap"},
          "async divide+dc": {"delay_compensation": 2},
+         "async divide+lookahead": {"stale_lookahead": 1},
+         "async gap+lookahead": {"stale_lr": "gap", "stale_lookahead": 1},
          "sync none": {"mode": "sync", "sync_lr": "none"},
          "sync sqrt": {"mode": "sync", "sync_lr": "sqrt"},
          "sync linear, warm-up 30": {"mode": "sync", "sync_lr": "linear",

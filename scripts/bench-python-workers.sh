@@ -2,7 +2,8 @@
 # The PyTorch example's CNN (examples/pytorch_cnn: SGD 0.05, batch 64 a
 # worker, dropout) as Python worker processes are added, in one run: PyTorch
 # alone (alone.py, one process), troupe with one worker, then for each
-# count in COUNTS troupe async (stale_lr divide, the default) and sync with
+# count in COUNTS troupe async (stale_lr divide, the default), async with
+# stale_lr gap and stale_lookahead 1, and sync with
 # every worker taking a whole batch of 64 at the rate given for one, by each
 # sync_lr rule of RULES (the example itself splits a sync batch among its
 # workers instead), beside PyTorch alone with the one batch that the linear
@@ -42,7 +43,9 @@ def troupe(mode, workers, rule=None):
     c["training"]["eval_every_steps"] = 10**9
     c["cluster"].pop("sync_lr", None)
     c["cluster"].update(extra)
-    if rule:
+    if mode == "async" and rule == "gap+lookahead":
+        c["cluster"].update({"stale_lr": "gap", "stale_lookahead": 1})
+    elif rule:
         c["cluster"]["sync_lr"] = rule
     with open(config, "w") as f:
         json.dump(c, f)
@@ -71,7 +74,8 @@ one, one_rate = troupe("async", 1)
 print(f"{epochs} epochs, SGD 0.05, batch 64 a worker; PyTorch alone "
       f"{alone['test_accuracy']:.4f} ({alone['samples_per_sec']:.0f} samples/s), "
       f"troupe 1 worker {one:.4f} ({one_rate:.0f} samples/s)", flush=True)
-columns = [("async", None)] + [("sync", r) for r in rules]
+columns = [("async", None), ("async", "gap+lookahead")] + [
+    ("sync", r) for r in rules]
 print(f"{'workers':>7} {'PyTorch, 64k at 0.05k':>22} "
       + " ".join(f"{m + ' ' + (r or 'divide'):>22}" for m, r in columns),
       flush=True)

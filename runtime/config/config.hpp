@@ -222,6 +222,10 @@ struct cluster_config {
   /// async, ssp: DC-ASGD's lambda (runtime/params/stale_compensation.hpp);
   /// 0: off.
   double delay_compensation = 0;
+  /// async, ssp: workers pull the values extrapolated along the last
+  /// update by this many times the pushes' mean staleness
+  /// (param_block::values_for_workers); 0: off.
+  double stale_lookahead = 0;
   /// async: start a step's pull and lease as the step before starts
   /// computing, so the shards' update overlaps the next compute; the
   /// values then lack the worker's own last update (one step more stale).

@@ -171,6 +171,7 @@ cluster_config read_cluster(object_reader r) {
                          {"none", cluster_config::stale_rate::none},
                          {"gap", cluster_config::stale_rate::gap}});
   c.delay_compensation = r.number("delay_compensation", 0, 0, 1e6);
+  c.stale_lookahead = r.number("stale_lookahead", 0, 0, 64);
   c.sync_lr = r.choice("sync_lr", cluster_config::sync_rate::sqrt,
                        {{"sqrt", cluster_config::sync_rate::sqrt},
                         {"linear", cluster_config::sync_rate::linear},

@@ -50,8 +50,22 @@ compensation_options(const param_block::options& o) {
     return c;
   c.gap = o.stale_lr == stale_rate::gap;
   c.lambda = o.delay_compensation;
-  c.history = c.gap || c.lambda > 0 ? std::max<size_t>(o.history, 2) : 0;
+  c.lookahead = o.lookahead > 0;
+  // The extrapolation of version v needs version v - 1 too: alone, of the
+  // current version; with the gap or DC, of every version they keep.
+  if (c.gap || c.lambda > 0)
+    c.history = std::max<size_t>(o.history, 2) + (c.lookahead ? 1 : 0);
+  else if (c.lookahead)
+    c.history = 2;
   return c;
+}
+
+/// to = now + k * (now - before): the last step carried on k more times.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+extrapolate(float* __restrict to, const float* __restrict now,
+            const float* __restrict before, float k, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    to[i] = now[i] + k * (now[i] - before[i]);
 }
 
 /// Gives back what `v` holds beyond twice `room` (a vector grows by
@@ -138,6 +152,27 @@ void param_block::apply_update(const float* grads, stale_adjust adjust) {
   }
 }
 
+std::shared_ptr<std::vector<float>> param_block::extrapolated(int64_t v) const {
+  auto k = static_cast<float>(opts_.lookahead * stale_mean_);
+  auto* now = compensation_.values_at(v);
+  auto* before = compensation_.values_at(v - 1);
+  if (!(k > 0.f) || !now || !before)
+    return nullptr;
+  auto out = pooled_floats(now->size());
+  extrapolate(out->data(), now->data(), before->data(), k, now->size());
+  return out;
+}
+
+std::shared_ptr<const std::vector<float>> param_block::values_for_workers() {
+  if (!(opts_.lookahead > 0) || !logs_batches(opts_.mode))
+    return values_;
+  if (ahead_version_ != version_) {
+    ahead_ = extrapolated(version_);
+    ahead_version_ = version_;
+  }
+  return ahead_ ? ahead_ : values_;
+}
+
 stale_adjust param_block::adjust_for_staleness(int64_t tag,
                                                const float* grads) {
   // A tag past the version (values pulled before a restore to an older
@@ -156,8 +191,16 @@ stale_adjust param_block::adjust_for_staleness(int64_t tag,
   if (opts_.stale_momentum == stale_momentum_rule::reduce && stale_mean_ > 1.0)
     adjust.implicit_momentum = 1.0 - 1.0 / stale_mean_;
   bool compensated = false;
-  if (compensation_.active() && stale > 0) {
-    if (auto* used = compensation_.values_at(tag)) {
+  if (compensation_.corrects() && stale > 0) {
+    // With lookahead the push was computed on version tag's extrapolation.
+    // It is made again here rather than kept from the pull: a replica,
+    // which answers no pulls, makes the same one and applies the same
+    // update. (The mean staleness may have moved since the pull; the two
+    // differ by that alone.)
+    std::shared_ptr<std::vector<float>> ahead;
+    if (opts_.lookahead > 0)
+      ahead = extrapolated(tag);
+    if (auto* used = ahead ? ahead.get() : compensation_.values_at(tag)) {
       auto u = compensation_.prepare(*values_, *used, grads);
       adjust.grads = u.grads;
       adjust.step_scale = u.step_scale;
@@ -376,6 +419,7 @@ caf::error param_block::restore(
     *mine[i].second = slots[i].second;
   values_ = std::make_shared<std::vector<float>>(std::move(values));
   version_ = version;
+  ahead_version_ = -1;
   compensation_.forget();
   compensation_.remember(version_, values_);
   pushed_.clear();
@@ -506,6 +550,7 @@ caf::error param_block::load(const block_image& img) {
   opt_.set_lowered_beta1_ratio(img.lowered_beta1_ratio);
   values_ = std::make_shared<std::vector<float>>(img.values);
   version_ = img.version;
+  ahead_version_ = -1;
   opts_.optimizer.learning_rate = img.learning_rate;
   opt_.set_learning_rate(img.learning_rate);
   opts_.aggregate = img.aggregate;

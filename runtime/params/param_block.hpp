@@ -107,6 +107,10 @@ public:
     int64_t sync_warmup = 0;
     /// async, ssp: DC-ASGD's lambda (stale_compensation); 0: off.
     double delay_compensation = 0;
+    /// async, ssp: workers pull the values extrapolated along the last
+    /// update by this many times the pushes' mean staleness (see
+    /// values_for_workers); 0: off.
+    double lookahead = 0;
     /// async, ssp with stale_rate::gap or delay compensation: the versions
     /// whose values the block keeps for stale pushes (about twice the
     /// workers: with prefetch a worker's push is two pulls behind).
@@ -161,6 +165,17 @@ public:
 
   /// The current values, shared until the next update (copy on write).
   std::shared_ptr<const std::vector<float>> values() const { return values_; }
+
+  /// What a worker's pull gets: the values, or with `lookahead` (async,
+  /// ssp) where they are headed. A push is applied about s updates after
+  /// its values were pulled (s the pushes' mean staleness), and Adam's
+  /// steps keep their direction from one update to the next, so the
+  /// gradient is better taken at w + lookahead * s * (w - w_before), the
+  /// last update carried on s more times, than at w: the point it will be
+  /// applied near (after DANA's look-ahead, Hakimi et al. 2019, with the
+  /// last step standing for the optimizer's direction). Made once per
+  /// version; evaluation and checkpoints read values().
+  std::shared_ptr<const std::vector<float>> values_for_workers();
 
   /// Workers whose pushes are accepted; pushes from others are refused.
   void add_worker(int32_t id);
@@ -240,6 +255,10 @@ private:
   /// async, ssp: the adjustment of a push computed on version `tag`, by the
   /// rules stale_lr and stale_momentum, counting its staleness.
   stale_adjust adjust_for_staleness(int64_t tag, const float* grads);
+  /// The values a pull answered with at version `v` when lookahead is on
+  /// (its extrapolation), null when the ring lacks v or the version
+  /// before it, or when there is nothing to extrapolate (no staleness).
+  std::shared_ptr<std::vector<float>> extrapolated(int64_t v) const;
   /// sync: applies the mean of this version's pushes once enough are in;
   /// true when it did.
   bool apply_aggregate_if_complete();
@@ -255,6 +274,9 @@ private:
   counters stats_;
   double stale_mean_ = 0; ///< the pushes' staleness, moving average
   stale_compensation compensation_;
+  /// values_for_workers' view and the version it was made at (-1: none).
+  std::shared_ptr<const std::vector<float>> ahead_;
+  int64_t ahead_version_ = -1;
   std::map<int32_t, int64_t> clocks_;
   /// The applied log (async, ssp): log_[k] is the batch of update
   /// log_base_ + k + 1; sorted_ the same batches in order, for the

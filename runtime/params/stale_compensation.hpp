@@ -24,6 +24,11 @@
 // (more stale than the cluster's workers make, e.g. after workers were
 // added) is updated as divide would, and counted as uncompensated.
 //
+// Look-ahead (param_block::values_for_workers) extrapolates a version
+// from the one before it, so it keeps the ring as well: two versions
+// alone, and with a rule above, w_used is the extrapolation of the
+// version the push was computed on (made from the ring again).
+//
 // Every push reaches the primary and its replica in the same order, so
 // both rings hold the same versions and both apply the same update; the
 // ring, the step means and the mean squares travel in a replica's image.
@@ -49,6 +54,9 @@ public:
     bool gap = false;
     /// DC-ASGD's lambda; 0: off.
     double lambda = 0;
+    /// The block extrapolates the values workers pull (param_block's
+    /// `lookahead`): the ring keeps the versions for it alone too.
+    bool lookahead = false;
     /// Versions kept (0: none, which turns both rules off).
     size_t history = 0;
   };
@@ -64,6 +72,11 @@ public:
 
   /// Whether a rule is on (and the block must remember its versions).
   bool active() const {
+    return opts_.history > 0
+           && (opts_.gap || opts_.lambda > 0 || opts_.lookahead);
+  }
+  /// Whether gap or delay compensation is on (prepare changes the update).
+  bool corrects() const {
     return opts_.history > 0 && (opts_.gap || opts_.lambda > 0);
   }
   const options& opts() const { return opts_; }

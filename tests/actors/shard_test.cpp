@@ -49,6 +49,46 @@ BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
   self->send_exit(s, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(with_lookahead_workers_pull_ahead_and_the_chief_does_not) {
+  // async, SGD at rate 1, stale_lookahead 1: after a fresh push and one
+  // a version stale, the pushes' mean staleness is 1/32. A worker's pull
+  // gets the values carried on 1/32 of the last step further; the chief's
+  // (worker -1: evaluation, checkpoints) gets the values themselves.
+  cluster_fixture f;
+  shard_options o;
+  o.block.mode = cluster_config::mode::async;
+  o.block.lookahead = 1;
+  o.block.optimizer.learning_rate = 1.0;
+  o.initial = {0.f, 0.f};
+  auto s = f.sys->spawn(shard_impl, o);
+  caf::scoped_actor self{*f.sys};
+  auto t = std::chrono::seconds(10);
+  for (int32_t w : {0, 1})
+    self->request(s, t, join_atom_v, w)
+      .receive([](int64_t) {}, [](caf::error&) {});
+  // (shard 0, worker, the version pulled, the gradient)
+  for (auto& g : {gradient_push::of(0, 0, 0, {-1.f, 2.f}),
+                  gradient_push::of(0, 1, 0, {-1.f, 0.f})})
+    self->request(s, t, push_atom_v, g)
+      .receive([](push_ack&) {},
+               [](caf::error& err) { BOOST_FAIL(to_string(err)); });
+  auto pull = [&](int32_t worker) {
+    float_block out;
+    self->request(s, t, pull_atom_v, worker, int64_t{0})
+      .receive([&](float_block& b) { out = b; },
+               [](caf::error& err) { BOOST_FAIL(to_string(err)); });
+    return out;
+  };
+  auto chief = pull(-1);
+  BOOST_TEST(*chief.values == (std::vector<float>{2.f, -2.f}));
+  auto worker = pull(1);
+  BOOST_TEST(worker.version == 2);
+  BOOST_TEST((*worker.values)[0] == 2.f + 1.f / 32,
+             boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST((*worker.values)[1] == -2.f);
+  self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_CASE(a_pull_that_is_not_ready_is_held_then_answered_ask_again) {
   // sync, two workers: worker 0's pull for version 1 waits for the update
   // that needs worker 1's push too. The shard holds it; after its hold it

@@ -73,6 +73,7 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
   BOOST_TEST(!c.prefetch);                                            // default
   BOOST_TEST((c.sync_lr == cluster_config::sync_rate::sqrt));         // default
   BOOST_TEST(c.delay_compensation == 0);                              // default
+  BOOST_TEST(c.stale_lookahead == 0);                                 // default
 }
 
 BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
@@ -158,6 +159,9 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
              != std::string::npos);
   BOOST_TEST(
     with(R"({ "delay_compensation": -1 })").find("/cluster/delay_compensation")
+    != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "stale_lookahead": -1 })").find("/cluster/stale_lookahead")
     != std::string::npos);
   BOOST_TEST(with(R"({ "prefetch": "yes" })").find("/cluster/prefetch")
              != std::string::npos);

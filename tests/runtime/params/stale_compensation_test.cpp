@@ -14,11 +14,13 @@ namespace {
 
 /// An async block of two values, SGD at rate 1 (each step is the applied
 /// gradient), workers 0 and 1.
-block sgd_block(stale_rate rule, double lambda = 0, size_t history = 8) {
+block sgd_block(stale_rate rule, double lambda = 0, size_t history = 8,
+                double lookahead = 0) {
   block::options o;
   o.mode = consistency_mode::async;
   o.stale_lr = rule;
   o.delay_compensation = lambda;
+  o.lookahead = lookahead;
   o.history = history;
   o.optimizer.type = optimizer_config::kind::sgd;
   o.optimizer.learning_rate = 1;
@@ -115,14 +117,70 @@ BOOST_AUTO_TEST_CASE(adam_scales_each_coordinates_step) {
   BOOST_TEST(q[1] == p[1]);
 }
 
+// The pushes' mean staleness moves by 1/32 of each push's: after pushes
+// 0, 1 and 2 updates stale it is (1/32 + 2/32 - 1/32^2) (the second
+// push's share of the first decays). Workers then pull the values
+// carried on along the last update by lookahead times that; the block's
+// values, which evaluation and checkpoints read, stay as they are.
+BOOST_AUTO_TEST_CASE(lookahead_pulls_the_values_carried_on_by_the_staleness) {
+  auto b = sgd_block(stale_rate::none, 0, 8, 2.0);
+  push(b, 0, 0, {-1.f, 2.f}); // fresh: nothing to carry on
+  BOOST_TEST(*b.values_for_workers() == (std::vector<float>{1.f, -2.f}));
+  BOOST_TEST(b.values_for_workers() == b.values());
+  push(b, 1, 0, {-1.f, 0.f});  // 1 stale: (2, -2)
+  push(b, 0, 0, {-0.5f, 1.f}); // 2 stale: (2.5, -3), the last step (0.5, -1)
+  BOOST_TEST(values_of(b) == (std::vector<float>{2.5f, -3.f}));
+  double mean = 1.0 / 32;
+  mean += (2 - mean) / 32;
+  auto k = static_cast<float>(2.0 * mean);
+  auto ahead = b.values_for_workers();
+  BOOST_TEST((*ahead)[0] == 2.5f + k * 0.5f,
+             boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST((*ahead)[1] == -3.f - k, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(values_of(b) == (std::vector<float>{2.5f, -3.f}));
+  // Made once per version, for every worker that pulls it.
+  BOOST_TEST(b.values_for_workers() == ahead);
+  push(b, 1, 3, {0.f, 0.f});
+  BOOST_TEST(b.values_for_workers() != ahead);
+}
+
+// With the gap, a push computed on an extrapolated version is measured
+// from that point, where its worker was: a coordinate that went on as
+// extrapolated has no gap and keeps its full step.
+BOOST_AUTO_TEST_CASE(the_gap_is_taken_from_where_the_worker_looked_ahead_to) {
+  auto ahead = sgd_block(stale_rate::gap, 0, 8, 1.0);
+  auto plain = sgd_block(stale_rate::gap);
+  for (auto* b : {&ahead, &plain}) {
+    for (int k = 0; k < 3; ++k) // steady steps of 1 on coordinate 0
+      push(*b, 0, b->version(), {-1.f, 0.f});
+    push(*b, 1, 2, {-1.f, 0.f}); // 1 stale: full steps, (4, 0)
+  }
+  // Two fresh pushes, then one computed on version 4 ((4, 0), the last
+  // step 1), 2 stale: the mean staleness m is now
+  // (1/32 (31/32)^2 + (2 - that) / 32), and its worker had pulled
+  // (4 + m, 0). The values are at (6, 0): the gap is 2 - m from there, 2
+  // from version 4 itself.
+  for (auto* b : {&ahead, &plain}) {
+    push(*b, 0, 4, {-1.f, 0.f});
+    push(*b, 0, 5, {-1.f, 0.f});
+    push(*b, 1, 4, {-1.f, 0.f});
+  }
+  double m = 1.0 / 32 * (31.0 / 32) * (31.0 / 32);
+  m += (2 - m) / 32;
+  BOOST_TEST(values_of(plain)[0] == 6.5f);
+  BOOST_TEST(values_of(ahead)[0] == static_cast<float>(6 + 1 / (2 - m)),
+             boost::test_tools::tolerance(1e-5f));
+}
+
 // A replica loads the primary's image and must apply every later push
 // bitwise alike, stale ones too: the kept versions and the means travel.
 BOOST_AUTO_TEST_CASE(a_copy_compensates_as_the_original_does) {
-  for (auto lambda : {0.0, 0.3}) {
-    auto a = sgd_block(stale_rate::gap, lambda);
+  for (auto [lambda, lookahead] : {std::pair{0.0, 0.0}, std::pair{0.3, 0.0},
+                                   std::pair{0.0, 1.0}, std::pair{0.3, 1.5}}) {
+    auto a = sgd_block(stale_rate::gap, lambda, 8, lookahead);
     for (int k = 0; k < 5; ++k)
       push(a, k % 2, a.version() - k % 3, {-0.5f * k, 0.25f * k - 1});
-    auto b = sgd_block(stale_rate::gap, lambda);
+    auto b = sgd_block(stale_rate::gap, lambda, 8, lookahead);
     b.forget_workers();
     BOOST_REQUIRE(!b.load(a.image()));
     for (int k = 0; k < 6; ++k) {
@@ -131,6 +189,7 @@ BOOST_AUTO_TEST_CASE(a_copy_compensates_as_the_original_does) {
       push(a, k % 2, tag, g);
       push(b, k % 2, tag, g);
       BOOST_TEST(values_of(a) == values_of(b));
+      BOOST_TEST(*a.values_for_workers() == *b.values_for_workers());
     }
     BOOST_TEST(a.stats().uncompensated == b.stats().uncompensated);
     // An image whose kept versions do not fit is refused.
