@@ -10,6 +10,18 @@
 using namespace troupe;
 using namespace troupe::test;
 
+namespace {
+
+/// Joins workers 0 and 1 to shard `s`, as their nodes do first.
+template <class Shard>
+void join_two_workers(caf::scoped_actor& self, const Shard& s) {
+  for (int32_t w : {0, 1})
+    self->request(s, std::chrono::seconds(10), join_atom_v, w)
+      .receive([](int64_t) {}, [](caf::error&) {});
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(shard)
 
 BOOST_AUTO_TEST_CASE(bad_pushes_get_an_error_and_change_nothing) {
@@ -63,9 +75,7 @@ BOOST_AUTO_TEST_CASE(with_lookahead_workers_pull_ahead_and_the_chief_does_not) {
   auto s = f.sys->spawn(shard_impl, o);
   caf::scoped_actor self{*f.sys};
   auto t = std::chrono::seconds(10);
-  for (int32_t w : {0, 1})
-    self->request(s, t, join_atom_v, w)
-      .receive([](int64_t) {}, [](caf::error&) {});
+  join_two_workers(self, s);
   // (shard 0, worker, the version pulled, the gradient)
   for (auto& g : {gradient_push::of(0, 0, 0, {-1.f, 2.f}),
                   gradient_push::of(0, 1, 0, {-1.f, 0.f})})
@@ -103,9 +113,7 @@ BOOST_AUTO_TEST_CASE(a_pull_that_is_not_ready_is_held_then_answered_ask_again) {
   auto s = f.sys->spawn(shard_impl, o);
   caf::scoped_actor self{*f.sys};
   auto t = std::chrono::seconds(10);
-  for (int32_t w : {0, 1})
-    self->request(s, t, join_atom_v, w)
-      .receive([](int64_t) {}, [](caf::error&) {});
+  join_two_workers(self, s);
   auto next_block = [&](caf::timespan within) {
     std::optional<float_block> out;
     self->receive([&](float_block& b) { out = b; },
