@@ -4,14 +4,17 @@
 # 128 per worker) for EPOCHS epochs: a chief process, two shard processes
 # of two shards each, and the workers in up to four worker processes, on
 # 127.0.0.1. For each worker count, the rules:
-#   async, stale_lr divide (the default), none, gap;
+#   async as it runs by default across processes: stale_lr divide, the
+#   workers prefetching and looking ahead (prefetch and stale_lookahead
+#   "auto"); the same with gap;
+#   without prefetch: async, stale_lr divide, none, gap;
 #   async, divide with delay_compensation 2 (DC-ASGD-a);
 #   async, divide and gap with stale_lookahead 1;
 #   sync (every worker's push in each update), sync_lr none and sqrt, and
 #   linear reached over the first 30 updates (sync_warmup 30);
 # then PyTorch alone on the same model, batch and epochs (one process,
 # bench/pytorch_mlp_adam.py). Every run is given the learning rate of one
-# worker. Prints each rule's median test accuracy over REPEATS runs and its
+# worker; troupe's one worker runs without prefetch, plain SGD's order. Prints each rule's median test accuracy over REPEATS runs and its
 # distance in points from troupe's one worker.
 # Usage: scripts/bench-async-workers.sh [epochs, default 4]
 #          [worker counts, default "4 8 16"] [repeats, default 1]
@@ -28,12 +31,16 @@ from benchlib import (chief_summary, free_port, run_json_script,
 epochs, counts, repeats = int(sys.argv[1]), [int(w) for w in sys.argv[2].split()], int(sys.argv[3])
 node = os.environ["TROUPE_BUILD"] + "/apps/troupe-node"
 work = scratch_dir()
-rules = {"async divide": {},
-         "async none": {"stale_lr": "none"},
-         "async gap": {"stale_lr": "gap"},
-         "async divide+dc": {"delay_compensation": 2},
-         "async divide+lookahead": {"stale_lookahead": 1},
-         "async gap+lookahead": {"stale_lr": "gap", "stale_lookahead": 1},
+no_prefetch = {"prefetch": False}
+rules = {"async default": {},
+         "async default, gap": {"stale_lr": "gap"},
+         "async divide": no_prefetch,
+         "async none": dict(no_prefetch, stale_lr="none"),
+         "async gap": dict(no_prefetch, stale_lr="gap"),
+         "async divide+dc": dict(no_prefetch, delay_compensation=2),
+         "async divide+lookahead": dict(no_prefetch, stale_lookahead=1),
+         "async gap+lookahead": dict(no_prefetch, stale_lr="gap",
+                                     stale_lookahead=1),
          "sync none": {"mode": "sync", "sync_lr": "none"},
          "sync sqrt": {"mode": "sync", "sync_lr": "sqrt"},
          "sync linear, warm-up 30": {"mode": "sync", "sync_lr": "linear",
@@ -82,7 +89,7 @@ def median_of(f):
     return statistics.median(f() for _ in range(repeats))
 
 
-one = median_of(lambda: troupe(1, {}))
+one = median_of(lambda: troupe(1, no_prefetch))
 torch = median_of(lambda: run_json_script(
     ["bench/pytorch_mlp_adam.py", "--batch", "128", "--epochs", str(epochs)])
     ["test_accuracy"])

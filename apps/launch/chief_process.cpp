@@ -1,6 +1,7 @@
 #include "apps/launch/chief_process.hpp"
 
 #include <iostream>
+#include <sstream>
 
 #include "actors/chief/chief.hpp"
 #include "actors/data_plane/data_link.hpp"
@@ -13,6 +14,23 @@
 #include "runtime/data/dataset.hpp"
 
 namespace troupe {
+
+namespace {
+
+/// What the run's header says of async workers' prefetch and look-ahead,
+/// which "auto" settles by where the run is (runtime/config/
+/// config_checks.cpp): ", prefetch, look-ahead 1" or nothing.
+std::string overlap_of(const cluster_config& c) {
+  std::ostringstream out;
+  if (c.consistency == cluster_config::mode::async && c.prefetch)
+    out << ", prefetch";
+  if (c.consistency != cluster_config::mode::sync
+      && c.consistency != cluster_config::mode::easgd && c.stale_lookahead > 0)
+    out << ", look-ahead " << c.stale_lookahead;
+  return out.str();
+}
+
+} // namespace
 
 caf::expected<cluster_summary>
 run_chief_node(run_config cfg, chief_process what,
@@ -41,6 +59,7 @@ run_chief_node(run_config cfg, chief_process what,
                   : std::string{"embedded"})
             << (runs_workers ? ", workers on " + cfg.training.device.to_string()
                              : std::string{})
+            << overlap_of(cfg.cluster)
             << (cl.distributed() ? ", links: " + security_of(sys)->describe()
                                  : std::string{})
             << std::endl;

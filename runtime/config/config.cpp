@@ -229,6 +229,7 @@ caf::expected<run_config> parse_run_config(const std::string& text,
     }
     check_external_run(cfg);
     check_targets(cfg);
+    resolve_overlap(cfg);
     if (!cfg.training.exports.dir.empty() && embedding_tables(cfg).empty())
       throw config_error{errc::invalid_config, "/training/export",
                          "the model has no embedding tables to export (a "

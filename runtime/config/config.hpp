@@ -224,13 +224,20 @@ struct cluster_config {
   double delay_compensation = 0;
   /// async, ssp: workers pull the values extrapolated along the last
   /// update by this many times the pushes' mean staleness
-  /// (param_block::values_for_workers); 0: off.
+  /// (param_block::values_for_workers); 0: off. A file's "auto" (its
+  /// default) is 1 where async workers prefetch, else 0 (resolve_overlap).
   double stale_lookahead = 0;
   /// async: start a step's pull and lease as the step before starts
   /// computing, so the shards' update overlaps the next compute; the
-  /// values then lack the worker's own last update (one step more stale).
-  /// Off: the pull goes out right after the push and sees it.
+  /// values then lack the worker's own last update (one step more stale),
+  /// which stale_lookahead makes up for. Off: the pull goes out right
+  /// after the push and sees it. A file's "auto" (its default) turns it
+  /// on where the exchange crosses processes (resolve_overlap).
   bool prefetch = false;
+  /// Read from a file: "prefetch" or "stale_lookahead" was "auto" (or
+  /// absent); resolve_overlap settles both once the model is read.
+  bool prefetch_auto = false;
+  bool stale_lookahead_auto = false;
   /// easgd: communication period (local steps between exchanges).
   int tau = 4;
   /// easgd: beta of TF's ElasticAverageOptimizer.

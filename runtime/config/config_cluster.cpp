@@ -171,7 +171,14 @@ cluster_config read_cluster(object_reader r) {
                          {"none", cluster_config::stale_rate::none},
                          {"gap", cluster_config::stale_rate::gap}});
   c.delay_compensation = r.number("delay_compensation", 0, 0, 1e6);
-  c.stale_lookahead = r.number("stale_lookahead", 0, 0, 64);
+  // "auto" (or absent) and prefetch "auto": settled by resolve_overlap
+  // once the model is read.
+  if (auto* v = r.find("stale_lookahead"); v == nullptr || *v == "auto")
+    c.stale_lookahead_auto = true;
+  else if (!v->is_number())
+    fail(r.at("stale_lookahead"), "\"auto\" or a number >= 0 and <= 64", *v);
+  else
+    c.stale_lookahead = r.number("stale_lookahead", 0, 0, 64);
   c.sync_lr = r.choice("sync_lr", cluster_config::sync_rate::sqrt,
                        {{"sqrt", cluster_config::sync_rate::sqrt},
                         {"linear", cluster_config::sync_rate::linear},
@@ -181,7 +188,12 @@ cluster_config read_cluster(object_reader r) {
     "stale_momentum", cluster_config::stale_momentum_rule::none,
     {{"reduce", cluster_config::stale_momentum_rule::reduce},
      {"none", cluster_config::stale_momentum_rule::none}});
-  c.prefetch = r.boolean("prefetch", false);
+  if (auto* v = r.find("prefetch"); v == nullptr || *v == "auto")
+    c.prefetch_auto = true;
+  else if (v->is_boolean())
+    c.prefetch = v->get<bool>();
+  else
+    fail(r.at("prefetch"), "true, false or \"auto\"", *v);
   c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
   c.beta = r.number("beta", 0.9, 0, 1, true);
   c.moving_rate = r.number("moving_rate", 0, 0, 1);

@@ -292,6 +292,7 @@ cluster_config read_cluster(object_reader r);
 void check_click_run(run_config& cfg);
 void check_external_run(const run_config& cfg);
 void check_targets(run_config& cfg);
+void resolve_overlap(run_config& cfg);
 
 /// /model/layers (config_layers.cpp): the layer list, every option
 /// checked and defaulted.

@@ -70,10 +70,70 @@ BOOST_AUTO_TEST_CASE(cluster_nodes_place_shards_and_workers) {
   BOOST_TEST((c.stale_lr == cluster_config::stale_rate::divide)); // default
   BOOST_TEST(
     (c.stale_momentum == cluster_config::stale_momentum_rule::none)); // default
-  BOOST_TEST(!c.prefetch);                                            // default
   BOOST_TEST((c.sync_lr == cluster_config::sync_rate::sqrt));         // default
   BOOST_TEST(c.delay_compensation == 0);                              // default
-  BOOST_TEST(c.stale_lookahead == 0);                                 // default
+  // "auto": async workers of an MLP across processes prefetch, and look
+  // ahead by the staleness that adds
+  BOOST_TEST(c.prefetch);
+  BOOST_TEST(c.stale_lookahead == 1);
+}
+
+BOOST_AUTO_TEST_CASE(prefetch_auto_is_on_where_the_exchange_crosses_processes) {
+  auto nodes = std::string{R"("nodes": [ { "name": "head", "port": 7000 },
+               { "name": "ps", "port": 7001, "shards": 2 },
+               { "name": "w", "port": 7002, "workers": 3 } ])"};
+  auto read = [](const std::string& cluster, const std::string& model) {
+    auto text = replace_first(synthetic_config, R"("training")",
+                              R"("cluster": { "chief": "head", )" + cluster
+                                + " },\n  \"training\"");
+    text = replace_first(text, R"("type": "mlp", "hidden": [8])", model);
+    auto cfg = parse_run_config(text, "cfg.json");
+    BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+    return std::pair{cfg->cluster.prefetch, cfg->cluster.stale_lookahead};
+  };
+  auto mlp = std::string{R"("type": "mlp", "hidden": [8])"};
+  using result = std::pair<bool, double>;
+  BOOST_TEST((read(nodes, mlp) == result{true, 1}));
+  BOOST_TEST((read(nodes + R"(, "prefetch": "auto")", mlp) == result{true, 1}));
+  // what the file says stays
+  BOOST_TEST((read(nodes + R"(, "prefetch": false)", mlp) == result{false, 0}));
+  BOOST_TEST(
+    (read(nodes + R"(, "stale_lookahead": 0)", mlp) == result{true, 0}));
+  BOOST_TEST(
+    (read(nodes + R"(, "prefetch": false, "stale_lookahead": "auto")", mlp)
+     == result{false, 0}));
+  BOOST_TEST((read(nodes + R"(, "prefetch": false, "stale_lookahead": 2)", mlp)
+              == result{false, 2}));
+  // only async workers prefetch
+  BOOST_TEST((read(nodes + R"(, "mode": "sync")", mlp) == result{false, 0}));
+  BOOST_TEST((read(nodes + R"(, "mode": "ssp")", mlp) == result{false, 0}));
+  // a Python step keeps its own thread unless the file asks
+  troupe::test::temp_dir dir;
+  auto params = dir.file("model.safetensors");
+  troupe::test::write_file(params, "");
+  auto external = R"({ "name": "t",
+    "model": { "type": "external", "parameters": ")"
+                  + params + R"(" },
+    "data": { "format": "external", "train_samples": 600, "test_samples": 100 },
+    "cluster": { "chief": "head", )"
+                  + nodes + " } }";
+  auto cfg = parse_run_config(external, "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(!cfg->cluster.prefetch);
+  BOOST_TEST(cfg->cluster.stale_lookahead == 0);
+  // one process keeps its exact order; a prefetch asked for there looks
+  // ahead too
+  cfg = parse_run_config(synthetic_config, "cfg.json");
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(!cfg->cluster.prefetch);
+  BOOST_TEST(cfg->cluster.stale_lookahead == 0);
+  cfg = parse_run_config(replace_first(synthetic_config, R"("name": "t",)",
+                                       R"("name": "t",
+                           "cluster": { "prefetch": true },)"),
+                         "cfg.json");
+  BOOST_REQUIRE_MESSAGE(cfg, troupe::test::why(cfg));
+  BOOST_TEST(cfg->cluster.prefetch);
+  BOOST_TEST(cfg->cluster.stale_lookahead == 1);
 }
 
 BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
@@ -163,8 +223,13 @@ BOOST_AUTO_TEST_CASE(bad_cluster_nodes_name_the_path) {
   BOOST_TEST(
     with(R"({ "stale_lookahead": -1 })").find("/cluster/stale_lookahead")
     != std::string::npos);
-  BOOST_TEST(with(R"({ "prefetch": "yes" })").find("/cluster/prefetch")
+  BOOST_TEST(with(R"({ "stale_lookahead": "far" })")
+               .find(R"(/cluster/stale_lookahead: expected "auto" or a number)")
              != std::string::npos);
+  BOOST_TEST(
+    with(R"({ "prefetch": "yes" })")
+      .find(R"(/cluster/prefetch: expected true, false or "auto", found "yes")")
+    != std::string::npos);
   BOOST_TEST(
     with(R"({ "heartbeat_interval_ms": 500, "connection_timeout_ms": 100 })")
       .find("/cluster/connection_timeout_ms: must exceed")
