@@ -492,10 +492,12 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
 /// it is done and the shards' update of this step overlaps the next one's
 /// compute. A step's values then lack the worker's own previous update
 /// (one step stale, like Downpour's fetch); every push is still applied
-/// once. Without prefetch (the default) the pull follows the push, as in
-/// ssp: every push is then one step less stale, which at SGD 0.1 is worth
-/// 1.8 points of test accuracy with one worker (docs/architecture.md,
-/// "Consistency modes").
+/// once. It is on by default across processes, where the shards' values
+/// are then looked ahead by that step (cluster.stale_lookahead), and off in
+/// one process. Without prefetch the pull follows the push, as in ssp:
+/// every push is then one step less stale, which at SGD 0.1 and without
+/// look-ahead is worth 1.8 points of test accuracy with one worker
+/// (docs/architecture.md, "Consistency modes").
 void next_step(self_ptr self) {
   auto& st = self->state;
   if (st.draining)

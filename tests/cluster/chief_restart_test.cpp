@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_chief_run_again_keeps_shards_added_before_it_was_lost) {
   running_cluster cluster{dir, spec};
   auto first_out = kill9_and_run_again(cluster, [&](process& chief) {
     BOOST_REQUIRE_MESSAGE(chief.wait_for_step(150, 120), chief.out());
-    auto [code, out] = run_shell(dir, spec, "add-shard ps1", false);
+    auto [code, out] = run_shell_until_taken(dir, spec, "add-shard ps1");
     BOOST_REQUIRE_MESSAGE(code == 0, out);
   });
   cluster.require_finished();

@@ -4,12 +4,14 @@
 // shell's answers.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -233,6 +235,25 @@ inline std::pair<int, std::string> run_shell(const temp_dir& dir,
   process p{dir, "shell", "troupe-shell", args};
   int code = p.wait(30);
   return {code, p.out() + p.err()};
+}
+
+/// run_shell, asked again (up to 20 times, 0.1 s apart) while the chief
+/// answers that it cannot now: a checkpoint or another move under way
+/// ("try again shortly"), or a move called off ("not made: "), as a person
+/// would ask again.
+inline std::pair<int, std::string>
+run_shell_until_taken(const temp_dir& dir, const cluster_spec& spec,
+                      const std::string& command) {
+  auto answer = run_shell(dir, spec, command, false);
+  auto busy = [](const std::string& out) {
+    return out.find("try again shortly") != std::string::npos
+           || out.find("not made: ") != std::string::npos;
+  };
+  for (int k = 0; k < 20 && answer.first != 0 && busy(answer.second); ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    answer = run_shell(dir, spec, command, false);
+  }
+  return answer;
 }
 
 /// The version of shard `i` as the shell reports it; -1 when the shell

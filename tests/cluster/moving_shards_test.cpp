@@ -7,10 +7,7 @@
 // per epoch, and the result is that of an undisturbed run.
 #include <boost/test/unit_test.hpp>
 
-#include <chrono>
 #include <sstream>
-#include <thread>
-#include <tuple>
 
 #include "click_checks.hpp"
 #include "running_cluster.hpp"
@@ -22,16 +19,11 @@ namespace {
 
 /// Runs `command` in the shell and requires the move it asks for. A move
 /// called off (sync shards whose updates under way differ: a backup
-/// worker's push in one and not the other) is asked again, as a person
-/// would.
+/// worker's push in one and not the other) or refused while a checkpoint
+/// is written is asked again, as a person would.
 void move(running_cluster& cluster, const temp_dir& dir,
           const cluster_spec& spec, const std::string& command) {
-  auto [code, out] = run_shell(dir, spec, command, false);
-  for (int k = 0; k < 20 && code != 0 && has(out, "not made: "); ++k) {
-    BOOST_TEST_MESSAGE(command << ": " << out << "; again");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::tie(code, out) = run_shell(dir, spec, command, false);
-  }
+  auto [code, out] = run_shell_until_taken(dir, spec, command);
   // A move that hangs shows why in the chief's log.
   BOOST_REQUIRE_MESSAGE(code == 0, command + ": " + out + "\nthe chief:\n"
                                      + cluster.chief().out()
