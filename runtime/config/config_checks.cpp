@@ -121,25 +121,28 @@ void check_external_run(const run_config& cfg) {
                        "out there"};
 }
 
-/// cluster.prefetch and cluster.stale_lookahead "auto" (their default). Async
-/// workers of a model troupe computes prefetch where the cluster runs as
-/// processes: there a step's exchange (a pull and a push through another
-/// process, about 1 ms on 2 cores) costs nearly as much as its compute,
-/// where one process hands a pointer (0.25 ms), and hiding it behind the
-/// compute takes the processes from 0.56 to 0.99 of one process at one
-/// worker (docs/benchmarks.md, "Processes against one process"). Embedded
-/// runs keep their exact order. A Python step (model "external") keeps
-/// its own thread and a model with embedding tables its rows' order unless
-/// the file asks. Workers that prefetch pull the values looked ahead by the
-/// pushes' staleness (stale_lookahead 1), which wins back the accuracy the
-/// extra step of staleness costs (0.8398 without, 0.8607 with, against
-/// 0.8594 without prefetch; 1 worker, 2 epochs).
+/// cluster.prefetch and cluster.stale_lookahead "auto" (their default).
+/// Async workers of a model troupe computes with Adam prefetch where the
+/// cluster runs as processes: there a step's exchange (a pull and a push
+/// through another process, about 1 ms on 2 cores) costs nearly as much as
+/// its compute, where one process hands a pointer (0.25 ms), and hiding it
+/// behind the compute takes the processes from 0.56 to 0.99 of one process
+/// at one worker (docs/benchmarks.md, "Processes against one process").
+/// Workers that prefetch pull the values looked ahead by the pushes'
+/// staleness (stale_lookahead 1), which wins back the accuracy the extra
+/// step of staleness costs: Adam's steps keep their direction from one
+/// update to the next (0.8398 without, 0.8607 with, against 0.8594 without
+/// prefetch; 1 worker, 2 epochs). SGD's and momentum's do less: with 2
+/// workers both lost 0.9-2 points, so they keep the exact order, as do
+/// embedded runs, a Python step (model "external": its own thread) and a
+/// model with embedding tables (its rows' order), unless the file asks.
 void resolve_overlap(run_config& cfg) {
   auto& c = cfg.cluster;
   bool async = c.consistency == cluster_config::mode::async;
   if (c.prefetch_auto) {
     auto type = cfg.model.type;
     c.prefetch = async && c.distributed()
+                 && cfg.training.optimizer.type == optimizer_config::kind::adam
                  && type != model_config::kind::external
                  && type != model_config::kind::click
                  && cfg.model.tables.empty();
