@@ -19,7 +19,6 @@ import argparse
 import gzip
 import json
 import os
-import socket
 import struct
 import sys
 
@@ -65,10 +64,9 @@ def prepare(a):
         "weight": np.zeros((CLASSES, FEATURES), np.float32),
         "bias": np.zeros(CLASSES, np.float32)})
 
-    def port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    # Ports free now and outside the range the kernel draws outgoing
+    # connections' ports from, so that none is taken before its node binds.
+    ports = iter(troupe.local_ports(3))
     config = {
         "name": "fashion-logistic",
         "model": {"type": "external", "parameters": params},
@@ -86,9 +84,9 @@ def prepare(a):
         json.dump(config, f, indent=1)
     config["training"]["checkpoint"]["dir"] = os.path.join(d, "ckpt")
     config["cluster"] = {"mode": a.mode, "nodes": [
-        {"name": "ps", "host": "127.0.0.1", "port": port(), "shards": 1},
-        {"name": "w0", "host": "127.0.0.1", "port": port(), "workers": 1},
-        {"name": "w1", "host": "127.0.0.1", "port": port(), "workers": 1}]}
+        {"name": n, "host": "127.0.0.1", "port": next(ports), role: 1}
+        for n, role in (("ps", "shards"), ("w0", "workers"),
+                        ("w1", "workers"))]}
     with open(os.path.join(d, "cluster.json"), "w") as f:
         json.dump(config, f, indent=1)
 

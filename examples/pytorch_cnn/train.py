@@ -17,7 +17,6 @@ troupe's module (build/python) and Debian's python3-torch."""
 import argparse
 import json
 import os
-import socket
 import sys
 import zlib
 
@@ -38,10 +37,9 @@ def prepare(a):
     with open(os.path.join(d, "model.json"), "w") as f:
         json.dump(shape, f)
 
-    def port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    # Ports free now and outside the range the kernel draws outgoing
+    # connections' ports from, so that none is taken before its node binds.
+    ports = iter(troupe.local_ports(1 + a.workers))
     # In sync mode the workers' gradients are averaged: each worker takes
     # its share of the batch, so a step sees as many samples as PyTorch
     # alone, at PyTorch's learning rate (sync_lr none: troupe's default
@@ -58,8 +56,9 @@ def prepare(a):
                      "log_every_steps": 200},
         "cluster": {"mode": a.mode, "sync_lr": "none", "node_timeout_s": 60,
                     "nodes": [
-            {"name": "ps", "host": "127.0.0.1", "port": port(), "shards": 1}]
-            + [{"name": "w%d" % i, "host": "127.0.0.1", "port": port(),
+            {"name": "ps", "host": "127.0.0.1", "port": next(ports),
+             "shards": 1}]
+            + [{"name": "w%d" % i, "host": "127.0.0.1", "port": next(ports),
                 "workers": 1} for i in range(a.workers)]}}
     with open(os.path.join(d, "cluster.json"), "w") as f:
         json.dump(config, f, indent=1)

@@ -27,7 +27,6 @@ python3-torch."""
 import argparse
 import json
 import os
-import socket
 import sys
 
 import numpy as np
@@ -63,10 +62,9 @@ def prepare(a):
     params = os.path.join(d, "model.safetensors")
     troupe.write_parameters(params, model_of(spec))
 
-    def port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    # Ports free now and outside the range the kernel draws outgoing
+    # connections' ports from, so that none is taken before its node binds.
+    ports = iter(troupe.local_ports(4))
     # In sync mode the workers' gradients are averaged: each worker takes
     # half the batch, so a step sees as many samples as PyTorch alone, at
     # its learning rate (sync_lr none: troupe's default scales the rate by
@@ -87,11 +85,11 @@ def prepare(a):
                      "checkpoint": {"dir": os.path.join(d, "ckpt")}},
         "cluster": {"mode": a.mode, "prefetch": a.prefetch, "sync_lr": "none",
                     "node_timeout_s": 60, "nodes": [
-            {"name": "ps0", "host": "127.0.0.1", "port": port(),
+            {"name": "ps0", "host": "127.0.0.1", "port": next(ports),
              "shards": 1},
-            {"name": "ps1", "host": "127.0.0.1", "port": port(),
+            {"name": "ps1", "host": "127.0.0.1", "port": next(ports),
              "shards": 1}]
-            + [{"name": "w%d" % i, "host": "127.0.0.1", "port": port(),
+            + [{"name": "w%d" % i, "host": "127.0.0.1", "port": next(ports),
                 "workers": 1} for i in range(2)]}}
     with open(os.path.join(d, "cluster.json"), "w") as f:
         json.dump(config, f, indent=1)

@@ -60,10 +60,11 @@ from ._troupe import (AuthError, ClusterError, ConfigError,  # noqa: F401
                       DataError, Error, StepError, TrainingError)
 from .embedding import Rows, row_gradients  # noqa: F401
 from .exports import read_export  # noqa: F401
+from .ports import local_ports  # noqa: F401
 
 __all__ = ["train", "run_node", "join", "write_parameters",
            "read_checkpoint", "read_export", "load_state", "step_result",
-           "epoch_order",
+           "epoch_order", "local_ports",
            "Rows", "EmbeddingBag", "row_gradients",
            "Error", "ConfigError", "DataError", "AuthError", "StepError",
            "TrainingError", "ClusterError"]

@@ -140,12 +140,10 @@ void resolve_overlap(run_config& cfg) {
   auto& c = cfg.cluster;
   bool async = c.consistency == cluster_config::mode::async;
   if (c.prefetch_auto) {
-    auto type = cfg.model.type;
     c.prefetch = async && c.distributed()
                  && cfg.training.optimizer.type == optimizer_config::kind::adam
-                 && type != model_config::kind::external
-                 && type != model_config::kind::click
-                 && cfg.model.tables.empty();
+                 && cfg.model.type != model_config::kind::external
+                 && embedding_tables(cfg).empty();
     c.prefetch_auto = false;
   }
   if (c.stale_lookahead_auto) {

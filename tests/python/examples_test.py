@@ -13,6 +13,7 @@ Run by ctest (python.examples); the PyTorch tests need python3-torch."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,38 @@ def accuracy_of(log):
 
 
 class Examples(unittest.TestCase):
+    def test_local_ports_are_free_and_outside_the_ephemeral_range(self):
+        """The examples' cluster files take their ports from
+        troupe.local_ports: distinct, bindable, and never in the range an
+        outgoing connection may take one from first."""
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+        ports = troupe.local_ports(8)
+        self.assertEqual(len(set(ports)), 8, ports)
+        for port in ports:
+            self.assertFalse(low <= port <= high, (port, low, high))
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        self.assertEqual(troupe.local_ports(0), [])
+        with self.assertRaisesRegex(ValueError, "count must be >= 0"):
+            troupe.local_ports(-1)
+        # With the range below the ephemeral one cut to 10000-10002 (where
+        # nothing else listens), a port in use is never handed out, and
+        # asking for more than are free fails with the range named.
+        from troupe import ports as module
+        real = module._ephemeral_range
+        module._ephemeral_range = lambda: (10003, 60999)
+        self.addCleanup(setattr, module, "_ephemeral_range", real)
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("127.0.0.1", 10000))
+            b.bind(("127.0.0.1", 10002))
+            for _ in range(10):
+                self.assertEqual(troupe.local_ports(1), [10001])
+            with self.assertRaisesRegex(OSError, "no 2 free ports on "
+                                        "127.0.0.1 outside the ephemeral "
+                                        "range 10003-60999"):
+                troupe.local_ports(2)
+
     def test_numpy_logistic_regression_with_two_python_workers(self):
         _, log = run_cluster(self, "numpy_logistic", ["--epochs", "1"])
         self.assertIn("samples trained per epoch: 60000\n", log)
