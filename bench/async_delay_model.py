@@ -6,17 +6,20 @@ computed on the parameters of `delay` updates ago, as a shard sees pushes
 with n workers. It shows whether an accuracy gap under asynchrony comes
 from the optimizer or from the runtime.
 
-  python3 bench/async_delay_model.py DELAY LR [none|divide|gap|dc|look|gap+look]
-                                     [BATCH] [EPOCHS] [LAMBDA]
+  python3 bench/async_delay_model.py DELAY LR [RULE] [BATCH] [EPOCHS] [LAMBDA]
+                                     [WARMUP]
 
+RULE is none, or parts joined by "+" (e.g. gap+look, sqrt+gap+look):
 divide scales each update's learning rate by 1 / max(1, delay), as
-cluster.stale_lr "divide" does; gap divides each coordinate's step by its
-gap, as stale_lr "gap" does; dc corrects the gradient to first order with
+cluster.stale_lr "divide" does (sqrt: by 1 / sqrt(delay)); gap divides
+each coordinate's step by its gap, as stale_lr "gap" does; dc corrects the gradient to first order with
 lambda LAMBDA (default 2), as cluster.delay_compensation does
 (runtime/params/stale_compensation.hpp has both); look takes each gradient
 on the values carried on along their last update DELAY more times, w +
-DELAY (w - w_before), as cluster.stale_lookahead 1 does (gap+look: both,
-the gap measured from that point). Needs python3-numpy.
+DELAY (w - w_before), as cluster.stale_lookahead 1 does (with gap or dc,
+the gap or the correction measured from that point). WARMUP raises the
+learning rate linearly over that many first updates (default 0: none).
+Needs python3-numpy.
 """
 import gzip
 import sys
@@ -53,9 +56,14 @@ def forward_backward(p, x, y):
 def main():
     delay, lr = int(sys.argv[1]), float(sys.argv[2])
     rule = sys.argv[3] if len(sys.argv) > 3 else "none"
+    parts = set(rule.split("+"))
+    if not parts <= {"none", "divide", "sqrt", "gap", "dc", "look"}:
+        sys.exit("RULE: none, or parts of divide, sqrt, gap, dc and look "
+                 "joined by +, found " + rule)
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 128
     epochs = int(sys.argv[5]) if len(sys.argv) > 5 else 4
     lam = float(sys.argv[6]) if len(sys.argv) > 6 else 2.0
+    warmup = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     x = idx("train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
     y = idx("train-labels-idx1-ubyte.gz").astype(np.int64)
     xt = idx("t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
@@ -72,8 +80,12 @@ def main():
     square_mean = [np.zeros_like(t) for t in p]  # dc's ms
     last_step = [np.zeros_like(t) for t in p]  # look's w - w_before
     history = [[t.copy() for t in p]]  # what the last delay + 1 pulls got
-    scale = 1.0 / max(1, delay) if rule == "divide" else 1.0
-    look = rule in ("look", "gap+look")
+    scale = 1.0
+    if "divide" in parts:
+        scale = 1.0 / max(1, delay)
+    elif "sqrt" in parts:
+        scale = 1.0 / np.sqrt(max(1, delay))
+    look = "look" in parts
     step = 0
     for _ in range(epochs):
         order = rng.permutation(len(x))
@@ -83,12 +95,14 @@ def main():
             g = forward_backward(stale, x[rows], y[rows])
             t = step + 1
             alpha = lr * scale * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+            if warmup:
+                alpha *= min(1.0, t / warmup)
             for i in range(6):
                 gi, scale_i, moved = g[i], 1.0, p[i] - stale[i]
-                if rule == "dc":
+                if "dc" in parts:
                     square_mean[i] = 0.95 * square_mean[i] + 0.05 * gi * gi
                     gi = gi + lam * gi * gi / np.sqrt(square_mean[i] + 1e-7) * moved
-                if rule in ("gap", "gap+look") and step > 0:
+                if "gap" in parts and step > 0:
                     gap = np.abs(moved) / np.maximum(step_mean[i], 1e-30)
                     scale_i = 1.0 / np.maximum(1.0, gap)
                 m[i] = 0.9 * m[i] + 0.1 * gi
@@ -107,7 +121,8 @@ def main():
         h = h @ p[2 * i] + p[2 * i + 1]
         if i < 2:
             h = np.maximum(h, 0)
-    print(f"delay {delay}, lr {lr}, {rule}, batch {batch}, {epochs} epochs: "
+    print(f"delay {delay}, lr {lr}, {rule}, batch {batch}, {epochs} epochs"
+          f"{f', warm-up {warmup}' if warmup else ''}: "
           f"test accuracy {(h.argmax(1) == yt).mean():.4f}")
 
 
