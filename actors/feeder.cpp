@@ -1,5 +1,7 @@
 #include "actors/feeder.hpp"
 
+#include <algorithm>
+
 #include "actors/held_requests.hpp"
 #include "runtime/base/errc.hpp"
 
@@ -28,6 +30,19 @@ std::optional<lease_reply> try_lease(self_ptr self, int32_t worker) {
   r.status = lease_reply::granted;
   r.grant = std::move(*g);
   return r;
+}
+
+/// Up to `count` more batches for `worker` into `out`, as many as the
+/// plan grants now. A held request gets one batch: it waited for that.
+void lease_more(self_ptr self, int32_t worker, int32_t count,
+                std::vector<lease_grant>& out) {
+  auto& st = self->state;
+  for (int32_t i = 0; i < count; ++i) {
+    auto g = st.plan->lease(worker, !st.paused);
+    if (!g)
+      return;
+    out.push_back(std::move(*g));
+  }
 }
 
 /// Answers the held leases that can be answered now, oldest first.
@@ -84,12 +99,15 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
     self->state.plan->follow();
   self->state.hold = opts.hold;
   return {
-    [=](lease_atom, int32_t worker) -> caf::result<lease_reply> {
+    [=](lease_atom, int32_t worker, int32_t count) -> caf::result<lease_reply> {
       if (auto r = try_lease(self, worker)) {
         // The plan may have ended in this lease (its last batches held
         // only skipped samples): the workers waiting are done too.
         if (r->status == lease_reply::done)
           serve_held(self);
+        else
+          lease_more(self, worker, std::min(count, max_leases_ahead) - 1,
+                     r->more);
         return std::move(*r);
       }
       auto& st = self->state;
@@ -98,8 +116,9 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       schedule_expiry(self, st.held, st.hold, st.expiry_pending);
       return promise;
     },
-    [=](ack_atom, int64_t lease) {
-      self->state.plan->ack(lease);
+    [=](ack_atom, const std::vector<int64_t>& leases) {
+      for (auto lease : leases)
+        self->state.plan->ack(lease);
       settle_pause(self);
       serve_held(self); // the last ack completes the plan: done
     },

@@ -26,7 +26,14 @@ struct lease_reply {
   /// the lease may be older than the pause, and are pulled again.
   bool held = false;
   lease_grant grant;
+  /// The batches after `grant`, when the worker asked for several: as
+  /// many of them as the feeder could grant at once, in the order it
+  /// would have granted them one at a time.
+  std::vector<lease_grant> more;
 };
+
+/// The most batches a worker leases at once (cluster.lease_ahead_ms).
+constexpr int32_t max_leases_ahead = 8;
 
 /// The feeder's counters.
 struct feeder_stats {
@@ -51,7 +58,8 @@ typename Inspector::result_type inspect(Inspector& f, lease_grant& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
-  return f(caf::meta::type_name("lease_reply"), x.status, x.held, x.grant);
+  return f(caf::meta::type_name("lease_reply"), x.status, x.held, x.grant,
+           x.more);
 }
 
 template <class Inspector>
@@ -72,10 +80,11 @@ typename Inspector::result_type inspect(Inspector& f, feeder_position& x) {
 
 /// The data feeder (actors/feeder.hpp).
 using feeder_actor = caf::typed_actor<
-  // The next batch for a worker, or wait (paused, all out), or done.
-  caf::replies_to<lease_atom, int32_t>::with<lease_reply>,
-  // Marks a lease done (an unknown or repeated ack changes nothing).
-  caf::reacts_to<ack_atom, int64_t>,
+  // The next batch for worker W, and up to N - 1 after it (N from 1 to
+  // max_leases_ahead), or wait (paused, all out), or done: (W, N).
+  caf::replies_to<lease_atom, int32_t, int32_t>::with<lease_reply>,
+  // Marks leases done (an unknown or repeated ack changes nothing).
+  caf::reacts_to<ack_atom, std::vector<int64_t>>,
   // Puts a lost worker's leases back; replies with how many.
   caf::replies_to<requeue_atom, int32_t>::with<int32_t>,
   // Leaves samples [first, first + count) out of the batches leased from

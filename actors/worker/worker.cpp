@@ -227,11 +227,20 @@ void flush_report(self_ptr self) {
   st.last_report = now_seconds();
 }
 
+/// Acks the leases whose steps are settled, in one message.
+void flush_acks(self_ptr self) {
+  auto& st = self->state;
+  if (st.acks_due.empty())
+    return;
+  self->send(st.opts.feeder, ack_atom_v, std::exchange(st.acks_due, {}));
+}
+
 /// Ends the worker once the feeder is done (or it was told to finish) and
 /// every pushed step is settled (and none computes apart: it pushes next).
 void quit_when_settled(self_ptr self) {
   auto& st = self->state;
   if ((st.feeder_done || st.draining) && st.unsettled == 0 && !st.computing) {
+    flush_acks(self);
     flush_report(self);
     self->quit();
   }
@@ -242,7 +251,13 @@ void send_step(self_ptr self);
 
 /// What to do once a step's pushes are applied: ack its lease (the batch is
 /// done only then) and count it for the next report to the chief (so every
-/// reported step is applied on every shard).
+/// reported step is applied on every shard). While batches leased ahead
+/// remain, acks wait to go together: the worker trains those without the
+/// feeder, which a pause for a checkpoint waits on no longer than that.
+/// Once none remain, the worker is asking (or about to ask) for more, and
+/// a paused feeder needs every ack to settle: they go at once. An ack lost
+/// with a killed worker leaves its batch leased: it is requeued and
+/// trained again, and the shards apply it once (a duplicate is refused).
 std::function<void()> settle(self_ptr self) {
   auto& st = self->state;
   worker_report r;
@@ -260,7 +275,9 @@ std::function<void()> settle(self_ptr self) {
   ++st.unsettled;
   return [=] {
     auto& s = self->state;
-    self->send(s.opts.feeder, ack_atom_v, lease);
+    s.acks_due.push_back(lease);
+    if (s.leased_ahead.empty())
+      flush_acks(self);
     auto& acc = s.report;
     acc.epoch = r.epoch;
     acc.steps += r.steps;
@@ -461,13 +478,35 @@ void send_step(self_ptr self) {
   }
 }
 
+/// How many batches to ask the feeder for at once. An async worker leases
+/// what it trains in cluster.lease_ahead_ms at its recent pace, at most
+/// max_leases_ahead, and one until a step was timed: a lease and its
+/// reply cross to the chief's process for every request, and the feeder
+/// answers every worker from one actor (docs/scale.md). The other modes
+/// lease one at a time: their updates and pulls wait on each worker's
+/// lease in turn.
+int32_t leases_wanted(const worker_state& st) {
+  auto& c = st.opts.cfg.cluster;
+  if (c.consistency != cluster_config::mode::async || c.lease_ahead_ms <= 0
+      || !(st.step_interval > 0))
+    return 1;
+  auto n = static_cast<double>(c.lease_ahead_ms) / 1000.0 / st.step_interval;
+  return static_cast<int32_t>(
+    std::clamp(n, 1.0, static_cast<double>(max_leases_ahead)));
+}
+
 /// Leases a batch into state.lease and runs `then` with whether the
 /// request was held at the feeder. Quits when the feeder is done. "wait"
 /// comes only after the feeder held the request for its hold time, so the
 /// worker asks again at once: that is one message per hold, not a poll.
+/// Batches granted beyond the first wait in state.leased_ahead for
+/// next_step; those a worker holds when it is lost or told to finish go
+/// back to the feeder with its other leases (the chief requeues them).
 void lease_then(self_ptr self, std::function<void(bool held)> then) {
   auto& st = self->state;
-  self->request(st.opts.feeder, timeout_per_step(), lease_atom_v, st.opts.id)
+  self
+    ->request(st.opts.feeder, timeout_per_step(), lease_atom_v, st.opts.id,
+              leases_wanted(st))
     .then(
       [=](lease_reply& r) {
         if (r.status == lease_reply::done) {
@@ -477,7 +516,10 @@ void lease_then(self_ptr self, std::function<void(bool held)> then) {
         }
         if (r.status == lease_reply::wait)
           return lease_then(self, [=](bool) { then(true); });
-        self->state.lease = std::move(r.grant);
+        auto& s = self->state;
+        s.lease = std::move(r.grant);
+        for (auto& g : r.more)
+          s.leased_ahead.push_back(std::move(g));
         then(r.held);
       },
       [=](caf::error& err) { fail(self, std::move(err)); });
@@ -508,7 +550,14 @@ void next_step(self_ptr self) {
     st.step_deferred = true;
     return;
   }
-  st.step_start = now_seconds();
+  auto now = now_seconds();
+  if (st.step_start > 0) {
+    auto interval = now - st.step_start;
+    st.step_interval = st.step_interval > 0
+                         ? 0.8 * st.step_interval + 0.2 * interval
+                         : interval;
+  }
+  st.step_start = now;
   auto work = [=] {
     if (self->state.halted)
       return;
@@ -539,9 +588,21 @@ void next_step(self_ptr self) {
     default: {
       auto left = std::make_shared<int>(2);
       auto was_held = std::make_shared<bool>(false);
+      // A batch leased ahead becomes the step's lease once the pull is
+      // in, not now: with prefetch this runs as the step before starts
+      // computing, and that step still trains state.lease.
+      std::shared_ptr<lease_grant> ahead;
+      if (!st.leased_ahead.empty()) {
+        ahead = std::make_shared<lease_grant>(
+          std::move(st.leased_ahead.front()));
+        st.leased_ahead.pop_front();
+        --*left;
+      }
       auto join = [=] {
         if (--*left > 0)
           return;
+        if (ahead)
+          self->state.lease = std::move(*ahead);
         // Values pulled before a pause or a wait for a straggler are old:
         // pull them again.
         if (*was_held)
@@ -549,10 +610,11 @@ void next_step(self_ptr self) {
         work();
       };
       pull_all(self, join);
-      lease_then(self, [=](bool held) {
-        *was_held = held;
-        join();
-      });
+      if (!ahead)
+        lease_then(self, [=](bool held) {
+          *was_held = held;
+          join();
+        });
     }
   }
 }

@@ -24,6 +24,7 @@
 // ends it with that error, and the chief restarts it.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -72,6 +73,12 @@ struct worker_state {
   std::vector<std::shared_ptr<std::vector<float>>> grad_pool;
   std::shared_ptr<std::vector<float>> grads; ///< this step's buffer
   lease_grant lease;
+  /// Batches leased with `lease` that no step has taken yet, in order
+  /// (async: cluster.lease_ahead_ms).
+  std::deque<lease_grant> leased_ahead;
+  /// Leases whose steps are settled, not yet acked: sent together while
+  /// batches leased ahead remain, at once otherwise (see settle).
+  std::vector<int64_t> acks_due;
   int64_t clock = 0; ///< steps done by this worker
   /// sync: the version the next pull of each shard waits for (empty: 0).
   /// Per shard: after a replica took a lost shard over, that shard may be
@@ -94,6 +101,7 @@ struct worker_state {
   worker_report report;       ///< settled steps not yet reported
   double last_report = 0;
   double step_start = 0;
+  double step_interval = 0; ///< seconds from one step's start to the next's
   batch_loss loss;
   /// A kind that computes apart (step_kind::computes_apart): the actor
   /// on a thread of its own that runs each step's computation, what it

@@ -3,6 +3,8 @@
 // answers "wait" only once it has held it for its hold time.
 #include "actors/feeder.hpp"
 
+#include <algorithm>
+
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
@@ -38,7 +40,9 @@ std::vector<int64_t> lease(caf::scoped_actor& self, const feeder_actor& feeder,
                            int32_t worker, int n) {
   std::vector<int64_t> ids;
   for (int i = 0; i < n; ++i)
-    self->request(feeder, std::chrono::seconds(5), lease_atom_v, worker)
+    self
+      ->request(feeder, std::chrono::seconds(5), lease_atom_v, worker,
+                int32_t{1})
       .receive([&](lease_reply& r) { ids.push_back(r.grant.id); },
                [](caf::error&) {});
   return ids;
@@ -54,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_paused_feeder_holds_a_lease_and_grants_it_on_resume) {
   caf::scoped_actor self{*f.sys};
   self->request(feeder, 5s, pause_atom_v)
     .receive([](feeder_position&) {}, [](caf::error&) {});
-  self->send(feeder, lease_atom_v, int32_t{0});
+  self->send(feeder, lease_atom_v, int32_t{0}, int32_t{1});
   BOOST_TEST(!reply_within(self, 200ms)); // held, not refused
   self->send(feeder, resume_atom_v);
   auto r = reply_within(self, 5s);
@@ -73,7 +77,7 @@ BOOST_AUTO_TEST_CASE(
   auto ids = lease(self, feeder, 0, 4);
   BOOST_REQUIRE_EQUAL(ids.size(), 4u);
   // All out: worker 1 waits until worker 0 is lost and its batches return.
-  self->send(feeder, lease_atom_v, int32_t{1});
+  self->send(feeder, lease_atom_v, int32_t{1}, int32_t{1});
   BOOST_TEST(!reply_within(self, 200ms));
   self->request(feeder, 5s, requeue_atom_v, int32_t{0})
     .receive([](int32_t n) { BOOST_TEST(n == 4); }, [](caf::error&) {});
@@ -83,11 +87,11 @@ BOOST_AUTO_TEST_CASE(
   // The rest are acked: a lease held then is answered "done" by the last
   // ack.
   auto rest = lease(self, feeder, 1, 3);
-  self->send(feeder, lease_atom_v, int32_t{2});
+  self->send(feeder, lease_atom_v, int32_t{2}, int32_t{1});
   BOOST_TEST(!reply_within(self, 100ms));
-  self->send(feeder, ack_atom_v, r->grant.id);
+  self->send(feeder, ack_atom_v, std::vector<int64_t>{r->grant.id});
   for (auto id : rest)
-    self->send(feeder, ack_atom_v, id);
+    self->send(feeder, ack_atom_v, std::vector<int64_t>{id});
   auto done = reply_within(self, 5s);
   BOOST_REQUIRE(done.has_value());
   BOOST_TEST(done->status == lease_reply::done);
@@ -102,20 +106,68 @@ BOOST_AUTO_TEST_CASE(
   self->request(feeder, 5s, pause_atom_v)
     .receive([](feeder_position&) {}, [](caf::error&) {});
   auto sent = std::chrono::steady_clock::now();
-  self->send(feeder, lease_atom_v, int32_t{0});
+  self->send(feeder, lease_atom_v, int32_t{0}, int32_t{1});
   auto r = reply_within(self, 10s);
   auto waited = std::chrono::steady_clock::now() - sent;
   BOOST_REQUIRE(r.has_value());
   BOOST_TEST(r->status == lease_reply::wait);
   BOOST_TEST((waited >= 400ms));
   // A lost worker's held lease is let go at its requeue, never granted.
-  self->send(feeder, lease_atom_v, int32_t{3});
+  self->send(feeder, lease_atom_v, int32_t{3}, int32_t{1});
   BOOST_TEST(!reply_within(self, 100ms));
   self->request(feeder, 5s, requeue_atom_v, int32_t{3})
     .receive([](int32_t) {}, [](caf::error&) {});
   auto gone = reply_within(self, 100ms);
   BOOST_REQUIRE(gone.has_value());
   BOOST_TEST(gone->status == lease_reply::wait);
+  self->send_exit(feeder, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(
+  a_worker_leases_several_batches_at_once_in_the_plans_order) {
+  cluster_fixture f;
+  auto feeder = small_feeder(f, 30s);
+  caf::scoped_actor self{*f.sys};
+  // Three of the four batches, in the order single leases would give.
+  lease_reply r;
+  self->request(feeder, 5s, lease_atom_v, int32_t{0}, int32_t{3})
+    .receive([&](lease_reply& x) { r = std::move(x); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST(r.status == lease_reply::granted);
+  BOOST_REQUIRE_EQUAL(r.more.size(), 2u);
+  BOOST_TEST(r.grant.index == 0);
+  BOOST_TEST(r.more[0].index == 1);
+  BOOST_TEST(r.more[1].index == 2);
+  // Asking for more than are left gets what is left; past
+  // max_leases_ahead, no more than that.
+  lease_reply last;
+  self->request(feeder, 5s, lease_atom_v, int32_t{1}, int32_t{1000})
+    .receive([&](lease_reply& x) { last = std::move(x); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST(last.status == lease_reply::granted);
+  BOOST_TEST(last.grant.index == 3);
+  BOOST_TEST(last.more.empty());
+  // A lost worker's batches leased ahead go back with its lease: all
+  // three are leased again, and the plan completes once each is acked.
+  self->request(feeder, 5s, requeue_atom_v, int32_t{0})
+    .receive([](int32_t n) { BOOST_TEST(n == 3); }, [](caf::error&) {});
+  lease_reply again;
+  self->request(feeder, 5s, lease_atom_v, int32_t{2}, int32_t{8})
+    .receive([&](lease_reply& x) { again = std::move(x); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_REQUIRE_EQUAL(again.more.size(), 2u);
+  std::vector<int64_t> batches{again.grant.batch, again.more[0].batch,
+                               again.more[1].batch};
+  std::sort(batches.begin(), batches.end());
+  BOOST_TEST(
+    batches
+    == (std::vector<int64_t>{r.grant.batch, r.more[0].batch, r.more[1].batch}));
+  self->send(feeder, ack_atom_v,
+             std::vector<int64_t>{again.grant.id, again.more[0].id,
+                                  again.more[1].id, last.grant.id});
+  self->request(feeder, 5s, lease_atom_v, int32_t{2}, int32_t{4})
+    .receive([](lease_reply& x) { BOOST_TEST(x.status == lease_reply::done); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
   self->send_exit(feeder, caf::exit_reason::user_shutdown);
 }
 
