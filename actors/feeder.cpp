@@ -1,9 +1,9 @@
 #include "actors/feeder.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "actors/held_requests.hpp"
-#include "runtime/base/errc.hpp"
 
 namespace troupe {
 
@@ -78,13 +78,19 @@ feeder_position position_of(const batch_plan& plan) {
   return feeder_position{plan.position(), plan.save()};
 }
 
-/// Replies to a pending pause once nothing is out.
+/// Answers every pause waiting with the position now.
+void deliver_pauses(self_ptr self) {
+  auto& st = self->state;
+  auto position = position_of(*st.plan);
+  for (auto& reply : std::exchange(st.pause_replies, {}))
+    reply.deliver(position);
+}
+
+/// Replies to the pending pauses once nothing is out.
 void settle_pause(self_ptr self) {
   auto& st = self->state;
-  if (st.pause_reply && st.plan->quiet()) {
-    st.pause_reply->deliver(position_of(*st.plan));
-    st.pause_reply.reset();
-  }
+  if (!st.pause_replies.empty() && st.plan->quiet())
+    deliver_pauses(self);
 }
 
 } // namespace
@@ -145,11 +151,9 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       st.paused = true;
       if (st.plan->quiet())
         return position_of(*st.plan);
-      if (st.pause_reply) // the chief never overlaps its checkpoints
-        return make_error(errc::invalid_argument,
-                          "the feeder is already pausing");
-      st.pause_reply = self->make_response_promise<feeder_position>();
-      return *st.pause_reply;
+      st.pause_replies.push_back(
+        self->make_response_promise<feeder_position>());
+      return st.pause_replies.back();
     },
     [=](resume_atom) {
       self->state.paused = false;
@@ -180,11 +184,8 @@ feeder_impl(feeder_self_actor::stateful_pointer<feeder_state> self,
       auto& st = self->state;
       if (auto err = st.plan->restore(position, done, saved, again))
         return err;
-      // Nothing is outstanding now: a pending pause has settled.
-      if (st.pause_reply) {
-        st.pause_reply->deliver(position_of(*st.plan));
-        st.pause_reply.reset();
-      }
+      // Nothing is outstanding now: the pending pauses have settled.
+      deliver_pauses(self);
       // The chief restores with every worker stopped: whatever is held
       // belongs to workers that are gone.
       release_held(self, -1);

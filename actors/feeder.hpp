@@ -17,6 +17,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "actors/protocol/feeder_protocol.hpp"
 #include "runtime/rules/batch_plan.hpp"
@@ -46,7 +47,10 @@ struct feeder_state {
   std::optional<batch_plan> plan;
   bool paused = false;
   bool finished = false;
-  std::optional<caf::typed_response_promise<feeder_position>> pause_reply;
+  /// Pauses waiting for the leases out to be acked. Several may wait: the
+  /// user's pause, then a checkpoint that came due while workers trained
+  /// the batches they leased ahead; each gets the position once quiet.
+  std::vector<caf::typed_response_promise<feeder_position>> pause_replies;
   struct held_lease {
     caf::typed_response_promise<lease_reply> promise;
     int32_t worker;

@@ -171,4 +171,39 @@ BOOST_AUTO_TEST_CASE(
   self->send_exit(feeder, caf::exit_reason::user_shutdown);
 }
 
+BOOST_AUTO_TEST_CASE(
+  pauses_that_overlap_are_all_answered_once_the_leases_are_in) {
+  cluster_fixture f;
+  auto feeder = small_feeder(f, 30s);
+  caf::scoped_actor self{*f.sys};
+  // A worker holds three batches (one leased, two ahead): the user's
+  // pause and a checkpoint's wait for all three acks, and both get the
+  // same position then.
+  lease_reply r;
+  self->request(feeder, 5s, lease_atom_v, int32_t{0}, int32_t{3})
+    .receive([&](lease_reply& x) { r = std::move(x); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_REQUIRE_EQUAL(r.more.size(), 2u);
+  self->send(feeder, pause_atom_v);
+  self->send(feeder, pause_atom_v);
+  auto position = [&](caf::timespan within) {
+    std::optional<feeder_position> out;
+    self->receive([&](feeder_position& p) { out = std::move(p); },
+                  [&](caf::error& e) { BOOST_FAIL(to_string(e)); },
+                  caf::after(within) >> [] {});
+    return out;
+  };
+  self->send(feeder, ack_atom_v,
+             std::vector<int64_t>{r.grant.id, r.more[0].id});
+  BOOST_TEST(!position(200ms)); // one batch still out
+  self->send(feeder, ack_atom_v, std::vector<int64_t>{r.more[1].id});
+  auto first = position(5s);
+  auto second = position(5s);
+  BOOST_REQUIRE(first.has_value());
+  BOOST_REQUIRE(second.has_value());
+  BOOST_TEST(first->step == 3);
+  BOOST_TEST(second->step == 3);
+  self->send_exit(feeder, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
