@@ -79,6 +79,7 @@ struct cluster_spec {
   std::string cache_dir;         ///< /data/cache_dir (IDX), when not empty
   int shard_replicas = 0;        ///< /cluster/shard_replicas, when > 0
   int replicas_to_aggregate = 0; ///< /cluster/replicas_to_aggregate, when > 0
+  int lease_ahead_ms = 0;        ///< /cluster/lease_ahead_ms, when > 0
 
   /// The flags that give a shell or a joiner the cluster's client
   /// certificate (none without TLS).
@@ -188,6 +189,8 @@ inline std::string write_cluster(const temp_dir& dir, cluster_spec& spec) {
     cfg["cluster"]["shard_replicas"] = spec.shard_replicas;
   if (spec.replicas_to_aggregate > 0)
     cfg["cluster"]["replicas_to_aggregate"] = spec.replicas_to_aggregate;
+  if (spec.lease_ahead_ms > 0)
+    cfg["cluster"]["lease_ahead_ms"] = spec.lease_ahead_ms;
   if (!spec.tls_dir.empty())
     cfg["cluster"]["tls"] = {{"ca", spec.tls_dir + "/ca.pem"},
                              {"certificate", spec.tls_dir + "/cluster.pem"},

@@ -80,6 +80,28 @@ BOOST_AUTO_TEST_CASE(async_workers_across_processes_prefetch_and_look_ahead) {
   BOOST_TEST(std::abs(multi - single) <= 0.01);
 }
 
+BOOST_AUTO_TEST_CASE(
+  async_workers_lease_ahead_and_a_killed_one_gives_its_back) {
+  // cluster.lease_ahead_ms: each worker holds up to 8 batches leased at
+  // once, and acks them together. A worker node killed with batches leased
+  // ahead and acks not sent: they go back to the feeder, are trained again,
+  // and the shards apply each batch once, so every sample is trained once
+  // per epoch and the run finishes.
+  temp_dir dir;
+  cluster_spec spec;
+  spec.epochs = 3;
+  spec.lease_ahead_ms = 50;
+  spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
+  running_cluster cluster{dir, spec};
+  cluster.require_step(300);
+  cluster.node("w1").kill9();
+  BOOST_REQUIRE(cluster.chief().wait_for_output(down_line(spec, 3), 10));
+  cluster.require_chief_finished();
+  auto out = cluster.chief().out();
+  BOOST_TEST(epoch_samples(out) == (std::vector<long>(3, 60000)), out);
+  BOOST_TEST(test_accuracy(out) > 0.80, out);
+}
+
 BOOST_AUTO_TEST_CASE(a_killed_worker_node_is_seen_and_its_workers_move) {
   temp_dir dir;
   cluster_spec spec;
