@@ -48,6 +48,16 @@ std::vector<int64_t> lease(caf::scoped_actor& self, const feeder_actor& feeder,
   return ids;
 }
 
+/// The reply to one request for `count` batches for `worker`.
+lease_reply lease_at_once(caf::scoped_actor& self, const feeder_actor& feeder,
+                          int32_t worker, int32_t count) {
+  lease_reply r;
+  self->request(feeder, std::chrono::seconds(5), lease_atom_v, worker, count)
+    .receive([&](lease_reply& x) { r = std::move(x); },
+             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  return r;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(feeder)
@@ -129,10 +139,7 @@ BOOST_AUTO_TEST_CASE(
   auto feeder = small_feeder(f, 30s);
   caf::scoped_actor self{*f.sys};
   // Three of the four batches, in the order single leases would give.
-  lease_reply r;
-  self->request(feeder, 5s, lease_atom_v, int32_t{0}, int32_t{3})
-    .receive([&](lease_reply& x) { r = std::move(x); },
-             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto r = lease_at_once(self, feeder, 0, 3);
   BOOST_TEST(r.status == lease_reply::granted);
   BOOST_REQUIRE_EQUAL(r.more.size(), 2u);
   BOOST_TEST(r.grant.index == 0);
@@ -140,10 +147,7 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(r.more[1].index == 2);
   // Asking for more than are left gets what is left; past
   // max_leases_ahead, no more than that.
-  lease_reply last;
-  self->request(feeder, 5s, lease_atom_v, int32_t{1}, int32_t{1000})
-    .receive([&](lease_reply& x) { last = std::move(x); },
-             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto last = lease_at_once(self, feeder, 1, 1000);
   BOOST_TEST(last.status == lease_reply::granted);
   BOOST_TEST(last.grant.index == 3);
   BOOST_TEST(last.more.empty());
@@ -151,10 +155,7 @@ BOOST_AUTO_TEST_CASE(
   // three are leased again, and the plan completes once each is acked.
   self->request(feeder, 5s, requeue_atom_v, int32_t{0})
     .receive([](int32_t n) { BOOST_TEST(n == 3); }, [](caf::error&) {});
-  lease_reply again;
-  self->request(feeder, 5s, lease_atom_v, int32_t{2}, int32_t{8})
-    .receive([&](lease_reply& x) { again = std::move(x); },
-             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto again = lease_at_once(self, feeder, 2, 8);
   BOOST_REQUIRE_EQUAL(again.more.size(), 2u);
   std::vector<int64_t> batches{again.grant.batch, again.more[0].batch,
                                again.more[1].batch};
@@ -165,9 +166,7 @@ BOOST_AUTO_TEST_CASE(
   self->send(feeder, ack_atom_v,
              std::vector<int64_t>{again.grant.id, again.more[0].id,
                                   again.more[1].id, last.grant.id});
-  self->request(feeder, 5s, lease_atom_v, int32_t{2}, int32_t{4})
-    .receive([](lease_reply& x) { BOOST_TEST(x.status == lease_reply::done); },
-             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  BOOST_TEST(lease_at_once(self, feeder, 2, 4).status == lease_reply::done);
   self->send_exit(feeder, caf::exit_reason::user_shutdown);
 }
 
@@ -179,10 +178,7 @@ BOOST_AUTO_TEST_CASE(
   // A worker holds three batches (one leased, two ahead): the user's
   // pause and a checkpoint's wait for all three acks, and both get the
   // same position then.
-  lease_reply r;
-  self->request(feeder, 5s, lease_atom_v, int32_t{0}, int32_t{3})
-    .receive([&](lease_reply& x) { r = std::move(x); },
-             [](caf::error& e) { BOOST_FAIL(to_string(e)); });
+  auto r = lease_at_once(self, feeder, 0, 3);
   BOOST_REQUIRE_EQUAL(r.more.size(), 2u);
   self->send(feeder, pause_atom_v);
   self->send(feeder, pause_atom_v);
