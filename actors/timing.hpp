@@ -32,17 +32,20 @@ inline caf::timespan hold_time(const run_config& cfg) {
 
 /// How long a member that lost its chief waits for the answer to one
 /// registration before it connects and tries again: a chief back from a
-/// freeze may let the first tries run into its old, dead connections.
-constexpr std::chrono::seconds reregister_patience{5};
+/// freeze may let the first tries run into its old, dead connections, or
+/// take a registration on a new connection that it cannot answer on yet.
+/// Asking again is harmless: the chief answers a node's own agent that is
+/// up already as it did the first time (on_register).
+constexpr std::chrono::seconds reregister_patience{2};
 
 /// How long a shard recovery waits for the nodes of lost shards to
-/// register again: one unanswered registration of theirs, then twice the
-/// silence after which a link counts as broken. A node that froze or lost
-/// its link for a moment (a frozen chief that thaws loses every link at
-/// once) is back by then with its shards alive, and they can be kept; a
-/// node that died is not, and the shards are restored elsewhere.
+/// register again: three unanswered registrations of theirs, then twice
+/// the silence after which a link counts as broken. A node that froze or
+/// lost its link for a moment (a frozen chief that thaws loses every link
+/// at once) is back by then with its shards alive, and they can be kept;
+/// a node that died is not, and the shards are restored elsewhere.
 inline caf::timespan shard_node_wait(const run_config& cfg) {
-  return reregister_patience
+  return 3 * caf::timespan{reregister_patience}
          + std::chrono::milliseconds(2 * cfg.cluster.connection_timeout_ms);
 }
 

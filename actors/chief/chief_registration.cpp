@@ -102,9 +102,17 @@ caf::result<std::string, std::string> on_register(chief_self self,
     if (name == st.opts.cfg.cluster.chief_node)
       return make_error(errc::invalid_config,
                         "node \"" + name + "\" is the chief's own node");
-    if (it->second.up)
+    if (it->second.up) {
+      // The same process asking again: a node back from a lost chief
+      // that stopped waiting for the answer to its last try (a chief
+      // just thawed answers late, or into a connection it no longer
+      // routes) asks anew, and is registered already.
+      if (r.agent && it->second.agent
+          && it->second.agent.address() == r.agent.address())
+        return {name, st.run_id};
       return make_error(errc::invalid_argument,
                         "node \"" + name + "\" is already up");
+    }
   }
   // A node started from another run's config, or another version of this
   // one, would train something else: refused, naming what differs.

@@ -163,7 +163,32 @@ BOOST_FIXTURE_TEST_CASE(a_registration_out_of_bounds_gets_an_error_reply,
                [&](caf::error& e) { reply = troupe::describe(e); });
     BOOST_TEST(has(reply, a.says), reply);
   }
+  // Node ps0 of the file is up: another process naming itself ps0 is
+  // refused; ps0's own agent asking again (a node back from a lost chief
+  // whose last try went unanswered) is told what it was told the first
+  // time, and nothing changes.
+  auto ps0 = troupe::connect_to<troupe::node_agent_actor>(
+    sys, "127.0.0.1", spec.nodes[1].port, std::chrono::seconds(10));
+  BOOST_REQUIRE(ps0);
+  for (bool own : {false, true}) {
+    caf::scoped_actor self{sys};
+    std::string reply;
+    self
+      ->request(*h, std::chrono::seconds(10), troupe::register_atom_v,
+                troupe::node_registration{
+                  "ps0", "127.0.0.1", spec.nodes[1].port,
+                  own ? *ps0 : troupe::node_agent_actor{}, -1, 0, identity, ""})
+      .receive([&](std::string& name,
+                   std::string& run) { reply = name + " in run " + run; },
+               [&](caf::error& e) { reply = troupe::describe(e); });
+    if (own)
+      BOOST_TEST(has(reply, "ps0 in run "), reply);
+    else
+      BOOST_TEST(has(reply, "node \"ps0\" is already up"), reply);
+  }
   cluster.require_finished(120);
+  auto out = cluster.chief().out();
+  BOOST_TEST(count_of(out, "node ps0 (") == 1u, out);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_cluster_file_whose_chief_names_an_unknown_node,
