@@ -236,12 +236,14 @@ struct cluster_config {
   bool prefetch = false;
   /// async: a worker leases as many batches at once as it trains in this
   /// many milliseconds (from its last steps' pace), at most
-  /// max_leases_ahead; 0: one at a time. Each lease is a request to the
-  /// feeder, which serves every worker from one actor in the chief's
-  /// process, so this divides what a step costs the chief by up to
-  /// max_leases_ahead. The batches leased ahead hold a checkpoint's pause
-  /// or a stop back by at most this long.
-  int64_t lease_ahead_ms = 50;
+  /// max_leases_ahead; 0 (the default): one at a time. Each lease is a
+  /// request to the feeder, which serves every worker from one actor in
+  /// the chief's process, so this divides what a step costs the chief by
+  /// up to max_leases_ahead. The batches leased ahead hold a checkpoint's
+  /// pause or a stop back by at most this long. Not on by default: with 2
+  /// async workers it widens the spread of test accuracy downwards
+  /// (docs/benchmarks.md, "Processes against one process").
+  int64_t lease_ahead_ms = 0;
   /// Read from a file: "prefetch" or "stale_lookahead" was "auto" (or
   /// absent); resolve_overlap settles both once the model is read.
   bool prefetch_auto = false;

@@ -194,7 +194,7 @@ cluster_config read_cluster(object_reader r) {
     c.prefetch = v->get<bool>();
   else
     fail(r.at("prefetch"), "true, false or \"auto\"", *v);
-  c.lease_ahead_ms = r.integer("lease_ahead_ms", 50, 0, 60000);
+  c.lease_ahead_ms = r.integer("lease_ahead_ms", 0, 0, 60000);
   c.tau = static_cast<int>(r.integer("tau", 4, 1, 1 << 20));
   c.beta = r.number("beta", 0.9, 0, 1, true);
   c.moving_rate = r.number("moving_rate", 0, 0, 1);

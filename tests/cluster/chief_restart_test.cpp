@@ -200,6 +200,8 @@ BOOST_AUTO_TEST_CASE(a_frozen_chief_that_thaws_finishes_the_run) {
   cluster_spec spec;
   spec.epochs = 8;
   spec.checkpoint_every = 200;
+  // Workers that lease ahead train on a little while the chief is frozen.
+  spec.lease_ahead_ms = 50;
   spec.nodes = {{"chief"}, {"ps0", 1}, {"w0", 0, 1}, {"w1", 0, 1}};
   running_cluster cluster{dir, spec};
   cluster.require_step(300);
