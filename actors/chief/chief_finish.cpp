@@ -12,6 +12,29 @@ namespace troupe::chief_ops {
 
 namespace {
 
+/// async and ssp: how many updates of other workers came between a
+/// step's pull and its push being applied, the mean over the run's steps
+/// and per worker (as the workers reported it; sync has none).
+void print_staleness(chief_self self) {
+  if (self->state.opts.cfg.cluster.consistency == cluster_config::mode::sync)
+    return;
+  int64_t steps = 0, sum = 0;
+  std::string each;
+  for (auto& [id, w] : self->state.members.workers()) {
+    if (w.steps <= 0)
+      continue;
+    steps += w.steps;
+    sum += w.staleness_sum;
+    each += fmt("%sworker %d %.2f", each.empty() ? "" : ", ", id,
+                static_cast<double>(w.staleness_sum)
+                  / static_cast<double>(w.steps));
+  }
+  if (steps > 0)
+    say(self, fmt("mean staleness of a step: %.2f (%s)",
+                  static_cast<double>(sum) / static_cast<double>(steps),
+                  each.c_str()));
+}
+
 void print_summary(chief_self self, const cluster_summary& r) {
   auto& c = self->state.opts.cfg;
   std::string per_epoch;
@@ -34,6 +57,7 @@ void print_summary(chief_self self, const cluster_summary& r) {
                 static_cast<long long>(r.pushes_accepted),
                 static_cast<long long>(r.pushes_stale),
                 static_cast<long long>(r.pushes_refused)));
+  print_staleness(self);
   if (self->state.recovery.recoveries() > 0)
     say(self,
         fmt("shard recoveries: %d (of which replicas took over: %d), "

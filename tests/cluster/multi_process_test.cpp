@@ -310,6 +310,10 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
              out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
+  // How stale the steps were, as both workers reported it.
+  auto stale = out.substr(out.find("mean staleness of a step: "));
+  stale = stale.substr(0, stale.find('\n'));
+  BOOST_TEST((has(stale, "(worker 0 ") && has(stale, ", worker 1 ")), out);
 }
 
 BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
@@ -332,6 +336,7 @@ BOOST_AUTO_TEST_CASE(in_sync_mode_the_aggregate_follows_a_joined_worker) {
   BOOST_TEST(out.find("worker 1: step ") != std::string::npos, out);
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
+  BOOST_TEST(!has(out, "mean staleness"), out); // sync steps are not stale
 }
 
 BOOST_AUTO_TEST_SUITE_END()
