@@ -26,8 +26,7 @@ void print_staleness(chief_self self) {
     steps += w.steps;
     sum += w.staleness_sum;
     each += fmt("%sworker %d %.2f", each.empty() ? "" : ", ", id,
-                static_cast<double>(w.staleness_sum)
-                  / static_cast<double>(w.steps));
+                w.mean_staleness());
   }
   if (steps > 0)
     say(self, fmt("mean staleness of a step: %.2f (%s)",

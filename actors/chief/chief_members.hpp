@@ -57,6 +57,13 @@ struct worker_entry {
   /// Since its last progress line.
   progress_window window;
 
+  /// The mean staleness of its steps so far (0 before its first).
+  double mean_staleness() const {
+    return steps > 0
+             ? static_cast<double>(staleness_sum) / static_cast<double>(steps)
+             : 0.0;
+  }
+
   /// Counts report `r` in its totals; returns its window up to the step
   /// that `schedule` logs when the report crosses one (see
   /// progress_window::add).

@@ -151,9 +151,7 @@ worker_view worker_view_of(chief_self self, int32_t id, const worker_entry& w) {
   v.clock = w.clock;
   v.samples = w.samples;
   v.staleness = w.staleness;
-  v.mean_staleness = w.steps > 0 ? static_cast<double>(w.staleness_sum)
-                                     / static_cast<double>(w.steps)
-                                 : 0.0;
+  v.mean_staleness = w.mean_staleness();
   v.window_steps = w.window.steps;
   v.examples_per_sec = w.seconds > 0
                          ? static_cast<double>(w.samples) / w.seconds

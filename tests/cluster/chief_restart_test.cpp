@@ -33,16 +33,6 @@ long steps_lost(const std::string& out) {
   return -1;
 }
 
-/// The first line of `out` that holds `part` (empty: none), for the log.
-std::string line_with(const std::string& out, const std::string& part) {
-  auto at = out.find(part);
-  if (at == std::string::npos)
-    return {};
-  auto begin = out.rfind('\n', at);
-  begin = begin == std::string::npos ? 0 : begin + 1;
-  return out.substr(begin, out.find('\n', at) - begin);
-}
-
 /// Kills the chief of `cluster` (SIGKILL) after step 500 and, once every
 /// member waits for a new chief, starts the same chief command again
 /// (cluster.chief() from then on); returns what the killed chief printed.

@@ -405,6 +405,16 @@ inline size_t count_of(const std::string& text, const std::string& part) {
   return n;
 }
 
+/// The first line of `out` that holds `part` (empty: none).
+inline std::string line_with(const std::string& out, const std::string& part) {
+  auto at = out.find(part);
+  if (at == std::string::npos)
+    return {};
+  auto begin = out.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return out.substr(begin, out.find('\n', at) - begin);
+}
+
 /// The numbers after "samples trained per epoch:".
 inline std::vector<long> epoch_samples(const std::string& out) {
   std::vector<long> v;

@@ -311,8 +311,7 @@ BOOST_AUTO_TEST_CASE(a_node_joined_mid_run_trains_and_is_counted) {
   BOOST_TEST(epoch_samples(out) == (std::vector<long>{60000, 60000, 60000}),
              out);
   // How stale the steps were, as both workers reported it.
-  auto stale = out.substr(out.find("mean staleness of a step: "));
-  stale = stale.substr(0, stale.find('\n'));
+  auto stale = line_with(out, "mean staleness of a step: ");
   BOOST_TEST((has(stale, "(worker 0 ") && has(stale, ", worker 1 ")), out);
 }
 
